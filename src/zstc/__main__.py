@@ -1,0 +1,3 @@
+from zstc.cli import main
+
+main()

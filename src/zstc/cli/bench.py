@@ -1,0 +1,107 @@
+"""``zstc bench``: evaluate one model on BTZSC datasets and compare with the paper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from zstc.cli import app
+from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+
+console = Console(stderr=True)
+
+
+@app.command()
+def bench(
+    model: Model,
+    data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, or 'all' (default).")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Summary JSON; per-dataset details go to <stem>.details/.")] = Path("results.json"),
+    family: Family = None,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a stratified sample of at most N texts per dataset.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
+    unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
+    fresh: Annotated[bool, typer.Option(help="Recompute every dataset instead of reusing finished ones in <stem>.details/.")] = False,
+    batch_size: BatchSize = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+) -> None:
+    """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
+    family and overall means, side by side with the paper's published numbers."""
+    from zstc.bench import Bench, BenchConfig
+    from zstc.catalog import resolve_task_names
+    from zstc.tasks import UNLABELLED_POLICIES
+
+    if unlabelled not in UNLABELLED_POLICIES:
+        from zstc.errors import UnknownNameError
+
+        raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
+    config = BenchConfig(
+        model=model,
+        family=family,
+        tasks=resolve_task_names(tasks),
+        data=data,
+        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length),
+        unlabelled=unlabelled,
+        max_samples=max_samples,
+        seed=seed,
+        out=out,
+        fresh=fresh,
+    )
+    runner = Bench(config, on_event=_report_event)
+    try:
+        summary = runner.run()
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/]: finished datasets are saved in {runner.store.directory}; run the same command again to resume")
+        raise
+    print_summary(summary)
+    console.print(f"wrote {out} and {runner.store.directory}/")
+
+
+def _report_event(kind: str, payload: Any) -> None:
+    if kind == "start":
+        console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
+    elif kind == "reused":
+        console.print(f"[dim]{payload.dataset}: reusing the finished result in the details folder[/]")
+    elif kind == "done":
+        console.print(f"  macro-F1 {payload.metrics['macro_f1']:.4f}  accuracy {payload.metrics['accuracy']:.4f}  ({payload.wall_time_s:.1f} s)")
+        for note in payload.notes:
+            console.print(f"  [dim]note: {note}[/]")
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    results = summary["results"]
+    paper = summary.get("paper", {}).get("macro_f1", {})
+    table = Table(title=f"{summary['model']['name']} on BTZSC", show_footer=False)
+    for column in ("dataset", "family", "texts", "macro-F1", "accuracy", "macro-P", "macro-R"):
+        table.add_column(column, justify="left" if column in ("dataset", "family") else "right")
+    if paper:
+        table.add_column("paper F1", justify="right")
+        table.add_column("delta", justify="right")
+    for name, row in results["by_dataset"].items():
+        cells = [name, _family_of(summary, name), str(row["n_texts"]), f"{row['macro_f1']:.4f}", f"{row['accuracy']:.4f}",
+                 f"{row['macro_precision']:.4f}", f"{row['macro_recall']:.4f}"]
+        if paper:
+            published = paper.get(name)
+            cells += [f"{published:.4f}", f"{row['macro_f1'] - published:+.4f}"] if published is not None else ["", ""]
+        table.add_row(*cells)
+    for family, row in results["by_task"].items():
+        table.add_row(f"[italic]{family} mean[/]", "", "", f"{row['macro_f1']:.4f} ({row['macro_f1_std']:.3f})", f"{row['accuracy']:.4f}", "", "")
+    overall = results["overall"]
+    table.add_row("[bold]overall[/]", "", "", f"[bold]{overall['macro_f1']:.4f}[/] ({overall['macro_f1_std']:.3f})", f"{overall['accuracy']:.4f}", "", "")
+    Console(width=max(Console().width, 120)).print(table)
+
+
+def _family_of(summary: dict[str, Any], dataset: str) -> str:
+    from zstc.catalog import catalog
+
+    spec = catalog().get(dataset)
+    return spec.family if spec else ""

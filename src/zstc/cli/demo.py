@@ -1,0 +1,62 @@
+"""``zstc demo``: the offline default model on a few texts, then a quick benchmark on whatever data is found."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from zstc.cli import app
+
+EXAMPLES: list[str] = [
+    "The central bank raised interest rates by half a point to fight inflation.",
+    "Manchester United came back from two goals down to win in extra time.",
+    "The new phone's battery lasts two full days and the camera is superb.",
+    "Researchers sequenced the genome of a 40,000-year-old woolly mammoth.",
+    "Parliament passed the bill after a heated late-night debate.",
+]
+EXAMPLE_LABELS: list[str] = ["economy", "sports", "technology", "science", "politics"]
+DEMO_TASKS = "financialphrasebank,rottentomatoes,banking77,agnews"
+
+
+def find_data() -> Path | None:
+    """BTZSC files: $ZSTC_DATA, else a ``shared/data/btzsc`` beside or above the working directory."""
+    candidates = [os.environ.get("ZSTC_DATA")] + [str(base / "shared" / "data" / "btzsc") for base in (Path.cwd(), *Path.cwd().parents)]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "financialphrasebank.jsonl").exists():
+            return Path(candidate)
+    return None
+
+
+@app.command()
+def demo(
+    data: Annotated[Optional[Path], typer.Option(help="BTZSC data directory; searched for when omitted.")] = None,
+    max_samples: Annotated[int, typer.Option(help="Texts per dataset in the quick benchmark.")] = 200,
+    out: Annotated[Path, typer.Option(help="Where the demo benchmark writes its results.")] = Path("runs/demo.json"),
+) -> None:
+    """Classify five example texts with the offline default model, then benchmark it on the data found."""
+    from zstc.api import DEFAULT_MODEL, Classifier
+    from zstc.bench import Bench, BenchConfig
+    from zstc.catalog import resolve_task_names
+    from zstc.cli.bench import print_summary
+
+    console = Console()
+    console.rule(f"classify with {DEFAULT_MODEL}")
+    classifier = Classifier(DEFAULT_MODEL, template="This text is about {}.")
+    table = Table("text", "label", "score")
+    for prediction in classifier.predict(EXAMPLES, EXAMPLE_LABELS):
+        table.add_row(prediction.text, prediction.label, f"{prediction.scores[prediction.label]:.3f}")
+    console.print(table)
+
+    data = data or find_data()
+    if data is None:
+        console.print("No BTZSC data found (set ZSTC_DATA or pass --data); skipping the benchmark.")
+        return
+    console.rule(f"benchmark on {data} ({max_samples} texts per dataset, the paper's [CLS] pooling)")
+    config = BenchConfig(model=DEFAULT_MODEL, tasks=resolve_task_names(DEMO_TASKS), data=str(data),
+                         scorer_options={"pooling": "cls"}, max_samples=max_samples, out=out)
+    print_summary(Bench(config, show_progress=False).run())

@@ -1,0 +1,33 @@
+"""Options shared by several commands, declared once so they read the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from zstc.api import DEFAULT_MODEL
+
+Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
+ModelWithDefault = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
+Family = Annotated[
+    Optional[str],
+    typer.Option("--family", "-f", help="embedding, encoder, nli, reranker, yesno or llm; read from the registry when omitted."),
+]
+Pooling = Annotated[Optional[str], typer.Option(help="Embedding models: 'native' (the model's own config) or 'cls' (the paper's computation).")]
+ScoreType = Annotated[
+    Optional[str],
+    typer.Option("--score-type", help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'."),
+]
+EntailmentIndex = Annotated[Optional[int], typer.Option(help="NLI models: the output index of entailment, when id2label does not say.")]
+BatchSize = Annotated[Optional[int], typer.Option(help="Texts (or pairs) per forward pass.")]
+Bf16 = Annotated[Optional[bool], typer.Option("--bf16/--no-bf16", help="bf16 autocast; default: where the hardware runs it fast.")]
+Device = Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, ...; default: CUDA when present.")]
+MaxLength = Annotated[Optional[int], typer.Option(help="Token limit per input; default: the model's own. Only texts are truncated.")]
+
+DEFAULT = DEFAULT_MODEL
+
+
+def scorer_options(**given: Any) -> dict[str, Any]:
+    """The scorer keyword arguments the user actually set (unset options take the family's defaults)."""
+    return {name: value for name, value in given.items() if value is not None}

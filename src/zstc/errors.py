@@ -1,0 +1,29 @@
+"""Errors a user can cause. The CLI prints them as one line and exits non-zero; no traceback.
+
+Everything raised for bad input derives from :class:`ZstcError`, so callers of the Python API can catch
+one type. Programming errors (bugs) are left as ordinary exceptions on purpose.
+"""
+
+from __future__ import annotations
+
+
+class ZstcError(Exception):
+    """Base class for every error caused by input, configuration or environment."""
+
+    exit_code: int = 2
+
+
+class DataError(ZstcError):
+    """A data file or dataset is missing, unreadable or malformed."""
+
+
+class LabelError(ZstcError):
+    """The candidate labels are unusable (empty, a single one, duplicates)."""
+
+
+class ModelError(ZstcError):
+    """A model cannot be resolved, loaded, or lacks what its family needs."""
+
+
+class UnknownNameError(ZstcError):
+    """A task, family or option value is not one zstc knows."""

@@ -1,0 +1,357 @@
+"""Read texts and tasks from files, directories and the Hugging Face hub.
+
+Three layouts:
+
+* paired (the hub's ``btzsc/btzsc``): rows ``text, hypothesis, labels`` with one row per (text, candidate),
+  ``labels == 1`` for the gold candidate. Regrouped by text and checked group by group.
+* grouped: one row per text with ``text`` and ``label`` (class index) or ``label_text`` (class name);
+  the directory layout of ``shared/data/btzsc`` is one grouped file per dataset.
+* a user's own file: texts (and optionally gold labels) with label descriptions the user supplies.
+
+Every malformed input raises :class:`zstc.errors.DataError` naming the file, the row and the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zstc.catalog import TaskSpec, get_task_spec
+from zstc.errors import DataError
+from zstc.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy
+from zstc.validation import check_labels
+
+GROUPED_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
+HUB_DATASET = "btzsc/btzsc"
+
+Record = dict[str, Any]
+
+
+def read_records(path: str | Path) -> Iterator[tuple[int, Record]]:
+    """Yield ``(row_number, record)`` from a JSONL, CSV/TSV or Parquet file; row numbers are 1-based lines."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory, expected a file")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        yield from _read_jsonl(path)
+    elif suffix in (".csv", ".tsv"):
+        yield from _read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")
+    elif suffix == ".parquet":
+        yield from _read_parquet(path)
+    else:
+        raise DataError(f"{path}: unsupported file type {suffix!r}; expected .jsonl, .csv, .tsv or .parquet")
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, Record]]:
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataError(f"{path}:{line_number}: malformed JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise DataError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
+            yield line_number, record
+
+
+def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter=delimiter)
+        if reader.fieldnames is None:
+            raise DataError(f"{path}: empty file, expected a header row")
+        for record in reader:
+            if None in record:  # more fields than the header has
+                raise DataError(f"{path}:{reader.line_num}: more fields than the header's {len(reader.fieldnames)}")
+            yield reader.line_num, record
+
+
+def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataError(f"{path}: reading Parquet needs pyarrow: pip install 'zstc[parquet]'") from None
+    try:
+        table = pq.read_table(path)
+    except Exception as error:  # pyarrow raises several types for corrupt files
+        raise DataError(f"{path}: not a readable Parquet file ({error})") from None
+    for i, record in enumerate(table.to_pylist(), start=1):
+        yield i, record
+
+
+def _text_of(record: Record, where: str, column: str = "text") -> str:
+    if column not in record:
+        raise DataError(f"{where}: no {column!r} field (fields: {', '.join(map(str, record))})")
+    text = record[column]
+    if not isinstance(text, str):
+        raise DataError(f"{where}: {column!r} is {type(text).__name__}, expected a string")
+    if not text.strip():
+        raise DataError(f"{where}: empty text")
+    return text
+
+
+# --- paired layout -------------------------------------------------------------------------------------
+
+
+def group_paired_rows(rows: Iterable[tuple[int, Record]], *, name: str, source: str) -> tuple[list[str], np.ndarray, list[str]]:
+    """Regroup paired rows into ``(texts, gold, hypotheses)``.
+
+    A group is a run of consecutive rows with the same text that does not repeat a hypothesis (so two
+    equal texts in a row still form two groups). Every group must list the same hypotheses in the same
+    order, with at most one positive row; a group with none gets ``NO_HYPOTHESIS``.
+    """
+    texts: list[str] = []
+    gold: list[int] = []
+    reference: list[str] | None = None
+    group_hypotheses: list[str] = []
+    group_positive: int | None = None
+    group_start = 0
+
+    def close_group() -> None:
+        nonlocal reference
+        if not group_hypotheses:
+            return
+        if reference is None:
+            reference = list(group_hypotheses)
+        elif group_hypotheses != reference:
+            detail = _first_difference(reference, group_hypotheses)
+            raise DataError(f"{source}: {name}: the group starting at row {group_start} has other hypotheses than the first group ({detail})")
+        gold.append(NO_HYPOTHESIS if group_positive is None else group_positive)
+
+    for row_number, record in rows:
+        where = f"{source}:{row_number}"
+        text = _text_of(record, where)
+        hypothesis = record.get("hypothesis")
+        if not isinstance(hypothesis, str) or not hypothesis.strip():
+            raise DataError(f"{where}: missing or empty 'hypothesis'")
+        try:
+            positive = int(record["labels"])
+        except (KeyError, TypeError, ValueError):
+            raise DataError(f"{where}: 'labels' must be 0 or 1, got {record.get('labels')!r}") from None
+        if positive not in (0, 1):
+            raise DataError(f"{where}: 'labels' must be 0 or 1, got {positive}")
+        if not texts or text != texts[-1] or hypothesis in group_hypotheses:
+            close_group()
+            texts.append(text)
+            group_hypotheses, group_positive, group_start = [], None, row_number
+        if positive:
+            if group_positive is not None:
+                raise DataError(f"{where}: {name}: a second positive row for the text of the group starting at row {group_start}")
+            group_positive = len(group_hypotheses)
+        group_hypotheses.append(hypothesis)
+    close_group()
+    if not texts:
+        raise DataError(f"{source}: no rows")
+    return texts, np.asarray(gold, dtype=np.int64), reference or []
+
+
+def _first_difference(expected: Sequence[str], found: Sequence[str]) -> str:
+    if len(expected) != len(found):
+        return f"{len(found)} hypotheses instead of {len(expected)}"
+    for i, (a, b) in enumerate(zip(expected, found)):
+        if a != b:
+            return f"hypothesis {i + 1} is {b!r}, expected {a!r}"
+    return "same hypotheses"
+
+
+def load_paired(rows: Iterable[tuple[int, Record]], spec: TaskSpec, *, source: str) -> Task:
+    texts, gold, hypotheses = group_paired_rows(rows, name=spec.name, source=source)
+    if tuple(hypotheses) != spec.hypotheses:
+        raise DataError(f"{source}: {spec.name}: hypotheses differ from the catalog's ({_first_difference(spec.hypotheses, hypotheses)})")
+    return Task(spec.name, texts, gold, list(spec.labels), list(spec.hypotheses), family=spec.family, source=source)
+
+
+# --- grouped layout ------------------------------------------------------------------------------------
+
+
+def load_grouped(path: str | Path, spec: TaskSpec) -> Task:
+    """A grouped file of one BTZSC dataset: ``text`` with ``label`` (index, -1 = no hypothesis) or ``label_text``."""
+    index_of = {name: i for i, name in enumerate(spec.labels)}
+    missing = set(spec.labels_without_hypothesis)
+    texts: list[str] = []
+    gold: list[int] = []
+    for row_number, record in read_records(path):
+        where = f"{path}:{row_number}"
+        texts.append(_text_of(record, where))
+        if record.get("label") not in (None, ""):
+            try:
+                label = int(record["label"])
+            except (TypeError, ValueError):
+                raise DataError(f"{where}: 'label' must be a class index, got {record['label']!r}") from None
+            if not NO_HYPOTHESIS <= label < len(spec.labels):
+                raise DataError(f"{where}: label {label} out of range for {spec.name} ({len(spec.labels)} classes)")
+        elif record.get("label_text") not in (None, ""):
+            name = str(record["label_text"])
+            if name in index_of:
+                label = index_of[name]
+            elif name in missing:
+                label = NO_HYPOTHESIS
+            else:
+                raise DataError(f"{where}: unknown class {name!r} for {spec.name}")
+        else:
+            raise DataError(f"{where}: no 'label' or 'label_text' field")
+        gold.append(label)
+    if not texts:
+        raise DataError(f"{path}: no rows")
+    return Task(spec.name, texts, np.asarray(gold, dtype=np.int64), list(spec.labels), list(spec.hypotheses), family=spec.family, source=str(path))
+
+
+def _is_paired_file(path: Path) -> bool:
+    for _, record in read_records(path):
+        return "hypothesis" in record
+    return False
+
+
+def find_task_file(directory: Path, name: str) -> Path:
+    for suffix in GROUPED_SUFFIXES:
+        candidate = directory / f"{name}{suffix}"
+        if candidate.exists():
+            return candidate
+    available = sorted(p.stem for p in directory.iterdir() if p.suffix in GROUPED_SUFFIXES) if directory.is_dir() else []
+    raise DataError(
+        f"{directory}: no file for task {name!r} (looked for {name}.jsonl/.csv/.parquet; found: {', '.join(available) or 'none'})"
+    )
+
+
+# --- BTZSC tasks from a directory or the hub -----------------------------------------------------------
+
+
+def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -> tuple[Task, int]:
+    """Load a BTZSC dataset from a directory (grouped or paired files) or ``"hub"``.
+
+    Returns the task and how many of its texts the unlabelled policy affected.
+    """
+    spec = get_task_spec(name)
+    if str(data) == "hub":
+        task = _load_from_hub(spec)
+    else:
+        directory = Path(data)
+        if not directory.exists():
+            raise DataError(f"{directory}: no such directory")
+        if not directory.is_dir():
+            raise DataError(f"{directory}: expected a directory of task files or 'hub'")
+        path = find_task_file(directory, name)
+        task = load_paired(read_records(path), spec, source=str(path)) if _is_paired_file(path) else load_grouped(path, spec)
+    if unlabelled == "paper":
+        task = _apply_harness_sampling_quirks(task)
+    return apply_unlabelled_policy(task, unlabelled)
+
+
+def _load_from_hub(spec: TaskSpec) -> Task:
+    try:
+        import datasets
+    except ImportError:
+        raise DataError("loading from the hub needs the datasets package: pip install 'zstc[hub]'") from None
+    try:
+        rows = datasets.load_dataset(HUB_DATASET, spec.name, split="test")
+    except Exception as error:  # network, auth and missing-config errors all land here
+        raise DataError(f"cannot load {HUB_DATASET} config {spec.name!r} from the hub: {type(error).__name__}: {error}") from None
+    return load_paired(enumerate(rows, start=1), spec, source=f"hub:{HUB_DATASET}/{spec.name}")
+
+
+def _apply_harness_sampling_quirks(task: Task) -> Task:
+    """The public harness keeps only the first two yahootopics texts of class "Business & Finance".
+
+    Applied with the ``paper`` policy so numbers compare with the published ones; reported in the notes.
+    """
+    if task.name != "yahootopics" or "Business & Finance" not in task.label_names:
+        return task
+    cls = task.label_names.index("Business & Finance")
+    members = np.flatnonzero(task.gold == cls)
+    if len(members) <= 2:
+        return task
+    keep = np.setdiff1d(np.arange(len(task)), members[2:])
+    return task.subset(keep, f"dropped {len(members) - 2} 'Business & Finance' texts as the public harness does (policy 'paper')")
+
+
+# --- a user's own texts and labels ---------------------------------------------------------------------
+
+
+def read_texts(source: str | Path, *, text_column: str = "text") -> list[str]:
+    """Texts to classify: a JSONL/CSV/Parquet file with a text column, a .txt file, or ``-`` (stdin), one per line."""
+    if str(source) == "-":
+        return _plain_lines(sys.stdin, "<stdin>")
+    path = Path(source)
+    if path.suffix.lower() == ".txt":
+        if not path.exists():
+            raise DataError(f"{path}: no such file")
+        with path.open(encoding="utf-8") as handle:
+            return _plain_lines(handle, str(path))
+    texts = [_text_of(record, f"{path}:{row}", text_column) for row, record in read_records(path)]
+    if not texts:
+        raise DataError(f"{path}: no texts")
+    return texts
+
+
+def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
+    texts = [line.rstrip("\n") for line in lines]
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise DataError(f"{source}: no texts")
+    return texts
+
+
+def read_label_descriptions(path: str | Path) -> dict[str, str]:
+    """Labels and their descriptions from a file.
+
+    ``.json``: an object ``{label: description}`` or a list of labels; otherwise one label per line,
+    optionally ``label<TAB>description``. A label without a description is described by its own name.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.suffix.lower() == ".json":
+        try:
+            content = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}: malformed JSON ({error.msg}, line {error.lineno})") from None
+        if isinstance(content, list):
+            pairs = [(str(label), str(label)) for label in content]
+        elif isinstance(content, dict):
+            pairs = [(str(label), str(description)) for label, description in content.items()]
+        else:
+            raise DataError(f"{path}: expected a JSON object {{label: description}} or a list of labels")
+    else:
+        pairs = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            label, _, description = line.partition("\t")
+            pairs.append((label.strip(), description.strip() or label.strip()))
+    labels = check_labels([label for label, _ in pairs], what=f"labels in {path}")
+    return dict(zip(labels, (description for _, description in pairs)))
+
+
+def load_user_task(path: str | Path, descriptions: Mapping[str, str] | None = None, *, name: str | None = None) -> Task:
+    """A labelled file of the user's (``text`` and ``label_text`` or ``label``) as a task.
+
+    ``descriptions`` maps each label to the hypothesis it is scored with; without it the labels are the
+    sorted distinct gold labels, each described by its name.
+    """
+    path = Path(path)
+    rows = [(row, record) for row, record in read_records(path)]
+    texts = [_text_of(record, f"{path}:{row}") for row, record in rows]
+    raw_gold: list[str] = []
+    for row, record in rows:
+        value = record.get("label_text", record.get("label"))
+        if value in (None, ""):
+            raise DataError(f"{path}:{row}: no 'label_text' or 'label' field")
+        raw_gold.append(str(value))
+    if not texts:
+        raise DataError(f"{path}: no rows")
+    if descriptions is None:
+        descriptions = {label: label for label in sorted(set(raw_gold))}
+    labels = check_labels(list(descriptions))
+    index_of = {label: i for i, label in enumerate(labels)}
+    gold = np.asarray([index_of.get(label, NO_HYPOTHESIS) for label in raw_gold], dtype=np.int64)
+    return Task(name or path.stem, texts, gold, labels, [descriptions[label] for label in labels], source=str(path))

