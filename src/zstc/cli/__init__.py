@@ -27,20 +27,22 @@ from zstc.cli import bench, classify, demo, info  # noqa: E402,F401
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # standalone_mode=False lets zstc's own errors reach the handler below; click then returns
+        # the exit code of typer.Exit instead of raising SystemExit itself.
+        result = app(standalone_mode=False)
     except ZstcError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
-    except Exception as error:  # click's own usage errors
-        import click
-
-        if isinstance(error, click.exceptions.Abort):
-            print("interrupted", file=sys.stderr)
-            sys.exit(130)
-        if isinstance(error, click.ClickException):
-            error.show()
-            sys.exit(error.exit_code)
-        raise
+    except typer.Abort:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except typer.TyperException as error:  # usage errors: unknown option, missing argument, bad value
+        show = getattr(error, "show", None)
+        if show is None:
+            raise
+        show()
+        sys.exit(getattr(error, "exit_code", 2))
+    sys.exit(result if isinstance(result, int) else 0)

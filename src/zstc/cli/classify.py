@@ -40,7 +40,7 @@ def classify(
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
-        names = check_labels([part for part in labels.split(",")])
+        names = check_labels(labels.split(",") if labels.strip() else [])
         descriptions = describe_labels(names, template)
     else:
         mapping = read_label_descriptions(labels_file)

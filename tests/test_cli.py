@@ -1,0 +1,77 @@
+"""Every failure a user can cause: one line on stderr, non-zero exit, no traceback."""
+
+import json
+import sys
+
+import pytest
+
+from zstc.cli import main
+
+
+def run_cli(args, capsys, monkeypatch, stdin: str | None = None):
+    monkeypatch.setattr(sys, "argv", ["zstc", *args])
+    if stdin is not None:
+        import io
+
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+@pytest.fixture
+def texts_file(tmp_path):
+    path = tmp_path / "texts.jsonl"
+    path.write_text('{"text": "The match ended 2-1."}\n{"text": "Rates were raised."}\n')
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["classify", "missing.jsonl", "--labels", "a,b"], "missing.jsonl: no such file"),
+        (["classify", "{texts}", "--labels", ""], "no labels given"),
+        (["classify", "{texts}", "--labels", "sports"], "only one label given"),
+        (["classify", "{texts}", "--labels", "a,b,a"], "duplicate labels: 'a'"),
+        (["classify", "{texts}", "--labels", "a,b", "--model", "no-such/model-xyz"], "unknown model 'no-such/model-xyz'"),
+        (["classify", "{texts}", "--labels", "a,b", "--family", "nonsense"], "unknown family 'nonsense'"),
+        (["classify", "{texts}", "--labels", "a,b", "--template", "no slot"], "exactly one '{}'"),
+        (["classify", "{empty}", "--labels", "a,b"], "empty text"),
+        (["classify", "{malformed}", "--labels", "a,b"], "malformed JSON"),
+        (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnewz"], "unknown task 'agnewz'"),
+        (["bench", "-m", "all-MiniLM-L6-v2", "--data", "/no/such/dir", "--tasks", "agnews"], "no such directory"),
+        (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{tmp}", "--tasks", "agnews"], "no file for task 'agnews'"),
+        (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--score-type", "prob"], "--score-type does not apply to embedding"),
+        (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--unlabelled", "drop"], "--unlabelled must be one of"),
+    ],
+)
+def test_user_errors_are_one_line(args, message, capsys, monkeypatch, tmp_path, texts_file, btzsc_dir):
+    (tmp_path / "empty.jsonl").write_text('{"text": "fine"}\n{"text": ""}\n')
+    (tmp_path / "malformed.jsonl").write_text('{"text": "fine"}\n{"text": \n')
+    fill = {"{texts}": str(texts_file), "{empty}": str(tmp_path / "empty.jsonl"), "{malformed}": str(tmp_path / "malformed.jsonl"),
+            "{shared}": str(btzsc_dir), "{tmp}": str(tmp_path)}
+    code, out, err = run_cli([fill.get(a, a) for a in args], capsys, monkeypatch)
+    assert code not in (0, None)
+    assert message in err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_classify_prints_one_json_line_per_text(capsys, monkeypatch, texts_file):
+    code, out, err = run_cli(["classify", str(texts_file), "--labels", "sports,economy", "--template", "This text is about {}."], capsys, monkeypatch)
+    assert code in (0, None)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["label"] for line in lines] == ["sports", "economy"]
+    assert set(lines[0]["scores"]) == {"sports", "economy"}
+
+
+def test_classify_reads_stdin_and_label_files(capsys, monkeypatch, tmp_path):
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"pos": "This review is positive.", "neg": "This review is negative."}))
+    code, out, _ = run_cli(["classify", "-", "--labels-file", str(labels)], capsys, monkeypatch, stdin="I loved every minute of it.\n")
+    assert code in (0, None) and json.loads(out)["label"] == "pos"
+
+
+def test_usage_errors_show_usage_without_traceback(capsys, monkeypatch):
+    code, _, err = run_cli(["tasks", "--bogus"], capsys, monkeypatch)
+    assert code == 2 and "No such option: --bogus" in err and "Traceback" not in err

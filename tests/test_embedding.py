@@ -1,0 +1,51 @@
+"""The embedding scorer on the real all-MiniLM-L6-v2 weights and the real BTZSC data."""
+
+import numpy as np
+import pytest
+
+from zstc.loaders import load_btzsc_task
+from zstc.metrics import dataset_metrics
+from zstc.models.registry import get_model_spec
+
+
+def test_cls_pooling_reproduces_the_papers_financialphrasebank_row(btzsc_dir, minilm_cls):
+    task, _ = load_btzsc_task("financialphrasebank", btzsc_dir)
+    scores = minilm_cls.score(task.texts, task.hypotheses)
+    assert scores.shape == (690, 3) and scores.dtype == np.float32
+    metrics = dataset_metrics(task.gold, scores.argmax(1))
+    # Published: macro-F1 0.31196534633636475, accuracy 0.4231884181499481.
+    assert metrics["macro_f1"] == pytest.approx(0.3120, abs=5e-4)
+    assert metrics["accuracy"] == pytest.approx(0.4232, abs=5e-4)
+
+
+def test_native_pooling_gives_the_models_real_quality(btzsc_dir, minilm_native):
+    task, _ = load_btzsc_task("rottentomatoes", btzsc_dir)
+    metrics = dataset_metrics(task.gold, minilm_native.score(task.texts, task.hypotheses).argmax(1))
+    assert metrics["macro_f1"] > 0.6  # the paper's [CLS] row is 0.338
+
+
+def test_scores_are_cosines_independent_of_batch_size(minilm_native):
+    from zstc.scorers import make_scorer
+
+    texts = ["The striker scored twice.", "Rates rose again.", "A new vaccine was approved."]
+    labels = ["sports", "economy", "health"]
+    a = minilm_native.score(texts, labels)
+    b = make_scorer("sentence-transformers/all-MiniLM-L6-v2", batch_size=1, bf16=False).score(texts[::-1], labels)[::-1]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    assert np.all(a <= 1.0001) and np.all(a >= -1.0001)
+    assert a.argmax(1).tolist() == [0, 1, 2]
+
+
+def test_query_and_document_prefixes_come_from_the_registry():
+    e5 = get_model_spec("intfloat/e5-base-v2")
+    assert (e5.format_query("t"), e5.format_document("h")) == ("query: t", "passage: h")
+    qwen = get_model_spec("Qwen3-Embedding-0.6B")
+    assert qwen.format_query("t") == (
+        "Instruct: Given a piece of text, retrieve relevant label descriptions that best match the text\nQuery: t"
+    )
+    assert qwen.format_document("h") == "h"
+
+
+def test_truncated_texts_are_reported(minilm_native):
+    minilm_native.score(["word " * 400, "short"], ["a", "b"])
+    assert minilm_native.notes == ["1 of 2 texts exceed 256 tokens and were truncated"]

@@ -1,0 +1,118 @@
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zstc.catalog import get_task_spec
+from zstc.errors import DataError
+from zstc.loaders import load_btzsc_task, load_grouped, load_paired, load_user_task, read_label_descriptions, read_records, read_texts
+from zstc.tasks import NO_HYPOTHESIS, apply_unlabelled_policy, stratified_sample
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_paired_layout_loads_to_exactly_the_grouped_file(shared_data):
+    spec = get_task_spec("financialphrasebank")
+    paired_path = shared_data / "btzsc-paired" / "financialphrasebank.jsonl"
+    paired = load_paired(read_records(paired_path), spec, source=str(paired_path))
+    grouped = load_grouped(shared_data / "btzsc" / "financialphrasebank.jsonl", spec)
+    assert len(paired) == len(grouped) == 690
+    assert paired.texts == grouped.texts
+    np.testing.assert_array_equal(paired.gold, grouped.gold)
+    assert paired.hypotheses == list(spec.hypotheses)
+
+
+def test_directory_loader_detects_the_paired_layout(shared_data):
+    task, affected = load_btzsc_task("financialphrasebank", shared_data / "btzsc-paired")
+    assert len(task) == 690 and affected == 0
+
+
+def paired_rows(groups):
+    """groups: list of (text, positive index or None); hypotheses h0, h1, h2 of financialphrasebank."""
+    hypotheses = get_task_spec("financialphrasebank").hypotheses
+    return [{"text": t, "hypothesis": h, "labels": int(i == pos)} for t, pos in groups for i, h in enumerate(hypotheses)]
+
+
+def test_paired_groups_are_checked(tmp_path):
+    spec = get_task_spec("financialphrasebank")
+    rows = paired_rows([("a", 0), ("b", None), ("b", 2)])  # the same text twice in a row is two groups
+    task = load_paired(enumerate(rows, 1), spec, source="x")
+    assert task.texts == ["a", "b", "b"] and task.gold.tolist() == [0, NO_HYPOTHESIS, 2]
+
+    two_positives = paired_rows([("a", 0)])
+    two_positives[1]["labels"] = 1
+    with pytest.raises(DataError, match="x:2: financialphrasebank: a second positive row"):
+        load_paired(enumerate(two_positives, 1), spec, source="x")
+
+    reordered = paired_rows([("a", 0), ("b", 1)])
+    reordered[3], reordered[4] = reordered[4], reordered[3]
+    with pytest.raises(DataError, match="group starting at row 4 has other hypotheses"):
+        load_paired(enumerate(reordered, 1), spec, source="x")
+
+
+def test_malformed_rows_name_file_row_and_reason(tmp_path):
+    spec = get_task_spec("financialphrasebank")
+    bad_json = tmp_path / "a.jsonl"
+    bad_json.write_text('{"text": "ok", "label": 0}\n{"text": oops}\n')
+    with pytest.raises(DataError, match=r"a.jsonl:2: malformed JSON"):
+        load_grouped(bad_json, spec)
+    with pytest.raises(DataError, match=r":1: empty text"):
+        load_grouped(write_jsonl(tmp_path / "b.jsonl", [{"text": "  ", "label": 0}]), spec)
+    with pytest.raises(DataError, match=r":1: label 7 out of range"):
+        load_grouped(write_jsonl(tmp_path / "c.jsonl", [{"text": "x", "label": 7}]), spec)
+    with pytest.raises(DataError, match=r"unknown class 'bullish'"):
+        load_grouped(write_jsonl(tmp_path / "d.jsonl", [{"text": "x", "label_text": "bullish"}]), spec)
+    with pytest.raises(DataError, match="no such file"):
+        load_grouped(tmp_path / "missing.jsonl", spec)
+
+
+def test_grouped_csv_and_parquet(tmp_path):
+    spec = get_task_spec("financialphrasebank")
+    csv_path = tmp_path / "financialphrasebank.csv"
+    csv_path.write_text('text,label_text\n"Profit rose, a lot",positive\nShares fell,negative\n')
+    task = load_grouped(csv_path, spec)
+    assert task.texts == ["Profit rose, a lot", "Shares fell"] and task.gold.tolist() == [2, 0]
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"text": ["a", "b"], "label": [1, 0]}), tmp_path / "p.parquet")
+    assert load_grouped(tmp_path / "p.parquet", spec).gold.tolist() == [1, 0]
+
+
+def test_unlabelled_policy_on_banking77(btzsc_dir):
+    paper, affected = load_btzsc_task("banking77", btzsc_dir, unlabelled="paper")
+    assert affected == 200 and len(paper) == 3080 and paper.n_unlabelled == 0
+    assert any("counted as class 0" in note for note in paper.notes)
+    excluded, affected = load_btzsc_task("banking77", btzsc_dir, unlabelled="exclude")
+    assert affected == 200 and len(excluded) == 2880
+
+
+def test_stratified_sample_is_deterministic_exact_and_proportional(btzsc_dir):
+    task, _ = load_btzsc_task("agnews", btzsc_dir)
+    a = stratified_sample(task, 1000, seed=3)
+    b = stratified_sample(task, 1000, seed=3)
+    c = stratified_sample(task, 1000, seed=4)
+    assert len(a) == 1000 and a.texts == b.texts and a.texts != c.texts
+    assert np.bincount(a.gold).tolist() == [250, 250, 250, 250]  # agnews is balanced
+    assert list(a.source_index) == sorted(a.source_index)
+    assert stratified_sample(task, None) is task
+
+
+def test_user_files(tmp_path):
+    texts = write_jsonl(tmp_path / "in.jsonl", [{"text": "hello"}, {"text": "world"}])
+    assert read_texts(texts) == ["hello", "world"]
+    (tmp_path / "in.txt").write_text("one\n\ntwo\n")
+    assert read_texts(tmp_path / "in.txt") == ["one", "two"]
+    labels = tmp_path / "labels.txt"
+    labels.write_text("sports\tThis text is about sport.\npolitics\n")
+    assert read_label_descriptions(labels) == {"sports": "This text is about sport.", "politics": "politics"}
+    (tmp_path / "dup.txt").write_text("a\na\n")
+    with pytest.raises(Exception, match="duplicate"):
+        read_label_descriptions(tmp_path / "dup.txt")
+    data = write_jsonl(tmp_path / "mine.jsonl", [{"text": "x", "label_text": "b"}, {"text": "y", "label_text": "a"}])
+    task = load_user_task(data)
+    assert task.label_names == ["a", "b"] and task.gold.tolist() == [1, 0]
