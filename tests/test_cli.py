@@ -36,6 +36,7 @@ def texts_file(tmp_path):
         (["classify", "{texts}", "--labels", "a,b,a"], "duplicate labels: 'a'"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "no-such/model-xyz"], "unknown model 'no-such/model-xyz'"),
         (["classify", "{texts}", "--labels", "a,b", "--family", "nonsense"], "unknown family 'nonsense'"),
+        (["classify", "{texts}", "--labels", "a,b", "--model", "foo/not-a-model", "--family", "embedding"], "cannot load model 'foo/not-a-model'"),
         (["classify", "{texts}", "--labels", "a,b", "--template", "no slot"], "exactly one '{}'"),
         (["classify", "{empty}", "--labels", "a,b"], "empty text"),
         (["classify", "{malformed}", "--labels", "a,b"], "malformed JSON"),

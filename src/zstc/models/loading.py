@@ -6,7 +6,10 @@ Scorers call :func:`model_source` and :func:`load_error`; nothing else in zstc d
 from __future__ import annotations
 
 import os
+import socket
+from functools import cache
 from pathlib import Path
+from urllib.parse import urlparse
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
@@ -19,7 +22,41 @@ def model_source(spec: ModelSpec) -> str:
         return str(local)
     if Path(spec.model_id).expanduser().exists():
         raise ModelError(f"{spec.model_id}: exists but is not a model folder")
+    if not _in_hub_cache(spec.model_id) and not hub_reachable():
+        # Fail in seconds: the hub client would otherwise retry for about two minutes first.
+        raise ModelError(
+            f"cannot load model {spec.model_id!r}: it is not available locally (no folder, offline package "
+            f"or hub cache entry) and the Hugging Face hub ({_hub_endpoint()}) is unreachable"
+        )
     return spec.model_id
+
+
+def _hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+
+
+def _in_hub_cache(model_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        return isinstance(try_to_load_from_cache(model_id, "config.json"), str)
+    except Exception:  # an id that is not a valid repo name is simply not cached
+        return False
+
+
+@cache
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the hub answers a TCP connection (checked once per process); False when HF_HUB_OFFLINE=1."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    endpoint = urlparse(_hub_endpoint())
+    try:
+        with socket.create_connection((endpoint.hostname or "huggingface.co", endpoint.port or 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def load_error(spec: ModelSpec, error: Exception) -> ModelError:
