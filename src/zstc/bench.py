@@ -7,20 +7,27 @@ scorer -> score matrix -> argmax -> metrics -> store. Finished datasets are save
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from tqdm.auto import tqdm
+
 from zstc import __version__
 from zstc.baselines import paper_rows
 from zstc.catalog import catalog
 from zstc.decisions import argmax_decisions
+from zstc.errors import ZstcError
 from zstc.loaders import load_btzsc_task
 from zstc.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
-from zstc.models.registry import get_model_spec
-from zstc.results import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, write_json
+from zstc.models.loading import model_source
+from zstc.models.registry import ModelSpec, get_model_spec
+from zstc.provenance import file_sha256, git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
+from zstc.results import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, percentile, write_json
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
 from zstc.tasks import Task, stratified_sample
@@ -62,12 +69,85 @@ def dataset_hypotheses(task: Task) -> list[str]:
     return list(task.hypotheses)
 
 
-def evaluate_task(scorer: Scorer, task: Task, descriptions: list[str], *, show_progress: bool = False) -> tuple[DatasetResult, float]:
-    """Score one task and compute its metrics; returns the result (fingerprint unset) and the wall time."""
+DEFAULT_BATCH_TEXTS = 32
+"""Texts per timed scorer call when the scorer does not say what its batch size is."""
+
+_COUNT_NOTE = re.compile(r"^(\d+) of (\d+) (.+)$")
+
+
+@dataclass
+class TimedScores:
+    """A score matrix with how long it took: one warm-up call, then one call per batch of texts."""
+
+    scores: np.ndarray
+    warmup_s: float
+    """The first call (one text): model loading and label-side caches, kept out of the throughput."""
+    batch_texts: int
+    batch_latencies_s: list[float]
+    notes: list[str]
+
+    @property
+    def wall_s(self) -> float:
+        return float(sum(self.batch_latencies_s))
+
+    def record(self) -> dict[str, Any]:
+        return {"warmup_s": round(self.warmup_s, 4), "batch_texts": self.batch_texts,
+                "batch_latencies_s": [round(t, 5) for t in self.batch_latencies_s]}
+
+
+def merge_batch_notes(per_batch: Sequence[Sequence[str]]) -> list[str]:
+    """Combine the notes of many scorer calls: ``"N of M <what>"`` counts are summed, others kept once."""
+    counts: dict[str, list[int]] = {}
+    merged: list[str] = []
+    for notes in per_batch:
+        for note in notes:
+            match = _COUNT_NOTE.match(note)
+            if match:
+                key = match.group(3)
+                if key not in counts:
+                    counts[key] = [0, 0]
+                    merged.append(key)
+                counts[key][0] += int(match.group(1))
+                counts[key][1] += int(match.group(2))
+            elif note not in merged:
+                merged.append(note)
+    return [f"{counts[n][0]} of {counts[n][1]} {n}" if n in counts else n for n in merged]
+
+
+def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, batch_texts: int | None = None,
+                show_progress: bool = False) -> TimedScores:
+    """Score ``texts`` in batches of ``batch_texts`` (default: the scorer's batch size), timing each call.
+
+    Texts are scored longest first, as sentence-transformers orders its own batches, so batching here
+    costs no extra padding; scores are returned in the original order. Each text is scored independently,
+    so the order changes no score.
+    """
+    batch_texts = batch_texts or scorer.describe().get("batch_size") or DEFAULT_BATCH_TEXTS
     started = time.perf_counter()
-    scores = scorer.score(task.texts, descriptions, show_progress=show_progress)
-    wall = time.perf_counter() - started
-    predicted = argmax_decisions(scores)
+    scorer.score(texts[:1], labels)
+    warmup = time.perf_counter() - started
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    batches = [order[i:i + batch_texts] for i in range(0, len(order), batch_texts)]
+    scores = np.empty((len(texts), len(labels)), dtype=np.float32)
+    latencies: list[float] = []
+    notes: list[list[str]] = []
+    for batch in tqdm(batches, desc="batches", unit="batch", disable=not show_progress, leave=False):
+        started = time.perf_counter()
+        scores[batch] = scorer.score([texts[i] for i in batch], labels)
+        latencies.append(time.perf_counter() - started)
+        notes.append(list(getattr(scorer, "notes", [])))
+    return TimedScores(scores, warmup, batch_texts, latencies, merge_batch_notes(notes))
+
+
+def evaluate_task(scorer: Scorer, task: Task, descriptions: list[str], *, show_progress: bool = False) -> tuple[DatasetResult, float]:
+    """Score one task and compute its metrics; returns the result (fingerprint unset) and the wall time.
+
+    The wall time covers the batched scoring calls, not model loading (recorded as ``warmup_s``).
+    """
+    device = scorer.describe().get("device")
+    reset_cuda_peak(device)
+    timed = score_timed(scorer, task.texts, descriptions, show_progress=show_progress)
+    predicted = argmax_decisions(timed.scores)
     result = DatasetResult(
         dataset=task.name,
         family=task.family,
@@ -77,15 +157,22 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: list[str], *, show_p
         hypotheses=list(descriptions),
         unlabelled_policy="",
         unlabelled_texts=0,
-        wall_time_s=wall,
+        wall_time_s=timed.wall_s,
         fingerprint="",
-        notes=[*task.notes, *getattr(scorer, "notes", [])],
-        scores=scores,
+        notes=[*task.notes, *timed.notes],
+        extra={
+            "timing": timed.record(),
+            "peak_rss_mb": peak_rss_mb(),
+            "peak_cuda_mb": peak_cuda_mb(device),
+            "data_sha256": file_sha256(task.source) if task.source else None,
+            "scorer": scorer.describe(),
+        },
+        scores=timed.scores,
         gold=task.gold,
         predicted=predicted,
         source_index=task.source_index,
     )
-    return result, wall
+    return result, timed.wall_s
 
 
 class Bench:
@@ -142,14 +229,19 @@ def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResu
     family_of = {name: result.family or "custom" for name, result in results.items()}
     metrics_only = {name: {m: result.metrics[m] for m in METRICS} for name, result in results.items()}
     sampled = any(r.n_texts < r.extra.get("source_texts", r.n_texts) for r in results.values())
+    # What the scorer said about itself; from the stored results when every dataset was reused.
+    described = scorer.describe() if scorer is not None else next((r.extra["scorer"] for r in results.values() if "scorer" in r.extra), {})
     model_facts: dict[str, Any] = {
         "name": spec.model_id,
         "family": spec.family,
         "paper_name": spec.paper_name,
         "parameters_millions": spec.params_millions,
-        **({k: v for k, v in scorer.describe().items() if k not in ("name", "family")} if scorer is not None else {}),
+        **{k: v for k, v in described.items() if k not in ("name", "family")},
         "options": {k: v for k, v in config.scorer_options.items() if v is not None},
+        "revision": _model_revision(spec),
     }
+    if described.get("parameters"):  # counted from the loaded weights beats the registry's rounded figure
+        model_facts["parameters_millions"] = round(described["parameters"] / 1e6, 2)
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "model": model_facts,
@@ -166,7 +258,10 @@ def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResu
             "zstc_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "details": str(ResultStore(config.out).directory.name),
+            "data_sha256": {name: result.extra.get("data_sha256") for name, result in results.items()},
+            "hypotheses_used": {name: result.hypotheses for name, result in results.items()},
         },
+        "run": run_record(results, described),
         "results": {
             "overall": aggregate(metrics_only),
             "by_task": aggregate_by_family(metrics_only, family_of),
@@ -181,3 +276,33 @@ def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResu
             "macro_f1": {name: published[name] for name in results if name in published},
         }
     return summary
+
+
+def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> dict[str, Any]:
+    """Speed, memory, machine and code facts of a run, pooled over its datasets."""
+    recorded = [result.extra for result in results.values()]
+    latencies = [t for extra in recorded for t in extra.get("timing", {}).get("batch_latencies_s", [])]
+    rss_peaks = [extra["peak_rss_mb"] for extra in recorded if extra.get("peak_rss_mb") is not None]
+    cuda_peaks = [extra["peak_cuda_mb"] for extra in recorded if extra.get("peak_cuda_mb") is not None]
+    wall = sum(result.wall_time_s for result in results.values())
+    return {
+        "wall_time_s": round(wall, 3),
+        "texts_per_second": round(sum(r.n_texts for r in results.values()) / wall, 2) if wall > 0 else None,
+        "latency_p50_s": percentile(latencies, 50),
+        "latency_p95_s": percentile(latencies, 95),
+        "peak_rss_mb": max(rss_peaks) if rss_peaks else None,
+        "peak_cuda_mb": max(cuda_peaks) if cuda_peaks else None,
+        "device": described.get("device"),
+        "dtype": described.get("dtype"),
+        "batch_size": described.get("batch_size"),
+        "zstc_version": __version__,
+        "git_commit": git_commit(),
+        "libraries": library_versions(),
+    }
+
+
+def _model_revision(spec: ModelSpec) -> str | None:
+    try:
+        return model_revision(model_source(spec))
+    except ZstcError:
+        return None

@@ -59,7 +59,19 @@ class DatasetResult:
             "unlabelled_texts": self.unlabelled_texts,
             "wall_time_s": round(self.wall_time_s, 3),
             "texts_per_second": round(self.n_texts / self.wall_time_s, 2) if self.wall_time_s > 0 else None,
+            "latency_p50_s": percentile(self.batch_latencies, 50),
+            "latency_p95_s": percentile(self.batch_latencies, 95),
         }
+
+    @property
+    def batch_latencies(self) -> list[float]:
+        """Seconds per timed scorer call (empty for results stored before timing was recorded)."""
+        return list(self.extra.get("timing", {}).get("batch_latencies_s", []))
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (linear interpolation), rounded for the result file; None when empty."""
+    return round(float(np.percentile(values, q)), 5) if values else None
 
 
 def fingerprint(settings: dict[str, Any]) -> str:

@@ -1,0 +1,70 @@
+"""``zstc report``, ``zstc export`` and ``zstc validate``: turn result files into things people read and share."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from zstc.cli import app
+
+console = Console(stderr=True)
+
+
+@app.command()
+def report(
+    results: Annotated[list[Path], typer.Argument(help="Result files written by `zstc bench` (their <stem>.details/ folders add statistics and confusion matrices).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html, report.md, tables/ and figures/.")] = Path("report"),
+    paper: Annotated[bool, typer.Option("--paper/--no-paper", help="Include the paper's 38 published models in tables and figures.")] = True,
+    bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap draws for the 95% confidence intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap draws.")] = 0,
+    confusion: Annotated[bool, typer.Option("--confusion/--no-confusion", help="A confusion matrix per run and dataset.")] = True,
+) -> None:
+    """The paper's Table 2, per-dataset tables, figures (speed vs accuracy, scaling, heatmap, confusion matrices),
+    bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
+    from zstc.reports.build import build_report
+
+    written = build_report(results, out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
+    for note in written.notes:
+        console.print(f"[dim]note: {note}[/]")
+    console.print(f"wrote {written.index} ({len(written.tables)} tables, {len(written.figures)} figures; Markdown and CSV in {out / 'tables'})")
+
+
+@app.command()
+def export(
+    leaderboard: Annotated[Path, typer.Option("--leaderboard", help="A result file written by `zstc bench`, exported as a public leaderboard file (schema 1.0).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The leaderboard JSON file to write.")],
+) -> None:
+    """Write a bench result in the public BTZSC leaderboard schema 1.0 (then check it as `zstc validate` does)."""
+    from zstc.leaderboard import validate_leaderboard, write_leaderboard
+    from zstc.results import load_summary
+
+    content = write_leaderboard(load_summary(leaderboard), out)
+    console.print(f"wrote {out}")
+    problems = validate_leaderboard(content)
+    if problems:
+        console.print(f"[yellow]{len(problems)} problem(s)[/] keep it from being a complete leaderboard entry:")
+        _print_problems(problems)
+
+
+@app.command()
+def validate(file: Annotated[Path, typer.Argument(help="A leaderboard JSON file (schema 1.0).")]) -> None:
+    """Check a leaderboard file: schema 1.0, all 22 datasets and 4 task families, metrics in [0, 1], averages
+    consistent with the per-dataset numbers, no partial or sampled run. Lists every problem; exit 1 if any."""
+    from zstc.leaderboard import validate_file
+
+    problems = validate_file(file)
+    if not problems:
+        print(f"{file}: valid leaderboard file (schema 1.0)")
+        return
+    print(f"{file}: {len(problems)} problem(s)")
+    _print_problems(problems, stream=sys.stdout)
+    raise typer.Exit(1)
+
+
+def _print_problems(problems: list[str], stream=None) -> None:
+    for problem in problems:
+        print(f"  - {problem}", file=stream or sys.stderr)

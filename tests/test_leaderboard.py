@@ -1,0 +1,129 @@
+"""Leaderboard files: export from a bench summary, validate any file, every problem listed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zstc.baselines import published
+from zstc.catalog import catalog
+from zstc.leaderboard import export_leaderboard, short_params, validate_leaderboard
+from zstc.metrics import METRICS
+
+MODEL = "all-MiniLM-L6-v2"
+
+
+def bench_summary(datasets: list[str] | None = None, **evaluation: Any) -> dict[str, Any]:
+    """A ``zstc bench`` summary carrying the paper's published numbers for all-MiniLM-L6-v2."""
+    names = datasets if datasets is not None else list(catalog())
+    by_dataset = {name: {metric: published(metric)[MODEL][name] for metric in METRICS} | {"n_texts": 1000} for name in names}
+    return {
+        "schema_version": "1.0",
+        "model": {"name": "sentence-transformers/all-MiniLM-L6-v2", "family": "embedding", "paper_name": MODEL,
+                  "parameters_millions": 22.7, "revision": None},
+        "evaluation": {"datasets": names, "max_samples": None, "sampled": False, "partial": len(names) < 22,
+                       "zstc_version": "0.1.0", "created": "2026-01-01T00:00:00+00:00", "unlabelled_policy": "paper", **evaluation},
+        "run": {"device": "cpu", "dtype": "fp32", "batch_size": 64, "git_commit": "0" * 40},
+        "results": {"by_dataset": by_dataset, "overall": {}, "by_task": {}},
+    }
+
+
+@pytest.fixture
+def entry() -> dict[str, Any]:
+    return export_leaderboard(bench_summary())
+
+
+def test_export_matches_the_public_file_for_the_same_numbers(entry: dict[str, Any]) -> None:
+    """Averages as the public BTZSC results repository lists them for all-MiniLM-L6-v2."""
+    assert validate_leaderboard(entry) == []
+    assert entry["model"] == {"name": "sentence-transformers/all-MiniLM-L6-v2", "model_type": "embedding", "params": "22M",
+                              "revision": "unknown", "url": "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2"}
+    assert entry["results"]["overall"] == {"macro_f1": 0.365998, "accuracy": 0.442739, "macro_precision": 0.500873, "macro_recall": 0.450317}
+    assert entry["results"]["by_task"]["emotion"] == {"macro_f1": 0.132637, "accuracy": 0.1405, "macro_precision": 0.4083, "macro_recall": 0.195105}
+    assert list(entry["results"]["by_task"]) == ["sentiment", "emotion", "intent", "topic"]
+    assert entry["evaluation"]["btzsc_version"] == "zstc 0.1.0" and entry["evaluation"]["harness"] == "zstc"
+    assert entry["evaluation"]["precision"] == "fp32" and entry["evaluation"]["max_samples"] is None
+
+
+@pytest.mark.parametrize(("millions", "text"), [(22.7, "22M"), (335, "335M"), (7570, "7.6B"), (1000, "1B"), (None, "unknown")])
+def test_short_params(millions: float | None, text: str) -> None:
+    assert short_params(millions) == text
+
+
+def test_partial_and_sampled_runs_are_flagged() -> None:
+    entry = export_leaderboard(bench_summary(["imdb", "agnews", "banking77"], max_samples=50, sampled=True))
+    problems = validate_leaderboard(entry)
+    assert "sampled run: evaluation.max_samples is 50; a leaderboard entry scores every text" in problems
+    assert any(p.startswith("partial run: results.by_dataset lacks 19 of 22 datasets: amazonpolarity, appreviews") for p in problems)
+    assert "results.by_task.emotion: missing" in problems
+    assert not any("is not the mean" in p for p in problems)  # the averages of what is there are consistent
+
+
+def test_every_problem_is_listed(entry: dict[str, Any]) -> None:
+    broken = copy.deepcopy(entry)
+    broken["schema_version"] = "0.9"
+    broken["model"]["model_type"] = "encoder"
+    del broken["evaluation"]["btzsc_commit"]
+    results = broken["results"]
+    results["by_dataset"]["agnews"]["macro_f1"] = 1.5
+    results["by_dataset"]["massive"]["accuracy"] = True
+    results["by_dataset"]["my_dataset"] = {m: 0.5 for m in METRICS}
+    results["by_task"]["topic"]["macro_recall"] += 0.01
+    results["overall"]["macro_precision"] += 0.001
+    del results["by_task"]["intent"]["macro_precision"]
+    problems = validate_leaderboard(broken)
+    expected = [
+        "schema_version: expected '1.0', found '0.9'",
+        "model.model_type: expected one of embedding, llm, nli, reranker, found 'encoder'",
+        "evaluation.btzsc_commit: missing",
+        "results.by_dataset.my_dataset: not a BTZSC dataset",
+        "results.by_dataset.agnews.macro_f1: 1.5 is outside [0, 1]",
+        "results.by_dataset.massive.accuracy: expected a number, found True",
+        "results.by_task.intent.macro_precision: missing",
+    ]
+    for problem in expected:
+        assert problem in problems
+    assert any(p.startswith("results.by_task.topic.macro_recall:") and "is not the mean of its 11 datasets" in p for p in problems)
+    assert "results.overall.macro_precision: 0.501873 is not the mean of its 22 datasets (0.500873)" in problems
+    assert len(problems) == len(expected) + 2  # nothing else: valid parts raise no false alarms
+
+
+def test_a_bench_summary_is_not_a_leaderboard_file() -> None:
+    problems = validate_leaderboard(bench_summary())
+    assert any("export it first: zstc export --leaderboard" in p for p in problems)
+    assert validate_leaderboard([1, 2]) == ["expected a JSON object, found list"]
+
+
+def test_export_rejects_a_result_without_btzsc_datasets() -> None:
+    from zstc.errors import DataError
+
+    summary = bench_summary([])
+    summary["results"]["by_dataset"] = {"my_task": {m: 0.5 for m in METRICS}}
+    with pytest.raises(DataError, match="none of the 22 BTZSC datasets"):
+        export_leaderboard(summary)
+
+
+def test_export_and_validate_commands(tmp_path: Path, zstc_cli) -> None:
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(bench_summary()))
+    board = tmp_path / "board.json"
+    status, _, err = zstc_cli("export", "--leaderboard", str(result), "--out", str(board))
+    assert status == 0 and f"wrote {board}" in err and "problem" not in err
+    status, out, _ = zstc_cli("validate", str(board))
+    assert status == 0 and out.strip() == f"{board}: valid leaderboard file (schema 1.0)"
+
+    sampled = tmp_path / "sampled.json"
+    sampled.write_text(json.dumps(bench_summary(["imdb"], max_samples=10, sampled=True)))
+    status, _, err = zstc_cli("export", "--leaderboard", str(sampled), "--out", str(board))
+    assert status == 0 and "problem(s)" in err  # written, with a warning
+    status, out, _ = zstc_cli("validate", str(board))
+    assert status == 1
+    lines = out.splitlines()
+    assert lines[0].endswith("problem(s)") and all(line.startswith("  - ") for line in lines[1:]) and len(lines) > 3
+
+    status, _, err = zstc_cli("validate", str(tmp_path / "nope.json"))
+    assert status == 2 and err.strip() == f"error: {tmp_path / 'nope.json'}: no such file"

