@@ -3,11 +3,13 @@
 >>> from zstc import classify
 >>> classify(["The match ended 2-1."], ["sports", "politics"], template="This text is about {}.")
 [Prediction(text='The match ended 2-1.', label='sports', scores={...})]
+>>> classify(["The match ended 2-1."], ["sports", "politics"], multi_label=True, threshold=0.3)
+[MultiLabelPrediction(text='The match ended 2-1.', labels=['sports'], scores={...})]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +17,8 @@ import numpy as np
 
 from zstc.decisions import argmax_decisions
 from zstc.errors import LabelError
+from zstc.hypotheses import score_hypotheses
+from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
 from zstc.validation import check_labels, check_texts
@@ -28,6 +32,18 @@ class Prediction:
     text: str
     label: str
     scores: dict[str, float]
+
+
+@dataclass(frozen=True)
+class MultiLabelPrediction:
+    text: str
+    labels: list[str]
+    """Every label whose score passed its threshold, or ``["none"]``."""
+    scores: dict[str, float]
+
+    @property
+    def none(self) -> bool:
+        return self.labels == [NONE_LABEL]
 
 
 def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
@@ -46,14 +62,17 @@ class Classifier:
         self.template = template
         self.scorer: Scorer = make_scorer(model, family, **options)
 
-    def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None) -> np.ndarray:
+    def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
+               allow_single: bool = False) -> np.ndarray:
+        """The (texts, labels) score matrix; ``allow_single`` admits one label (multi-label: a yes/no question)."""
         texts = check_texts(texts)
-        labels = check_labels(labels)
+        labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
             descriptions = describe_labels(labels, self.template)
         elif len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
-        return self.scorer.score(texts, list(descriptions))
+        # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
+        return score_hypotheses(self.scorer, texts, descriptions)
 
     def predict(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None) -> list[Prediction]:
         texts = check_texts(texts)
@@ -65,8 +84,32 @@ class Classifier:
             for text, b, row in zip(texts, best, matrix)
         ]
 
+    def default_threshold(self) -> float:
+        """The multi-label threshold for this scorer's score type (see :data:`zstc.multilabel.DEFAULT_THRESHOLDS`)."""
+        return default_threshold(score_type_of(self.scorer))
+
+    def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
+                            threshold: float | None = None, per_label: Mapping[str, float] | None = None) -> list[MultiLabelPrediction]:
+        """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
+        the score type's default), or ``"none"``."""
+        texts = check_texts(texts)
+        labels = check_labels(labels, allow_single=True)
+        check_multilabel_names(labels)
+        matrix = self.scores(texts, labels, descriptions, allow_single=True)
+        chosen = decide(matrix, labels, self.default_threshold() if threshold is None else threshold, per_label)
+        return [
+            MultiLabelPrediction(text, names, {label: float(s) for label, s in zip(labels, row)})
+            for text, names, row in zip(texts, label_sets(chosen, labels), matrix)
+        ]
+
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str = DEFAULT_MODEL, family: str | None = None,
-             template: str | None = None, **options: Any) -> list[Prediction]:
-    """Classify ``texts`` into ``labels`` (single-label, argmax); see :class:`Classifier` to reuse a model."""
-    return Classifier(model, family=family, template=template, **options).predict(texts, labels)
+             template: str | None = None, multi_label: bool = False, threshold: float | None = None,
+             **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+    """Classify ``texts`` into ``labels``: single-label (argmax), or with ``multi_label=True`` every label
+    whose score passes ``threshold`` (default: the score type's), "none" when no label does. See
+    :class:`Classifier` to reuse a model."""
+    classifier = Classifier(model, family=family, template=template, **options)
+    if multi_label:
+        return classifier.predict_multi_label(texts, labels, threshold=threshold)
+    return classifier.predict(texts, labels)

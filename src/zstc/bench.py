@@ -22,6 +22,7 @@ from zstc.baselines import paper_rows
 from zstc.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import ZstcError
+from zstc.hypotheses import make_hypothesis_provider, score_hypotheses
 from zstc.loaders import load_btzsc_task
 from zstc.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
@@ -32,8 +33,9 @@ from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
 from zstc.tasks import Task, stratified_sample
 
-HypothesisProvider = Callable[[Task], list[str]]
-"""Turns a task into the label descriptions it is scored with (default: the dataset's own hypotheses)."""
+HypothesisProvider = Callable[[Task], Sequence[str]]
+"""Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
+:mod:`zstc.hypotheses`; a ``HypothesisSet`` of several variants is scored once per variant, averaged)."""
 
 
 @dataclass
@@ -47,8 +49,15 @@ class BenchConfig:
     max_samples: int | None = None
     seed: int = 0
     hypotheses: str = "dataset"
+    template: str | None = None
+    """Template of the name/definition/both/ensemble hypotheses; None: the task family's aspect template."""
     out: str | Path = "results.json"
     fresh: bool = False
+    multi_label: bool = False
+    """Also judge threshold decisions (label-wise weighted F1, per-label P/R/F1); computed from the stored
+    scores, so it never changes a dataset's fingerprint."""
+    threshold: float | None = None
+    """Multi-label threshold; None: the scorer's score-type default."""
 
     def settings_for(self, dataset: str) -> dict[str, Any]:
         """Everything that determines one dataset's numbers (and nothing that does not, like the out path)."""
@@ -62,6 +71,7 @@ class BenchConfig:
             "max_samples": self.max_samples,
             "seed": self.seed,
             "hypotheses": self.hypotheses,
+            **({"template": self.template} if self.template is not None else {}),  # keeps older fingerprints valid
         }
 
 
@@ -124,7 +134,7 @@ def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, 
     """
     batch_texts = batch_texts or scorer.describe().get("batch_size") or DEFAULT_BATCH_TEXTS
     started = time.perf_counter()
-    scorer.score(texts[:1], labels)
+    score_hypotheses(scorer, texts[:1], labels)
     warmup = time.perf_counter() - started
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     batches = [order[i:i + batch_texts] for i in range(0, len(order), batch_texts)]
@@ -133,13 +143,13 @@ def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, 
     notes: list[list[str]] = []
     for batch in tqdm(batches, desc="batches", unit="batch", disable=not show_progress, leave=False):
         started = time.perf_counter()
-        scores[batch] = scorer.score([texts[i] for i in batch], labels)
+        scores[batch] = score_hypotheses(scorer, [texts[i] for i in batch], labels)
         latencies.append(time.perf_counter() - started)
         notes.append(list(getattr(scorer, "notes", [])))
     return TimedScores(scores, warmup, batch_texts, latencies, merge_batch_notes(notes))
 
 
-def evaluate_task(scorer: Scorer, task: Task, descriptions: list[str], *, show_progress: bool = False) -> tuple[DatasetResult, float]:
+def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, show_progress: bool = False) -> tuple[DatasetResult, float]:
     """Score one task and compute its metrics; returns the result (fingerprint unset) and the wall time.
 
     The wall time covers the batched scoring calls, not model loading (recorded as ``warmup_s``).
@@ -159,7 +169,7 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: list[str], *, show_p
         unlabelled_texts=0,
         wall_time_s=timed.wall_s,
         fingerprint="",
-        notes=[*task.notes, *timed.notes],
+        notes=[*task.notes, *getattr(descriptions, "notes", []), *timed.notes],
         extra={
             "timing": timed.record(),
             "peak_rss_mb": peak_rss_mb(),
@@ -178,10 +188,10 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: list[str], *, show_p
 class Bench:
     """Runs a :class:`BenchConfig`; ``on_event`` receives progress messages for the terminal."""
 
-    def __init__(self, config: BenchConfig, *, hypothesis_provider: HypothesisProvider = dataset_hypotheses,
+    def __init__(self, config: BenchConfig, *, hypothesis_provider: HypothesisProvider | None = None,
                  on_event: Callable[[str, Any], None] | None = None, show_progress: bool = True) -> None:
         self.config = config
-        self.hypothesis_provider = hypothesis_provider
+        self.hypothesis_provider = hypothesis_provider or make_hypothesis_provider(config.hypotheses, config.template)
         self.on_event = on_event or (lambda kind, payload: None)
         self.show_progress = show_progress
         self.store = ResultStore(config.out)
@@ -220,8 +230,23 @@ class Bench:
             results[name] = result
             self.on_event("done", result)
         summary = build_summary(config, spec, results, self._scorer)
+        if config.multi_label:
+            summary["multi_label"] = multi_label_summary(results, self.scorer, config.threshold)
         write_json(Path(config.out), summary)
         return summary
+
+
+def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> dict[str, Any]:
+    """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none"."""
+    from zstc.multilabel import decide, default_threshold, multilabel_metrics, score_type_of
+
+    cut = default_threshold(score_type_of(scorer)) if threshold is None else threshold
+    return {
+        "threshold": cut,
+        "by_dataset": {
+            name: multilabel_metrics(r.gold, decide(r.scores, r.label_names, cut), r.label_names) for name, r in results.items()
+        },
+    }
 
 
 def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResult], scorer: Scorer | None) -> dict[str, Any]:
@@ -251,6 +276,7 @@ def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResu
             "data": str(config.data),
             "unlabelled_policy": config.unlabelled,
             "hypotheses": config.hypotheses,
+            "template": config.template,
             "max_samples": config.max_samples,
             "seed": config.seed,
             "partial": len(results) < len(catalog()),

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from zstc.cli import app
 from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.yin import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
 
@@ -29,6 +30,10 @@ def bench(
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
     fresh: Annotated[bool, typer.Option(help="Recompute every dataset instead of reusing finished ones in <stem>.details/.")] = False,
+    hypotheses: Hypotheses = "dataset",
+    template: Template = None,
+    multi_label: MultiLabel = False,
+    threshold: Threshold = None,
     batch_size: BatchSize = None,
     bf16: Bf16 = None,
     device: Device = None,
@@ -55,6 +60,10 @@ def bench(
         seed=seed,
         out=out,
         fresh=fresh,
+        hypotheses=hypotheses,
+        template=template,
+        multi_label=multi_label,
+        threshold=threshold,
     )
     runner = Bench(config, on_event=_report_event)
     try:
@@ -63,6 +72,8 @@ def bench(
         console.print(f"[yellow]interrupted[/]: finished datasets are saved in {runner.store.directory}; run the same command again to resume")
         raise
     print_summary(summary)
+    if "multi_label" in summary:
+        print_multi_label(summary["multi_label"])
     console.print(f"wrote {out} and {runner.store.directory}/")
 
 
@@ -97,6 +108,16 @@ def print_summary(summary: dict[str, Any]) -> None:
         table.add_row(f"[italic]{family} mean[/]", "", "", f"{row['macro_f1']:.4f} ({row['macro_f1_std']:.3f})", f"{row['accuracy']:.4f}", "", "")
     overall = results["overall"]
     table.add_row("[bold]overall[/]", "", "", f"[bold]{overall['macro_f1']:.4f}[/] ({overall['macro_f1_std']:.3f})", f"{overall['accuracy']:.4f}", "", "")
+    Console(width=max(Console().width, 120)).print(table)
+
+
+def print_multi_label(report: dict[str, Any]) -> None:
+    table = Table(title=f"multi-label decisions (threshold {report['threshold']:g}; 'none' when no label passes)")
+    for column in ("dataset", "weighted F1", "micro F1", "macro F1", "none predicted", "none gold"):
+        table.add_column(column, justify="left" if column == "dataset" else "right")
+    for name, row in report["by_dataset"].items():
+        table.add_row(name, f"{row['weighted_f1']:.4f}", f"{row['micro_f1']:.4f}", f"{row['macro_f1']:.4f}",
+                      str(row["none_predicted"]), str(row["none_gold"]))
     Console(width=max(Console().width, 120)).print(table)
 
 

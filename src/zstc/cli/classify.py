@@ -11,6 +11,7 @@ import typer
 
 from zstc.cli import app
 from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.yin import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 
 @app.command()
@@ -20,6 +21,10 @@ def classify(
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
     template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
+    hypotheses: Hypotheses = "dataset",
+    multi_label: MultiLabel = False,
+    threshold: Threshold = None,
+    label_threshold: LabelThresholds = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here instead of stdout.")] = None,
     model: Model = DEFAULT,
     family: Family = None,
@@ -31,31 +36,44 @@ def classify(
     device: Device = None,
     max_length: MaxLength = None,
 ) -> None:
-    """Print one JSON line per text: the predicted label and the score of every label."""
+    """Print one JSON line per text: the predicted label (or, with --multi-label, every label that passes
+    the threshold, or "none") and the score of every label."""
     from zstc.api import Classifier, describe_labels
     from zstc.errors import LabelError
+    from zstc.hypotheses import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
     from zstc.loaders import read_label_descriptions, read_texts
+    from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
 
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
-        names = check_labels(labels.split(",") if labels.strip() else [])
-        descriptions = describe_labels(names, template)
+        names = check_labels(labels.split(",") if labels.strip() else [], allow_single=multi_label)
+        given = names
     else:
         mapping = read_label_descriptions(labels_file)
-        names = list(mapping)
-        descriptions = describe_labels(list(mapping.values()), template)
+        names, given = list(mapping), list(mapping.values())
+    if hypotheses == "dataset":  # the labels (or the file's descriptions) as given, through --template if any
+        descriptions = describe_labels(given, template)
+    else:
+        descriptions = build_hypotheses(names, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    if (threshold is not None or label_threshold) and not multi_label:
+        raise LabelError("--threshold and --label-threshold apply to --multi-label classification")
     texts = read_texts(input, text_column=text_column)
     options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
     classifier = Classifier(model, family=family, **options)
-    predictions = classifier.predict(texts, names, descriptions)
-    for note in getattr(classifier.scorer, "notes", []):
+    if multi_label:
+        per_label = parse_label_thresholds(label_threshold or [], names)
+        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label)
+        rows = [{"text": p.text, "labels": p.labels, "scores": p.scores} for p in predictions]
+    else:
+        rows = [{"text": p.text, "label": p.label, "scores": p.scores} for p in classifier.predict(texts, names, descriptions)]
+    for note in [*getattr(descriptions, "notes", []), *getattr(classifier.scorer, "notes", [])]:
         print(f"note: {note}", file=sys.stderr)
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     try:
-        for p in predictions:
-            handle.write(json.dumps({"text": p.text, "label": p.label, "scores": p.scores}, ensure_ascii=False) + "\n")
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     finally:
         if out:
             handle.close()

@@ -1,0 +1,135 @@
+"""Calibration of zero-shot scores, fitted on a labelled dev set, judged by ECE and Brier score.
+
+Two methods, each with its "before" (the scores read as probabilities with no fitting):
+
+* ``temperature`` (single-label): probabilities ``softmax(scores / T)``; T minimises the dev set's negative
+  log-likelihood. Before: T = 1. Argmax decisions do not change, only confidence.
+* ``platt`` (multi-label, one yes/no per label): ``sigmoid(a * score + b)``, one (a, b) shared by all labels
+  (a logistic regression of "label is gold" on the score over all dev (text, label) pairs). Before: the
+  scores themselves when they are probabilities, their sigmoid otherwise.
+
+ECE: confidence split into 15 equal-width bins, the mean |accuracy - confidence| weighted by bin size;
+single-label confidence is the top probability and accuracy whether the top label is gold, multi-label
+confidence is each (text, label) probability and accuracy whether that label is gold. Brier: the mean over
+texts of the summed squared differences between probabilities and the one-hot gold (single-label), or the
+mean squared difference over all (text, label) pairs (multi-label).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import expit, log_softmax, softmax
+
+from zstc.errors import UnknownNameError
+from zstc.multilabel import gold_matrix
+
+METHODS: tuple[str, ...] = ("temperature", "platt")
+ECE_BINS = 15
+
+
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> float:
+    confidence = np.asarray(confidence, dtype=np.float64).ravel()
+    correct = np.asarray(correct, dtype=np.float64).ravel()
+    # Bin i holds (i/bins, (i+1)/bins]; confidence 0 goes to the first bin.
+    which = np.clip(np.ceil(confidence * bins).astype(int) - 1, 0, bins - 1)
+    total = 0.0
+    for b in range(bins):
+        members = which == b
+        if members.any():
+            total += members.sum() * abs(correct[members].mean() - confidence[members].mean())
+    return float(total / len(confidence))
+
+
+def single_label_report(probabilities: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """ECE and Brier of a (texts, labels) distribution against gold indices."""
+    onehot = gold_matrix(gold, probabilities.shape[1]).astype(np.float64)
+    correct = probabilities.argmax(axis=1) == gold
+    return {
+        "ece": expected_calibration_error(probabilities.max(axis=1), correct),
+        "brier": float(((probabilities - onehot) ** 2).sum(axis=1).mean()),
+    }
+
+
+def multi_label_report(probabilities: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """ECE and Brier of per-(text, label) probabilities against the gold indicator matrix."""
+    truth = gold_matrix(gold, probabilities.shape[1]).astype(np.float64)
+    return {
+        "ece": expected_calibration_error(probabilities, truth),
+        "brier": float(((probabilities - truth) ** 2).mean()),
+    }
+
+
+@dataclass
+class TemperatureScaling:
+    temperature: float = 1.0
+
+    def fit(self, scores: np.ndarray, gold: np.ndarray) -> TemperatureScaling:
+        rows = np.arange(len(gold))
+
+        def nll(log_t: float) -> float:
+            return float(-log_softmax(scores / np.exp(log_t), axis=1)[rows, gold].mean())
+
+        # T from 1/100 to 100 covers cosine similarities (tiny spread) and logits (large spread).
+        self.temperature = float(np.exp(minimize_scalar(nll, bounds=(np.log(1e-2), np.log(1e2)), method="bounded").x))
+        return self
+
+    def transform(self, scores: np.ndarray) -> np.ndarray:
+        return softmax(scores / self.temperature, axis=1)
+
+
+@dataclass
+class PlattScaling:
+    slope: float = 1.0
+    intercept: float = 0.0
+
+    def fit(self, scores: np.ndarray, gold: np.ndarray) -> PlattScaling:
+        from sklearn.linear_model import LogisticRegression
+
+        truth = gold_matrix(gold, scores.shape[1]).ravel()
+        model = LogisticRegression(C=1e6).fit(scores.reshape(-1, 1).astype(np.float64), truth)  # ~no regularisation
+        self.slope, self.intercept = float(model.coef_[0, 0]), float(model.intercept_[0])
+        return self
+
+    def transform(self, scores: np.ndarray) -> np.ndarray:
+        return expit(self.slope * scores + self.intercept)
+
+
+def uncalibrated(scores: np.ndarray, method: str, score_type: str | None) -> np.ndarray:
+    """The scores read as probabilities with no fitting (the "before" of each method)."""
+    if method == "temperature":
+        return softmax(scores, axis=1)
+    return np.clip(scores, 0.0, 1.0) if score_type == "prob" else expit(scores)
+
+
+def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndarray, test_gold: np.ndarray,
+              *, method: str = "temperature", score_type: str | None = None) -> dict[str, Any]:
+    """Fit ``method`` on the dev set; ECE and Brier on the test set before and after, and the fitted parameters.
+
+    Texts whose gold is -1 (no candidate label) are left out of temperature scaling, which needs a gold label;
+    Platt scaling keeps them as all-negative rows.
+    """
+    if method not in METHODS:
+        raise UnknownNameError(f"unknown calibration method {method!r}; expected one of {', '.join(METHODS)}")
+    if method == "temperature":
+        dev_keep, test_keep = dev_gold >= 0, test_gold >= 0
+        dev_scores, dev_gold = dev_scores[dev_keep], dev_gold[dev_keep]
+        test_scores, test_gold = test_scores[test_keep], test_gold[test_keep]
+        scaler: TemperatureScaling | PlattScaling = TemperatureScaling().fit(dev_scores, dev_gold)
+        report = single_label_report
+        parameters = {"temperature": scaler.temperature}
+    else:
+        scaler = PlattScaling().fit(dev_scores, dev_gold)
+        report = multi_label_report
+        parameters = {"slope": scaler.slope, "intercept": scaler.intercept}
+    return {
+        "method": method,
+        "parameters": parameters,
+        "n_dev": int(len(dev_gold)),
+        "n_test": int(len(test_gold)),
+        "before": report(uncalibrated(test_scores, method, score_type), test_gold),
+        "after": report(scaler.transform(test_scores), test_gold),
+    }

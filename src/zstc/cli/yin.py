@@ -1,0 +1,219 @@
+"""Commands for Yin et al. (2019)'s setting: ``template-robustness``, ``calibrate`` and ``unseen``.
+
+Also the options that ``bench`` and ``classify`` share for it (hypothesis variants, multi-label thresholds).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from zstc.cli import app
+from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+
+console = Console(stderr=True)
+
+Hypotheses = Annotated[
+    str,
+    typer.Option(help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
+                 "(WordNet), 'both', or 'ensemble' (the three averaged)."),
+]
+Template = Annotated[
+    Optional[str],
+    typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
+                 "(topic 'This text is about {}.', emotion 'This text expresses {}.', situation 'The people there need {}.')."),
+]
+MultiLabel = Annotated[bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")]
+Threshold = Annotated[Optional[float], typer.Option(help="Multi-label threshold; default: the score type's (see `zstc.multilabel`).")]
+LabelThresholds = Annotated[
+    Optional[list[str]],
+    typer.Option("--label-threshold", help="Multi-label threshold for one label, LABEL=NUMBER; repeatable."),
+]
+Data = Annotated[str, typer.Option(help="A directory of dataset files, or 'hub' for btzsc/btzsc.")]
+Task = Annotated[str, typer.Option(help="One BTZSC dataset.")]
+MaxSamples = Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N texts.")]
+Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
+Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
+
+
+def _scorer(model: str, family: str | None, **given: Any) -> Any:
+    from zstc.scorers import make_scorer
+
+    return make_scorer(model, family, **scorer_options(**given))
+
+
+def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: str = "exclude") -> Any:
+    from zstc.loaders import load_btzsc_task
+    from zstc.tasks import stratified_sample
+
+    loaded, _ = load_btzsc_task(task, data, unlabelled=unlabelled)
+    return stratified_sample(loaded, max_samples, seed)
+
+
+def _write(report: dict[str, Any], out: Path | None) -> None:
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+@app.command("template-robustness")
+def template_robustness(
+    model: Model,
+    data: Data,
+    task: Task,
+    template: Annotated[Optional[list[str]], typer.Option("--template", help="A template to try (repeatable); default: Yin's three and three common ones.")] = None,
+    hypotheses: Annotated[str, typer.Option(help="Label filler: 'name', 'definition' or 'both'.")] = "name",
+    max_samples: MaxSamples = None,
+    seed: Seed = 0,
+    out: Out = None,
+    family: Family = None,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+) -> None:
+    """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
+    from zstc.hypotheses import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
+
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
+                     batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    loaded = _load(task, data, max_samples, seed)
+    report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
+    table = Table(title=f"{model} on {task} ({len(loaded)} texts): macro-F1 by template")
+    table.add_column("template")
+    table.add_column("macro-F1", justify="right")
+    for row in report["templates"]:
+        table.add_row(row["template"], f"{row['macro_f1']:.4f}")
+    Console().print(table)
+    print(f"best {report['best']:.4f}  worst {report['worst']:.4f}  mean {report['mean']:.4f}  "
+          f"spread {report['spread']:.4f}  std {report['std']:.4f}")
+    _write(report, out)
+
+
+@app.command()
+def calibrate(
+    model: Model,
+    data: Data,
+    task: Task,
+    method: Annotated[str, typer.Option(help="'temperature' (single-label softmax) or 'platt' (per-label sigmoid).")] = "temperature",
+    dev_fraction: Annotated[float, typer.Option(min=0.05, max=0.95, help="Share of the texts (stratified) used to fit; the rest is the test set.")] = 0.5,
+    hypotheses: Hypotheses = "dataset",
+    template: Template = None,
+    max_samples: MaxSamples = None,
+    seed: Seed = 0,
+    out: Out = None,
+    family: Family = None,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+) -> None:
+    """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest."""
+    from zstc.calibration import calibrate as fit_and_report
+    from zstc.hypotheses import make_hypothesis_provider, score_hypotheses
+    from zstc.multilabel import score_type_of
+    from zstc.tasks import stratified_sample
+
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
+                     batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    loaded = _load(task, data, max_samples, seed)
+    dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
+    test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
+    descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
+    scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
+    report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=score_type_of(scorer))
+    report.update(model=model, dataset=task)
+    for phase in ("before", "after"):
+        print(f"{phase:>6}: ECE {report[phase]['ece']:.4f}  Brier {report[phase]['brier']:.4f}")
+    print(f"fitted on {report['n_dev']} texts, tested on {report['n_test']}: {report['parameters']}")
+    _write(report, out)
+
+
+def _positions(task: Any, part: Any) -> Any:
+    """Positions in ``task`` of the texts of ``part`` (a sample of it), via their source rows."""
+    return np.flatnonzero(np.isin(task.source_index, part.source_index))
+
+
+@app.command()
+def unseen(
+    model: Model,
+    data: Data,
+    train_data: Annotated[str, typer.Option(help="Directory with the dataset's training split (e.g. ../shared/data/btzsc-train).")],
+    task: Task = "banking77",
+    finetune: Annotated[bool, typer.Option("--finetune/--no-finetune", help="Fine-tune an NLI model per label half (label-partially-unseen); without it only label-fully-unseen is evaluated.")] = True,
+    base_model: Annotated[Optional[str], typer.Option(help="Model the fine-tuning starts from; default: --model.")] = None,
+    alpha: Annotated[float, typer.Option(help="Harsh rule: a seen label beats an unseen one only by more than this probability margin.")] = 0.05,
+    negatives: Annotated[int, typer.Option(min=0, help="Other seen labels paired with each training text as non-entailment.")] = 4,
+    max_steps: Annotated[Optional[int], typer.Option(help="Cap on fine-tuning steps per label half.")] = None,
+    dev_size: Annotated[int, typer.Option(help="Balanced dev pairs held out from each half's training pairs (early stopping).")] = 300,
+    work_dir: Annotated[Path, typer.Option(help="Training pairs and fine-tuned models go here.")] = Path("unseen-work"),
+    hypotheses: Hypotheses = "dataset",
+    template: Template = None,
+    max_samples: MaxSamples = None,
+    max_train_samples: Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N training texts.")] = None,
+    seed: Seed = 0,
+    out: Out = None,
+    family: Family = None,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    batch_size: BatchSize = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+) -> None:
+    """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.unseen import UnseenConfig, finetune_on_seen, run_unseen
+
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    test = _load(task, data, max_samples, seed)
+    train = _load(task, train_data, max_train_samples, seed)
+    descriptions = list(_single_variant(hypotheses, template, test))
+    config = UnseenConfig(alpha=alpha, negatives_per_text=negatives, seed=seed, work_dir=work_dir)
+
+    def finetuned(split: Any, pairs_path: Path) -> Any:
+        folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
+                                  seed=seed, max_steps=max_steps, dev_size=dev_size, device=device, bf16=bf16)
+        # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
+        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, bf16=bf16, device=device)
+
+    report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
+    report["model"] = model
+    _print_unseen(report)
+    _write(report, out)
+
+
+def _single_variant(hypotheses: str, template: str | None, task: Any) -> Any:
+    from zstc.errors import UnknownNameError
+    from zstc.hypotheses import make_hypothesis_provider
+
+    if hypotheses == "ensemble":
+        raise UnknownNameError("the unseen protocol trains on one hypothesis per label: choose dataset, name, definition or both")
+    return make_hypothesis_provider(hypotheses, template)(task)
+
+
+def _print_unseen(report: dict[str, Any]) -> None:
+    table = Table(title=f"{report['dataset']}: {report['n_test']} test texts, labels split in two halves")
+    for column in ("setting", "split", "seen F1 (w)", "unseen F1 (w)", "seen F1 (macro)", "unseen F1 (macro)", "macro-F1", "seen share"):
+        table.add_column(column, justify="left" if column in ("setting", "split") else "right")
+    for setting in ("fully_unseen", "partially_unseen"):
+        if not report.get(setting):
+            continue
+        for row in [*report[setting]["splits"], {"split": "mean", **report[setting]["mean"]}]:
+            table.add_row(setting.replace("_", "-"), row["split"], f"{row['seen_weighted_f1']:.4f}", f"{row['unseen_weighted_f1']:.4f}",
+                          f"{row['seen_macro_f1']:.4f}", f"{row['unseen_macro_f1']:.4f}", f"{row['macro_f1']:.4f}",
+                          f"{row['predicted_seen_share']:.3f}" if "predicted_seen_share" in row else "")
+    Console(width=140).print(table)
+

@@ -1,0 +1,183 @@
+"""Hypotheses from labels, as Yin et al. (2019) build them (PROTOCOL.md s.7).
+
+A label becomes a hypothesis by filling its aspect's interpretation template:
+
+* ``name``: the template filled with the label name ("This text is about sports.");
+* ``definition``: filled with the label's WordNet definition (:mod:`zstc.wordnet`; the name when WordNet
+  has no entry, which the result notes say);
+* ``both``: filled with "name, definition";
+* ``ensemble``: the three above, each scored, the score matrices averaged;
+* ``dataset``: the benchmark's own hand-written verbalizers (BTZSC's default), no template involved.
+
+The template is the user's own (exactly one ``{}``), or the aspect's: topic, emotion or situation, chosen
+from a task's family by :data:`FAMILY_ASPECT`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zstc.errors import LabelError, UnknownNameError
+
+ASPECT_TEMPLATES: dict[str, str] = {
+    "topic": "This text is about {}.",
+    "emotion": "This text expresses {}.",
+    "situation": "The people there need {}.",
+}
+"""Yin et al.'s interpretation of each aspect, as a template."""
+
+FAMILY_ASPECT: dict[str, str] = {
+    "topic": "topic",
+    "emotion": "emotion",
+    # Yin et al. have no sentiment aspect; a sentiment is something a text expresses, like an emotion.
+    "sentiment": "emotion",
+    # BTZSC's intents are what a customer or user writes about (banking77's "card_arrival", massive's
+    # "alarm_set"); Yin's situation aspect ("The people there need {}") names needs in disaster reports.
+    "intent": "topic",
+}
+"""Which aspect template a BTZSC task family uses when no template is given."""
+
+DEFAULT_ASPECT = "topic"
+VARIANTS: tuple[str, ...] = ("dataset", "name", "definition", "both", "ensemble")
+ENSEMBLE_MEMBERS: tuple[str, ...] = ("name", "definition", "both")
+
+DEFAULT_ROBUSTNESS_TEMPLATES: tuple[str, ...] = (
+    "This text is about {}.",
+    "This text expresses {}.",
+    "The people there need {}.",
+    "This example is {}.",
+    "The topic of this text is {}.",
+    "{}",
+)
+"""Templates of :func:`template_robustness` when the user gives none: Yin's three and three common ones."""
+
+
+@dataclass(frozen=True)
+class HypothesisSet(Sequence[str]):
+    """The hypotheses of each label under one or more variants; scores are averaged over the variants.
+
+    As a sequence it is one string per label (the variants joined by " | "), which is what result files
+    record as the exact hypotheses used.
+    """
+
+    variants: dict[str, list[str]]
+    """Variant name -> one hypothesis per label."""
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        lengths = {len(h) for h in self.variants.values()}
+        if not self.variants or len(lengths) != 1:
+            raise ValueError("a hypothesis set needs at least one variant, all with one hypothesis per label")
+
+    def __len__(self) -> int:
+        return len(next(iter(self.variants.values())))
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        return " | ".join(hypotheses[index] for hypotheses in self.variants.values())
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(len(self)))
+
+
+def check_template(template: str) -> str:
+    if template.count("{}") != 1:
+        raise LabelError(f"a template must contain exactly one '{{}}' where the label goes, got {template!r}")
+    return template
+
+
+def aspect_template(family: str | None) -> str:
+    return ASPECT_TEMPLATES[FAMILY_ASPECT.get(family or "", DEFAULT_ASPECT)]
+
+
+def readable_label(name: str) -> str:
+    """A label name as words: identifiers lose their underscores ("card_arrival" -> "card arrival")."""
+    return " ".join(name.replace("_", " ").split())
+
+
+def _definitions(labels: Sequence[str]) -> tuple[list[str | None], list[str]]:
+    from zstc.wordnet import label_definition, load_wordnet
+
+    wordnet = load_wordnet()
+    found = [label_definition(label, wordnet) for label in labels]
+    missing = [label for label, d in zip(labels, found) if d is None]
+    notes = [f"no WordNet definition for {len(missing)} label(s), described by name: {', '.join(missing)}"] if missing else []
+    return found, notes
+
+
+def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, dataset: Sequence[str] | None = None) -> HypothesisSet:
+    """The hypotheses of ``labels`` under ``variant`` (see the module docstring), filled into ``template``."""
+    if variant not in VARIANTS:
+        raise UnknownNameError(f"unknown hypothesis variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    if variant == "dataset":
+        if dataset is None:
+            raise LabelError("the 'dataset' hypotheses need the dataset's own label descriptions")
+        return HypothesisSet({"dataset": list(dataset)})
+    template = check_template(template)
+    names = [readable_label(label) for label in labels]
+    members = ENSEMBLE_MEMBERS if variant == "ensemble" else (variant,)
+    notes: list[str] = []
+    definitions: list[str | None] = [None] * len(labels)
+    if "definition" in members or "both" in members:
+        definitions, notes = _definitions(labels)
+    fillers = {
+        "name": names,
+        "definition": [d or n for n, d in zip(names, definitions)],
+        "both": [f"{n}, {d}" if d else n for n, d in zip(names, definitions)],
+    }
+    return HypothesisSet({member: [template.format(f) for f in fillers[member]] for member in members}, notes)
+
+
+def make_hypothesis_provider(variant: str, template: str | None = None) -> Callable[[Any], HypothesisSet]:
+    """A ``Task -> HypothesisSet`` function for :class:`zstc.bench.Bench` (template: the user's or the aspect's)."""
+    if variant not in VARIANTS:
+        raise UnknownNameError(f"--hypotheses must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    if template is not None:
+        check_template(template)
+
+    def provide(task: Any) -> HypothesisSet:
+        return build_hypotheses(task.label_names, variant, template or aspect_template(task.family), dataset=task.hypotheses)
+
+    return provide
+
+
+def score_hypotheses(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+    """The score matrix of ``texts`` against ``hypotheses``; a :class:`HypothesisSet` of several variants
+    is scored once per variant and the matrices averaged (Yin et al.'s ensemble)."""
+    if not isinstance(hypotheses, HypothesisSet):
+        return scorer.score(texts, list(hypotheses), show_progress=show_progress)
+    matrices = [scorer.score(texts, h, show_progress=show_progress) for h in hypotheses.variants.values()]
+    return np.mean(matrices, axis=0).astype(np.float32)
+
+
+def template_robustness(scorer: Any, task: Any, templates: Sequence[str], *, variant: str = "name") -> dict[str, Any]:
+    """Macro-F1 of ``scorer`` on ``task`` with each template (labels filled in by ``variant``), and the
+    best, worst, mean, spread (best - worst) and population standard deviation over templates."""
+    from zstc.decisions import argmax_decisions
+    from zstc.metrics import dataset_metrics
+
+    if variant not in ENSEMBLE_MEMBERS:
+        raise UnknownNameError(f"template robustness fills templates with 'name', 'definition' or 'both', got {variant!r}")
+    rows = []
+    for template in templates:
+        hypotheses = build_hypotheses(task.label_names, variant, template)
+        scores = score_hypotheses(scorer, task.texts, hypotheses)
+        f1 = dataset_metrics(task.gold, argmax_decisions(scores))["macro_f1"]
+        rows.append({"template": template, "macro_f1": f1, "example": hypotheses.variants[variant][0]})
+    values = np.asarray([row["macro_f1"] for row in rows])
+    return {
+        "dataset": task.name,
+        "n_texts": len(task),
+        "variant": variant,
+        "templates": rows,
+        "best": float(values.max()),
+        "best_template": rows[int(values.argmax())]["template"],
+        "worst": float(values.min()),
+        "worst_template": rows[int(values.argmin())]["template"],
+        "mean": float(values.mean()),
+        "spread": float(values.max() - values.min()),
+        "std": float(values.std()),
+    }

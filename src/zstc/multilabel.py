@@ -1,0 +1,153 @@
+"""Multi-label decisions with "none" (Yin et al. 2019): every label whose score passes its threshold.
+
+A text may carry several labels or none; "none" is predicted when no label passes. Thresholds come, in
+order of precedence, from per-label overrides, a global threshold, or the default for the scorer's score
+type (:data:`DEFAULT_THRESHOLDS`); :func:`fit_thresholds` chooses them on a labelled dev set instead.
+
+The metric is Yin et al.'s label-wise weighted F1: scikit-learn's F1 per label over the (texts, labels)
+indicator matrices, averaged with the labels' supports as weights. "none" is scored as one more label
+(gold: no gold label; predicted: no label passed), so a model that never abstains is penalised on texts
+that belong to no candidate; with no gold "none" texts its weight is zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import f1_score, precision_recall_fscore_support
+
+from zstc.decisions import threshold_decisions
+from zstc.errors import LabelError, UnknownNameError
+
+NONE_LABEL = "none"
+
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "prob": 0.5,  # a probability: the label is more likely than not
+    "logodds": 0.0,  # entailment log-odds 0 = entailment as likely as the other classes together
+    "logit": 0.0,  # a raw relevance / entailment logit: its sign (a rough rule; fit one when it matters)
+    "cosine": 0.3,  # embedding similarity has no natural cut; 0.3 is a rough rule for all-MiniLM-L6-v2
+}
+"""Default threshold per score type. Score types of the families: embedding/encoder ``cosine``, NLI its
+``score_type`` (``logodds`` by default), reranker ``logit``, yes/no reranker ``prob``. An LLM's scores are
+a distribution over the options (they sum to 1), so no fixed cut suits multi-label: give or fit one."""
+
+FAMILY_SCORE_TYPE: dict[str, str] = {"embedding": "cosine", "encoder": "cosine", "nli": "logodds", "reranker": "logit", "yesno": "prob"}
+
+
+def score_type_of(scorer: Any) -> str | None:
+    """The score type a scorer produces: its own ``score_type`` setting, else its family's."""
+    described = scorer.describe() if hasattr(scorer, "describe") else {}
+    return getattr(scorer, "score_type", None) or described.get("score_type") or FAMILY_SCORE_TYPE.get(getattr(scorer, "family", ""))
+
+
+def default_threshold(score_type: str | None) -> float:
+    if score_type not in DEFAULT_THRESHOLDS:
+        raise UnknownNameError(
+            f"no default multi-label threshold for scores of type {score_type!r}; give one with --threshold "
+            f"(or fit one on a labelled dev set); defaults exist for {', '.join(DEFAULT_THRESHOLDS)}"
+        )
+    return DEFAULT_THRESHOLDS[score_type]
+
+
+def check_multilabel_names(labels: Sequence[str]) -> None:
+    if NONE_LABEL in labels:
+        raise LabelError(f"{NONE_LABEL!r} is what multi-label classification predicts when no label applies; rename that label")
+
+
+def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
+    """``["sports=0.4", ...]`` -> ``{"sports": 0.4}``, each label checked against ``labels``."""
+    parsed: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        try:
+            threshold = float(value)
+        except ValueError:
+            threshold = None
+        if not sep or not name or threshold is None:
+            raise LabelError(f"a per-label threshold must look like LABEL=NUMBER, got {item!r}")
+        if name not in labels:
+            raise LabelError(f"threshold given for {name!r}, which is not one of the labels ({', '.join(labels)})")
+        parsed[name] = threshold
+    return parsed
+
+
+def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None) -> np.ndarray:
+    """Boolean (texts, labels) decisions; a row with no label set is "none"."""
+    return threshold_decisions(scores, threshold, labels, per_label)
+
+
+def label_sets(decisions: np.ndarray, labels: Sequence[str]) -> list[list[str]]:
+    """Each row's labels, or ``["none"]`` when none passed."""
+    return [[labels[j] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
+
+
+def gold_matrix(gold: np.ndarray, n_labels: int) -> np.ndarray:
+    """Single-label gold indices as a (texts, labels) indicator matrix; index -1 (no candidate) is a "none" row."""
+    gold = np.asarray(gold)
+    if gold.ndim == 2:
+        return gold.astype(bool)
+    matrix = np.zeros((len(gold), n_labels), dtype=bool)
+    rows = np.flatnonzero(gold >= 0)
+    matrix[rows, gold[rows]] = True
+    return matrix
+
+
+def _with_none(matrix: np.ndarray) -> np.ndarray:
+    return np.column_stack([matrix, ~matrix.any(axis=1)])
+
+
+def multilabel_metrics(gold: np.ndarray, decisions: np.ndarray, labels: Sequence[str]) -> dict[str, Any]:
+    """Label-wise weighted F1 (Yin et al.), micro and macro F1, and per-label precision, recall, F1, support.
+
+    ``gold`` is an indicator matrix or single-label indices (see :func:`gold_matrix`); "none" is a label.
+    """
+    truth = _with_none(gold_matrix(gold, len(labels)))
+    predicted = _with_none(decisions.astype(bool))
+    names = [*labels, NONE_LABEL]
+    precision, recall, f1, support = precision_recall_fscore_support(truth, predicted, average=None, zero_division=0)
+    return {
+        "weighted_f1": float(f1_score(truth, predicted, average="weighted", zero_division=0)),
+        "micro_f1": float(f1_score(truth, predicted, average="micro", zero_division=0)),
+        "macro_f1": float(f1_score(truth[:, support > 0], predicted[:, support > 0], average="macro", zero_division=0)),
+        "none_predicted": int(predicted[:, -1].sum()),
+        "none_gold": int(truth[:, -1].sum()),
+        "per_label": {
+            name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
+            for name, p, r, f, s in zip(names, precision, recall, f1, support)
+        },
+    }
+
+
+def _candidate_cuts(values: np.ndarray, limit: int = 200) -> np.ndarray:
+    """Thresholds worth trying: midpoints between sorted distinct scores (quantiles when there are many)."""
+    distinct = np.unique(values)
+    if len(distinct) > limit:
+        distinct = np.unique(np.quantile(values, np.linspace(0, 1, limit)))
+    below = distinct[0] - 1e-6
+    return np.concatenate([[below], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1] + 1e-6]])
+
+
+def fit_thresholds(scores: np.ndarray, gold: np.ndarray, labels: Sequence[str], *, per_label: bool = False) -> tuple[float, dict[str, float]]:
+    """Thresholds that maximise F1 on a labelled dev set.
+
+    Returns the global threshold maximising label-wise weighted F1 (with "none"), and, with
+    ``per_label=True``, each label's own threshold maximising that label's F1 (labels absent from the dev
+    gold keep the global one, since their F1 cannot be measured).
+    """
+    truth = gold_matrix(gold, len(labels))
+    best_global, best_value = 0.0, -1.0
+    for cut in _candidate_cuts(scores.ravel()):
+        value = multilabel_metrics(truth, scores >= cut, labels)["weighted_f1"]
+        if value > best_value:
+            best_global, best_value = float(cut), value
+    overrides: dict[str, float] = {}
+    if per_label:
+        for j, label in enumerate(labels):
+            if not truth[:, j].any():
+                continue
+            column = scores[:, j]
+            f1s = [f1_score(truth[:, j], column >= cut, zero_division=0) for cut in _candidate_cuts(column)]
+            overrides[label] = float(_candidate_cuts(column)[int(np.argmax(f1s))])
+    return best_global, overrides

@@ -1,0 +1,196 @@
+"""Label-partially-unseen evaluation (Yin et al. 2019, PROTOCOL.md s.7).
+
+The labels are split into two disjoint halves (even and odd class indices, each half "seen" in turn, as
+Yin et al. evaluate both halves). For one split:
+
+1. Entailment pairs from the training texts of the seen labels only: each text with its gold hypothesis
+   (``entailment``) and with the hypotheses of other seen labels (``neutral``: not entailed; the binary
+   training variant collapses it with contradiction anyway). Unseen labels never appear in training.
+2. An NLI scorer fine-tuned on those pairs (:func:`finetune_on_seen`, with ``zstc.training``).
+3. Every test text scored against all labels, decided by the harsh rule (:func:`harsh_decisions`): a seen
+   label wins over an unseen one only when its probability is higher by a margin ``alpha`` (0.05), which
+   counters the fine-tuned model's bias toward the labels it was trained on.
+4. F1 over the seen labels and over the unseen labels separately (:func:`group_f1`).
+
+Label-fully-unseen is the same evaluation with no fine-tuning and plain argmax (no label was seen), on the
+same splits, so the two settings compare label group by label group.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import accuracy_score, f1_score
+
+from zstc.decisions import argmax_decisions
+from zstc.errors import DataError
+from zstc.tasks import NO_HYPOTHESIS, Task
+
+DEFAULT_ALPHA = 0.05
+DEFAULT_NEGATIVES = 4
+
+
+@dataclass(frozen=True)
+class LabelSplit:
+    """Which labels (class indices) a model is trained on; the rest are unseen."""
+
+    name: str
+    seen: tuple[int, ...]
+    unseen: tuple[int, ...]
+
+    def seen_mask(self, n_labels: int) -> np.ndarray:
+        mask = np.zeros(n_labels, dtype=bool)
+        mask[list(self.seen)] = True
+        return mask
+
+
+def label_halves(n_labels: int) -> list[LabelSplit]:
+    """The two disjoint halves, each seen once: even class indices, then odd ones."""
+    if n_labels < 2:
+        raise DataError(f"splitting labels into seen and unseen halves needs at least two labels, got {n_labels}")
+    even, odd = tuple(range(0, n_labels, 2)), tuple(range(1, n_labels, 2))
+    return [LabelSplit("even labels seen", even, odd), LabelSplit("odd labels seen", odd, even)]
+
+
+def seen_label_pairs(texts: Sequence[str], gold: np.ndarray, hypotheses: Sequence[str], split: LabelSplit, *,
+                     negatives_per_text: int | None = DEFAULT_NEGATIVES, seed: int = 0) -> list[dict[str, str]]:
+    """Training pairs (``premise``, ``hypothesis``, ``label``) from the texts whose gold label is seen.
+
+    Each such text gives one ``entailment`` pair (its gold hypothesis) and ``neutral`` pairs with other
+    seen labels: ``negatives_per_text`` of them drawn with ``seed``, or all of them when None.
+    """
+    rng = np.random.default_rng(seed)
+    seen = np.asarray(split.seen)
+    pairs: list[dict[str, str]] = []
+    for text, label in zip(texts, gold):
+        if label not in split.seen:
+            continue  # unseen-label texts (and texts with no candidate) stay out of training
+        others = seen[seen != label]
+        if negatives_per_text is not None and negatives_per_text < len(others):
+            others = rng.choice(others, size=negatives_per_text, replace=False)
+        pairs.append({"premise": text, "hypothesis": hypotheses[label], "label": "entailment"})
+        pairs.extend({"premise": text, "hypothesis": hypotheses[other], "label": "neutral"} for other in others)
+    if not pairs:
+        raise DataError(f"no training text has a seen label ({split.name})")
+    return pairs
+
+
+def write_pairs(pairs: Sequence[dict[str, str]], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for pair in pairs:
+            handle.write(json.dumps(pair, ensure_ascii=False) + "\n")
+    return path
+
+
+def harsh_decisions(probabilities: np.ndarray, seen_mask: np.ndarray, alpha: float = DEFAULT_ALPHA) -> np.ndarray:
+    """Per text, the best seen label only if its probability beats the best unseen one by more than ``alpha``."""
+    if seen_mask.all() or not seen_mask.any():
+        return argmax_decisions(probabilities)
+    seen_idx, unseen_idx = np.flatnonzero(seen_mask), np.flatnonzero(~seen_mask)
+    best_seen = seen_idx[probabilities[:, seen_idx].argmax(axis=1)]
+    best_unseen = unseen_idx[probabilities[:, unseen_idx].argmax(axis=1)]
+    rows = np.arange(len(probabilities))
+    prefer_seen = probabilities[rows, best_seen] > probabilities[rows, best_unseen] + alpha
+    return np.where(prefer_seen, best_seen, best_unseen)
+
+
+def group_f1(gold: np.ndarray, predicted: np.ndarray, split: LabelSplit) -> dict[str, float]:
+    """F1 of the seen and of the unseen labels, each averaged over its labels (weighted by support: Yin et
+    al.'s label-wise weighted F1; and macro), computed over all test texts."""
+    report: dict[str, float] = {
+        "macro_f1": float(f1_score(gold, predicted, average="macro", zero_division=0)),
+        "accuracy": float(accuracy_score(gold, predicted)),
+    }
+    for group, labels in (("seen", split.seen), ("unseen", split.unseen)):
+        for average in ("weighted", "macro"):
+            value = f1_score(gold, predicted, labels=list(labels), average=average, zero_division=0)
+            report[f"{group}_{average}_f1"] = float(value)
+        report[f"{group}_texts"] = int(np.isin(gold, labels).sum())
+    return report
+
+
+def evaluate_split(scores: np.ndarray, gold: np.ndarray, split: LabelSplit, *, alpha: float | None) -> dict[str, Any]:
+    """Decisions and group F1 for one split: the harsh rule with ``alpha``, or plain argmax when None."""
+    if alpha is None:
+        predicted = argmax_decisions(scores)
+    else:
+        predicted = harsh_decisions(scores, split.seen_mask(scores.shape[1]), alpha)
+    seen_share = float(np.isin(predicted, split.seen).mean())
+    return {"split": split.name, "alpha": alpha, **group_f1(gold, predicted, split), "predicted_seen_share": seen_share}
+
+
+def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, **train_options: Any) -> str:
+    """Fine-tune an NLI cross-encoder on the seen-label pairs with ``zstc.training`` (``zstc train-nli``'s
+    recipe) and return the saved model's folder, which the NLI scorer loads. ``train_options`` go to
+    ``TrainConfig`` (``variant`` defaults to ``binary``: entailment vs not, the pairs' two kinds)."""
+    try:
+        from zstc.training import TrainConfig, train_nli
+    except ImportError:
+        raise DataError("fine-tuning needs zstc.training (the train-nli command); run with --no-finetune without it") from None
+    options = {"variant": "binary", **train_options}
+    if (out / "zstc_training.json").exists():
+        return str(out)  # finished earlier: the trainer refuses to overwrite a trained model
+    train_nli(TrainConfig(backbone=base_model, data=str(pairs_path), out=str(out), **options))
+    return str(out)
+
+
+ScorerFactory = Callable[[LabelSplit, Path], Any]
+"""(split, path of its training pairs) -> the fine-tuned scorer to evaluate that split with."""
+
+
+@dataclass
+class UnseenConfig:
+    alpha: float = DEFAULT_ALPHA
+    negatives_per_text: int | None = DEFAULT_NEGATIVES
+    seed: int = 0
+    work_dir: Path = Path("unseen-work")
+
+
+def run_unseen(test: Task, train: Task, hypotheses: Sequence[str], base_scorer: Any, config: UnseenConfig,
+               finetuned_scorer: ScorerFactory | None = None, *, log: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Label-fully-unseen (``base_scorer``, argmax) and, when ``finetuned_scorer`` is given,
+    label-partially-unseen (its scorer per split, harsh rule), on both label halves.
+
+    Texts whose gold class has no hypothesis must already be excluded from ``test`` and ``train``. The
+    training pairs of every split are written to ``config.work_dir`` either way, so a run without
+    fine-tuning still checks (and leaves behind) everything the fine-tuning step needs.
+    """
+    if (test.gold == NO_HYPOTHESIS).any() or list(test.label_names) != list(train.label_names):
+        raise DataError("test and training tasks must share their labels and hold only texts with a candidate label")
+    splits = label_halves(len(test.label_names))
+    log(f"label-fully-unseen: scoring {len(test)} texts x {len(hypotheses)} labels")
+    base_scores = base_scorer.score(test.texts, list(hypotheses))
+    report: dict[str, Any] = {
+        "dataset": test.name,
+        "n_test": len(test),
+        "n_train": len(train),
+        "alpha": config.alpha,
+        "negatives_per_text": config.negatives_per_text,
+        "fully_unseen": {"macro_f1": float(f1_score(test.gold, argmax_decisions(base_scores), average="macro", zero_division=0)), "splits": []},
+        "partially_unseen": {"splits": []} if finetuned_scorer else None,
+    }
+    for split in splits:
+        pairs = seen_label_pairs(train.texts, train.gold, hypotheses, split, negatives_per_text=config.negatives_per_text, seed=config.seed)
+        pairs_path = write_pairs(pairs, config.work_dir / f"pairs-{split.name.split()[0]}.jsonl")
+        log(f"{split.name}: {len(pairs)} training pairs -> {pairs_path}")
+        report["fully_unseen"]["splits"].append({**evaluate_split(base_scores, test.gold, split, alpha=None), "training_pairs": len(pairs)})
+        if finetuned_scorer is not None:
+            scorer = finetuned_scorer(split, pairs_path)
+            scores = scorer.score(test.texts, list(hypotheses))
+            report["partially_unseen"]["splits"].append(evaluate_split(scores, test.gold, split, alpha=config.alpha))
+    for setting in ("fully_unseen", "partially_unseen"):
+        if report[setting]:
+            report[setting]["mean"] = _mean_over_splits(report[setting]["splits"])
+    return report
+
+
+def _mean_over_splits(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    keys = [k for k, v in rows[0].items() if k.endswith("_f1") or k == "accuracy"]
+    return {k: float(np.mean([row[k] for row in rows])) for k in keys}

@@ -1,0 +1,55 @@
+"""Temperature and Platt scaling, ECE and Brier score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+
+from zstc.calibration import TemperatureScaling, calibrate, expected_calibration_error, single_label_report
+from zstc.errors import UnknownNameError
+
+
+def test_ece_by_hand() -> None:
+    # Bin (0.6, 0.6667]: confidences 0.61 and 0.62, one right -> |0.5 - 0.615|; bin (0.9333, 1]: 0.95 right -> 0.05.
+    ece = expected_calibration_error(np.array([0.61, 0.62, 0.95]), np.array([1, 0, 1]))
+    assert ece == pytest.approx((2 * 0.115 + 0.05) / 3)
+
+
+def test_brier_of_a_perfect_and_a_uniform_forecast() -> None:
+    gold = np.array([0, 1])
+    assert single_label_report(np.eye(2), gold)["brier"] == 0.0
+    assert single_label_report(np.full((2, 2), 0.5), gold)["brier"] == pytest.approx(0.5)
+
+
+def synthetic(n: int, temperature: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Logits whose gold labels are drawn from softmax(logits / temperature): the right T is known."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 3, size=(n, 4))
+    gold = np.array([rng.choice(4, p=p) for p in softmax(logits / temperature, axis=1)])
+    return logits, gold
+
+
+def test_temperature_scaling_recovers_temperature_and_improves_calibration() -> None:
+    logits, gold = synthetic(3000, temperature=2.5, seed=0)
+    assert TemperatureScaling().fit(logits, gold).temperature == pytest.approx(2.5, rel=0.15)
+    test_logits, test_gold = synthetic(2000, temperature=2.5, seed=1)
+    report = calibrate(logits, gold, test_logits, test_gold, method="temperature")
+    assert report["after"]["ece"] < report["before"]["ece"] / 2
+    assert report["after"]["brier"] < report["before"]["brier"]
+
+
+def test_platt_scaling_on_cosine_like_scores() -> None:
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 3, size=400)
+    scores = rng.normal(0.1, 0.05, size=(400, 3))
+    scores[np.arange(400), gold] += 0.15  # cosine-like: small values, gold a little higher
+    report = calibrate(scores[:200], gold[:200], scores[200:], gold[200:], method="platt", score_type="cosine")
+    assert report["parameters"]["slope"] > 0
+    assert report["after"]["ece"] < report["before"]["ece"]
+    assert report["after"]["brier"] < report["before"]["brier"]
+
+
+def test_unknown_method() -> None:
+    with pytest.raises(UnknownNameError, match="temperature"):
+        calibrate(np.zeros((2, 2)), np.array([0, 1]), np.zeros((2, 2)), np.array([0, 1]), method="isotonic")

@@ -1,0 +1,172 @@
+"""Hypothesis variants (Yin et al. 2019), WordNet definitions, the ensemble and template robustness."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from yin_helpers import MINILM, SHARED_DATA, WordOverlapScorer
+
+from zstc.errors import LabelError, UnknownNameError
+from zstc.hypotheses import (
+    ASPECT_TEMPLATES,
+    HypothesisSet,
+    aspect_template,
+    build_hypotheses,
+    make_hypothesis_provider,
+    readable_label,
+    score_hypotheses,
+    template_robustness,
+)
+from zstc.tasks import Task
+from zstc.wordnet import wordnet_available
+
+needs_wordnet = pytest.mark.skipif(
+    not wordnet_available(), reason="WordNet not installed: run scripts/setup-system-packages.sh (Debian wordnet-base)"
+)
+
+
+def small_task() -> Task:
+    texts = ["the match was a great sports event", "parliament voted on politics today", "sports fans cheered"]
+    return Task("toy", texts, np.array([0, 1, 0]), ["sports", "politics"], ["It is sports.", "It is politics."], family="topic")
+
+
+def test_aspect_templates_are_yins() -> None:
+    assert ASPECT_TEMPLATES == {
+        "topic": "This text is about {}.",
+        "emotion": "This text expresses {}.",
+        "situation": "The people there need {}.",
+    }
+    assert aspect_template("emotion") == "This text expresses {}."
+    assert aspect_template("sentiment") == "This text expresses {}."
+    assert aspect_template("intent") == "This text is about {}."  # measured better than situation on banking77
+    assert aspect_template(None) == "This text is about {}."
+
+
+def test_name_variant_fills_template_with_readable_label() -> None:
+    assert readable_label("Refund_not_showing_up") == "Refund not showing up"
+    hypotheses = build_hypotheses(["card_arrival", "Sci/Tech"], "name", "This text is about {}.")
+    assert list(hypotheses) == ["This text is about card arrival.", "This text is about Sci/Tech."]
+
+
+def test_dataset_variant_keeps_the_verbalizers() -> None:
+    task = small_task()
+    assert list(make_hypothesis_provider("dataset")(task)) == task.hypotheses
+
+
+def test_bad_template_and_variant_are_user_errors() -> None:
+    with pytest.raises(LabelError, match="exactly one"):
+        build_hypotheses(["a", "b"], "name", "no placeholder")
+    with pytest.raises(UnknownNameError, match="expected one of"):
+        build_hypotheses(["a", "b"], "synonyms", "{}")
+    with pytest.raises(UnknownNameError):
+        make_hypothesis_provider("bogus")
+
+
+def test_single_variant_is_scored_once_and_ensemble_averages() -> None:
+    scorer = WordOverlapScorer()
+    texts = ["sports on tv", "politics news"]
+    single = HypothesisSet({"name": ["about sports", "about politics"]})
+    np.testing.assert_allclose(score_hypotheses(scorer, texts, single), scorer.score(texts, ["about sports", "about politics"]))
+    scorer.calls.clear()
+    ensemble = HypothesisSet({"a": ["sports", "politics"], "b": ["sports on tv", "politics news here"]})
+    averaged = score_hypotheses(scorer, texts, ensemble)
+    assert len(scorer.calls) == 2
+    expected = (scorer.score(texts, ["sports", "politics"]) + scorer.score(texts, ["sports on tv", "politics news here"])) / 2
+    np.testing.assert_allclose(averaged, expected, rtol=1e-6)
+    assert list(ensemble)[0] == "sports | sports on tv"  # what result files record
+
+
+def test_template_robustness_summary() -> None:
+    report = template_robustness(WordOverlapScorer(), small_task(), ["This text is about {}.", "{}", "xyz {}"])
+    values = [row["macro_f1"] for row in report["templates"]]
+    assert report["best"] == max(values) and report["worst"] == min(values)
+    assert report["spread"] == pytest.approx(max(values) - min(values))
+    assert report["mean"] == pytest.approx(np.mean(values))
+    assert report["templates"][0]["example"] == "This text is about sports."
+
+
+# --- WordNet ------------------------------------------------------------------------------------------
+
+
+@needs_wordnet
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("sports", "an active diversion requiring physical exertion and competition"),
+        ("Refund_not_showing_up", "money returned to a payer"),  # head noun before a verb phrase
+        ("Civil Rights", "right or rights belonging to a person"),  # the whole phrase is a WordNet entry
+        ("positive", "characterized by or displaying affirmation"),  # adjective sense beats the grammar noun
+        ("love", "a strong positive emotion of regard and affection"),  # noun sense beats the verb
+        ("Domestic Commerce", "transactions (sales and purchases)"),  # last noun of a noun compound
+    ],
+)
+def test_label_definitions(label: str, expected: str) -> None:
+    from zstc.wordnet import label_definition
+
+    assert label_definition(label).startswith(expected)
+
+
+@needs_wordnet
+def test_coordinations_negations_and_unknown_labels() -> None:
+    from zstc.wordnet import head_noun, label_definition, load_wordnet
+
+    wordnet = load_wordnet()
+    business, finance = label_definition("Business", wordnet), label_definition("Finance", wordnet)
+    assert label_definition("Business & Finance", wordnet) == f"{business} or {finance}"
+    assert label_definition("not_insult", wordnet) == "not " + label_definition("insult", wordnet)
+    assert head_noun("activate my card".split(), wordnet) == "card"  # "my" is a function word, "activate" no noun
+    assert label_definition("xqzv_wplk", wordnet) is None
+
+
+@needs_wordnet
+def test_definition_variant_falls_back_to_the_name_with_a_note() -> None:
+    hypotheses = build_hypotheses(["sports", "xqzv"], "both", "This text is about {}.")
+    assert hypotheses.variants["both"][0].startswith("This text is about sports, an active diversion")
+    assert hypotheses.variants["both"][1] == "This text is about xqzv."
+    assert any("xqzv" in note for note in hypotheses.notes)
+
+
+def test_missing_wordnet_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from zstc.wordnet import WordNetUnavailable, load_wordnet
+
+    monkeypatch.setenv("ZSTC_WORDNET_DIR", str(tmp_path))
+    with pytest.raises(WordNetUnavailable, match="wordnet-base"):
+        load_wordnet()
+
+
+# --- wired into bench and classify ---------------------------------------------------------------------
+
+
+def test_evaluate_task_records_ensemble_hypotheses() -> None:
+    from zstc.bench import evaluate_task
+
+    task = small_task()
+    descriptions = HypothesisSet({"a": ["sports", "politics"], "b": ["about sports", "about politics"]}, notes=["a note"])
+    result, _ = evaluate_task(WordOverlapScorer(), task, descriptions)
+    assert result.hypotheses == ["sports | about sports", "politics | about politics"]
+    assert "a note" in result.notes
+    assert result.metrics["accuracy"] == 1.0
+
+
+@needs_wordnet
+@pytest.mark.slow
+def test_bench_cli_ensemble_and_multi_label(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from zstc.cli import app
+
+    data = SHARED_DATA / "btzsc"
+    if not (data / "financialphrasebank.jsonl").exists():
+        pytest.skip(f"BTZSC data not found at {data}")
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["bench", "-m", MINILM, "--data", str(data), "--tasks", "financialphrasebank", "--max-samples", "12",
+                                      "--hypotheses", "ensemble", "--multi-label", "--threshold", "0.2", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(out.read_text())
+    assert summary["evaluation"]["hypotheses"] == "ensemble"
+    report = summary["multi_label"]["by_dataset"]["financialphrasebank"]
+    assert summary["multi_label"]["threshold"] == 0.2 and 0.0 <= report["weighted_f1"] <= 1.0
+    details = json.loads((tmp_path / "r.details" / "financialphrasebank.json").read_text())
+    assert details["hypotheses"][0].startswith("This text expresses negative. | ")  # sentiment -> emotion aspect

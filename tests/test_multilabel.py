@@ -1,0 +1,108 @@
+"""Multi-label decisions with "none": thresholds, label-wise weighted F1, threshold fitting, API and CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score
+from yin_helpers import MINILM, WordOverlapScorer
+
+from zstc.errors import LabelError, UnknownNameError
+from zstc.multilabel import (
+    DEFAULT_THRESHOLDS,
+    decide,
+    default_threshold,
+    fit_thresholds,
+    gold_matrix,
+    label_sets,
+    multilabel_metrics,
+    parse_label_thresholds,
+    score_type_of,
+)
+
+LABELS = ["a", "b", "c"]
+SCORES = np.array([[0.9, 0.6, 0.1], [0.2, 0.1, 0.3], [0.4, 0.8, 0.7]], dtype=np.float32)
+
+
+def test_threshold_decisions_with_none_and_overrides() -> None:
+    chosen = decide(SCORES, LABELS, 0.5)
+    assert label_sets(chosen, LABELS) == [["a", "b"], ["none"], ["b", "c"]]
+    chosen = decide(SCORES, LABELS, 0.5, {"c": 0.25, "b": 0.65})
+    assert label_sets(chosen, LABELS) == [["a"], ["c"], ["b", "c"]]
+
+
+def test_gold_matrix_maps_no_candidate_to_none() -> None:
+    np.testing.assert_array_equal(gold_matrix(np.array([2, -1, 0]), 3), [[0, 0, 1], [0, 0, 0], [1, 0, 0]])
+
+
+def test_weighted_f1_by_hand() -> None:
+    gold = np.array([[1, 0, 0], [0, 0, 0], [0, 1, 1]], dtype=bool)
+    chosen = decide(SCORES, LABELS, 0.5)
+    report = multilabel_metrics(gold, chosen, LABELS)
+    # Columns a, b, c, none; gold none only in row 2, predicted none only in row 2.
+    truth = np.column_stack([gold, ~gold.any(axis=1)])
+    predicted = np.column_stack([chosen, ~chosen.any(axis=1)])
+    assert report["weighted_f1"] == pytest.approx(f1_score(truth, predicted, average="weighted"))
+    per = report["per_label"]
+    assert per["a"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 1}
+    assert per["b"]["precision"] == 0.5 and per["b"]["recall"] == 1.0
+    assert per["none"]["f1"] == 1.0 and report["none_gold"] == 1 and report["none_predicted"] == 1
+
+
+def test_fit_thresholds_separates_dev_set() -> None:
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 3, size=60)
+    scores = rng.uniform(0.0, 0.4, size=(60, 3)).astype(np.float32)
+    scores[np.arange(60), gold] += 0.5  # gold scores in [0.5, 0.9], the rest below 0.4
+    threshold, overrides = fit_thresholds(scores, gold, LABELS, per_label=True)
+    assert 0.4 <= threshold <= 0.5
+    assert multilabel_metrics(gold, decide(scores, LABELS, threshold), LABELS)["weighted_f1"] == 1.0
+    assert set(overrides) == set(LABELS) and all(0.4 <= v <= 0.5 for v in overrides.values())
+
+
+def test_defaults_per_score_type() -> None:
+    assert default_threshold("prob") == 0.5 and default_threshold("logodds") == 0.0
+    assert score_type_of(WordOverlapScorer()) == "cosine"
+    assert default_threshold("cosine") == DEFAULT_THRESHOLDS["cosine"]
+    with pytest.raises(UnknownNameError, match="--threshold"):
+        default_threshold(None)
+
+
+def test_parse_label_thresholds() -> None:
+    assert parse_label_thresholds(["a=0.4", "c=-1"], LABELS) == {"a": 0.4, "c": -1.0}
+    with pytest.raises(LabelError, match="LABEL=NUMBER"):
+        parse_label_thresholds(["a:0.4"], LABELS)
+    with pytest.raises(LabelError, match="not one of the labels"):
+        parse_label_thresholds(["z=0.4"], LABELS)
+
+
+def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
+    from zstc.api import Classifier
+
+    classifier = Classifier()  # builds the scorer lazily: nothing loads
+    classifier.scorer = WordOverlapScorer()
+    predictions = classifier.predict_multi_label(["sports and politics", "cooking"], ["sports", "politics"], threshold=0.5)
+    assert [p.labels for p in predictions] == [["sports", "politics"], ["none"]]
+    assert predictions[1].none and not predictions[0].none
+    with pytest.raises(LabelError, match="'none'"):
+        classifier.predict_multi_label(["x"], ["none", "sports"])
+    single = classifier.predict_multi_label(["sports"], ["sports"], threshold=0.5)  # one yes/no label is fine
+    assert single[0].labels == ["sports"]
+
+
+@pytest.mark.slow
+def test_classify_cli_multi_label(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from zstc.cli import app
+
+    texts = tmp_path / "t.txt"
+    texts.write_text("The match ended 2-1 after extra time.\nMy card still hasn't arrived.\n")
+    result = CliRunner().invoke(app, ["classify", str(texts), "-l", "sports,banking,cooking", "-m", MINILM, "--multi-label",
+                                      "--threshold", "0.12", "--label-threshold", "cooking=0.99"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert rows[0]["labels"] == ["sports"] and rows[1]["labels"] == ["banking"]
+    assert set(rows[0]["scores"]) == {"sports", "banking", "cooking"}

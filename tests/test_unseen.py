@@ -1,0 +1,98 @@
+"""Label-partially-unseen protocol: label halves, seen-label training pairs, the harsh rule, group F1."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from yin_helpers import SHARED_DATA, WordOverlapScorer
+
+from zstc.tasks import Task
+from zstc.unseen import (
+    LabelSplit,
+    UnseenConfig,
+    group_f1,
+    harsh_decisions,
+    label_halves,
+    run_unseen,
+    seen_label_pairs,
+)
+
+
+def test_label_halves_are_disjoint_and_cover_all_labels() -> None:
+    first, second = label_halves(5)
+    assert first.seen == (0, 2, 4) and first.unseen == (1, 3)
+    assert second.seen == first.unseen and second.unseen == first.seen
+
+
+def test_pairs_use_only_seen_labels() -> None:
+    split = LabelSplit("even", (0, 2, 4), (1, 3))
+    hypotheses = [f"h{i}" for i in range(5)]
+    gold = np.array([0, 1, 2, 3, 4, -1])
+    pairs = seen_label_pairs([f"t{i}" for i in range(6)], gold, hypotheses, split, negatives_per_text=None)
+    assert {p["premise"] for p in pairs} == {"t0", "t2", "t4"}  # unseen-label and no-candidate texts left out
+    assert {p["hypothesis"] for p in pairs} == {"h0", "h2", "h4"}  # unseen hypotheses never appear
+    positives = [p for p in pairs if p["label"] == "entailment"]
+    assert [(p["premise"], p["hypothesis"]) for p in positives] == [("t0", "h0"), ("t2", "h2"), ("t4", "h4")]
+    assert len(pairs) == 3 * 3  # one positive and two negatives per text
+    sampled = seen_label_pairs(["t0"], np.array([0]), hypotheses, split, negatives_per_text=1, seed=3)
+    assert len(sampled) == 2 and sampled[1]["label"] == "neutral"
+
+
+def test_harsh_rule_prefers_unseen_within_the_margin() -> None:
+    seen = np.array([True, False, True])
+    probabilities = np.array([
+        [0.60, 0.57, 0.1],  # seen ahead by 0.03 < alpha: the unseen label
+        [0.70, 0.60, 0.1],  # seen ahead by 0.10 > alpha: the seen label
+        [0.20, 0.30, 0.1],  # unseen ahead anyway
+        [0.10, 0.05, 0.1001],  # best seen is label 2, ahead by 0.0501 > alpha
+    ])
+    assert harsh_decisions(probabilities, seen, alpha=0.05).tolist() == [1, 0, 1, 2]
+    assert harsh_decisions(probabilities, seen, alpha=0.0).tolist() == [0, 0, 1, 2]
+
+
+def test_group_f1_separates_seen_and_unseen_labels() -> None:
+    split = LabelSplit("even", (0, 2), (1, 3))
+    gold = np.array([0, 0, 1, 1, 2, 3])
+    predicted = np.array([0, 0, 1, 1, 2, 2])  # all seen right; label 3 missed, predicted as seen label 2
+    report = group_f1(gold, predicted, split)
+    assert report["unseen_macro_f1"] == pytest.approx(0.5)  # label 1: F1 1, label 3: F1 0
+    assert report["seen_macro_f1"] == pytest.approx((1.0 + 2 / 3) / 2)  # label 2: P 0.5, R 1
+    assert report["seen_texts"] == 3 and report["unseen_texts"] == 3
+
+
+def test_run_unseen_without_and_with_a_finetuned_scorer(tmp_path) -> None:
+    labels = ["sports", "politics", "cooking", "music"]
+    texts = ["sports game", "politics vote", "cooking pasta", "music song"] * 3
+    task = Task("toy", texts, np.array([0, 1, 2, 3] * 3), labels, labels)
+    trained: list[str] = []
+
+    def finetuned(split: LabelSplit, pairs_path):
+        trained.append(pairs_path.name)
+        assert all(json.loads(line)["hypothesis"] in [labels[i] for i in split.seen] for line in pairs_path.open())
+        return WordOverlapScorer()
+
+    config = UnseenConfig(work_dir=tmp_path)
+    report = run_unseen(task, task, labels, WordOverlapScorer(), config, finetuned)
+    assert trained == ["pairs-even.jsonl", "pairs-odd.jsonl"]
+    assert report["fully_unseen"]["macro_f1"] == 1.0
+    assert report["partially_unseen"]["mean"]["unseen_weighted_f1"] == 1.0
+    without = run_unseen(task, task, labels, WordOverlapScorer(), config)
+    assert without["partially_unseen"] is None and len(without["fully_unseen"]["splits"]) == 2
+
+
+def test_banking77_training_pairs_from_the_real_training_split(tmp_path) -> None:
+    from zstc.loaders import load_btzsc_task
+    from zstc.tasks import stratified_sample
+
+    if not (SHARED_DATA / "btzsc-train" / "banking77.jsonl").exists():
+        pytest.skip(f"banking77 training split not found under {SHARED_DATA}")
+    train, _ = load_btzsc_task("banking77", SHARED_DATA / "btzsc-train", unlabelled="exclude")
+    train = stratified_sample(train, 300, seed=0)
+    first, second = label_halves(len(train.label_names))
+    assert len(first.seen) + len(second.seen) == 72
+    pairs = seen_label_pairs(train.texts, train.gold, train.hypotheses, first, negatives_per_text=4)
+    seen_hypotheses = {train.hypotheses[i] for i in first.seen}
+    assert {p["hypothesis"] for p in pairs} <= seen_hypotheses
+    assert sum(p["label"] == "entailment" for p in pairs) * 5 == len(pairs)

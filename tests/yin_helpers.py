@@ -1,0 +1,35 @@
+"""Helpers shared by the Yin et al. tests: a deterministic fake scorer and the real data's location."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("ZSTC_SHARED_DATA", REPO.parent / "shared" / "data"))
+if not SHARED_DATA.exists():  # a worktree under /work/wt/<name> sits two levels below /work
+    SHARED_DATA = Path("/work/shared/data")
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class WordOverlapScorer:
+    """Score = number of words a text shares with a hypothesis (plus a tiny length term to break ties)."""
+
+    family: ClassVar[str] = "embedding"
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.notes: list[str] = []
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        self.calls.append(list(labels))
+        words = [set(t.lower().replace(".", "").split()) for t in texts]
+        hyps = [set(h.lower().replace(".", "").split()) for h in labels]
+        return np.asarray([[len(w & h) - 1e-3 * len(h) for h in hyps] for w in words], dtype=np.float32)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "word-overlap", "family": self.family}
