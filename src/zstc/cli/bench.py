@@ -11,7 +11,7 @@ from rich.table import Table
 
 from zstc.cli import app
 from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
-from zstc.cli.yin import Hypotheses, MultiLabel, Template, Threshold
+from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
 

@@ -11,7 +11,7 @@ import typer
 
 from zstc.cli import app
 from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
-from zstc.cli.yin import Hypotheses, LabelThresholds, MultiLabel, Threshold
+from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 
 @app.command()

@@ -25,6 +25,24 @@ Bf16 = Annotated[Optional[bool], typer.Option("--bf16/--no-bf16", help="bf16 aut
 Device = Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, ...; default: CUDA when present.")]
 MaxLength = Annotated[Optional[int], typer.Option(help="Token limit per input; default: the model's own. Only texts are truncated.")]
 
+# Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
+Hypotheses = Annotated[
+    str,
+    typer.Option(help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
+                 "(WordNet), 'both', or 'ensemble' (the three averaged)."),
+]
+Template = Annotated[
+    Optional[str],
+    typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
+                 "(topic 'This text is about {}.', emotion 'This text expresses {}.', situation 'The people there need {}.')."),
+]
+MultiLabel = Annotated[bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")]
+Threshold = Annotated[Optional[float], typer.Option(help="Multi-label threshold; default: the score type's (see `zstc.multilabel`).")]
+LabelThresholds = Annotated[
+    Optional[list[str]],
+    typer.Option("--label-threshold", help="Multi-label threshold for one label, LABEL=NUMBER; repeatable."),
+]
+
 DEFAULT = DEFAULT_MODEL
 
 

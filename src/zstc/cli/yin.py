@@ -1,7 +1,4 @@
-"""Commands for Yin et al. (2019)'s setting: ``template-robustness``, ``calibrate`` and ``unseen``.
-
-Also the options that ``bench`` and ``classify`` share for it (hypothesis variants, multi-label thresholds).
-"""
+"""Commands for Yin et al. (2019)'s setting: ``template-robustness``, ``calibrate`` and ``unseen``."""
 
 from __future__ import annotations
 
@@ -15,26 +12,10 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
 
 console = Console(stderr=True)
 
-Hypotheses = Annotated[
-    str,
-    typer.Option(help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
-                 "(WordNet), 'both', or 'ensemble' (the three averaged)."),
-]
-Template = Annotated[
-    Optional[str],
-    typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
-                 "(topic 'This text is about {}.', emotion 'This text expresses {}.', situation 'The people there need {}.')."),
-]
-MultiLabel = Annotated[bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")]
-Threshold = Annotated[Optional[float], typer.Option(help="Multi-label threshold; default: the score type's (see `zstc.multilabel`).")]
-LabelThresholds = Annotated[
-    Optional[list[str]],
-    typer.Option("--label-threshold", help="Multi-label threshold for one label, LABEL=NUMBER; repeatable."),
-]
 Data = Annotated[str, typer.Option(help="A directory of dataset files, or 'hub' for btzsc/btzsc.")]
 Task = Annotated[str, typer.Option(help="One BTZSC dataset.")]
 MaxSamples = Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N texts.")]
