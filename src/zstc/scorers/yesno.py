@@ -80,46 +80,38 @@ class YesNoScorer(CausalLMScorer):
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         self._load()
         self._start_notes()
-        prompts = [self._pair_prompts(text, labels) for text in texts]
-        n_pairs = len(texts) * len(labels)
-        with inference_context(self.device, self.bf16), tqdm(total=n_pairs, unit="pair", disable=not show_progress) as bar:
-            run = self._cached_logits if self.prefix_cache else self._full_logits
-            logits = run(prompts, bar)
+        logits = torch.empty(len(texts), len(labels), 2)
+        with (
+            inference_context(self.device, self.bf16),
+            tqdm(total=len(texts) * len(labels), unit="pair", disable=not show_progress) as bar,
+        ):
+            # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
+            for batch in self._text_batches(texts):
+                logits[batch] = self._pair_logits([self._pair_prompts(texts[i], labels) for i in batch], bar)
         self._finish_notes(len(texts))
         return torch.softmax(logits, dim=-1)[..., 0].numpy().astype(np.float32)
 
-    def _full_logits(self, prompts: list[list[TokenIds]], bar: tqdm) -> torch.Tensor:
-        """(yes, no) logits of every pair from its whole prompt, pairs batched across texts."""
-        n_labels = len(prompts[0])
-        pairs = [(t, j) for t in range(len(prompts)) for j in range(n_labels)]
-        logits = torch.empty(len(prompts), n_labels, 2)
-        for batch in length_batches([len(prompts[t][j]) for t, j in pairs], self.batch_size):
-            batch_pairs = [pairs[k] for k in batch]
-            out = self._answer_logits([prompts[t][j] for t, j in batch_pairs], self._answer_ids)
-            for (t, j), row in zip(batch_pairs, out):
-                logits[t, j] = row
-            bar.update(len(batch))
-        return logits
+    def _pair_logits(self, prompts: list[list[TokenIds]], bar: tqdm) -> torch.Tensor:
+        """(yes, no) logits of every (text, label) pair, shape ``(texts, labels, 2)``.
 
-    def _cached_logits(self, prompts: list[list[TokenIds]], bar: tqdm) -> torch.Tensor:
-        """(yes, no) logits of every pair, running each text's shared prefix once.
-
-        Per batch of texts: one forward pass over their prefixes, then their (text, label) continuations in
-        batches of ``batch_size`` pairs, each starting from its text's prefix states.
+        With the prefix cache, one forward pass runs all the texts' shared prefixes, and each pair then runs
+        only the rest of its prompt (its label and the suffix) from its text's prefix states; without it,
+        each pair runs its whole prompt. Either way, pairs of similar length are batched together.
         """
-        n_labels = len(prompts[0])
-        logits = torch.empty(len(prompts), n_labels, 2)
-        shared = [shared_prefix_length(text_prompts) for text_prompts in prompts]
-        for text_batch in length_batches(shared, self.batch_size):
-            prefixes = self._run_prefixes([prompts[t][0][: shared[t]] for t in text_batch])
-            pairs = [(row, j) for row in range(len(text_batch)) for j in range(n_labels)]
-            for start in range(0, len(pairs), self.batch_size):
-                chunk = pairs[start:start + self.batch_size]
-                continuations = [prompts[text_batch[row]][j][shared[text_batch[row]]:] for row, j in chunk]
-                out = self._continue(prefixes, [row for row, _ in chunk], continuations)
-                for (row, j), values in zip(chunk, out):
-                    logits[text_batch[row], j] = values
-                bar.update(len(chunk))
+        shared = [shared_prefix_length(p) if self.prefix_cache else 0 for p in prompts]
+        prefixes = self._run_prefixes([p[0][:n] for p, n in zip(prompts, shared)]) if self.prefix_cache else None
+        pairs = [(t, j) for t, text_prompts in enumerate(prompts) for j in range(len(text_prompts))]
+        logits = torch.empty(len(prompts), len(prompts[0]), 2)
+        for batch in length_batches([len(prompts[t][j]) - shared[t] for t, j in pairs], self.batch_size):
+            chunk = [pairs[k] for k in batch]
+            rests = [prompts[t][j][shared[t]:] for t, j in chunk]
+            if prefixes is None:
+                out = self._answer_logits(rests, self._answer_ids)
+            else:
+                out = self._continue(prefixes, [t for t, _ in chunk], rests)
+            for pair, values in zip(chunk, out):
+                logits[pair] = values
+            bar.update(len(chunk))
         return logits
 
     def _run_prefixes(self, prefixes: list[TokenIds]) -> PrefixStates:
