@@ -186,6 +186,15 @@ def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer) -> None:
     assert np.abs(cached - full).max() <= 1e-4
 
 
+def test_yesno_runs_full_prompts_when_prefix_states_do_not_suffice(yesno: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert yesno._prefix_states_suffice()  # SmolLM2: plain key/value layers
+    cached = yesno.score(TEXTS[:1], LABELS[2:])
+    monkeypatch.setattr(yesno, "_prefix_states_suffice", lambda: False)  # as for a sliding-window model
+    full = yesno.score(TEXTS[:1], LABELS[2:])
+    assert "prefix cache not used" in yesno.notes[0]
+    assert np.abs(cached - full).max() <= 1e-4
+
+
 def test_yesno_truncates_only_the_text(yesno: YesNoScorer) -> None:
     yesno._load()
     saved = yesno.max_length

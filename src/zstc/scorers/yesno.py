@@ -81,25 +81,30 @@ class YesNoScorer(CausalLMScorer):
         self._load()
         self._start_notes()
         logits = torch.empty(len(texts), len(labels), 2)
+        share_prefix = self.prefix_cache and self._prefix_states_suffice()
+        if self.prefix_cache and not share_prefix:
+            self._note("prefix cache not used: this model's layers keep more state than keys and values "
+                       "(sliding-window or recurrent attention), so every pair ran its whole prompt")
         with (
             inference_context(self.device, self.bf16),
             tqdm(total=len(texts) * len(labels), unit="pair", disable=not show_progress) as bar,
         ):
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
             for batch in self._text_batches(texts):
-                logits[batch] = self._pair_logits([self._pair_prompts(texts[i], labels) for i in batch], bar)
+                prompts = [self._pair_prompts(texts[i], labels) for i in batch]
+                logits[batch] = self._pair_logits(prompts, bar, share_prefix=share_prefix)
         self._finish_notes(len(texts))
         return torch.softmax(logits, dim=-1)[..., 0].numpy().astype(np.float32)
 
-    def _pair_logits(self, prompts: list[list[TokenIds]], bar: tqdm) -> torch.Tensor:
+    def _pair_logits(self, prompts: list[list[TokenIds]], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
         """(yes, no) logits of every (text, label) pair, shape ``(texts, labels, 2)``.
 
-        With the prefix cache, one forward pass runs all the texts' shared prefixes, and each pair then runs
+        With ``share_prefix``, one forward pass runs all the texts' shared prefixes, and each pair then runs
         only the rest of its prompt (its label and the suffix) from its text's prefix states; without it,
         each pair runs its whole prompt. Either way, pairs of similar length are batched together.
         """
-        shared = [shared_prefix_length(p) if self.prefix_cache else 0 for p in prompts]
-        prefixes = self._run_prefixes([p[0][:n] for p, n in zip(prompts, shared)]) if self.prefix_cache else None
+        shared = [shared_prefix_length(p) if share_prefix else 0 for p in prompts]
+        prefixes = self._run_prefixes([p[0][:n] for p, n in zip(prompts, shared)]) if share_prefix else None
         pairs = [(t, j) for t, text_prompts in enumerate(prompts) for j in range(len(text_prompts))]
         logits = torch.empty(len(prompts), len(prompts[0]), 2)
         for batch in length_batches([len(prompts[t][j]) - shared[t] for t, j in pairs], self.batch_size):
@@ -113,6 +118,14 @@ class YesNoScorer(CausalLMScorer):
                 logits[pair] = values
             bar.update(len(chunk))
         return logits
+
+    def _prefix_states_suffice(self) -> bool:
+        """Whether a prefix is fully described by its keys and values in every layer (what
+        :class:`PrefixStates` copies); a sliding-window layer or a recurrent one keeps other state too."""
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        return all(type(layer) is DynamicLayer for layer in DynamicCache(config=self._model.config).layers)
 
     def _run_prefixes(self, prefixes: list[TokenIds]) -> PrefixStates:
         from transformers import DynamicCache
