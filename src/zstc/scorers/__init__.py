@@ -16,6 +16,8 @@ from zstc.scorers.base import Scorer
 FAMILY_SCORERS: dict[str, str] = {
     "embedding": "zstc.scorers.embedding:EmbeddingScorer",
     "encoder": "zstc.scorers.embedding:EncoderScorer",
+    "yesno": "zstc.scorers.yesno:YesNoScorer",
+    "llm": "zstc.scorers.llm:LLMScorer",
 }
 """Family name -> ``module:class`` of its scorer, imported only when used."""
 

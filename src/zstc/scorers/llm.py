@@ -1,0 +1,126 @@
+"""Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.
+
+The paper's prompt (PROTOCOL.md section 2) lists every label description as an option prefixed by a
+symbol and ends with "Answer: The correct option is letter"; the score of each label is the softmax, over
+the option symbols only, of the next-token logits. With a chat template the question is the user turn and
+the answer's beginning opens the assistant turn, so the model's very next token is its choice.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from zstc.errors import ModelError
+from zstc.models.registry import ModelSpec
+from zstc.runtime import inference_context
+from zstc.scorers.base import empty_scores
+from zstc.scorers.causal import CausalLMScorer, next_token_id
+from zstc.scorers.prompts import LLM_ANSWER_START, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options
+
+OPTION_SYMBOL_POOL: tuple[str, ...] = (
+    *string.ascii_uppercase,
+    *(c for c in string.ascii_lowercase if c not in "lo"),  # l ~ I ~ 1, o ~ O ~ 0
+    *"23456789",  # 0 ~ O, 1 ~ l
+    *"βγδεζθλξπσφψω",  # Greek small letters unlike any Latin one (not α ~ a, ι ~ i, κ ~ k, ν ~ v, ρ ~ p, ...)
+    *"ΓΔΘΛΞΠΣΦΨΩ",  # Greek capitals unlike any Latin one (not Α ~ A, Β ~ B, Η ~ H, ...)
+    *"#$%&*+=?@~^<>",  # not ( ) (option syntax), - (the prompt's bullets), | (~ l), . , : ; ' " (hard to see)
+)
+"""Option symbols in order of preference, all visually distinct, as the paper's "A, b, ..." suggests:
+letters first; a model uses the first ``n`` that its tokenizer writes as one token (72 for banking77)."""
+
+
+class LLMScorer(CausalLMScorer):
+    family: ClassVar[str] = "llm"
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        device: str | None = None,
+        bf16: bool | None = None,
+        batch_size: int = 8,
+        max_length: int | None = None,
+    ) -> None:
+        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
+        self._symbols: list[tuple[str, int]] = []
+
+    def describe(self) -> dict[str, Any]:
+        facts = super().describe()
+        if self._tokenizer is not None:
+            facts["prompt_format"] = "chat template" if self._uses_chat() else "plain"
+        return facts
+
+    def _on_load(self, tokenizer: Any) -> None:
+        self._symbols = option_symbols(tokenizer)
+
+    def _uses_chat(self) -> bool:
+        return bool(getattr(self._tokenizer, "chat_template", None))
+
+    # -- prompts --------------------------------------------------------------------------------------
+
+    def symbols_for(self, n_labels: int) -> list[tuple[str, int]]:
+        """The first ``n_labels`` option symbols with their token ids."""
+        self._load()
+        if n_labels > len(self._symbols):
+            raise ModelError(
+                f"{self.spec.model_id} has {n_labels} labels to choose from but its tokenizer writes only "
+                f"{len(self._symbols)} distinct option symbols as single tokens: use at most {len(self._symbols)} labels"
+            )
+        return self._symbols[:n_labels]
+
+    def prompt(self, text: str, labels: Sequence[str]) -> str:
+        """The exact string the model reads for ``text`` (its chat template applied, if it has one)."""
+        symbols = [symbol for symbol, _ in self.symbols_for(len(labels))]
+        options = llm_options(symbols, list(labels))
+        if not self._uses_chat():
+            return LLM_PLAIN_TEMPLATE.format(text=text, options=options)
+        question = LLM_INSTRUCTIONS.format(text=text, options=options)
+        # enable_thinking=False: templates of reasoning models (Qwen3) otherwise open the answer with a
+        # thinking block instead of the letter; templates without that switch ignore the variable.
+        opening = self._tokenizer.apply_chat_template(
+            [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True, enable_thinking=False
+        )
+        return opening + LLM_ANSWER_START
+
+    def _prompt_ids(self, text: str, labels: Sequence[str]) -> list[int]:
+        # A rendered chat template already contains the special tokens (BOS and turn markers).
+        return self._ids(self.prompt(text, labels), special=not self._uses_chat())
+
+    # -- scoring --------------------------------------------------------------------------------------
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        self._load()
+        self._start_notes()
+        scores = empty_scores(len(texts), len(labels))
+        symbol_ids = [token for _, token in self.symbols_for(len(labels))]
+        with inference_context(self.device, self.bf16), tqdm(total=len(texts), disable=not show_progress) as bar:
+            for batch in self._text_batches(texts):
+                prompts = [self._fit_text(texts[i], lambda t: [self._prompt_ids(t, labels)])[0] for i in batch]
+                logits = self._answer_logits(prompts, symbol_ids)
+                scores[batch] = torch.softmax(logits, dim=-1).numpy()
+                bar.update(len(batch))
+        self._finish_notes(len(texts))
+        return scores
+
+
+def option_symbols(tokenizer: Any) -> list[tuple[str, int]]:
+    """The symbols of :data:`OPTION_SYMBOL_POOL` that the model can answer with in one token, with that token.
+
+    The token is the one the model would write right after the answer's beginning ("... letter" + " A"),
+    so the logit read is the logit of exactly that continuation.
+    """
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    found: list[tuple[str, int]] = []
+    seen: set[int] = set()
+    for symbol in OPTION_SYMBOL_POOL:
+        token = next_token_id(tokenizer, LLM_ANSWER_START, " " + symbol)
+        if token is not None and token != unknown and token not in seen:
+            found.append((symbol, token))
+            seen.add(token)
+    return found

@@ -1,0 +1,57 @@
+"""The generative families' prompts, exactly as BTZSC states them (PROTOCOL.md section 2).
+
+They are benchmark definitions, not style: a changed byte changes the published numbers, so they live here
+as constants, are filled in with :meth:`str.format` (which never interprets braces inside the values), and
+are tested against the literal strings of the protocol.
+"""
+
+from __future__ import annotations
+
+from zstc.models.registry import BTZSC_INSTRUCTION
+
+YESNO_TEMPLATE = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    'provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n'
+    "<Instruct>: {instruction}\n<Query>: {text}\n<Document>: {label}<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+)
+"""Qwen3-Reranker's prompt; ``{text}`` is the query, ``{label}`` the label description (the document)."""
+
+YESNO_INSTRUCTION = BTZSC_INSTRUCTION
+"""The instruction BTZSC gives yes/no rerankers for classification."""
+
+YESNO_NLI_INSTRUCTION = "Given a piece of text, retrieve the passage that entails the text"
+"""The instruction of the paper's NLI probe for yes/no rerankers."""
+
+YESNO_ANSWERS: tuple[str, str] = ("yes", "no")
+"""The two answer tokens; the score is the softmax probability of the first."""
+
+LLM_INSTRUCTIONS = (
+    "You are a text classifier.\n"
+    "You will be given a text and several mutually exclusive options.\n"
+    "Each option is prefixed by a single letter (e.g. A, b, ...).\n"
+    "Your task is to choose the single best option.\n\n"
+    "IMPORTANT:\n"
+    "- Answer with EXACTLY ONE LETTER used to prefix the options.\n"
+    "- Do NOT output any words, punctuation, or explanation.\n\n"
+    "TEXT:\n{text}\n\n"
+    "OPTIONS:\n{options}"
+)
+"""The question part of the paper's multiple-choice prompt (appendix C.3): the user turn in a chat."""
+
+LLM_ANSWER_START = "Answer: The correct option is letter"
+"""How the answer begins; in a chat it opens the assistant turn, so the next token is the option symbol."""
+
+LLM_PLAIN_TEMPLATE = LLM_INSTRUCTIONS + "\n\n" + LLM_ANSWER_START
+"""The whole prompt for models without a chat template, byte for byte the paper's."""
+
+LLM_OPTION_LINE = "{symbol}) {label}"
+"""One line of ``{options}``."""
+
+
+def yesno_prompt(text: str, label: str, instruction: str = YESNO_INSTRUCTION) -> str:
+    return YESNO_TEMPLATE.format(instruction=instruction, text=text, label=label)
+
+
+def llm_options(symbols: list[str], labels: list[str]) -> str:
+    return "\n".join(LLM_OPTION_LINE.format(symbol=s, label=label) for s, label in zip(symbols, labels, strict=True))

