@@ -36,8 +36,8 @@ def models(family: Annotated[Optional[str], typer.Option(help="Only this model f
     table = Table("model", "family", "paper name", "params (M)", "offline", title="Registered models")
     for spec in registered_models():
         if family is None or spec.family == family:
-            offline = "yes" if spec.local_path() is not None else ""
+            offline = "yes" if spec.available_offline() else ""
             params = f"{spec.params_millions:g}" if spec.params_millions else ""
             table.add_row(spec.model_id, spec.family, spec.paper_name or "", params, offline)
-    Console().print(table)
+    Console(width=max(Console().width, 120)).print(table)
     Console().print("Any other hub model or local folder works with --family.", style="dim")

