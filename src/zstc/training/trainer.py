@@ -15,12 +15,13 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
@@ -197,6 +198,82 @@ def _data_record(path: str, pairs: NliPairs) -> dict[str, Any]:
     return {"path": str(Path(path).resolve()), "sha256": sha256_of(path), "pairs": len(pairs), "classes": counts}
 
 
+def _read_data(config: TrainConfig) -> tuple[NliPairs, NliPairs, dict[str, Any]]:
+    """(train pairs, balanced dev pairs, checksum records of the files read)."""
+    pairs = read_nli_pairs(config.data)
+    records = {"train": _data_record(config.data, pairs)}
+    if config.dev is None:
+        train, dev = split_dev(pairs, config.dev_size, config.seed)
+        return train, dev, records
+    dev_all = read_nli_pairs(config.dev)
+    records["dev"] = _data_record(config.dev, dev_all)
+    return pairs, dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed)), records
+
+
+@dataclass
+class _Progress:
+    """Where a run stands: what a checkpoint restores besides the weights, optimizer and schedule."""
+
+    step: int = 0
+    best_loss: float = math.inf
+    best_step: int = 0
+    stale: int = 0
+    """Evaluations since the dev loss last improved."""
+    history: list[dict[str, float]] = field(default_factory=list)
+    seconds: float = 0.0
+    """Training time before this process started (resumed runs)."""
+
+
+class _Checkpoint:
+    """``<out>/checkpoint/``: ``state.pt`` (everything to continue) and ``best.pt`` (the best weights so far).
+
+    The best weights are kept in memory and written only when a checkpoint is saved, so evaluations that
+    improve the dev loss cost no disk writes.
+    """
+
+    def __init__(self, folder: Path, resume_key: dict[str, Any]) -> None:
+        self.folder = folder
+        self.resume_key = resume_key
+        self.state_file, self.best_file = folder / "state.pt", folder / "best.pt"
+        self.best_weights: dict[str, torch.Tensor] | None = None
+        self._best_written = True
+
+    def restore(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any) -> _Progress | None:
+        if not self.state_file.exists():
+            return None
+        state = torch.load(self.state_file, map_location="cpu", weights_only=False)
+        if state["resume_key"] != self.resume_key:
+            raise ModelError(f"{self.folder}: was written by a run with another configuration; "
+                             "use the same options to continue it, or another --out")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["rng"])
+        if self.best_file.exists():
+            self.best_weights = torch.load(self.best_file, map_location="cpu")
+        return _Progress(**state["progress"])
+
+    def remember_best(self, model: nn.Module) -> None:
+        self.best_weights = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
+        self._best_written = False
+
+    def save(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, progress: _Progress) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if self.best_weights is not None and not self._best_written:
+            _atomic_save(self.best_weights, self.best_file)
+            self._best_written = True
+        _atomic_save({
+            "resume_key": self.resume_key, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(), "progress": asdict(progress),
+        }, self.state_file)
+
+    def remove(self) -> None:
+        for file in (self.state_file, self.best_file):
+            file.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
+
+
 def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str], None] = print) -> TrainResult:
     """Train an NLI cross-encoder with the recipe of PROTOCOL.md s.5 and save it to ``config.out``."""
     from tqdm.auto import tqdm
@@ -205,25 +282,15 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     out = Path(config.out).expanduser()
     if is_zstc_nli_model(out):
         raise ModelError(f"{out}: already holds a trained model; choose another --out or remove it")
-    checkpoint_dir = out / CHECKPOINT_DIR
     device = resolve_device(config.device)
     bf16 = resolve_bf16(config.bf16, device)
     torch.manual_seed(config.seed)
 
-    pairs = read_nli_pairs(config.data)
-    data_records = {"train": _data_record(config.data, pairs)}
-    if config.dev is None:
-        train_pairs, dev_pairs = split_dev(pairs, config.dev_size, config.seed)
-    else:
-        dev_all = read_nli_pairs(config.dev)
-        data_records["dev"] = _data_record(config.dev, dev_all)
-        train_pairs = pairs
-        dev_pairs = dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed))
-
+    train_pairs, dev_pairs, data_records = _read_data(config)
     backbone, tokenizer, source = _load_backbone(config.backbone)
     backbone_params = sum(p.numel() for p in backbone.parameters())
     default_backbone_lr, default_head_lr = default_learning_rates(backbone_params)
-    config = replace(
+    config = replace(  # record what was actually used, not "default"
         config,
         backbone_lr=config.backbone_lr if config.backbone_lr is not None else default_backbone_lr,
         head_lr=config.head_lr if config.head_lr is not None else default_head_lr,
@@ -232,7 +299,6 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     model = build_nli_model(backbone, config.variant, config.head_dropout).to(device)
     train_data = _encode(tokenizer, train_pairs, config.max_length)
     dev_data = _encode(tokenizer, dev_pairs, config.max_length)
-    lengths = train_data.lengths
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     steps_per_epoch = math.ceil(len(train_pairs) / config.batch_size)
@@ -249,109 +315,89 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         betas=config.adam_betas, eps=config.adam_eps,
     )
     scheduler = get_cosine_schedule_with_warmup(optimizer, warmup_steps, total_steps)
-
-    step, best_loss, best_step, stale, history, elapsed_before = 0, math.inf, 0, 0, [], 0.0
-    best_state: dict[str, torch.Tensor] | None = None
-    state_file, best_file = checkpoint_dir / "state.pt", checkpoint_dir / "best.pt"
-    if state_file.exists():
-        state = torch.load(state_file, map_location="cpu", weights_only=False)
-        if state["resume_key"] != config.resume_key():
-            raise ModelError(f"{checkpoint_dir}: was written by a run with another configuration; "
-                             "use the same options to continue it, or another --out")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
-        step, best_loss, best_step, stale = state["step"], state["best_loss"], state["best_step"], state["stale"]
-        history, elapsed_before = state["history"], state["seconds"]
-        best_state = torch.load(best_file, map_location="cpu") if best_file.exists() else None
-        log(f"resuming from step {step} of {total_steps} ({checkpoint_dir})")
-
+    checkpoint = _Checkpoint(out / CHECKPOINT_DIR, config.resume_key())
+    run = checkpoint.restore(model, optimizer, scheduler)
+    if run is None:
+        run = _Progress()
+    else:
+        log(f"resuming from step {run.step} of {total_steps} ({checkpoint.folder})")
     log(
         f"training {config.variant} NLI head on {source} ({backbone_params / 1e6:.1f}M parameters): "
         f"{len(train_pairs)} train / {len(dev_pairs)} dev pairs, {total_steps} steps "
         f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, bf16 {bf16}"
     )
-    best_saved = True
 
-    def save_checkpoint() -> None:
-        nonlocal best_saved
-        checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        if best_state is not None and not best_saved:
-            _atomic_save(best_state, best_file)
-            best_saved = True
-        _atomic_save({
-            "resume_key": config.resume_key(), "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(), "step": step, "best_loss": best_loss,
-            "best_step": best_step, "stale": stale, "history": history, "seconds": elapsed_before + time.monotonic() - started,
-        }, state_file)
+    started, seconds_before = time.monotonic(), run.seconds
 
-    started = time.monotonic()
+    def elapsed() -> float:
+        return seconds_before + time.monotonic() - started
+
     model.train()
     running_loss, running_count = 0.0, 0
     epoch_batches: tuple[int, list[list[int]]] | None = None
-    bar = tqdm(total=total_steps, initial=step, disable=not progress, desc="train-nli", dynamic_ncols=True,
+    bar = tqdm(total=total_steps, initial=run.step, disable=not progress, desc="train-nli", dynamic_ncols=True,
                mininterval=1.0 if os.isatty(2) else 30.0)
     autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     stopped_early = False
     try:
         with _sigterm_as_interrupt():
-            while step < total_steps and not stopped_early:
-                epoch, position = divmod(step, steps_per_epoch)
+            while run.step < total_steps and not stopped_early:
+                # Each epoch's batches depend only on the seed and the epoch: a resumed run sees the same ones.
+                epoch, position = divmod(run.step, steps_per_epoch)
                 if epoch_batches is None or epoch_batches[0] != epoch:
-                    epoch_batches = (epoch, length_grouped_batches(lengths, config.batch_size, config.seed + epoch))
+                    epoch_batches = (epoch, length_grouped_batches(train_data.lengths, config.batch_size, config.seed + epoch))
                 indices = epoch_batches[1][position]
-                batch = _collate(train_data, indices, pad_id, device)
                 with autocast:
-                    logits = model(**batch).logits
+                    logits = model(**_collate(train_data, indices, pad_id, device)).logits
                 loss = nli_loss(logits, train_data.classes[indices].to(device), config.variant)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
-                step += 1
+                run.step += 1
                 running_loss += float(loss.detach())
                 running_count += 1
                 bar.update(1)
                 bar.set_postfix(loss=f"{running_loss / running_count:.4f}", refresh=False)
+                if run.step % eval_every and run.step != total_steps:
+                    continue
 
-                if step % eval_every == 0 or step == total_steps:
-                    dev = evaluate(model, dev_data, config.variant, pad_id=pad_id, device=device, bf16=bf16,
-                                   batch_size=config.eval_batch_size)
-                    seconds = elapsed_before + time.monotonic() - started
-                    history.append({"step": step, "train_loss": running_loss / running_count, **{f"dev_{k}": v for k, v in dev.items()}, "seconds": seconds})
-                    running_loss, running_count = 0.0, 0
-                    if dev["loss"] < best_loss:
-                        best_loss, best_step, stale = dev["loss"], step, 0
-                        best_state = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
-                        best_saved = False
-                    else:
-                        stale += 1
-                    log(
-                        f"step {step}/{total_steps} epoch {step / steps_per_epoch:.2f} train_loss {history[-1]['train_loss']:.4f} "
-                        f"dev_loss {dev['loss']:.4f} dev_acc {dev['accuracy']:.3f} dev_auroc {dev['auroc']:.3f} "
-                        f"best_step {best_step} elapsed {seconds / 60:.1f}m"
-                    )
-                    if stale >= config.patience:
-                        stopped_early = True
-                        log(f"early stop: dev loss has not improved for {stale} evaluations (best at step {best_step})")
-                    elif config.max_minutes is not None and seconds > 60 * config.max_minutes:
-                        stopped_early = True
-                        log(f"time budget of {config.max_minutes:g} minutes spent at step {step}; stopping (best at step {best_step})")
-                    elif len(history) % config.checkpoint_every_evals == 0 and step < total_steps:
-                        save_checkpoint()
+                dev = evaluate(model, dev_data, config.variant, pad_id=pad_id, device=device, bf16=bf16,
+                               batch_size=config.eval_batch_size)
+                run.history.append({"step": run.step, "train_loss": running_loss / running_count,
+                                    **{f"dev_{k}": v for k, v in dev.items()}, "seconds": elapsed()})
+                running_loss, running_count = 0.0, 0
+                if dev["loss"] < run.best_loss:
+                    run.best_loss, run.best_step, run.stale = dev["loss"], run.step, 0
+                    checkpoint.remember_best(model)
+                else:
+                    run.stale += 1
+                log(
+                    f"step {run.step}/{total_steps} epoch {run.step / steps_per_epoch:.2f} "
+                    f"train_loss {run.history[-1]['train_loss']:.4f} dev_loss {dev['loss']:.4f} "
+                    f"dev_acc {dev['accuracy']:.3f} dev_auroc {dev['auroc']:.3f} best_step {run.best_step} "
+                    f"elapsed {elapsed() / 60:.1f}m"
+                )
+                if run.stale >= config.patience:
+                    stopped_early = True
+                    log(f"early stop: dev loss has not improved for {run.stale} evaluations (best at step {run.best_step})")
+                elif config.max_minutes is not None and elapsed() > 60 * config.max_minutes:
+                    stopped_early = True
+                    log(f"time budget of {config.max_minutes:g} minutes spent at step {run.step}; stopping (best at step {run.best_step})")
+                elif len(run.history) % config.checkpoint_every_evals == 0 and run.step < total_steps:
+                    checkpoint.save(model, optimizer, scheduler, replace(run, seconds=elapsed()))
     except KeyboardInterrupt:
         bar.close()
-        save_checkpoint()
-        log(f"interrupted at step {step}; checkpoint saved in {checkpoint_dir}; run the same command to continue")
+        checkpoint.save(model, optimizer, scheduler, replace(run, seconds=elapsed()))
+        log(f"interrupted at step {run.step}; checkpoint saved in {checkpoint.folder}; run the same command to continue")
         raise
     bar.close()
 
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    seconds = elapsed_before + time.monotonic() - started
-    best_dev = next((h for h in history if h["step"] == best_step), {})
+    if checkpoint.best_weights is not None:
+        model.load_state_dict(checkpoint.best_weights)
+    seconds = elapsed()
+    best_dev = next((entry for entry in run.history if entry["step"] == run.best_step), {})
     record = {
         "format": "zstc-nli/1",
         "family": "nli",
@@ -362,27 +408,24 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         "dev_held_out_from_train": config.dev is None,
         "train_pairs": len(train_pairs),
         "dev_pairs": len(dev_pairs),
-        "steps": step,
+        "steps": run.step,
         "total_steps": total_steps,
         "steps_per_epoch": steps_per_epoch,
         "eval_every": eval_every,
         "warmup_steps": warmup_steps,
-        "best_step": best_step,
+        "best_step": run.best_step,
         "best_dev": best_dev,
         "stopped_early": stopped_early,
         "seconds": round(seconds, 1),
         "bf16": bf16,
         "device": str(device),
         "versions": _versions(),
-        "history": history,
+        "history": run.history,
     }
     model.save(out, tokenizer, record)
-    for file in (state_file, best_file):
-        file.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        checkpoint_dir.rmdir()
-    log(f"saved {out} (best dev loss {best_loss:.4f} at step {best_step}; {seconds / 60:.1f} minutes)")
-    return TrainResult(out, step, total_steps, best_step, best_dev, stopped_early, seconds, history)
+    checkpoint.remove()
+    log(f"saved {out} (best dev loss {run.best_loss:.4f} at step {run.best_step}; {seconds / 60:.1f} minutes)")
+    return TrainResult(out, run.step, total_steps, run.best_step, best_dev, stopped_early, seconds, run.history)
 
 
 def _versions() -> dict[str, str]:
