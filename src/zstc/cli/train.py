@@ -1,0 +1,46 @@
+"""``zstc train-nli``: train an NLI cross-encoder with the BTZSC paper's recipe (PROTOCOL.md section 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from zstc.cli import app
+from zstc.cli.options import Bf16, Device, MaxLength
+
+
+@app.command("train-nli")
+def train_nli(
+    backbone: Annotated[str, typer.Option(help="Encoder to start from: hub id, registered name or local folder.")],
+    data: Annotated[Path, typer.Option(help="Training pairs: JSONL/CSV/Parquet with premise, hypothesis, label (entailment|neutral|contradiction).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trained model (and its checkpoint while training).")],
+    variant: Annotated[str, typer.Option(help="'triplet' (3-way cross-entropy) or 'binary' (entailment vs not, BCE).")] = "triplet",
+    dev: Annotated[Optional[Path], typer.Option(help="Dev pairs; default: a balanced set held out from --data.")] = None,
+    dev_size: Annotated[int, typer.Option(help="Pairs in the balanced dev set.")] = 300,
+    epochs: Annotated[float, typer.Option(help="Epochs (at most 3 in the paper); fractions allowed.")] = 3.0,
+    max_steps: Annotated[Optional[int], typer.Option(help="Cap on optimizer steps; the schedule spans the capped run.")] = None,
+    max_minutes: Annotated[Optional[float], typer.Option(help="Wall-clock budget; when spent, training stops and saves the best weights.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the dev hold-out, batch order and initialization.")] = 42,
+    batch_size: Annotated[int, typer.Option(help="Pairs per step.")] = 32,
+    backbone_lr: Annotated[Optional[float], typer.Option(help="Backbone learning rate; default by backbone size.")] = None,
+    head_lr: Annotated[Optional[float], typer.Option(help="Head learning rate; default by backbone size.")] = None,
+    patience: Annotated[int, typer.Option(help="Stop after this many evaluations without a lower dev loss.")] = 10,
+    eval_fraction: Annotated[float, typer.Option(help="Evaluate every this fraction of the steps.")] = 0.01,
+    max_length: MaxLength = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Train an NLI cross-encoder; an interrupted run continues when the same command is run again."""
+    from zstc.training import TrainConfig
+    from zstc.training import train_nli as run_training
+
+    config = TrainConfig(
+        backbone=backbone, data=str(data), out=str(out), variant=variant, dev=str(dev) if dev else None,
+        dev_size=dev_size, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes, seed=seed, batch_size=batch_size,
+        backbone_lr=backbone_lr, head_lr=head_lr, patience=patience, eval_fraction=eval_fraction,
+        max_length=max_length, bf16=bf16, device=device,
+    )
+    run_training(config, progress=progress, log=lambda line: typer.echo(line, err=True))

@@ -1,0 +1,223 @@
+"""``zstc train-nli``: the recipe's head and losses, a few steps that learn, saving/loading, resuming.
+
+Everything runs on a tiny randomly initialized BERT (two layers, hidden size 32) and synthetic pairs, so the
+whole file takes seconds and needs no downloaded weights.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from zstc.errors import DataError, ModelError
+from zstc.models.nli_head import NliHead, build_nli_model, is_zstc_nli_model, load_zstc_nli_model
+from zstc.training import TrainConfig, TrainResult, default_learning_rates, train_nli
+from zstc.training.data import length_grouped_batches, read_nli_pairs, sha256_of, split_dev
+from zstc.training.recipe import entailment_score, nli_loss
+
+WORDS = "the a cat dog bird man woman child is was red blue green big small happy sad runs sleeps eats not".split()
+
+
+def tiny_tokenizer() -> object:
+    """A word-level BERT-style tokenizer ([CLS] a [SEP] b [SEP], segment ids) over :data:`WORDS`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {token: index for index, token in enumerate([*specials, *WORDS])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_max_length=64, model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A two-layer BERT (hidden size 32) with a word-level vocabulary, saved like any hub model."""
+    from transformers import BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    BertModel(config).save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def synthetic_pairs(count: int, seed: int = 0) -> list[dict[str, str]]:
+    """Learnable NLI: the hypothesis repeats the premise (entailment), negates it (contradiction) or is unrelated."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(count):
+        subject, verb = rng.choice(["cat", "dog", "bird", "man", "woman", "child"]), rng.choice(["runs", "sleeps", "eats"])
+        premise = f"the {subject} {verb}"
+        label = ("entailment", "neutral", "contradiction")[i % 3]
+        other = rng.choice([s for s in ["cat", "dog", "bird", "man", "woman", "child"] if s != subject])
+        hypothesis = {"entailment": premise, "contradiction": f"the {subject} not {verb}", "neutral": f"a {other} is happy"}[label]
+        rows.append({"premise": premise, "hypothesis": hypothesis, "label": label})
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def train_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_jsonl(tmp_path_factory.mktemp("data") / "train.jsonl", synthetic_pairs(96))
+
+
+def tiny_config(backbone: Path, data: Path, out: Path, **overrides: object) -> TrainConfig:
+    """3 epochs of 9 steps, evaluated every 5 steps; rates high enough for a random tiny model to learn fast."""
+    options: dict[str, object] = dict(
+        backbone=str(backbone), data=str(data), out=str(out), dev_size=24, epochs=3, batch_size=8,
+        backbone_lr=1e-2, head_lr=1e-2, eval_fraction=0.2, patience=100, device="cpu", bf16=False,
+        checkpoint_every_evals=1,
+    )
+    options.update(overrides)
+    return TrainConfig(**options)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_backbone: Path, train_file: Path, tmp_path_factory: pytest.TempPathFactory) -> TrainResult:
+    out = tmp_path_factory.mktemp("trained") / "model"
+    return train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lambda line: None)
+
+
+def test_head_is_the_recipe_head() -> None:
+    head = NliHead(hidden_size=16, num_outputs=3)
+    layers = list(head.children())
+    assert [type(layer) for layer in layers] == [nn.Dropout, nn.Linear, nn.GELU, nn.LayerNorm, nn.Linear]
+    assert layers[0].p == 0.1
+    assert (layers[1].in_features, layers[1].out_features) == (16, 16)
+    assert layers[3].normalized_shape == (16,)
+    assert (layers[4].in_features, layers[4].out_features) == (16, 3)
+
+
+def test_losses_and_entailment_score() -> None:
+    logits = torch.tensor([[2.0, 0.5, -1.0], [0.0, 1.0, 3.0]])
+    classes = torch.tensor([0, 2])  # entailment, contradiction
+    assert torch.isclose(nli_loss(logits, classes, "triplet"), nn.functional.cross_entropy(logits, classes))
+    # Binary: one logit, neutral and contradiction are both "not entailment".
+    binary_logits = torch.tensor([[1.5], [-0.5], [0.3]])
+    binary_loss = nli_loss(binary_logits, torch.tensor([0, 1, 2]), "binary")
+    expected = nn.functional.binary_cross_entropy_with_logits(torch.tensor([1.5, -0.5, 0.3]), torch.tensor([1.0, 0.0, 0.0]))
+    assert torch.isclose(binary_loss, expected)
+    # The paper's log-odds: l_ent - log(exp(l_neut) + exp(l_contra)).
+    first = 2.0 - math.log(math.exp(0.5) + math.exp(-1.0))
+    assert entailment_score(logits, "triplet")[0].item() == pytest.approx(first, abs=1e-6)
+    assert entailment_score(binary_logits, "binary").tolist() == pytest.approx([1.5, -0.5, 0.3])
+
+
+def test_default_learning_rates_by_size() -> None:
+    assert default_learning_rates(22_700_000) == (8e-5, 3e-4)
+    assert default_learning_rates(110_000_000) == (2e-5, 1e-4)  # the paper's base rates
+    assert default_learning_rates(435_000_000) == (8e-6, 4e-5)  # the paper's large rates
+
+
+def test_balanced_dev_holdout_and_batches(train_file: Path) -> None:
+    pairs = read_nli_pairs(train_file)
+    train, dev = split_dev(pairs, 24, seed=1)
+    assert len(dev) == 24 and sorted(dev.classes.tolist()) == [0] * 8 + [1] * 8 + [2] * 8
+    assert len(train) + len(dev) == len(pairs)
+    assert not set(zip(dev.premises, dev.hypotheses)) - set(zip(pairs.premises, pairs.hypotheses))
+    batches = length_grouped_batches([len(p) for p in train.premises], 8, seed=3)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(train)))
+    assert batches == length_grouped_batches([len(p) for p in train.premises], 8, seed=3)
+
+
+def test_bad_label_is_a_data_error(tmp_path: Path) -> None:
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"premise": "a", "hypothesis": "b", "label": 0}])
+    with pytest.raises(DataError, match=r"bad.jsonl:1: expected label"):
+        read_nli_pairs(bad)
+
+
+def test_training_lowers_the_loss_and_saves_a_loadable_model(trained: TrainResult, tiny_backbone: Path, train_file: Path) -> None:
+    from transformers import AutoModel
+
+    out = trained.out
+    losses = [entry["dev_loss"] for entry in trained.history]
+    assert trained.steps == trained.total_steps == 3 * math.ceil(72 / 8)
+    assert losses[-1] < losses[0] - 0.1, losses
+
+    assert is_zstc_nli_model(out) and not (out / "checkpoint").exists()
+    record = json.loads((out / "zstc_training.json").read_text())
+    assert record["data"]["train"]["sha256"] == sha256_of(train_file)
+    assert record["config"]["variant"] == "triplet" and record["config"]["weight_decay"] == 0.01
+    model, tokenizer, id2label = load_zstc_nli_model(out, torch.device("cpu"))
+    assert id2label == {0: "entailment", 1: "neutral", 2: "contradiction"}
+    assert not model.training
+    inputs = tokenizer(["the cat runs"], ["the cat runs"], return_tensors="pt")
+    assert "token_type_ids" in inputs and model(**inputs).logits.shape == (1, 3)
+    assert AutoModel.from_pretrained(out).config.id2label[0] == "entailment"  # the backbone loads in plain transformers
+
+    with pytest.raises(ModelError, match="already holds a trained model"):
+        train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lambda line: None)
+
+
+def test_binary_variant_has_one_entailment_logit(tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "binary"
+    train_nli(tiny_config(tiny_backbone, train_file, out, variant="binary", max_steps=2), progress=False, log=lambda line: None)
+    model, tokenizer, id2label = load_zstc_nli_model(out, torch.device("cpu"))
+    assert id2label == {0: "entailment"}
+    assert model(**tokenizer(["the dog eats"], ["a cat is sad"], return_tensors="pt")).logits.shape == (1, 1)
+
+
+def test_interrupted_run_resumes_from_its_step(trained: TrainResult, tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    straight = trained
+
+    def interrupt_at_step_10(line: str) -> None:
+        if line.startswith("step 10/"):
+            raise KeyboardInterrupt
+
+    resumed_out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        train_nli(tiny_config(tiny_backbone, train_file, resumed_out), progress=False, log=interrupt_at_step_10)
+    assert (resumed_out / "checkpoint" / "state.pt").exists() and not is_zstc_nli_model(resumed_out)
+
+    lines: list[str] = []
+    resumed = train_nli(tiny_config(tiny_backbone, train_file, resumed_out), progress=False, log=lines.append)
+    assert lines[0].startswith("resuming from step 10 of 27")
+    assert [entry["step"] for entry in resumed.history] == [entry["step"] for entry in straight.history]
+    assert resumed.history[-1]["dev_loss"] == pytest.approx(straight.history[-1]["dev_loss"], abs=1e-5)
+
+    (tmp_path / "other" / "checkpoint").mkdir(parents=True)
+    torch.save({"resume_key": {"seed": -1}}, tmp_path / "other" / "checkpoint" / "state.pt")
+    with pytest.raises(ModelError, match="another configuration"):
+        train_nli(tiny_config(tiny_backbone, train_file, tmp_path / "other"), progress=False, log=lambda line: None)
+
+
+def test_build_rejects_unknown_variant(tiny_backbone: Path) -> None:
+    from transformers import AutoModel
+
+    with pytest.raises(ModelError, match="unknown NLI variant"):
+        build_nli_model(AutoModel.from_pretrained(tiny_backbone), "quadruplet")
+
+
+def test_cli_train_nli(tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from zstc.cli import app
+
+    out = tmp_path / "cli-model"
+    result = CliRunner().invoke(app, [
+        "train-nli", "--backbone", str(tiny_backbone), "--data", str(train_file), "--out", str(out),
+        "--max-steps", "2", "--dev-size", "24", "--batch-size", "8", "--no-progress", "--device", "cpu",
+    ])
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "zstc_training.json").read_text())
+    assert record["steps"] == 2 and record["config"]["backbone_lr"] == 8e-5  # default for a tiny backbone
