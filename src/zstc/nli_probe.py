@@ -107,7 +107,7 @@ def probe_scorer(scorer: Scorer) -> CrossEncoderScorer:
     if not isinstance(scorer, CrossEncoderScorer):
         raise ModelError(
             f"the NLI probe scores premise-hypothesis pairs with a cross-encoder (families nli, reranker); "
-            f"{scorer.spec.model_id} is scored as a {scorer.spec.family} model"
+            f"{scorer.spec.model_id} is scored as family {scorer.spec.family!r}"
         )
     return scorer
 
