@@ -16,6 +16,8 @@ from zstc.scorers.base import Scorer
 FAMILY_SCORERS: dict[str, str] = {
     "embedding": "zstc.scorers.embedding:EmbeddingScorer",
     "encoder": "zstc.scorers.embedding:EncoderScorer",
+    "nli": "zstc.scorers.nli:NliScorer",
+    "reranker": "zstc.scorers.reranker:RerankerScorer",
     "yesno": "zstc.scorers.yesno:YesNoScorer",
     "llm": "zstc.scorers.llm:LLMScorer",
 }

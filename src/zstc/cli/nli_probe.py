@@ -1,0 +1,91 @@
+"""``zstc nli-probe``: AUROC of a cross-encoder's entailment score on NLI test sets, beside the paper's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from zstc.cli import app
+from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, MaxLength, Model, ScoreType, scorer_options
+
+console = Console(stderr=True)
+
+
+@app.command("nli-probe")
+def nli_probe(
+    model: Model,
+    data: Annotated[Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")],
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a seeded random sample of at most N pairs per set.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the results as JSON here.")] = None,
+    family: Annotated[Optional[str], typer.Option("--family", "-f", help="nli or reranker; default: the registry's, else nli.")] = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+) -> None:
+    """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
+    --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model."""
+    from zstc.nli_probe import find_nli_sets, run_probe
+    from zstc.results import write_json
+    from zstc.scorers import make_scorer
+
+    sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
+    options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    scorer = make_scorer(model, family or _probe_family(model), **options)
+    summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=True)
+    print_probe(summary)
+    if out is not None:
+        write_json(out, summary)
+        console.print(f"wrote {out}")
+
+
+def _probe_family(model: str) -> str | None:
+    """The registry's family for a model it knows; otherwise ``nli``, the family this command is for
+    (elsewhere an unknown model without --family is an error)."""
+    from zstc.errors import ModelError
+    from zstc.models.registry import get_model_spec
+
+    try:
+        return get_model_spec(model).family
+    except ModelError:
+        return "nli"
+
+
+def _report_event(kind: str, payload: Any) -> None:
+    if kind == "start":
+        console.print(f"[bold]{payload.name}[/]: {len(payload)} pairs from {payload.path.name}")
+    elif kind == "done":
+        name, result = payload
+        console.print(f"  AUROC {result['auroc']:.4f}")
+        for note in result["notes"]:
+            console.print(f"  [dim]note: {note}[/]")
+
+
+def print_probe(summary: dict[str, Any]) -> None:
+    from zstc.nli_probe import PAPER_COLUMNS
+
+    sets = summary["sets"]
+    paper = (summary.get("paper") or {}).get("auroc") or {}
+    table = Table(title=f"{summary['model']['name']}: NLI AUROC ({summary['model'].get('score_type', 'score')})")
+    for column in ("set", "pairs", "AUROC"):
+        table.add_column(column, justify="left" if column == "set" else "right")
+    if paper:
+        table.add_column(f"paper ({summary['paper']['model']})", justify="right")
+        table.add_column("delta", justify="right")
+    names = list(sets) + [column for column in PAPER_COLUMNS if column in paper and column not in sets]
+    for name in names:
+        result = sets.get(name)
+        cells = [name, str(result["pairs"]) if result else "", f"{result['auroc']:.4f}" if result else "no data"]
+        if paper:
+            published = paper.get(name)
+            cells.append(f"{published:.4f}" if published is not None else "")
+            cells.append(f"{result['auroc'] - published:+.4f}" if result and published is not None else "")
+        table.add_row(*cells)
+    Console().print(table)

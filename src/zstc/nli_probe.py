@@ -1,0 +1,149 @@
+"""The NLI probe (PROTOCOL.md section 4): how well a cross-encoder's score separates entailment from the rest.
+
+For every NLI test file in a folder, score each (premise, hypothesis) pair and report the AUROC of the score
+for "entailment" against "neutral or contradiction". Files are matched to the columns of the paper's
+``roc_scores.csv`` (``mnli_matched.jsonl`` -> ``mnli_m``, ``lingnli_test.jsonl`` -> ``lingnli``, ...), so a
+model that is one of the paper's 38 is shown beside its published row. Training files (``*train*``) are
+skipped; other files are probed under their own name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zstc.baselines import paper_rows
+from zstc.errors import DataError, ModelError
+from zstc.loaders import GROUPED_SUFFIXES, read_records
+from zstc.scorers.base import Scorer
+from zstc.scorers.pairs import CrossEncoderScorer
+
+PAPER_COLUMNS: tuple[str, ...] = ("anli_r1", "anli_r2", "anli_r3", "fevernli", "lingnli", "mnli_m", "mnli_mm", "wanli")
+"""The NLI sets of the paper's ``roc_scores.csv``, in its column order."""
+
+COLUMN_OF_FILE: dict[str, str] = {
+    "mnli_matched": "mnli_m",
+    "mnli_mismatched": "mnli_mm",
+    "lingnli_test": "lingnli",
+    "wanli_test": "wanli",
+    "fevernli_test": "fevernli",
+    **{column: column for column in PAPER_COLUMNS},
+}
+"""File stem -> paper column; a stem not listed is probed under its own name."""
+
+ENTAILMENT = "entailment"
+NOT_ENTAILMENT: frozenset[str] = frozenset({"neutral", "contradiction", "not_entailment", "non-entailment"})
+
+
+@dataclass(frozen=True)
+class NliSet:
+    name: str
+    """The paper's column name (or the file's stem)."""
+    path: Path
+    premises: list[str]
+    hypotheses: list[str]
+    entailed: np.ndarray
+    """Boolean, one per pair: whether the gold label is entailment."""
+
+    def __len__(self) -> int:
+        return len(self.premises)
+
+
+def find_nli_sets(directory: str | Path) -> dict[str, Path]:
+    """Paper column (or stem) -> file, for every NLI test file in ``directory``, in the paper's column order."""
+    folder = Path(directory).expanduser()
+    if not folder.is_dir():
+        raise DataError(f"{folder}: not a directory; expected a folder of NLI files such as mnli_matched.jsonl")
+    found: dict[str, Path] = {}
+    for path in sorted(folder.iterdir()):
+        if path.suffix.lower() not in GROUPED_SUFFIXES or "train" in path.stem.lower():
+            continue
+        name = COLUMN_OF_FILE.get(path.stem.lower(), path.stem)
+        if name in found:
+            raise DataError(f"{folder}: both {found[name].name} and {path.name} are the {name} set; keep one")
+        found[name] = path
+    if not found:
+        raise DataError(
+            f"{folder}: no NLI test files (expected e.g. mnli_matched.jsonl or anli_r1.jsonl with premise, "
+            "hypothesis and label columns)"
+        )
+    order = {column: index for index, column in enumerate(PAPER_COLUMNS)}
+    return dict(sorted(found.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
+
+
+def load_nli_set(name: str, path: Path, *, max_samples: int | None = None, seed: int = 0) -> NliSet:
+    """Read ``premise``, ``hypothesis`` and ``label`` (a name: entailment, neutral, contradiction) per row;
+    with ``max_samples``, a seeded random sample of that many rows."""
+    premises: list[str] = []
+    hypotheses: list[str] = []
+    entailed: list[bool] = []
+    for row, record in read_records(path):
+        missing = [column for column in ("premise", "hypothesis", "label") if record.get(column) in (None, "")]
+        if missing:
+            raise DataError(f"{path}:{row}: no {', '.join(missing)}; expected premise, hypothesis and label")
+        label = str(record["label"]).strip().casefold()
+        if label != ENTAILMENT and label not in NOT_ENTAILMENT:
+            raise DataError(
+                f"{path}:{row}: label {record['label']!r} is not a label name; expected entailment, neutral or contradiction"
+            )
+        premises.append(str(record["premise"]))
+        hypotheses.append(str(record["hypothesis"]))
+        entailed.append(label == ENTAILMENT)
+    keep = np.arange(len(premises))
+    if max_samples is not None and max_samples < len(keep):
+        keep = np.sort(np.random.default_rng(seed).choice(len(keep), size=max_samples, replace=False))
+    gold = np.array(entailed, dtype=bool)[keep]
+    if gold.all() or not gold.any():
+        raise DataError(f"{path}: AUROC needs both entailment and other pairs; found only {'entailment' if gold.any() else 'others'}")
+    return NliSet(name, path, [premises[i] for i in keep], [hypotheses[i] for i in keep], gold)
+
+
+def probe_scorer(scorer: Scorer) -> CrossEncoderScorer:
+    """The scorer, if it can score aligned pairs; the probe's pairs are not a texts x labels grid."""
+    if not isinstance(scorer, CrossEncoderScorer):
+        raise ModelError(
+            f"the NLI probe scores premise-hypothesis pairs with a cross-encoder (families nli, reranker); "
+            f"{scorer.spec.model_id} is scored as family {scorer.spec.family!r}"
+        )
+    return scorer
+
+
+def run_probe(
+    scorer: Scorer,
+    sets: dict[str, Path],
+    *,
+    max_samples: int | None = None,
+    seed: int = 0,
+    on_event: Callable[[str, Any], None] | None = None,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """AUROC per NLI set, with the paper's published row when the model is one of its 38."""
+    from sklearn.metrics import roc_auc_score
+
+    scorer = probe_scorer(scorer)
+    report = on_event or (lambda kind, payload: None)
+    results: dict[str, dict[str, Any]] = {}
+    for name, path in sets.items():
+        nli_set = load_nli_set(name, path, max_samples=max_samples, seed=seed)
+        report("start", nli_set)
+        scores = scorer.score_pairs(nli_set.premises, nli_set.hypotheses, show_progress=show_progress)
+        results[name] = {
+            "auroc": float(roc_auc_score(nli_set.entailed, scores)),
+            "pairs": len(nli_set),
+            "entailment_share": float(nli_set.entailed.mean()),
+            "file": str(path),
+            "notes": list(scorer.notes),
+        }
+        report("done", (name, results[name]))
+    published = paper_rows(scorer.spec, "auroc")
+    return {
+        "model": scorer.describe(),
+        "evaluation": {"probe": "NLI AUROC, entailment vs. rest", "max_samples": max_samples, "seed": seed},
+        "auroc": {name: result["auroc"] for name, result in results.items()},
+        "sets": results,
+        "paper": {"model": scorer.spec.paper_name, "auroc": published} if published is not None else None,
+    }

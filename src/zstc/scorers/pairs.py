@@ -1,0 +1,468 @@
+"""Cross-encoders: score (first, second) sequence pairs in one forward pass each, batched across texts.
+
+NLI models (premise = text, hypothesis = label description) and rerankers (query = text, document = label
+description) run the same way; they differ only in how a row of output logits becomes one score, which is
+what their subclasses of :class:`CrossEncoderScorer` define.
+
+Why this is fast (and transformers' zero-shot pipeline is not): the pipeline tokenizes every (text, label)
+pair from scratch and by default runs one pair per forward pass. Here
+
+* every distinct text and every label description is tokenized once, and pairs are assembled from the
+  token ids with the tokenizer's own special-token layout (:class:`PairTemplate`);
+* only the first sequence (the text) is truncated, never the hypothesis, exactly as the tokenizer's
+  ``truncation="only_first"`` would;
+* all pairs of a run are sorted by length, longest first, and cut into batches that respect both a pair
+  count and a budget of padded tokens, so batches carry almost no padding and the largest one comes first
+  (an out-of-memory error happens at once, not an hour in);
+* padded tensors exist for one batch at a time: memory is bounded by the batch, not by texts x labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from zstc.errors import ModelError, ZstcError
+from zstc.models.loading import load_error, model_source
+from zstc.models.registry import ModelSpec
+from zstc.runtime import inference_context
+from zstc.scorers.base import TorchScorer
+
+DEFAULT_MAX_PAIRS = 256
+"""Pairs per forward pass at most (``batch_size``). Large on purpose: each forward pass has a fixed cost
+that short pairs do not amortise (measured on 2 CPU cores with MiniLM-L6, banking77 pairs of about 30
+tokens: 64 pairs per pass took 1.4x the time of 128 or 256)."""
+DEFAULT_MAX_BATCH_TOKENS = 16384
+"""Padded tokens per forward pass at most: long pairs get smaller batches (32 of 512 tokens), short pairs larger ones."""
+_UNSET_MAX_LENGTH = 100_000
+"""Tokenizers without a limit report ``model_max_length`` as a huge sentinel (1e30); anything above this is one."""
+
+
+# -- assembling pairs from token ids -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairTemplate:
+    """Where a tokenizer puts its special tokens around a pair: ``prefix A middle B suffix``.
+
+    Read once from the tokenizer itself (by encoding a pair of known sequences), so a pair assembled here
+    has exactly the ids and token types ``tokenizer(first, second)`` would give: ``[CLS] A [SEP] B [SEP]``
+    for BERT, ``<s> A </s></s> B </s>`` for RoBERTa and BART, whatever a new model uses.
+    """
+
+    prefix: tuple[int, ...]
+    middle: tuple[int, ...]
+    suffix: tuple[int, ...]
+    prefix_types: tuple[int, ...]
+    middle_types: tuple[int, ...]
+    suffix_types: tuple[int, ...]
+    first_type: int
+    second_type: int
+
+    @property
+    def n_special(self) -> int:
+        return len(self.prefix) + len(self.middle) + len(self.suffix)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> PairTemplate:
+        first = tokenizer("first", add_special_tokens=False)["input_ids"]
+        second = tokenizer("second", add_special_tokens=False)["input_ids"]
+        encoded = tokenizer("first", "second", return_special_tokens_mask=True, return_token_type_ids=True)
+        ids, special = encoded["input_ids"], encoded["special_tokens_mask"]
+        types = encoded.get("token_type_ids") or [0] * len(ids)
+        content = [position for position, is_special in enumerate(special) if not is_special]
+        if [ids[p] for p in content] != first + second:
+            raise ModelError(
+                f"cannot read the pair layout of tokenizer {type(tokenizer).__name__}: encoding a pair does not "
+                "reproduce its two sequences' own tokens"
+            )
+        first_end, second_start = content[len(first) - 1] + 1, content[len(first)]
+        regions = (slice(0, content[0]), slice(first_end, second_start), slice(content[-1] + 1, len(ids)))
+        prefix, middle, suffix = (tuple(ids[region]) for region in regions)
+        prefix_types, middle_types, suffix_types = (tuple(types[region]) for region in regions)
+        return cls(prefix, middle, suffix, prefix_types, middle_types, suffix_types, types[content[0]], types[content[-1]])
+
+    def assemble(self, first: Sequence[int], second: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Input ids and token type ids of one pair (``first`` already truncated to fit)."""
+        ids = [*self.prefix, *first, *self.middle, *second, *self.suffix]
+        types = [
+            *self.prefix_types, *[self.first_type] * len(first),
+            *self.middle_types, *[self.second_type] * len(second), *self.suffix_types,
+        ]
+        return ids, types
+
+
+# -- planning batches ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairBatch:
+    """One forward pass: the pairs it holds (``firsts[i]`` with ``seconds[i]``) and its model inputs."""
+
+    firsts: np.ndarray
+    seconds: np.ndarray
+    inputs: dict[str, torch.Tensor]
+
+    def __len__(self) -> int:
+        return len(self.firsts)
+
+
+@dataclass
+class PairPlan:
+    """All pairs of one run, tokenized once per distinct sequence, sorted and cut into batches."""
+
+    template: PairTemplate
+    first_ids: list[list[int]]
+    second_ids: list[list[int]]
+    firsts: np.ndarray
+    """Index into ``first_ids`` of each pair, in batch order (longest pair first)."""
+    seconds: np.ndarray
+    first_lengths: np.ndarray
+    """Tokens of the (truncated) first sequence in each pair, in batch order."""
+    bounds: list[tuple[int, int]]
+    """``[start, stop)`` of each batch in the pair order."""
+    pad_id: int
+    use_token_types: bool
+    truncated_firsts: np.ndarray
+    """Indices of the first sequences cut short in at least one of their pairs."""
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.firsts)
+
+    def batches(self) -> Iterator[PairBatch]:
+        for start, stop in self.bounds:
+            yield self._batch(start, stop)
+
+    def _batch(self, start: int, stop: int) -> PairBatch:
+        firsts, seconds = self.firsts[start:stop], self.seconds[start:stop]
+        rows = [
+            self.template.assemble(self.first_ids[f][:length], self.second_ids[s])
+            for f, s, length in zip(firsts, seconds, self.first_lengths[start:stop])
+        ]
+        width = max(len(ids) for ids, _ in rows)
+        input_ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+        token_types = np.zeros((len(rows), width), dtype=np.int64)
+        attention = np.zeros((len(rows), width), dtype=np.int64)
+        for row, (ids, types) in enumerate(rows):
+            input_ids[row, : len(ids)] = ids
+            token_types[row, : len(types)] = types
+            attention[row, : len(ids)] = 1
+        inputs = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention)}
+        if self.use_token_types:
+            inputs["token_type_ids"] = torch.from_numpy(token_types)
+        return PairBatch(firsts, seconds, inputs)
+
+
+def plan_pairs(
+    tokenizer: Any,
+    first_texts: Sequence[str],
+    second_texts: Sequence[str],
+    *,
+    max_length: int,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+) -> PairPlan:
+    """Tokenize each sequence once and order the pairs into batches.
+
+    ``pairs`` are ``(first_index, second_index)`` arrays; by default every first with every second (a
+    texts x labels run). ``first_texts`` should be distinct (the caller maps duplicates onto one entry).
+    The second sequence is never truncated: one that leaves no room for a first sequence within
+    ``max_length`` is an error, not a silently shortened hypothesis.
+    """
+    template = PairTemplate.from_tokenizer(tokenizer)
+    # No first sequence can keep more than max_length tokens, so tokenizing beyond that is wasted work
+    # (and would trigger transformers' "sequence too long" warning); cutting there still lets us see
+    # which ones are truncated, since every pair has fewer than max_length tokens of room for them.
+    first_ids = _token_ids(tokenizer, first_texts, max_length=max_length)
+    second_ids = _token_ids(tokenizer, second_texts, max_length=None)
+    second_lengths = np.array([len(ids) for ids in second_ids], dtype=np.int64)
+    room = max_length - template.n_special - second_lengths
+    if len(room) and room.min() < 1:
+        longest = int(np.argmin(room))
+        raise ModelError(
+            f"a label description is {second_lengths[longest]} tokens long, which leaves no room for the text "
+            f"within the model's {max_length} tokens; label descriptions are never truncated: shorten "
+            f"{second_texts[longest][:60]!r}"
+        )
+    if pairs is None:
+        firsts, seconds = (grid.ravel() for grid in np.indices((len(first_ids), len(second_ids))))
+    else:
+        firsts, seconds = (np.asarray(index, dtype=np.int64) for index in pairs)
+    full_lengths = np.array([len(ids) for ids in first_ids], dtype=np.int64)
+    first_lengths = np.minimum(full_lengths[firsts], room[seconds])
+    truncated = np.unique(firsts[first_lengths < full_lengths[firsts]])
+    lengths = first_lengths + second_lengths[seconds] + template.n_special
+    order = np.argsort(-lengths, kind="stable")
+    firsts, seconds, first_lengths, lengths = firsts[order], seconds[order], first_lengths[order], lengths[order]
+    return PairPlan(
+        template=template,
+        first_ids=first_ids,
+        second_ids=second_ids,
+        firsts=firsts,
+        seconds=seconds,
+        first_lengths=first_lengths,
+        bounds=token_budget_batches(lengths, max_pairs=max_pairs, max_batch_tokens=max_batch_tokens),
+        pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+        use_token_types="token_type_ids" in tokenizer.model_input_names,
+        truncated_firsts=truncated,
+    )
+
+
+def token_budget_batches(lengths: np.ndarray, *, max_pairs: int, max_batch_tokens: int) -> list[tuple[int, int]]:
+    """Cut pairs sorted longest first into ``[start, stop)`` batches of at most ``max_pairs`` pairs and
+    ``max_batch_tokens`` padded tokens (a batch is as wide as its first, longest pair). A single pair
+    longer than the budget still gets a batch of its own."""
+    bounds: list[tuple[int, int]] = []
+    start, n = 0, len(lengths)
+    while start < n:
+        fits = max(1, min(max_pairs, max_batch_tokens // int(lengths[start])))
+        stop = min(n, start + fits)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def _token_ids(tokenizer: Any, texts: Sequence[str], *, max_length: int | None) -> list[list[int]]:
+    if not texts:
+        return []
+    truncation = {"truncation": True, "max_length": max_length} if max_length is not None else {}
+    return tokenizer(list(texts), add_special_tokens=False, **truncation)["input_ids"]
+
+
+# -- reading the model's outputs ---------------------------------------------------------------------------
+
+
+def output_column(
+    id2label: Mapping[int, str],
+    *,
+    names: frozenset[str],
+    meaning: str,
+    model_id: str,
+    index: int | None = None,
+    label: str | None = None,
+    how_to_choose: str = "",
+) -> int:
+    """The output column that means ``meaning`` (entailment, relevance), read from the model's ``id2label``.
+
+    An explicit ``index`` wins, then an explicit ``label`` name (the registry's, for checkpoints whose names
+    say nothing, like ``LABEL_0..2``), then a single output, then the one label whose name, ignoring case, is
+    in ``names``. Anything else is an error: transformers' pipeline falls back to the last column with
+    only a warning, and a wrong column gives confident nonsense.
+    """
+    described = ", ".join(f"{i}: {name!r}" for i, name in sorted(id2label.items()))
+    if index is not None:
+        if not 0 <= index < len(id2label):
+            raise ModelError(f"output index {index} is out of range: {model_id} has {len(id2label)} outputs ({described})")
+        return index
+    if label is not None:
+        matches = [i for i, name in sorted(id2label.items()) if name.casefold() == label.casefold()]
+        if not matches:
+            raise ModelError(f"{model_id}: the registry names its {meaning} output {label!r}, but its outputs are {described}")
+        return matches[0]
+    if len(id2label) == 1:
+        return next(iter(id2label))
+    matches = [i for i, name in sorted(id2label.items()) if name.casefold() in names]
+    if len(matches) == 1:
+        return matches[0]
+    raise ModelError(f"cannot tell which output of {model_id} is {meaning}: its id2label is {{{described}}}{how_to_choose}")
+
+
+def log_odds(logits: torch.Tensor, column: int) -> torch.Tensor:
+    """``l[column] - logsumexp(l[others])``: the log-odds of ``column`` under the softmax over all outputs
+    (for a single output, the logit itself, which is already a log-odds under a sigmoid)."""
+    if logits.shape[-1] == 1:
+        return logits[:, 0]
+    others = torch.cat([logits[:, :column], logits[:, column + 1 :]], dim=-1)
+    return logits[:, column] - torch.logsumexp(others, dim=-1)
+
+
+# -- the scorer ---------------------------------------------------------------------------------------------
+
+
+_RawModel = tuple[Any, Any, dict[int, str], int | None]
+"""What a loader returns: model, tokenizer, id2label, the model's position limit (if it has one)."""
+
+
+@dataclass
+class LoadedCrossEncoder:
+    model: Any
+    """Called as ``model(input_ids=..., attention_mask=...[, token_type_ids=...])``; returns ``.logits``."""
+    tokenizer: Any
+
+
+class CrossEncoderScorer(TorchScorer):
+    """Shared loading, batching and bookkeeping of NLI models and rerankers.
+
+    A subclass says which output column is its positive one (:meth:`_resolve_outputs`, called once after
+    loading) and how a batch of logits becomes scores (:meth:`_scores_from_logits`).
+    """
+
+    family: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        device: str | None = None,
+        bf16: bool | None = None,
+        batch_size: int = DEFAULT_MAX_PAIRS,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        max_length: int | None = None,
+    ) -> None:
+        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
+        for name, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens), ("max_length", max_length)):
+            if value is not None and value < 1:
+                raise ZstcError(f"{name} must be at least 1, got {value}")
+        self.max_batch_tokens = max_batch_tokens
+        self._loaded: LoadedCrossEncoder | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "max_batch_tokens": self.max_batch_tokens}
+
+    # -- loading --------------------------------------------------------------------------------------
+
+    def _load(self) -> LoadedCrossEncoder:
+        if self._loaded is not None:
+            return self._loaded
+        source = model_source(self.spec)
+        model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(source)
+        model.eval()
+        self._resolve_outputs(id2label)
+        self.max_length = self._max_length_for(tokenizer, position_limit)
+        self._loaded = LoadedCrossEncoder(model, tokenizer)
+        return self._loaded
+
+    def _load_transformers(self, source: str) -> _RawModel:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source)
+            model, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True)
+        except Exception as error:
+            raise load_error(self.spec, error) from None
+        # transformers puts a randomly initialised head on a plain encoder with only a warning; its scores
+        # would be noise, so that is an error here (score such a model with --family encoder instead).
+        backbone = model.base_model_prefix + "."
+        missing_head = sorted(key for key in info.get("missing_keys", ()) if not key.startswith(backbone))
+        if missing_head:
+            raise ModelError(
+                f"{self.spec.model_id} has no trained {self.family} head: its checkpoint lacks "
+                f"{', '.join(missing_head[:3])}, which transformers would initialise at random"
+            )
+        config = model.config
+        id2label = {int(index): str(name) for index, name in config.id2label.items()}
+        if len(id2label) != config.num_labels:  # a config with num_labels but no names
+            id2label = {index: f"LABEL_{index}" for index in range(config.num_labels)}
+        return model.to(self.device), tokenizer, id2label, getattr(config, "max_position_embeddings", None)
+
+    def _max_length_for(self, tokenizer: Any, position_limit: int | None) -> int:
+        """The user's ``max_length``, else the tokenizer's own limit, else the model's position limit."""
+        if self.max_length is not None:
+            return self.max_length
+        if tokenizer.model_max_length < _UNSET_MAX_LENGTH:
+            return int(tokenizer.model_max_length)
+        if position_limit:
+            return int(position_limit)
+        raise ModelError(f"{self.spec.model_id}: the tokenizer has no maximum length; pass --max-length")
+
+    def _resolve_outputs(self, id2label: dict[int, str]) -> None:
+        """Decide which output column(s) to read, from the model's label names; raise when that is unclear."""
+        raise NotImplementedError
+
+    def _scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        """``(batch, n_outputs)`` float32 logits -> ``(batch,)`` scores, higher = more likely."""
+        raise NotImplementedError
+
+    # -- scoring --------------------------------------------------------------------------------------
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """Score every text against every label description: a ``(len(texts), len(labels))`` float32 matrix."""
+        self.notes = []
+        distinct, row_of_text = _distinct(self.spec.format_query(text) for text in texts)
+        documents = [self.spec.format_document(label) for label in labels]
+        plan = self._plan(distinct, documents, pairs=None)
+        matrix = np.zeros((len(distinct), len(documents)), dtype=np.float32)
+        for batch, scores in self._run(plan, show_progress):
+            matrix[batch.firsts, batch.seconds] = scores
+        self._note_truncation(np.isin(row_of_text, plan.truncated_firsts).sum(), len(texts), "texts")
+        return matrix[row_of_text]
+
+    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """Score aligned pairs (``firsts[i]`` with ``seconds[i]``, e.g. premise and hypothesis): float32, one per pair."""
+        if len(firsts) != len(seconds):
+            raise ValueError(f"{len(firsts)} first sequences for {len(seconds)} second sequences")
+        self.notes = []
+        distinct_firsts, first_index = _distinct(firsts)
+        distinct_seconds, second_index = _distinct(seconds)
+        plan = self._plan(distinct_firsts, distinct_seconds, pairs=(first_index, second_index))
+        # Pairs are deduplicated too: the same (premise, hypothesis) twice is scored once.
+        lookup = {}
+        for batch, scores in self._run(plan, show_progress):
+            lookup.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), scores.tolist()))
+        self._note_truncation(np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")
+        return np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
+
+    def _plan(self, firsts: list[str], seconds: list[str], pairs: tuple[np.ndarray, np.ndarray] | None) -> PairPlan:
+        loaded = self._load()
+        if pairs is not None:
+            pairs = _unique_pairs(*pairs)
+        return plan_pairs(
+            loaded.tokenizer, firsts, seconds, max_length=self.max_length, pairs=pairs,
+            max_pairs=self.batch_size, max_batch_tokens=self.max_batch_tokens,
+        )
+
+    def _run(self, plan: PairPlan, show_progress: bool) -> Iterator[tuple[PairBatch, np.ndarray]]:
+        from tqdm.auto import tqdm
+
+        model = self._load().model
+        with tqdm(total=plan.n_pairs, unit="pair", disable=not show_progress, leave=False) as progress:
+            for batch in plan.batches():
+                inputs = {name: tensor.to(self.device) for name, tensor in batch.inputs.items()}
+                with inference_context(self.device, self.bf16):
+                    logits = model(**inputs).logits
+                scores = self._scores_from_logits(logits.float())
+                yield batch, scores.cpu().numpy().astype(np.float32)
+                progress.update(len(batch))
+
+    def _note_truncation(self, truncated: int, total: int, what: str) -> None:
+        if truncated:
+            self._note(
+                f"{truncated} of {total} {what} exceed the room left by the label description "
+                f"within {self.max_length} tokens and were truncated (label descriptions never are)"
+            )
+
+
+def _distinct(items: Sequence[str] | Iterator[str]) -> tuple[list[str], np.ndarray]:
+    """Distinct items in first-seen order, and each item's index among them."""
+    position: dict[str, int] = {}
+    index = [position.setdefault(item, len(position)) for item in items]
+    return list(position), np.array(index, dtype=np.int64)
+
+
+def _unique_pairs(firsts: np.ndarray, seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    unique = np.unique(np.stack([firsts, seconds], axis=1), axis=0) if len(firsts) else np.zeros((0, 2), np.int64)
+    return unique[:, 0], unique[:, 1]
+
+
+def _load_zstc_model(source: str, device: torch.device) -> _RawModel | None:
+    """A folder written by ``zstc train-nli`` (its own head, not a transformers class), or ``None``."""
+    try:
+        from zstc.models.nli_head import is_zstc_nli_model, load_zstc_nli_model
+    except ModuleNotFoundError as error:
+        if error.name != "zstc.models.nli_head":
+            raise
+        if (Path(source) / "zstc_training.json").exists():  # would otherwise load with a random head
+            raise ModelError(f"{source} was written by `zstc train-nli`, which this installation of zstc cannot load") from None
+        return None
+    if not is_zstc_nli_model(source):
+        return None
+    model, tokenizer, id2label = load_zstc_nli_model(source, device)
+    backbone_config = getattr(getattr(model, "backbone", None), "config", None)
+    return model, tokenizer, id2label, getattr(backbone_config, "max_position_embeddings", None)

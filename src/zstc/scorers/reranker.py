@@ -1,0 +1,35 @@
+"""Cross-encoder rerankers: query = text, document = label description, score = relevance.
+
+Most rerankers (ms-marco MiniLM, bge-reranker, gte-reranker) have a single relevance logit, which is the
+score (PROTOCOL.md section 2). A reranker with several outputs is scored by the column its ``id2label``
+names ``relevant``, as the log-odds of that column against the others (for two outputs ``l_rel - l_not``,
+which, unlike the raw column, does not depend on an arbitrary shift of the logits).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+
+from zstc.scorers.pairs import CrossEncoderScorer, log_odds, output_column
+
+RELEVANT_NAMES: frozenset[str] = frozenset({"relevant"})
+
+
+class RerankerScorer(CrossEncoderScorer):
+    family: ClassVar[str] = "reranker"
+    relevant_index: int | None = None
+    """The output column read, once the model is loaded."""
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "relevant_index": self.relevant_index}
+
+    def _resolve_outputs(self, id2label: dict[int, str]) -> None:
+        self.relevant_index = output_column(
+            id2label, names=RELEVANT_NAMES, meaning="relevance", model_id=self.spec.model_id,
+            how_to_choose="; zstc scores rerankers with one output, or with several of which one is named 'relevant'",
+        )
+
+    def _scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        return log_odds(logits, self.relevant_index)
