@@ -24,5 +24,9 @@ test: $(STAMP)
 	sh scripts/setup-system-packages.sh
 	$(PY) -m pytest -q
 
+# zstc's NLI scorer against transformers' zero-shot pipeline on 60 banking77 texts x 72 labels.
+bench-nli: $(STAMP)
+	$(PY) benchmarks/nli_vs_pipeline.py --texts 60 --data ../shared/data/btzsc
+
 clean:
 	rm -rf $(VENV) runs .pytest_cache
