@@ -57,13 +57,19 @@ def model_revision(source: str) -> str | None:
     return snapshot.name if _COMMIT.match(snapshot.name) else None
 
 
-@cache
-def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+def sha256_file(path: str | Path) -> str:
+    """sha256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+@cache
+def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+    # size and mtime are part of the cache key so an edited file is hashed again.
+    return sha256_file(path)
 
 
 def file_sha256(path: str | Path) -> str | None:

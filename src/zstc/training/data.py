@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +10,7 @@ import numpy as np
 
 from zstc.errors import DataError
 from zstc.loaders import read_records
+from zstc.provenance import sha256_file as sha256_of
 
 NLI_CLASSES: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 """Gold labels an NLI file may hold; a pair's class index is its position here."""
@@ -53,14 +53,6 @@ def read_nli_pairs(path: str | Path) -> NliPairs:
     if not premises:
         raise DataError(f"{path}: no NLI pairs")
     return NliPairs(premises, hypotheses, np.asarray(classes, dtype=np.int64))
-
-
-def sha256_of(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def balanced_indices(classes: np.ndarray, size: int, seed: int) -> np.ndarray:

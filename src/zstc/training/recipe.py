@@ -15,6 +15,7 @@ from torch.nn import functional as F
 
 from zstc.errors import UnknownNameError
 from zstc.models.nli_head import VARIANT_LABELS
+from zstc.scorers.pairs import log_odds
 from zstc.training.data import NLI_CLASSES
 
 ENTAILMENT = NLI_CLASSES.index("entailment")
@@ -117,8 +118,7 @@ def entailment_score(logits: torch.Tensor, variant: str) -> torch.Tensor:
     logits = logits.float()
     if variant == "binary":
         return logits[:, 0]
-    others = torch.cat([logits[:, :ENTAILMENT], logits[:, ENTAILMENT + 1 :]], dim=1)
-    return logits[:, ENTAILMENT] - torch.logsumexp(others, dim=1)
+    return log_odds(logits, ENTAILMENT)
 
 
 def predicted_classes(logits: torch.Tensor, variant: str) -> torch.Tensor:
