@@ -86,7 +86,10 @@ class EmbeddingScorer(TorchScorer):
 
     def _count_truncated(self, sentences: list[str]) -> int:
         tokenizer = self._load().tokenizer
-        lengths = tokenizer(sentences, add_special_tokens=True, truncation=False, return_length=True)["length"]
+        # Cutting one token past the limit still shows which are too long, without tokenizing whole documents
+        # (and without transformers' "longer than the maximum" warning, which the note replaces).
+        lengths = tokenizer(sentences, add_special_tokens=True, truncation=True, max_length=self.max_length + 1,
+                            return_length=True)["length"]
         return int(sum(length > self.max_length for length in lengths))
 
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
