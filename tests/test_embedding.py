@@ -55,3 +55,9 @@ def test_a_text_of_exactly_the_limit_is_not_reported_as_truncated(minilm_native)
     # "word" is one token; with [CLS] and [SEP], 254 words fill the 256-token limit exactly.
     minilm_native.score(["word " * 254, "word " * 255], ["a", "b"])
     assert minilm_native.notes == ["1 of 2 texts exceed 256 tokens and were truncated"]
+
+
+def test_the_parameter_count_is_counted_from_the_loaded_weights(minilm_native):
+    minilm_native.score(["a text"], ["a", "b"])
+    # all-MiniLM-L6-v2: 22,713,216 parameters (the registry says 22.7M, rounded).
+    assert minilm_native.describe()["parameters"] == 22_713_216

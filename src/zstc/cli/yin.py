@@ -140,6 +140,7 @@ def unseen(
     negatives: Annotated[int, typer.Option(min=0, help="Other seen labels paired with each training text as non-entailment.")] = 4,
     max_steps: Annotated[Optional[int], typer.Option(help="Cap on fine-tuning steps per label half.")] = None,
     dev_size: Annotated[int, typer.Option(help="Balanced dev pairs held out from each half's training pairs (early stopping).")] = 300,
+    eval_fraction: Annotated[float, typer.Option(min=0.001, max=1.0, help="Evaluate on the dev pairs every this fraction of the fine-tuning steps; early stopping waits 10 evaluations.")] = 0.05,
     work_dir: Annotated[Path, typer.Option(help="Training pairs and fine-tuned models go here.")] = Path("unseen-work"),
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
@@ -166,7 +167,8 @@ def unseen(
 
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
-                                  seed=seed, max_steps=max_steps, dev_size=dev_size, device=device, bf16=bf16)
+                                  seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
+                                  device=device, bf16=bf16)
         # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
         return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, bf16=bf16, device=device)
 

@@ -7,12 +7,15 @@ loaded on first use, so building a scorer is cheap and validating options happen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from zstc.models.registry import ModelSpec
 from zstc.runtime import resolve_bf16, resolve_device
+
+if TYPE_CHECKING:
+    import torch
 
 
 @runtime_checkable
@@ -52,6 +55,8 @@ class TorchScorer:
         self.max_length = max_length
         self.notes: list[str] = []
         """What the last :meth:`score` call did that a reader should know (e.g. texts truncated)."""
+        self.parameters: int | None = None
+        """Parameters of the loaded model, counted from its weights (None until it is loaded)."""
 
     @property
     def model_id(self) -> str:
@@ -67,7 +72,13 @@ class TorchScorer:
             "dtype": "bf16-autocast" if self.bf16 else "fp32",
             "batch_size": self.batch_size,
             "max_length": self.max_length,
+            **({"parameters": self.parameters} if self.parameters is not None else {}),
         }
+
+    def _count_parameters(self, model: torch.nn.Module) -> None:
+        # Counted, not taken from the registry: a local folder or a model the registry does not know has no
+        # registered size, and reports place every run by its size (Fig. 2b).
+        self.parameters = sum(parameter.numel() for parameter in model.parameters())
 
     def _note(self, message: str) -> None:
         if message not in self.notes:

@@ -60,6 +60,7 @@ class CausalLMScorer(TorchScorer):
                 self.max_length = model_max_length(self.spec, tokenizer, model.config)
             self._tokenizer = tokenizer
             self._on_load(tokenizer)  # before the model is kept: a model it rejects is not "loaded"
+            self._count_parameters(model)
             self._model = model
         return self._model, self._tokenizer
 

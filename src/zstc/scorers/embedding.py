@@ -68,6 +68,7 @@ class EmbeddingScorer(TorchScorer):
             model.max_seq_length = self.max_length
         self.max_length = model.max_seq_length
         model.eval()
+        self._count_parameters(model)
         self._model = model
         return model
 

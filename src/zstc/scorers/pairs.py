@@ -334,6 +334,7 @@ class CrossEncoderScorer(TorchScorer):
         source = model_source(self.spec)
         model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(source)
         model.eval()
+        self._count_parameters(model)
         self._resolve_outputs(id2label)
         self.max_length = self._max_length_for(tokenizer, position_limit)
         self._loaded = LoadedCrossEncoder(model, tokenizer)
