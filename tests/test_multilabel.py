@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -90,6 +91,49 @@ def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
         classifier.predict_multi_label(["x"], ["none", "sports"])
     single = classifier.predict_multi_label(["sports"], ["sports"], threshold=0.5)  # one yes/no label is fine
     assert single[0].labels == ["sports"]
+
+
+def test_api_fits_thresholds_on_labelled_texts() -> None:
+    from zstc.api import Classifier
+
+    classifier = Classifier()
+    classifier.scorer = WordOverlapScorer()
+    labels = ["sports", "politics"]
+    dev = ["sports results", "politics today", "sports and politics", "a cake recipe", "weather report"]
+    gold = [["sports"], ["politics"], ["sports", "politics"], ["none"], []]
+    # Overlap scores are ~1 for a present label and ~0 otherwise: the fitted cut must fall between.
+    threshold, per_label = classifier.fit_thresholds(dev, gold, labels, per_label=True)
+    assert 0 < threshold < 0.99 and set(per_label) == set(labels)
+    predictions = classifier.predict_multi_label(["politics again", "gardening"], labels, threshold=threshold)
+    assert [p.labels for p in predictions] == [["politics"], ["none"]]
+    with pytest.raises(LabelError, match="'cooking', which is not one of the labels"):
+        classifier.fit_thresholds(["a cake"], [["cooking"]], labels)
+
+
+@pytest.mark.slow
+def test_classify_cli_fits_thresholds_on_a_labelled_file(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from zstc.cli import app
+
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text("\n".join(json.dumps(row) for row in [
+        {"text": "The striker scored a late winner.", "label": "sports"},
+        {"text": "I was charged twice for one card payment.", "label": "banking"},
+        {"text": "Parliament passed the budget after a long debate.", "label": "none"},
+        {"text": "The bank froze my account after the match tickets purchase.", "label": ["sports", "banking"]},
+    ]) + "\n")
+    texts = tmp_path / "t.txt"
+    texts.write_text("The goalkeeper saved a penalty.\nThe weather will be sunny tomorrow.\n")
+    runner = CliRunner()
+    result = runner.invoke(app, ["classify", str(texts), "-l", "sports,banking", "-m", MINILM, "--multi-label",
+                                 "--fit-thresholds", str(dev)])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"threshold [0-9.]+ fitted on 4 texts", result.stderr)
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert "sports" in rows[0]["labels"] and rows[1]["labels"] == ["none"]
+    refused = runner.invoke(app, ["classify", str(texts), "-l", "sports,banking", "-m", MINILM, "--fit-thresholds", str(dev)])
+    assert isinstance(refused.exception, LabelError) and "apply to --multi-label" in str(refused.exception)
 
 
 @pytest.mark.slow

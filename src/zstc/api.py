@@ -18,7 +18,7 @@ import numpy as np
 from zstc.decisions import argmax_decisions
 from zstc.errors import LabelError
 from zstc.hypotheses import score_hypotheses
-from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
 from zstc.validation import check_labels, check_texts
@@ -101,6 +101,30 @@ class Classifier:
             MultiLabelPrediction(text, names, {label: float(s) for label, s in zip(labels, row)})
             for text, names, row in zip(texts, label_sets(chosen, labels), matrix)
         ]
+
+
+    def fit_thresholds(self, texts: Sequence[str], gold: Sequence[Sequence[str]], labels: Sequence[str],
+                       descriptions: Sequence[str] | None = None, *, per_label: bool = False) -> tuple[float, dict[str, float]]:
+        """Thresholds for :meth:`predict_multi_label` fitted on labelled texts: ``gold`` holds each text's
+        labels (empty, or ``["none"]``, for a text with none of them). Returns the global threshold that
+        maximises label-wise weighted F1 and, with ``per_label``, each label's own (see
+        :func:`zstc.multilabel.fit_thresholds`)."""
+        texts = check_texts(texts)
+        labels = check_labels(labels, allow_single=True)
+        check_multilabel_names(labels)
+        if len(gold) != len(texts):
+            raise LabelError(f"{len(texts)} dev texts but {len(gold)} gold label sets")
+        position = {label: j for j, label in enumerate(labels)}
+        truth = np.zeros((len(texts), len(labels)), dtype=bool)
+        for i, names in enumerate(gold):
+            for name in names:
+                if name == NONE_LABEL:
+                    continue
+                if name not in position:
+                    raise LabelError(f"dev text {i + 1} has label {name!r}, which is not one of the labels: {', '.join(labels)}")
+                truth[i, position[name]] = True
+        matrix = self.scores(texts, labels, descriptions, allow_single=True)
+        return fit_thresholds(matrix, truth, labels, per_label=per_label)
 
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str = DEFAULT_MODEL, family: str | None = None,

@@ -293,6 +293,26 @@ def read_texts(source: str | Path, *, text_column: str = "text") -> list[str]:
     return texts
 
 
+def read_label_sets(path: str | Path, *, text_column: str = "text", label_column: str = "label") -> tuple[list[str], list[list[str]]]:
+    """Labelled texts for fitting multi-label thresholds: each row's text and its labels. The label column
+    holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names."""
+    texts: list[str] = []
+    label_sets: list[list[str]] = []
+    for row, record in read_records(path):
+        where = f"{path}:{row}"
+        texts.append(_text_of(record, where, text_column))
+        value = record.get(label_column)
+        if isinstance(value, str) and value.strip():
+            label_sets.append([value.strip()])
+        elif isinstance(value, list) and all(isinstance(name, str) for name in value):
+            label_sets.append([name.strip() for name in value])
+        else:
+            raise DataError(f"{where}: expected column {label_column!r} to hold a label, 'none' or a list of labels, found {value!r}")
+    if not texts:
+        raise DataError(f"{path}: no labelled texts")
+    return texts, label_sets
+
+
 def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
     texts = [line.rstrip("\n") for line in lines]
     texts = [t for t in texts if t.strip()]

@@ -25,6 +25,7 @@ def classify(
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
     label_threshold: LabelThresholds = None,
+    fit_thresholds: Annotated[Optional[Path], typer.Option(help="Multi-label: fit the threshold on this labelled file (text plus label: one label, 'none', or a JSON list of labels) instead of using the default; --label-threshold still overrides it per label.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here instead of stdout.")] = None,
     model: Model = DEFAULT,
     family: Family = None,
@@ -41,7 +42,7 @@ def classify(
     from zstc.api import Classifier, describe_labels
     from zstc.errors import LabelError
     from zstc.hypotheses import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
-    from zstc.loaders import read_label_descriptions, read_texts
+    from zstc.loaders import read_label_descriptions, read_label_sets, read_texts
     from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
 
@@ -57,13 +58,20 @@ def classify(
         descriptions = describe_labels(given, template)
     else:
         descriptions = build_hypotheses(names, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
-    if (threshold is not None or label_threshold) and not multi_label:
-        raise LabelError("--threshold and --label-threshold apply to --multi-label classification")
+    if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:
+        raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
+    if threshold is not None and fit_thresholds:
+        raise LabelError("give either --threshold or --fit-thresholds, not both")
     texts = read_texts(input, text_column=text_column)
     options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
     classifier = Classifier(model, family=family, **options)
     if multi_label:
         per_label = parse_label_thresholds(label_threshold or [], names)
+        if fit_thresholds:
+            dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
+            # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
+            threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
+            print(f"note: threshold {threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}", file=sys.stderr)
         predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label)
         rows = [{"text": p.text, "labels": p.labels, "scores": p.scores} for p in predictions]
     else:
