@@ -16,7 +16,7 @@ the model's score type.
 from __future__ import annotations
 
 import argparse
-import json
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +24,7 @@ import numpy as np
 def main() -> None:
     from zstc.loaders import load_btzsc_task
     from zstc.multilabel import default_threshold, fit_thresholds, multilabel_metrics, score_type_of
+    from zstc.results import write_json
     from zstc.scorers import make_scorer
     from zstc.tasks import stratified_sample
     from zstc.unseen import label_halves
@@ -76,8 +77,7 @@ def main() -> None:
         report["splits"].append({"split": split.name, "grid": rows, "fitted_threshold": fitted,  # type: ignore[union-attr]
                                  "held_out_weighted_f1": held_out})
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2)
+        write_json(Path(args.out), report)
 
 
 if __name__ == "__main__":

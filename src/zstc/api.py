@@ -102,7 +102,6 @@ class Classifier:
             for text, names, row in zip(texts, label_sets(chosen, labels), matrix)
         ]
 
-
     def fit_thresholds(self, texts: Sequence[str], gold: Sequence[Sequence[str]], labels: Sequence[str],
                        descriptions: Sequence[str] | None = None, *, per_label: bool = False) -> tuple[float, dict[str, float]]:
         """Thresholds for :meth:`predict_multi_label` fitted on labelled texts: ``gold`` holds each text's

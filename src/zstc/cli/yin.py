@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -38,9 +37,10 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
 
 
 def _write(report: dict[str, Any], out: Path | None) -> None:
+    from zstc.results import write_json
+
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(out, report)
         console.print(f"wrote {out}")
 
 
