@@ -316,3 +316,23 @@ def test_scaling_places_runs_by_registry_size() -> None:
     assert axes.get_xscale() == "log"
     offsets = np.concatenate([c.get_offsets() for c in axes.collections if len(c.get_offsets())])
     assert any(math.isclose(x, 22.7) and math.isclose(y, 0.5) for x, y in offsets)
+
+
+def test_without_the_papers_files_the_report_shows_only_the_runs(runs: dict[str, Path], tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    from zstc import baselines
+    from zstc.reports.build import build_report
+
+    monkeypatch.chdir(tmp_path)  # no shared/data/baselines beside or above it
+    monkeypatch.setenv("ZSTC_BASELINES", str(tmp_path / "empty"))
+    monkeypatch.delenv("ZSTC_SHARED_DATA", raising=False)
+    baselines.published.cache_clear()
+    try:
+        assert baselines.baselines_dir() is None and baselines.published("macro_f1") == {}
+        written = build_report([runs["native"]], tmp_path / "r", draws=50, confusion_matrices=False)
+    finally:
+        baselines.published.cache_clear()
+    assert any("published scores were not found" in note for note in written.notes)
+    table2 = (tmp_path / "r" / "tables" / "table2_families.csv").read_text().splitlines()
+    assert len(table2) == 2  # header and the one run

@@ -1,10 +1,17 @@
-"""The paper's published scores for its 38 models (package data, from the BTZSC paper's tables)."""
+"""The paper's published scores for its 38 models, read from the BTZSC result files (not shipped with zstc).
+
+The files (``f1_scores.csv``, ``acc_scores.csv``, ``precision_scores.csv``, ``recall_scores.csv``,
+``roc_scores.csv``; first column ``mdl``, the paper's short model name) are looked for in ``$ZSTC_BASELINES``,
+then ``$ZSTC_SHARED_DATA/baselines``, then a ``shared/data/baselines`` folder beside or above the working
+directory. Without them every comparison with the paper is left out, not guessed.
+"""
 
 from __future__ import annotations
 
 import csv
+import os
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 from zstc.models.registry import ModelSpec
 
@@ -17,11 +24,26 @@ METRIC_FILES: dict[str, str] = {
 }
 
 
+def baselines_dir() -> Path | None:
+    """The folder holding the paper's result files, or None when none is found."""
+    candidates = [os.environ.get("ZSTC_BASELINES")]
+    if os.environ.get("ZSTC_SHARED_DATA"):
+        candidates.append(str(Path(os.environ["ZSTC_SHARED_DATA"]) / "baselines"))
+    candidates += [str(base / "shared" / "data" / "baselines") for base in (Path.cwd(), *Path.cwd().parents)]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / METRIC_FILES["macro_f1"]).is_file():
+            return Path(candidate)
+    return None
+
+
 @cache
 def published(metric: str) -> dict[str, dict[str, float]]:
-    """Paper short name -> column (dataset or NLI set) -> published value."""
-    text = resources.files("zstc.resources").joinpath("baselines", METRIC_FILES[metric]).read_text(encoding="utf-8")
-    rows = csv.DictReader(text.splitlines())
+    """Paper short name -> column (dataset or NLI set) -> published value; empty when the files are not found."""
+    folder = baselines_dir()
+    if folder is None or not (folder / METRIC_FILES[metric]).is_file():
+        return {}
+    with (folder / METRIC_FILES[metric]).open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
     return {row["mdl"]: {k: float(v) for k, v in row.items() if k != "mdl" and v not in ("", None)} for row in rows}
 
 

@@ -89,7 +89,9 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
     pairs = {(a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))}
     if pairs:
         statistics.tables.append(mcnemar_table(pairs))
-    statistics.tables.append(kendall_table(rank_agreements(runs, run_rows, published_by_name, datasets)))
+    agreements = rank_agreements(runs, run_rows, published_by_name, datasets)
+    if agreements:
+        statistics.tables.append(kendall_table(agreements))
 
     figure_dir = directory / "figures"
     figure_section = Section("figures", "Figures")
@@ -165,7 +167,7 @@ def paired_tests(a: Run, b: Run, datasets: list[str]) -> dict[str, McNemar]:
 
 def mteb_columns() -> list[str]:
     """The MTEB classification sets in the paper's baseline files: every column that is not a BTZSC dataset."""
-    first = next(iter(published("macro_f1").values()))
+    first = next(iter(published("macro_f1").values()), {})
     return [name for name in first if name not in catalog()]
 
 
@@ -180,7 +182,7 @@ def rank_agreements(runs: list[Run], run_rows: list[ModelRow], published_by_name
         f"in its baseline files ({', '.join(mteb)})",
         kendall_tau({m: published_by_name[m].mean("macro_f1", all_btzsc) for m in f1},
                     {m: float(np.mean([f1[m][c] for c in mteb])) for m in f1}),
-    )]
+    )] if f1 else []
     known = [(run, row) for run, row in zip(runs, run_rows) if run.paper_name in published_by_name]
     if len(known) >= 2:
         agreements.append((
@@ -221,6 +223,9 @@ def _run_notes(runs: list[Run], datasets: list[str]) -> list[str]:
     """What a reader must know before trusting a comparison: partial and sampled runs."""
     notes = [f"Compared on {len(datasets)} of {len(catalog())} BTZSC datasets (those every result file has); "
              "the paper's averages are recomputed on the same datasets."] if len(datasets) < len(catalog()) else []
+    if not published("macro_f1"):
+        notes.append("The paper's published scores were not found (set ZSTC_BASELINES to a folder of the BTZSC result "
+                     "files, f1_scores.csv and the rest): the report shows only these runs.")
     for run in runs:
         evaluation = run.summary.get("evaluation", {})
         if evaluation.get("sampled"):
