@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zstc.baselines import published
+from zstc.benchmark.baselines import published
 from zstc.models.nli_head import load_zstc_nli_model
-from zstc.runtime import resolve_bf16, resolve_device
+from zstc.scorers.runtime import resolve_bf16, resolve_device
 from zstc.training import evaluate_pairs
-from zstc.training.data import read_nli_pairs
+from zstc.training.nli_pairs import read_nli_pairs
 
 PAPER_COLUMNS: dict[str, str] = {
     "mnli_matched": "mnli_m",
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[str], *, device, bf16: bool,
                         batch_size: int) -> np.ndarray:
     """The paper's NLI score for each (premise, hypothesis); batches of similar length."""
-    from zstc.runtime import inference_context
+    from zstc.scorers.runtime import inference_context
     from zstc.training.recipe import entailment_score
 
     variant = "binary" if len(model.id2label) == 1 else "triplet"
@@ -115,9 +115,9 @@ def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[
 def zero_shot_btzsc(model, tokenizer, args: argparse.Namespace, device, bf16: bool) -> dict[str, dict[str, float]]:
     """Macro-F1 and accuracy of zero-shot classification on the BTZSC sets, next to the embedding model's row."""
     from zstc.decisions import argmax_decisions
-    from zstc.loaders import load_btzsc_task
-    from zstc.metrics import dataset_metrics
-    from zstc.tasks import stratified_sample
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.metrics import dataset_metrics
+    from zstc.benchmark.tasks import stratified_sample
 
     f1_paper = published("macro_f1").get(EMBEDDING_BASELINE, {})
     rows: dict[str, dict[str, float]] = {}

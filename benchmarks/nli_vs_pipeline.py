@@ -148,8 +148,8 @@ def main() -> None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
-    from zstc.loaders import load_btzsc_task
-    from zstc.tasks import stratified_sample
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import stratified_sample
 
     task, _ = load_btzsc_task("banking77", args.data)
     task = stratified_sample(task, args.texts, args.seed)

@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 
-from zstc.loaders import load_btzsc_task
+from zstc.benchmark.data import load_btzsc_task
 from zstc.scorers import make_scorer
 from zstc.scorers.yesno import YesNoScorer
-from zstc.tasks import stratified_sample
+from zstc.benchmark.tasks import stratified_sample
 
 
 def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> tuple[np.ndarray, float]:

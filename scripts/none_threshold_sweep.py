@@ -22,12 +22,12 @@ import numpy as np
 
 
 def main() -> None:
-    from zstc.loaders import load_btzsc_task
+    from zstc.benchmark.data import load_btzsc_task
     from zstc.multilabel import default_threshold, fit_thresholds, multilabel_metrics, score_type_of
-    from zstc.results import write_json
+    from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
-    from zstc.tasks import stratified_sample
-    from zstc.unseen import label_halves
+    from zstc.benchmark.tasks import stratified_sample
+    from zstc.yin.unseen import label_halves
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True)

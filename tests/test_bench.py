@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-import zstc.bench as bench_module
-from zstc.bench import Bench, BenchConfig
-from zstc.results import ResultStore
+import zstc.benchmark.runner as bench_module
+from zstc.benchmark.runner import Bench, BenchConfig
+from zstc.benchmark.store import ResultStore
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from zstc.calibration import TemperatureScaling, calibrate, expected_calibration_error, single_label_report
+from zstc.yin.calibration import TemperatureScaling, calibrate, expected_calibration_error, single_label_report
 from zstc.errors import UnknownNameError
 
 

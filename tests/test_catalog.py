@@ -1,4 +1,4 @@
-from zstc.catalog import catalog, families, get_task_spec, resolve_task_names
+from zstc.benchmark.catalog import catalog, families, get_task_spec, resolve_task_names
 from zstc.errors import UnknownNameError
 
 import pytest

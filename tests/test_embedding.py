@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from zstc.loaders import load_btzsc_task
-from zstc.metrics import dataset_metrics
+from zstc.benchmark.data import load_btzsc_task
+from zstc.benchmark.metrics import dataset_metrics
 from zstc.models.registry import get_model_spec
 
 

@@ -9,7 +9,7 @@ import pytest
 from yin_helpers import MINILM, SHARED_DATA, WordOverlapScorer
 
 from zstc.errors import LabelError, UnknownNameError
-from zstc.hypotheses import (
+from zstc.hypotheses.variants import (
     ASPECT_TEMPLATES,
     HypothesisSet,
     aspect_template,
@@ -17,10 +17,10 @@ from zstc.hypotheses import (
     make_hypothesis_provider,
     readable_label,
     score_hypotheses,
-    template_robustness,
 )
-from zstc.tasks import Task
-from zstc.wordnet import wordnet_available
+from zstc.benchmark.tasks import Task
+from zstc.hypotheses.wordnet import wordnet_available
+from zstc.yin.robustness import template_robustness
 
 needs_wordnet = pytest.mark.skipif(
     not wordnet_available(), reason="WordNet not installed: run scripts/setup-system-packages.sh (Debian wordnet-base)"
@@ -103,14 +103,14 @@ def test_template_robustness_summary() -> None:
     ],
 )
 def test_label_definitions(label: str, expected: str) -> None:
-    from zstc.wordnet import label_definition
+    from zstc.hypotheses.wordnet import label_definition
 
     assert label_definition(label).startswith(expected)
 
 
 @needs_wordnet
 def test_coordinations_negations_and_unknown_labels() -> None:
-    from zstc.wordnet import head_noun, label_definition, load_wordnet
+    from zstc.hypotheses.wordnet import head_noun, label_definition, load_wordnet
 
     wordnet = load_wordnet()
     business, finance = label_definition("Business", wordnet), label_definition("Finance", wordnet)
@@ -129,7 +129,7 @@ def test_definition_variant_falls_back_to_the_name_with_a_note() -> None:
 
 
 def test_missing_wordnet_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from zstc.wordnet import WordNetUnavailable, load_wordnet
+    from zstc.hypotheses.wordnet import WordNetUnavailable, load_wordnet
 
     monkeypatch.setenv("ZSTC_WORDNET_DIR", str(tmp_path))
     with pytest.raises(WordNetUnavailable, match="wordnet-base"):
@@ -140,7 +140,7 @@ def test_missing_wordnet_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 def test_evaluate_task_records_ensemble_hypotheses() -> None:
-    from zstc.bench import evaluate_task
+    from zstc.benchmark.runner import evaluate_task
 
     task = small_task()
     descriptions = HypothesisSet({"a": ["sports", "politics"], "b": ["about sports", "about politics"]}, notes=["a note"])

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from zstc.baselines import published
-from zstc.catalog import catalog
-from zstc.leaderboard import export_leaderboard, short_params, validate_leaderboard
-from zstc.metrics import METRICS
+from zstc.benchmark.baselines import published
+from zstc.benchmark.catalog import catalog
+from zstc.benchmark.leaderboard import export_leaderboard, short_params, validate_leaderboard
+from zstc.benchmark.metrics import METRICS
 
 MODEL = "all-MiniLM-L6-v2"
 

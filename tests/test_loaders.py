@@ -4,10 +4,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zstc.catalog import get_task_spec
+from zstc.benchmark.catalog import get_task_spec
 from zstc.errors import DataError
-from zstc.loaders import load_btzsc_task, load_grouped, load_paired, load_user_task, read_label_descriptions, read_records, read_texts
-from zstc.tasks import NO_HYPOTHESIS, apply_unlabelled_policy, stratified_sample
+from zstc.benchmark.data import load_btzsc_task, load_grouped, load_paired, load_user_task
+from zstc.io import read_label_descriptions, read_records, read_texts
+from zstc.benchmark.tasks import NO_HYPOTHESIS, apply_unlabelled_policy, stratified_sample
 
 
 def write_jsonl(path: Path, rows) -> Path:

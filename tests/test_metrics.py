@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from zstc.metrics import aggregate, aggregate_by_family, dataset_metrics
+from zstc.benchmark.metrics import aggregate, aggregate_by_family, dataset_metrics
 
 
 def test_macro_metrics_match_a_hand_computation():

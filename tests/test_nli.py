@@ -219,7 +219,7 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 
 
 def test_nli_probe_finds_sets_and_computes_auroc(nli_folder: Path, tmp_path: Path) -> None:
-    from zstc.nli_probe import find_nli_sets, run_probe
+    from zstc.benchmark.nli_probe import find_nli_sets, run_probe
 
     rows = [
         {"premise": "A man plays a guitar.", "hypothesis": "A man plays music.", "label": "entailment"},
@@ -239,7 +239,7 @@ def test_nli_probe_finds_sets_and_computes_auroc(nli_folder: Path, tmp_path: Pat
 
 
 def test_nli_probe_errors(tmp_path: Path) -> None:
-    from zstc.nli_probe import find_nli_sets, load_nli_set
+    from zstc.benchmark.nli_probe import find_nli_sets, load_nli_set
 
     with pytest.raises(DataError, match="no NLI test files"):
         find_nli_sets(tmp_path)
@@ -249,7 +249,7 @@ def test_nli_probe_errors(tmp_path: Path) -> None:
 
 
 def test_nli_probe_refuses_a_bi_encoder() -> None:
-    from zstc.nli_probe import probe_scorer
+    from zstc.benchmark.nli_probe import probe_scorer
 
     with pytest.raises(ModelError, match="cross-encoder"):
         probe_scorer(make_scorer("sentence-transformers/all-MiniLM-L6-v2"))

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from zstc.bench import Bench, BenchConfig, merge_batch_notes, score_timed
+from zstc.benchmark.runner import Bench, BenchConfig, merge_batch_notes, score_timed
 from zstc.models.registry import get_model_spec
 from zstc.reports import stats
 from zstc.reports.rows import ModelRow, paper_rows
@@ -83,7 +83,7 @@ def test_kendall_tau() -> None:
 
 def test_table2_from_published_rows_matches_the_public_leaderboard() -> None:
     """The paper's all-MiniLM-L6-v2 averages, as the public BTZSC results repository lists them."""
-    from zstc.catalog import catalog
+    from zstc.benchmark.catalog import catalog
 
     table = family_table(paper_rows(), list(catalog()))
     row = next(r for r in table.rows if r[0] == "all-MiniLM-L6-v2")
@@ -321,7 +321,7 @@ def test_scaling_places_runs_by_registry_size() -> None:
 def test_without_the_papers_files_the_report_shows_only_the_runs(runs: dict[str, Path], tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("matplotlib")
-    from zstc import baselines
+    from zstc.benchmark import baselines
     from zstc.reports.build import build_report
 
     monkeypatch.chdir(tmp_path)  # no shared/data/baselines beside or above it

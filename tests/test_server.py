@@ -4,7 +4,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from zstc.api import Classifier  # noqa: E402
-from zstc.server import create_app  # noqa: E402
+from zstc.server.app import create_app  # noqa: E402
 
 
 @pytest.fixture(scope="module")

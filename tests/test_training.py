@@ -17,7 +17,7 @@ from torch import nn
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import NliHead, build_nli_model, is_zstc_nli_model, load_zstc_nli_model
 from zstc.training import TrainConfig, TrainResult, default_learning_rates, train_nli
-from zstc.training.data import length_grouped_batches, read_nli_pairs, sha256_of, split_dev
+from zstc.training.nli_pairs import length_grouped_batches, read_nli_pairs, sha256_of, split_dev
 from zstc.training.recipe import entailment_score, nli_loss
 
 WORDS = "the a cat dog bird man woman child is was red blue green big small happy sad runs sleeps eats not".split()

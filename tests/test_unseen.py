@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from yin_helpers import SHARED_DATA, WordOverlapScorer
 
-from zstc.tasks import Task
-from zstc.unseen import (
+from zstc.benchmark.tasks import Task
+from zstc.yin.unseen import (
     LabelSplit,
     UnseenConfig,
     group_f1,
@@ -83,8 +83,8 @@ def test_run_unseen_without_and_with_a_finetuned_scorer(tmp_path) -> None:
 
 
 def test_banking77_training_pairs_from_the_real_training_split(tmp_path) -> None:
-    from zstc.loaders import load_btzsc_task
-    from zstc.tasks import stratified_sample
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import stratified_sample
 
     if not (SHARED_DATA / "btzsc-train" / "banking77.jsonl").exists():
         pytest.skip(f"banking77 training split not found under {SHARED_DATA}")

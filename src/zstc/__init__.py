@@ -14,8 +14,8 @@ _LAZY = {
     "classify": "zstc.api",
     "Prediction": "zstc.api",
     "make_scorer": "zstc.scorers",
-    "Task": "zstc.tasks",
-    "load_btzsc_task": "zstc.loaders",
+    "Task": "zstc.benchmark.tasks",
+    "load_btzsc_task": "zstc.benchmark.data",
     "ZstcError": "zstc.errors",
 }
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from zstc.decisions import argmax_decisions
 from zstc.errors import LabelError
-from zstc.hypotheses import score_hypotheses
+from zstc.hypotheses.variants import score_hypotheses
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer

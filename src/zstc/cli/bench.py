@@ -41,9 +41,9 @@ def bench(
 ) -> None:
     """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
     family and overall means, side by side with the paper's published numbers."""
-    from zstc.bench import Bench, BenchConfig
-    from zstc.catalog import resolve_task_names
-    from zstc.tasks import UNLABELLED_POLICIES
+    from zstc.benchmark.runner import Bench, BenchConfig
+    from zstc.benchmark.catalog import resolve_task_names
+    from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
     if unlabelled not in UNLABELLED_POLICIES:
         from zstc.errors import UnknownNameError
@@ -122,7 +122,7 @@ def print_multi_label(report: dict[str, Any]) -> None:
 
 
 def _family_of(summary: dict[str, Any], dataset: str) -> str:
-    from zstc.catalog import catalog
+    from zstc.benchmark.catalog import catalog
 
     spec = catalog().get(dataset)
     return spec.family if spec else ""

@@ -41,8 +41,8 @@ def classify(
     the threshold, or "none") and the score of every label."""
     from zstc.api import Classifier, describe_labels
     from zstc.errors import LabelError
-    from zstc.hypotheses import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
-    from zstc.loaders import read_label_descriptions, read_label_sets, read_texts
+    from zstc.hypotheses.variants import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
+    from zstc.io import read_label_descriptions, read_label_sets, read_texts
     from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
 

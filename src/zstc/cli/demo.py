@@ -40,8 +40,8 @@ def demo(
 ) -> None:
     """Classify five example texts with the offline default model, then benchmark it on the data found."""
     from zstc.api import DEFAULT_MODEL, Classifier
-    from zstc.bench import Bench, BenchConfig
-    from zstc.catalog import resolve_task_names
+    from zstc.benchmark.runner import Bench, BenchConfig
+    from zstc.benchmark.catalog import resolve_task_names
     from zstc.cli.bench import print_summary
 
     console = Console()

@@ -14,7 +14,7 @@ from zstc.cli import app
 @app.command()
 def tasks(family: Annotated[Optional[str], typer.Option(help="Only this task family.")] = None) -> None:
     """List the 22 BTZSC datasets with family, domain and number of candidate labels."""
-    from zstc.catalog import catalog, families
+    from zstc.benchmark.catalog import catalog, families
 
     groups = families()
     if family is not None and family not in groups:

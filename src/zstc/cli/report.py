@@ -39,8 +39,8 @@ def export(
     out: Annotated[Path, typer.Option("--out", "-o", help="The leaderboard JSON file to write.")],
 ) -> None:
     """Write a bench result in the public BTZSC leaderboard schema 1.0 (then check it as `zstc validate` does)."""
-    from zstc.leaderboard import validate_leaderboard, write_leaderboard
-    from zstc.results import load_summary
+    from zstc.benchmark.leaderboard import validate_leaderboard, write_leaderboard
+    from zstc.benchmark.store import load_summary
 
     content = write_leaderboard(load_summary(leaderboard), out)
     console.print(f"wrote {out}")
@@ -54,7 +54,7 @@ def export(
 def validate(file: Annotated[Path, typer.Argument(help="A leaderboard JSON file (schema 1.0).")]) -> None:
     """Check a leaderboard file: schema 1.0, all 22 datasets and 4 task families, metrics in [0, 1], averages
     consistent with the per-dataset numbers, no partial or sampled run. Lists every problem; exit 1 if any."""
-    from zstc.leaderboard import validate_file
+    from zstc.benchmark.leaderboard import validate_file
 
     problems = validate_file(file)
     if not problems:

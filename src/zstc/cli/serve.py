@@ -28,7 +28,7 @@ def serve(
     except ImportError:
         raise ModelError("zstc serve needs the serve extra: pip install 'zstc[serve]'") from None
     from zstc.api import Classifier
-    from zstc.server import create_app
+    from zstc.server.app import create_app
 
     classifier = Classifier(model, family=family, **scorer_options(pooling=pooling, bf16=bf16, device=device))
     classifier.scores(["warm-up"], ["a", "b"])  # load the model before accepting requests

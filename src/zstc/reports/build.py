@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from zstc import __version__
-from zstc.baselines import published
-from zstc.catalog import catalog
-from zstc.metrics import METRICS
+from zstc.benchmark.baselines import published
+from zstc.benchmark.catalog import catalog
+from zstc.benchmark.metrics import METRICS
 from zstc.reports import figures as fig
 from zstc.reports.html import Section, render_page
 from zstc.reports.rows import ModelRow, Run, compared_datasets, load_runs, paper_rows
@@ -44,7 +44,7 @@ from zstc.reports.tables import (
     paper_comparison_table,
     run_facts_table,
 )
-from zstc.results import DatasetResult
+from zstc.benchmark.store import DatasetResult
 
 INTERVAL_METRICS = ("macro_f1", "accuracy")
 

@@ -12,12 +12,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from zstc.baselines import published
-from zstc.catalog import catalog
+from zstc.benchmark.baselines import published
+from zstc.benchmark.catalog import catalog
 from zstc.errors import DataError
-from zstc.metrics import METRICS
+from zstc.benchmark.metrics import METRICS
 from zstc.models.registry import PAPER_MODELS_WITHOUT_HUB_ID, registered_models
-from zstc.results import DatasetResult, ResultStore, load_summary
+from zstc.benchmark.store import DatasetResult, ResultStore, load_summary
 
 Source = Literal["run", "paper"]
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from zstc.catalog import catalog, families
+from zstc.benchmark.catalog import catalog, families
 from zstc.reports.rows import ModelRow
 from zstc.reports.stats import Interval, McNemar, RankAgreement
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from zstc.models.registry import ModelSpec
-from zstc.runtime import resolve_bf16, resolve_device
+from zstc.scorers.runtime import resolve_bf16, resolve_device
 
 if TYPE_CHECKING:
     import torch

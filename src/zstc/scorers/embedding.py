@@ -17,7 +17,7 @@ import torch
 from zstc.errors import ModelError, UnknownNameError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
-from zstc.runtime import inference_context
+from zstc.scorers.runtime import inference_context
 from zstc.scorers.base import TorchScorer
 
 POOLINGS: tuple[str, ...] = ("native", "cls")

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-from zstc.runtime import inference_context
+from zstc.scorers.runtime import inference_context
 from zstc.scorers.base import empty_scores
 from zstc.scorers.causal import CausalLMScorer, next_token_id
 from zstc.scorers.prompts import LLM_ANSWER_START, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options

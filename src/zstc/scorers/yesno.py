@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-from zstc.runtime import inference_context
+from zstc.scorers.runtime import inference_context
 from zstc.scorers.causal import CausalLMScorer, left_pad, length_batches, positions
 from zstc.scorers.prompts import YESNO_ANSWERS, YESNO_INSTRUCTION, yesno_prompt
 

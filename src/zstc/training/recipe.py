@@ -16,7 +16,7 @@ from torch.nn import functional as F
 from zstc.errors import UnknownNameError
 from zstc.models.nli_head import VARIANT_LABELS
 from zstc.scorers.pairs import log_odds
-from zstc.training.data import NLI_CLASSES
+from zstc.training.nli_pairs import NLI_CLASSES
 
 ENTAILMENT = NLI_CLASSES.index("entailment")
 

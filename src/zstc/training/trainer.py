@@ -25,8 +25,8 @@ from torch import nn
 
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
-from zstc.runtime import inference_context, resolve_bf16, resolve_device
-from zstc.training.data import (
+from zstc.scorers.runtime import inference_context, resolve_bf16, resolve_device
+from zstc.training.nli_pairs import (
     NLI_CLASSES,
     NliPairs,
     balanced_indices,

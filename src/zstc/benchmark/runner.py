@@ -18,24 +18,24 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from zstc import __version__
-from zstc.baselines import paper_rows
-from zstc.catalog import catalog
+from zstc.benchmark.baselines import paper_rows
+from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import ZstcError
-from zstc.hypotheses import make_hypothesis_provider, score_hypotheses
-from zstc.loaders import load_btzsc_task
-from zstc.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
+from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
+from zstc.benchmark.data import load_btzsc_task
+from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
-from zstc.provenance import file_sha256, git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
-from zstc.results import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, percentile, write_json
+from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
+from zstc.benchmark.store import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, percentile, write_json
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
-from zstc.tasks import Task, stratified_sample
+from zstc.benchmark.tasks import Task, stratified_sample
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
-:mod:`zstc.hypotheses`; a ``HypothesisSet`` of several variants is scored once per variant, averaged)."""
+:mod:`zstc.hypotheses.variants`; a ``HypothesisSet`` of several variants is scored once per variant, averaged)."""
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A task is what a scorer is evaluated on: texts, gold class indices, and the candidate label set.
 
-Data flows one way: loaders (``zstc.loaders``) build a :class:`Task`; a scorer turns its texts and
+Data flows one way: loaders (``zstc.benchmark.data``) build a :class:`Task`; a scorer turns its texts and
 hypotheses into a score matrix; decisions and metrics follow. Nothing here touches a model.
 """
 

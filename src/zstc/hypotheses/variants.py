@@ -3,7 +3,7 @@
 A label becomes a hypothesis by filling its aspect's interpretation template:
 
 * ``name``: the template filled with the label name ("This text is about sports.");
-* ``definition``: filled with the label's WordNet definition (:mod:`zstc.wordnet`; the name when WordNet
+* ``definition``: filled with the label's WordNet definition (:mod:`zstc.hypotheses.wordnet`; the name when WordNet
   has no entry, which the result notes say);
 * ``both``: filled with "name, definition";
 * ``ensemble``: the three above, each scored, the score matrices averaged;
@@ -44,17 +44,6 @@ FAMILY_ASPECT: dict[str, str] = {
 DEFAULT_ASPECT = "topic"
 VARIANTS: tuple[str, ...] = ("dataset", "name", "definition", "both", "ensemble")
 ENSEMBLE_MEMBERS: tuple[str, ...] = ("name", "definition", "both")
-
-DEFAULT_ROBUSTNESS_TEMPLATES: tuple[str, ...] = (
-    "This text is about {}.",
-    "This text expresses {}.",
-    "The people there need {}.",
-    "This example is {}.",
-    "The topic of this text is {}.",
-    "{}",
-)
-"""Templates of :func:`template_robustness` when the user gives none: Yin's three and three common ones."""
-
 
 @dataclass(frozen=True)
 class HypothesisSet(Sequence[str]):
@@ -99,7 +88,7 @@ def readable_label(name: str) -> str:
 
 
 def _definitions(labels: Sequence[str]) -> tuple[list[str | None], list[str]]:
-    from zstc.wordnet import label_definition, load_wordnet
+    from zstc.hypotheses.wordnet import label_definition, load_wordnet
 
     wordnet = load_wordnet()
     found = [label_definition(label, wordnet) for label in labels]
@@ -132,7 +121,7 @@ def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, data
 
 
 def make_hypothesis_provider(variant: str, template: str | None = None) -> Callable[[Any], HypothesisSet]:
-    """A ``Task -> HypothesisSet`` function for :class:`zstc.bench.Bench` (template: the user's or the aspect's)."""
+    """A ``Task -> HypothesisSet`` function for :class:`zstc.benchmark.runner.Bench` (template: the user's or the aspect's)."""
     if variant not in VARIANTS:
         raise UnknownNameError(f"--hypotheses must be one of {', '.join(VARIANTS)}, got {variant!r}")
     if template is not None:
@@ -151,33 +140,3 @@ def score_hypotheses(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str
         return scorer.score(texts, list(hypotheses), show_progress=show_progress)
     matrices = [scorer.score(texts, h, show_progress=show_progress) for h in hypotheses.variants.values()]
     return np.mean(matrices, axis=0).astype(np.float32)
-
-
-def template_robustness(scorer: Any, task: Any, templates: Sequence[str], *, variant: str = "name") -> dict[str, Any]:
-    """Macro-F1 of ``scorer`` on ``task`` with each template (labels filled in by ``variant``), and the
-    best, worst, mean, spread (best - worst) and population standard deviation over templates."""
-    from zstc.decisions import argmax_decisions
-    from zstc.metrics import dataset_metrics
-
-    if variant not in ENSEMBLE_MEMBERS:
-        raise UnknownNameError(f"template robustness fills templates with 'name', 'definition' or 'both', got {variant!r}")
-    rows = []
-    for template in templates:
-        hypotheses = build_hypotheses(task.label_names, variant, template)
-        scores = score_hypotheses(scorer, task.texts, hypotheses)
-        f1 = dataset_metrics(task.gold, argmax_decisions(scores))["macro_f1"]
-        rows.append({"template": template, "macro_f1": f1, "example": hypotheses.variants[variant][0]})
-    values = np.asarray([row["macro_f1"] for row in rows])
-    return {
-        "dataset": task.name,
-        "n_texts": len(task),
-        "variant": variant,
-        "templates": rows,
-        "best": float(values.max()),
-        "best_template": rows[int(values.argmax())]["template"],
-        "worst": float(values.min()),
-        "worst_template": rows[int(values.argmin())]["template"],
-        "mean": float(values.mean()),
-        "spread": float(values.max() - values.min()),
-        "std": float(values.std()),
-    }

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from zstc.baselines import paper_rows
+from zstc.benchmark.baselines import paper_rows
 from zstc.errors import DataError, ModelError
-from zstc.loaders import GROUPED_SUFFIXES, read_records
+from zstc.io import GROUPED_SUFFIXES, read_records
 from zstc.scorers.base import Scorer
 from zstc.scorers.pairs import CrossEncoderScorer
 

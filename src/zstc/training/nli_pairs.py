@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from zstc.errors import DataError
-from zstc.loaders import read_records
-from zstc.provenance import sha256_file as sha256_of
+from zstc.io import read_records
+from zstc.benchmark.provenance import sha256_file as sha256_of
 
 NLI_CLASSES: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 """Gold labels an NLI file may hold; a pair's class index is its position here."""

@@ -29,7 +29,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError
-from zstc.tasks import NO_HYPOTHESIS, Task
+from zstc.benchmark.tasks import NO_HYPOTHESIS, Task
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_NEGATIVES = 4

@@ -28,8 +28,8 @@ def bf16_supported(device: torch.device) -> bool:
 
 
 def resolve_bf16(requested: bool | None, device: torch.device) -> bool:
-    """``None`` means "where the hardware supports it"; an explicit choice is honoured."""
-    return bf16_supported(device) if requested is None else requested
+    """fp32 unless bf16 is asked for: numbers must not depend on the CPU a run lands on (issue 11)."""
+    return bool(requested)
 
 
 @contextlib.contextmanager

@@ -32,8 +32,8 @@ def nli_probe(
 ) -> None:
     """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
     --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model."""
-    from zstc.nli_probe import find_nli_sets, run_probe
-    from zstc.results import write_json
+    from zstc.benchmark.nli_probe import find_nli_sets, run_probe
+    from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
 
     sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
@@ -69,7 +69,7 @@ def _report_event(kind: str, payload: Any) -> None:
 
 
 def print_probe(summary: dict[str, Any]) -> None:
-    from zstc.nli_probe import PAPER_COLUMNS
+    from zstc.benchmark.nli_probe import PAPER_COLUMNS
 
     sets = summary["sets"]
     paper = (summary.get("paper") or {}).get("auroc") or {}

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from zstc import __version__
-from zstc.catalog import FAMILY_ORDER, catalog
+from zstc.benchmark.catalog import FAMILY_ORDER, catalog
 from zstc.errors import DataError
-from zstc.metrics import METRICS, aggregate, aggregate_by_family
-from zstc.results import SCHEMA_VERSION, write_json
+from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
+from zstc.benchmark.store import SCHEMA_VERSION, write_json
 
 PUBLIC_MODEL_TYPES: dict[str, str] = {
     "embedding": "embedding",

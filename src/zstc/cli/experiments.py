@@ -29,15 +29,15 @@ def _scorer(model: str, family: str | None, **given: Any) -> Any:
 
 
 def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: str = "exclude") -> Any:
-    from zstc.loaders import load_btzsc_task
-    from zstc.tasks import stratified_sample
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import stratified_sample
 
     loaded, _ = load_btzsc_task(task, data, unlabelled=unlabelled)
     return stratified_sample(loaded, max_samples, seed)
 
 
 def _write(report: dict[str, Any], out: Path | None) -> None:
-    from zstc.results import write_json
+    from zstc.benchmark.store import write_json
 
     if out is not None:
         write_json(out, report)
@@ -64,7 +64,7 @@ def template_robustness(
     max_length: MaxLength = None,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
-    from zstc.hypotheses import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
+    from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
                      batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
@@ -103,10 +103,10 @@ def calibrate(
     max_length: MaxLength = None,
 ) -> None:
     """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest."""
-    from zstc.calibration import calibrate as fit_and_report
-    from zstc.hypotheses import make_hypothesis_provider, score_hypotheses
+    from zstc.yin.calibration import calibrate as fit_and_report
+    from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
-    from zstc.tasks import stratified_sample
+    from zstc.benchmark.tasks import stratified_sample
 
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
                      batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
@@ -157,7 +157,7 @@ def unseen(
     max_length: MaxLength = None,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
-    from zstc.unseen import UnseenConfig, finetune_on_seen, run_unseen
+    from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
     test = _load(task, data, max_samples, seed)
@@ -180,7 +180,7 @@ def unseen(
 
 def _single_variant(hypotheses: str, template: str | None, task: Any) -> Any:
     from zstc.errors import UnknownNameError
-    from zstc.hypotheses import make_hypothesis_provider
+    from zstc.hypotheses.variants import make_hypothesis_provider
 
     if hypotheses == "ensemble":
         raise UnknownNameError("the unseen protocol trains on one hypothesis per label: choose dataset, name, definition or both")

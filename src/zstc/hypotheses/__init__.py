@@ -1,0 +1,1 @@
+"""How labels become hypotheses: the benchmark's verbalizers, templates, WordNet definitions (Yin et al. 2019)."""

@@ -1,0 +1,1 @@
+"""Yin et al. (2019)'s experiments: label-partially-unseen, calibration and template robustness."""

@@ -1,0 +1,50 @@
+"""Template robustness (Yin et al. 2019): how much macro-F1 moves when only the hypothesis template changes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zstc.benchmark.metrics import dataset_metrics
+from zstc.decisions import argmax_decisions
+from zstc.errors import UnknownNameError
+from zstc.hypotheses.variants import ENSEMBLE_MEMBERS, build_hypotheses, score_hypotheses
+
+DEFAULT_ROBUSTNESS_TEMPLATES: tuple[str, ...] = (
+    "This text is about {}.",
+    "This text expresses {}.",
+    "The people there need {}.",
+    "This example is {}.",
+    "The topic of this text is {}.",
+    "{}",
+)
+"""Templates of :func:`template_robustness` when the user gives none: Yin's three and three common ones."""
+
+
+def template_robustness(scorer: Any, task: Any, templates: Sequence[str], *, variant: str = "name") -> dict[str, Any]:
+    """Macro-F1 of ``scorer`` on ``task`` with each template (labels filled in by ``variant``), and the
+    best, worst, mean, spread (best - worst) and population standard deviation over templates."""
+    if variant not in ENSEMBLE_MEMBERS:
+        raise UnknownNameError(f"template robustness fills templates with 'name', 'definition' or 'both', got {variant!r}")
+    rows = []
+    for template in templates:
+        hypotheses = build_hypotheses(task.label_names, variant, template)
+        scores = score_hypotheses(scorer, task.texts, hypotheses)
+        f1 = dataset_metrics(task.gold, argmax_decisions(scores))["macro_f1"]
+        rows.append({"template": template, "macro_f1": f1, "example": hypotheses.variants[variant][0]})
+    values = np.asarray([row["macro_f1"] for row in rows])
+    return {
+        "dataset": task.name,
+        "n_texts": len(task),
+        "variant": variant,
+        "templates": rows,
+        "best": float(values.max()),
+        "best_template": rows[int(values.argmax())]["template"],
+        "worst": float(values.min()),
+        "worst_template": rows[int(values.argmin())]["template"],
+        "mean": float(values.mean()),
+        "spread": float(values.max() - values.min()),
+        "std": float(values.std()),
+    }
