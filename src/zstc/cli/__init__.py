@@ -31,7 +31,9 @@ def main() -> None:
         # the exit code of typer.Exit instead of raising SystemExit itself.
         result = app(standalone_mode=False)
     except ZstcError as error:
-        print(f"error: {error}", file=sys.stderr)
+        from zstc.cli.options import cli_message
+
+        print(f"error: {cli_message(error)}", file=sys.stderr)
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

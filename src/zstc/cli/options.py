@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Optional
 
 import typer
 
-from zstc.api import DEFAULT_MODEL
+from zstc.errors import ZstcError
+from zstc.models.registry import DEFAULT_MODEL
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
 ModelWithDefault = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
@@ -49,3 +51,20 @@ DEFAULT = DEFAULT_MODEL
 def scorer_options(**given: Any) -> dict[str, Any]:
     """The scorer keyword arguments the user actually set (unset options take the family's defaults)."""
     return {name: value for name, value in given.items() if value is not None}
+
+
+FLAGS: dict[str, str] = {"bf16": "--bf16/--no-bf16", "label_thresholds": "--label-threshold"}
+"""Parameter names whose flag is not simply ``--`` plus the name with dashes."""
+
+
+def flag(parameter: str) -> str:
+    """The command-line flag of a Python parameter: ``batch_size`` -> ``--batch-size``."""
+    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def cli_message(error: ZstcError) -> str:
+    """The error's message with the parameters it names written as the flags a CLI user typed."""
+    message = str(error)
+    for parameter in error.parameters:
+        message = re.sub(rf"(?<![\w-]){re.escape(parameter)}(?![\w-])", flag(parameter), message)
+    return message
