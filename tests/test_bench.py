@@ -13,7 +13,7 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 def config(tmp_path, btzsc_dir, **overrides):
     settings = dict(model=MINILM, tasks=["financialphrasebank", "banking77"], data=str(btzsc_dir),
-                    scorer_options={"pooling": "cls", "bf16": False}, max_samples=40, seed=1, out=tmp_path / "r.json")
+                    scorer_options={"pooling": "cls", "precision": "fp32"}, max_samples=40, seed=1, out=tmp_path / "r.json")
     settings.update(overrides)
     return BenchConfig(**settings)
 

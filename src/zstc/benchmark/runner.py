@@ -320,7 +320,7 @@ def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> 
         "peak_rss_mb": max(rss_peaks) if rss_peaks else None,
         "peak_cuda_mb": max(cuda_peaks) if cuda_peaks else None,
         "device": described.get("device"),
-        "dtype": described.get("dtype"),
+        "precision": described.get("precision"),
         "batch_size": described.get("batch_size"),
         "zstc_version": __version__,
         "git_commit": git_commit(),

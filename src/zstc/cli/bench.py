@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
@@ -35,6 +35,7 @@ def bench(
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -54,7 +55,7 @@ def bench(
         family=family,
         tasks=resolve_task_names(tasks),
         data=data,
-        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length),
+        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length),
         unlabelled=unlabelled,
         max_samples=max_samples,
         seed=seed,
@@ -91,7 +92,8 @@ def _report_event(kind: str, payload: Any) -> None:
 def print_summary(summary: dict[str, Any]) -> None:
     results = summary["results"]
     paper = summary.get("paper", {}).get("macro_f1", {})
-    table = Table(title=f"{summary['model']['name']} on BTZSC", show_footer=False)
+    model = summary["model"]
+    table = Table(title=f"{model['name']} on BTZSC ({model.get('precision', 'precision unknown')}, {model.get('device', 'device unknown')})", show_footer=False)
     for column in ("dataset", "family", "texts", "macro-F1", "accuracy", "macro-P", "macro-R"):
         table.add_column(column, justify="left" if column in ("dataset", "family") else "right")
     if paper:

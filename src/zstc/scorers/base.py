@@ -24,6 +24,8 @@ from zstc.scorers.families import get_family
 if TYPE_CHECKING:
     import torch
 
+    from zstc.scorers.runtime import Precision
+
 F = TypeVar("F")
 V = TypeVar("V")
 
@@ -133,13 +135,14 @@ class TorchScorer(Generic[F]):
     family: ClassVar[str] = ""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
-        from zstc.scorers.runtime import resolve_bf16, resolve_device
+        from zstc.scorers.runtime import check_precision, resolve_device
 
         self.spec = spec
         self.options: dict[str, Any] = get_family(self.family).check_options(options, spec.model_id)
         """Every option of the family, as given or defaulted (see :attr:`zstc.scorers.families.Family.options`)."""
         self.device = resolve_device(self.options["device"])
-        self.bf16 = resolve_bf16(self.options["bf16"], self.device)
+        # Already resolved (fp32 or bf16): `auto` is decided once per run by resolve_precision, not here.
+        self.precision: Precision = check_precision(self.options["precision"])
         self.batch_size: int = self.options["batch_size"]
         self.max_length: int | None = self.options["max_length"]
         """As given (``None``: the model's own limit, in :attr:`LoadedModel.max_length` once loaded)."""
@@ -183,7 +186,7 @@ class TorchScorer(Generic[F]):
             "paper_name": self.spec.paper_name,
             "parameters_millions": self.spec.params_millions,
             "device": str(self.device),
-            "dtype": "bf16-autocast" if self.bf16 else "fp32",
+            "precision": self.precision,
             "batch_size": self.batch_size,
             "max_length": self.max_length if loaded is None else self.limit(loaded),
             **({"parameters": loaded.parameters} if loaded is not None else {}),

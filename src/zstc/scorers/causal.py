@@ -35,13 +35,13 @@ class CausalLMScorer(TorchScorer[F]):
     # -- loading --------------------------------------------------------------------------------------
 
     def _load_model(self) -> LoadedModel[F]:
-        """The model and tokenizer; weights are loaded in bf16 when bf16 is on (an 8B model in fp32 is 32 GB)."""
+        """The model and tokenizer; weights are loaded in bf16 when precision is bf16 (an 8B model in fp32 is 32 GB)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source = model_source(self.spec)
         try:
             tokenizer = AutoTokenizer.from_pretrained(source)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.bf16 else torch.float32)
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.precision == "bf16" else torch.float32)
         except Exception as error:
             raise load_error(self.spec, error) from None
         model.to(self.device).eval()

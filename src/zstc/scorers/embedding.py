@@ -65,7 +65,7 @@ class EmbeddingScorer(TorchScorer[None]):
 
     def _encode(self, loaded: LoadedModel[None], sentences: list[str], show_progress: bool) -> torch.Tensor:
         # Under the tokenizer lock: encode tokenizes inside (see LoadedModel.tokenizer_lock).
-        with loaded.tokenizer_lock, inference_context(self.device, self.bf16):
+        with loaded.tokenizer_lock, inference_context(self.device, self.precision):
             embeddings = loaded.model.encode(
                 sentences,
                 batch_size=self.batch_size,

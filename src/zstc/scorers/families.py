@@ -132,7 +132,8 @@ class FamilyTable(Mapping[str, V]):
 # -- the options scorers share --------------------------------------------------------------------------
 
 DEVICE = OptionSpec(str, None, allow_none=True, help="cpu, cuda, cuda:1, ...; None: CUDA when present")
-BF16 = OptionSpec(bool, None, allow_none=True, help="bf16 autocast; None or False: fp32")
+PRECISION = OptionSpec(str, "fp32", help="fp32 or bf16 (autocast), resolved before the scorer is built "
+                       "(zstc.scorers.runtime.resolve_precision turns 'auto' into one of them)")
 MAX_LENGTH = OptionSpec(int, None, low=1, allow_none=True, help="token limit per input; None: the model's own")
 MAX_BATCH_TOKENS = OptionSpec(int, DEFAULT_MAX_BATCH_TOKENS, low=1, help="padded tokens per forward pass at most")
 
@@ -142,7 +143,7 @@ def torch_options(batch_size: int, **extra: OptionSpec) -> dict[str, OptionSpec]
     return {
         **extra,
         "device": DEVICE,
-        "bf16": BF16,
+        "precision": PRECISION,
         "batch_size": OptionSpec(int, batch_size, low=1, help="texts (or pairs) per forward pass"),
         "max_length": MAX_LENGTH,
     }

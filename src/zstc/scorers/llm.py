@@ -94,7 +94,7 @@ class LLMScorer(CausalLMScorer[Symbols]):
         scores = empty_scores(len(texts), len(labels))
         symbol_ids = [token for _, token in self.symbols_for(len(labels))]
         truncated = 0
-        with inference_context(self.device, self.bf16), tqdm(total=len(texts), disable=not show_progress) as bar:
+        with inference_context(self.device, self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
             for batch in self._text_batches(texts):
                 fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, labels)]) for i in batch]
                 truncated += sum(cut for _, cut in fitted)

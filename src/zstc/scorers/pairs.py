@@ -386,7 +386,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         with tqdm(total=plan.n_pairs, unit="pair", disable=not show_progress, leave=False) as progress:
             for batch in plan.batches():
                 inputs = {name: tensor.to(self.device) for name, tensor in batch.inputs.items()}
-                with inference_context(self.device, self.bf16):
+                with inference_context(self.device, self.precision):
                     logits = loaded.model(**inputs).logits
                 scores = self._scores_from_logits(logits.float(), loaded.facts)
                 yield batch, scores.cpu().numpy().astype(np.float32)

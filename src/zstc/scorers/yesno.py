@@ -84,7 +84,7 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
                          "(sliding-window or recurrent attention), so every pair ran its whole prompt")
         truncated = 0
         with (
-            inference_context(self.device, self.bf16),
+            inference_context(self.device, self.precision),
             tqdm(total=len(texts) * len(labels), unit="pair", disable=not show_progress) as bar,
         ):
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
