@@ -46,7 +46,7 @@ def main() -> None:
     texts, labels = list(task.texts), list(task.hypotheses)
     scorer = make_scorer(args.model, "yesno", batch_size=args.batch_size, device=args.device)
     assert isinstance(scorer, YesNoScorer)
-    scorer._load()
+    scorer.loaded  # load before timing
     print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
           f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}")
 

@@ -139,6 +139,14 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
     return cleaned
 
 
+def check_template(template: str, *, parameter: str = "template") -> str:
+    """``template`` if it has exactly one ``{}`` (where a label goes), else :class:`LabelError`."""
+    if template.count("{}") != 1:
+        raise LabelError(f"{parameter} must contain exactly one '{{}}' where the label goes, got {template!r}",
+                         parameters=(parameter,))
+    return template
+
+
 def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     """Return the texts as a list, or raise :class:`DataError` naming the first empty one."""
     if isinstance(texts, str):

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
+from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
 
 console = Console(stderr=True)
 
@@ -22,10 +21,10 @@ Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
 Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
 
 
-def _scorer(model: str, family: str | None, **given: Any) -> Any:
+def _scorer(model: str, family: str | None, scoring: ScorerOptions, **override: Any) -> Any:
     from zstc.scorers import make_scorer
 
-    return make_scorer(model, family, **scorer_options(**given))
+    return make_scorer(model, family, **scoring.kwargs(**override))
 
 
 def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: str = "exclude") -> Any:
@@ -47,6 +46,7 @@ def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
 
 
 @app.command("template-robustness")
+@with_scorer_options(precision="fp32")
 def template_robustness(
     model: Model,
     data: Data,
@@ -57,20 +57,13 @@ def template_robustness(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
+    scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
     table = Table(title=f"{model} on {task} ({len(loaded)} texts): macro-F1 by template")
@@ -85,6 +78,7 @@ def template_robustness(
 
 
 @app.command()
+@with_scorer_options(precision="fp32")
 def calibrate(
     model: Model,
     data: Data,
@@ -97,26 +91,17 @@ def calibrate(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest."""
-    from zstc.yin.calibration import calibrate as fit_and_report
+    from zstc.yin.calibration import calibrate as fit_and_report, dev_test_split
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
-    from zstc.benchmark.tasks import stratified_sample
 
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
+    scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
-    dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
-    test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
+    dev, test = dev_test_split(loaded, dev_fraction, seed)
     descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
     scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
     report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=score_type_of(scorer))
@@ -127,12 +112,8 @@ def calibrate(
     _write(report, out, scorer)
 
 
-def _positions(task: Any, part: Any) -> Any:
-    """Positions in ``task`` of the texts of ``part`` (a sample of it), via their source rows."""
-    return np.flatnonzero(np.isin(task.source_index, part.source_index))
-
-
 @app.command()
+@with_scorer_options("pooling", "score_type", "batch_size", "precision", "device", "max_length", precision="fp32")
 def unseen(
     model: Model,
     data: Data,
@@ -153,18 +134,13 @@ def unseen(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
+    scorer = _scorer(model, family, scoring)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)
     descriptions = list(_single_variant(hypotheses, template, test))
@@ -173,9 +149,11 @@ def unseen(
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
                                   seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
-                                  device=device, precision=requested_precision(precision, bf16, "fp32"))
-        # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
-        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device)
+                                  device=scoring.get("device"), precision=scoring.precision)
+        # Probabilities: the harsh rule's margin is a difference of entailment probabilities; the user's
+        # pooling and max_length were for --model, not for the fine-tuned NLI model.
+        return _scorer(folder, "nli", ScorerOptions({"batch_size": scoring.get("batch_size"), "device": scoring.get("device"), "precision": scoring.precision}),
+                       score_type="prob")
 
     report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
     report["model"] = model

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
-from typing import Annotated, Any, Optional
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -87,3 +92,82 @@ def cli_message(error: ZstcError) -> str:
     for parameter in error.parameters:
         message = re.sub(rf"(?<![\w-]){re.escape(parameter)}(?![\w-])", flag(parameter), message)
     return message
+
+
+# -- the scorer options, as one bundle --------------------------------------------------------------------
+
+SCORER_OPTIONS: dict[str, Any] = {
+    "pooling": Pooling,
+    "score_type": ScoreType,
+    "entailment_index": EntailmentIndex,
+    "batch_size": BatchSize,
+    "precision": None,  # PrecisionFp32 or PrecisionAuto, by the command's default
+    "bf16": Bf16,
+    "device": Device,
+    "max_length": MaxLength,
+}
+"""The scorer options a command can take, in the order ``--help`` lists them."""
+
+
+@dataclass(frozen=True)
+class ScorerOptions:
+    """The scorer options of one command line: what the user set (``None``: left to the family's default)."""
+
+    given: dict[str, Any]
+    default_precision: str = "fp32"
+
+    def get(self, name: str) -> Any:
+        return self.given.get(name)
+
+    @property
+    def precision(self) -> str:
+        """``--precision`` or its ``--bf16/--no-bf16`` alias, else the command's default (not yet resolved)."""
+        return requested_precision(self.given.get("precision"), self.given.get("bf16"), self.default_precision)
+
+    def kwargs(self, **override: Any) -> dict[str, Any]:
+        """Keyword arguments for :func:`zstc.scorers.make_scorer`: the options set, ``override`` on top, and
+        the precision resolved for the device."""
+        given = {name: value for name, value in self.given.items() if name not in ("precision", "bf16")}
+        return scorer_options(**{**given, **override, "precision": self.precision})
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_scorer_options(*names: str, precision: str = "fp32") -> Callable[[F], F]:
+    """Give a command the scorer options ``names`` (default: all of :data:`SCORER_OPTIONS`) as flags, and
+    hand them to it as one ``scoring: ScorerOptions`` argument instead of one parameter each.
+
+    ``precision`` is the command's default (``fp32`` for benchmark numbers, ``auto`` for classifying);
+    ``--bf16/--no-bf16`` come with ``--precision``.
+    """
+    chosen = list(names or SCORER_OPTIONS)
+    if "precision" in chosen and "bf16" not in chosen:
+        chosen.append("bf16")
+    chosen = [name for name in SCORER_OPTIONS if name in chosen]
+    annotations = {
+        name: (PrecisionAuto if precision == "auto" else PrecisionFp32) if name == "precision" else SCORER_OPTIONS[name]
+        for name in chosen
+    }
+
+    def decorate(command: F) -> F:
+        signature = inspect.signature(command)
+        # Typer reads the annotations from the signature: give it objects, not the module's strings.
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [parameter.replace(annotation=hints.get(name, parameter.annotation))
+               for name, parameter in signature.parameters.items() if name != "scoring"]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotations[name]) for name in chosen]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in chosen}
+            return command(**kwargs, scoring=ScorerOptions(given, precision))
+
+        wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {
+            **{name: value for name, value in hints.items() if name != "scoring"},
+            **annotations,
+        }
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

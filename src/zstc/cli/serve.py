@@ -7,19 +7,18 @@ from typing import Annotated
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, Bf16, PrecisionAuto, requested_precision, Device, Family, Model, Pooling, scorer_options
+from zstc.cli.options import DEFAULT, Family, Model, ScorerOptions, with_scorer_options
 
 
 @app.command()
+@with_scorer_options("pooling", "precision", "device", precision="auto")
 def serve(
     model: Model = DEFAULT,
     family: Family = None,
-    pooling: Pooling = None,
-    precision: PrecisionAuto = None,
-    bf16: Bf16 = None,
-    device: Device = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Serve POST /classify {texts, labels, template?} and GET /health with one model loaded once."""
     from zstc.errors import ModelError
@@ -31,6 +30,6 @@ def serve(
     from zstc.api import Classifier
     from zstc.server.app import create_app
 
-    classifier = Classifier(model, family=family, **scorer_options(pooling=pooling, precision=requested_precision(precision, bf16, "auto"), device=device))
+    classifier = Classifier(model, family=family, **scoring.kwargs())
     classifier.scores(["warm-up"], ["a", "b"])  # load the model before accepting requests
     uvicorn.run(create_app(classifier), host=host, port=port)

@@ -23,6 +23,7 @@ import numpy as np
 
 from zstc.scorers.base import ScoreResult, add_note, score_with_notes
 from zstc.errors import LabelError, UnknownNameError
+from zstc.validation import check_template
 
 ASPECT_TEMPLATES: dict[str, str] = {
     "topic": "This text is about {}.",
@@ -73,12 +74,6 @@ class HypothesisSet(Sequence[str]):
         return (self[i] for i in range(len(self)))
 
 
-def check_template(template: str) -> str:
-    if template.count("{}") != 1:
-        raise LabelError(f"a template must contain exactly one '{{}}' where the label goes, got {template!r}")
-    return template
-
-
 def aspect_template(family: str | None) -> str:
     return ASPECT_TEMPLATES[FAMILY_ASPECT.get(family or "", DEFAULT_ASPECT)]
 
@@ -124,7 +119,7 @@ def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, data
 def make_hypothesis_provider(variant: str, template: str | None = None) -> Callable[[Any], HypothesisSet]:
     """A ``Task -> HypothesisSet`` function for :class:`zstc.benchmark.runner.Bench` (template: the user's or the aspect's)."""
     if variant not in VARIANTS:
-        raise UnknownNameError(f"--hypotheses must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        raise UnknownNameError(f"hypotheses must be one of {', '.join(VARIANTS)}, got {variant!r}", parameters=("hypotheses",))
     if template is not None:
         check_template(template)
 

@@ -41,7 +41,7 @@ class CausalLMScorer(TorchScorer[F]):
         source = model_source(self.spec)
         try:
             tokenizer = AutoTokenizer.from_pretrained(source)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.precision == "bf16" else torch.float32)
+            model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.precision == "bf16" else torch.float32)
         except Exception as error:
             raise load_error(self.spec, error) from None
         model.to(self.device).eval()

@@ -17,7 +17,7 @@ import torch
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
-from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, add_note, count_parameters
+from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, add_note, count_parameters, model_max_length
 from zstc.scorers.families import POOLINGS
 from zstc.scorers.runtime import inference_context
 
@@ -58,6 +58,8 @@ class EmbeddingScorer(TorchScorer[None]):
             raise load_error(self.spec, error) from None
         if self.max_length is not None:
             model.max_seq_length = self.max_length
+        elif model.max_seq_length is None:  # no limit in the model's configuration: the tokenizer's, or an error
+            model.max_seq_length = model_max_length(self.spec, model.tokenizer)
         model.eval()
         return LoadedModel(model, model.tokenizer, int(model.max_seq_length), count_parameters(model), None)
 

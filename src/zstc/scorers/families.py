@@ -72,6 +72,11 @@ def register_family(family: Family) -> Family:
     return family
 
 
+def unregister_family(name: str) -> None:
+    """Remove a family (a plugin unloading, a test cleaning up); unknown names are ignored."""
+    _FAMILIES.pop(name, None)
+
+
 def get_family(name: str) -> Family:
     try:
         return _FAMILIES[name]

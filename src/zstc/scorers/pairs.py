@@ -213,7 +213,8 @@ def _token_ids(tokenizer: Any, texts: Sequence[str], *, max_length: int | None) 
     if not texts:
         return []
     truncation = {"truncation": True, "max_length": max_length} if max_length is not None else {}
-    return tokenizer(list(texts), add_special_tokens=False, **truncation)["input_ids"]
+    ids: list[list[int]] = tokenizer(list(texts), add_special_tokens=False, **truncation)["input_ids"]
+    return ids
 
 
 # -- reading the model's outputs ---------------------------------------------------------------------------
@@ -363,7 +364,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         distinct_seconds, second_index = _distinct(seconds)
         plan = self._plan(loaded, distinct_firsts, distinct_seconds, pairs=(first_index, second_index))
         # Pairs are deduplicated too: the same (premise, hypothesis) twice is scored once.
-        lookup = {}
+        lookup: dict[tuple[int, int], float] = {}
         for batch, scores in self._run(loaded, plan, show_progress):
             lookup.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), scores.tolist()))
         notes = self._truncation_notes(loaded, np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -133,7 +133,7 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         cache = DynamicCache(config=loaded.model.config)
         self._forward_answer(loaded, input_ids, attention_mask, positions(attention_mask), loaded.facts, cache)
         return PrefixStates(
-            states=[(layer.keys, layer.values) for layer in cache.layers],
+            states=[(layer.keys, layer.values) for layer in cast(list[Any], cache.layers)],
             attention_mask=attention_mask,
             lengths=torch.tensor([len(p) for p in prefixes]),
         )
