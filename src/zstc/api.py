@@ -58,9 +58,12 @@ def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
 class Classifier:
     """A loaded model plus a fixed way of describing labels; reuse it to classify many batches."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None, **options: Any) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None,
+                 shortlist: str | int | None = None, **options: Any) -> None:
+        """``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
+        labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`)."""
         self.template = template
-        self.scorer: Scorer = make_scorer(model, family, **options)
+        self.scorer: Scorer = make_scorer(model, family, shortlist=shortlist, **options)
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                allow_single: bool = False) -> np.ndarray:
@@ -128,11 +131,11 @@ class Classifier:
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str = DEFAULT_MODEL, family: str | None = None,
              template: str | None = None, multi_label: bool = False, threshold: float | None = None,
-             **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+             shortlist: str | int | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax), or with ``multi_label=True`` every label
     whose score passes ``threshold`` (default: the score type's), "none" when no label does. See
     :class:`Classifier` to reuse a model."""
-    classifier = Classifier(model, family=family, template=template, **options)
+    classifier = Classifier(model, family=family, template=template, shortlist=shortlist, **options)
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold)
     return classifier.predict(texts, labels)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, Shortlist, scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
@@ -38,6 +38,7 @@ def bench(
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
+    shortlist: Shortlist = None,
 ) -> None:
     """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
     family and overall means, side by side with the paper's published numbers."""
@@ -54,7 +55,7 @@ def bench(
         family=family,
         tasks=resolve_task_names(tasks),
         data=data,
-        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length),
+        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length, shortlist=shortlist),
         unlabelled=unlabelled,
         max_samples=max_samples,
         seed=seed,

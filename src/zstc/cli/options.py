@@ -23,6 +23,11 @@ EntailmentIndex = Annotated[Optional[int], typer.Option(help="NLI models: the ou
 BatchSize = Annotated[Optional[int], typer.Option(help="Texts (or pairs) per forward pass.")]
 Bf16 = Annotated[Optional[bool], typer.Option("--bf16/--no-bf16", help="bf16 autocast; default: where the hardware runs it fast.")]
 Device = Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, ...; default: CUDA when present.")]
+Shortlist = Annotated[
+    Optional[str],
+    typer.Option(help="Cascade: a bi-encoder keeps each text's top K labels and only those are scored by --model; "
+                 "'K' (shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
+]
 MaxLength = Annotated[Optional[int], typer.Option(help="Token limit per input; default: the model's own. Only texts are truncated.")]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
@@ -47,5 +52,13 @@ DEFAULT = DEFAULT_MODEL
 
 
 def scorer_options(**given: Any) -> dict[str, Any]:
-    """The scorer keyword arguments the user actually set (unset options take the family's defaults)."""
-    return {name: value for name, value in given.items() if value is not None}
+    """The scorer keyword arguments the user actually set (unset options take the family's defaults).
+
+    A ``shortlist`` is recorded in its canonical ``MODEL:K`` form, so ``8`` and ``all-MiniLM-L6-v2:8`` are
+    one setting (one fingerprint)."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if "shortlist" in chosen:
+        from zstc.scorers.cascade import parse_shortlist
+
+        chosen["shortlist"] = parse_shortlist(chosen["shortlist"]).canonical
+    return chosen
