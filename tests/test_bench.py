@@ -7,6 +7,7 @@ import pytest
 import zstc.benchmark.runner as bench_module
 from zstc.benchmark.runner import Bench, BenchConfig
 from zstc.benchmark.store import ResultStore
+from zstc.errors import OutputError
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -54,5 +55,9 @@ def test_an_interrupted_run_keeps_finished_datasets_and_resumes(tmp_path, btzsc_
     assert calls == ["banking77"]  # financialphrasebank was reused
 
     calls.clear()
+    with pytest.raises(OutputError, match="other settings"):  # it would replace the first run's summary
+        Bench(config(tmp_path, btzsc_dir, seed=2), show_progress=False).run()
+    assert calls == []
+    (tmp_path / "r.json").unlink()  # the summary gone, the details folder stays
     Bench(config(tmp_path, btzsc_dir, seed=2), show_progress=False).run()
     assert calls == ["financialphrasebank", "banking77"]  # another sample: nothing stale is reused

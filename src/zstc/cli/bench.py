@@ -45,10 +45,13 @@ def bench(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
+    from zstc.validation import check_options
+
     if unlabelled not in UNLABELLED_POLICIES:
         from zstc.errors import UnknownNameError
 
         raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
+    check_options({"threshold": threshold, "max_samples": max_samples})
     config = BenchConfig(
         model=model,
         family=family,
@@ -80,6 +83,10 @@ def bench(
 def _report_event(kind: str, payload: Any) -> None:
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
+    elif kind == "damaged":
+        console.print(f"[yellow]{payload}[/]: recomputing it")
+    elif kind == "orphan":
+        console.print(f"[dim]removed {payload}, left by a run that was killed while writing[/]")
     elif kind == "reused":
         console.print(f"[dim]{payload.dataset}: reusing the finished result in the details folder[/]")
     elif kind == "done":

@@ -46,6 +46,10 @@ def classify(
     from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
 
+    from zstc.io import check_output_path
+
+    if out is not None:  # before anything is read or loaded: an output that is an input would destroy it
+        check_output_path(out, inputs=[input, labels_file, fit_thresholds])
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:

@@ -22,7 +22,9 @@ def serve(
 ) -> None:
     """Serve POST /classify {texts, labels, template?} and GET /health with one model loaded once."""
     from zstc.errors import ModelError
+    from zstc.validation import check_options
 
+    check_options({"port": port})  # before the model loads
     try:
         import uvicorn
     except ImportError:
