@@ -107,17 +107,18 @@ class Rule:
             return f"must be a finite number, got {value}"
         if self.integer and value != int(value):
             return f"must be a whole number, got {value}"
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-            return f"must be {'>' if self.low_open else '>='} {self.low:g}{self._upper()}, got {value:g}"
-        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
-            return f"must be {'<' if self.high_open else '<='} {self.high:g}{self._lower()}, got {value:g}"
-        return None
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        return f"must be {self.range_text()}, got {value:g}" if too_low or too_high else None
 
-    def _upper(self) -> str:
-        return f" and {'<' if self.high_open else '<='} {self.high:g}" if self.high is not None else ""
-
-    def _lower(self) -> str:
-        return f" and {'>' if self.low_open else '>='} {self.low:g}" if self.low is not None else ""
+    def range_text(self) -> str:
+        """``"> 0"``, ``">= 0 and <= 1"``: the bounds as a message states them."""
+        bounds = []
+        if self.low is not None:
+            bounds.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+        if self.high is not None:
+            bounds.append(f"{'<' if self.high_open else '<='} {self.high:g}")
+        return " and ".join(bounds) or "a number"
 
 
 def _device_problem(value: Any) -> str | None:

@@ -220,14 +220,14 @@ class Bench:
         self.check_outputs()
         for orphan in self.store.remove_orphans():
             self.on_event("orphan", orphan)
-        pending = [name for name in config.tasks if config.fresh or self._reusable(name) is None]
+        reusable = {name: None if config.fresh else self._reusable(name) for name in config.tasks}
         if str(config.data) != "hub":  # every dataset file is found before the first one is scored
-            for name in pending:
+            for name in [name for name, cached in reusable.items() if cached is None]:
                 find_task_file(data_directory(config.data), name)
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
             expected = fingerprint(config.settings_for(name))
-            cached = None if config.fresh else self._reusable(name)
+            cached = reusable.pop(name)  # not kept: a reused result's arrays are held once, in results
             if cached is not None:
                 results[name] = cached
                 self.on_event("reused", cached)

@@ -136,7 +136,7 @@ class ResultStore:
                             setattr(result, name, arrays[name])
             except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
                 # zero bytes: EOFError; garbage or cut short: BadZipFile/ValueError; bit flips: zlib.error or a CRC BadZipFile
-                raise DamagedResult(npz_path, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__) from None
+                raise DamagedResult(npz_path, type(error).__name__) from None
         return result
 
     def finished(self, dataset: str, expected_fingerprint: str) -> DatasetResult | None:
@@ -152,6 +152,7 @@ class DamagedResult(DataError):
     def __init__(self, path: Path, reason: str) -> None:
         super().__init__(f"{path}: damaged result file ({reason}); delete it, or run the bench again to recompute it")
         self.path = path
+        self.reason = reason
 
 
 def load_summary(path: str | Path) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def main() -> None:
         # code of typer.Exit, and 130 for a KeyboardInterrupt, instead of exiting itself.
         result = app(standalone_mode=False)
     except ZstcError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print("error: " + " ".join(str(error).split()), file=sys.stderr)  # one line, whatever a message quotes
         sys.exit(error.exit_code)
     except KeyboardInterrupt as error:
         _stopped(isinstance(error, Terminated))

@@ -84,7 +84,7 @@ def _report_event(kind: str, payload: Any) -> None:
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
     elif kind == "damaged":
-        console.print(f"[yellow]{payload}[/]: recomputing it")
+        console.print(f"[yellow]{payload.path}: damaged ({payload.reason}), recomputing it[/]")
     elif kind == "orphan":
         console.print(f"[dim]removed {payload}, left by a run that was killed while writing[/]")
     elif kind == "reused":
