@@ -38,6 +38,8 @@ class TorchScorer:
     """Shared plumbing for scorers that run a torch model: device, precision, batch size, notes."""
 
     family: ClassVar[str] = ""
+    SCORING_VERSION: ClassVar[str] = ""
+    """Version of the scoring math, per family (each scorer class sets its own); part of result fingerprints."""
 
     def __init__(
         self,

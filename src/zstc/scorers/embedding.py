@@ -25,6 +25,8 @@ POOLINGS: tuple[str, ...] = ("native", "cls")
 
 class EmbeddingScorer(TorchScorer):
     family: ClassVar[str] = "embedding"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(
         self,
@@ -115,6 +117,8 @@ class EncoderScorer(EmbeddingScorer):
     """A base encoder (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them."""
 
     family: ClassVar[str] = "encoder"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(self, spec: ModelSpec, *, device: str | None = None, precision: Precision = "fp32", batch_size: int = 64, max_length: int | None = None) -> None:
         super().__init__(spec, pooling="cls", device=device, precision=precision, batch_size=batch_size, max_length=max_length)

@@ -37,6 +37,8 @@ letters first; a model uses the first ``n`` that its tokenizer writes as one tok
 
 class LLMScorer(CausalLMScorer):
     family: ClassVar[str] = "llm"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(
         self,

@@ -29,6 +29,8 @@ TokenIds = list[int]
 
 class YesNoScorer(CausalLMScorer):
     family: ClassVar[str] = "yesno"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(
         self,
