@@ -82,7 +82,9 @@ def fingerprint(settings: dict[str, Any]) -> str:
 
 
 def write_json(path: Path, content: Any) -> None:
-    """``content`` as indented UTF-8 JSON, written atomically (see :func:`zstc.io.atomic_write`)."""
+    """``content`` as indented UTF-8 JSON, written atomically (see :func:`zstc.io.atomic_write`); missing folders
+    are created (a user's --out was checked up front by :func:`zstc.io.check_output_path`)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(Path(path)) as handle:
         handle.write(json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 
@@ -138,6 +140,24 @@ class ResultStore:
                 # zero bytes: EOFError; garbage or cut short: BadZipFile/ValueError; bit flips: zlib.error or a CRC BadZipFile
                 raise DamagedResult(npz_path, type(error).__name__) from None
         return result
+
+    def stored(self) -> list[DatasetResult]:
+        """Every readable dataset result in the details folder (without their arrays)."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for path in sorted(self.directory.glob("*.json")):
+            try:
+                result = self.load(path.stem, with_arrays=False)
+            except DamagedResult:
+                continue  # reported and recomputed when its dataset's turn comes
+            if result is not None:
+                found.append(result)
+        return found
+
+    def remove(self, dataset: str) -> None:
+        for path in self._paths(dataset):
+            path.unlink(missing_ok=True)
 
     def finished(self, dataset: str, expected_fingerprint: str) -> DatasetResult | None:
         result = self.load(dataset)
