@@ -262,6 +262,10 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
+        (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
+        (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
+        (["template-robustness", "-m", MINILM, *data, "--batch-size", "-2"], "--batch-size must be >= 1"),
         (["serve", "--port", "-1"], "--port must be >= 0"),
         (["serve", "--port", "70000"], "--port must be >= 0 and <= 65535"),
     ]

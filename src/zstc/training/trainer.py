@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from zstc.errors import DataError, ModelError
-from zstc.io import atomic_directory
+from zstc.io import atomic_directory, atomic_write
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, inference_context, resolve_device, resolve_precision
 from zstc.training.nli_pairs import (
@@ -175,9 +175,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, temporary)
-    os.replace(temporary, path)
+    with atomic_write(path, "wb") as handle:
+        torch.save(obj, handle)
 
 
 def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
