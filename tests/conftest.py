@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("ZSTC_SHARED_DATA", REPO.parent / "shared" / "data"))
-BTZSC_DIR = SHARED_DATA / "btzsc"
+from shared_data import shared_path
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -27,16 +26,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def btzsc_dir() -> Path:
-    if not (BTZSC_DIR / "financialphrasebank.jsonl").exists():
-        pytest.skip(f"BTZSC data not found at {BTZSC_DIR}")
-    return BTZSC_DIR
+    return shared_path("btzsc/financialphrasebank.jsonl").parent
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip(f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+    return shared_path(".")
 
 
 @pytest.fixture(scope="session")

@@ -80,12 +80,20 @@ def fingerprint(settings: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def umask_mode(base: int = 0o666) -> int:
+    """``base`` as the process's umask leaves it: the mode ``open()`` would give a new file (``0o777`` for a folder)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return base & ~mask
+
+
 def _atomic_write(path: Path, write: Any, suffix: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
+        os.chmod(tmp, umask_mode())  # mkstemp creates 0600; the result is an ordinary file others may read
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
