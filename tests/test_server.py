@@ -54,7 +54,7 @@ def wait_ready(client: TestClient, timeout: float = 600) -> None:
 
 @pytest.fixture(scope="module")
 def minilm() -> Classifier:
-    return Classifier(MINILM, bf16=False)
+    return Classifier(MINILM, precision="fp32")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def nli(tmp_path_factory: pytest.TempPathFactory) -> Classifier:
                                                                label2id={v: k for k, v in names.items()})
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(gt.get_model_path()).save_pretrained(folder)
-    return Classifier(str(folder), family="nli", bf16=False)
+    return Classifier(str(folder), family="nli", precision="fp32")
 
 
 @pytest.fixture(scope="module")
@@ -582,7 +582,7 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--no-bf16",
+    server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--precision", "fp32",
                                "--drain-timeout", "3"], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 900

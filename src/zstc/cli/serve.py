@@ -8,7 +8,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionAuto, ScoreType
+from zstc.cli.options import requested_precision, scorer_options
 
 _BATCHING = "Batching and limits"
 
@@ -21,6 +22,7 @@ def serve(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionAuto = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -69,7 +71,7 @@ def serve(
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
 
     options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size,
-                             bf16=bf16, device=device, max_length=max_length)
+                             precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length)
     classifier = Classifier(model, family=family, **options)
     classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
     application = create_app(classifier, settings)
