@@ -68,3 +68,20 @@ def zstc_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> 
         return status, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """A headless-capable Chromium, installed with the project's script when missing (skip if impossible)."""
+    import shutil
+    import subprocess
+
+    names = ("chromium", "chromium-browser", "google-chrome")
+    found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    if found is None:
+        script = REPO / "scripts" / "install-chromium.sh"
+        result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+        found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+        if found is None:
+            pytest.skip(f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}")
+    return found

@@ -11,7 +11,6 @@ import io
 import json
 import math
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -242,27 +241,14 @@ def test_index_html_is_self_contained(report) -> None:
     assert page.count('src="data:image/png;base64,') == len(report.figures)
 
 
-def _chromium() -> str:
-    """A headless-capable Chromium, installed with the project's script when missing (skip if impossible)."""
-    names = ("chromium", "chromium-browser", "google-chrome")
-    found = next((shutil.which(n) for n in names if shutil.which(n)), None)
-    if found is None:
-        script = REPO / "scripts" / "install-chromium.sh"
-        result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
-        found = next((shutil.which(n) for n in names if shutil.which(n)), None)
-        if found is None:
-            pytest.skip(f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}")
-    return found
-
-
 def _headless(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--no-first-run", f"--user-data-dir={profile}"]
     return subprocess.run([browser, *flags, *args], capture_output=True, text=True, timeout=180)
 
 
-def test_index_html_renders_in_headless_chromium(report, tmp_path: Path) -> None:
-    browser = _chromium()
+def test_index_html_renders_in_headless_chromium(report, tmp_path: Path, chromium: str) -> None:
+    browser = chromium
     # A copy of the page with a probe that writes, once loaded, how many images actually decoded.
     probe = report.directory / "probe.html"
     script = ('<script>window.addEventListener("load", () => { const images = [...document.images]; '
