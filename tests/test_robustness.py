@@ -266,8 +266,8 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
         (["template-robustness", "-m", MINILM, *data, "--batch-size", "-2"], "--batch-size must be >= 1"),
-        (["serve", "--port", "-1"], "--port must be >= 0"),
-        (["serve", "--port", "70000"], "--port must be >= 0 and <= 65535"),
+        (["serve", "--port", "-1"], "--port must be between 0 and 65535"),
+        (["serve", "--port", "70000"], "--port must be between 0 and 65535"),
     ]
     for args, message in cases:
         assert_user_error(zstc_cli(*args), message)
@@ -278,7 +278,7 @@ def test_rules_are_data() -> None:
     from zstc.errors import OptionError
     from zstc.validation import OPTION_RULES, Rule, check_options
 
-    check_options({"alpha": 0.05, "port": 8000, "threshold": None})
+    check_options({"alpha": 0.05, "batch_size": 8, "threshold": None})
     with pytest.raises(OptionError, match="--eval-fraction must be > 0 and <= 1, got 1.5"):
         check_options({"eval_fraction": 1.5})
     with pytest.raises(OptionError, match="--max-samples must be >= 2"):

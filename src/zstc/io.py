@@ -165,13 +165,18 @@ def _check_writable_folder(folder: Path, where: str) -> None:
     os.unlink(probe)
 
 
+def umask_mode(base: int = 0o666) -> int:
+    """``base`` as the process's umask leaves it: the mode ``open()`` would give a new file (``0o777`` for a folder)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return base & ~mask
+
+
 def _file_mode(existing: Path) -> int:
     """An existing target's permissions, else those the umask gives a new file (mkstemp's own are 0600)."""
     with contextlib.suppress(OSError):
         return existing.stat().st_mode & 0o7777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+    return umask_mode()
 
 
 def _write_failed(path: Path, error: OSError) -> OutputError:

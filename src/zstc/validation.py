@@ -163,8 +163,6 @@ OPTION_RULES: dict[str, Rule] = {
     "batch_size": COUNT,
     "max_length": COUNT,
     "device": Rule(device=True),
-    # service
-    "port": Rule(0, 65535, integer=True),
 }
 """The range of every non-scorer option, by parameter name. A command checks its options with
 :func:`check_options` before loading anything; a command whose option is narrower passes its own rule."""
