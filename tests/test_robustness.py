@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MINILM, REPO
+from conftest import MINILM
+
+REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -49,15 +51,12 @@ def texts(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def result_file(tmp_path_factory: pytest.TempPathFactory, ) -> Path:
+def result_file(tmp_path_factory: pytest.TempPathFactory, btzsc_dir: Path) -> Path:
     """A real bench result: all-MiniLM-L6-v2 on 12 financialphrasebank texts, with its details folder."""
-    from conftest import BTZSC_DIR
     from zstc.benchmark.runner import Bench, BenchConfig
 
-    if not (BTZSC_DIR / "financialphrasebank.jsonl").exists():
-        pytest.skip("needs the BTZSC data")
     out = tmp_path_factory.mktemp("bench") / "r.json"
-    Bench(BenchConfig(model=MINILM, tasks=["financialphrasebank"], data=str(BTZSC_DIR), max_samples=12, out=out),
+    Bench(BenchConfig(model=MINILM, tasks=["financialphrasebank"], data=str(btzsc_dir), max_samples=12, out=out),
           show_progress=False).run()
     return out
 
@@ -486,3 +485,28 @@ def test_fuzz_random_csv_shapes(header: list[str], rows: list[list[str]], quotin
     except csv.Error:
         return  # a shape the csv module itself cannot write
     fuzz_file(".csv", buffer.getvalue().encode("utf-8", "surrogatepass"))
+
+
+REQUEST_FIELDS = st.fixed_dictionaries({}, optional={
+    "texts": JSON | st.lists(st.text(max_size=8), max_size=3), "labels": JSON | st.lists(st.text(max_size=8), max_size=3),
+    "template": JSON, "descriptions": JSON, "threshold": JSON, "multi_label": JSON, "inputs": JSON, "parameters": JSON,
+    "query": JSON, "documents": JSON, "top_n": JSON,
+})
+
+
+@FUZZ
+@given(body=REQUEST_FIELDS, lone=st.sampled_from(["", "\ud800", "\udfff"]))
+def test_fuzz_request_models(body: dict, lone: str) -> None:
+    """The service's request models accept or reject any JSON-shaped body with a validation error, never a crash."""
+    pytest.importorskip("fastapi")
+    from pydantic import ValidationError
+
+    from zstc.server.schemas import ClassifyRequest, HFZeroShotRequest, RerankRequest
+
+    if lone and isinstance(body.get("texts"), list):
+        body["texts"] = [*body["texts"], f"bad {lone} text"]
+    for model in (ClassifyRequest, HFZeroShotRequest, RerankRequest):
+        try:
+            model.model_validate(body)
+        except ValidationError:
+            pass
