@@ -46,7 +46,7 @@ def trained_nli_model(data_dir: Path, steps: int) -> str:
     """The benchmark's own NLI model: MiniLM-L6 trained on LingNLI for ``steps`` steps, trained once and cached."""
     from zstc.models.nli_head import is_zstc_nli_model
     from zstc.models.offline import model_cache_dir
-    from zstc.scorers.runtime import bf16_supported, resolve_device
+    from zstc.scorers.runtime import resolve_device, resolve_precision
 
     folder = model_cache_dir() / f"cascade-nli-minilm-l6-lingnli-{steps}"
     if is_zstc_nli_model(folder):  # written last by train-nli: a folder with it is complete
@@ -55,10 +55,10 @@ def trained_nli_model(data_dir: Path, steps: int) -> str:
     if not train.exists():
         sys.exit(f"no --model given and no LingNLI training data at {train} to train one")
     # bf16 only where the CPU runs it fast: elsewhere it is hundreds of times slower (PREAMBLE: AVX2 machines).
-    bf16 = "--bf16" if bf16_supported(resolve_device(None)) else "--no-bf16"
+    precision = resolve_precision("auto", resolve_device(None))
     command = [sys.executable, "-m", "zstc", "train-nli", "--backbone", "sentence-transformers/all-MiniLM-L6-v2",
                "--data", str(train), "--out", str(folder), "--max-steps", str(steps), "--eval-fraction", "0.05",
-               "--dev-size", "200", "--max-length", "128", bf16, "--no-progress"]
+               "--dev-size", "200", "--max-length", "128", "--precision", precision, "--no-progress"]
     print("training the NLI model once:", " ".join(command), flush=True)
     subprocess.run(command, check=True)
     return str(folder)
@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument("--timed-k", default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
     parser.add_argument("--repeats", type=int, default=1, help="timed cascade runs per K (best kept)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--bf16", action="store_true", help="main models under bf16 autocast")
+    parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="the main models' precision")
     parser.add_argument("--json", type=Path, help="write every number here")
     parser.add_argument("--plot", type=Path, help="write the F1-vs-pairs curve here (PNG)")
     args = parser.parse_args()
@@ -169,10 +169,13 @@ def main() -> None:
     data = Path(args.data)
     model = args.model or trained_nli_model(data, args.train_steps)
     timed_k = [int(k) for k in args.timed_k.split(",") if k]
-    shortlister = make_scorer(args.shortlister, bf16=False)
-    cases = [("nli", make_scorer(model, "nli", bf16=args.bf16), args.max_samples)]
+    from zstc.scorers.runtime import resolve_device, resolve_precision
+
+    precision = resolve_precision(args.precision, resolve_device(None))
+    shortlister = make_scorer(args.shortlister, precision="fp32")
+    cases = [("nli", make_scorer(model, "nli", precision=precision), args.max_samples)]
     if not args.no_yesno:
-        cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", bf16=args.bf16), args.yesno_max_samples))
+        cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision), args.yesno_max_samples))
     print(f"NLI model: {model}; shortlister: {args.shortlister}; torch threads {torch.get_num_threads()}", flush=True)
     results = []
     for name, scorer, samples in cases:

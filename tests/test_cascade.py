@@ -39,12 +39,12 @@ LABELS = [
 
 @pytest.fixture(scope="module")
 def nli_full(nli_folder: Path) -> np.ndarray:
-    return make_scorer(str(nli_folder), "nli", bf16=False).score(TEXTS, LABELS)
+    return make_scorer(str(nli_folder), "nli", precision="fp32").score(TEXTS, LABELS)
 
 
 @pytest.fixture(scope="module")
 def shortlister():
-    return make_scorer(DEFAULT_SHORTLISTER, bf16=False)
+    return make_scorer(DEFAULT_SHORTLISTER, precision="fp32")
 
 
 # -- the shortlist setting ---------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def test_unlisted_labels_rank_below_every_shortlisted_one() -> None:
 
 def test_nli_k_at_least_labels_is_the_full_run_exactly(nli_folder: Path, nli_full: np.ndarray) -> None:
     for k in (len(LABELS), len(LABELS) + 3):
-        cascade = make_scorer(str(nli_folder), "nli", bf16=False, shortlist=k)
+        cascade = make_scorer(str(nli_folder), "nli", precision="fp32", shortlist=k)
         assert isinstance(cascade, CascadeScorer)
         scores = cascade.score(TEXTS, LABELS)
         assert np.array_equal(scores, nli_full)
@@ -94,7 +94,7 @@ def test_nli_k_at_least_labels_is_the_full_run_exactly(nli_folder: Path, nli_ful
 
 def test_nli_shortlisted_labels_keep_their_scores(nli_folder: Path, nli_full: np.ndarray, shortlister) -> None:
     k = 2
-    cascade = CascadeScorer(make_scorer(str(nli_folder), "nli", bf16=False), shortlister, k)
+    cascade = CascadeScorer(make_scorer(str(nli_folder), "nli", precision="fp32"), shortlister, k)
     scores = cascade.score(TEXTS, LABELS)
     assert scores.shape == nli_full.shape and scores.dtype == np.float32
     expected_ranks = shortlist_ranks(shortlister.score(TEXTS, LABELS))
@@ -112,7 +112,7 @@ def test_nli_shortlisted_labels_keep_their_scores(nli_folder: Path, nli_full: np
 
 
 def test_cascade_is_recorded_in_describe(nli_folder: Path) -> None:
-    cascade = make_scorer(str(nli_folder), "nli", bf16=False, shortlist="all-MiniLM-L6-v2:3")
+    cascade = make_scorer(str(nli_folder), "nli", precision="fp32", shortlist="all-MiniLM-L6-v2:3")
     facts = cascade.describe()
     assert facts["family"] == "nli" and facts["shortlist"]["setting"] == f"{DEFAULT_SHORTLISTER}:3"
     assert cascade.family == "nli" and cascade.score_type == "logodds"  # stands in for the main scorer
@@ -122,7 +122,7 @@ def test_cascade_is_recorded_in_describe(nli_folder: Path) -> None:
 
 
 def test_yesno_cascade_on_smollm2(smollm2_folder: Path, shortlister) -> None:
-    main = make_scorer(SMOLLM2, "yesno", device="cpu", bf16=False, batch_size=8)
+    main = make_scorer(SMOLLM2, "yesno", device="cpu", precision="fp32", batch_size=8)
     texts, labels = TEXTS[:3], LABELS[:4]
     full = main.score(texts, labels)
     assert np.array_equal(CascadeScorer(main, shortlister, len(labels)).score(texts, labels), full)
@@ -134,7 +134,7 @@ def test_yesno_cascade_on_smollm2(smollm2_folder: Path, shortlister) -> None:
 
 
 def test_llm_cascade_lists_only_the_shortlisted_options(smollm2_folder: Path, shortlister) -> None:
-    main = make_scorer(SMOLLM2, "llm", device="cpu", bf16=False, batch_size=4)
+    main = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32", batch_size=4)
     texts, labels = TEXTS[:3], LABELS
     assert np.array_equal(CascadeScorer(main, shortlister, len(labels)).score(texts, labels), main.score(texts, labels))
     k = 3
@@ -157,7 +157,7 @@ def test_llm_cascade_lists_only_the_shortlisted_options(smollm2_folder: Path, sh
 def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli) -> None:
     out = tmp_path / "cascade.json"
     args = ("bench", "--model", str(nli_folder), "--family", "nli", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-            "--max-samples", "12", "--no-bf16", "--out", str(out))
+            "--max-samples", "12", "--precision", "fp32", "--out", str(out))
     status, _, err = zstc_cli(*args, "--shortlist", "2")
     assert status == 0, err
     summary = json.loads(out.read_text())
@@ -175,6 +175,6 @@ def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path
 def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:
     from zstc.api import Classifier
 
-    classifier = Classifier(str(nli_folder), family="nli", shortlist=2, bf16=False)
+    classifier = Classifier(str(nli_folder), family="nli", shortlist=2, precision="fp32")
     predictions = classifier.predict(TEXTS[:2], LABELS)
     assert all(p.label in LABELS and len(p.scores) == len(LABELS) for p in predictions)

@@ -149,7 +149,7 @@ class CascadeScorer:
             "model": self.shortlister.spec.model_id,
             "k": self.k,
             "setting": self.shortlist.canonical,
-            "shortlister": {key: shortlister.get(key) for key in ("family", "pooling", "dtype", "device") if key in shortlister},
+            "shortlister": {key: shortlister.get(key) for key in ("family", "pooling", "precision", "dtype", "device") if key in shortlister},
             "unlisted_scores": "lowest shortlisted score of the text - 1 - (shortlister rank among unlisted) / (labels - K)",
             "ties": "earlier label first",
         }
