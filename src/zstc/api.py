@@ -24,7 +24,7 @@ from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
-from zstc.validation import OptionSpec, check_labels, check_option, check_template, check_texts
+from zstc.validation import OptionSpec, check_labels, check_option, check_options, check_template, check_texts
 
 HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
                         help="how labels become hypotheses: 'dataset' (as given), 'name', 'definition', 'both', 'ensemble'")
@@ -75,11 +75,14 @@ class Classifier:
     """A loaded model plus a fixed way of describing labels; reuse it to classify many batches."""
 
     def __init__(self, model: str | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None,
-                 hypotheses: str = "dataset", precision: str | None = "auto", **options: Any) -> None:
+                 hypotheses: str = "dataset", precision: str | None = "auto", shortlist: str | int | None = None,
+                 **options: Any) -> None:
         """``model``: a hub id, paper name or local folder, or a scorer already built (:func:`make_scorer`,
         or any object with ``score(texts, labels)``). ``hypotheses`` and ``template``: see
         :func:`label_hypotheses`. ``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs
-        it fast; see :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier."""
+        it fast; see :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier.
+        ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
+        labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`)."""
         self.template = check_template(template) if template is not None else None
         self.hypotheses: str = check_option("hypotheses", hypotheses, HYPOTHESES)
         if isinstance(model, str):
@@ -90,9 +93,9 @@ class Classifier:
                 options = resolved_options(precision, options)
             elif precision not in (None, "auto"):  # asked for explicitly: make_scorer says it does not apply
                 options = {**options, "precision": precision}
-            self.scorer: Scorer = make_scorer(spec, **options)
+            self.scorer: Scorer = make_scorer(spec, shortlist=shortlist, **options)
         else:
-            given = ["family"] * (family is not None) + list(options)
+            given = ["family"] * (family is not None) + ["shortlist"] * (shortlist is not None) + list(options)
             if given:
                 raise OptionError(f"{', '.join(given)} cannot be given with a scorer object: build the scorer with them", *given)
             self.scorer = model
@@ -134,6 +137,7 @@ class Classifier:
                             notes: list[str] | None = None) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
         the score type's default), or ``"none"``."""
+        check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
@@ -170,11 +174,11 @@ class Classifier:
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer = DEFAULT_MODEL, family: str | None = None,
              template: str | None = None, hypotheses: str = "dataset", multi_label: bool = False,
-             threshold: float | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+             threshold: float | None = None, shortlist: str | int | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax), or with ``multi_label=True`` every label
     whose score passes ``threshold`` (default: the score type's), "none" when no label does. ``hypotheses``
     picks how labels become hypotheses (see :func:`label_hypotheses`). See :class:`Classifier` to reuse a model."""
-    classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, **options)
+    classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist, **options)
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold)
     return classifier.predict(texts, labels)

@@ -47,3 +47,17 @@ class OptionError(ZstcError, ValueError):
 
 class UnknownOptionError(OptionError, UnknownNameError):
     """An option the callee does not take, or a value that is not one of an option's named choices."""
+
+
+class OutputError(ZstcError):
+    """An output path cannot be written: it is an input, a directory, in a missing or read-only folder, or the
+    disk refused the write."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every ``except KeyboardInterrupt`` that saves finished work runs for it too.
+
+    The CLI exits 143 (128 + SIGTERM) for it instead of Ctrl-C's 130.
+    """
+
+    exit_code: int = 143

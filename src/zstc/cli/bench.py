@@ -10,24 +10,26 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import Family, Model, ScorerOptions, with_scorer_options
+from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
 
 
 @app.command()
-@with_scorer_options(precision="fp32")
+@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="fp32")
 def bench(
     model: Model,
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, or 'all' (default).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Summary JSON; per-dataset details go to <stem>.details/.")] = Path("results.json"),
     family: Family = None,
-    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a stratified sample of at most N texts per dataset.")] = None,
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
+    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw: texts 0 and 1 plus random.Random(0), the paper's own sample).")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
-    fresh: Annotated[bool, typer.Option(help="Recompute every dataset instead of reusing finished ones in <stem>.details/.")] = False,
+    overwrite: Annotated[str, typer.Option(help="Results already in <stem>.details/: 'only-missing' (reuse those of these settings, compute the rest, refuse other settings'), 'always' (recompute all, replacing them) or 'never' (compute nothing).")] = "only-missing",
+    fresh: Annotated[bool, typer.Option(help="Same as --overwrite always.")] = False,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     multi_label: MultiLabel = False,
@@ -41,10 +43,13 @@ def bench(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
+    from zstc.validation import check_options
+
     if unlabelled not in UNLABELLED_POLICIES:
         from zstc.errors import UnknownNameError
 
         raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
+    check_options({"threshold": threshold, "max_samples": max_samples})
     config = BenchConfig(
         model=model,
         family=family,
@@ -53,9 +58,10 @@ def bench(
         scorer_options=scoring.kwargs(),
         unlabelled=unlabelled,
         max_samples=max_samples,
+        sampling=sampling,
         seed=seed,
         out=out,
-        fresh=fresh,
+        overwrite="always" if fresh else overwrite,
         hypotheses=hypotheses,
         template=template,
         multi_label=multi_label,
@@ -76,6 +82,10 @@ def bench(
 def _report_event(kind: str, payload: Any) -> None:
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
+    elif kind == "damaged":
+        console.print(f"[yellow]{payload.path}: damaged ({payload.reason}), recomputing it[/]")
+    elif kind == "orphan":
+        console.print(f"[dim]removed {payload}, left by a run that was killed while writing[/]")
     elif kind == "reused":
         console.print(f"[dim]{payload.dataset}: reusing the finished result in the details folder[/]")
     elif kind == "done":

@@ -10,12 +10,12 @@ from typing import Annotated, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, Family, Model, ScorerOptions, with_scorer_options
+from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 
 @app.command()
-@with_scorer_options(precision="auto")
+@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
     input: Annotated[str, typer.Argument(help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line).")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
@@ -41,6 +41,10 @@ def classify(
     from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
 
+    from zstc.io import check_output_path
+
+    if out is not None:  # before anything is read or loaded: an output that is an input would destroy it
+        check_output_path(out, inputs=[input, labels_file, fit_thresholds])
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:

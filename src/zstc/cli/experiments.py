@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
 
 console = Console(stderr=True)
 
@@ -21,10 +22,10 @@ Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
 Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
 
 
-def _scorer(model: str, family: str | None, scoring: ScorerOptions, **override: Any) -> Any:
+def _scorer(model: str, family: str | None, **given: Any) -> Any:
     from zstc.scorers import make_scorer
 
-    return make_scorer(model, family, **scoring.kwargs(**override))
+    return make_scorer(model, family, **scorer_options(**given))
 
 
 def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: str = "exclude") -> Any:
@@ -33,6 +34,19 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
 
     loaded, _ = load_btzsc_task(task, data, unlabelled=unlabelled)
     return stratified_sample(loaded, max_samples, seed)
+
+
+def _check_before_work(out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:
+    """Everything checkable without the model, before it loads: option ranges (``rules`` adds or narrows
+    :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be one of ``data``'s files."""
+    from zstc.benchmark.data import data_directory
+    from zstc.io import GROUPED_SUFFIXES, check_output_path
+    from zstc.validation import OPTION_RULES, check_options
+
+    check_options(options, {**OPTION_RULES, **(rules or {})})
+    if out is not None:
+        inputs = [f for f in data_directory(data).iterdir() if f.suffix in GROUPED_SUFFIXES] if data != "hub" else []
+        check_output_path(out, inputs=inputs)
 
 
 def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
@@ -46,7 +60,6 @@ def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
 
 
 @app.command("template-robustness")
-@with_scorer_options(precision="fp32")
 def template_robustness(
     model: Model,
     data: Data,
@@ -57,13 +70,24 @@ def template_robustness(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
+    from zstc.validation import check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
-    scorer = _scorer(model, family, scoring)
+    for given in template or []:
+        check_template(given, what="--template")
+    _check_before_work(out, data, {"max_samples": max_samples})
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
+                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
     table = Table(title=f"{model} on {task} ({len(loaded)} texts): macro-F1 by template")
@@ -78,7 +102,6 @@ def template_robustness(
 
 
 @app.command()
-@with_scorer_options(precision="fp32")
 def calibrate(
     model: Model,
     data: Data,
@@ -91,17 +114,36 @@ def calibrate(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
 ) -> None:
     """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest."""
-    from zstc.yin.calibration import calibrate as fit_and_report, dev_test_split
+    from zstc.yin.calibration import calibrate as fit_and_report
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
+    from zstc.benchmark.tasks import stratified_sample
+    from zstc.errors import DataError
+    from zstc.validation import Rule, check_template
+    from zstc.yin.calibration import METHODS
 
-    scorer = _scorer(model, family, scoring)
+    if template is not None:
+        check_template(template, what="--template")
+    # Two texts at least: one to fit on, one to test on.
+    _check_before_work(out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction},
+                       {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
     loaded = _load(task, data, max_samples, seed)
-    dev, test = dev_test_split(loaded, dev_fraction, seed)
+    dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
+    test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
+    if len(dev) == 0 or len(test) == 0:
+        raise DataError(f"{task}: {len(loaded)} texts leave {len(dev)} to fit and {len(test)} to test on; calibration needs both")
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
+                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
     scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
     report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=score_type_of(scorer))
@@ -112,8 +154,12 @@ def calibrate(
     _write(report, out, scorer)
 
 
+def _positions(task: Any, part: Any) -> Any:
+    """Positions in ``task`` of the texts of ``part`` (a sample of it), via their source rows."""
+    return np.flatnonzero(np.isin(task.source_index, part.source_index))
+
+
 @app.command()
-@with_scorer_options("pooling", "score_type", "batch_size", "precision", "device", "max_length", precision="fp32")
 def unseen(
     model: Model,
     data: Data,
@@ -134,13 +180,26 @@ def unseen(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.io import check_output_dir
+    from zstc.validation import check_template
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
-    scorer = _scorer(model, family, scoring)
+    if template is not None:
+        check_template(template, what="--template")
+    _check_before_work(out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
+                                   "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples})
+    if finetune:
+        check_output_dir(work_dir, option="--work-dir")
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)
     descriptions = list(_single_variant(hypotheses, template, test))
@@ -149,11 +208,9 @@ def unseen(
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
                                   seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
-                                  device=scoring.get("device"), precision=scoring.precision)
-        # Probabilities: the harsh rule's margin is a difference of entailment probabilities; the user's
-        # pooling and max_length were for --model, not for the fine-tuned NLI model.
-        return _scorer(folder, "nli", ScorerOptions({"batch_size": scoring.get("batch_size"), "device": scoring.get("device"), "precision": scoring.precision}),
-                       score_type="prob")
+                                  device=device, precision=requested_precision(precision, bf16, "fp32"))
+        # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
+        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device)
 
     report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
     report["model"] = model

@@ -74,6 +74,8 @@ class HypothesisSet(Sequence[str]):
         return (self[i] for i in range(len(self)))
 
 
+
+
 def aspect_template(family: str | None) -> str:
     return ASPECT_TEMPLATES[FAMILY_ASPECT.get(family or "", DEFAULT_ASPECT)]
 

@@ -25,13 +25,16 @@ def scorer_class(family: str) -> type:
     return get_family(family).scorer_class()
 
 
-def make_scorer(model: str | ModelSpec, family: str | None = None, **options: Any) -> Scorer:
+def make_scorer(model: str | ModelSpec, family: str | None = None, *, shortlist: Any = None, **options: Any) -> Scorer:
     """Build the scorer for ``model`` (hub id, paper name, local folder or a :class:`ModelSpec`).
 
     ``options`` are checked against the family's option specs (:attr:`Family.options`); options left at
     ``None`` take the family's defaults. An option the family does not take is an error, not silently
     ignored: ``pooling`` means nothing to an NLI model, and a user who passes it should hear so. Nothing is
     loaded here: building a scorer is cheap, and a bad option fails before any download.
+
+    ``shortlist`` (``K`` or ``MODEL:K``) puts it behind a cascade: a bi-encoder shortlists each text's top K
+    labels and only those are scored by ``model`` (see :mod:`zstc.scorers.cascade`).
     """
     from zstc.models.registry import ModelSpec, get_model_spec
 
@@ -39,7 +42,13 @@ def make_scorer(model: str | ModelSpec, family: str | None = None, **options: An
     record = get_family(spec.family)
     checked = record.check_options(options, spec.model_id)
     scorer: Scorer = record.scorer_class()(spec, **checked)
-    return scorer
+    if shortlist is None:
+        return scorer
+    from zstc.scorers.cascade import with_shortlist
+
+    # The shortlister runs where the main model runs; its other settings are its own defaults (fp32).
+    device = options.get("device")
+    return with_shortlist(scorer, shortlist, **({"device": device} if device is not None else {}))
 
 
 _LAZY = {"Scorer": "zstc.scorers.base", "PairScorer": "zstc.scorers.base", "ScoreResult": "zstc.scorers.base"}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, run
 
 import numpy as np
 
+from zstc.errors import ZstcError
 from zstc.models.registry import ModelSpec
 from zstc.scorers.families import get_family
 
@@ -133,6 +134,8 @@ class TorchScorer(Generic[F]):
     """Shared plumbing for scorers that run a torch model: options, device, precision, loading once."""
 
     family: ClassVar[str] = ""
+    SCORING_VERSION: ClassVar[str] = ""
+    """Version of the scoring math, per family (each scorer class sets its own); part of result fingerprints."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         from zstc.scorers.runtime import check_precision, resolve_device

@@ -30,6 +30,8 @@ __all__ = ["POOLINGS", "EmbeddingScorer", "EncoderScorer"]
 
 class EmbeddingScorer(TorchScorer[None]):
     family: ClassVar[str] = "embedding"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         super().__init__(spec, **options)
@@ -109,3 +111,5 @@ class EncoderScorer(EmbeddingScorer):
     """A base encoder (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them."""
 
     family: ClassVar[str] = "encoder"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""

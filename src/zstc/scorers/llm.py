@@ -40,6 +40,8 @@ Symbols = list[tuple[str, int]]
 
 class LLMScorer(CausalLMScorer[Symbols]):
     family: ClassVar[str] = "llm"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def describe(self) -> dict[str, Any]:
         facts = super().describe()

@@ -50,6 +50,8 @@ def entailment_scores(logits: torch.Tensor, entailment: int, score_type: str = "
 
 class NliScorer(CrossEncoderScorer):
     family: ClassVar[str] = "nli"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         super().__init__(spec, **options)

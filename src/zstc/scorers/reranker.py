@@ -19,6 +19,8 @@ RELEVANT_NAMES: frozenset[str] = frozenset({"relevant"})
 
 class RerankerScorer(CrossEncoderScorer):
     family: ClassVar[str] = "reranker"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def describe(self) -> dict[str, Any]:
         column = self._loaded.facts if self._loaded is not None else None

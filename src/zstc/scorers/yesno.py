@@ -32,6 +32,8 @@ AnswerIds = list[int]
 
 class YesNoScorer(CausalLMScorer[AnswerIds]):
     family: ClassVar[str] = "yesno"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         """``batch_size`` counts (text, label) pairs per forward pass; ``prefix_cache=False`` runs every
