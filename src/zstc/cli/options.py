@@ -63,11 +63,8 @@ def scorer_options(**given: Any) -> dict[str, Any]:
     """The scorer keyword arguments the user actually set (unset options take the family's defaults), with
     ``precision`` (when given) resolved to fp32 or bf16 for the device: once per run, here."""
     from zstc.scorers.runtime import resolved_options
-    from zstc.validation import OPTION_RULES, check_options
 
     options = {name: value for name, value in given.items() if value is not None}
-    # Ranges of the options zstc's rule table knows (batch size, max length, device), before any model loads.
-    check_options({name: value for name, value in options.items() if name in OPTION_RULES})
     if "precision" in options:
         return resolved_options(options.pop("precision"), options)
     return options
