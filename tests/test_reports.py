@@ -24,9 +24,8 @@ from zstc.reports import stats
 from zstc.reports.rows import ModelRow, paper_rows
 from zstc.reports.tables import MeanStd, Table, family_table
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "btzsc"
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data/btzsc")
+from shared_data import BTZSC_DIR as DATA, requires_baselines
+
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ["financialphrasebank", "rottentomatoes"]
 SAMPLES = 40
@@ -80,6 +79,7 @@ def test_kendall_tau() -> None:
 # -- tables -------------------------------------------------------------------------------------------
 
 
+@requires_baselines
 def test_table2_from_published_rows_matches_the_public_leaderboard() -> None:
     """The paper's all-MiniLM-L6-v2 averages, as the public BTZSC results repository lists them."""
     from zstc.benchmark.catalog import catalog
@@ -291,6 +291,7 @@ def test_report_command_errors_are_one_line(tmp_path: Path, zstc_cli) -> None:
     assert status == 2 and err.strip() == f"error: {tmp_path / 'missing.json'}: no such file"
 
 
+@requires_baselines
 def test_scaling_places_runs_by_registry_size() -> None:
     spec = get_model_spec("all-MiniLM-L6-v2")
     row = ModelRow("mine", spec.family, spec.params_millions, {"macro_f1": {"imdb": 0.5}}, "run")
