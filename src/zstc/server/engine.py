@@ -47,7 +47,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from zstc.errors import ModelError
 
 logger = logging.getLogger("zstc.server")
 
@@ -195,7 +194,7 @@ class Backend:
 
     def _tokenizer(self) -> Any:
         try:
-            return self.scorer._load().tokenizer
+            return self.scorer.loaded.tokenizer
         except Exception:  # a scorer without one; the metric is then left out
             return None
 
@@ -250,7 +249,7 @@ class EmbeddingBackend(Backend):
 
     @staticmethod
     def supports(scorer: Any) -> bool:
-        return all(hasattr(scorer, name) for name in ("_encode", "_count_truncated", "spec"))
+        return all(hasattr(scorer, name) for name in ("_encode", "_label_embeddings", "loaded", "spec"))
 
     def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
         import torch
@@ -258,26 +257,22 @@ class EmbeddingBackend(Backend):
         texts, label_sets = self._formatted(jobs)
         distinct_texts = list(dict.fromkeys(texts))
         text_rows = {text: i for i, text in enumerate(distinct_texts)}
-        text_embeddings = self.scorer._encode(distinct_texts, show_progress=False)
-        label_embeddings = self._label_embeddings(list(dict.fromkeys(d for labels in label_sets for d in labels)))
+        loaded = self.scorer.loaded
+        text_embeddings = self.scorer._encode(loaded, distinct_texts, show_progress=False)
+        label_embeddings = self._label_embeddings(loaded, list(dict.fromkeys(d for labels in label_sets for d in labels)))
         rows = []
         for text, labels in zip(texts, label_sets):
             matrix = torch.stack([label_embeddings[d] for d in labels])
             rows.append((text_embeddings[text_rows[text]] @ matrix.T).cpu().numpy().astype(np.float32))
         return _split_rows(jobs, rows)
 
-    def _label_embeddings(self, descriptions: list[str]) -> dict[str, Any]:
+    def _label_embeddings(self, loaded: Any, descriptions: list[str]) -> dict[str, Any]:
         missing = [d for d in descriptions if d not in self._cache]
         if self._on_lookup is not None:
             self._on_lookup(len(descriptions) - len(missing), len(missing))
         if missing:
-            # The scorer's own rule: a label description is never truncated, so one that is too long is an error.
-            if self.scorer._count_truncated(missing):
-                raise ModelError(
-                    f"a label description is longer than {self.scorer.spec.model_id}'s {self.scorer.max_length} tokens; "
-                    "label descriptions are never truncated: shorten it"
-                )
-            for description, embedding in zip(missing, self.scorer._encode(missing, show_progress=False)):
+            # The scorer's own encoding and rule (a description too long for the model is an error, never truncated).
+            for description, embedding in zip(missing, self.scorer._label_embeddings(loaded, tuple(missing))):
                 self._cache[description] = embedding
         found = {}
         for description in descriptions:
