@@ -147,15 +147,17 @@ def check_template(template: str, *, what: str = "template") -> str:
     """
     if not isinstance(template, str):
         raise LabelError(f"{what} must be a string, got {type(template).__name__}")
+    cannot = f"{what} {template!r} cannot be filled"
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
     except ValueError as error:  # "Single '}' encountered", "unmatched '{'"
-        raise LabelError(f"{what} {template!r}: {error}; write a literal brace as {{{{ or }}}}") from None
+        raise LabelError(f"{cannot}: {error}; write a literal brace as {{{{ or }}}}") from None
     if len(fields) != 1:
-        raise LabelError(f"a {what} must contain exactly one '{{}}' where the label goes, got {template!r}")
+        raise LabelError(f"{cannot}: it must contain exactly one '{{}}' where the label goes")
     name, spec, conversion = fields[0]
     if name not in ("", "0") or spec or conversion:
-        raise LabelError(f"{what} {template!r}: the label slot must be a plain '{{}}', got '{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}'")
+        slot = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        raise LabelError(f"{cannot}: the label slot must be a plain '{{}}', got '{slot}'")
     return template
 
 
