@@ -68,11 +68,29 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
     except ImportError:
         raise DataError(f"{path}: reading Parquet needs pyarrow: pip install 'zstc[parquet]'") from None
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises several types for corrupt files
         raise DataError(f"{path}: not a readable Parquet file ({error})") from None
-    for i, record in enumerate(table.to_pylist(), start=1):
-        yield i, record
+    row = 0
+    # Batch by batch: a file of millions of rows is never held in memory at once.
+    for batch in parquet.iter_batches(batch_size=4096):
+        for record in batch.to_pylist():
+            row += 1
+            yield row, record
+
+
+def check_output_path(path: str | Path, *, inputs: Iterable[str | Path] = (), option: str = "--out") -> Path:
+    """Refuse an output path that would overwrite one of the ``inputs``, names a directory, or lies in a
+    folder that does not exist; before any work is done, so a mistake costs nothing."""
+    path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{option} {path}: is a directory, expected a file")
+    if not path.parent.is_dir():
+        raise DataError(f"{option} {path}: the folder {path.parent} does not exist")
+    for source in inputs:
+        if str(source) != "-" and Path(source).exists() and Path(source).resolve() == path.resolve():
+            raise DataError(f"{option} {path}: is the input file; writing it would destroy the input")
+    return path
 
 
 def text_of(record: Record, where: str, column: str = "text") -> str:
