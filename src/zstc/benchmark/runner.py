@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
+from zstc.benchmark.cache import ResultCache
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import ZstcError
@@ -58,6 +59,8 @@ class BenchConfig:
     scores, so it never changes a dataset's fingerprint."""
     threshold: float | None = None
     """Multi-label threshold; None: the scorer's score-type default."""
+    cache: bool = True
+    """Reuse and fill the shared result cache (:mod:`zstc.benchmark.cache`); never changes a number."""
 
     def settings_for(self, dataset: str) -> dict[str, Any]:
         """Everything that determines one dataset's numbers (and nothing that does not, like the out path)."""
@@ -195,7 +198,9 @@ class Bench:
         self.on_event = on_event or (lambda kind, payload: None)
         self.show_progress = show_progress
         self.store = ResultStore(config.out)
+        self.cache = ResultCache(on_note=lambda note: self.on_event("note", note)) if config.cache else None
         self._scorer: Scorer | None = None
+        self._revision: tuple[str | None] | None = None
 
     @property
     def scorer(self) -> Scorer:
@@ -204,36 +209,70 @@ class Bench:
             self._scorer = make_scorer(self.config.model, self.config.family, **self.config.scorer_options)
         return self._scorer
 
+    def cache_key(self) -> tuple[str, str | None]:
+        """The model id and revision the shared cache files this run's results under."""
+        spec = get_model_spec(self.config.model, self.config.family)
+        if self._revision is None:
+            self._revision = (_model_revision(spec),)
+        return spec.model_id, self._revision[0]
+
+    def reusable(self, name: str, expected: str) -> DatasetResult | None:
+        """A finished result for ``name`` with fingerprint ``expected``: this run's own details folder
+        first, then the shared cache (copied into the details folder, which reports read)."""
+        found = self.store.finished(name, expected)
+        if found is None and self.cache is not None:
+            found = self.cache.get(*self.cache_key(), name, expected)
+            if found is not None:
+                self.store.save(found)
+        return found
+
+    def compute(self, name: str, expected: str) -> DatasetResult:
+        """Load, sample, score and judge one dataset (nothing is read from or written to any store)."""
+        config = self.config
+        task, affected = load_btzsc_task(name, config.data, unlabelled=config.unlabelled)
+        source_texts = len(task)
+        task = stratified_sample(task, config.max_samples, config.seed)
+        self.on_event("start", task)
+        result, _ = evaluate_task(self.scorer, task, self.hypothesis_provider(task), show_progress=self.show_progress)
+        result.unlabelled_policy = config.unlabelled
+        result.unlabelled_texts = affected
+        result.fingerprint = expected
+        result.extra["source_texts"] = source_texts
+        return result
+
+    def keep(self, result: DatasetResult) -> None:
+        """Save a computed result in this run's details folder and in the shared cache."""
+        self.store.save(result)
+        if self.cache is not None:
+            self.cache.put(result, *self.cache_key())
+
+    def summarize(self, results: dict[str, DatasetResult]) -> dict[str, Any]:
+        """The run summary of ``results``, written to ``config.out`` as ``zstc bench`` writes it."""
+        spec = get_model_spec(self.config.model, self.config.family)
+        summary = build_summary(self.config, spec, results, self._scorer)
+        if self.config.multi_label:
+            summary["multi_label"] = multi_label_summary(results, self.scorer, self.config.threshold)
+        write_json(Path(self.config.out), summary)
+        return summary
+
     def run(self) -> dict[str, Any]:
         config = self.config
         # Validate everything cheap before any model loads: names, options, data files.
-        spec = get_model_spec(config.model, config.family)
+        get_model_spec(config.model, config.family)
         make_scorer(config.model, config.family, **config.scorer_options)  # option check only; loads nothing
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
             expected = fingerprint(config.settings_for(name))
-            cached = None if config.fresh else self.store.finished(name, expected)
+            cached = None if config.fresh else self.reusable(name, expected)
             if cached is not None:
                 results[name] = cached
                 self.on_event("reused", cached)
                 continue
-            task, affected = load_btzsc_task(name, config.data, unlabelled=config.unlabelled)
-            source_texts = len(task)
-            task = stratified_sample(task, config.max_samples, config.seed)
-            self.on_event("start", task)
-            result, _ = evaluate_task(self.scorer, task, self.hypothesis_provider(task), show_progress=self.show_progress)
-            result.unlabelled_policy = config.unlabelled
-            result.unlabelled_texts = affected
-            result.fingerprint = expected
-            result.extra["source_texts"] = source_texts
-            self.store.save(result)
+            result = self.compute(name, expected)
+            self.keep(result)
             results[name] = result
             self.on_event("done", result)
-        summary = build_summary(config, spec, results, self._scorer)
-        if config.multi_label:
-            summary["multi_label"] = multi_label_summary(results, self.scorer, config.threshold)
-        write_json(Path(config.out), summary)
-        return summary
+        return self.summarize(results)
 
 
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> dict[str, Any]:
@@ -286,6 +325,7 @@ def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResu
             "details": str(ResultStore(config.out).directory.name),
             "data_sha256": {name: result.extra.get("data_sha256") for name, result in results.items()},
             "hypotheses_used": {name: result.hypotheses for name, result in results.items()},
+            "fingerprints": {name: result.fingerprint for name, result in results.items()},
         },
         "run": run_record(results, described),
         "results": {

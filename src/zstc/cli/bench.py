@@ -29,7 +29,8 @@ def bench(
     max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a stratified sample of at most N texts per dataset.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
-    fresh: Annotated[bool, typer.Option(help="Recompute every dataset instead of reusing finished ones in <stem>.details/.")] = False,
+    fresh: Annotated[bool, typer.Option(help="Recompute every dataset instead of reusing finished ones (<stem>.details/ or the result cache).")] = False,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse and fill the shared result cache ($ZSTC_CACHE/results; see `zstc cache`).")] = True,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     multi_label: MultiLabel = False,
@@ -64,6 +65,7 @@ def bench(
         template=template,
         multi_label=multi_label,
         threshold=threshold,
+        cache=cache,
     )
     runner = Bench(config, on_event=_report_event)
     try:
@@ -81,7 +83,9 @@ def _report_event(kind: str, payload: Any) -> None:
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
     elif kind == "reused":
-        console.print(f"[dim]{payload.dataset}: reusing the finished result in the details folder[/]")
+        console.print(f"[dim]{payload.dataset}: reusing a finished result (details folder or result cache)[/]")
+    elif kind == "note":
+        console.print(f"[yellow]note[/]: {payload}")
     elif kind == "done":
         console.print(f"  macro-F1 {payload.metrics['macro_f1']:.4f}  accuracy {payload.metrics['accuracy']:.4f}  ({payload.wall_time_s:.1f} s)")
         for note in payload.notes:
