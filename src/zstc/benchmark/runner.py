@@ -255,11 +255,14 @@ class Bench:
         write_json(Path(self.config.out), summary)
         return summary
 
+    def validate(self) -> None:
+        """Check everything cheap before any model loads: the model name and the scorer options."""
+        get_model_spec(self.config.model, self.config.family)
+        make_scorer(self.config.model, self.config.family, **self.config.scorer_options)  # option check only; loads nothing
+
     def run(self) -> dict[str, Any]:
         config = self.config
-        # Validate everything cheap before any model loads: names, options, data files.
-        get_model_spec(config.model, config.family)
-        make_scorer(config.model, config.family, **config.scorer_options)  # option check only; loads nothing
+        self.validate()
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
             expected = fingerprint(config.settings_for(name))
