@@ -188,3 +188,32 @@ def test_ray_sweep_survives_a_killed_worker_and_equals_bench(tmp_path, btzsc_dir
         path = tmp_path / "sweep" / f"{model_folder(model)}.json"
         assert_same_numbers(json.loads(path.read_text()), expected, scores, path)
     assert len(ResultCache().entries()) == 6  # every unit landed in the cache once
+
+
+# -- zstc classify --engine ray --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
+    pq = pytest.importorskip("pyarrow.parquet")
+    sentences = ["The striker scored twice in the final.", "Inflation rose again last quarter.", "Stir the sauce until it thickens."]
+    first, second = tmp_path / "part-a.jsonl", tmp_path / "part-b.csv"
+    first.write_text("".join(json.dumps({"id": i, "text": f"{sentences[i % 3]} ({i})"}) + "\n" for i in range(10)))
+    second.write_text("id,text\n" + "".join(f"{i},{sentences[i % 3]} [{i}]\n" for i in range(10, 15)))
+    labels = ["--labels", "sports,economy,cooking", "--template", "This text is about {}.", "--chunk-size", "4"]
+    for source in (first, second):
+        status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet"))
+        assert status == 0, err
+    out = tmp_path / "ray-out"
+    done = run_child("classify", str(tmp_path / "part-a.jsonl"), str(second), *labels, "--out", str(out))
+    assert f"wrote 15 predictions to {out}" in done.stderr
+    for source in (first, second):
+        local = pq.read_table(tmp_path / f"{source.stem}.local.parquet").to_pylist()
+        remote = pq.read_table(out / f"{source.stem}.parquet").to_pylist()
+        assert [row["id"] for row in remote] == [row["id"] for row in local]
+        assert [row["label"] for row in remote] == [row["label"] for row in local]
+        for a, b in zip(remote, local):
+            assert a["scores"] == pytest.approx(b["scores"], abs=1e-6)
+    # Run again: both inputs are finished, so nothing is scored (and Ray is not even started).
+    status, _, err = zstc_cli("classify", str(first), str(second), *labels, "--out", str(out), "--engine", "ray")
+    assert status == 0 and "2 of 2 inputs are finished already" in err and "wrote 15 predictions" in err

@@ -22,7 +22,7 @@ from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 @app.command()
 def classify(
-    input: Annotated[str, typer.Argument(help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
     template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'")] = None,
@@ -88,6 +88,9 @@ def classify(
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty)
     if engine not in ("local", "ray"):
         raise UnknownNameError(f"--engine must be 'local' or 'ray', got {engine!r}")
+    if engine == "local" and len(inputs) > 1:
+        raise DataError(f"one input at a time ({len(inputs)} given); --engine ray takes several files or folders")
+    input = inputs[0]
     if engine == "ray":
         if out is None:
             raise DataError("--engine ray writes Parquet files into a folder: give --out FOLDER")
@@ -103,10 +106,12 @@ def classify(
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
         labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
         _note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
+    settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
+                            "chunk_size": chunk_size})
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray
 
-        written = classify_with_ray(input, out, labeller, model=model, family=family, options=options, chunk_size=chunk_size,
+        written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
                                     address=address, actors=actors, cpus_per_actor=cpus_per_actor,
                                     gpus_per_actor=gpus_per_actor, on_note=_note)
         print(f"wrote {written} predictions to {out}", file=sys.stderr)
@@ -114,9 +119,7 @@ def classify(
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
     else:
-        settings = {"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
-                    "chunk_size": chunk_size}
-        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": fingerprint(settings)}, on_note=_note)
+        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": settings}, on_note=_note)
     written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for note in notes:
