@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("ZSTC_SHARED_DATA", REPO.parent / "shared" / "data"))
-BTZSC_DIR = SHARED_DATA / "btzsc"
+from shared_data import shared_path
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -33,16 +32,12 @@ def _private_result_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
 
 @pytest.fixture(scope="session")
 def btzsc_dir() -> Path:
-    if not (BTZSC_DIR / "financialphrasebank.jsonl").exists():
-        pytest.skip(f"BTZSC data not found at {BTZSC_DIR}")
-    return BTZSC_DIR
+    return shared_path("btzsc/financialphrasebank.jsonl").parent
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip(f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+    return shared_path(".")
 
 
 @pytest.fixture(scope="session")
@@ -50,14 +45,14 @@ def minilm_cls():
     """The paper's computation for all-MiniLM-L6-v2: [CLS] pooling, fp32."""
     from zstc.scorers import make_scorer
 
-    return make_scorer(MINILM, pooling="cls", bf16=False)
+    return make_scorer(MINILM, pooling="cls", precision="fp32")
 
 
 @pytest.fixture(scope="session")
 def minilm_native():
     from zstc.scorers import make_scorer
 
-    return make_scorer(MINILM, pooling="native", bf16=False)
+    return make_scorer(MINILM, pooling="native", precision="fp32")
 
 
 CliResult = tuple[int, str, str]
@@ -79,3 +74,20 @@ def zstc_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> 
         return status, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """A headless-capable Chromium, installed with the project's script when missing (skip if impossible)."""
+    import shutil
+    import subprocess
+
+    names = ("chromium", "chromium-browser", "google-chrome")
+    found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    if found is None:
+        script = REPO / "scripts" / "install-chromium.sh"
+        result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+        found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+        if found is None:
+            pytest.skip(f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}")
+    return found

@@ -271,11 +271,9 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [line["text"] for line in lines] == ["I lost my card", "How do I top up?"]
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "btzsc"
-    if not data.is_dir():
-        data = Path("/work/shared/data/btzsc")
-    if not (data / "financialphrasebank.jsonl").exists():
-        pytest.skip("BTZSC data not available")
+    from shared_data import shared_path
+
+    data = shared_path("btzsc/financialphrasebank.jsonl").parent
     out = tmp_path / "bench.json"
     result = runner.invoke(app, ["bench", "--model", str(nli_folder), "--family", "nli", "--data", str(data),
                                  "--tasks", "financialphrasebank", "--max-samples", "6", "--out", str(out)])

@@ -26,7 +26,7 @@ TASKS = ["financialphrasebank", "banking77"]
 
 
 def config(tmp_path: Path, btzsc_dir: Path, out: str = "r.json", **overrides) -> BenchConfig:
-    settings = dict(model=MINILM, tasks=TASKS, data=str(btzsc_dir), scorer_options={"pooling": "cls", "bf16": False},
+    settings = dict(model=MINILM, tasks=TASKS, data=str(btzsc_dir), scorer_options={"pooling": "cls", "precision": "fp32"},
                     max_samples=12, seed=1, out=tmp_path / out)
     settings.update(overrides)
     return BenchConfig(**settings)
@@ -74,7 +74,7 @@ def test_bench_reuses_the_cache_across_runs_and_recomputes_a_corrupt_entry(tmp_p
                   on_event=lambda kind, payload: notes.append(payload) if kind == "note" else None).run()
     assert calls == ["banking77"] and any("corrupt" in note for note in notes)
     assert third["results"]["by_dataset"]["banking77"]["macro_f1"] == first["results"]["by_dataset"]["banking77"]["macro_f1"]
-    assert ResultCache().get(MINILM, None, "banking77", third["evaluation"]["fingerprints"]["banking77"]) is not None
+    assert ResultCache().find(MINILM, "banking77", third["evaluation"]["fingerprints"]["banking77"]) is not None
 
     calls.clear()  # another setting, another fingerprint: nothing stale is reused
     Bench(config(tmp_path, btzsc_dir, "d.json", seed=2), show_progress=False).run()
@@ -122,8 +122,8 @@ def bench_alone(tmp_path: Path, btzsc_dir: Path, model: str) -> tuple[dict, dict
     """What `zstc bench` gives for ``model`` on the sweep's datasets, computed here without any cache."""
     out = tmp_path / "bench" / "r.json"
     out.parent.mkdir(exist_ok=True)
-    settings = dict(model=model, tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"bf16": False},
-                    out=out, cache=False, fresh=True)
+    settings = dict(model=model, tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"precision": "fp32"},
+                    out=out, cache=False, overwrite="always")
     summary = Bench(BenchConfig(**settings), show_progress=False).run()
     from zstc.benchmark.store import ResultStore
 
@@ -149,7 +149,7 @@ def test_local_sweep_equals_bench_and_skips_what_is_cached(tmp_path, btzsc_dir, 
 
     model = MINILM
     expected, scores = bench_alone(tmp_path, btzsc_dir, model)
-    template = BenchConfig(model="", tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"bf16": False})
+    template = BenchConfig(model="", tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"precision": "fp32"})
     calls = counting_evaluations(monkeypatch)
     plan = plan_sweep(template, [model], tmp_path / "sweep")
     assert len(plan.pending) == 3

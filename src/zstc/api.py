@@ -20,6 +20,7 @@ from zstc.errors import LabelError
 from zstc.hypotheses.variants import score_hypotheses
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import make_scorer
+from zstc.scorers.runtime import resolved_options
 from zstc.scorers.base import Scorer
 from zstc.validation import check_labels, check_texts
 
@@ -58,9 +59,12 @@ def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
 class Classifier:
     """A loaded model plus a fixed way of describing labels; reuse it to classify many batches."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None, **options: Any) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None,
+                 precision: str | None = "auto", **options: Any) -> None:
+        """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs it fast; see
+        :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier."""
         self.template = template
-        self.scorer: Scorer = make_scorer(model, family, **options)
+        self.scorer: Scorer = make_scorer(model, family, **resolved_options(precision, options))
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                allow_single: bool = False) -> np.ndarray:

@@ -109,6 +109,15 @@ class ResultCache:
         self._remove(json_path, npz_path)
         return None
 
+    def find(self, model: str, dataset: str, fingerprint: str) -> DatasetResult | None:
+        """The entry with this fingerprint under any revision of ``model`` (the fingerprint covers the revision)."""
+        for json_path in sorted((self.root / model_folder(model)).glob(f"*/{dataset}/{fingerprint}.json")):
+            revision = json_path.parts[-3]
+            found = self.get(model, None if revision == NO_REVISION else revision, dataset, fingerprint)
+            if found is not None:
+                return found
+        return None
+
     def put(self, result: DatasetResult, model: str, revision: str | None) -> Path:
         """Store ``result`` (its ``fingerprint`` must be set); returns the entry's JSON path."""
         json_path, npz_path = self.paths(model, revision, result.dataset, result.fingerprint)

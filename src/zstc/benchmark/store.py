@@ -80,12 +80,20 @@ def fingerprint(settings: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def umask_mode(base: int = 0o666) -> int:
+    """``base`` as the process's umask leaves it: the mode ``open()`` would give a new file (``0o777`` for a folder)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return base & ~mask
+
+
 def _atomic_write(path: Path, write: Any, suffix: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
+        os.chmod(tmp, umask_mode())  # mkstemp creates 0600; the result is an ordinary file others may read
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -128,6 +136,17 @@ class ResultStore:
         except (json.JSONDecodeError, TypeError, ValueError, OSError):
             return None  # a damaged part is recomputed, never trusted
         return result
+
+    def stored(self) -> list[DatasetResult]:
+        """Every readable dataset result in the details folder (without their arrays)."""
+        if not self.directory.is_dir():
+            return []
+        found = (self.load(path.stem, with_arrays=False) for path in sorted(self.directory.glob("*.json")))
+        return [result for result in found if result is not None]
+
+    def remove(self, dataset: str) -> None:
+        for path in self._paths(dataset):
+            path.unlink(missing_ok=True)
 
     def finished(self, dataset: str, expected_fingerprint: str) -> DatasetResult | None:
         result = self.load(dataset)

@@ -17,7 +17,7 @@ import typer
 
 from zstc.cli import app
 from zstc.errors import DataError
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import DEFAULT, BatchSize, Bf16, PrecisionAuto, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 @app.command()
@@ -48,6 +48,7 @@ def classify(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionAuto = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -82,7 +83,7 @@ def classify(
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
-    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length)
     per_label = parse_label_thresholds(label_threshold or [], names) if multi_label else {}
     labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, Hypotheses, MaxLength, Template, scorer_options
+from zstc.cli.options import BatchSize, Bf16, Device, Hypotheses, MaxLength, PrecisionFp32, Template, requested_precision, scorer_options
 
 console = Console(stderr=True)
 
@@ -32,6 +32,7 @@ def sweep(
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -52,8 +53,8 @@ def sweep(
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(
         model=names[0], tasks=resolve_task_names(tasks), data=data, unlabelled=unlabelled, max_samples=max_samples, seed=seed,
-        fresh=fresh, hypotheses=hypotheses, template=template,
-        scorer_options=scorer_options(batch_size=batch_size, bf16=bf16, device=device, max_length=max_length),
+        overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,
+        scorer_options=scorer_options(batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length),
     )
     plan = plan_sweep(template_config, names, out, on_event=_report)
     console.print(f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})")

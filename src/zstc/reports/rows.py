@@ -110,7 +110,7 @@ class Run:
         expected = self.summary.get("evaluation", {}).get("fingerprints", {}).get(dataset)
         if not expected or not self.model.get("name"):
             return None
-        return ResultCache().get(self.model["name"], self.model.get("revision"), dataset, expected)
+        return ResultCache().find(self.model["name"], dataset, expected)
 
     def row(self) -> ModelRow:
         return ModelRow(

@@ -22,7 +22,10 @@ class ModelWorker:
     def compute(self, dataset: str, expected: str) -> DatasetResult:
         if self.before_unit is not None:
             self.before_unit(self.bench.config.model, dataset)
-        return self.bench.compute(dataset, expected)
+        prepared = self.bench.prepare(dataset)
+        if prepared.fingerprint != expected:  # another data file or code on this node: never mix results
+            raise RuntimeError(f"{dataset}: this worker sees fingerprint {prepared.fingerprint}, the driver {expected}")
+        return self.bench.compute(prepared)
 
 
 def run_units(plan: Any, arrived: Callable[[Any, DatasetResult], None], *, address: str | None, gpus_per_model: float,
@@ -39,6 +42,7 @@ def run_units(plan: Any, arrived: Callable[[Any, DatasetResult], None], *, addre
                     num_cpus=cpus_per_model, num_gpus=gpus_per_model,
                     max_restarts=max_retries, max_task_retries=max_retries,  # a dead worker is restarted, its calls re-run
                 ).remote(config, before_unit)
+        # Units travel as (dataset, fingerprint): each worker loads its own data.
         waiting = {workers[unit.model].compute.remote(unit.dataset, unit.fingerprint): unit for unit in plan.pending}
         while waiting:
             done, _ = ray.wait(list(waiting), num_returns=1)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from zstc.benchmark.cache import model_folder
-from zstc.benchmark.runner import Bench, BenchConfig
-from zstc.benchmark.store import DatasetResult, fingerprint
+from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
+from zstc.benchmark.store import DatasetResult
 from zstc.errors import UnknownNameError
 
 ENGINES = ("local", "ray")
@@ -35,6 +35,8 @@ class Unit:
     model: str
     dataset: str
     fingerprint: str
+    prepared: PreparedTask | None = None
+    """The loaded task (local engine); a Ray worker prepares its own and checks it has this fingerprint."""
 
 
 @dataclass
@@ -60,18 +62,18 @@ def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path
     for model in models:
         config = replace(template, model=model, out=out_dir / f"{model_folder(model)}.json")
         bench = Bench(config, on_event=on_event, show_progress=False)
-        bench.validate()
+        bench._check_details_folder(*bench.validate())  # the same refusal to mix settings as bench
         configs.append(config)
         benches.append(bench)
         reused[model] = {}
         for name in config.tasks:
-            expected = fingerprint(config.settings_for(name))
-            found = None if config.fresh else bench.reusable(name, expected)
+            prepared = bench.prepare(name)
+            found = None if config.overwrite == "always" else bench.reusable(name, prepared.fingerprint)
             if found is not None:
                 reused[model][name] = found
                 (on_event or (lambda *a: None))("reused", found)
             else:
-                pending.append(Unit(model, name, expected))
+                pending.append(Unit(model, name, prepared.fingerprint, prepared))
     return SweepPlan(configs, benches, pending, reused)
 
 
@@ -94,7 +96,7 @@ def run_sweep(plan: SweepPlan, *, engine: str = "local", address: str | None = N
         for unit in plan.pending:
             if before_unit is not None:
                 before_unit(unit.model, unit.dataset)
-            arrived(unit, bench_of[unit.model].compute(unit.dataset, unit.fingerprint))
+            arrived(unit, bench_of[unit.model].compute(unit.prepared))
     elif plan.pending:
         from zstc.scale.ray_sweep import run_units
 
