@@ -200,7 +200,7 @@ def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
     first, second = tmp_path / "part-a.jsonl", tmp_path / "part-b.csv"
     first.write_text("".join(json.dumps({"id": i, "text": f"{sentences[i % 3]} ({i})"}) + "\n" for i in range(10)))
     second.write_text("id,text\n" + "".join(f"{i},{sentences[i % 3]} [{i}]\n" for i in range(10, 15)))
-    labels = ["--labels", "sports,economy,cooking", "--template", "This text is about {}.", "--chunk-size", "4"]
+    labels = ["--labels", "sports,economy,cooking", "--template", "This text is about {}.", "--chunk-size", "4", "--precision", "fp32"]
     for source in (first, second):
         status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet"))
         assert status == 0, err

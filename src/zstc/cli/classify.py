@@ -101,7 +101,8 @@ def classify(
         if out is not None:
             check_output_path(out, inputs=[input], option="--out")
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
-    classifier = Classifier(model, family=family, **options)
+    # The Ray engine loads the model in its actors; here only to fit a threshold.
+    classifier = Classifier(model, family=family, **options) if engine == "local" or (multi_label and fit_thresholds) else None
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.

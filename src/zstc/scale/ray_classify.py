@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -119,8 +120,6 @@ def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, 
 
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # rows come back in input order, file after file
-    import sys
-
     context.enable_progress_bars = sys.stderr.isatty()
     by_path = {str(Path(p).resolve()): p for p in files}
     seen: set[Path] = set()
