@@ -127,7 +127,8 @@ def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, 
     for reader in dict.fromkeys(READERS[p.suffix.lower()] for p in files):
         paths = [str(p) for p in files if READERS[p.suffix.lower()] == reader]
         read = {"json": ray.data.read_json, "csv": ray.data.read_csv, "parquet": ray.data.read_parquet}[reader]
-        dataset = read(paths, include_paths=True, file_extensions=None).rename_columns({"path": PATH_COLUMN})
+        extra = {"convert_options": _csv_as_text(paths)} if reader == "csv" else {}
+        dataset = read(paths, include_paths=True, file_extensions=None, **extra).rename_columns({"path": PATH_COLUMN})
         labelled = dataset.map_batches(
             LabelBatches, fn_constructor_kwargs={"model": model, "family": family, "options": options, "labeller": labeller},
             batch_size=chunk_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
@@ -140,6 +141,22 @@ def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, 
                 raise RuntimeError(f"Ray Data returned the rows of {source} out of order")
             seen.add(source)
             yield source, (json.loads(item["row"]) for item in group)
+
+
+def _csv_as_text(paths: list[str]) -> Any:
+    """Arrow's CSV options that keep every cell a string, as ``zstc classify`` (Python's csv) reads them:
+    an ``id`` of ``007`` stays ``"007"``, an empty cell stays ``""``."""
+    import csv
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    names: dict[str, None] = {}
+    for path in paths:
+        with open(path, encoding="utf-8", newline="") as handle:
+            names.update(dict.fromkeys(next(csv.reader(handle), [])))
+    return pacsv.ConvertOptions(column_types={name: pa.string() for name in names}, strings_can_be_null=False,
+                                quoted_strings_can_be_null=False)
 
 
 def _write(writer: ResumableWriter, rows: Iterator[dict[str, Any]], chunk_size: int) -> int:
