@@ -12,6 +12,8 @@ that belong to no candidate; with no gold "none" texts its weight is zero.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +22,7 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 from zstc.decisions import threshold_decisions
 from zstc.errors import LabelError, UnknownNameError
+from zstc.scorers.families import FamilyTable
 
 NONE_LABEL = "none"
 
@@ -33,7 +36,8 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 ``score_type`` (``logodds`` by default), reranker ``logit``, yes/no reranker ``prob``. An LLM's scores are
 a distribution over the options (they sum to 1), so no fixed cut suits multi-label: give or fit one."""
 
-FAMILY_SCORE_TYPE: dict[str, str] = {"embedding": "cosine", "encoder": "cosine", "nli": "logodds", "reranker": "logit", "yesno": "prob"}
+FAMILY_SCORE_TYPE: FamilyTable[str] = FamilyTable(lambda family: family.score_type)
+"""Family name -> its score type (a view of the :class:`zstc.scorers.families.Family` records)."""
 
 
 def score_type_of(scorer: Any) -> str | None:
@@ -65,7 +69,7 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[
             threshold = float(value)
         except ValueError:
             threshold = None
-        if not sep or not name or threshold is None:
+        if not sep or not name or threshold is None or not math.isfinite(threshold):
             raise LabelError(f"a per-label threshold must look like LABEL=NUMBER, got {item!r}")
         if name not in labels:
             raise LabelError(f"threshold given for {name!r}, which is not one of the labels ({', '.join(labels)})")
@@ -80,7 +84,7 @@ def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_labe
 
 def label_sets(decisions: np.ndarray, labels: Sequence[str]) -> list[list[str]]:
     """Each row's labels, or ``["none"]`` when none passed."""
-    return [[labels[j] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
+    return [[labels[int(j)] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
 
 
 def gold_matrix(gold: np.ndarray, n_labels: int) -> np.ndarray:

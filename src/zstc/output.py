@@ -271,17 +271,18 @@ class ChunkLabeller:
             raise DataError(f"--keep-columns: no column {missing[0]!r} in the input (columns: {', '.join(map(str, record))})")
         return {name: record[name] for name in self.keep_columns}
 
-    def rows(self, classifier: Any, records: Sequence[tuple[str, Row]]) -> list[Row]:
-        """Output rows for ``(where, record)`` pairs; ``where`` names the row in error messages."""
+    def rows(self, classifier: Any, records: Sequence[tuple[str, Row]], notes: list[str] | None = None) -> list[Row]:
+        """Output rows for ``(where, record)`` pairs; ``where`` names the row in error messages; ``notes``
+        receives what the scorer had to say (truncated texts, ...)."""
         texts = [self.text(record, where) for where, record in records]
         present = [text for text in texts if text is not None]
         predicted: list[Any] = []
         if present:
             if self.multi_label:
                 predicted = classifier.predict_multi_label(present, self.names, self.descriptions, threshold=self.threshold,
-                                                           per_label=self.per_label)
+                                                           per_label=self.per_label, notes=notes)
             else:
-                predicted = classifier.predict(present, self.names, self.descriptions)
+                predicted = classifier.predict(present, self.names, self.descriptions, notes=notes)
         found = iter(predicted)
         out = []
         for (_, record), text in zip(records, texts):

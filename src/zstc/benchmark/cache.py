@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from zstc.benchmark.store import DatasetResult, _atomic_write, write_json
+from zstc.benchmark.store import DatasetResult, write_json
+from zstc.io import atomic_write
 
 NO_REVISION = "no_revision_available"
 """MTEB's name for a model without a known revision."""
@@ -122,7 +123,9 @@ class ResultCache:
         """Store ``result`` (its ``fingerprint`` must be set); returns the entry's JSON path."""
         json_path, npz_path = self.paths(model, revision, result.dataset, result.fingerprint)
         arrays = {name: getattr(result, name) for name in DatasetResult.ARRAYS if getattr(result, name) is not None}
-        _atomic_write(npz_path, lambda h: np.savez_compressed(h, **arrays), ".npz")
+        npz_path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(npz_path, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
         record = json.loads(json.dumps({k: v for k, v in asdict(result).items() if k not in DatasetResult.ARRAYS}, default=str))
         entry = {
             "model": model,

@@ -23,15 +23,17 @@ from zstc.benchmark.cache import ResultCache
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, UnknownNameError, ZstcError
-from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
-from zstc.benchmark.data import load_btzsc_task
+from zstc.io import GROUPED_SUFFIXES, check_output_path
+from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
+from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_task
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_identity, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
-from zstc.benchmark.store import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, percentile, write_json
+from zstc.benchmark.store import SCHEMA_VERSION, DamagedResult, DatasetResult, ResultStore, fingerprint, percentile, write_json
 from zstc.scorers import make_scorer, scorer_class
 from zstc.scorers.base import Scorer
+from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
 from zstc.benchmark.tasks import SAMPLING_METHODS, Task, sample_task
 
@@ -161,16 +163,16 @@ def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, 
     started = time.perf_counter()
     score_hypotheses(scorer, texts[:1], labels)
     warmup = time.perf_counter() - started
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    batches = [order[i:i + batch_texts] for i in range(0, len(order), batch_texts)]
+    batches = length_batches([len(text) for text in texts], batch_texts)
     scores = np.empty((len(texts), len(labels)), dtype=np.float32)
     latencies: list[float] = []
     notes: list[list[str]] = []
     for batch in tqdm(batches, desc="batches", unit="batch", disable=not show_progress, leave=False):
         started = time.perf_counter()
-        scores[batch] = score_hypotheses(scorer, [texts[i] for i in batch], labels)
+        result = score_hypotheses_with_notes(scorer, [texts[i] for i in batch], labels)
         latencies.append(time.perf_counter() - started)
-        notes.append(list(getattr(scorer, "notes", [])))
+        scores[batch] = result.scores
+        notes.append(result.notes)
     return TimedScores(scores, warmup, batch_texts, latencies, merge_batch_notes(notes))
 
 
@@ -256,6 +258,10 @@ class Bench:
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)
             make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
+            check_output_path(Path(config.out), inputs=_data_files(config))
+            if str(config.data) != "hub":  # every dataset file is found before the first one is scored
+                for name in config.tasks:
+                    find_task_file(data_directory(config.data), name)
             run_identity = config.run_identity(spec, self.scorer_options)
             self._identity = (run_identity, fingerprint(run_identity))
         return self._identity
@@ -279,7 +285,7 @@ class Bench:
     def reusable(self, name: str, expected: str) -> DatasetResult | None:
         """A finished result for ``name`` with fingerprint ``expected``: this run's own details folder first,
         then the shared cache (copied into the details folder, which reports read)."""
-        found = self.store.finished(name, expected)
+        found = self._reusable(name, expected)
         if found is None and self.cache is not None:
             found = self.cache.get(*self.cache_key(), name, expected)
             if found is not None:
@@ -316,6 +322,8 @@ class Bench:
     def run(self) -> dict[str, Any]:
         config = self.config
         run_identity, run_key = self.validate()
+        for orphan in self.store.remove_orphans():
+            self.on_event("orphan", orphan)
         self._check_details_folder(run_identity, run_key)
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
@@ -351,6 +359,22 @@ class Bench:
             f"{'; '.join(changed) if stored else 'recorded before settings were kept'}); write to another --out, "
             "or replace them with --overwrite always"
         )
+
+    def _reusable(self, dataset: str, expected: str) -> DatasetResult | None:
+        """The stored result of ``dataset`` with fingerprint ``expected``; a damaged one is reported and recomputed."""
+        try:
+            return self.store.finished(dataset, expected)
+        except DamagedResult as damaged:
+            self.on_event("damaged", damaged)
+            return None
+
+
+def _data_files(config: BenchConfig) -> list[Path]:
+    """The dataset files a run reads (those that exist), so no output can be pointed at one of them."""
+    directory = Path(str(config.data))
+    if str(config.data) == "hub" or not directory.is_dir():
+        return []
+    return [path for path in directory.iterdir() if path.suffix in GROUPED_SUFFIXES]
 
 
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> dict[str, Any]:

@@ -17,10 +17,11 @@ import typer
 
 from zstc.cli import app
 from zstc.errors import DataError
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, PrecisionAuto, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 @app.command()
+@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
@@ -44,21 +45,14 @@ def classify(
     gpus_per_actor: Annotated[float, typer.Option(help="--engine ray: GPUs each scorer actor reserves.")] = 0.0,
     model: Model = DEFAULT,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionAuto = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """One output row per input row: the input's columns, the predicted label (or, with --multi-label, every
     label that passes the threshold, or "none") and the score of every label. JSONL on stdout, or --out
     FILE (.jsonl, .csv, .parquet), written a chunk at a time and resumable after an interrupt."""
-    from zstc.api import Classifier, describe_labels
+    from zstc.api import Classifier, label_hypotheses
     from zstc.errors import LabelError
-    from zstc.hypotheses.variants import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
     from zstc.benchmark.runner import merge_batch_notes
     from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
@@ -75,15 +69,12 @@ def classify(
     else:
         mapping = read_label_descriptions(labels_file)
         names, given = list(mapping), list(mapping.values())
-    if hypotheses == "dataset":  # the labels (or the file's descriptions) as given, through --template if any
-        descriptions = describe_labels(given, template)
-    else:
-        descriptions = build_hypotheses(names, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=template, descriptions=given)
     if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
-    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length)
+    options = scoring.kwargs()
     per_label = parse_label_thresholds(label_threshold or [], names) if multi_label else {}
     labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty)
@@ -99,7 +90,8 @@ def classify(
     else:
         fmt = output_format(out, format_)
         if out is not None:
-            check_output_path(out, inputs=[input], option="--out")
+            # Before anything is read or loaded: an output that is an input would destroy it.
+            check_output_path(out, inputs=[input, labels_file, fit_thresholds])
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
     # The Ray engine loads the model in its actors; here only to fit a threshold.
     classifier = Classifier(model, family=family, **options) if engine == "local" or (multi_label and fit_thresholds) else None
@@ -221,8 +213,9 @@ def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chu
     notes: list[list[str]] = []
     with progress:
         while chunk := list(itertools.islice(rows, chunk_size)):
-            writer.write_chunk(labeller.rows(classifier, chunk))
-            notes.append(list(getattr(classifier.scorer, "notes", [])))
+            chunk_notes: list[str] = []
+            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes))
+            notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))
     if done == 0:

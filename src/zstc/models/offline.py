@@ -72,7 +72,7 @@ def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         _dequantize_gguf(package_dir, gguf_file, staging)
-        from zstc.benchmark.store import umask_mode
+        from zstc.io import umask_mode
 
         staging.chmod(umask_mode(0o777))  # mkdtemp creates 0700; the cache is an ordinary folder
         try:
@@ -94,7 +94,7 @@ def _dequantize_gguf(package_dir: Path, gguf_file: str, out: Path) -> None:
     except ImportError as error:  # transformers needs `gguf` (and `accelerate`) to read GGUF files
         raise ModelError(f"cannot convert {gguf_file}: {error} (install zstc[offline])") from None
     # The weights are now plain fp32; drop the quantizer record so save_pretrained writes an ordinary model.
-    model.hf_quantizer = None
+    setattr(model, "hf_quantizer", None)  # not a declared attribute of every model class
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(out)

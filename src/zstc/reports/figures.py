@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from zstc.io import atomic_write
 from zstc.errors import ZstcError
 from zstc.models.registry import FAMILIES
+from zstc.scorers.families import FamilyTable
 from zstc.reports.rows import ModelRow
 
 try:
@@ -25,8 +27,8 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra installed
     Figure = None  # type: ignore[assignment,misc]
 
-FAMILY_COLOURS = dict(zip(FAMILIES, ("#1f77b4", "#7f7f7f", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")))
-"""One colour per model family, the same in every figure."""
+FAMILY_COLOURS: FamilyTable[str] = FamilyTable(lambda family: family.colour)
+"""One colour per model family, the same in every figure (a view of the ``Family`` records)."""
 DPI = 110
 
 
@@ -49,8 +51,10 @@ def save(figure: Figure, directory: Path, name: str, title: str, caption: str = 
     directory.mkdir(parents=True, exist_ok=True)
     png, svg = directory / f"{name}.png", directory / f"{name}.svg"
     # Fixed metadata keeps the files byte-identical across re-runs of the same report.
-    figure.savefig(png, dpi=DPI, metadata={"Software": None})
-    figure.savefig(svg, metadata={"Date": None, "Creator": None})
+    with atomic_write(png, "wb") as handle:
+        figure.savefig(handle, format="png", dpi=DPI, metadata={"Software": None})
+    with atomic_write(svg, "wb") as handle:
+        figure.savefig(handle, format="svg", metadata={"Date": None, "Creator": None})
     return SavedFigure(name, title, caption, png, svg)
 
 
