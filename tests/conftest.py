@@ -13,6 +13,11 @@ from shared_data import shared_path
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
+# classify, serve and Classifier default to --precision auto, which is bf16 on CPUs with AMX or AVX512-BF16 and
+# fp32 elsewhere. The suite must assert the same numbers on every kind of machine, so auto means fp32 here;
+# tests of bf16 ask for it explicitly. Subprocesses inherit this.
+os.environ["ZSTC_AUTO_PRECISION"] = "fp32"
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The hub is unreachable on the machines this suite runs on; tests that need it are opt-in.

@@ -37,6 +37,7 @@ def test_cpuinfo_is_read_from_the_flags_line(tmp_path: Path) -> None:
 
 
 def test_resolve_precision(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ZSTC_AUTO_PRECISION", raising=False)  # the suite pins auto to fp32 (conftest)
     assert resolve_precision(None, CPU) == "fp32"  # a library caller who says nothing gets fp32 everywhere
     assert resolve_precision("fp32", CPU) == "fp32" and resolve_precision("bf16", CPU) == "bf16"
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
@@ -45,6 +46,16 @@ def test_resolve_precision(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_precision("auto", CPU) == "fp32"
     with pytest.raises(UnknownNameError, match="fp32, bf16, auto"):
         resolve_precision("fp16", CPU)
+
+
+def test_auto_precision_can_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "fp32")
+    assert resolve_precision("auto", CPU) == "fp32"
+    assert resolve_precision("bf16", CPU) == "bf16"  # an explicit choice is not overridden
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "fp16")
+    with pytest.raises(UnknownNameError, match="ZSTC_AUTO_PRECISION"):
+        resolve_precision("auto", CPU)
 
 
 def test_scorers_take_only_a_resolved_precision() -> None:

@@ -9,6 +9,7 @@ torch build, and taking it switched bf16 on silently on some machines and not on
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -70,8 +71,13 @@ def bf16_fast(device: torch.device) -> bool:
     return False
 
 
+AUTO_PRECISION_ENV = "ZSTC_AUTO_PRECISION"
+"""Set to fp32 or bf16 to fix what ``auto`` resolves to on every machine (the test suite sets fp32)."""
+
+
 def resolve_precision(requested: str | None, device: torch.device) -> Precision:
-    """``fp32`` or ``bf16`` for a run: as asked, or for ``auto`` bf16 where :func:`bf16_fast` says so.
+    """``fp32`` or ``bf16`` for a run: as asked, or for ``auto`` bf16 where :func:`bf16_fast` says so, unless
+    ``$ZSTC_AUTO_PRECISION`` pins what ``auto`` resolves to.
 
     ``None`` is ``fp32``: a library caller who says nothing gets the same numbers on every machine.
     """
@@ -80,6 +86,12 @@ def resolve_precision(requested: str | None, device: torch.device) -> Precision:
     if requested not in PRECISION_CHOICES:
         raise UnknownNameError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {requested!r}")
     if requested == "auto":
+        pinned = os.environ.get(AUTO_PRECISION_ENV)
+        if pinned:
+            # A deployment (or a test suite) that must not depend on the CPU it lands on pins what auto means.
+            if pinned not in PRECISIONS:
+                raise UnknownNameError(f"{AUTO_PRECISION_ENV} must be one of {', '.join(PRECISIONS)}, got {pinned!r}")
+            return cast(Precision, pinned)
         return "bf16" if bf16_fast(device) else "fp32"
     return cast(Precision, requested)
 
