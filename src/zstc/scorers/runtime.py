@@ -9,10 +9,28 @@ import torch
 
 
 def resolve_device(device: str | None = None) -> torch.device:
-    """``None``/``"auto"``: CUDA when present, else CPU; anything else is passed to :class:`torch.device`."""
+    """``None``/``"auto"``: CUDA when present, else CPU; anything else is passed to :class:`torch.device`.
+
+    A device this machine does not have is the user's error, said as such (not later as a model that
+    cannot be loaded): an unknown name, CUDA without CUDA, or a CUDA index past the last GPU.
+    """
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    from zstc.errors import UnknownNameError
+
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise UnknownNameError(f"unknown device {device!r}; expected cpu, cuda, cuda:N, mps or auto") from None
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UnknownNameError(f"--device {device}: CUDA is not available on this machine "
+                                   f"(torch {torch.__version__}{' is a CPU-only build' if torch.version.cuda is None else ' finds no GPU'}); use --device cpu")
+        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+            raise UnknownNameError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise UnknownNameError(f"--device {device}: Apple's MPS is not available on this machine; use --device cpu")
+    return resolved
 
 
 def bf16_supported(device: torch.device) -> bool:
