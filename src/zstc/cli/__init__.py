@@ -7,6 +7,7 @@ an interrupt exits 130 after the command has saved what it finished.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -20,6 +21,28 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        from zstc import __version__
+
+        print(f"zstc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors: no progress bars, notes or summaries.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Let the model libraries print their own logs and progress bars too.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print zstc's version and exit.")] = False,
+) -> None:
+    """Options for every command; they go before the command: `zstc --quiet classify ...`."""
+    from zstc.cli.verbosity import configure
+
+    configure(quiet=quiet, verbose=verbose)
+
 
 # Command modules: importing one registers its commands. Heavy imports stay inside the commands.
 from zstc.cli import bench, classify, demo, experiments, info, probe, report, serve, train  # noqa: E402,F401

@@ -20,7 +20,7 @@ console = Console(stderr=True)
 def bench(
     model: Model,
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
-    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, or 'all' (default).")] = None,
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Summary JSON; per-dataset details go to <stem>.details/.")] = Path("results.json"),
     family: Family = None,
     pooling: Pooling = None,
@@ -52,7 +52,7 @@ def bench(
     config = BenchConfig(
         model=model,
         family=family,
-        tasks=resolve_task_names(tasks),
+        tasks=resolve_task_names(tasks, data),
         data=data,
         scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length),
         unlabelled=unlabelled,
@@ -65,7 +65,9 @@ def bench(
         multi_label=multi_label,
         threshold=threshold,
     )
-    runner = Bench(config, on_event=_report_event)
+    from zstc.cli.verbosity import show_progress
+
+    runner = Bench(config, on_event=_report_event, show_progress=show_progress())
     try:
         summary = runner.run()
     except KeyboardInterrupt:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from zstc.api import DEFAULT_MODEL
+from zstc.defaults import DEFAULT_MODEL
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
 ModelWithDefault = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]

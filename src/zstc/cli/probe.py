@@ -35,11 +35,12 @@ def nli_probe(
     from zstc.benchmark.nli_probe import find_nli_sets, run_probe
     from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
+    from zstc.cli.verbosity import show_progress
 
     sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
     options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
     scorer = make_scorer(model, family or _probe_family(model), **options)
-    summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=True)
+    summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress())
     print_probe(summary)
     if out is not None:
         write_json(out, summary)
