@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "classify": "zstc.api",
     "Prediction": "zstc.api",
+    "Classifier": "zstc.api",
+    "prediction_record": "zstc.api",
     "make_scorer": "zstc.scorers",
     "Task": "zstc.benchmark.tasks",
     "load_btzsc_task": "zstc.benchmark.data",

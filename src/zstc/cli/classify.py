@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,7 +20,7 @@ def classify(
     input: Annotated[str, typer.Argument(help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line).")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
-    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'")] = None,
+    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file); '{}' uses the labels as they are.")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
     hypotheses: Hypotheses = "dataset",
     multi_label: MultiLabel = False,
@@ -27,6 +28,8 @@ def classify(
     label_threshold: LabelThresholds = None,
     fit_thresholds: Annotated[Optional[Path], typer.Option(help="Multi-label: fit the threshold on this labelled file (text plus label: one label, 'none', or a JSON list of labels) instead of using the default; --label-threshold still overrides it per label.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here instead of stdout.")] = None,
+    scores: Annotated[Optional[str], typer.Option("--scores", help="'probs': probabilities (single-label: softmax over the labels at the family's measured temperature, or the --calibration file's); 'raw': the model's own scores. Default: probs for single-label, raw for multi-label (probs with a Platt --calibration).")] = None,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature (or, multi-label, its Platt scaling) turns scores into probabilities.")] = None,
     model: Model = DEFAULT,
     family: Family = None,
     pooling: Pooling = None,
@@ -37,9 +40,10 @@ def classify(
     device: Device = None,
     max_length: MaxLength = None,
 ) -> None:
-    """Print one JSON line per text: the predicted label (or, with --multi-label, every label that passes
-    the threshold, or "none") and the score of every label."""
-    from zstc.api import Classifier, describe_labels
+    """Print one JSON line per text: the predicted label and its score (or, with --multi-label, every label
+    that passes the threshold, or "none") and every label's score, highest first."""
+    from zstc.api import Classifier, describe_labels, prediction_record
+    from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
     from zstc.hypotheses.variants import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
     from zstc.io import read_label_descriptions, read_label_sets, read_texts
@@ -54,6 +58,10 @@ def classify(
     else:
         mapping = read_label_descriptions(labels_file)
         names, given = list(mapping), list(mapping.values())
+    if template is None and given == names:  # label names, not descriptions: the measured default template
+        template = DEFAULT_TEMPLATE
+    if template == "{}":
+        template = None
     if hypotheses == "dataset":  # the labels (or the file's descriptions) as given, through --template if any
         descriptions = describe_labels(given, template)
     else:
@@ -64,7 +72,11 @@ def classify(
         raise LabelError("give either --threshold or --fit-thresholds, not both")
     texts = read_texts(input, text_column=text_column)
     options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
-    classifier = Classifier(model, family=family, **options)
+    from zstc.cli.verbosity import quiet, show_progress
+
+    started = time.perf_counter()
+    classifier = Classifier(model, family=family, template=None, calibration=calibration, **options)
+    classifier.show_progress = show_progress()
     if multi_label:
         per_label = parse_label_thresholds(label_threshold or [], names)
         if fit_thresholds:
@@ -72,12 +84,15 @@ def classify(
             # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
             threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
             print(f"note: threshold {threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}", file=sys.stderr)
-        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label)
-        rows = [{"text": p.text, "labels": p.labels, "scores": p.scores} for p in predictions]
+        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label, scores=scores)
     else:
-        rows = [{"text": p.text, "label": p.label, "scores": p.scores} for p in classifier.predict(texts, names, descriptions)]
-    for note in [*getattr(descriptions, "notes", []), *getattr(classifier.scorer, "notes", [])]:
+        predictions = classifier.predict(texts, names, descriptions, scores=scores or "probs")
+    rows = [prediction_record(p) for p in predictions]
+    for note in [] if quiet() else [*getattr(descriptions, "notes", []), *getattr(classifier.scorer, "notes", []), *classifier.notes]:
         print(f"note: {note}", file=sys.stderr)
+    if show_progress():  # a summary for a person at a terminal; pipelines get only the records
+        print(f"classified {len(rows)} texts into {len(names)} labels in {time.perf_counter() - started:.1f} s"
+              + (f"; wrote {out}" if out else ""), file=sys.stderr)
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     try:
         for row in rows:
