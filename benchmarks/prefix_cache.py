@@ -48,7 +48,7 @@ def main() -> None:
     assert isinstance(scorer, YesNoScorer)
     scorer._load()
     print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
-          f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['dtype']}")
+          f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}")
 
     uncached, uncached_s = timed_scores(scorer, texts, labels, prefix_cache=False)
     print(f"uncached: {uncached_s:8.2f} s  ({len(texts) * len(labels) / uncached_s:7.1f} pairs/s)")

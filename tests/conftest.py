@@ -44,14 +44,14 @@ def minilm_cls():
     """The paper's computation for all-MiniLM-L6-v2: [CLS] pooling, fp32."""
     from zstc.scorers import make_scorer
 
-    return make_scorer(MINILM, pooling="cls", bf16=False)
+    return make_scorer(MINILM, pooling="cls", precision="fp32")
 
 
 @pytest.fixture(scope="session")
 def minilm_native():
     from zstc.scorers import make_scorer
 
-    return make_scorer(MINILM, pooling="native", bf16=False)
+    return make_scorer(MINILM, pooling="native", precision="fp32")
 
 
 CliResult = tuple[int, str, str]

@@ -6,14 +6,15 @@ import pytest
 
 import zstc.benchmark.runner as bench_module
 from zstc.benchmark.runner import Bench, BenchConfig
-from zstc.benchmark.store import ResultStore
+from zstc.benchmark.store import ResultStore, fingerprint
+from zstc.errors import DataError
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def config(tmp_path, btzsc_dir, **overrides):
     settings = dict(model=MINILM, tasks=["financialphrasebank", "banking77"], data=str(btzsc_dir),
-                    scorer_options={"pooling": "cls", "bf16": False}, max_samples=40, seed=1, out=tmp_path / "r.json")
+                    scorer_options={"pooling": "cls", "precision": "fp32"}, max_samples=40, seed=1, out=tmp_path / "r.json")
     settings.update(overrides)
     return BenchConfig(**settings)
 
@@ -54,5 +55,126 @@ def test_an_interrupted_run_keeps_finished_datasets_and_resumes(tmp_path, btzsc_
     assert calls == ["banking77"]  # financialphrasebank was reused
 
     calls.clear()
-    Bench(config(tmp_path, btzsc_dir, seed=2), show_progress=False).run()
-    assert calls == ["financialphrasebank", "banking77"]  # another sample: nothing stale is reused
+    with pytest.raises(DataError, match=r"other settings .*sampling.*--overwrite always"):
+        Bench(config(tmp_path, btzsc_dir, seed=2), show_progress=False).run()  # another sample: refused, not mixed
+    assert calls == []
+    Bench(config(tmp_path, btzsc_dir, seed=2, overwrite="always"), show_progress=False).run()
+    assert calls == ["financialphrasebank", "banking77"]  # nothing stale is reused
+
+
+def _identity(btzsc_dir, tmp_path, data_dir=None, **overrides):
+    """The fingerprint of financialphrasebank under ``config(**overrides)``, computed as a run computes it."""
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.runner import dataset_identity
+    from zstc.benchmark.tasks import sample_task
+    from zstc.models.registry import get_model_spec
+
+    cfg = config(tmp_path, data_dir or btzsc_dir, **overrides)
+    bench = Bench(cfg, show_progress=False)
+    task, _ = load_btzsc_task("financialphrasebank", cfg.data, unlabelled=cfg.unlabelled)
+    task = sample_task(task, cfg.sampling, cfg.max_samples, cfg.seed)
+    run = cfg.run_identity(get_model_spec(cfg.model, cfg.family), bench.scorer_options)
+    return fingerprint({"run": run, "dataset": dataset_identity(task, bench.hypothesis_provider(task))})
+
+
+def _copy_data(btzsc_dir, folder, edit=None):
+    folder.mkdir()
+    for name in ("financialphrasebank.jsonl", "banking77.jsonl", "tasks.json"):
+        if (btzsc_dir / name).exists():
+            (folder / name).write_bytes((btzsc_dir / name).read_bytes())
+    if edit:
+        path = folder / "financialphrasebank.jsonl"
+        path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return folder
+
+
+def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, btzsc_dir, monkeypatch):
+    from zstc.scorers.embedding import EmbeddingScorer
+
+    base = _identity(btzsc_dir, tmp_path)
+    assert _identity(btzsc_dir, tmp_path) == base
+    moved = _copy_data(btzsc_dir, tmp_path / "moved")
+    assert _identity(btzsc_dir, tmp_path, data_dir=moved) == base  # where the data lives does not matter
+    assert _identity(btzsc_dir, tmp_path, out=tmp_path / "elsewhere.json") == base
+    edited = _copy_data(btzsc_dir, tmp_path / "edited", edit=lambda text: text.replace("a", "b", 1))
+    changes = {
+        "data content": dict(data_dir=edited),
+        "precision": dict(scorer_options={"pooling": "cls", "precision": "bf16"}),
+        "scorer options": dict(scorer_options={"pooling": "native", "precision": "fp32"}),
+        "hypotheses": dict(hypotheses="name"),
+        "template": dict(hypotheses="name", template="It is about {}."),
+        "sampling method": dict(sampling="paper"),
+        "sample size": dict(max_samples=41),
+        "seed": dict(seed=2),
+        "unlabelled policy": dict(unlabelled="exclude"),
+    }
+    seen = {base}
+    for what, overrides in changes.items():
+        changed = _identity(btzsc_dir, tmp_path, **overrides)
+        assert changed not in seen, what
+        seen.add(changed)
+    monkeypatch.setattr(bench_module, "resolve_device", lambda device: __import__("torch").device("cuda"))
+    assert _identity(btzsc_dir, tmp_path) not in seen  # device type
+    monkeypatch.undo()
+    monkeypatch.setattr(EmbeddingScorer, "SCORING_VERSION", "2")
+    assert _identity(btzsc_dir, tmp_path) not in seen  # the scorer's math changed
+    monkeypatch.undo()
+    monkeypatch.setattr(bench_module, "_model_identity", lambda spec: "sha256:other-weights")
+    assert _identity(btzsc_dir, tmp_path) not in seen  # other weights under the same name
+    monkeypatch.undo()
+    assert _identity(btzsc_dir, tmp_path) == base
+
+
+def test_the_packaged_model_is_pinned_by_a_cached_content_hash(tmp_path, monkeypatch):
+    from zstc.benchmark.provenance import model_identity
+    from zstc.models.loading import model_source
+    from zstc.models.registry import get_model_spec
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
+    source = model_source(get_model_spec(MINILM))
+    first = model_identity(source)
+    assert first.startswith("sha256:") and model_identity(source) == first
+    assert (tmp_path / "cache" / "file-hashes.json").exists()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    before = model_identity(str(folder))
+    (folder / "config.json").write_text('{"changed": 1}')
+    assert model_identity(str(folder)) != before
+
+
+def test_resume_reuses_moved_data_recomputes_changed_data_and_refuses_other_settings(tmp_path, btzsc_dir, monkeypatch):
+    real_evaluate = bench_module.evaluate_task
+    calls = []
+    monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
+    small = dict(tasks=["financialphrasebank"], max_samples=8)
+    Bench(config(tmp_path, _copy_data(btzsc_dir, tmp_path / "a"), **small), show_progress=False).run()
+    assert calls == ["financialphrasebank"]
+    calls.clear()
+    (tmp_path / "a").rename(tmp_path / "b")  # the data folder moved: finished work stays valid
+    Bench(config(tmp_path, tmp_path / "b", **small), show_progress=False).run()
+    assert calls == []
+    path = tmp_path / "b" / "financialphrasebank.jsonl"
+    path.write_text(path.read_text(encoding="utf-8").replace("the", "THE"), encoding="utf-8")
+    Bench(config(tmp_path, tmp_path / "b", **small), show_progress=False).run()
+    assert calls == ["financialphrasebank"]  # the data changed: recomputed
+    calls.clear()
+    bf16 = dict(small, scorer_options={"pooling": "cls", "precision": "bf16"})
+    with pytest.raises(DataError, match=r"precision 'fp32' -> 'bf16'.*--overwrite always"):
+        Bench(config(tmp_path, tmp_path / "b", **bf16), show_progress=False).run()
+    with pytest.raises(DataError, match="--overwrite never"):
+        Bench(config(tmp_path, tmp_path / "b", **dict(small, tasks=["financialphrasebank", "banking77"]), overwrite="never"),
+              show_progress=False).run()
+    summary = Bench(config(tmp_path, tmp_path / "b", **bf16, overwrite="always"), show_progress=False).run()
+    assert calls == ["financialphrasebank"]
+    assert summary["model"]["precision"] == "bf16" and summary["evaluation"]["precision"] == "bf16"
+    assert ResultStore(tmp_path / "r.json").load("financialphrasebank").extra["identity"]["run"]["precision"] == "bf16"
+
+
+def test_bench_cli_refuses_a_second_run_with_other_settings(zstc_cli, tmp_path, btzsc_dir):
+    args = ["bench", "--model", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6",
+            "--out", str(tmp_path / "r.json")]
+    assert zstc_cli(*args)[0] == 0
+    code, _, err = zstc_cli(*args, "--pooling", "cls")
+    assert code == 2 and err.startswith("error: ") and "other settings" in err and "--overwrite always" in err
+    assert zstc_cli(*args, "--pooling", "cls", "--fresh")[0] == 0

@@ -30,7 +30,7 @@ def test_scores_are_cosines_independent_of_batch_size(minilm_native):
     texts = ["The striker scored twice.", "Rates rose again.", "A new vaccine was approved."]
     labels = ["sports", "economy", "health"]
     a = minilm_native.score(texts, labels)
-    b = make_scorer("sentence-transformers/all-MiniLM-L6-v2", batch_size=1, bf16=False).score(texts[::-1], labels)[::-1]
+    b = make_scorer("sentence-transformers/all-MiniLM-L6-v2", batch_size=1, precision="fp32").score(texts[::-1], labels)[::-1]
     np.testing.assert_allclose(a, b, atol=1e-5)
     assert np.all(a <= 1.0001) and np.all(a >= -1.0001)
     assert a.argmax(1).tolist() == [0, 1, 2]

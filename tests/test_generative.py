@@ -150,14 +150,14 @@ def smollm2_folder() -> Path:
 
 @pytest.fixture(scope="module")
 def yesno(smollm2_folder: Path) -> YesNoScorer:
-    scorer = make_scorer(SMOLLM2, "yesno", device="cpu", bf16=False, batch_size=5)
+    scorer = make_scorer(SMOLLM2, "yesno", device="cpu", precision="fp32", batch_size=5)
     assert isinstance(scorer, YesNoScorer)
     return scorer
 
 
 @pytest.fixture(scope="module")
 def llm(smollm2_folder: Path) -> LLMScorer:
-    scorer = make_scorer(SMOLLM2, "llm", device="cpu", bf16=False, batch_size=3)
+    scorer = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32", batch_size=3)
     assert isinstance(scorer, LLMScorer)
     return scorer
 
@@ -224,7 +224,7 @@ def test_llm_prompt_uses_the_chat_template(llm: LLMScorer) -> None:
 
 
 def test_llm_without_chat_template_uses_the_plain_prompt(smollm2_folder: Path) -> None:
-    scorer = make_scorer(SMOLLM2, "llm", device="cpu", bf16=False)
+    scorer = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32")
     _, tokenizer = scorer._load()
     tokenizer.chat_template = None
     assert scorer.prompt("t", ["x", "y"]) == PROTOCOL_LLM.format(text="t", options="A) x\nB) y")

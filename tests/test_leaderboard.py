@@ -27,7 +27,7 @@ def bench_summary(datasets: list[str] | None = None, **evaluation: Any) -> dict[
                   "parameters_millions": 22.7, "revision": None},
         "evaluation": {"datasets": names, "max_samples": None, "sampled": False, "partial": len(names) < 22,
                        "zstc_version": "0.1.0", "created": "2026-01-01T00:00:00+00:00", "unlabelled_policy": "paper", **evaluation},
-        "run": {"device": "cpu", "dtype": "fp32", "batch_size": 64, "git_commit": "0" * 40},
+        "run": {"device": "cpu", "precision": "fp32", "batch_size": 64, "git_commit": "0" * 40},
         "results": {"by_dataset": by_dataset, "overall": {}, "by_task": {}},
     }
 

@@ -63,7 +63,7 @@ def test_logit_views_of_each_score_type() -> None:
 
 @pytest.fixture(scope="module")
 def classifier() -> Classifier:
-    return Classifier(MINILM, bf16=False)
+    return Classifier(MINILM, precision="fp32")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from zstc.server.app import create_app  # noqa: E402
 
 @pytest.fixture(scope="module")
 def client():
-    return TestClient(create_app(Classifier("sentence-transformers/all-MiniLM-L6-v2", bf16=False)))
+    return TestClient(create_app(Classifier("sentence-transformers/all-MiniLM-L6-v2", precision="fp32")))
 
 
 def test_classify_endpoint(client):

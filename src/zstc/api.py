@@ -26,6 +26,7 @@ from zstc.errors import LabelError
 from zstc.hypotheses.variants import score_hypotheses
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import make_scorer
+from zstc.scorers.runtime import resolved_options
 from zstc.scorers.base import Scorer
 from zstc.validation import check_labels, check_texts
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
@@ -119,10 +120,12 @@ class Classifier:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
-                 calibration: str | Path | Calibration | None = None, **options: Any) -> None:
+                 calibration: str | Path | Calibration | None = None, precision: str | None = "auto", **options: Any) -> None:
+        """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs it fast; see
+        :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier."""
         self.template = None if template == "{}" else template
         describe_labels(["x"], self.template)  # a bad template fails here, before any model is loaded
-        self.scorer: Scorer = make_scorer(model, family, **options)
+        self.scorer: Scorer = make_scorer(model, family, **resolved_options(precision, options))
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration

@@ -96,7 +96,7 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
             "harness": "zstc",
             "timestamp": evaluation.get("created"),
             "device": run.get("device") or model.get("device") or "unknown",
-            "precision": run.get("dtype") or model.get("dtype") or "unknown",
+            "precision": run.get("precision") or model.get("precision") or run.get("dtype") or "unknown",
             "batch_size": run.get("batch_size") or model.get("batch_size"),
             "max_samples": evaluation.get("max_samples"),
             "partial": len(by_dataset) < len(catalog()),

@@ -129,6 +129,17 @@ class ResultStore:
             return None  # a damaged part is recomputed, never trusted
         return result
 
+    def stored(self) -> list[DatasetResult]:
+        """Every readable dataset result in the details folder (without their arrays)."""
+        if not self.directory.is_dir():
+            return []
+        found = (self.load(path.stem, with_arrays=False) for path in sorted(self.directory.glob("*.json")))
+        return [result for result in found if result is not None]
+
+    def remove(self, dataset: str) -> None:
+        for path in self._paths(dataset):
+            path.unlink(missing_ok=True)
+
     def finished(self, dataset: str, expected_fingerprint: str) -> DatasetResult | None:
         result = self.load(dataset)
         if result is None or result.fingerprint != expected_fingerprint or result.scores is None:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
@@ -26,15 +26,18 @@ def bench(
     pooling: Pooling = None,
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
-    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a stratified sample of at most N texts per dataset.")] = None,
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
+    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw: texts 0 and 1 plus random.Random(0), the paper's own sample).")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
-    fresh: Annotated[bool, typer.Option(help="Recompute every dataset instead of reusing finished ones in <stem>.details/.")] = False,
+    overwrite: Annotated[str, typer.Option(help="Results already in <stem>.details/: 'only-missing' (reuse those of these settings, compute the rest, refuse other settings'), 'always' (recompute all, replacing them) or 'never' (compute nothing).")] = "only-missing",
+    fresh: Annotated[bool, typer.Option(help="Same as --overwrite always.")] = False,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -54,12 +57,13 @@ def bench(
         family=family,
         tasks=resolve_task_names(tasks, data),
         data=data,
-        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length),
+        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length),
         unlabelled=unlabelled,
         max_samples=max_samples,
+        sampling=sampling,
         seed=seed,
         out=out,
-        fresh=fresh,
+        overwrite="always" if fresh else overwrite,
         hypotheses=hypotheses,
         template=template,
         multi_label=multi_label,
@@ -93,7 +97,8 @@ def _report_event(kind: str, payload: Any) -> None:
 def print_summary(summary: dict[str, Any]) -> None:
     results = summary["results"]
     paper = summary.get("paper", {}).get("macro_f1", {})
-    table = Table(title=f"{summary['model']['name']} on BTZSC", show_footer=False)
+    model = summary["model"]
+    table = Table(title=f"{model['name']} on BTZSC ({model.get('precision', 'precision unknown')}, {model.get('device', 'device unknown')})", show_footer=False)
     for column in ("dataset", "family", "texts", "macro-F1", "accuracy", "macro-P", "macro-R"):
         table.add_column(column, justify="left" if column in ("dataset", "family") else "right")
     if paper:

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import DEFAULT, BatchSize, Bf16, PrecisionAuto, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 
@@ -36,6 +36,7 @@ def classify(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionAuto = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -71,7 +72,7 @@ def classify(
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
     texts = read_texts(input, text_column=text_column)
-    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length)
     from zstc.cli.verbosity import quiet, show_progress
 
     started = time.perf_counter()

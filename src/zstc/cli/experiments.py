@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
 
 console = Console(stderr=True)
 
@@ -35,9 +35,11 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
     return stratified_sample(loaded, max_samples, seed)
 
 
-def _write(report: dict[str, Any], out: Path | None) -> None:
+def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
     from zstc.benchmark.store import write_json
 
+    # The scorer's facts (precision and device among them): the same numbers need the same settings.
+    report.setdefault("scorer", scorer.describe())
     if out is not None:
         write_json(out, report)
         console.print(f"wrote {out}")
@@ -58,6 +60,7 @@ def template_robustness(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -66,7 +69,7 @@ def template_robustness(
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
     report = {"model": model, "scorer": scorer.describe(),
@@ -81,7 +84,7 @@ def template_robustness(
     table.caption = (f"best {report['best']:.4f}  worst {report['worst']:.4f}  mean {report['mean']:.4f}  "
                      f"spread {report['spread']:.4f}  std {report['std']:.4f}")
     Console().print(table)
-    _write(report, out)
+    _write(report, out, scorer)
 
 
 @app.command()
@@ -101,6 +104,7 @@ def calibrate(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -117,7 +121,7 @@ def calibrate(
     from zstc.benchmark.tasks import stratified_sample
 
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
@@ -137,7 +141,7 @@ def calibrate(
         table.add_row(phase, f"{report[phase]['ece']:.4f}", f"{report[phase]['brier']:.4f}")
     table.caption = ", ".join(f"{name} {value:.4g}" for name, value in report["parameters"].items())
     Console().print(table)
-    _write(report, out)
+    _write(report, out, scorer)
 
 
 def _positions(task: Any, part: Any) -> Any:
@@ -171,6 +175,7 @@ def unseen(
     pooling: Pooling = None,
     score_type: ScoreType = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -178,7 +183,7 @@ def unseen(
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)
     descriptions = list(_single_variant(hypotheses, template, test))
@@ -187,14 +192,14 @@ def unseen(
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
                                   seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
-                                  device=device, bf16=bf16)
+                                  device=device, precision=requested_precision(precision, bf16, "fp32"))
         # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
-        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, bf16=bf16, device=device)
+        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device)
 
     report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
     report["model"] = model
     _print_unseen(report)
-    _write(report, out)
+    _write(report, out, scorer)
 
 
 def _single_variant(hypotheses: str, template: str | None, task: Any) -> Any:

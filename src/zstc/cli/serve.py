@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, Bf16, Device, Family, Model, Pooling, scorer_options
+from zstc.cli.options import DEFAULT, Bf16, PrecisionAuto, requested_precision, Device, Family, Model, Pooling, scorer_options
 
 
 @app.command()
@@ -15,6 +15,7 @@ def serve(
     model: Model = DEFAULT,
     family: Family = None,
     pooling: Pooling = None,
+    precision: PrecisionAuto = None,
     bf16: Bf16 = None,
     device: Device = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -30,6 +31,6 @@ def serve(
     from zstc.api import Classifier
     from zstc.server.app import create_app
 
-    classifier = Classifier(model, family=family, **scorer_options(pooling=pooling, bf16=bf16, device=device))
+    classifier = Classifier(model, family=family, **scorer_options(pooling=pooling, precision=requested_precision(precision, bf16, "auto"), device=device))
     classifier.scores(["warm-up"], ["a", "b"])  # load the model before accepting requests
     uvicorn.run(create_app(classifier), host=host, port=port)

@@ -25,7 +25,7 @@ from torch import nn
 
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
-from zstc.scorers.runtime import inference_context, resolve_bf16, resolve_device
+from zstc.scorers.runtime import Precision, inference_context, resolve_device, resolve_precision
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
     NliPairs,
@@ -98,14 +98,14 @@ def _collate(data: _Encoded, indices: list[int], pad_id: int, device: torch.devi
     return batch
 
 
-def predict_logits(model: NliCrossEncoder, data: _Encoded, *, pad_id: int, device: torch.device, bf16: bool,
+def predict_logits(model: NliCrossEncoder, data: _Encoded, *, pad_id: int, device: torch.device, precision: Precision,
                    batch_size: int) -> torch.Tensor:
     """Logits for every pair (float32, CPU, in input order); batches of similar length, so padding stays small."""
     was_training = model.training
     model.eval()
     order = sorted(range(len(data.input_ids)), key=lambda i: len(data.input_ids[i]))
     logits = torch.empty((len(order), model.head.out_proj.out_features))
-    with inference_context(device, bf16):
+    with inference_context(device, precision):
         for start in range(0, len(order), batch_size):
             indices = order[start : start + batch_size]
             logits[indices] = model(**_collate(data, indices, pad_id, device)).logits.float().cpu()
@@ -127,19 +127,19 @@ def nli_metrics(logits: torch.Tensor, classes: torch.Tensor, variant: str) -> di
 
 
 def evaluate(model: NliCrossEncoder, data: _Encoded, variant: str, *, pad_id: int, device: torch.device,
-             bf16: bool, batch_size: int) -> dict[str, float]:
+             precision: Precision, batch_size: int) -> dict[str, float]:
     """:func:`nli_metrics` of the model on tokenized pairs."""
-    logits = predict_logits(model, data, pad_id=pad_id, device=device, bf16=bf16, batch_size=batch_size)
+    logits = predict_logits(model, data, pad_id=pad_id, device=device, precision=precision, batch_size=batch_size)
     return nli_metrics(logits, data.classes, variant)
 
 
 def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, device: torch.device,
-                   bf16: bool = False, batch_size: int = 64, max_length: int = MAX_DEFAULT_LENGTH) -> dict[str, float]:
+                   precision: Precision = "fp32", batch_size: int = 64, max_length: int = MAX_DEFAULT_LENGTH) -> dict[str, float]:
     """Evaluate a trained model (e.g. from :func:`zstc.models.nli_head.load_zstc_nli_model`) on NLI pairs."""
     variant = "binary" if model.head.out_proj.out_features == 1 else "triplet"
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     data = _encode(tokenizer, pairs, min(max_length, tokenizer.model_max_length))
-    return evaluate(model, data, variant, pad_id=pad_id, device=device, bf16=bf16, batch_size=batch_size)
+    return evaluate(model, data, variant, pad_id=pad_id, device=device, precision=precision, batch_size=batch_size)
 
 
 def _parameter_groups(model: NliCrossEncoder, backbone_lr: float, head_lr: float, weight_decay: float) -> list[dict[str, Any]]:
@@ -283,7 +283,8 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     if is_zstc_nli_model(out):
         raise ModelError(f"{out}: already holds a trained model; choose another --out or remove it")
     device = resolve_device(config.device)
-    bf16 = resolve_bf16(config.bf16, device)
+    precision = resolve_precision(config.precision, device)
+    config = replace(config, precision=precision)  # the record says what was used, not "auto"
     torch.manual_seed(config.seed)
 
     train_pairs, dev_pairs, data_records = _read_data(config)
@@ -324,7 +325,7 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     log(
         f"training {config.variant} NLI head on {source} ({backbone_params / 1e6:.1f}M parameters): "
         f"{len(train_pairs)} train / {len(dev_pairs)} dev pairs, {total_steps} steps "
-        f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, bf16 {bf16}"
+        f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, precision {precision}"
     )
 
     started, seconds_before = time.monotonic(), run.seconds
@@ -337,7 +338,7 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     epoch_batches: tuple[int, list[list[int]]] | None = None
     bar = tqdm(total=total_steps, initial=run.step, disable=not progress, desc="train-nli", dynamic_ncols=True,
                mininterval=1.0 if os.isatty(2) else 30.0)
-    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext()
     stopped_early = False
     try:
         with _sigterm_as_interrupt():
@@ -363,7 +364,7 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
                 if run.step % eval_every and run.step != total_steps:
                     continue
 
-                dev = evaluate(model, dev_data, config.variant, pad_id=pad_id, device=device, bf16=bf16,
+                dev = evaluate(model, dev_data, config.variant, pad_id=pad_id, device=device, precision=precision,
                                batch_size=config.eval_batch_size)
                 run.history.append({"step": run.step, "train_loss": running_loss / running_count,
                                     **{f"dev_{k}": v for k, v in dev.items()}, "seconds": elapsed()})
@@ -417,7 +418,7 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         "best_dev": best_dev,
         "stopped_early": stopped_early,
         "seconds": round(seconds, 1),
-        "bf16": bf16,
+        "precision": precision,
         "device": str(device),
         "versions": _versions(),
         "history": run.history,
