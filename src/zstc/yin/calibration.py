@@ -147,7 +147,7 @@ LOGIT_SCALE: dict[str, str] = {
 
 DEFAULT_TEMPERATURES: dict[str, float] = {
     "embedding": 0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
-    "encoder": 0.0071,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
+    "encoder": 0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
     "nli": 1.0,  # not measured (no NLI model ships offline): log-odds are already on a logit scale
     "reranker": 1.0,  # not measured (no reranker ships offline): relevance logits
     "yesno": 1.0,  # logit(p(yes)) per label, as the model gives it
