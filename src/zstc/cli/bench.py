@@ -84,6 +84,10 @@ def bench(
 
 
 def _report_event(kind: str, payload: Any) -> None:
+    from zstc.cli.verbosity import quiet
+
+    if quiet():  # --quiet: the summary table and errors only
+        return
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
     elif kind == "reused":
