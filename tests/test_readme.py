@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED_DATA
+from shared_data import REPO, SHARED_DATA
 
 README = REPO / "README.md"
 

@@ -28,7 +28,7 @@ from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_
 from zstc.scorers import make_scorer
 from zstc.scorers.runtime import resolved_options
 from zstc.scorers.base import Scorer
-from zstc.validation import check_labels, check_texts
+from zstc.validation import check_labels, check_options, check_template, check_texts
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
@@ -105,9 +105,7 @@ def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
     """Label descriptions: each label through ``template`` (one ``{}``), or the labels themselves."""
     if template is None:
         return list(labels)
-    if template.count("{}") != 1:
-        raise LabelError(f"template must contain exactly one '{{}}' where the label goes, got {template!r}")
-    return [template.format(label) for label in labels]
+    return [check_template(template).format(label) for label in labels]
 
 
 class Classifier:
@@ -117,15 +115,18 @@ class Classifier:
     the names as they are). ``calibration`` is a file written by ``zstc calibrate --out`` (or a
     :class:`~zstc.yin.calibration.Calibration`): its temperature replaces the family's default one for
     single-label probabilities; a Platt calibration makes multi-label scores probabilities (threshold 0.5).
+    ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
+    labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`).
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
-                 calibration: str | Path | Calibration | None = None, precision: str | None = "auto", **options: Any) -> None:
+                 calibration: str | Path | Calibration | None = None, precision: str | None = "auto",
+                 shortlist: str | int | None = None, **options: Any) -> None:
         """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs it fast; see
         :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier."""
         self.template = None if template == "{}" else template
         describe_labels(["x"], self.template)  # a bad template fails here, before any model is loaded
-        self.scorer: Scorer = make_scorer(model, family, **resolved_options(precision, options))
+        self.scorer: Scorer = make_scorer(model, family, shortlist=shortlist, **resolved_options(precision, options))
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
@@ -195,6 +196,7 @@ class Classifier:
         :meth:`default_threshold`), or ``"none"``. With a Platt calibration the thresholds apply to its
         probabilities and ``scores`` defaults to ``probs``; otherwise to the raw scores, and ``probs`` is
         only available when the raw scores are probabilities already."""
+        check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
@@ -249,11 +251,11 @@ def _check_kind(kind: str) -> None:
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str = DEFAULT_MODEL, family: str | None = None,
              template: str | None = DEFAULT_TEMPLATE, multi_label: bool = False, threshold: float | None = None,
              scores: str | None = None, calibration: str | Path | Calibration | None = None,
-             **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+             shortlist: str | int | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax; ``scores`` probabilities by default), or
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
     when no label does. See :class:`Classifier` to reuse a model."""
-    classifier = Classifier(model, family=family, template=template, calibration=calibration, **options)
+    classifier = Classifier(model, family=family, template=template, calibration=calibration, shortlist=shortlist, **options)
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold, scores=scores)
     return classifier.predict(texts, labels, scores=scores or "probs")

@@ -153,6 +153,16 @@ def find_task_file(directory: Path, name: str) -> Path:
 # --- BTZSC tasks from a directory or the hub -----------------------------------------------------------
 
 
+def data_directory(data: str | Path) -> Path:
+    """``--data`` as a directory of task files, or :class:`DataError` saying why it is not one."""
+    directory = Path(data)
+    if not directory.exists():
+        raise DataError(f"{directory}: no such directory")
+    if not directory.is_dir():
+        raise DataError(f"{directory}: expected a directory of task files or 'hub'")
+    return directory
+
+
 def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -> tuple[Task, int]:
     """Load a BTZSC dataset from a directory (grouped or paired files) or ``"hub"``.
 
@@ -162,12 +172,7 @@ def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -
     if str(data) == "hub":
         task = _load_from_hub(spec)
     else:
-        directory = Path(data)
-        if not directory.exists():
-            raise DataError(f"{directory}: no such directory")
-        if not directory.is_dir():
-            raise DataError(f"{directory}: expected a directory of task files or 'hub'")
-        path = find_task_file(directory, name)
+        path = find_task_file(data_directory(data), name)
         task = load_paired(read_records(path), spec, source=str(path)) if _is_paired_file(path) else load_grouped(path, spec)
     if unlabelled == "paper":
         task = _apply_harness_sampling_quirks(task)

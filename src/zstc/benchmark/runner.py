@@ -22,13 +22,14 @@ from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, UnknownNameError, ZstcError
+from zstc.io import GROUPED_SUFFIXES, check_output_path
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
-from zstc.benchmark.data import load_btzsc_task
+from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_task
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_identity, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
-from zstc.benchmark.store import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, percentile, write_json
+from zstc.benchmark.store import SCHEMA_VERSION, DamagedResult, DatasetResult, ResultStore, fingerprint, percentile, write_json
 from zstc.scorers import make_scorer, scorer_class
 from zstc.scorers.base import Scorer
 from zstc.scorers.runtime import resolve_device, resolved_options
@@ -237,6 +238,12 @@ class Bench:
         # Validate everything cheap before any model loads: names, options, data files.
         spec = get_model_spec(config.model, config.family)
         make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
+        check_output_path(Path(config.out), inputs=_data_files(config))
+        if str(config.data) != "hub":  # every dataset file is found before the first one is scored
+            for name in config.tasks:
+                find_task_file(data_directory(config.data), name)
+        for orphan in self.store.remove_orphans():
+            self.on_event("orphan", orphan)
         run_identity = config.run_identity(spec, self.scorer_options)
         run_key = fingerprint(run_identity)
         self._check_details_folder(run_identity, run_key)
@@ -248,7 +255,7 @@ class Bench:
             descriptions = self.hypothesis_provider(task)
             identity = {"run": run_identity, "dataset": dataset_identity(task, descriptions)}
             expected = fingerprint(identity)
-            cached = None if config.overwrite == "always" else self.store.finished(name, expected)
+            cached = None if config.overwrite == "always" else self._reusable(name, expected)
             if cached is not None:
                 results[name] = cached
                 self.on_event("reused", cached)
@@ -290,6 +297,22 @@ class Bench:
             f"{'; '.join(changed) if stored else 'recorded before settings were kept'}); write to another --out, "
             "or replace them with --overwrite always"
         )
+
+    def _reusable(self, dataset: str, expected: str) -> DatasetResult | None:
+        """The stored result of ``dataset`` with fingerprint ``expected``; a damaged one is reported and recomputed."""
+        try:
+            return self.store.finished(dataset, expected)
+        except DamagedResult as damaged:
+            self.on_event("damaged", damaged)
+            return None
+
+
+def _data_files(config: BenchConfig) -> list[Path]:
+    """The dataset files a run reads (those that exist), so no output can be pointed at one of them."""
+    directory = Path(str(config.data))
+    if str(config.data) == "hub" or not directory.is_dir():
+        return []
+    return [path for path in directory.iterdir() if path.suffix in GROUPED_SUFFIXES]
 
 
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, Shortlist, scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
@@ -41,6 +41,7 @@ def bench(
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
+    shortlist: Shortlist = None,
 ) -> None:
     """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
     family and overall means, side by side with the paper's published numbers."""
@@ -48,16 +49,19 @@ def bench(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
+    from zstc.validation import check_options
+
     if unlabelled not in UNLABELLED_POLICIES:
         from zstc.errors import UnknownNameError
 
         raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
+    check_options({"threshold": threshold, "max_samples": max_samples})
     config = BenchConfig(
         model=model,
         family=family,
         tasks=resolve_task_names(tasks, data),
         data=data,
-        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length),
+        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length, shortlist=shortlist),
         unlabelled=unlabelled,
         max_samples=max_samples,
         sampling=sampling,
@@ -90,6 +94,10 @@ def _report_event(kind: str, payload: Any) -> None:
         return
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
+    elif kind == "damaged":
+        console.print(f"[yellow]{payload.path}: damaged ({payload.reason}), recomputing it[/]")
+    elif kind == "orphan":
+        console.print(f"[dim]removed {payload}, left by a run that was killed while writing[/]")
     elif kind == "reused":
         console.print(f"[dim]{payload.dataset}: reusing the finished result in the details folder[/]")
     elif kind == "done":

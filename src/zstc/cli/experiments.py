@@ -35,6 +35,19 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
     return stratified_sample(loaded, max_samples, seed)
 
 
+def _check_before_work(out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:
+    """Everything checkable without the model, before it loads: option ranges (``rules`` adds or narrows
+    :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be one of ``data``'s files."""
+    from zstc.benchmark.data import data_directory
+    from zstc.io import GROUPED_SUFFIXES, check_output_path
+    from zstc.validation import OPTION_RULES, check_options
+
+    check_options(options, {**OPTION_RULES, **(rules or {})})
+    if out is not None:
+        inputs = [f for f in data_directory(data).iterdir() if f.suffix in GROUPED_SUFFIXES] if data != "hub" else []
+        check_output_path(out, inputs=inputs)
+
+
 def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
     from zstc.benchmark.store import write_json
 
@@ -66,8 +79,12 @@ def template_robustness(
     max_length: MaxLength = None,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
+    from zstc.validation import check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
+    for given in template or []:
+        check_template(given, what="--template")
+    _check_before_work(out, data, {"max_samples": max_samples})
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
                      batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     loaded = _load(task, data, max_samples, seed)
@@ -119,12 +136,22 @@ def calibrate(
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
     from zstc.benchmark.tasks import stratified_sample
+    from zstc.errors import DataError
+    from zstc.validation import Rule, check_template
+    from zstc.yin.calibration import METHODS
 
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
+    if template is not None:
+        check_template(template, what="--template")
+    # Two texts at least: one to fit on, one to test on.
+    _check_before_work(out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction},
+                       {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
+    if len(dev) == 0 or len(test) == 0:
+        raise DataError(f"{task}: {len(loaded)} texts leave {len(dev)} to fit and {len(test)} to test on; calibration needs both")
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
+                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
     scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
     kind = score_type_of(scorer)
@@ -181,8 +208,16 @@ def unseen(
     max_length: MaxLength = None,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.io import check_output_dir
+    from zstc.validation import check_template
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
+    if template is not None:
+        check_template(template, what="--template")
+    _check_before_work(out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
+                                   "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples})
+    if finetune:
+        check_output_dir(work_dir, option="--work-dir")
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)

@@ -38,7 +38,11 @@ def nli_probe(
     from zstc.scorers import make_scorer
     from zstc.cli.verbosity import show_progress
 
+    from zstc.io import check_output_path
+
     sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
+    if out is not None:
+        check_output_path(out, inputs=list(sets.values()))
     options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     scorer = make_scorer(model, family or _probe_family(model), **options)
     summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress())

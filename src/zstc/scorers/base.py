@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from zstc.errors import ZstcError
 from zstc.models.registry import ModelSpec
 from zstc.scorers.runtime import Precision, check_precision, resolve_device
 
@@ -50,6 +51,9 @@ class TorchScorer:
         batch_size: int = 32,
         max_length: int | None = None,
     ) -> None:
+        for name, value in (("batch_size", batch_size), ("max_length", max_length)):
+            if value is not None and value < 1:  # every family: a 0 would otherwise fail deep inside torch
+                raise ZstcError(f"{name} must be at least 1, got {value}")
         self.spec = spec
         self.device = resolve_device(device)
         # Already resolved (fp32 or bf16): `auto` is decided once per run by resolve_precision, not here.

@@ -99,12 +99,13 @@ class EmbeddingScorer(TorchScorer):
         self.notes = []
         documents = tuple(self.spec.format_document(label) for label in labels)
         if documents not in self._label_cache:
-            self._label_cache[documents] = self._encode(list(documents), show_progress=False)
+            # Checked before caching: a refused description must be refused again, not served truncated.
             if self._count_truncated(list(documents)):
                 raise ModelError(
                     f"a label description is longer than {self.spec.model_id}'s {self.max_length} tokens; "
                     "label descriptions are never truncated: shorten it"
                 )
+            self._label_cache[documents] = self._encode(list(documents), show_progress=False)
         queries = [self.spec.format_query(text) for text in texts]
         truncated = self._count_truncated(queries)
         if truncated:

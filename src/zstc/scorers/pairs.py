@@ -317,9 +317,8 @@ class CrossEncoderScorer(TorchScorer):
         max_length: int | None = None,
     ) -> None:
         super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
-        for name, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens), ("max_length", max_length)):
-            if value is not None and value < 1:
-                raise ZstcError(f"{name} must be at least 1, got {value}")
+        if max_batch_tokens is not None and max_batch_tokens < 1:  # batch_size and max_length: TorchScorer
+            raise ZstcError(f"max_batch_tokens must be at least 1, got {max_batch_tokens}")
         self.max_batch_tokens = max_batch_tokens
         self._loaded: LoadedCrossEncoder | None = None
 

@@ -24,7 +24,8 @@ import torch
 from torch import nn
 
 from zstc.errors import DataError, ModelError
-from zstc.models.nli_head import VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
+from zstc.io import atomic_directory, atomic_write
+from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, inference_context, resolve_device, resolve_precision
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
@@ -174,9 +175,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, temporary)
-    os.replace(temporary, path)
+    with atomic_write(path, "wb") as handle:
+        torch.save(obj, handle)
 
 
 def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
@@ -423,7 +423,9 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         "versions": _versions(),
         "history": run.history,
     }
-    model.save(out, tokenizer, record)
+    # Written beside --out and moved in when complete: a full disk or a kill leaves no half-saved model.
+    with atomic_directory(out, last=[TRAINING_FILE]) as staging:
+        model.save(staging, tokenizer, record)
     checkpoint.remove()
     log(f"saved {out} (best dev loss {run.best_loss:.4f} at step {run.best_step}; {seconds / 60:.1f} minutes)")
     return TrainResult(out, run.step, total_steps, run.best_step, best_dev, stopped_early, seconds, run.history)
