@@ -22,16 +22,18 @@ from typing import Any
 import numpy as np
 
 from zstc.decisions import argmax_decisions
-from zstc.errors import LabelError
-from zstc.hypotheses.variants import score_hypotheses
+from zstc.errors import LabelError, OptionError
+from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
+from zstc.defaults import DEFAULT_TEMPLATE
+from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
-from zstc.scorers import make_scorer
-from zstc.scorers.runtime import resolved_options
+from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
-from zstc.validation import check_labels, check_options, check_template, check_texts
+from zstc.validation import OptionSpec, check_labels, check_option, check_options, check_template, check_texts
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
-from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
+HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
+                        help="how labels become hypotheses: 'dataset' (as given), 'name', 'definition', 'both', 'ensemble'")
 
 
 SCORE_KINDS: tuple[str, ...] = ("probs", "raw")
@@ -108,38 +110,70 @@ def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
     return [check_template(template).format(label) for label in labels]
 
 
+def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", template: str | None = None,
+                     descriptions: Sequence[str] | None = None) -> list[str] | HypothesisSet:
+    """What the model reads for each label.
+
+    ``hypotheses="dataset"``: the labels as given (or their ``descriptions``), through ``template`` if one is
+    given. Otherwise Yin et al.'s variants of the label names (``name``, ``definition`` from WordNet,
+    ``both``, or the three as an ``ensemble`` whose scores are averaged), filled into ``template`` (default:
+    the topic aspect's, "This text is about {}.").
+    """
+    hypotheses = check_option("hypotheses", hypotheses, HYPOTHESES)
+    if hypotheses == "dataset":
+        return describe_labels(list(descriptions) if descriptions is not None else labels, template)
+    return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+
+
 class Classifier:
     """A loaded model plus a fixed way of describing labels; reuse it to classify many batches.
 
-    ``template`` turns label names into descriptions (default :data:`DEFAULT_TEMPLATE`; ``None`` or ``"{}"``:
-    the names as they are). ``calibration`` is a file written by ``zstc calibrate --out`` (or a
-    :class:`~zstc.yin.calibration.Calibration`): its temperature replaces the family's default one for
-    single-label probabilities; a Platt calibration makes multi-label scores probabilities (threshold 0.5).
-    ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
-    labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`).
+    ``template`` turns label names into descriptions (default :data:`DEFAULT_TEMPLATE` for the labels as
+    given; ``None`` or ``"{}"``: the names as they are). ``calibration`` is a file written by ``zstc calibrate
+    --out`` (or a :class:`~zstc.yin.calibration.Calibration`): its temperature replaces the family's default
+    one for single-label probabilities; a Platt calibration makes multi-label scores probabilities
+    (threshold 0.5).
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
-                 calibration: str | Path | Calibration | None = None, precision: str | None = "auto",
-                 shortlist: str | int | None = None, **options: Any) -> None:
-        """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs it fast; see
-        :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier."""
-        self.template = None if template == "{}" else template
-        describe_labels(["x"], self.template)  # a bad template fails here, before any model is loaded
-        self.scorer: Scorer = make_scorer(model, family, shortlist=shortlist, **resolved_options(precision, options))
+    def __init__(self, model: str | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
+                 hypotheses: str = "dataset", precision: str | None = "auto", shortlist: str | int | None = None,
+                 calibration: str | Path | Calibration | None = None, **options: Any) -> None:
+        """``model``: a hub id, paper name or local folder, or a scorer already built (:func:`make_scorer`,
+        or any object with ``score(texts, labels)``). ``hypotheses`` and ``template``: see
+        :func:`label_hypotheses`. ``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs
+        it fast; see :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier.
+        ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
+        labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`)."""
+        self.hypotheses: str = check_option("hypotheses", hypotheses, HYPOTHESES)
+        if template == "{}" or (template == DEFAULT_TEMPLATE and self.hypotheses != "dataset"):
+            template = None  # the default template is for label names as given; Yin's variants keep their aspect's
+        self.template = check_template(template) if template is not None else None
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
-        self.show_progress = False
-        """Progress bars while scoring (the CLI turns them on when stderr is a terminal)."""
+        if isinstance(model, str):
+            spec = get_model_spec(model, family)
+            if "precision" in get_family(spec.family).options:
+                from zstc.scorers.runtime import resolved_options
+
+                options = resolved_options(precision, options)
+            elif precision not in (None, "auto"):  # asked for explicitly: make_scorer says it does not apply
+                options = {**options, "precision": precision}
+            self.scorer: Scorer = make_scorer(spec, shortlist=shortlist, **options)
+        else:
+            given = ["family"] * (family is not None) + ["shortlist"] * (shortlist is not None) + list(options)
+            if given:
+                raise OptionError(f"{', '.join(given)} cannot be given with a scorer object: build the scorer with them", *given)
+            self.scorer = model
+        model_name = model if isinstance(model, str) else None
         self.notes: list[str] = []
-        """What the user should hear about the last calls (e.g. a calibration fitted on another model)."""
-        if calibration is not None and calibration.model not in (None, model):
-            self.notes.append(f"the calibration was fitted on {calibration.model}, not {model}")
+        """What the user should hear about this classifier (e.g. a calibration fitted on another model)."""
+        if calibration is not None and calibration.model not in (None, model_name):
+            self.notes.append(f"the calibration was fitted on {calibration.model}, not {model_name}")
 
     @property
     def family(self) -> str:
-        return self.scorer.family
+        return getattr(self.scorer, "family", "")
 
     def temperature(self) -> float:
         """The temperature of single-label probabilities: the calibration file's, else the family's default."""
@@ -147,31 +181,38 @@ class Classifier:
             return self.calibration.parameters["temperature"]
         return default_calibration(self.family).parameters["temperature"]
 
-    def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-               allow_single: bool = False) -> np.ndarray:
-        """The (texts, labels) raw score matrix; ``allow_single`` admits one label (multi-label: a yes/no question)."""
-        texts = check_texts(texts)
-        labels = check_labels(labels, allow_single=allow_single)
-        if descriptions is None:
-            descriptions = describe_labels(labels, self.template)
-        elif len(descriptions) != len(labels):
-            raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
-        # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
-        return score_hypotheses(self.scorer, texts, descriptions, show_progress=self.show_progress)
-
     def probabilities(self, matrix: np.ndarray) -> np.ndarray:
         """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature`."""
         scale = score_scale(self.family, score_type_of(self.scorer))
         calibration = self.calibration if self.calibration is not None and self.calibration.method == "temperature" else default_calibration(self.family)
         return calibration.single_label(matrix, scale)
 
+    def _platt(self) -> Calibration | None:
+        return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None
+
+    def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
+               allow_single: bool = False, notes: list[str] | None = None) -> np.ndarray:
+        """The (texts, labels) score matrix; ``allow_single`` admits one label (multi-label: a yes/no question)."""
+        texts = check_texts(texts)
+        labels = check_labels(labels, allow_single=allow_single)
+        if descriptions is None:
+            descriptions = label_hypotheses(labels, hypotheses=self.hypotheses, template=self.template)
+        elif len(descriptions) != len(labels):
+            raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
+        # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
+        result = score_hypotheses_with_notes(self.scorer, texts, descriptions)
+        if notes is not None:  # the caller's list: the classifier keeps no per-call state (it may serve threads)
+            notes.extend(note for note in result.notes if note not in notes)
+        return result.scores
+
     def predict(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-                scores: str = "probs") -> list[Prediction]:
-        """The best label per text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`)."""
+                notes: list[str] | None = None, scores: str = "probs") -> list[Prediction]:
+        """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
+        ``notes``, when given, receives what the scorer had to say (texts truncated, ...)."""
         _check_kind(scores)
         texts = check_texts(texts)
         labels = check_labels(labels)
-        matrix = self.scores(texts, labels, descriptions)
+        matrix = self.scores(texts, labels, descriptions, notes=notes)
         shown = self.probabilities(matrix) if scores == "probs" else matrix
         best = argmax_decisions(matrix)
         return [
@@ -186,12 +227,9 @@ class Classifier:
             return 0.5
         return default_threshold(score_type_of(self.scorer), self.family)
 
-    def _platt(self) -> Calibration | None:
-        return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None
-
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
-                            scores: str | None = None) -> list[MultiLabelPrediction]:
+                            notes: list[str] | None = None, scores: str | None = None) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
         :meth:`default_threshold`), or ``"none"``. With a Platt calibration the thresholds apply to its
         probabilities and ``scores`` defaults to ``probs``; otherwise to the raw scores, and ``probs`` is
@@ -206,7 +244,7 @@ class Classifier:
         if kind == "probs" and platt is None and score_type_of(self.scorer) != "prob":
             raise LabelError(f"multi-label probabilities from {self.family} scores need a Platt calibration file: "
                              "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
-        matrix = self.scores(texts, labels, descriptions, allow_single=True)
+        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes)
         decided_on = platt.multi_label(matrix) if platt is not None else matrix
         shown = decided_on if kind == "probs" else matrix
         chosen = decide(decided_on, labels, self.default_threshold() if threshold is None else threshold, per_label)
@@ -248,14 +286,16 @@ def _check_kind(kind: str) -> None:
         raise UnknownNameError(f"unknown score kind {kind!r}; expected one of {', '.join(SCORE_KINDS)}")
 
 
-def classify(texts: Sequence[str], labels: Sequence[str], *, model: str = DEFAULT_MODEL, family: str | None = None,
-             template: str | None = DEFAULT_TEMPLATE, multi_label: bool = False, threshold: float | None = None,
-             scores: str | None = None, calibration: str | Path | Calibration | None = None,
-             shortlist: str | int | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer = DEFAULT_MODEL, family: str | None = None,
+             template: str | None = DEFAULT_TEMPLATE, hypotheses: str = "dataset", multi_label: bool = False,
+             threshold: float | None = None, shortlist: str | int | None = None, scores: str | None = None,
+             calibration: str | Path | Calibration | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax; ``scores`` probabilities by default), or
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
-    when no label does. See :class:`Classifier` to reuse a model."""
-    classifier = Classifier(model, family=family, template=template, calibration=calibration, shortlist=shortlist, **options)
+    when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`).
+    See :class:`Classifier` to reuse a model."""
+    classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
+                            calibration=calibration, **options)
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold, scores=scores)
     return classifier.predict(texts, labels, scores=scores or "probs")

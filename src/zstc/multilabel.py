@@ -22,6 +22,7 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 from zstc.decisions import threshold_decisions
 from zstc.errors import LabelError, UnknownNameError
+from zstc.scorers.families import FamilyTable
 
 NONE_LABEL = "none"
 
@@ -41,7 +42,8 @@ FAMILY_THRESHOLDS: dict[str, float] = {
 }
 """Measured defaults per family; they take precedence over the score type's rough rule."""
 
-FAMILY_SCORE_TYPE: dict[str, str] = {"embedding": "cosine", "encoder": "cosine", "nli": "logodds", "reranker": "logit", "yesno": "prob"}
+FAMILY_SCORE_TYPE: FamilyTable[str] = FamilyTable(lambda family: family.score_type)
+"""Family name -> its score type (a view of the :class:`zstc.scorers.families.Family` records)."""
 
 
 def score_type_of(scorer: Any) -> str | None:
@@ -91,7 +93,7 @@ def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_labe
 
 def label_sets(decisions: np.ndarray, labels: Sequence[str]) -> list[list[str]]:
     """Each row's labels, or ``["none"]`` when none passed."""
-    return [[labels[j] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
+    return [[labels[int(j)] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
 
 
 def gold_matrix(gold: np.ndarray, n_labels: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from zstc.errors import DataError
-from zstc.io import atomic_write, read_json, remove_orphan_temps
+from zstc.io import atomic_write, read_json, remove_orphan_temps, umask_mode  # noqa: F401  (umask_mode: kept importable from here)
 
 SCHEMA_VERSION = "1.0"
 

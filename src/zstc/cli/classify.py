@@ -11,11 +11,12 @@ from typing import Annotated, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, PrecisionAuto, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, Shortlist, scorer_options
+from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 
 @app.command()
+@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
     input: Annotated[str, typer.Argument(help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line).")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
@@ -32,22 +33,15 @@ def classify(
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature (or, multi-label, its Platt scaling) turns scores into probabilities.")] = None,
     model: Model = DEFAULT,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionAuto = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
-    shortlist: Shortlist = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
-    """Print one JSON line per text: the predicted label and its score (or, with --multi-label, every label
-    that passes the threshold, or "none") and every label's score, highest first."""
-    from zstc.api import Classifier, describe_labels, prediction_record
+    """Print one JSON line per text: the predicted label (or, with --multi-label, every label that passes
+    the threshold, or "none") and the score of every label."""
+    from zstc.api import Classifier, label_hypotheses, prediction_record
+    from zstc.cli.verbosity import quiet, show_progress
     from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
-    from zstc.hypotheses.variants import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
     from zstc.io import read_label_descriptions, read_label_sets, read_texts
     from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
@@ -64,25 +58,18 @@ def classify(
     else:
         mapping = read_label_descriptions(labels_file)
         names, given = list(mapping), list(mapping.values())
-    if template is None and given == names:  # label names, not descriptions: the measured default template
+    if template is None and given == names and hypotheses == "dataset":  # label names: the measured default template
         template = DEFAULT_TEMPLATE
-    if template == "{}":
-        template = None
-    if hypotheses == "dataset":  # the labels (or the file's descriptions) as given, through --template if any
-        descriptions = describe_labels(given, template)
-    else:
-        descriptions = build_hypotheses(names, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=None if template == "{}" else template, descriptions=given)
     if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
     texts = read_texts(input, text_column=text_column)
-    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length, shortlist=shortlist)
-    from zstc.cli.verbosity import quiet, show_progress
-
+    options = scoring.kwargs()
     started = time.perf_counter()
     classifier = Classifier(model, family=family, template=None, calibration=calibration, **options)
-    classifier.show_progress = show_progress()
+    notes: list[str] = []
     if multi_label:
         per_label = parse_label_thresholds(label_threshold or [], names)
         if fit_thresholds:
@@ -90,11 +77,12 @@ def classify(
             # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
             threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
             print(f"note: threshold {threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}", file=sys.stderr)
-        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label, scores=scores)
+        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label, notes=notes,
+                                                     scores=scores)
     else:
-        predictions = classifier.predict(texts, names, descriptions, scores=scores or "probs")
+        predictions = classifier.predict(texts, names, descriptions, notes=notes, scores=scores or "probs")
     rows = [prediction_record(p) for p in predictions]
-    for note in [] if quiet() else [*getattr(descriptions, "notes", []), *getattr(classifier.scorer, "notes", []), *classifier.notes]:
+    for note in [] if quiet() else [*getattr(descriptions, "notes", []), *notes, *classifier.notes]:
         print(f"note: {note}", file=sys.stderr)
     if show_progress():  # a summary for a person at a terminal; pipelines get only the records
         print(f"classified {len(rows)} texts into {len(names)} labels in {time.perf_counter() - started:.1f} s"

@@ -40,21 +40,10 @@ def resolve_device(device: str | None = None) -> torch.device:
     """
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    from zstc.errors import UnknownNameError
+    from zstc.validation import check_options
 
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise UnknownNameError(f"unknown device {device!r}; expected cpu, cuda, cuda:N, mps or auto") from None
-    if resolved.type == "cuda":
-        if not torch.cuda.is_available():
-            raise UnknownNameError(f"--device {device}: CUDA is not available on this machine "
-                                   f"(torch {torch.__version__}{' is a CPU-only build' if torch.version.cuda is None else ' finds no GPU'}); use --device cpu")
-        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
-            raise UnknownNameError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0")
-    if resolved.type == "mps" and not torch.backends.mps.is_available():
-        raise UnknownNameError(f"--device {device}: Apple's MPS is not available on this machine; use --device cpu")
-    return resolved
+    check_options({"device": device})  # an unknown name or a missing GPU is the user's error, not torch's RuntimeError
+    return torch.device(device)
 
 
 @cache
