@@ -45,7 +45,7 @@ def test_jsonl_keeps_columns_and_every_row(tmp_path, zstc_cli):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [row["id"] for row in rows] == [7, 8, 9]
     assert rows[0]["input_label"] == "gold-sports" and rows[0]["label"] == "sports"  # the gold column is not overwritten
-    assert rows[1]["label"] is None and rows[1]["scores"] is None
+    assert rows[1]["label"] is None and rows[1]["score"] is None and rows[1]["scores"] is None
     assert rows[2]["label"] == "economy" and set(rows[2]["scores"]) == set(LABELS)
     assert f"wrote 3 predictions to {out}" in err.splitlines()[-1]
     assert "texts/s" not in err  # no progress bar when stderr is not a terminal
@@ -53,7 +53,7 @@ def test_jsonl_keeps_columns_and_every_row(tmp_path, zstc_cli):
 
     status, _, err = zstc_cli(*classify_args(source, tmp_path / "ids.jsonl", "--skip-empty", "--keep-columns", "id"))
     assert status == 0, err
-    assert list(json.loads((tmp_path / "ids.jsonl").read_text().splitlines()[0])) == ["id", "text", "label", "scores"]
+    assert list(json.loads((tmp_path / "ids.jsonl").read_text().splitlines()[0])) == ["id", "text", "label", "score", "scores"]
 
 
 def test_csv_and_parquet_hold_the_same_predictions(tmp_path, zstc_cli):

@@ -55,7 +55,9 @@ def prediction_record(prediction: Any) -> Row:
 
 def empty_record(text: str, *, multi_label: bool) -> Row:
     """The row of an empty text under ``--skip-empty``: present, but with no label and no scores."""
-    return {"text": text, "labels" if multi_label else "label": None, "scores": None}
+    if multi_label:
+        return {"text": text, "labels": None, "scores": None}
+    return {"text": text, "label": None, "score": None, "scores": None}
 
 
 def output_row(kept: Row, record: Row) -> Row:
