@@ -145,7 +145,7 @@ def test_classify_cli_multi_label(tmp_path) -> None:
     texts = tmp_path / "t.txt"
     texts.write_text("The match ended 2-1 after extra time.\nMy card still hasn't arrived.\n")
     result = CliRunner().invoke(app, ["classify", str(texts), "-l", "sports,banking,cooking", "-m", MINILM, "--multi-label",
-                                      "--threshold", "0.12", "--label-threshold", "cooking=0.99", "--precision", "fp32"])
+                                      "--template", "{}", "--threshold", "0.12", "--label-threshold", "cooking=0.99", "--precision", "fp32"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert rows[0]["labels"] == ["sports"] and rows[1]["labels"] == ["banking"]

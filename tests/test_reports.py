@@ -112,6 +112,59 @@ def test_pareto_front() -> None:
     assert pareto_front(points) == [3, 0, 1]
 
 
+def test_speed_figure_draws_its_pareto_front_and_two_ticks() -> None:
+    pytest.importorskip("matplotlib")
+    from zstc.reports.figures import speed_accuracy
+
+    rows = [ModelRow("a", "embedding", 22.7, {"macro_f1": {"x": 0.6}}, source="run", throughput=2.2),
+            ModelRow("b", "embedding", 22.7, {"macro_f1": {"x": 0.4}}, source="run", throughput=3.9)]
+    axes = speed_accuracy(rows, ["x"]).axes[0]
+    front = [line for line in axes.lines if line.get_drawstyle() == "steps-pre"]
+    assert len(front) == 1 and len(front[0].get_xdata()) == 2  # a drawn line for the legend's "Pareto front"
+    low, high = axes.get_xlim()
+    formatter = axes.xaxis.get_major_formatter()
+    labelled = [formatter(x, 0) for x in axes.get_xticks() if low <= x <= high]
+    assert len(labelled) >= 2 and all(labelled), labelled
+
+
+def test_confusion_matrix_names_every_class_of_banking77() -> None:
+    pytest.importorskip("matplotlib")
+    from zstc.benchmark.catalog import get_task_spec
+    from zstc.reports.figures import confusion
+
+    names = list(get_task_spec("banking77").labels)
+    gold = np.arange(len(names))
+    axes = confusion(gold, gold, names, "banking77").axes[0]
+    assert len(axes.get_yticklabels()) == len(names) == 72
+    assert axes.get_yticklabels()[1].get_text() == "activate_my_card"
+
+
+def test_every_paper_model_has_a_size() -> None:
+    import os
+
+    if not any(p.exists() for p in (DATA.parent / "baselines",)):
+        pytest.skip("needs the paper's baseline files")
+    os.environ.setdefault("ZSTC_SHARED_DATA", str(DATA.parent))
+    rows = paper_rows()
+    assert len(rows) == 38 and all(row.params_millions for row in rows), [r.label for r in rows if not r.params_millions]
+
+
+def test_runs_that_differ_in_settings_are_named_by_them(tmp_path: Path) -> None:
+    from zstc.reports.rows import load_runs
+
+    def write(folder: str, pooling: str) -> Path:
+        path = tmp_path / folder / "results.json"  # the same file name: only the pooling tells them apart
+        path.parent.mkdir()
+        path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2",
+                                    "paper_name": "all-MiniLM-L6-v2", "pooling": pooling, "dtype": "fp32"},
+                                    "evaluation": {"hypotheses": "dataset", "max_samples": 40},
+                                    "results": {"by_dataset": {"imdb": {"macro_f1": 0.5}}}}))
+        return path
+
+    runs = load_runs([write("a", "native"), write("b", "cls")])
+    assert [run.label for run in runs] == ["all-MiniLM-L6-v2 (pooling=native)", "all-MiniLM-L6-v2 (pooling=cls)"]
+
+
 # -- run recording ------------------------------------------------------------------------------------
 
 
@@ -260,7 +313,9 @@ def test_index_html_renders_in_headless_chromium(report, tmp_path: Path, chromiu
     assert html.count("<table") == len(report.tables)
     assert html.count("<img") == len(report.figures)
     assert f'data-rendered="{len(report.figures)}/{len(report.figures)}"' in html, "some figures did not decode"
-    assert "Table 2: macro-F1 by task family" in html and "all-MiniLM-L6-v2 (native)" in html
+    # The two runs differ only in pooling: their names say so in every table and title.
+    assert "Table 2: macro-F1 by task family" in html and "all-MiniLM-L6-v2 (pooling=native)" in html
+    assert "all-MiniLM-L6-v2 (pooling=cls): rottentomatoes" in html
 
     screenshot = tmp_path / "index.png"
     shot = _headless(browser, tmp_path / "profile", "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={screenshot}",

@@ -2,17 +2,21 @@
 
 >>> from zstc import classify
 >>> classify(["The match ended 2-1."], ["sports", "politics"], template="This text is about {}.")
-[Prediction(text='The match ended 2-1.', label='sports', scores={...})]
->>> classify(["The match ended 2-1."], ["sports", "politics"], multi_label=True, threshold=0.3)
-[MultiLabelPrediction(text='The match ended 2-1.', labels=['sports'], scores={...})]
->>> classify(["The match ended 2-1."], ["sports", "politics"], hypotheses="ensemble")  # Yin et al.'s variants
-[Prediction(text='The match ended 2-1.', label='sports', scores={...})]
+[Prediction(text='The match ended 2-1.', label='sports', scores={'sports': 0.8..., 'politics': 0.1...}, ...)]
+>>> classify(["The match ended 2-1."], ["sports", "politics"], multi_label=True)
+[MultiLabelPrediction(text='The match ended 2-1.', labels=['sports'], scores={...}, ...)]
+
+Single-label scores are probabilities by default (a softmax over the labels at the family's measured
+temperature, or a calibration file's), highest first; ``scores="raw"`` gives the model's own numbers, which
+``raw_scores`` always holds. :func:`prediction_record` turns a prediction into the record every zstc output
+writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,14 +24,26 @@ import numpy as np
 from zstc.decisions import argmax_decisions
 from zstc.errors import LabelError, OptionError
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
+from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.validation import OptionSpec, check_labels, check_option, check_options, check_template, check_texts
+from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
 HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
                         help="how labels become hypotheses: 'dataset' (as given), 'name', 'definition', 'both', 'ensemble'")
+
+
+SCORE_KINDS: tuple[str, ...] = ("probs", "raw")
+"""``probs``: probabilities (single-label: a softmax over the labels; multi-label: Platt-calibrated or the
+model's own); ``raw``: the family's own scores (cosines, NLI log-odds, LLM option probabilities, ...)."""
+
+def _ranked(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
+    """``{label: value}``, highest first (ties keep the label order)."""
+    order = np.argsort(-np.asarray(values, dtype=np.float64), kind="stable")
+    return {labels[j]: float(values[j]) for j in order}
 
 
 @dataclass(frozen=True)
@@ -35,18 +51,56 @@ class Prediction:
     text: str
     label: str
     scores: dict[str, float]
+    """Every label's score, highest first: probabilities that sum to 1, or raw scores (``score_kind``)."""
+    raw_scores: dict[str, float] = field(default_factory=dict)
+    """The family's own scores, highest first, whatever ``score_kind`` is."""
+    score_kind: str = "raw"
+
+    @property
+    def score(self) -> float:
+        """The predicted label's score."""
+        return self.scores[self.label]
 
 
 @dataclass(frozen=True)
 class MultiLabelPrediction:
     text: str
     labels: list[str]
-    """Every label whose score passed its threshold, or ``["none"]``."""
+    """Every label whose score passed its threshold, highest score first, or ``["none"]``."""
     scores: dict[str, float]
+    raw_scores: dict[str, float] = field(default_factory=dict)
+    score_kind: str = "raw"
 
     @property
     def none(self) -> bool:
         return self.labels == [NONE_LABEL]
+
+
+def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: int | None = 4, flat: bool = False,
+                      text: bool = True, labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """One output record of a prediction, as every zstc output writes it (CLI, server).
+
+    Nested (JSONL, JSON): ``{"text", "label", "score", "scores": {label: score, highest first}}``, or for
+    multi-label ``{"text", "labels": [...], "scores": {...}}``. ``flat`` (CSV, Parquet): the scores become
+    one column per label, ``score_<label>``, in the order of ``labels`` (a table needs the same columns in
+    every row; default: the ranking), and multi-label ``labels`` one string joined by ``"; "``. ``digits`` rounds the scores (None: full precision); ``text=False`` leaves the text
+    out (when the caller carries the input row through).
+    """
+    def rounded(value: float) -> float:
+        return value if digits is None else round(value, digits)
+
+    record: dict[str, Any] = {"text": prediction.text} if text else {}
+    scores = {label: rounded(value) for label, value in prediction.scores.items()}
+    if isinstance(prediction, MultiLabelPrediction):
+        record["labels"] = "; ".join(prediction.labels) if flat else list(prediction.labels)
+    else:
+        record["label"] = prediction.label
+        record["score"] = scores[prediction.label]
+    if flat:
+        record.update({f"score_{label}": scores[label] for label in (labels or scores)})
+    else:
+        record["scores"] = scores
+    return record
 
 
 def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
@@ -72,19 +126,31 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
 
 
 class Classifier:
-    """A loaded model plus a fixed way of describing labels; reuse it to classify many batches."""
+    """A loaded model plus a fixed way of describing labels; reuse it to classify many batches.
 
-    def __init__(self, model: str | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None,
+    ``template`` turns label names into descriptions (default :data:`DEFAULT_TEMPLATE` for the labels as
+    given; ``None`` or ``"{}"``: the names as they are). ``calibration`` is a file written by ``zstc calibrate
+    --out`` (or a :class:`~zstc.yin.calibration.Calibration`): its temperature replaces the family's default
+    one for single-label probabilities; a Platt calibration makes multi-label scores probabilities
+    (threshold 0.5).
+    """
+
+    def __init__(self, model: str | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
                  hypotheses: str = "dataset", precision: str | None = "auto", shortlist: str | int | None = None,
-                 **options: Any) -> None:
+                 calibration: str | Path | Calibration | None = None, **options: Any) -> None:
         """``model``: a hub id, paper name or local folder, or a scorer already built (:func:`make_scorer`,
         or any object with ``score(texts, labels)``). ``hypotheses`` and ``template``: see
         :func:`label_hypotheses`. ``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs
         it fast; see :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier.
         ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
         labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`)."""
-        self.template = check_template(template) if template is not None else None
         self.hypotheses: str = check_option("hypotheses", hypotheses, HYPOTHESES)
+        if template == "{}" or (template == DEFAULT_TEMPLATE and self.hypotheses != "dataset"):
+            template = None  # the default template is for label names as given; Yin's variants keep their aspect's
+        self.template = check_template(template) if template is not None else None
+        if calibration is not None and not isinstance(calibration, Calibration):
+            calibration = load_calibration(calibration)
+        self.calibration: Calibration | None = calibration
         if isinstance(model, str):
             spec = get_model_spec(model, family)
             if "precision" in get_family(spec.family).options:
@@ -99,6 +165,30 @@ class Classifier:
             if given:
                 raise OptionError(f"{', '.join(given)} cannot be given with a scorer object: build the scorer with them", *given)
             self.scorer = model
+        model_name = model if isinstance(model, str) else None
+        self.notes: list[str] = []
+        """What the user should hear about this classifier (e.g. a calibration fitted on another model)."""
+        if calibration is not None and calibration.model not in (None, model_name):
+            self.notes.append(f"the calibration was fitted on {calibration.model}, not {model_name}")
+
+    @property
+    def family(self) -> str:
+        return getattr(self.scorer, "family", "")
+
+    def temperature(self) -> float:
+        """The temperature of single-label probabilities: the calibration file's, else the family's default."""
+        if self.calibration is not None and self.calibration.method == "temperature":
+            return self.calibration.parameters["temperature"]
+        return default_calibration(self.family).parameters["temperature"]
+
+    def probabilities(self, matrix: np.ndarray) -> np.ndarray:
+        """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature`."""
+        scale = score_scale(self.family, score_type_of(self.scorer))
+        calibration = self.calibration if self.calibration is not None and self.calibration.method == "temperature" else default_calibration(self.family)
+        return calibration.single_label(matrix, scale)
+
+    def _platt(self) -> Calibration | None:
+        return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                allow_single: bool = False, notes: list[str] | None = None) -> np.ndarray:
@@ -116,36 +206,52 @@ class Classifier:
         return result.scores
 
     def predict(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-                notes: list[str] | None = None) -> list[Prediction]:
-        """The best label of each text. ``notes``, when given, receives what the scorer had to say (texts
-        truncated, ...)."""
+                notes: list[str] | None = None, scores: str = "probs") -> list[Prediction]:
+        """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
+        ``notes``, when given, receives what the scorer had to say (texts truncated, ...)."""
+        _check_kind(scores)
         texts = check_texts(texts)
         labels = check_labels(labels)
         matrix = self.scores(texts, labels, descriptions, notes=notes)
+        shown = self.probabilities(matrix) if scores == "probs" else matrix
         best = argmax_decisions(matrix)
         return [
-            Prediction(text, labels[int(b)], {label: float(s) for label, s in zip(labels, row)})
-            for text, b, row in zip(texts, best, matrix)
+            Prediction(text, labels[int(b)], _ranked(labels, view), _ranked(labels, row), scores)
+            for text, b, view, row in zip(texts, best, shown, matrix)
         ]
 
     def default_threshold(self) -> float:
-        """The multi-label threshold for this scorer's score type (see :data:`zstc.multilabel.DEFAULT_THRESHOLDS`)."""
-        return default_threshold(score_type_of(self.scorer))
+        """The multi-label threshold without options: 0.5 on Platt probabilities, else the family's
+        (see :data:`zstc.multilabel.FAMILY_THRESHOLDS`)."""
+        if self._platt() is not None:
+            return 0.5
+        return default_threshold(score_type_of(self.scorer), self.family)
 
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
-                            notes: list[str] | None = None) -> list[MultiLabelPrediction]:
+                            notes: list[str] | None = None, scores: str | None = None) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
-        the score type's default), or ``"none"``."""
+        :meth:`default_threshold`), or ``"none"``. With a Platt calibration the thresholds apply to its
+        probabilities and ``scores`` defaults to ``probs``; otherwise to the raw scores, and ``probs`` is
+        only available when the raw scores are probabilities already."""
         check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
+        platt = self._platt()
+        kind = scores or ("probs" if platt is not None else "raw")
+        _check_kind(kind)
+        if kind == "probs" and platt is None and score_type_of(self.scorer) != "prob":
+            raise LabelError(f"multi-label probabilities from {self.family} scores need a Platt calibration file: "
+                             "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
         matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes)
-        chosen = decide(matrix, labels, self.default_threshold() if threshold is None else threshold, per_label)
+        decided_on = platt.multi_label(matrix) if platt is not None else matrix
+        shown = decided_on if kind == "probs" else matrix
+        chosen = decide(decided_on, labels, self.default_threshold() if threshold is None else threshold, per_label)
         return [
-            MultiLabelPrediction(text, names, {label: float(s) for label, s in zip(labels, row)})
-            for text, names, row in zip(texts, label_sets(chosen, labels), matrix)
+            MultiLabelPrediction(text, [name for name in _ranked(labels, row) if name in names] if names != [NONE_LABEL] else names,
+                                 _ranked(labels, view), _ranked(labels, row), kind)
+            for text, names, view, row in zip(texts, label_sets(chosen, labels), shown, matrix)
         ]
 
     def fit_thresholds(self, texts: Sequence[str], gold: Sequence[Sequence[str]], labels: Sequence[str],
@@ -169,16 +275,27 @@ class Classifier:
                     raise LabelError(f"dev text {i + 1} has label {name!r}, which is not one of the labels: {', '.join(labels)}")
                 truth[i, position[name]] = True
         matrix = self.scores(texts, labels, descriptions, allow_single=True)
-        return fit_thresholds(matrix, truth, labels, per_label=per_label)
+        platt = self._platt()
+        return fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels, per_label=per_label)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in SCORE_KINDS:
+        from zstc.errors import UnknownNameError
+
+        raise UnknownNameError(f"unknown score kind {kind!r}; expected one of {', '.join(SCORE_KINDS)}")
 
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer = DEFAULT_MODEL, family: str | None = None,
-             template: str | None = None, hypotheses: str = "dataset", multi_label: bool = False,
-             threshold: float | None = None, shortlist: str | int | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
-    """Classify ``texts`` into ``labels``: single-label (argmax), or with ``multi_label=True`` every label
-    whose score passes ``threshold`` (default: the score type's), "none" when no label does. ``hypotheses``
-    picks how labels become hypotheses (see :func:`label_hypotheses`). See :class:`Classifier` to reuse a model."""
-    classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist, **options)
+             template: str | None = DEFAULT_TEMPLATE, hypotheses: str = "dataset", multi_label: bool = False,
+             threshold: float | None = None, shortlist: str | int | None = None, scores: str | None = None,
+             calibration: str | Path | Calibration | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+    """Classify ``texts`` into ``labels``: single-label (argmax; ``scores`` probabilities by default), or
+    with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
+    when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`).
+    See :class:`Classifier` to reuse a model."""
+    classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
+                            calibration=calibration, **options)
     if multi_label:
-        return classifier.predict_multi_label(texts, labels, threshold=threshold)
-    return classifier.predict(texts, labels)
+        return classifier.predict_multi_label(texts, labels, threshold=threshold, scores=scores)
+    return classifier.predict(texts, labels, scores=scores or "probs")

@@ -6,6 +6,8 @@ one type. Programming errors (bugs) are left as ordinary exceptions on purpose.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class ZstcError(Exception):
     """Base class for every error caused by input, configuration or environment."""
@@ -61,3 +63,12 @@ class Terminated(KeyboardInterrupt):
     """
 
     exit_code: int = 143
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest of ``choices`` to a mistyped ``name`` (case-insensitive), or ``""``."""
+    import difflib
+
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""

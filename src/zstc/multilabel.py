@@ -36,6 +36,12 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 ``score_type`` (``logodds`` by default), reranker ``logit``, yes/no reranker ``prob``. An LLM's scores are
 a distribution over the options (they sum to 1), so no fixed cut suits multi-label: give or fit one."""
 
+FAMILY_THRESHOLDS: dict[str, float] = {
+    "embedding": 0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
+    "encoder": 0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
+}
+"""Measured defaults per family; they take precedence over the score type's rough rule."""
+
 FAMILY_SCORE_TYPE: FamilyTable[str] = FamilyTable(lambda family: family.score_type)
 """Family name -> its score type (a view of the :class:`zstc.scorers.families.Family` records)."""
 
@@ -46,7 +52,10 @@ def score_type_of(scorer: Any) -> str | None:
     return getattr(scorer, "score_type", None) or described.get("score_type") or FAMILY_SCORE_TYPE.get(getattr(scorer, "family", ""))
 
 
-def default_threshold(score_type: str | None) -> float:
+def default_threshold(score_type: str | None, family: str | None = None) -> float:
+    """The family's measured threshold (:data:`FAMILY_THRESHOLDS`) for its own score type, else the score type's."""
+    if family in FAMILY_THRESHOLDS and score_type in (None, FAMILY_SCORE_TYPE.get(family)):
+        return FAMILY_THRESHOLDS[family]
     if score_type not in DEFAULT_THRESHOLDS:
         raise UnknownNameError(
             f"no default multi-label threshold for scores of type {score_type!r}; give one with --threshold "

@@ -46,9 +46,11 @@ def output_format(path: Path | None, forced: str | None = None) -> str:
 
 
 def prediction_record(prediction: Any) -> Row:
-    """The fields of one prediction as written to a file: exactly what :mod:`zstc.api` puts in a
-    ``Prediction`` / ``MultiLabelPrediction`` (every output row is built here, so a change there shows here)."""
-    return dataclasses.asdict(prediction)
+    """The fields of one prediction as written to a file: :func:`zstc.api.prediction_record` (labels ranked by
+    score, scores rounded to 4 decimals), the one record every zstc output writes."""
+    from zstc.api import prediction_record as record_of
+
+    return record_of(prediction)
 
 
 def empty_record(text: str, *, multi_label: bool) -> Row:
@@ -253,6 +255,8 @@ class ChunkLabeller:
     threshold: float | None = None
     per_label: dict[str, float] = dataclasses.field(default_factory=dict)
     skip_empty: bool = False
+    scores: str | None = None
+    """``probs`` or ``raw`` (``zstc.api.SCORE_KINDS``); None: the Classifier's default for the kind of decision."""
 
     def text(self, record: Row, where: str) -> str | None:
         """The record's text; None for an empty one under ``skip_empty``, else an error naming the row."""
@@ -280,9 +284,9 @@ class ChunkLabeller:
         if present:
             if self.multi_label:
                 predicted = classifier.predict_multi_label(present, self.names, self.descriptions, threshold=self.threshold,
-                                                           per_label=self.per_label, notes=notes)
+                                                           per_label=self.per_label, notes=notes, scores=self.scores)
             else:
-                predicted = classifier.predict(present, self.names, self.descriptions, notes=notes)
+                predicted = classifier.predict(present, self.names, self.descriptions, notes=notes, scores=self.scores or "probs")
         found = iter(predicted)
         out = []
         for (_, record), text in zip(records, texts):

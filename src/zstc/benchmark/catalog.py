@@ -7,11 +7,13 @@ in class order (Python ``sorted()`` of the class names, as the published data or
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
-from zstc.errors import UnknownNameError
+from zstc.errors import UnknownNameError, did_you_mean
 
 FAMILY_ORDER: tuple[str, ...] = ("sentiment", "emotion", "intent", "topic")
 
@@ -65,14 +67,54 @@ def get_task_spec(name: str) -> TaskSpec:
         return catalog()[name]
     except KeyError:
         raise UnknownNameError(
-            f"unknown task {name!r}; known tasks: {', '.join(catalog())} (see `zstc tasks`)"
+            f"unknown task {name!r}{did_you_mean(name, [*catalog(), *families()])}; known tasks: {', '.join(catalog())} "
+            f"and families: {', '.join(families())} (see `zstc tasks`)"
         ) from None
 
 
-def resolve_task_names(selection: str | None) -> list[str]:
-    """Expand ``"t1,t2"``, a family name, ``"all"`` or None (= all) into dataset names, validated."""
-    if selection is None or selection.strip() in ("", "all"):
+TASK_FILE_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
+
+
+def local_task_file(directory: str | Path, name: str) -> Path | None:
+    """The file holding dataset ``name`` in ``directory`` (``NAME.jsonl``, ``.csv`` or ``.parquet``), if any."""
+    for suffix in TASK_FILE_SUFFIXES:
+        candidate = Path(directory) / f"{name}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def available_tasks(directory: str | Path) -> list[str]:
+    """The datasets found in ``directory``, in the paper's order."""
+    return [name for name in catalog() if local_task_file(directory, name) is not None]
+
+
+def default_data_dir() -> Path | None:
+    """Where BTZSC files are looked for when no --data is given: ``$ZSTC_DATA``, ``$ZSTC_SHARED_DATA/btzsc``,
+    else a ``shared/data/btzsc`` folder beside or above the working directory (as the paper's baselines are found)."""
+    candidates = [Path(os.environ["ZSTC_DATA"])] if os.environ.get("ZSTC_DATA") else []
+    if os.environ.get("ZSTC_SHARED_DATA"):
+        candidates.append(Path(os.environ["ZSTC_SHARED_DATA"]) / "btzsc")
+    candidates += [base / "shared" / "data" / "btzsc" for base in (Path.cwd(), *Path.cwd().parents)]
+    return next((path for path in candidates if path.is_dir()), None)
+
+
+def resolve_task_names(selection: str | None, data: str | Path | None = None) -> list[str]:
+    """Expand ``"t1,t2"``, a family name, ``"all"``, ``"available"`` (every dataset with a file in the
+    directory ``data``) or None into dataset names, validated. None means every dataset on the hub
+    (``data`` is ``"hub"`` or not given) and every available one in a directory."""
+    local = data is not None and str(data) != "hub"
+    if selection is None or not selection.strip():
+        selection = "available" if local else "all"
+    if selection.strip() == "all":
         return list(catalog())
+    if selection.strip() == "available":
+        if not local:
+            raise UnknownNameError("--tasks available means the datasets found in a --data directory, not on the hub")
+        found = available_tasks(data)  # type: ignore[arg-type]
+        if not found:
+            raise UnknownNameError(f"no BTZSC dataset files in {data} (expected NAME.jsonl/.csv/.parquet; see `zstc tasks --data {data}`)")
+        return found
     groups = families()
     names: list[str] = []
     for part in (p.strip() for p in selection.split(",")):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zstc.benchmark.catalog import TaskSpec, get_task_spec
+from zstc.benchmark.catalog import TaskSpec, get_task_spec, local_task_file
 from zstc.errors import DataError
 from zstc.benchmark.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy
 from zstc.io import GROUPED_SUFFIXES, Record, read_records, text_of
@@ -141,10 +141,9 @@ def _is_paired_file(path: Path) -> bool:
 
 
 def find_task_file(directory: Path, name: str) -> Path:
-    for suffix in GROUPED_SUFFIXES:
-        candidate = directory / f"{name}{suffix}"
-        if candidate.exists():
-            return candidate
+    found = local_task_file(directory, name)
+    if found is not None:
+        return found
     available = sorted(p.stem for p in directory.iterdir() if p.suffix in GROUPED_SUFFIXES) if directory.is_dir() else []
     raise DataError(
         f"{directory}: no file for task {name!r} (looked for {name}.jsonl/.csv/.parquet; found: {', '.join(available) or 'none'})"

@@ -381,7 +381,7 @@ def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, thres
     """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none"."""
     from zstc.multilabel import decide, default_threshold, multilabel_metrics, score_type_of
 
-    cut = default_threshold(score_type_of(scorer)) if threshold is None else threshold
+    cut = default_threshold(score_type_of(scorer), getattr(scorer, "family", None)) if threshold is None else threshold
     return {
         "threshold": cut,
         "by_dataset": {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +22,28 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        from zstc import __version__
+
+        print(f"zstc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors: no progress bars, notes or summaries.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Let the model libraries print their own logs and progress bars too.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print zstc's version and exit.")] = False,
+) -> None:
+    """Options for every command; they go before the command: `zstc --quiet classify ...`."""
+    from zstc.cli.verbosity import configure
+
+    configure(quiet=quiet, verbose=verbose)
+
 
 # Command modules: importing one registers its commands. Heavy imports stay inside the commands.
 from zstc.cli import bench, cache, classify, demo, experiments, info, probe, report, serve, sweep, train  # noqa: E402,F401

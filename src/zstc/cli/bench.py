@@ -21,7 +21,7 @@ console = Console(stderr=True)
 def bench(
     model: Model,
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
-    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, or 'all' (default).")] = None,
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Summary JSON; per-dataset details go to <stem>.details/.")] = Path("results.json"),
     family: Family = None,
     max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
@@ -54,7 +54,7 @@ def bench(
     config = BenchConfig(
         model=model,
         family=family,
-        tasks=resolve_task_names(tasks),
+        tasks=resolve_task_names(tasks, data),
         data=data,
         scorer_options=scoring.kwargs(),
         unlabelled=unlabelled,
@@ -69,7 +69,9 @@ def bench(
         threshold=threshold,
         cache=cache,
     )
-    runner = Bench(config, on_event=_report_event)
+    from zstc.cli.verbosity import show_progress
+
+    runner = Bench(config, on_event=_report_event, show_progress=show_progress())
     try:
         summary = runner.run()
     except KeyboardInterrupt:
@@ -82,6 +84,10 @@ def bench(
 
 
 def _report_event(kind: str, payload: Any) -> None:
+    from zstc.cli.verbosity import quiet
+
+    if quiet():  # --quiet: the summary table and errors only
+        return
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
     elif kind == "damaged":

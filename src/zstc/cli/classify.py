@@ -26,7 +26,7 @@ def classify(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
-    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'")] = None,
+    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file); '{}' uses the labels as they are.")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
     hypotheses: Hypotheses = "dataset",
     multi_label: MultiLabel = False,
@@ -43,6 +43,8 @@ def classify(
     actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
     cpus_per_actor: Annotated[float, typer.Option(help="--engine ray: CPUs each scorer actor reserves.")] = 1.0,
     gpus_per_actor: Annotated[float, typer.Option(help="--engine ray: GPUs each scorer actor reserves.")] = 0.0,
+    scores: Annotated[Optional[str], typer.Option("--scores", help="'probs': probabilities (single-label: softmax over the labels at the family's measured temperature, or the --calibration file's); 'raw': the model's own scores. Default: probs for single-label, raw for multi-label (probs with a Platt --calibration).")] = None,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature (or, multi-label, its Platt scaling) turns scores into probabilities.")] = None,
     model: Model = DEFAULT,
     family: Family = None,
     *,
@@ -52,6 +54,8 @@ def classify(
     label that passes the threshold, or "none") and the score of every label. JSONL on stdout, or --out
     FILE (.jsonl, .csv, .parquet), written a chunk at a time and resumable after an interrupt."""
     from zstc.api import Classifier, label_hypotheses
+    from zstc.cli.verbosity import quiet, show_progress
+    from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
     from zstc.benchmark.runner import merge_batch_notes
     from zstc.benchmark.store import fingerprint
@@ -69,7 +73,9 @@ def classify(
     else:
         mapping = read_label_descriptions(labels_file)
         names, given = list(mapping), list(mapping.values())
-    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=template, descriptions=given)
+    if template is None and given == names and hypotheses == "dataset":  # label names: the measured default template
+        template = DEFAULT_TEMPLATE
+    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=None if template == "{}" else template, descriptions=given)
     if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:
@@ -77,7 +83,8 @@ def classify(
     options = scoring.kwargs()
     per_label = parse_label_thresholds(label_threshold or [], names) if multi_label else {}
     labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
-                             multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty)
+                             multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty,
+                             scores=scores)
     if engine not in ("local", "ray"):
         raise UnknownNameError(f"--engine must be 'local' or 'ray', got {engine!r}")
     if engine == "local" and len(inputs) > 1:
@@ -94,7 +101,10 @@ def classify(
             check_output_path(out, inputs=[input, labels_file, fit_thresholds])
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
     # The Ray engine loads the model in its actors; here only to fit a threshold.
-    classifier = Classifier(model, family=family, **options) if engine == "local" or (multi_label and fit_thresholds) else None
+    if engine == "ray" and calibration is not None:
+        raise UnknownNameError("--calibration is not available with --engine ray yet: run classify --engine local")
+    classifier = (Classifier(model, family=family, template=None, calibration=calibration, **options)
+                  if engine == "local" or (multi_label and fit_thresholds) else None)
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
@@ -108,7 +118,8 @@ def classify(
         written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
                                     address=address, actors=actors, cpus_per_actor=cpus_per_actor,
                                     gpus_per_actor=gpus_per_actor, on_note=_note)
-        print(f"wrote {written} predictions to {out}", file=sys.stderr)
+        if not quiet():
+            print(f"wrote {written} predictions to {out}", file=sys.stderr)
         return
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
@@ -118,11 +129,15 @@ def classify(
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for note in notes:
         _note(note)
-    print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
+    if not quiet() and (out is not None or show_progress()):  # a pipeline reading stdout gets only the records
+        print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
 
 
 def _note(message: str) -> None:
-    print(f"note: {message}", file=sys.stderr)
+    from zstc.cli.verbosity import quiet
+
+    if not quiet():
+        print(f"note: {message}", file=sys.stderr)
 
 
 def _kept_columns(value: str) -> list[str] | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -90,14 +89,18 @@ def template_robustness(
                      batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
+    report = {"model": model, "scorer": scorer.describe(),
+              "settings": {"task": task, "data": data, "hypotheses": hypotheses, "max_samples": max_samples, "seed": seed},
+              **report}
     table = Table(title=f"{model} on {task} ({len(loaded)} texts): macro-F1 by template")
     table.add_column("template")
+    table.add_column("example hypothesis")
     table.add_column("macro-F1", justify="right")
-    for row in report["templates"]:
-        table.add_row(row["template"], f"{row['macro_f1']:.4f}")
+    for row in sorted(report["templates"], key=lambda row: -row["macro_f1"]):
+        table.add_row(row["template"], row["example"], f"{row['macro_f1']:.4f}")
+    table.caption = (f"best {report['best']:.4f}  worst {report['worst']:.4f}  mean {report['mean']:.4f}  "
+                     f"spread {report['spread']:.4f}  std {report['std']:.4f}")
     Console().print(table)
-    print(f"best {report['best']:.4f}  worst {report['worst']:.4f}  mean {report['mean']:.4f}  "
-          f"spread {report['spread']:.4f}  std {report['std']:.4f}")
     _write(report, out, scorer)
 
 
@@ -112,7 +115,7 @@ def calibrate(
     template: Template = None,
     max_samples: MaxSamples = None,
     seed: Seed = 0,
-    out: Out = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the calibration file here (JSON: the fitted parameters, model and settings, ECE and Brier); `classify --calibration F` and `serve --calibration F` use it.")] = None,
     family: Family = None,
     pooling: Pooling = None,
     score_type: ScoreType = None,
@@ -123,8 +126,13 @@ def calibrate(
     device: Device = None,
     max_length: MaxLength = None,
 ) -> None:
-    """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest."""
-    from zstc.yin.calibration import calibrate as fit_and_report
+    """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest.
+
+    The --out file is a calibration file: `classify --calibration F` uses its temperature for single-label
+    probabilities (or its Platt scaling for multi-label ones)."""
+    import numpy as np
+
+    from zstc.yin.calibration import calibrate as fit_and_report, calibration_record, score_scale, as_logits
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
     from zstc.benchmark.tasks import stratified_sample
@@ -146,16 +154,27 @@ def calibrate(
                      batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
     scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
-    report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=score_type_of(scorer))
-    report.update(model=model, dataset=task)
+    kind = score_type_of(scorer)
+    if method == "temperature":  # fitted on the same logit view that classify's probabilities use
+        scores = as_logits(scores, score_scale(scorer.family, kind))
+    report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=kind)
+    report = calibration_record(report, model=model, family=scorer.family, score_type=kind, settings={
+        "task": task, "data": data, "dev_fraction": dev_fraction, "hypotheses": hypotheses, "template": template,
+        "max_samples": max_samples, "seed": seed, "scorer": scorer.describe()})
+    table = Table(title=f"{method} scaling of {model} on {task}: fitted on {report['n_dev']} texts, tested on {report['n_test']}")
+    for column in ("", "ECE", "Brier"):
+        table.add_column(column, justify="right" if column else "left")
     for phase in ("before", "after"):
-        print(f"{phase:>6}: ECE {report[phase]['ece']:.4f}  Brier {report[phase]['brier']:.4f}")
-    print(f"fitted on {report['n_dev']} texts, tested on {report['n_test']}: {report['parameters']}")
+        table.add_row(phase, f"{report[phase]['ece']:.4f}", f"{report[phase]['brier']:.4f}")
+    table.caption = ", ".join(f"{name} {value:.4g}" for name, value in report["parameters"].items())
+    Console().print(table)
     _write(report, out, scorer)
 
 
 def _positions(task: Any, part: Any) -> Any:
     """Positions in ``task`` of the texts of ``part`` (a sample of it), via their source rows."""
+    import numpy as np
+
     return np.flatnonzero(np.isin(task.source_index, part.source_index))
 
 

@@ -1,7 +1,8 @@
-"""``zstc tasks`` and ``zstc models``: what zstc knows."""
+"""``zstc tasks`` and ``zstc models``: what zstc knows, and what is found on this machine."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -11,28 +12,74 @@ from rich.table import Table
 from zstc.cli import app
 
 
+def count_texts(path: Path, n_labels: int) -> int:
+    """Texts in a dataset file without parsing it: JSONL lines, CSV records, Parquet rows from the footer.
+    A paired file (one row per text and candidate label, a ``hypothesis`` column) holds rows / labels texts."""
+    suffix = path.suffix
+    if suffix == ".jsonl":
+        with path.open("rb") as handle:
+            lines = [line for line in handle if line.strip()]
+        paired = bool(lines) and b'"hypothesis"' in lines[0]
+        rows = len(lines)
+    elif suffix == ".csv":
+        import csv
+
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, [])
+            rows = sum(1 for _ in reader)
+        paired = "hypothesis" in header
+    else:
+        import pyarrow.parquet as pq
+
+        metadata = pq.ParquetFile(path)
+        rows, paired = metadata.metadata.num_rows, "hypothesis" in metadata.schema_arrow.names
+    return rows // n_labels if paired else rows
+
+
 @app.command()
-def tasks(family: Annotated[Optional[str], typer.Option(help="Only this task family.")] = None) -> None:
-    """List the 22 BTZSC datasets with family, domain and number of candidate labels."""
-    from zstc.benchmark.catalog import catalog, families
+def tasks(
+    family: Annotated[Optional[str], typer.Option(help="Only this task family.")] = None,
+    data: Annotated[Optional[Path], typer.Option(help="Directory of dataset files to look in; default: $ZSTC_DATA, $ZSTC_SHARED_DATA/btzsc or shared/data/btzsc beside or above the working directory.")] = None,
+) -> None:
+    """List the 22 BTZSC datasets: family, domain, labels, and how many texts are found locally, where."""
+    from zstc.benchmark.catalog import catalog, default_data_dir, families, local_task_file
+    from zstc.errors import DataError, UnknownNameError, did_you_mean
 
     groups = families()
     if family is not None and family not in groups:
-        from zstc.errors import UnknownNameError
-
-        raise UnknownNameError(f"unknown task family {family!r}; expected one of {', '.join(groups)}")
-    table = Table("dataset", "family", "domain", "labels", "without hypothesis", title="BTZSC tasks")
+        raise UnknownNameError(f"unknown task family {family!r}{did_you_mean(family, groups)}; expected one of {', '.join(groups)}")
+    if data is not None and not data.is_dir():
+        raise DataError(f"{data}: no such directory")
+    directory = data or default_data_dir()
+    table = Table(title="BTZSC tasks" + (f" (files looked for in {directory})" if directory else ""))
+    for column in ("dataset", "family", "domain", "labels", "no hypothesis", "texts here", "file"):
+        table.add_column(column, no_wrap=column in ("dataset", "file"), justify="right" if column in ("labels", "no hypothesis", "texts here") else "left")
+    found = 0
     for spec in catalog().values():
-        if family is None or spec.family == family:
-            table.add_row(spec.name, spec.family, spec.domain, str(len(spec.labels)), str(len(spec.labels_without_hypothesis) or ""))
-    Console().print(table)
+        if family is not None and spec.family != family:
+            continue
+        path = local_task_file(directory, spec.name) if directory else None
+        found += path is not None
+        texts = f"{count_texts(path, len(spec.labels)):,}" if path else ""
+        table.add_row(spec.name, spec.family, spec.domain, str(len(spec.labels)), str(len(spec.labels_without_hypothesis) or ""),
+                      texts, path.name if path else "hub only")
+    console = Console(width=max(Console().width, 130))
+    console.print(table)
+    where = f"in {directory}" if directory else "locally (no data directory found; give --data)"
+    console.print(f"{found} found {where}; `zstc bench --data DIR --tasks available` runs them; "
+                  "the others load with --data hub.", style="dim")
 
 
 @app.command()
 def models(family: Annotated[Optional[str], typer.Option(help="Only this model family.")] = None) -> None:
     """List registered models: family, paper name, size, and whether they run offline here."""
-    from zstc.models.registry import registered_models
+    from zstc.models.registry import FAMILIES, registered_models
 
+    if family is not None and family not in FAMILIES:
+        from zstc.errors import UnknownNameError, did_you_mean
+
+        raise UnknownNameError(f"unknown model family {family!r}{did_you_mean(family, FAMILIES)}; expected one of {', '.join(FAMILIES)}")
     table = Table("model", "family", "paper name", "params (M)", "offline", title="Registered models")
     for spec in registered_models():
         if family is None or spec.family == family:

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
+from zstc.defaults import DEFAULT_MODEL
 from zstc.errors import ZstcError
-from zstc.models.registry import DEFAULT_MODEL
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
 ModelWithDefault = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]

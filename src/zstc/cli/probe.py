@@ -36,6 +36,7 @@ def nli_probe(
     from zstc.benchmark.nli_probe import find_nli_sets, probe_family, run_probe
     from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
+    from zstc.cli.verbosity import show_progress
 
     from zstc.io import check_output_path
 
@@ -44,7 +45,7 @@ def nli_probe(
         check_output_path(out, inputs=list(sets.values()))
     options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     scorer = make_scorer(model, probe_family(model, family), **options)
-    summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=True)
+    summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress())
     print_probe(summary)
     if out is not None:
         write_json(out, summary)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zstc.errors import ModelError
+from zstc.errors import ModelError, did_you_mean
 from zstc.models import offline
 from zstc.scorers.families import FamilyNames, get_family
 
@@ -133,6 +133,15 @@ PAPER_MODELS_WITHOUT_HUB_ID: dict[str, str] = {
 }
 """The paper's own NLI cross-encoders: published scores exist, but no hub id is recorded in the protocol."""
 
+PAPER_MODELS_WITHOUT_HUB_ID_SIZES: dict[str, float] = {
+    # Their backbones' sizes (the encoder entries above; bert-base 110M, deberta-v3-base 184M, ModernBERT-base
+    # 149M from the backbones' model cards): the NLI head (H x H + H x 3) adds well under 1%.
+    "bert-base-uncased-nli": 110, "bert-large-uncased-nli": 335, "bert-large-uncased-nli-triplet": 335,
+    "deberta-v3-base-nli": 184, "deberta-v3-large-nli": 435, "deberta-v3-large-nli-triplet": 435,
+    "modernbert-base-nli": 149, "modernbert-large-nli": 395, "modernbert-large-nli-triplet": 395,
+}
+"""Parameters (millions) of the paper's own NLI cross-encoders, for the scaling figure."""
+
 _REGISTRY: dict[str, ModelSpec] = {spec.model_id: spec for spec in _SPECS}
 
 
@@ -174,8 +183,9 @@ def get_model_spec(model: str, family: str | None = None) -> ModelSpec:
     if family is None:
         family = _family_from_files(model)
     if family is None:
+        names = [name for spec in _REGISTRY.values() for name in (spec.model_id, spec.paper_name) if name]
         raise ModelError(
-            f"unknown model {model!r}: it is not in zstc's registry (see `zstc models`); "
+            f"unknown model {model!r}{did_you_mean(model, names)}: it is not in zstc's registry (see `zstc models`); "
             f"pass family ({', '.join(FAMILIES)}) to score any hub model or local folder",
             parameters=("family",),
         )

@@ -70,7 +70,7 @@ def _legend_for_families(axes, rows: list[ModelRow], *, pareto: bool = False) ->
     if any(r.source == "run" for r in rows):
         handles.append(Line2D([], [], marker="*", markersize=12, linestyle="", color="white", markeredgecolor="black", label="this report's runs"))
     if pareto:
-        handles.append(Line2D([], [], color="black", linewidth=1, label="Pareto front"))
+        handles.append(Line2D([], [], color="black", linewidth=1.2, marker="o", markersize=9, markerfacecolor="none", label="Pareto front"))
     axes.legend(handles=handles, fontsize=8, loc="best", frameon=True)
 
 
@@ -108,7 +108,10 @@ def speed_accuracy(rows: list[ModelRow], datasets: list[str]) -> Figure:
     for row, (x, y) in zip(timed, points):
         _mark(axes, row, x, y)
     front = pareto_front(points)
-    axes.plot([points[i][0] for i in front], [points[i][1] for i in front], color="black", linewidth=1, drawstyle="steps-pre", zorder=2)
+    # A step line through the front; a front of one point is that point, ringed, so the legend's entry
+    # always points at something drawn.
+    axes.plot([points[i][0] for i in front], [points[i][1] for i in front], color="black", linewidth=1.2, drawstyle="steps-pre",
+              marker="o", markersize=13, markerfacecolor="none", markeredgewidth=1.0, zorder=2)
     axes.axvline(float(np.median([p[0] for p in points])), color="grey", linestyle="--", linewidth=0.8)
     axes.axhline(float(np.median([p[1] for p in points])), color="grey", linestyle="--", linewidth=0.8)
     xs = [p[0] for p in points]
@@ -123,10 +126,15 @@ def _plain_log_axis(axes) -> None:
     """Log scale on x with ticks written as plain numbers (20, not 2x10^1)."""
     from matplotlib.ticker import FuncFormatter
 
+    from matplotlib.ticker import LogLocator, NullFormatter
+
     axes.set_xscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:g}")
-    axes.xaxis.set_major_formatter(plain)
-    axes.xaxis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else ""))
+    # Ticks at 1, 2 and 5 times powers of ten: consecutive ticks are at most 2.5x apart, so any range wider
+    # than that (the speed figure's is at least 4x) shows two or more labelled ticks.
+    axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axes.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(float(i) for i in range(1, 10))))
+    axes.xaxis.set_minor_formatter(NullFormatter())
 
 
 MIN_POINTS_FOR_BAND = 5
@@ -204,17 +212,16 @@ def confusion(gold: np.ndarray, predicted: np.ndarray, label_names: list[str], t
     counts = np.bincount(gold[valid] * k + predicted[valid], minlength=k * k).reshape(k, k)
     totals = counts.sum(axis=1, keepdims=True)
     rates = np.divide(counts, totals, out=np.zeros(counts.shape, dtype=np.float64), where=totals > 0)
-    side = min(11.0, max(3.8, 1.8 + 0.16 * k))
+    # Every class is named, however many: a matrix without names cannot be read. Many classes get a larger
+    # figure and smaller type (banking77's 72 fit at 5 pt in 14 inches).
+    side = min(14.0, max(3.8, 1.8 + 0.17 * k))
     figure = _figure(side + 1.0, side)
     axes = figure.subplots()
     image = axes.imshow(rates, cmap="Blues", vmin=0, vmax=1)
-    if k <= 30:
-        names = [name if len(name) <= 22 else name[:21] + "…" for name in label_names]
-        axes.set_xticks(range(k), names, rotation=60, ha="right", fontsize=7)
-        axes.set_yticks(range(k), names, fontsize=7)
-    else:
-        axes.set_xticks([])
-        axes.set_yticks([])
+    size = 7 if k <= 30 else 5
+    names = [name if len(name) <= 28 else name[:27] + "…" for name in label_names]
+    axes.set_xticks(range(k), names, rotation=60 if k <= 30 else 90, ha="right" if k <= 30 else "center", fontsize=size)
+    axes.set_yticks(range(k), names, fontsize=size)
     if k <= 12:
         for (i, j), count in np.ndenumerate(counts):
             axes.text(j, i, str(count), ha="center", va="center", fontsize=7, color="white" if rates[i, j] > 0.5 else "black")

@@ -22,6 +22,7 @@ h3 { font-size: 1.05em; margin: 1.4em 0 .3em; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { padding: 3px 8px; border-bottom: 1px solid #eee; white-space: nowrap; }
+td.text { white-space: normal; max-width: 40em; }  /* long descriptions wrap instead of pushing numbers off the page */
 th { background: #f5f5f5; position: sticky; top: 0; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.mine td { background: #fff4d6; font-weight: 600; }

@@ -16,7 +16,7 @@ from zstc.benchmark.baselines import published
 from zstc.benchmark.catalog import catalog
 from zstc.errors import DataError
 from zstc.benchmark.metrics import METRICS
-from zstc.models.registry import PAPER_MODELS_WITHOUT_HUB_ID, registered_models
+from zstc.models.registry import PAPER_MODELS_WITHOUT_HUB_ID, PAPER_MODELS_WITHOUT_HUB_ID_SIZES, registered_models
 from zstc.benchmark.store import DatasetResult, ResultStore, load_summary
 
 Source = Literal["run", "paper"]
@@ -94,6 +94,14 @@ class Run:
         wall = sum(row.get("wall_time_s") or 0.0 for row in self.by_dataset.values())
         return sum(row.get("n_texts", 0) for row in self.by_dataset.values()) / wall if wall > 0 else None
 
+    def settings(self) -> dict[str, Any]:
+        """What was chosen for this run besides the model: scorer options, precision, hypotheses, sampling."""
+        model, evaluation = self.model, self.summary.get("evaluation", {})
+        chosen = {k: model.get(k) for k in ("pooling", "score_type", "dtype") if model.get(k) is not None}
+        chosen.update(model.get("options") or {})
+        chosen.update({k: evaluation.get(k) for k in ("hypotheses", "template", "unlabelled_policy", "max_samples", "seed") if k in evaluation})
+        return chosen
+
     def details(self, dataset: str) -> DatasetResult | None:
         """Per-text gold labels and predictions of one dataset, or None when the details are gone."""
         if dataset not in self._details:
@@ -131,6 +139,15 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
         if not isinstance(summary["results"], dict) or not summary["results"].get("by_dataset"):
             raise DataError(f"{path}: no per-dataset results in 'results.by_dataset'")
         runs.append(Run(Path(path), summary))
+    # Runs of one model that differ in a setting (pooling, score type, hypotheses, ...) are named by it, so
+    # tables, figures and titles tell them apart; otherwise by file name, then by position.
+    for short in {run.short_name for run in runs}:
+        same = [run for run in runs if run.short_name == short]
+        settings = [run.settings() for run in same]
+        differing = [k for k in dict.fromkeys(k for s in settings for k in s) if len({repr(s.get(k)) for s in settings}) > 1]
+        if len(same) > 1 and differing:
+            for run, setting in zip(same, settings):
+                run.label = f"{short} (" + ", ".join(f"{k}={setting.get(k)}" for k in differing) + ")"
     labels = [run.label for run in runs]
     for i, run in enumerate(runs):
         if labels.count(run.label) > 1:
@@ -140,7 +157,8 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
 
 def paper_model_facts() -> dict[str, tuple[str | None, float | None]]:
     """Paper short name -> (model family, parameters in millions), from the model registry."""
-    facts: dict[str, tuple[str | None, float | None]] = {name: (family, None) for name, family in PAPER_MODELS_WITHOUT_HUB_ID.items()}
+    facts: dict[str, tuple[str | None, float | None]] = {
+        name: (family, PAPER_MODELS_WITHOUT_HUB_ID_SIZES.get(name)) for name, family in PAPER_MODELS_WITHOUT_HUB_ID.items()}
     for spec in registered_models():
         if spec.paper_name:
             facts[spec.paper_name] = (spec.family, spec.params_millions)

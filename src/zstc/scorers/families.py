@@ -81,7 +81,9 @@ def get_family(name: str) -> Family:
     try:
         return _FAMILIES[name]
     except KeyError:
-        raise UnknownNameError(f"unknown family {name!r}; expected one of {', '.join(_FAMILIES)}") from None
+        from zstc.errors import did_you_mean
+
+        raise UnknownNameError(f"unknown family {name!r}{did_you_mean(name, _FAMILIES)}; expected one of {', '.join(_FAMILIES)}") from None
 
 
 def families() -> list[Family]:

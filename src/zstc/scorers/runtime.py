@@ -34,7 +34,11 @@ only) torch emulates bf16 and it is ~600x slower, so ``auto`` keeps fp32 there."
 
 
 def resolve_device(device: str | None = None) -> torch.device:
-    """``None``/``"auto"``: CUDA when present, else CPU; anything else is passed to :class:`torch.device`."""
+    """``None``/``"auto"``: CUDA when present, else CPU; anything else is passed to :class:`torch.device`.
+
+    A device this machine does not have is the user's error, said as such (not later as a model that
+    cannot be loaded): an unknown name, CUDA without CUDA, or a CUDA index past the last GPU.
+    """
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     from zstc.validation import check_options

@@ -18,13 +18,14 @@ mean squared difference over all (text, label) pairs (multi-label).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_softmax, softmax
 
-from zstc.errors import UnknownNameError
+from zstc.errors import DataError, UnknownNameError
 from zstc.multilabel import gold_matrix
 
 METHODS: tuple[str, ...] = ("temperature", "platt")
@@ -144,3 +145,105 @@ def dev_test_split(task: Any, dev_fraction: float, seed: int = 0) -> tuple[Any, 
     # Texts are matched through their source rows: the sample is a subset of the task's own rows.
     in_dev = np.isin(task.source_index, dev.source_index)
     return dev, task.subset(np.flatnonzero(~in_dev))
+
+
+# -- Scores people can read: probabilities from any family's scores, and the calibration file ----------
+
+LOGIT_SCALE: dict[str, str] = {
+    "cosine": "identity", "logodds": "identity", "logit": "identity",
+    "prob": "logit",  # an independent probability per label (yes/no reranker, NLI --score-type prob)
+    "distribution": "log",  # already a distribution over the labels (the LLM's options)
+}
+"""How each score type becomes a logit-like number before the softmax over labels."""
+
+DEFAULT_TEMPERATURES: dict[str, float] = {
+    "embedding": 0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
+    "encoder": 0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
+    "nli": 1.0,  # not measured (no NLI model ships offline): log-odds are already on a logit scale
+    "reranker": 1.0,  # not measured (no reranker ships offline): relevance logits
+    "yesno": 1.0,  # logit(p(yes)) per label, as the model gives it
+    "llm": 1.0,  # the model's own distribution over the options, unchanged
+}
+"""Temperature of ``--scores probs`` per family when no calibration file is given (T in softmax(s / T))."""
+
+CALIBRATION_FORMAT = "zstc-calibration"
+
+
+def score_scale(family: str | None, score_type: str | None) -> str:
+    """The score type used to read scores as logits: the scorer's own, or the family's (LLM: a distribution)."""
+    if family == "llm":
+        return "distribution"
+    return score_type or "cosine"
+
+
+def as_logits(scores: np.ndarray, scale: str) -> np.ndarray:
+    """Scores as numbers whose softmax over labels is a distribution (see :data:`LOGIT_SCALE`)."""
+    how = LOGIT_SCALE.get(scale, "identity")
+    scores = np.asarray(scores, dtype=np.float64)
+    if how == "logit":
+        clipped = np.clip(scores, 1e-7, 1 - 1e-7)
+        return np.log(clipped) - np.log1p(-clipped)
+    if how == "log":
+        return np.log(np.clip(scores, 1e-12, None))
+    return scores
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What ``zstc calibrate --out F`` fitted, readable by ``classify --calibration F``, the API and ``serve``.
+
+    ``method`` ``temperature``: single-label probabilities are ``softmax(logits / temperature)``;
+    ``platt``: each label's probability is ``sigmoid(slope * score + intercept)`` (multi-label).
+    """
+
+    method: str
+    parameters: dict[str, float]
+    model: str | None = None
+    family: str | None = None
+    score_type: str | None = None
+
+    def single_label(self, scores: np.ndarray, scale: str) -> np.ndarray:
+        if self.method != "temperature":
+            raise UnknownNameError("a Platt calibration gives per-label (multi-label) probabilities; "
+                                   "fit a temperature (zstc calibrate --method temperature) for single-label")
+        return softmax(as_logits(scores, scale) / self.parameters["temperature"], axis=1)
+
+    def multi_label(self, scores: np.ndarray) -> np.ndarray:
+        if self.method != "platt":
+            raise UnknownNameError("multi-label probabilities need a Platt calibration (zstc calibrate --method platt)")
+        return expit(self.parameters["slope"] * np.asarray(scores, dtype=np.float64) + self.parameters["intercept"])
+
+
+def default_calibration(family: str | None) -> Calibration:
+    """The measured per-family temperature (:data:`DEFAULT_TEMPERATURES`)."""
+    return Calibration("temperature", {"temperature": DEFAULT_TEMPERATURES.get(family or "", 1.0)}, family=family)
+
+
+def calibration_record(report: dict[str, Any], *, model: str, family: str, score_type: str | None,
+                       settings: dict[str, Any]) -> dict[str, Any]:
+    """The JSON ``zstc calibrate`` writes: a calibration file (format, model, family, score type, method,
+    parameters) that is also the report (ECE and Brier before and after, settings)."""
+    return {"format": CALIBRATION_FORMAT, "format_version": 1, "model": model, "family": family,
+            "score_type": score_type, "settings": settings, **report}
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Read a file written by ``zstc calibrate --out``; every problem is one :class:`DataError`."""
+    import json
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"calibration file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(f"calibration file {path} is not readable JSON: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
+        raise DataError(f"{path} is not a calibration file written by `zstc calibrate --out` (no \"format\": \"{CALIBRATION_FORMAT}\")")
+    method, parameters = data.get("method"), data.get("parameters")
+    needed = {"temperature": ("temperature",), "platt": ("slope", "intercept")}.get(method)
+    if needed is None or not isinstance(parameters, dict) or not all(isinstance(parameters.get(k), (int, float)) for k in needed):
+        raise DataError(f"calibration file {path}: expected method temperature (with a temperature) or platt (slope, intercept)")
+    if method == "temperature" and parameters["temperature"] <= 0:
+        raise DataError(f"calibration file {path}: the temperature must be positive")
+    return Calibration(method, {k: float(parameters[k]) for k in needed}, data.get("model"), data.get("family"), data.get("score_type"))

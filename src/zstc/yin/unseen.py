@@ -160,8 +160,8 @@ def run_unseen(test: Task, train: Task, hypotheses: Sequence[str], base_scorer: 
     label-partially-unseen (its scorer per split, harsh rule), on both label halves.
 
     Texts whose gold class has no hypothesis must already be excluded from ``test`` and ``train``. The
-    training pairs of every split are written to ``config.work_dir`` either way, so a run without
-    fine-tuning still checks (and leaves behind) everything the fine-tuning step needs.
+    training pairs of every split are built (and counted) either way, but written to ``config.work_dir``
+    only when there is fine-tuning to feed: a run without it leaves no files behind.
     """
     if (test.gold == NO_HYPOTHESIS).any() or list(test.label_names) != list(train.label_names):
         raise DataError("test and training tasks must share their labels and hold only texts with a candidate label")
@@ -179,10 +179,10 @@ def run_unseen(test: Task, train: Task, hypotheses: Sequence[str], base_scorer: 
     }
     for split in splits:
         pairs = seen_label_pairs(train.texts, train.gold, hypotheses, split, negatives_per_text=config.negatives_per_text, seed=config.seed)
-        pairs_path = write_pairs(pairs, config.work_dir / f"pairs-{split.name.split()[0]}.jsonl")
-        log(f"{split.name}: {len(pairs)} training pairs -> {pairs_path}")
         report["fully_unseen"]["splits"].append({**evaluate_split(base_scores, test.gold, split, alpha=None), "training_pairs": len(pairs)})
         if finetuned_scorer is not None:
+            pairs_path = write_pairs(pairs, config.work_dir / f"pairs-{split.name.split()[0]}.jsonl")
+            log(f"{split.name}: {len(pairs)} training pairs -> {pairs_path}")
             scorer = finetuned_scorer(split, pairs_path)
             scores = scorer.score(test.texts, list(hypotheses))
             report["partially_unseen"]["splits"].append(evaluate_split(scores, test.gold, split, alpha=config.alpha))

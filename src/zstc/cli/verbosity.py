@@ -1,0 +1,50 @@
+"""How much the command line says: quiet by default about other libraries, zstc's own progress on a terminal.
+
+Third-party progress bars and load reports (transformers' "Loading weights", sentence-transformers'
+batches, the hub's downloads) are switched off through the environment variables those libraries read
+when they are imported, so nothing heavy is imported here; a library imported already is told directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+LEVEL = {"quiet": 0, "normal": 1, "verbose": 2}
+_level = LEVEL["normal"]
+
+_NOISY_LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "accelerate", "datasets", "torch")
+
+
+def configure(*, quiet: bool = False, verbose: bool = False) -> None:
+    """Set the level for this process: ``--verbose`` lets every library talk, else they stay silent."""
+    global _level
+    _level = LEVEL["verbose"] if verbose else LEVEL["quiet"] if quiet else LEVEL["normal"]
+    if verbose:
+        return
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    for name in _NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    if "transformers" in sys.modules:  # imported before the environment was set (tests, the API)
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.set_verbosity_error()
+        transformers_logging.disable_progress_bar()
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+
+
+def show_progress() -> bool:
+    """zstc's own progress bars: on a terminal, unless ``--quiet``."""
+    return _level > LEVEL["quiet"] and sys.stderr.isatty()
+
+
+def quiet() -> bool:
+    """Whether notes and summary lines on stderr are wanted (``--quiet`` turns them off)."""
+    return _level == LEVEL["quiet"]
