@@ -89,8 +89,9 @@ def test_txt_input_and_labels_file_are_inputs_too(zstc_cli, tmp_path: Path) -> N
     plain.write_text("one\ntwo\n")
     labels = tmp_path / "labels.txt"
     labels.write_text("a\nb\n")
-    assert_user_error(zstc_cli("classify", str(plain), "--labels", "a,b", "-o", str(plain)), "is the input")
-    assert_user_error(zstc_cli("classify", str(plain), "--labels-file", str(labels), "-o", str(labels)), "is the input")
+    # --format: classify's streaming writer otherwise refuses a .txt output before looking at the path.
+    assert_user_error(zstc_cli("classify", str(plain), "--labels", "a,b", "-o", str(plain), "--format", "jsonl"), "is the input")
+    assert_user_error(zstc_cli("classify", str(plain), "--labels-file", str(labels), "-o", str(labels), "--format", "jsonl"), "is the input")
     assert plain.read_text() == "one\ntwo\n" and labels.read_text() == "a\nb\n"
 
 
@@ -119,7 +120,7 @@ def test_export_report_and_bench_refuse_their_inputs(zstc_cli, result_file: Path
 def test_unwritable_out_fails_before_the_texts_are_read(zstc_cli, tmp_path: Path, where: str, message: str) -> None:
     # The input does not exist: a failure about the input would mean --out was checked too late.
     out = where.format(tmp=tmp_path)
-    assert_user_error(zstc_cli("classify", str(tmp_path / "absent.jsonl"), "-l", "a,b", "--out", out), "--out", message)
+    assert_user_error(zstc_cli("classify", str(tmp_path / "absent.jsonl"), "-l", "a,b", "--out", out, "--format", "jsonl"), "--out", message)
 
 
 def test_full_disk_is_one_line(zstc_cli, result_file: Path) -> None:

@@ -201,12 +201,17 @@ class _Input:
 
     def _lines(self) -> Iterator[tuple[str, dict[str, Any]]]:
         # Every line is a row: a blank line is an empty text (an error, or a row without label under --skip-empty).
+        # Bytes decoded by zstc.io.utf8_lines: a BOM is dropped, anything not UTF-8 is an error naming its offset.
+        from zstc.io import utf8_lines
+
         if self.source == "-":
-            for number, line in enumerate(sys.stdin, start=1):
+            stdin = getattr(sys.stdin, "buffer", None)
+            lines = utf8_lines(stdin, "<stdin>") if stdin is not None else sys.stdin
+            for number, line in enumerate(lines, start=1):
                 yield f"<stdin>:{number}", {self.text_column: line.rstrip("\r\n")}
             return
-        with open(self.source, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
+        with open(self.source, "rb") as handle:
+            for number, line in enumerate(utf8_lines(handle, self.source), start=1):
                 yield f"{self.source}:{number}", {self.text_column: line.rstrip("\r\n")}
 
 
