@@ -89,7 +89,7 @@ def test_nli_k_at_least_labels_is_the_full_run_exactly(nli_folder: Path, nli_ful
         scores = cascade.score(TEXTS, LABELS)
         assert np.array_equal(scores, nli_full)
         assert cascade.pairs_scored == cascade.pairs_total == len(TEXTS) * len(LABELS)
-        assert cascade.shortlister._model is None  # nothing to leave out, so the bi-encoder never loads
+        assert cascade.shortlister._loaded is None  # nothing to leave out, so the bi-encoder never loads
 
 
 def test_nli_shortlisted_labels_keep_their_scores(nli_folder: Path, nli_full: np.ndarray, shortlister) -> None:
