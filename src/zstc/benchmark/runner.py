@@ -28,7 +28,20 @@ from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, data
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
-from zstc.benchmark.store import SCHEMA_VERSION, DatasetResult, ResultStore, fingerprint, percentile, write_json
+from zstc.benchmark.records import (
+    Aggregate,
+    DatasetResult,
+    Evaluation,
+    ModelFacts,
+    MultiLabelSummary,
+    PaperComparison,
+    Results,
+    RunRecord,
+    RunSummary,
+    Timing,
+    percentile,
+)
+from zstc.benchmark.store import ResultStore, fingerprint, save_summary
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
 from zstc.benchmark.tasks import Task, stratified_sample
@@ -100,9 +113,9 @@ class TimedScores:
     def wall_s(self) -> float:
         return float(sum(self.batch_latencies_s))
 
-    def record(self) -> dict[str, Any]:
-        return {"warmup_s": round(self.warmup_s, 4), "batch_texts": self.batch_texts,
-                "batch_latencies_s": [round(t, 5) for t in self.batch_latencies_s]}
+    def record(self) -> Timing:
+        return Timing(warmup_s=round(self.warmup_s, 4), batch_texts=self.batch_texts,
+                      batch_latencies_s=[round(t, 5) for t in self.batch_latencies_s])
 
 
 def merge_batch_notes(per_batch: Sequence[Sequence[str]]) -> list[str]:
@@ -170,13 +183,11 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, sh
         wall_time_s=timed.wall_s,
         fingerprint="",
         notes=[*task.notes, *getattr(descriptions, "notes", []), *timed.notes],
-        extra={
-            "timing": timed.record(),
-            "peak_rss_mb": peak_rss_mb(),
-            "peak_cuda_mb": peak_cuda_mb(device),
-            "data_sha256": file_sha256(task.source) if task.source else None,
-            "scorer": scorer.describe(),
-        },
+        timing=timed.record(),
+        peak_rss_mb=peak_rss_mb(),
+        peak_cuda_mb=peak_cuda_mb(device),
+        data_sha256=file_sha256(task.source) if task.source else None,
+        scorer=scorer.describe(),
         scores=timed.scores,
         gold=task.gold,
         predicted=predicted,
@@ -225,106 +236,98 @@ class Bench:
             result.unlabelled_policy = config.unlabelled
             result.unlabelled_texts = affected
             result.fingerprint = expected
-            result.extra["source_texts"] = source_texts
+            result.source_texts = source_texts
             self.store.save(result)
             results[name] = result
             self.on_event("done", result)
         summary = build_summary(config, spec, results, self._scorer)
         if config.multi_label:
-            summary["multi_label"] = multi_label_summary(results, self.scorer, config.threshold)
-        write_json(Path(config.out), summary)
-        return summary
+            summary.multi_label = multi_label_summary(results, self.scorer, config.threshold)
+        return save_summary(config.out, summary)
 
 
-def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> dict[str, Any]:
+def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> MultiLabelSummary:
     """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none"."""
     from zstc.multilabel import decide, default_threshold, multilabel_metrics, score_type_of
 
     cut = default_threshold(score_type_of(scorer)) if threshold is None else threshold
-    return {
-        "threshold": cut,
-        "by_dataset": {
+    return MultiLabelSummary(
+        threshold=cut,
+        by_dataset={
             name: multilabel_metrics(r.gold, decide(r.scores, r.label_names, cut), r.label_names) for name, r in results.items()
         },
-    }
+    )
 
 
-def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResult], scorer: Scorer | None) -> dict[str, Any]:
-    by_dataset = {name: result.summary() for name, result in results.items()}
+def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, DatasetResult], scorer: Scorer | None) -> RunSummary:
+    """The run summary of finished datasets (validated as it is built)."""
     family_of = {name: result.family or "custom" for name, result in results.items()}
     metrics_only = {name: {m: result.metrics[m] for m in METRICS} for name, result in results.items()}
-    sampled = any(r.n_texts < r.extra.get("source_texts", r.n_texts) for r in results.values())
+    sampled = any(r.source_texts is not None and r.n_texts < r.source_texts for r in results.values())
     # What the scorer said about itself; from the stored results when every dataset was reused.
-    described = scorer.describe() if scorer is not None else next((r.extra["scorer"] for r in results.values() if "scorer" in r.extra), {})
-    model_facts: dict[str, Any] = {
-        "name": spec.model_id,
-        "family": spec.family,
-        "paper_name": spec.paper_name,
-        "parameters_millions": spec.params_millions,
-        **{k: v for k, v in described.items() if k not in ("name", "family")},
-        "options": {k: v for k, v in config.scorer_options.items() if v is not None},
-        "revision": _model_revision(spec),
-    }
+    described = scorer.describe() if scorer is not None else next((r.scorer for r in results.values() if r.scorer), {})
+    model_facts = ModelFacts(
+        name=spec.model_id,
+        family=spec.family,
+        paper_name=spec.paper_name,
+        parameters_millions=spec.params_millions,
+        options={k: v for k, v in config.scorer_options.items() if v is not None},
+        revision=_model_revision(spec),
+        **{k: v for k, v in described.items() if k not in ModelFacts.model_fields},
+    )
     if described.get("parameters"):  # counted from the loaded weights beats the registry's rounded figure
-        model_facts["parameters_millions"] = round(described["parameters"] / 1e6, 2)
-    summary: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_facts,
-        "evaluation": {
-            "benchmark": "BTZSC",
-            "datasets": list(results),
-            "data": str(config.data),
-            "unlabelled_policy": config.unlabelled,
-            "hypotheses": config.hypotheses,
-            "template": config.template,
-            "max_samples": config.max_samples,
-            "seed": config.seed,
-            "partial": len(results) < len(catalog()),
-            "sampled": sampled,
-            "zstc_version": __version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "details": str(ResultStore(config.out).directory.name),
-            "data_sha256": {name: result.extra.get("data_sha256") for name, result in results.items()},
-            "hypotheses_used": {name: result.hypotheses for name, result in results.items()},
-        },
-        "run": run_record(results, described),
-        "results": {
-            "overall": aggregate(metrics_only),
-            "by_task": aggregate_by_family(metrics_only, family_of),
-            "by_dataset": by_dataset,
-        },
-        "notes": {name: result.notes for name, result in results.items() if result.notes},
-    }
+        model_facts.parameters_millions = round(described["parameters"] / 1e6, 2)
     published = paper_rows(spec)
-    if published is not None:
-        summary["paper"] = {
-            "model": spec.paper_name,
-            "macro_f1": {name: published[name] for name in results if name in published},
-        }
-    return summary
+    return RunSummary(
+        model=model_facts,
+        evaluation=Evaluation(
+            datasets=list(results),
+            data=str(config.data),
+            unlabelled_policy=config.unlabelled,
+            hypotheses=config.hypotheses,
+            template=config.template,
+            max_samples=config.max_samples,
+            seed=config.seed,
+            partial=len(results) < len(catalog()),
+            sampled=sampled,
+            zstc_version=__version__,
+            created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            details=str(ResultStore(config.out).directory.name),
+            data_sha256={name: result.data_sha256 for name, result in results.items()},
+            hypotheses_used={name: result.hypotheses for name, result in results.items()},
+        ),
+        run=run_record(results, described),
+        results=Results(
+            overall=Aggregate(**aggregate(metrics_only)),
+            by_task={family: Aggregate(**row) for family, row in aggregate_by_family(metrics_only, family_of).items()},
+            by_dataset={name: result.summary() for name, result in results.items()},
+        ),
+        notes={name: result.notes for name, result in results.items() if result.notes},
+        paper=None if published is None else PaperComparison(
+            model=spec.paper_name, macro_f1={name: published[name] for name in results if name in published}),
+    )
 
 
-def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> dict[str, Any]:
+def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> RunRecord:
     """Speed, memory, machine and code facts of a run, pooled over its datasets."""
-    recorded = [result.extra for result in results.values()]
-    latencies = [t for extra in recorded for t in extra.get("timing", {}).get("batch_latencies_s", [])]
-    rss_peaks = [extra["peak_rss_mb"] for extra in recorded if extra.get("peak_rss_mb") is not None]
-    cuda_peaks = [extra["peak_cuda_mb"] for extra in recorded if extra.get("peak_cuda_mb") is not None]
+    latencies = [t for result in results.values() for t in result.batch_latencies]
+    rss_peaks = [r.peak_rss_mb for r in results.values() if r.peak_rss_mb is not None]
+    cuda_peaks = [r.peak_cuda_mb for r in results.values() if r.peak_cuda_mb is not None]
     wall = sum(result.wall_time_s for result in results.values())
-    return {
-        "wall_time_s": round(wall, 3),
-        "texts_per_second": round(sum(r.n_texts for r in results.values()) / wall, 2) if wall > 0 else None,
-        "latency_p50_s": percentile(latencies, 50),
-        "latency_p95_s": percentile(latencies, 95),
-        "peak_rss_mb": max(rss_peaks) if rss_peaks else None,
-        "peak_cuda_mb": max(cuda_peaks) if cuda_peaks else None,
-        "device": described.get("device"),
-        "dtype": described.get("dtype"),
-        "batch_size": described.get("batch_size"),
-        "zstc_version": __version__,
-        "git_commit": git_commit(),
-        "libraries": library_versions(),
-    }
+    return RunRecord(
+        wall_time_s=round(wall, 3),
+        texts_per_second=round(sum(r.n_texts for r in results.values()) / wall, 2) if wall > 0 else None,
+        latency_p50_s=percentile(latencies, 50),
+        latency_p95_s=percentile(latencies, 95),
+        peak_rss_mb=max(rss_peaks) if rss_peaks else None,
+        peak_cuda_mb=max(cuda_peaks) if cuda_peaks else None,
+        device=described.get("device"),
+        dtype=described.get("dtype"),
+        batch_size=described.get("batch_size"),
+        zstc_version=__version__,
+        git_commit=git_commit(),
+        libraries=library_versions(),
+    )
 
 
 def _model_revision(spec: ModelSpec) -> str | None:

@@ -18,60 +18,17 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
+from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
 from zstc.errors import DataError
 
-SCHEMA_VERSION = "1.0"
-
-
-@dataclass
-class DatasetResult:
-    dataset: str
-    family: str | None
-    metrics: dict[str, float]
-    n_texts: int
-    label_names: list[str]
-    hypotheses: list[str]
-    unlabelled_policy: str
-    unlabelled_texts: int
-    wall_time_s: float
-    fingerprint: str
-    notes: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Per-text arrays, kept in the .npz beside the JSON.
-    scores: np.ndarray | None = field(default=None, repr=False)
-    gold: np.ndarray | None = field(default=None, repr=False)
-    predicted: np.ndarray | None = field(default=None, repr=False)
-    source_index: np.ndarray | None = field(default=None, repr=False)
-
-    ARRAYS = ("scores", "gold", "predicted", "source_index")
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            **self.metrics,
-            "n_texts": self.n_texts,
-            "n_labels": len(self.label_names),
-            "unlabelled_texts": self.unlabelled_texts,
-            "wall_time_s": round(self.wall_time_s, 3),
-            "texts_per_second": round(self.n_texts / self.wall_time_s, 2) if self.wall_time_s > 0 else None,
-            "latency_p50_s": percentile(self.batch_latencies, 50),
-            "latency_p95_s": percentile(self.batch_latencies, 95),
-        }
-
-    @property
-    def batch_latencies(self) -> list[float]:
-        """Seconds per timed scorer call (empty for results stored before timing was recorded)."""
-        return list(self.extra.get("timing", {}).get("batch_latencies_s", []))
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """The ``q``-th percentile (linear interpolation), rounded for the result file; None when empty."""
-    return round(float(np.percentile(values, q)), 5) if values else None
+__all__ = ["SCHEMA_VERSION", "DatasetResult", "ResultStore", "RunSummary", "fingerprint", "load_summary", "percentile",
+           "save_summary", "write_json"]
 
 
 def fingerprint(settings: dict[str, Any]) -> str:
@@ -108,10 +65,9 @@ class ResultStore:
 
     def save(self, result: DatasetResult) -> None:
         json_path, npz_path = self._paths(result.dataset)
-        arrays = {name: getattr(result, name) for name in DatasetResult.ARRAYS if getattr(result, name) is not None}
+        arrays = result.arrays()
         _atomic_write(npz_path, lambda h: np.savez_compressed(h, **arrays), ".npz")
-        record = {k: v for k, v in asdict(result).items() if k not in DatasetResult.ARRAYS}
-        write_json(json_path, record)  # written last: its presence marks the dataset as finished
+        write_json(json_path, DatasetResult.model_validate(result.record()).record())  # written last: its presence marks the dataset as finished
 
     def load(self, dataset: str, *, with_arrays: bool = True) -> DatasetResult | None:
         json_path, npz_path = self._paths(dataset)
@@ -119,13 +75,13 @@ class ResultStore:
             return None
         try:
             record = json.loads(json_path.read_text(encoding="utf-8"))
-            result = DatasetResult(**record)
+            result = DatasetResult.model_validate(record)
             if with_arrays and npz_path.exists():
                 with np.load(npz_path) as arrays:
                     for name in DatasetResult.ARRAYS:
                         if name in arrays:
                             setattr(result, name, arrays[name])
-        except (json.JSONDecodeError, TypeError, ValueError, OSError):
+        except (json.JSONDecodeError, ValidationError, TypeError, ValueError, OSError):
             return None  # a damaged part is recomputed, never trusted
         return result
 
@@ -136,7 +92,15 @@ class ResultStore:
         return result
 
 
+def save_summary(path: str | Path, summary: RunSummary) -> dict[str, Any]:
+    """Write a run summary (validated again, so a field set after construction is checked too); returns its content."""
+    content = RunSummary.model_validate(summary.content()).content()
+    write_json(Path(path), content)
+    return content
+
+
 def load_summary(path: str | Path) -> dict[str, Any]:
+    """The JSON content of a ``zstc bench`` summary file, validated against :class:`RunSummary`."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
@@ -146,4 +110,8 @@ def load_summary(path: str | Path) -> dict[str, Any]:
         raise DataError(f"{path}: not valid JSON ({error.msg}, line {error.lineno})") from None
     if not isinstance(content, dict) or "results" not in content:
         raise DataError(f"{path}: not a zstc result file (no 'results')")
+    try:
+        RunSummary.model_validate(content)
+    except ValidationError as error:
+        raise DataError(f"{path}: not a valid zstc result file: {first_problem(error)}") from None
     return content

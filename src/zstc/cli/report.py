@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -63,6 +63,24 @@ def validate(file: Annotated[Path, typer.Argument(help="A leaderboard JSON file 
     print(f"{file}: {len(problems)} problem(s)")
     _print_problems(problems, stream=sys.stdout)
     raise typer.Exit(1)
+
+
+@app.command()
+def schema(
+    name: Annotated[str, typer.Argument(help="result (a dataset's details file), summary (the bench --out file) or leaderboard.")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the schema here instead of printing it.")] = None,
+) -> None:
+    """Print the JSON schema of a file zstc writes or reads (also published in docs/schemas/)."""
+    import json
+
+    from zstc.benchmark.leaderboard import json_schema
+
+    text = json.dumps(json_schema(name), indent=2) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {out}")
 
 
 def _print_problems(problems: list[str], stream=None) -> None:

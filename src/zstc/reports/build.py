@@ -141,7 +141,7 @@ def aligned_predictions(a: DatasetResult, b: DatasetResult) -> tuple[np.ndarray,
 
     None when the runs did not score the same data (other file checksum, other classes, other gold labels).
     """
-    sha_a, sha_b = a.extra.get("data_sha256"), b.extra.get("data_sha256")
+    sha_a, sha_b = a.data_sha256, b.data_sha256
     if (sha_a and sha_b and sha_a != sha_b) or a.label_names != b.label_names:
         return None
     if a.source_index is None or b.source_index is None:
