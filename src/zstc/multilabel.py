@@ -81,7 +81,7 @@ def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_labe
 
 def label_sets(decisions: np.ndarray, labels: Sequence[str]) -> list[list[str]]:
     """Each row's labels, or ``["none"]`` when none passed."""
-    return [[labels[j] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
+    return [[labels[int(j)] for j in np.flatnonzero(row)] or [NONE_LABEL] for row in decisions]
 
 
 def gold_matrix(gold: np.ndarray, n_labels: int) -> np.ndarray:

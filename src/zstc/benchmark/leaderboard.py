@@ -232,7 +232,7 @@ def _average_problems(stored: Any, members: dict[str, Any], where: str) -> list[
         return []
     problems = []
     for metric in METRICS:
-        values = [row.get(metric) for row in members.values() if isinstance(row, dict)]
+        values: list[Any] = [row.get(metric) for row in members.values() if isinstance(row, dict)]
         if len(values) != len(members) or not all(_is_metric(v) for v in values) or not _is_metric(stored.get(metric)):
             continue  # already reported as a missing, malformed or out-of-range number
         mean = sum(values) / len(values)
@@ -244,7 +244,8 @@ def _average_problems(stored: Any, members: dict[str, Any], where: str) -> list[
 def _section(content: dict[str, Any], *path: str) -> dict[str, Any]:
     """``content[path[0]][path[1]]...`` when each is an object, else ``{}`` (the model has reported it)."""
     for key in path:
-        content = content.get(key) if isinstance(content.get(key), dict) else {}
+        inner = content.get(key)
+        content = inner if isinstance(inner, dict) else {}
     return content
 
 

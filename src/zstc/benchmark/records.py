@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION: Literal["1.0"] = "1.0"
 
 _CONFIG = ConfigDict(
     use_attribute_docstrings=True,
@@ -236,7 +236,7 @@ class RunSummary(BaseModel):
     """``zstc bench --out r.json``: the public leaderboard schema 1.0 layout plus zstc's own sections."""
 
     model_config = _CONFIG
-    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    schema_version: Literal["1.0"] = "1.0"
     model: ModelFacts
     evaluation: Evaluation = Field(default_factory=Evaluation)
     run: RunRecord | None = None

@@ -66,7 +66,7 @@ class ResultStore:
     def save(self, result: DatasetResult) -> None:
         json_path, npz_path = self._paths(result.dataset)
         arrays = result.arrays()
-        _atomic_write(npz_path, lambda h: np.savez_compressed(h, **arrays), ".npz")
+        _atomic_write(npz_path, lambda h: np.savez_compressed(h, **arrays), ".npz")  # type: ignore[arg-type]  # numpy types **kwds as bool
         write_json(json_path, DatasetResult.model_validate(result.record()).record())  # written last: its presence marks the dataset as finished
 
     def load(self, dataset: str, *, with_arrays: bool = True) -> DatasetResult | None:

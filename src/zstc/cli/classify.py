@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -52,10 +53,10 @@ def classify(
         names = check_labels(labels.split(",") if labels.strip() else [], allow_single=multi_label)
         given = names
     else:
-        mapping = read_label_descriptions(labels_file)
+        mapping = read_label_descriptions(labels_file)  # type: ignore[arg-type]  # set: exactly one of the two is given
         names, given = list(mapping), list(mapping.values())
     if hypotheses == "dataset":  # the labels (or the file's descriptions) as given, through --template if any
-        descriptions = describe_labels(given, template)
+        descriptions: Sequence[str] = describe_labels(given, template)
     else:
         descriptions = build_hypotheses(names, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
     if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:

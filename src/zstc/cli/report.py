@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TextIO
 
 import typer
 from rich.console import Console
@@ -27,7 +27,7 @@ def report(
     bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
     from zstc.reports.build import build_report
 
-    written = build_report(results, out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
+    written = build_report(list[str | Path](results), out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
     for note in written.notes:
         console.print(f"[dim]note: {note}[/]")
     console.print(f"wrote {written.index} ({len(written.tables)} tables, {len(written.figures)} figures; Markdown and CSV in {out / 'tables'})")
@@ -83,6 +83,6 @@ def schema(
         console.print(f"wrote {out}")
 
 
-def _print_problems(problems: list[str], stream=None) -> None:
+def _print_problems(problems: list[str], stream: TextIO | None = None) -> None:
     for problem in problems:
         print(f"  - {problem}", file=stream or sys.stderr)

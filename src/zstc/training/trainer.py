@@ -39,18 +39,18 @@ from transformers import (
     TrainerState,
     TrainingArguments,
 )
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer_utils import get_last_checkpoint as _untyped_last_checkpoint
 
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import resolve_bf16, resolve_device
+from zstc.benchmark.provenance import sha256_file as sha256_of
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
     NliPairs,
     balanced_indices,
     length_grouped_batches,
     read_nli_pairs,
-    sha256_of,
     split_dev,
 )
 from zstc.training.recipe import (
@@ -211,7 +211,7 @@ class NliTrainer(Trainer):
         assert isinstance(dataset, NliPairDataset)
         batches = LengthGroupedBatches(dataset.lengths, self.args.per_device_train_batch_size, self.args.seed)
         loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, collate_fn=self.data_collator)
-        return self.accelerator.prepare(loader)  # type: ignore[no-any-return]
+        return self.accelerator.prepare(loader)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         super().log({**logs, "seconds": round(self.elapsed(), 3)}, start_time)
@@ -342,6 +342,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def get_last_checkpoint(folder: str) -> str | None:
+    """The Trainer's newest ``checkpoint-<step>`` folder in ``folder`` (None when there is none)."""
+    last: str | None = _untyped_last_checkpoint(folder)  # type: ignore[no-untyped-call]
+    return last
 
 
 def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None, int, float]:

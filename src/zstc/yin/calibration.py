@@ -118,9 +118,10 @@ def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndar
         dev_keep, test_keep = dev_gold >= 0, test_gold >= 0
         dev_scores, dev_gold = dev_scores[dev_keep], dev_gold[dev_keep]
         test_scores, test_gold = test_scores[test_keep], test_gold[test_keep]
-        scaler: TemperatureScaling | PlattScaling = TemperatureScaling().fit(dev_scores, dev_gold)
+        temperature = TemperatureScaling().fit(dev_scores, dev_gold)
+        scaler: TemperatureScaling | PlattScaling = temperature
         report = single_label_report
-        parameters = {"temperature": scaler.temperature}
+        parameters = {"temperature": temperature.temperature}
     else:
         scaler = PlattScaling().fit(dev_scores, dev_gold)
         report = multi_label_report
