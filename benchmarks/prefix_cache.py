@@ -17,10 +17,9 @@ import time
 
 import numpy as np
 
-from zstc.benchmark.data import load_btzsc_task
+from zstc.benchmark.data import load_btzsc_sample
 from zstc.scorers import make_scorer
 from zstc.scorers.yesno import YesNoScorer
-from zstc.benchmark.tasks import stratified_sample
 
 
 def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> tuple[np.ndarray, float]:
@@ -41,8 +40,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    task, _ = load_btzsc_task("banking77", args.data)
-    task = stratified_sample(task, args.texts, args.seed)
+    task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, labels = list(task.texts), list(task.hypotheses)
     scorer = make_scorer(args.model, "yesno", batch_size=args.batch_size, device=args.device)
     assert isinstance(scorer, YesNoScorer)

@@ -11,6 +11,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("ZSTC_SHARED_DATA", REPO.parent / "shared" / "data"))
+if not SHARED_DATA.exists():  # a worktree under /work/wt/<name> sits two levels below /work
+    SHARED_DATA = Path("/work/shared/data")
 BTZSC_DIR = SHARED_DATA / "btzsc"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 

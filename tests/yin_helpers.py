@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("ZSTC_SHARED_DATA", REPO.parent / "shared" / "data"))
-if not SHARED_DATA.exists():  # a worktree under /work/wt/<name> sits two levels below /work
-    SHARED_DATA = Path("/work/shared/data")
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+from conftest import MINILM, REPO, SHARED_DATA  # noqa: F401  # one place says where the real data is and which model
 
 
 class WordOverlapScorer:

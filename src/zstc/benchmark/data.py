@@ -15,6 +15,7 @@ Every malformed input raises :class:`zstc.errors.DataError` naming the file, the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from zstc.benchmark.catalog import TaskSpec, get_task_spec
 from zstc.errors import DataError
-from zstc.benchmark.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy
+from zstc.benchmark.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy, stratified_sample
 from zstc.io import GROUPED_SUFFIXES, Record, read_records, text_of
 from zstc.validation import check_labels
 
@@ -174,6 +175,29 @@ def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -
         task = _apply_harness_sampling_quirks(task)
     return apply_unlabelled_policy(task, unlabelled)
 
+
+
+def load_btzsc_sample(name: str, data: str | Path, *, max_samples: int | None, seed: int = 0,
+                      unlabelled: str = "paper") -> tuple[Task, int, int]:
+    """A BTZSC dataset as :func:`load_btzsc_task` loads it, then its deterministic stratified sample of
+    ``max_samples`` texts (all of them when None). Returns (task, texts the unlabelled policy affected,
+    texts before sampling)."""
+    task, affected = load_btzsc_task(name, data, unlabelled=unlabelled)
+    return stratified_sample(task, max_samples, seed), affected, len(task)
+
+
+def find_shared_data(subfolder: str, marker: str, *, override_env: str | None = None) -> Path | None:
+    """A folder of the project's shared data holding the file ``marker``: ``$<override_env>``, else
+    ``$ZSTC_SHARED_DATA/<subfolder>``, else ``shared/data/<subfolder>`` beside or above the working directory.
+    None when none holds it."""
+    candidates = [os.environ.get(override_env) if override_env else None]
+    if os.environ.get("ZSTC_SHARED_DATA"):
+        candidates.append(str(Path(os.environ["ZSTC_SHARED_DATA"]) / subfolder))
+    candidates += [str(base / "shared" / "data" / subfolder) for base in (Path.cwd(), *Path.cwd().parents)]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / marker).is_file():
+            return Path(candidate)
+    return None
 
 def _load_from_hub(spec: TaskSpec) -> Task:
     try:

@@ -23,7 +23,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import ZstcError
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
-from zstc.benchmark.data import load_btzsc_task
+from zstc.benchmark.data import load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
@@ -44,7 +44,7 @@ from zstc.benchmark.records import (
 from zstc.benchmark.store import ResultStore, fingerprint, save_summary
 from zstc.scorers import make_scorer
 from zstc.scorers.base import Scorer
-from zstc.benchmark.tasks import Task, stratified_sample
+from zstc.benchmark.tasks import Task
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
@@ -228,9 +228,8 @@ class Bench:
                 results[name] = cached
                 self.on_event("reused", cached)
                 continue
-            task, affected = load_btzsc_task(name, config.data, unlabelled=config.unlabelled)
-            source_texts = len(task)
-            task = stratified_sample(task, config.max_samples, config.seed)
+            task, affected, source_texts = load_btzsc_sample(name, config.data, max_samples=config.max_samples,
+                                                             seed=config.seed, unlabelled=config.unlabelled)
             self.on_event("start", task)
             result, _ = evaluate_task(self.scorer, task, self.hypothesis_provider(task), show_progress=self.show_progress)
             result.unlabelled_policy = config.unlabelled
@@ -254,7 +253,9 @@ def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, thres
     return MultiLabelSummary(
         threshold=cut,
         by_dataset={
-            name: multilabel_metrics(r.gold, decide(r.scores, r.label_names, cut), r.label_names) for name, r in results.items()
+            # Finished results carry their arrays (ResultStore.finished checks).
+            name: multilabel_metrics(r.gold, decide(r.scores, r.label_names, cut), r.label_names)  # type: ignore[arg-type]
+            for name, r in results.items()
         },
     )
 
@@ -298,8 +299,8 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
         ),
         run=run_record(results, described),
         results=Results(
-            overall=Aggregate(**aggregate(metrics_only)),
-            by_task={family: Aggregate(**row) for family, row in aggregate_by_family(metrics_only, family_of).items()},
+            overall=Aggregate.model_validate(aggregate(metrics_only)),
+            by_task={family: Aggregate.model_validate(row) for family, row in aggregate_by_family(metrics_only, family_of).items()},
             by_dataset={name: result.summary() for name, result in results.items()},
         ),
         notes={name: result.notes for name, result in results.items() if result.notes},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -24,12 +23,11 @@ DEMO_TASKS = "financialphrasebank,rottentomatoes,banking77,agnews"
 
 
 def find_data() -> Path | None:
-    """BTZSC files: $ZSTC_DATA, else a ``shared/data/btzsc`` beside or above the working directory."""
-    candidates = [os.environ.get("ZSTC_DATA")] + [str(base / "shared" / "data" / "btzsc") for base in (Path.cwd(), *Path.cwd().parents)]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "financialphrasebank.jsonl").exists():
-            return Path(candidate)
-    return None
+    """BTZSC files: $ZSTC_DATA, else $ZSTC_SHARED_DATA/btzsc, else a ``shared/data/btzsc`` beside or above the
+    working directory."""
+    from zstc.benchmark.data import find_shared_data
+
+    return find_shared_data("btzsc", "financialphrasebank.jsonl", override_env="ZSTC_DATA")
 
 
 @app.command()
