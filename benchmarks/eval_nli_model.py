@@ -25,7 +25,7 @@ import numpy as np
 
 from zstc.benchmark.baselines import published
 from zstc.models.nli_head import load_zstc_nli_model
-from zstc.scorers.runtime import resolve_bf16, resolve_device
+from zstc.scorers.runtime import Precision, resolve_device, resolve_precision
 from zstc.training import evaluate_pairs
 from zstc.training.nli_pairs import read_nli_pairs
 
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default=None)
+    parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32")
     parser.add_argument("--btzsc", default=None, help="folder of BTZSC test sets to classify zero-shot")
     parser.add_argument("--btzsc-sets", nargs="*", default=list(BTZSC_SETS))
     parser.add_argument("--btzsc-sample", type=int, default=None, help="texts per BTZSC set (stratified sample)")
@@ -62,18 +63,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     device = resolve_device(args.device)
-    bf16 = resolve_bf16(None, device)
+    precision = resolve_precision(args.precision, device)
     model, tokenizer, id2label = load_zstc_nli_model(args.model, device)
     paper = published("auroc")
     results: dict[str, dict[str, float]] = {}
-    print(f"model {args.model}: outputs {id2label}; device {device}, bf16 {bf16}", file=sys.stderr)
+    print(f"model {args.model}: outputs {id2label}; device {device}, precision {precision}", file=sys.stderr)
     for name in args.sets:
         pairs = read_nli_pairs(Path(args.data_dir) / f"{name}.jsonl")
         total = len(pairs)
         if args.sample is not None and args.sample < total:
             pairs = pairs.subset(np.sort(np.random.default_rng(args.seed).choice(total, args.sample, replace=False)))
         started = time.monotonic()
-        metrics = evaluate_pairs(model, tokenizer, pairs, device=device, bf16=bf16, batch_size=args.batch_size)
+        metrics = evaluate_pairs(model, tokenizer, pairs, device=device, precision=precision, batch_size=args.batch_size)
         results[name] = {"pairs": len(pairs), "of": total, **metrics, "seconds": round(time.monotonic() - started, 1)}
         print(f"{name}: {len(pairs)}/{total} pairs, accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}", file=sys.stderr)
 
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         column = PAPER_COLUMNS.get(name)
         baselines = [f"{paper[m][column]:.3f}" if column and column in paper.get(m, {}) else "" for m in COMPARED_MODELS]
         print(f"| {name} | {row['pairs']} | {row['accuracy']:.3f} | {row['auroc']:.3f} | " + " | ".join(baselines) + " |")
-    btzsc = {} if args.btzsc is None else zero_shot_btzsc(model, tokenizer, args, device, bf16)
+    btzsc = {} if args.btzsc is None else zero_shot_btzsc(model, tokenizer, args, device, precision)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         record = {"model": str(args.model), "sample": args.sample, "seed": args.seed, "results": results,
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[str], *, device, bf16: bool,
+def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[str], *, device, precision: Precision,
                         batch_size: int) -> np.ndarray:
     """The paper's NLI score for each (premise, hypothesis); batches of similar length."""
     from zstc.scorers.runtime import inference_context
@@ -103,7 +104,7 @@ def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[
     variant = "binary" if len(model.id2label) == 1 else "triplet"
     order = np.argsort([len(p) + len(h) for p, h in zip(premises, hypotheses)], kind="stable")
     scores = np.empty(len(premises), dtype=np.float32)
-    with inference_context(device, bf16):
+    with inference_context(device, precision):
         for start in range(0, len(order), batch_size):
             chosen = order[start : start + batch_size]
             inputs = tokenizer([premises[i] for i in chosen], [hypotheses[i] for i in chosen], truncation="only_first",
@@ -112,7 +113,7 @@ def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[
     return scores
 
 
-def zero_shot_btzsc(model, tokenizer, args: argparse.Namespace, device, bf16: bool) -> dict[str, dict[str, float]]:
+def zero_shot_btzsc(model, tokenizer, args: argparse.Namespace, device, precision: Precision) -> dict[str, dict[str, float]]:
     """Macro-F1 and accuracy of zero-shot classification on the BTZSC sets, next to the embedding model's row."""
     from zstc.decisions import argmax_decisions
     from zstc.benchmark.data import load_btzsc_sample
@@ -125,7 +126,7 @@ def zero_shot_btzsc(model, tokenizer, args: argparse.Namespace, device, bf16: bo
         started = time.monotonic()
         premises = [text for text in task.texts for _ in task.hypotheses]
         hypotheses = [hypothesis for _ in task.texts for hypothesis in task.hypotheses]
-        scores = entailment_log_odds(model, tokenizer, premises, hypotheses, device=device, bf16=bf16, batch_size=args.batch_size)
+        scores = entailment_log_odds(model, tokenizer, premises, hypotheses, device=device, precision=precision, batch_size=args.batch_size)
         metrics = dataset_metrics(task.gold, argmax_decisions(scores.reshape(len(task.texts), len(task.hypotheses))))
         rows[name] = {"texts": len(task.texts), **metrics, "seconds": round(time.monotonic() - started, 1)}
         print(f"btzsc {name}: {len(task.texts)} texts, macro-F1 {metrics['macro_f1']:.4f}", file=sys.stderr)

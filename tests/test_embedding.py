@@ -30,7 +30,7 @@ def test_scores_are_cosines_independent_of_batch_size(minilm_native):
     texts = ["The striker scored twice.", "Rates rose again.", "A new vaccine was approved."]
     labels = ["sports", "economy", "health"]
     a = minilm_native.score(texts, labels)
-    b = make_scorer("sentence-transformers/all-MiniLM-L6-v2", batch_size=1, bf16=False).score(texts[::-1], labels)[::-1]
+    b = make_scorer("sentence-transformers/all-MiniLM-L6-v2", batch_size=1, precision="fp32").score(texts[::-1], labels)[::-1]
     np.testing.assert_allclose(a, b, atol=1e-5)
     assert np.all(a <= 1.0001) and np.all(a >= -1.0001)
     assert a.argmax(1).tolist() == [0, 1, 2]
@@ -61,3 +61,30 @@ def test_the_parameter_count_is_counted_from_the_loaded_weights(minilm_native):
     minilm_native.score(["a text"], ["a", "b"])
     # all-MiniLM-L6-v2: 22,713,216 parameters (the registry says 22.7M, rounded).
     assert minilm_native.describe()["parameters"] == 22_713_216
+
+
+def test_a_too_long_label_description_is_refused_every_time(minilm_native):
+    from zstc.errors import ModelError
+
+    labels = ["word " * 300, "short"]
+    for _ in range(2):  # the second call used to find it cached, silently truncated
+        with pytest.raises(ModelError, match="longer than"):
+            minilm_native.score(["a text"], labels)
+
+
+@pytest.mark.parametrize("family", ["embedding", "encoder", "nli", "reranker", "yesno", "llm"])
+@pytest.mark.parametrize("option", ["batch_size", "max_length"])
+def test_a_zero_batch_size_or_length_is_a_user_error_for_every_family(family, option):
+    from zstc.errors import ZstcError
+    from zstc.scorers import make_scorer
+
+    with pytest.raises(ZstcError, match=f"{option} must be at least 1, got 0"):
+        make_scorer("sentence-transformers/all-MiniLM-L6-v2", family, **{option: 0})
+
+
+def test_batch_size_zero_ends_in_one_line_on_the_command_line(zstc_cli, tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("a text\n")
+    for model, family in (("sentence-transformers/all-MiniLM-L6-v2", "embedding"), ("HuggingFaceTB/SmolLM2-135M-Instruct", "llm")):
+        code, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--model", model, "--family", family, "--batch-size", "0")
+        assert code == 2 and err == "error: batch_size must be at least 1, got 0\n", err

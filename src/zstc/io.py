@@ -1,19 +1,283 @@
-"""Read a user's files: texts, labelled texts and label descriptions (JSONL, CSV/TSV, Parquet, .txt, stdin).
+"""Read a user's files and write zstc's outputs.
 
-Every malformed input raises :class:`zstc.errors.DataError` naming the file, the row and the reason.
+Reading: texts, labelled texts and label descriptions (JSONL, CSV/TSV, Parquet, .txt, stdin), JSON result
+files. Text is UTF-8, with or without a byte-order mark; every malformed input raises
+:class:`zstc.errors.DataError` naming the file, the row (or byte offset) and the reason.
+
+Writing: :func:`check_output_path` refuses an output that would destroy an input or cannot be written,
+before any work starts; :func:`atomic_write` writes a file so that it is either the old one or the complete
+new one, never half of either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
+import shutil
 import sys
-from collections.abc import Iterable, Iterator
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, BinaryIO
 
-from zstc.errors import DataError
+from zstc.errors import DataError, OutputError
 from zstc.validation import check_labels
+
+BOM = "\ufeff"
+TEMP_SUFFIX = ".tmp"
+"""Temporary files are ``.<target name>.<random>.<pid>.tmp`` beside their target (see :func:`remove_orphan_temps`)."""
+
+
+# -- decoding -------------------------------------------------------------------------------------------
+
+
+def decode_utf8(data: bytes, source: str, *, offset: int = 0) -> str:
+    """``data`` as text, or :class:`DataError` naming ``source`` and the byte offset of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(
+            f"{source}: not UTF-8 text (byte offset {offset + error.start}: 0x{data[error.start]:02x}, {error.reason}); "
+            "save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+        ) from None
+
+
+def utf8_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
+    """Decoded lines (ends kept) of a binary stream, a leading byte-order mark dropped; streams, never reads all.
+
+    Splitting bytes at ``\\n`` is safe: that byte never occurs inside a multi-byte UTF-8 sequence.
+    """
+    offset = 0
+    for raw in stream:
+        line = decode_utf8(raw, source, offset=offset)
+        if offset == 0 and line.startswith(BOM):
+            line = line[1:]
+        offset += len(raw)
+        yield line
+
+
+def read_text(path: str | Path) -> str:
+    """A whole UTF-8 text file (byte-order mark dropped)."""
+    path = Path(path)
+    with _open_binary(path) as handle:
+        text = decode_utf8(handle.read(), str(path))
+    return text[1:] if text.startswith(BOM) else text
+
+
+def parse_json(text: str, source: str) -> Any:
+    """JSON, or :class:`DataError` naming ``source`` (malformed, or nested too deeply for the parser)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{source}: malformed JSON ({error.msg}, line {error.lineno} column {error.colno})") from None
+    except RecursionError:
+        raise DataError(f"{source}: JSON nested too deeply to read") from None
+
+
+def read_json(path: str | Path) -> Any:
+    """A UTF-8 JSON file, with every way it can be unreadable as a :class:`DataError` naming it."""
+    return parse_json(read_text(path), str(path))
+
+
+@contextlib.contextmanager
+def _open_binary(path: Path) -> Iterator[BinaryIO]:
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory, expected a file")
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise DataError(f"{path}: cannot read ({error.strerror})") from None
+    with handle:
+        yield handle
+
+
+# -- outputs --------------------------------------------------------------------------------------------
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file: same path, another spelling, a symlink or a hard link."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def check_output_path(path: Path, *, inputs: Sequence[str | Path] = (), option: str = "--out") -> Path:
+    """Refuse, before any work, an output file that would destroy an input or cannot be written.
+
+    Raises :class:`OutputError` naming ``option`` and ``path`` when the path resolves to one of ``inputs``
+    (``-`` and None in ``inputs`` are skipped), is a directory, or lies in a missing or unwritable folder.
+    A target that exists but is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO) is accepted: it
+    is written directly. Returns ``path``.
+    """
+    path = Path(path)
+    where = f"{option} {path}"
+    for source in inputs:
+        if source is not None and str(source) != "-" and same_file(path, source):
+            raise OutputError(f"{where}: is the input {source}; writing there would destroy it, choose another path")
+    if path.is_dir():
+        raise OutputError(f"{where}: is a directory, expected a file")
+    if path.exists() and not path.is_file():
+        if not os.access(path, os.W_OK):
+            raise OutputError(f"{where}: not writable")
+        return path
+    _check_writable_folder(path.absolute().parent, where)
+    return path
+
+
+def check_output_dir(path: Path, *, inputs: Sequence[str | Path] = (), option: str = "--out", files: Sequence[str] = ()) -> Path:
+    """Like :func:`check_output_path` for an output folder: refuses an existing file, a missing or unwritable
+    parent, and ``files`` (names written inside it) that would overwrite one of ``inputs``."""
+    path = Path(path)
+    where = f"{option} {path}"
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{where}: is a file, expected a folder (new or existing)")
+    for source in inputs:
+        if source is None or str(source) == "-":
+            continue
+        if same_file(path, source):
+            raise OutputError(f"{where}: is the input {source}; choose another path")
+        for name in files:
+            if same_file(path / name, source):
+                raise OutputError(f"{where}: would overwrite the input {source} with its {name}; choose another folder")
+    _check_writable_folder(path if path.is_dir() else path.absolute().parent, where)
+    return path
+
+
+def _check_writable_folder(folder: Path, where: str) -> None:
+    if not folder.exists():
+        raise OutputError(f"{where}: folder {folder} does not exist")
+    if not folder.is_dir():
+        raise OutputError(f"{where}: {folder} is not a folder")
+    # A real probe rather than os.access: access() says yes to root on a read-only mount or in /proc.
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".zstc-write-probe.", suffix=TEMP_SUFFIX)
+    except OSError as error:
+        raise OutputError(f"{where}: cannot write in {folder} ({error.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def umask_mode(base: int = 0o666) -> int:
+    """``base`` as the process's umask leaves it: the mode ``open()`` would give a new file (``0o777`` for a folder)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return base & ~mask
+
+
+def _file_mode(existing: Path) -> int:
+    """An existing target's permissions, else those the umask gives a new file (mkstemp's own are 0600)."""
+    with contextlib.suppress(OSError):
+        return existing.stat().st_mode & 0o7777
+    return umask_mode()
+
+
+def _write_failed(path: Path, error: OSError) -> OutputError:
+    return OutputError(f"cannot write {path}: {error.strerror or error}")
+
+
+@contextlib.contextmanager
+def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Write ``path`` all at once: into a temporary file beside it, flushed to disk, renamed over it only when
+    the block completes. Interrupted or failing, the old file (if any) is untouched and the temporary removed.
+
+    ``mode`` is ``"w"`` (UTF-8 text) or ``"wb"``. A target that is not a regular file (``/dev/stdout``,
+    ``/dev/full``, a FIFO) is written directly. Write errors (a full disk, a read-only folder) raise
+    :class:`OutputError` naming the path.
+    """
+    path = Path(path)
+    encoding = None if "b" in mode else "utf-8"
+    if path.exists() and not path.is_file() and not path.is_dir():
+        try:
+            with open(path, mode, encoding=encoding) as handle:
+                yield handle
+        except OSError as error:
+            raise _write_failed(path, error) from None
+        return
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: is a directory")
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}")
+    except OSError as error:
+        raise _write_failed(path, error) from None
+    try:
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, _file_mode(path))
+        os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise _write_failed(path, error) from None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_directory(path: Path, *, last: Sequence[str] = ()) -> Iterator[Path]:
+    """Fill a folder all at once: the block writes into a temporary folder beside ``path``; when it completes,
+    each file is moved into ``path`` (created if needed), the names in ``last`` after all others (a file
+    whose presence marks the folder complete). Interrupted or failing, ``path`` is untouched."""
+    path = Path(path)
+    try:
+        staging = Path(tempfile.mkdtemp(dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}"))
+    except OSError as error:
+        raise _write_failed(path, error) from None
+    try:
+        yield staging
+        path.mkdir(exist_ok=True)
+        entries = sorted(staging.iterdir(), key=lambda entry: (entry.name in last, last.index(entry.name) if entry.name in last else 0))
+        for entry in entries:
+            target = path / entry.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(entry, target)
+    except OSError as error:
+        raise _write_failed(path, error) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def remove_orphan_temps(folder: Path) -> list[Path]:
+    """Delete the temporary files and folders that a killed zstc process left in ``folder``: those named
+    by :func:`atomic_write` whose process id no longer runs. Returns what was removed."""
+    removed = []
+    if not Path(folder).is_dir():
+        return removed
+    for entry in Path(folder).glob(f".*{TEMP_SUFFIX}"):
+        pid = entry.name[: -len(TEMP_SUFFIX)].rpartition(".")[2]
+        if not pid.isdigit() or _process_alive(int(pid)):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+# -- reading user files ---------------------------------------------------------------------------------
 
 GROUPED_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
 
@@ -38,28 +302,30 @@ def read_records(path: str | Path) -> Iterator[tuple[int, Record]]:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Record]]:
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
+    with _open_binary(path) as handle:
+        for line_number, line in enumerate(utf8_lines(handle, str(path)), start=1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataError(f"{path}:{line_number}: malformed JSON ({error.msg})") from None
+            record = parse_json(line, f"{path}:{line_number}")
             if not isinstance(record, dict):
                 raise DataError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
             yield line_number, record
 
 
 def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        if reader.fieldnames is None:
-            raise DataError(f"{path}: empty file, expected a header row")
-        for record in reader:
-            if None in record:  # more fields than the header has
-                raise DataError(f"{path}:{reader.line_num}: more fields than the header's {len(reader.fieldnames)}")
-            yield reader.line_num, record
+    with _open_binary(path) as handle:
+        # strict: an unterminated quote is an error, not a field that swallows the rest of the file.
+        reader = csv.DictReader(utf8_lines(handle, str(path)), delimiter=delimiter, strict=True)
+        try:
+            if reader.fieldnames is None:
+                raise DataError(f"{path}: empty file, expected a header row")
+            for record in reader:
+                if None in record:  # more fields than the header has
+                    raise DataError(f"{path}:{reader.line_num}: more fields than the header's {len(reader.fieldnames)}")
+                yield reader.line_num, record
+        except csv.Error as error:
+            # The csv reader's own line count: the DictReader's stops at the last complete row.
+            raise DataError(f"{path}:{reader.reader.line_num}: malformed CSV ({error}; an unterminated quote?)") from None
 
 
 def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
@@ -83,19 +349,20 @@ def text_of(record: Record, where: str, column: str = "text") -> str:
         raise DataError(f"{where}: {column!r} is {type(text).__name__}, expected a string")
     if not text.strip():
         raise DataError(f"{where}: empty text")
+    check_encodable(text, where)
     return text
 
 
 def read_texts(source: str | Path, *, text_column: str = "text") -> list[str]:
     """Texts to classify: a JSONL/CSV/Parquet file with a text column, a .txt file, or ``-`` (stdin), one per line."""
     if str(source) == "-":
-        return _plain_lines(sys.stdin, "<stdin>")
+        # The bytes, decoded here: the terminal's text layer would let undecodable bytes through as surrogates.
+        stdin = getattr(sys.stdin, "buffer", None)
+        return _plain_lines(utf8_lines(stdin, "<stdin>") if stdin is not None else sys.stdin, "<stdin>")
     path = Path(source)
     if path.suffix.lower() == ".txt":
-        if not path.exists():
-            raise DataError(f"{path}: no such file")
-        with path.open(encoding="utf-8") as handle:
-            return _plain_lines(handle, str(path))
+        with _open_binary(path) as handle:
+            return _plain_lines(utf8_lines(handle, str(path)), str(path))
     texts = [text_of(record, f"{path}:{row}", text_column) for row, record in read_records(path)]
     if not texts:
         raise DataError(f"{path}: no texts")
@@ -123,11 +390,26 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
 
 
 def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
-    texts = [line.rstrip("\n") for line in lines]
-    texts = [t for t in texts if t.strip()]
+    texts = []
+    for number, line in enumerate(lines, start=1):
+        text = line.rstrip("\r\n")
+        if text.strip():
+            check_encodable(text, f"{source}:{number}")
+            texts.append(text)
     if not texts:
         raise DataError(f"{source}: no texts")
     return texts
+
+
+def check_encodable(text: str, where: str) -> str:
+    """Refuse text no tokenizer can take: lone UTF-16 surrogates (a JSON ``"\\ud800"``) and NUL characters."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise DataError(f"{where}: text holds a lone UTF-16 surrogate (U+{ord(text[error.start]):04X}) at character {error.start}") from None
+    if "\x00" in text:
+        raise DataError(f"{where}: text holds a NUL character (binary data?)")
+    return text
 
 
 def read_label_descriptions(path: str | Path) -> dict[str, str]:
@@ -137,25 +419,29 @@ def read_label_descriptions(path: str | Path) -> dict[str, str]:
     optionally ``label<TAB>description``. A label without a description is described by its own name.
     """
     path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
     if path.suffix.lower() == ".json":
-        try:
-            content = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise DataError(f"{path}: malformed JSON ({error.msg}, line {error.lineno})") from None
+        content = read_json(path)
         if isinstance(content, list):
-            pairs = [(str(label), str(label)) for label in content]
+            pairs = [(_label_string(label, path, f"item {i + 1}"), _label_string(label, path, f"item {i + 1}")) for i, label in enumerate(content)]
         elif isinstance(content, dict):
-            pairs = [(str(label), str(description)) for label, description in content.items()]
+            pairs = [(label, _label_string(description, path, f"the description of {label!r}")) for label, description in content.items()]
         else:
             raise DataError(f"{path}: expected a JSON object {{label: description}} or a list of labels")
     else:
         pairs = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in read_text(path).splitlines():
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             label, _, description = line.partition("\t")
             pairs.append((label.strip(), description.strip() or label.strip()))
     labels = check_labels([label for label, _ in pairs], what=f"labels in {path}")
     return dict(zip(labels, (description for _, description in pairs)))
+
+
+def _label_string(value: Any, path: Path, what: str) -> str:
+    """A label or description from JSON: a string (or a number, written as one); nothing else is guessed at."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise DataError(f"{path}: {what} is {json.dumps(value)[:40]}, expected a string")

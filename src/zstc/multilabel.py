@@ -12,6 +12,8 @@ that belong to no candidate; with no gold "none" texts its weight is zero.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,7 +68,7 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[
             threshold = float(value)
         except ValueError:
             threshold = None
-        if not sep or not name or threshold is None:
+        if not sep or not name or threshold is None or not math.isfinite(threshold):
             raise LabelError(f"a per-label threshold must look like LABEL=NUMBER, got {item!r}")
         if name not in labels:
             raise LabelError(f"threshold given for {name!r}, which is not one of the labels ({', '.join(labels)})")

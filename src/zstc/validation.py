@@ -1,15 +1,20 @@
-"""The one place where user-provided texts and labels are checked (scikit-learn style).
+"""The one place where user-provided texts, labels, templates and option values are checked (scikit-learn style).
 
 Every entry point (Python API, CLI, HTTP service, bench) calls these, so a message for a given mistake is
-written once and reads the same everywhere.
+written once and reads the same everywhere. Option ranges are data (:data:`OPTION_RULES`), checked by one
+function (:func:`check_options`) before any work starts.
 """
 
 from __future__ import annotations
 
+import math
+import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from zstc.errors import DataError, LabelError
+from zstc.errors import DataError, LabelError, OptionError
 
 
 def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False) -> list[str]:
@@ -46,4 +51,128 @@ def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
             raise DataError(f"{source}: text {i + 1} is {type(text).__name__}, expected a string")
         if not text.strip():
             raise DataError(f"{source}: text {i + 1} is empty")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise DataError(f"{source}: text {i + 1} holds a lone UTF-16 surrogate at character {error.start}") from None
     return result
+
+
+def check_template(template: str, *, what: str = "template") -> str:
+    """A hypothesis template: exactly one ``{}`` where the label goes; other braces doubled (``{{``).
+
+    Parsed as :meth:`str.format` parses it, so a named field (``{x}``), a stray brace or a format spec is
+    refused here with a message rather than failing in ``format`` later.
+    """
+    if not isinstance(template, str):
+        raise LabelError(f"{what} must be a string, got {type(template).__name__}")
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
+    except ValueError as error:  # "Single '}' encountered", "unmatched '{'"
+        raise LabelError(f"{what} {template!r}: {error}; write a literal brace as {{{{ or }}}}") from None
+    if len(fields) != 1:
+        raise LabelError(f"a {what} must contain exactly one '{{}}' where the label goes, got {template!r}")
+    name, spec, conversion = fields[0]
+    if name not in ("", "0") or spec or conversion:
+        raise LabelError(f"{what} {template!r}: the label slot must be a plain '{{}}', got '{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}'")
+    return template
+
+
+# -- option ranges ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one option's value must be: a finite number within bounds, an integer, one of some choices, or a
+    device name torch understands. ``None`` (an option not given) always passes."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    """Whether ``low`` itself is excluded (a learning rate must be > 0, a batch size >= 1)."""
+    high_open: bool = False
+    integer: bool = False
+    choices: tuple[str, ...] = ()
+    device: bool = False
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` breaks the rule, or None."""
+        if self.choices:
+            return None if value in self.choices else f"must be one of {', '.join(self.choices)}, got {value!r}"
+        if self.device:
+            return _device_problem(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be a number, got {value!r}"
+        if not math.isfinite(value):
+            return f"must be a finite number, got {value}"
+        if self.integer and value != int(value):
+            return f"must be a whole number, got {value}"
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        return f"must be {self.range_text()}, got {value:g}" if too_low or too_high else None
+
+    def range_text(self) -> str:
+        """``"> 0"``, ``">= 0 and <= 1"``: the bounds as a message states them."""
+        bounds = []
+        if self.low is not None:
+            bounds.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+        if self.high is not None:
+            bounds.append(f"{'<' if self.high_open else '<='} {self.high:g}")
+        return " and ".join(bounds) or "a number"
+
+
+def _device_problem(value: Any) -> str | None:
+    import torch
+
+    if value == "auto":
+        return None
+    try:
+        device = torch.device(value)
+    except (RuntimeError, TypeError, ValueError):
+        return f"must be cpu, cuda, cuda:N, mps or auto, got {value!r}"
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return f"asks for {value!r}, but no CUDA device is available"
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        return f"asks for {value!r}, but there are {torch.cuda.device_count()} CUDA device(s)"
+    return None
+
+
+POSITIVE = Rule(0, low_open=True)
+COUNT = Rule(1, integer=True)
+FRACTION = Rule(0, 1, low_open=True)
+
+OPTION_RULES: dict[str, Rule] = {
+    # decisions
+    "threshold": Rule(),
+    "alpha": Rule(0, 1),
+    # data and samples
+    "max_samples": COUNT,
+    "max_train_samples": COUNT,
+    "dev_fraction": Rule(0, 1, low_open=True, high_open=True),
+    "dev_size": COUNT,
+    "negatives": Rule(0, integer=True),
+    "bootstrap": Rule(100, integer=True),
+    # training (train-nli and unseen's fine-tuning)
+    "backbone_lr": POSITIVE,
+    "head_lr": POSITIVE,
+    "epochs": POSITIVE,
+    "max_steps": COUNT,
+    "max_minutes": POSITIVE,
+    "patience": COUNT,
+    "eval_fraction": FRACTION,
+    "batch_size": COUNT,
+    "max_length": COUNT,
+    "device": Rule(device=True),
+}
+"""The range of every non-scorer option, by parameter name. A command checks its options with
+:func:`check_options` before loading anything; a command whose option is narrower passes its own rule."""
+
+
+def check_options(values: Mapping[str, Any], rules: Mapping[str, Rule] = OPTION_RULES) -> None:
+    """Raise :class:`OptionError` naming the first option (as ``--name``) whose value breaks its rule."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        problem = rules[name].problem(value)
+        if problem:
+            raise OptionError(f"--{name.replace('_', '-')} {problem}")

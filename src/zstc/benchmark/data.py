@@ -23,7 +23,7 @@ import numpy as np
 
 from zstc.benchmark.catalog import TaskSpec, get_task_spec
 from zstc.errors import DataError
-from zstc.benchmark.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy, stratified_sample
+from zstc.benchmark.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy, sample_task
 from zstc.io import GROUPED_SUFFIXES, Record, read_records, text_of
 from zstc.validation import check_labels
 
@@ -155,6 +155,16 @@ def find_task_file(directory: Path, name: str) -> Path:
 # --- BTZSC tasks from a directory or the hub -----------------------------------------------------------
 
 
+def data_directory(data: str | Path) -> Path:
+    """``--data`` as a directory of task files, or :class:`DataError` saying why it is not one."""
+    directory = Path(data)
+    if not directory.exists():
+        raise DataError(f"{directory}: no such directory")
+    if not directory.is_dir():
+        raise DataError(f"{directory}: expected a directory of task files or 'hub'")
+    return directory
+
+
 def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -> tuple[Task, int]:
     """Load a BTZSC dataset from a directory (grouped or paired files) or ``"hub"``.
 
@@ -164,12 +174,7 @@ def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -
     if str(data) == "hub":
         task = _load_from_hub(spec)
     else:
-        directory = Path(data)
-        if not directory.exists():
-            raise DataError(f"{directory}: no such directory")
-        if not directory.is_dir():
-            raise DataError(f"{directory}: expected a directory of task files or 'hub'")
-        path = find_task_file(directory, name)
+        path = find_task_file(data_directory(data), name)
         task = load_paired(read_records(path), spec, source=str(path)) if _is_paired_file(path) else load_grouped(path, spec)
     if unlabelled == "paper":
         task = _apply_harness_sampling_quirks(task)
@@ -178,12 +183,12 @@ def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -
 
 
 def load_btzsc_sample(name: str, data: str | Path, *, max_samples: int | None, seed: int = 0,
-                      unlabelled: str = "paper") -> tuple[Task, int, int]:
-    """A BTZSC dataset as :func:`load_btzsc_task` loads it, then its deterministic stratified sample of
-    ``max_samples`` texts (all of them when None). Returns (task, texts the unlabelled policy affected,
+                      unlabelled: str = "paper", sampling: str = "stratified") -> tuple[Task, int, int]:
+    """A BTZSC dataset as :func:`load_btzsc_task` loads it, then its deterministic sample of ``max_samples``
+    texts by ``sampling`` (all of them when None). Returns (task, texts the unlabelled policy affected,
     texts before sampling)."""
     task, affected = load_btzsc_task(name, data, unlabelled=unlabelled)
-    return stratified_sample(task, max_samples, seed), affected, len(task)
+    return sample_task(task, sampling, max_samples, seed), affected, len(task)
 
 
 def find_shared_data(subfolder: str, marker: str, *, override_env: str | None = None) -> Path | None:

@@ -15,7 +15,6 @@ per-dataset numbers, exactly as the benchmark defines them, rather than copied.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -30,6 +29,7 @@ from zstc.errors import DataError, UnknownNameError
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
 from zstc.benchmark.records import SCHEMAS
 from zstc.benchmark.store import SCHEMA_VERSION, write_json
+from zstc.io import read_json
 
 PUBLIC_MODEL_TYPES: dict[str, str] = {
     "embedding": "embedding",
@@ -77,6 +77,10 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
     if family not in PUBLIC_MODEL_TYPES:
         raise DataError(f"model family {family!r} has no leaderboard model_type; expected one of {', '.join(PUBLIC_MODEL_TYPES)}")
     rows = summary["results"]["by_dataset"]
+    for name in catalog():
+        missing = [m for m in METRICS if name in rows and rows[name].get(m) is None]
+        if missing:
+            raise DataError(f"results.by_dataset.{name}: no {', '.join(missing)}")
     by_dataset = {name: {m: float(rows[name][m]) for m in METRICS} for name in catalog() if name in rows}
     if not by_dataset:
         raise DataError("the result has none of the 22 BTZSC datasets: nothing to put on the leaderboard")
@@ -100,7 +104,7 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
             "harness": "zstc",
             "timestamp": evaluation.get("created"),
             "device": run.get("device") or model.get("device") or "unknown",
-            "precision": run.get("dtype") or model.get("dtype") or "unknown",
+            "precision": run.get("precision") or model.get("precision") or run.get("dtype") or "unknown",
             "batch_size": run.get("batch_size") or model.get("batch_size"),
             "max_samples": evaluation.get("max_samples"),
             "partial": len(by_dataset) < len(catalog()),
@@ -290,14 +294,7 @@ def validate_leaderboard(content: Any) -> list[str]:
 
 def validate_file(path: str | Path) -> list[str]:
     """Problems of a leaderboard file on disk; an unreadable file is an error, not a list of problems."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: not valid JSON ({error})") from None
-    return validate_leaderboard(content)
+    return validate_leaderboard(read_json(path))
 
 
 def json_schema(name: str) -> dict[str, Any]:

@@ -7,13 +7,17 @@ hub revision). Unknown is recorded as unknown, never guessed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
 import re
 import resource
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -55,6 +59,65 @@ def model_revision(source: str) -> str | None:
         return None
     snapshot = Path(cached).parent
     return snapshot.name if _COMMIT.match(snapshot.name) else None
+
+
+def model_identity(source: str) -> str | None:
+    """What pins the exact weights at ``source``: the hub commit where there is one, else for a local folder
+    (a packaged checkpoint, a trained model) ``sha256:<hash of its files>``; None for a hub id not cached here.
+    """
+    revision = model_revision(source)
+    if revision is not None:
+        return revision
+    folder = Path(source).expanduser()
+    return f"sha256:{folder_sha256(folder)}" if folder.is_dir() else None
+
+
+def folder_sha256(folder: str | Path) -> str:
+    """sha256 over a folder's files (relative names and contents, hidden entries skipped), each file's hash
+    cached in ``$ZSTC_CACHE/file-hashes.json`` by path, size and mtime, so a 16 GB checkpoint is read once."""
+    folder = Path(folder).resolve()
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    cache = _HashCache.load()
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{cache.sha256(path)}\n".encode())
+    cache.save()
+    return digest.hexdigest()
+
+
+class _HashCache:
+    """File hashes kept between runs; a damaged or unwritable cache only costs re-reading files."""
+
+    def __init__(self, path: Path, entries: dict[str, Any]) -> None:
+        self.path, self.entries, self.changed = path, entries, False
+
+    @classmethod
+    def load(cls) -> _HashCache:
+        path = Path(os.environ.get("ZSTC_CACHE") or "~/.cache/zstc").expanduser() / "file-hashes.json"
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            entries = {}
+        return cls(path, entries if isinstance(entries, dict) else {})
+
+    def sha256(self, path: Path) -> str:
+        stat = path.stat()
+        key, stamp = str(path), [stat.st_size, stat.st_mtime_ns]
+        entry = self.entries.get(key)
+        if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
+            return entry["sha256"]
+        value = sha256_file(path)
+        self.entries[key] = {"stamp": stamp, "sha256": value}
+        self.changed = True
+        return value
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        from zstc.benchmark.store import write_json
+
+        with contextlib.suppress(OSError):
+            write_json(self.path, self.entries)
 
 
 def sha256_file(path: str | Path) -> str:

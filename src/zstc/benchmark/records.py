@@ -99,6 +99,10 @@ class DatasetResult(BaseModel):
     """What the scorer said about itself (``Scorer.describe()``)."""
     source_texts: int | None = None
     """Texts of the dataset before sampling (None: not recorded)."""
+    run_fingerprint: str | None = None
+    """The run's settings (all datasets): results of other settings in one details folder are refused."""
+    identity: dict[str, Any] = Field(default_factory=dict)
+    """What the fingerprint covers, readable: model, data, precision, sampling, options (``identity.run``: the run's part)."""
 
     # Per-text arrays, kept in the .npz beside the JSON (not part of the JSON or its schema).
     scores: SkipJsonSchema[np.ndarray | None] = Field(default=None, exclude=True, repr=False)
@@ -112,7 +116,7 @@ class DatasetResult(BaseModel):
     @classmethod
     def _lift_extra(cls, data: Any) -> Any:
         """Files written before these models kept timing, memory, data checksum and scorer in an ``extra`` bag."""
-        if isinstance(data, dict) and isinstance(data.get("extra"), dict):
+        if isinstance(data, dict) and isinstance(data.get("extra"), dict):  # the keys of _EXTRA_FIELDS
             data = {**{k: v for k, v in data.items() if k != "extra"}, **data["extra"]}
         return data
 
@@ -130,6 +134,11 @@ class DatasetResult(BaseModel):
         )
 
     @property
+    def extra(self) -> dict[str, Any]:
+        """The fields files before these models kept in an ``extra`` bag, as that bag (read-only)."""
+        return self.model_dump(mode="json", include=set(_EXTRA_FIELDS), exclude_none=True)
+
+    @property
     def batch_latencies(self) -> list[float]:
         """Seconds per timed scorer call (empty for results stored before timing was recorded)."""
         return list(self.timing.batch_latencies_s) if self.timing is not None else []
@@ -141,6 +150,9 @@ class DatasetResult(BaseModel):
     def record(self) -> dict[str, Any]:
         """The JSON content of the details file."""
         return self.model_dump(mode="json")
+
+
+_EXTRA_FIELDS = ("timing", "peak_rss_mb", "peak_cuda_mb", "data_sha256", "scorer", "source_texts", "run_fingerprint", "identity")
 
 
 # -- the run summary -----------------------------------------------------------------------------------
@@ -161,15 +173,18 @@ class ModelFacts(BaseModel):
 class Evaluation(BaseModel):
     """The summary's ``evaluation``: what was scored and how."""
 
-    model_config = _CONFIG
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow", validate_assignment=True)
     benchmark: str = "BTZSC"
     datasets: list[str] = Field(default_factory=list)
     data: str | None = None
     unlabelled_policy: str | None = None
     hypotheses: str | None = None
     template: str | None = None
+    sampling: str | None = None
     max_samples: int | None = None
     seed: int | None = None
+    precision: str | None = None
+    device: str | None = None
     partial: bool = False
     sampled: bool = False
     zstc_version: str | None = None
@@ -192,6 +207,7 @@ class RunRecord(BaseModel):
     peak_rss_mb: float | None = None
     peak_cuda_mb: float | None = None
     device: str | None = None
+    precision: str | None = None
     dtype: str | None = None
     batch_size: int | None = None
     zstc_version: str | None = None

@@ -21,13 +21,14 @@ from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
-from zstc.errors import ZstcError
+from zstc.errors import DataError, UnknownNameError, ZstcError
+from zstc.io import GROUPED_SUFFIXES, check_output_path
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
-from zstc.benchmark.data import load_btzsc_sample
+from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
-from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
+from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_identity, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
 from zstc.benchmark.records import (
     Aggregate,
     DatasetResult,
@@ -41,10 +42,11 @@ from zstc.benchmark.records import (
     Timing,
     percentile,
 )
-from zstc.benchmark.store import ResultStore, fingerprint, save_summary
-from zstc.scorers import make_scorer
+from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, save_summary
+from zstc.scorers import make_scorer, scorer_class
 from zstc.scorers.base import Scorer
-from zstc.benchmark.tasks import Task
+from zstc.scorers.runtime import resolve_device, resolved_options
+from zstc.benchmark.tasks import SAMPLING_METHODS, Task
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
@@ -64,28 +66,49 @@ class BenchConfig:
     hypotheses: str = "dataset"
     template: str | None = None
     """Template of the name/definition/both/ensemble hypotheses; None: the task family's aspect template."""
+    sampling: str = "stratified"
+    """How ``max_samples`` texts are drawn: ``stratified`` (seeded, per class) or ``paper`` (the harness's draw)."""
     out: str | Path = "results.json"
-    fresh: bool = False
+    overwrite: str = "only-missing"
+    """What to do with results already in the details folder: ``only-missing`` (reuse those with these
+    settings, compute the rest, refuse results of other settings), ``always`` (recompute everything,
+    replacing whatever is there) or ``never`` (compute nothing: every dataset must be finished already)."""
     multi_label: bool = False
     """Also judge threshold decisions (label-wise weighted F1, per-label P/R/F1); computed from the stored
     scores, so it never changes a dataset's fingerprint."""
     threshold: float | None = None
     """Multi-label threshold; None: the scorer's score-type default."""
 
-    def settings_for(self, dataset: str) -> dict[str, Any]:
-        """Everything that determines one dataset's numbers (and nothing that does not, like the out path)."""
+    def run_identity(self, spec: ModelSpec, scorer_options: dict[str, Any]) -> dict[str, Any]:
+        """What determines every dataset's numbers in this run (and nothing that does not, like the out path
+        or where the data folder is). ``scorer_options`` carry the resolved precision."""
+        device = resolve_device(scorer_options.get("device"))
         return {
-            "model": self.model,
-            "family": self.family,
-            "scorer_options": {k: v for k, v in sorted(self.scorer_options.items()) if v is not None},
-            "data": str(self.data),
-            "dataset": dataset,
+            "model": spec.model_id,
+            "family": spec.family,
+            "model_revision": _model_identity(spec),
+            "scoring_version": scorer_class(spec.family).SCORING_VERSION,
+            "precision": scorer_options["precision"],
+            "device_type": device.type,
+            "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},
+            "hypotheses": {"variant": self.hypotheses, "template": self.template},
+            "sampling": {"method": self.sampling, "max_samples": self.max_samples,
+                         "seed": self.seed if self.sampling == "stratified" else None},
             "unlabelled": self.unlabelled,
-            "max_samples": self.max_samples,
-            "seed": self.seed,
-            "hypotheses": self.hypotheses,
-            **({"template": self.template} if self.template is not None else {}),  # keeps older fingerprints valid
         }
+
+
+OVERWRITE_STRATEGIES: tuple[str, ...] = ("only-missing", "always", "never")
+
+
+def dataset_identity(task: Task, descriptions: Sequence[str]) -> dict[str, Any]:
+    """What determines one dataset's numbers beyond the run's settings: its data's content and hypotheses."""
+    variants = getattr(descriptions, "variants", None)  # an ensemble: every variant's hypotheses
+    return {
+        "dataset": task.name,
+        "data_sha256": (file_sha256(task.source) or task.source) if task.source else None,
+        "hypotheses": {k: list(v) for k, v in variants.items()} if variants else list(descriptions),
+    }
 
 
 def dataset_hypotheses(task: Task) -> list[str]:
@@ -206,36 +229,57 @@ class Bench:
         self.on_event = on_event or (lambda kind, payload: None)
         self.show_progress = show_progress
         self.store = ResultStore(config.out)
+        # Precision resolved once for the whole run (None: fp32), so the scorer and the fingerprint agree.
+        self.scorer_options = resolved_options(config.scorer_options.get("precision"), config.scorer_options)
         self._scorer: Scorer | None = None
 
     @property
     def scorer(self) -> Scorer:
         # Built on first use: a run whose datasets are all finished never loads the model.
         if self._scorer is None:
-            self._scorer = make_scorer(self.config.model, self.config.family, **self.config.scorer_options)
+            self._scorer = make_scorer(self.config.model, self.config.family, **self.scorer_options)
         return self._scorer
 
     def run(self) -> dict[str, Any]:
         config = self.config
+        if config.overwrite not in OVERWRITE_STRATEGIES:
+            raise UnknownNameError(f"overwrite must be one of {', '.join(OVERWRITE_STRATEGIES)}, got {config.overwrite!r}")
+        if config.sampling not in SAMPLING_METHODS:
+            raise UnknownNameError(f"sampling must be one of {', '.join(SAMPLING_METHODS)}, got {config.sampling!r}")
         # Validate everything cheap before any model loads: names, options, data files.
         spec = get_model_spec(config.model, config.family)
-        make_scorer(config.model, config.family, **config.scorer_options)  # option check only; loads nothing
+        make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
+        check_output_path(Path(config.out), inputs=_data_files(config))
+        if str(config.data) != "hub":  # every dataset file is found before the first one is scored
+            for name in config.tasks:
+                find_task_file(data_directory(config.data), name)
+        for orphan in self.store.remove_orphans():
+            self.on_event("orphan", orphan)
+        run_identity = config.run_identity(spec, self.scorer_options)
+        run_key = fingerprint(run_identity)
+        self._check_details_folder(run_identity, run_key)
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
-            expected = fingerprint(config.settings_for(name))
-            cached = None if config.fresh else self.store.finished(name, expected)
+            task, affected, source_texts = load_btzsc_sample(name, config.data, max_samples=config.max_samples, seed=config.seed,
+                                                             unlabelled=config.unlabelled, sampling=config.sampling)
+            descriptions = self.hypothesis_provider(task)
+            identity = {"run": run_identity, "dataset": dataset_identity(task, descriptions)}
+            expected = fingerprint(identity)
+            cached = None if config.overwrite == "always" else self._reusable(name, expected)
             if cached is not None:
                 results[name] = cached
                 self.on_event("reused", cached)
                 continue
-            task, affected, source_texts = load_btzsc_sample(name, config.data, max_samples=config.max_samples,
-                                                             seed=config.seed, unlabelled=config.unlabelled)
+            if config.overwrite == "never":
+                raise DataError(f"{self.store.directory}: no finished result for {name} with these settings, and "
+                                "--overwrite never computes nothing; use --overwrite only-missing to compute it")
             self.on_event("start", task)
-            result, _ = evaluate_task(self.scorer, task, self.hypothesis_provider(task), show_progress=self.show_progress)
+            result, _ = evaluate_task(self.scorer, task, descriptions, show_progress=self.show_progress)
             result.unlabelled_policy = config.unlabelled
-            result.unlabelled_texts = affected
+            # Policy 'paper' relabels before sampling; count the relabelled texts that were scored.
+            result.unlabelled_texts = task.n_counted_as_class0 if config.unlabelled == "paper" else affected
             result.fingerprint = expected
-            result.source_texts = source_texts
+            result.source_texts, result.run_fingerprint, result.identity = source_texts, run_key, identity
             self.store.save(result)
             results[name] = result
             self.on_event("done", result)
@@ -243,6 +287,41 @@ class Bench:
         if config.multi_label:
             summary.multi_label = multi_label_summary(results, self.scorer, config.threshold)
         return save_summary(config.out, summary)
+
+
+    def _check_details_folder(self, run_identity: dict[str, Any], run_key: str) -> None:
+        """Refuse to mix runs: results of other settings in the details folder stop the run (``only-missing``,
+        ``never``) or are removed (``always``)."""
+        others = [r for r in self.store.stored() if r.run_fingerprint != run_key]
+        if not others:
+            return
+        if self.config.overwrite == "always":
+            for result in others:
+                self.store.remove(result.dataset)
+            return
+        stored = others[0].identity.get("run", {})
+        changed = [f"{key} {stored.get(key)!r} -> {value!r}" for key, value in run_identity.items() if stored.get(key) != value]
+        raise DataError(
+            f"{self.store.directory}: holds results computed with other settings ({', '.join(r.dataset for r in others)}; "
+            f"{'; '.join(changed) if stored else 'recorded before settings were kept'}); write to another --out, "
+            "or replace them with --overwrite always"
+        )
+
+    def _reusable(self, dataset: str, expected: str) -> DatasetResult | None:
+        """The stored result of ``dataset`` with fingerprint ``expected``; a damaged one is reported and recomputed."""
+        try:
+            return self.store.finished(dataset, expected)
+        except DamagedResult as damaged:
+            self.on_event("damaged", damaged)
+            return None
+
+
+def _data_files(config: BenchConfig) -> list[Path]:
+    """The dataset files a run reads (those that exist), so no output can be pointed at one of them."""
+    directory = Path(str(config.data))
+    if str(config.data) == "hub" or not directory.is_dir():
+        return []
+    return [path for path in directory.iterdir() if path.suffix in GROUPED_SUFFIXES]
 
 
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> MultiLabelSummary:
@@ -287,8 +366,11 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
             unlabelled_policy=config.unlabelled,
             hypotheses=config.hypotheses,
             template=config.template,
+            sampling=config.sampling,
             max_samples=config.max_samples,
             seed=config.seed,
+            precision=described.get("precision"),
+            device=described.get("device"),
             partial=len(results) < len(catalog()),
             sampled=sampled,
             zstc_version=__version__,
@@ -323,7 +405,7 @@ def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> 
         peak_rss_mb=max(rss_peaks) if rss_peaks else None,
         peak_cuda_mb=max(cuda_peaks) if cuda_peaks else None,
         device=described.get("device"),
-        dtype=described.get("dtype"),
+        precision=described.get("precision"),
         batch_size=described.get("batch_size"),
         zstc_version=__version__,
         git_commit=git_commit(),
@@ -334,5 +416,13 @@ def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> 
 def _model_revision(spec: ModelSpec) -> str | None:
     try:
         return model_revision(model_source(spec))
+    except ZstcError:
+        return None
+
+
+def _model_identity(spec: ModelSpec) -> str | None:
+    """The hub revision, or a content hash of a local folder or packaged checkpoint (see :func:`model_identity`)."""
+    try:
+        return model_identity(model_source(spec))
     except ZstcError:
         return None

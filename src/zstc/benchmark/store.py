@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,10 @@ from pydantic import ValidationError
 
 from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
 from zstc.errors import DataError
+from zstc.io import atomic_write, read_json, remove_orphan_temps
 
-__all__ = ["SCHEMA_VERSION", "DatasetResult", "ResultStore", "RunSummary", "fingerprint", "load_summary", "percentile",
-           "save_summary", "write_json"]
+__all__ = ["SCHEMA_VERSION", "DamagedResult", "DatasetResult", "ResultStore", "RunSummary", "fingerprint", "load_summary",
+           "percentile", "save_summary", "write_json"]
 
 
 def fingerprint(settings: dict[str, Any]) -> str:
@@ -37,20 +38,12 @@ def fingerprint(settings: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def _atomic_write(path: Path, write: Any, suffix: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json(path: Path, content: Any) -> None:
-    _atomic_write(path, lambda h: h.write((json.dumps(content, indent=2, ensure_ascii=False) + "\n").encode()), ".json")
+    """``content`` as indented UTF-8 JSON, written atomically (see :func:`zstc.io.atomic_write`); missing folders
+    are created (a user's --out was checked up front by :func:`zstc.io.check_output_path`)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(Path(path)) as handle:
+        handle.write(json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 
 
 class ResultStore:
@@ -65,31 +58,101 @@ class ResultStore:
 
     def save(self, result: DatasetResult) -> None:
         json_path, npz_path = self._paths(result.dataset)
+        self.directory.mkdir(exist_ok=True)
         arrays = result.arrays()
-        _atomic_write(npz_path, lambda h: np.savez_compressed(h, **arrays), ".npz")  # type: ignore[arg-type]  # numpy types **kwds as bool
+        with atomic_write(npz_path, "wb") as handle:
+            np.savez_compressed(handle, **arrays)  # type: ignore[arg-type]  # numpy types **kwds as bool
         write_json(json_path, DatasetResult.model_validate(result.record()).record())  # written last: its presence marks the dataset as finished
 
+    def remove_orphans(self) -> list[Path]:
+        """Temporary files left by a bench that was killed while writing (see :func:`zstc.io.remove_orphan_temps`)."""
+        return [*remove_orphan_temps(self.directory), *remove_orphan_temps(self.summary_path.absolute().parent)]
+
     def load(self, dataset: str, *, with_arrays: bool = True) -> DatasetResult | None:
+        """A stored dataset result; None when it was never finished. A damaged one (truncated, garbage,
+        failed checksum, wrong fields) raises :class:`DamagedResult` naming the file: never half-used."""
         json_path, npz_path = self._paths(dataset)
         if not json_path.exists():
             return None
         try:
-            record = json.loads(json_path.read_text(encoding="utf-8"))
+            record = read_json(json_path)
+        except DataError as error:
+            raise DamagedResult(json_path, str(error).removeprefix(f"{json_path}: ")) from None
+        metrics = record.get("metrics") if isinstance(record, dict) else None
+        bad = [name for name, value in (metrics.items() if isinstance(metrics, dict) else [])
+               if isinstance(value, bool) or not isinstance(value, (int, float))]
+        if not isinstance(metrics, dict) or bad:
+            raise DamagedResult(json_path, f"metric {bad[0] if bad else 'metrics'} is not a number")
+        try:
             result = DatasetResult.model_validate(record)
-            if with_arrays and npz_path.exists():
-                with np.load(npz_path) as arrays:
+        except ValidationError as error:
+            raise DamagedResult(json_path, f"not a zstc dataset result: {first_problem(error)}") from None
+        if with_arrays and npz_path.exists():
+            try:
+                with np.load(npz_path, allow_pickle=False) as arrays:
                     for name in DatasetResult.ARRAYS:
                         if name in arrays:
                             setattr(result, name, arrays[name])
-        except (json.JSONDecodeError, ValidationError, TypeError, ValueError, OSError):
-            return None  # a damaged part is recomputed, never trusted
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+                # zero bytes: EOFError; garbage or cut short: BadZipFile/ValueError; bit flips: zlib.error or a CRC BadZipFile
+                raise DamagedResult(npz_path, type(error).__name__) from None
         return result
+
+    def stored(self) -> list[DatasetResult]:
+        """Every readable dataset result in the details folder (without their arrays)."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for path in sorted(self.directory.glob("*.json")):
+            try:
+                result = self.load(path.stem, with_arrays=False)
+            except DamagedResult:
+                continue  # reported and recomputed when its dataset's turn comes
+            if result is not None:
+                found.append(result)
+        return found
+
+    def remove(self, dataset: str) -> None:
+        for path in self._paths(dataset):
+            path.unlink(missing_ok=True)
 
     def finished(self, dataset: str, expected_fingerprint: str) -> DatasetResult | None:
         result = self.load(dataset)
         if result is None or result.fingerprint != expected_fingerprint or result.scores is None:
             return None
         return result
+
+
+class DamagedResult(DataError):
+    """A stored result file that cannot be read whole; ``path`` names it (bench recomputes it, report stops)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: damaged result file ({reason}); delete it, or run the bench again to recompute it")
+        self.path = path
+        self.reason = reason
+
+
+def load_summary(path: str | Path) -> dict[str, Any]:
+    """A ``zstc bench`` summary, checked enough that every reader can trust its shape: per-dataset rows of
+    numbers. Anything else is a :class:`DataError` naming the file and the field."""
+    path = Path(path)
+    content = read_json(path)
+    if not isinstance(content, dict) or not isinstance(content.get("results"), dict):
+        raise DataError(f"{path}: not a zstc result file (no 'results')")
+    by_dataset = content["results"].get("by_dataset", {})
+    if not isinstance(by_dataset, dict):
+        raise DataError(f"{path}: results.by_dataset is not an object")
+    for name, row in by_dataset.items():
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: results.by_dataset.{name} is not an object of metrics")
+        for key, value in row.items():
+            if key in NUMERIC_FIELDS and value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise DataError(f"{path}: results.by_dataset.{name}.{key} is {value!r}, expected a number")
+    try:
+        RunSummary.model_validate(content)
+    except ValidationError as error:
+        raise DataError(f"{path}: not a valid zstc result file: {first_problem(error)}") from None
+    return content
 
 
 def save_summary(path: str | Path, summary: RunSummary) -> dict[str, Any]:
@@ -99,19 +162,6 @@ def save_summary(path: str | Path, summary: RunSummary) -> dict[str, Any]:
     return content
 
 
-def load_summary(path: str | Path) -> dict[str, Any]:
-    """The JSON content of a ``zstc bench`` summary file, validated against :class:`RunSummary`."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DataError(f"{path}: not valid JSON ({error.msg}, line {error.lineno})") from None
-    if not isinstance(content, dict) or "results" not in content:
-        raise DataError(f"{path}: not a zstc result file (no 'results')")
-    try:
-        RunSummary.model_validate(content)
-    except ValidationError as error:
-        raise DataError(f"{path}: not a valid zstc result file: {first_problem(error)}") from None
-    return content
+NUMERIC_FIELDS = frozenset({"macro_f1", "accuracy", "macro_precision", "macro_recall", "n_texts", "n_labels", "wall_time_s",
+                            "texts_per_second", "latency_p50_s", "latency_p95_s", "unlabelled_texts"})
+"""Fields of a summary's per-dataset rows that reports compute with."""

@@ -6,6 +6,7 @@ hypotheses into a score matrix; decisions and metrics follow. Nothing here touch
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -18,6 +19,9 @@ NO_HYPOTHESIS = -1
 
 UnlabelledPolicy = Literal["paper", "exclude"]
 UNLABELLED_POLICIES: tuple[str, ...] = ("paper", "exclude")
+
+SAMPLING_METHODS: tuple[str, ...] = ("stratified", "paper")
+"""How ``--max-samples`` draws: a seeded stratified sample, or the public harness's own draw (:func:`paper_sample`)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,9 @@ class Task:
     source_index: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     """What loading did that a reader of the numbers should know (quirks applied, texts dropped)."""
+    counted_as_class0: np.ndarray | None = None
+    """Policy ``paper``: which texts had no hypothesis and were counted as class 0 (kept through sampling,
+    so the note and the result count the texts actually scored)."""
 
     def __post_init__(self) -> None:
         if len(self.texts) != len(self.gold):
@@ -58,13 +65,30 @@ class Task:
 
     def subset(self, indices: np.ndarray, note: str | None = None) -> Task:
         indices = np.asarray(indices, dtype=np.int64)
+        notes = [*self.notes, note] if note else list(self.notes)
+        counted = None
+        if self.counted_as_class0 is not None:
+            counted = self.counted_as_class0[indices]
+            notes = [_counted_note(int(counted.sum()), self.label_names[0]) if n == _counted_note(self.n_counted_as_class0, self.label_names[0]) else n
+                     for n in notes]
         return replace(
             self,
             texts=[self.texts[i] for i in indices],
             gold=self.gold[indices],
-            source_index=self.source_index[indices] if self.source_index is not None else None,
-            notes=[*self.notes, note] if note else list(self.notes),
+            source_index=self.source_index[indices],
+            notes=notes,
+            counted_as_class0=counted,
         )
+
+    @property
+    def n_counted_as_class0(self) -> int:
+        """Texts without a hypothesis that policy ``paper`` counted as class 0 (0 under any other policy)."""
+        return 0 if self.counted_as_class0 is None else int(self.counted_as_class0.sum())
+
+
+def _counted_note(count: int, first_label: str) -> str:
+    return (f"{count} texts whose gold class has no hypothesis counted as class 0 ({first_label!r}), "
+            "as the public harness does (policy 'paper')")
 
 
 def apply_unlabelled_policy(task: Task, policy: str) -> tuple[Task, int]:
@@ -79,12 +103,10 @@ def apply_unlabelled_policy(task: Task, policy: str) -> tuple[Task, int]:
     if affected == 0:
         return task, 0
     if policy == "paper":
-        gold = np.where(task.gold == NO_HYPOTHESIS, 0, task.gold)
-        note = (
-            f"{affected} texts whose gold class has no hypothesis counted as class 0 "
-            f"({task.label_names[0]!r}), as the public harness does (policy 'paper')"
-        )
-        return replace(task, gold=gold, notes=[*task.notes, note]), affected
+        unlabelled = task.gold == NO_HYPOTHESIS
+        gold = np.where(unlabelled, 0, task.gold)
+        note = _counted_note(affected, task.label_names[0])
+        return replace(task, gold=gold, notes=[*task.notes, note], counted_as_class0=unlabelled), affected
     keep = np.flatnonzero(task.gold != NO_HYPOTHESIS)
     return task.subset(keep, f"{affected} texts whose gold class has no hypothesis excluded (policy 'exclude')"), affected
 
@@ -114,3 +136,31 @@ def stratified_sample(task: Task, max_samples: int | None, seed: int = 0) -> Tas
         chosen.append(rng.choice(members, size=n, replace=False))
     indices = np.sort(np.concatenate(chosen))
     return task.subset(indices, f"stratified sample of {max_samples} of {len(task)} texts (seed {seed})")
+
+
+PAPER_FIXED_TEXTS = 2
+"""The harness always keeps the first two texts of the grouped file, then draws the rest."""
+
+
+def paper_sample(task: Task, max_samples: int | None) -> Task:
+    """The public BTZSC harness's draw (its ``data.py``): texts 0 and 1 of the file, plus
+    ``random.Random(0).sample(range(2, N), n - 2)``, in the harness's order (N texts in BTZSC file order).
+
+    No seed: the harness's is fixed at 0. On a file in exact BTZSC order this is the paper's own sample.
+    """
+    if max_samples is None or max_samples >= len(task):
+        return task
+    if max_samples < PAPER_FIXED_TEXTS:
+        raise ValueError(f"the paper's draw keeps {PAPER_FIXED_TEXTS} fixed texts: max_samples must be at least {PAPER_FIXED_TEXTS}")
+    drawn = random.Random(0).sample(range(PAPER_FIXED_TEXTS, len(task)), max_samples - PAPER_FIXED_TEXTS)
+    indices = np.array([*range(PAPER_FIXED_TEXTS), *drawn])
+    return task.subset(indices, f"the public harness's sample of {max_samples} of {len(task)} texts (texts 0 and 1, then random.Random(0))")
+
+
+def sample_task(task: Task, method: str, max_samples: int | None, seed: int = 0) -> Task:
+    """At most ``max_samples`` texts of ``task`` by ``method`` (see :data:`SAMPLING_METHODS`)."""
+    if method == "stratified":
+        return stratified_sample(task, max_samples, seed)
+    if method == "paper":
+        return paper_sample(task, max_samples)
+    raise UnknownNameError(f"unknown sampling {method!r}; expected one of {', '.join(SAMPLING_METHODS)}")

@@ -1,16 +1,18 @@
 """The ``zstc`` command line. Each command lives in its own module and registers itself on ``app``.
 
 Errors a user can cause (:class:`zstc.errors.ZstcError`) are printed as one line and exit non-zero;
-an interrupt exits 130 after the command has saved what it finished.
+Ctrl-C (SIGINT) exits 130 and SIGTERM 143, each with a message, after the command has saved what it finished.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+from typing import Any
 
 import typer
 
-from zstc.errors import ZstcError
+from zstc.errors import Terminated, ZstcError
 
 app = typer.Typer(
     name="zstc",
@@ -25,24 +27,54 @@ app = typer.Typer(
 from zstc.cli import bench, classify, demo, experiments, info, probe, report, serve, train  # noqa: E402,F401
 
 
-def main() -> None:
+_signals: list[int] = []
+"""The signals received, in order: typer turns the KeyboardInterrupt they raise into a bare exit code 130."""
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    _signals.append(signum)
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM unwinds like Ctrl-C (every ``except KeyboardInterrupt`` that saves finished work runs), and
+    Ctrl-C raises even where a parent replaced Python's default handler (a shell's background job)."""
     try:
-        # standalone_mode=False lets zstc's own errors reach the handler below; click then returns
-        # the exit code of typer.Exit instead of raising SystemExit itself.
+        signal.signal(signal.SIGTERM, _on_signal)
+        signal.signal(signal.SIGINT, _on_signal)
+    except ValueError:  # not the main thread (zstc's main called from a thread): leave signals alone
+        pass
+
+
+def _stopped(terminated: bool) -> None:
+    if terminated:
+        print("terminated (SIGTERM)", file=sys.stderr)
+        sys.exit(Terminated.exit_code)
+    print("interrupted (SIGINT)", file=sys.stderr)
+    sys.exit(130)
+
+
+def main() -> None:
+    _install_signal_handlers()
+    try:
+        # standalone_mode=False lets zstc's own errors reach the handler below; typer then returns the exit
+        # code of typer.Exit, and 130 for a KeyboardInterrupt, instead of exiting itself.
         result = app(standalone_mode=False)
     except ZstcError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print("error: " + " ".join(str(error).split()), file=sys.stderr)  # one line, whatever a message quotes
         sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
-    except typer.Abort:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as error:
+        _stopped(isinstance(error, Terminated))
+    except typer.Abort as error:
+        if isinstance(error.__cause__, EOFError):
+            raise error.__cause__  # an end of file nobody caught is a bug: show it, never call it an interrupt
+        _stopped(False)
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, bad value
         show = getattr(error, "show", None)
         if show is None:
             raise
         show()
         sys.exit(getattr(error, "exit_code", 2))
+    if result == 130:  # typer's code for a KeyboardInterrupt it caught
+        _stopped(bool(_signals) and _signals[-1] == signal.SIGTERM)
     sys.exit(result if isinstance(result, int) else 0)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, Shortlist, scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
@@ -26,18 +26,22 @@ def bench(
     pooling: Pooling = None,
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
-    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a stratified sample of at most N texts per dataset.")] = None,
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
+    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw: texts 0 and 1 plus random.Random(0), the paper's own sample).")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
-    fresh: Annotated[bool, typer.Option(help="Recompute every dataset instead of reusing finished ones in <stem>.details/.")] = False,
+    overwrite: Annotated[str, typer.Option(help="Results already in <stem>.details/: 'only-missing' (reuse those of these settings, compute the rest, refuse other settings'), 'always' (recompute all, replacing them) or 'never' (compute nothing).")] = "only-missing",
+    fresh: Annotated[bool, typer.Option(help="Same as --overwrite always.")] = False,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
+    shortlist: Shortlist = None,
 ) -> None:
     """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
     family and overall means, side by side with the paper's published numbers."""
@@ -45,21 +49,25 @@ def bench(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
+    from zstc.validation import check_options
+
     if unlabelled not in UNLABELLED_POLICIES:
         from zstc.errors import UnknownNameError
 
         raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
+    check_options({"threshold": threshold, "max_samples": max_samples})
     config = BenchConfig(
         model=model,
         family=family,
         tasks=resolve_task_names(tasks),
         data=data,
-        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length),
+        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length, shortlist=shortlist),
         unlabelled=unlabelled,
         max_samples=max_samples,
+        sampling=sampling,
         seed=seed,
         out=out,
-        fresh=fresh,
+        overwrite="always" if fresh else overwrite,
         hypotheses=hypotheses,
         template=template,
         multi_label=multi_label,
@@ -80,6 +88,10 @@ def bench(
 def _report_event(kind: str, payload: Any) -> None:
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} texts x {len(payload.hypotheses)} labels")
+    elif kind == "damaged":
+        console.print(f"[yellow]{payload.path}: damaged ({payload.reason}), recomputing it[/]")
+    elif kind == "orphan":
+        console.print(f"[dim]removed {payload}, left by a run that was killed while writing[/]")
     elif kind == "reused":
         console.print(f"[dim]{payload.dataset}: reusing the finished result in the details folder[/]")
     elif kind == "done":
@@ -91,7 +103,8 @@ def _report_event(kind: str, payload: Any) -> None:
 def print_summary(summary: dict[str, Any]) -> None:
     results = summary["results"]
     paper = summary.get("paper", {}).get("macro_f1", {})
-    table = Table(title=f"{summary['model']['name']} on BTZSC", show_footer=False)
+    model = summary["model"]
+    table = Table(title=f"{model['name']} on BTZSC ({model.get('precision', 'precision unknown')}, {model.get('device', 'device unknown')})", show_footer=False)
     for column in ("dataset", "family", "texts", "macro-F1", "accuracy", "macro-P", "macro-R"):
         table.add_column(column, justify="left" if column in ("dataset", "family") else "right")
     if paper:

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, scorer_options
+from zstc.cli.options import DEFAULT, BatchSize, Bf16, PrecisionAuto, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, Shortlist, scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 
@@ -34,9 +34,11 @@ def classify(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionAuto = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
+    shortlist: Shortlist = None,
 ) -> None:
     """Print one JSON line per text: the predicted label (or, with --multi-label, every label that passes
     the threshold, or "none") and the score of every label."""
@@ -47,6 +49,10 @@ def classify(
     from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
 
+    from zstc.io import check_output_path
+
+    if out is not None:  # before anything is read or loaded: an output that is an input would destroy it
+        check_output_path(out, inputs=[input, labels_file, fit_thresholds])
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
@@ -64,7 +70,7 @@ def classify(
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
     texts = read_texts(input, text_column=text_column)
-    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length, shortlist=shortlist)
     classifier = Classifier(model, family=family, **options)
     if multi_label:
         per_label = parse_label_thresholds(label_threshold or [], names)

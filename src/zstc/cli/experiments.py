@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
 
 console = Console(stderr=True)
 
@@ -34,9 +34,24 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
     return load_btzsc_sample(task, data, max_samples=max_samples, seed=seed, unlabelled=unlabelled)[0]
 
 
-def _write(report: dict[str, Any], out: Path | None) -> None:
+def _check_before_work(out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:
+    """Everything checkable without the model, before it loads: option ranges (``rules`` adds or narrows
+    :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be one of ``data``'s files."""
+    from zstc.benchmark.data import data_directory
+    from zstc.io import GROUPED_SUFFIXES, check_output_path
+    from zstc.validation import OPTION_RULES, check_options
+
+    check_options(options, {**OPTION_RULES, **(rules or {})})
+    if out is not None:
+        inputs = [f for f in data_directory(data).iterdir() if f.suffix in GROUPED_SUFFIXES] if data != "hub" else []
+        check_output_path(out, inputs=inputs)
+
+
+def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
     from zstc.benchmark.store import write_json
 
+    # The scorer's facts (precision and device among them): the same numbers need the same settings.
+    report.setdefault("scorer", scorer.describe())
     if out is not None:
         write_json(out, report)
         console.print(f"wrote {out}")
@@ -57,15 +72,20 @@ def template_robustness(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
+    from zstc.validation import check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
+    for given in template or []:
+        check_template(given, what="--template")
+    _check_before_work(out, data, {"max_samples": max_samples})
     scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
     table = Table(title=f"{model} on {task} ({len(loaded)} texts): macro-F1 by template")
@@ -76,7 +96,7 @@ def template_robustness(
     Console().print(table)
     print(f"best {report['best']:.4f}  worst {report['worst']:.4f}  mean {report['mean']:.4f}  "
           f"spread {report['spread']:.4f}  std {report['std']:.4f}")
-    _write(report, out)
+    _write(report, out, scorer)
 
 
 @app.command()
@@ -96,6 +116,7 @@ def calibrate(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -105,12 +126,22 @@ def calibrate(
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
     from zstc.benchmark.tasks import stratified_sample
+    from zstc.errors import DataError
+    from zstc.validation import Rule, check_template
+    from zstc.yin.calibration import METHODS
 
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    if template is not None:
+        check_template(template, what="--template")
+    # Two texts at least: one to fit on, one to test on.
+    _check_before_work(out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction},
+                       {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
+    if len(dev) == 0 or len(test) == 0:
+        raise DataError(f"{task}: {len(loaded)} texts leave {len(dev)} to fit and {len(test)} to test on; calibration needs both")
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
+                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
     scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
     report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=score_type_of(scorer))
@@ -118,7 +149,7 @@ def calibrate(
     for phase in ("before", "after"):
         print(f"{phase:>6}: ECE {report[phase]['ece']:.4f}  Brier {report[phase]['brier']:.4f}")
     print(f"fitted on {report['n_dev']} texts, tested on {report['n_test']}: {report['parameters']}")
-    _write(report, out)
+    _write(report, out, scorer)
 
 
 def _positions(task: Any, part: Any) -> Any:
@@ -150,14 +181,23 @@ def unseen(
     pooling: Pooling = None,
     score_type: ScoreType = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.io import check_output_dir
+    from zstc.validation import check_template
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    if template is not None:
+        check_template(template, what="--template")
+    _check_before_work(out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
+                                   "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples})
+    if finetune:
+        check_output_dir(work_dir, option="--work-dir")
+    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)
     descriptions = list(_single_variant(hypotheses, template, test))
@@ -166,14 +206,14 @@ def unseen(
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
                                   seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
-                                  device=device, bf16=bf16)
+                                  device=device, precision=requested_precision(precision, bf16, "fp32"))
         # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
-        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, bf16=bf16, device=device)
+        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device)
 
     report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
     report["model"] = model
     _print_unseen(report)
-    _write(report, out)
+    _write(report, out, scorer)
 
 
 def _single_variant(hypotheses: str, template: str | None, task: Any) -> Any:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, EntailmentIndex, MaxLength, Model, ScoreType, scorer_options
+from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, MaxLength, Model, ScoreType, scorer_options
 
 console = Console(stderr=True)
 
@@ -26,6 +26,7 @@ def nli_probe(
     score_type: ScoreType = None,
     entailment_index: EntailmentIndex = None,
     batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
@@ -36,8 +37,12 @@ def nli_probe(
     from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
 
+    from zstc.io import check_output_path
+
     sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
-    options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, bf16=bf16, device=device, max_length=max_length)
+    if out is not None:
+        check_output_path(out, inputs=list(sets.values()))
+    options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
     scorer = make_scorer(model, family or _probe_family(model), **options)
     summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=True)
     print_probe(summary)
@@ -73,7 +78,8 @@ def print_probe(summary: dict[str, Any]) -> None:
 
     sets = summary["sets"]
     paper = (summary.get("paper") or {}).get("auroc") or {}
-    table = Table(title=f"{summary['model']['name']}: NLI AUROC ({summary['model'].get('score_type', 'score')})")
+    model = summary["model"]
+    table = Table(title=f"{model['name']}: NLI AUROC ({model.get('score_type', 'score')}; {model.get('precision')}, {model.get('device')})")
     for column in ("set", "pairs", "AUROC"):
         table.add_column(column, justify="left" if column == "set" else "right")
     if paper:

@@ -41,7 +41,9 @@ def export(
     """Write a bench result in the public BTZSC leaderboard schema 1.0 (then check it as `zstc validate` does)."""
     from zstc.benchmark.leaderboard import validate_leaderboard, write_leaderboard
     from zstc.benchmark.store import load_summary
+    from zstc.io import check_output_path
 
+    check_output_path(out, inputs=[leaderboard])
     content = write_leaderboard(load_summary(leaderboard), out)
     console.print(f"wrote {out}")
     problems = validate_leaderboard(content)

@@ -1,13 +1,17 @@
-"""``zstc serve``: the HTTP service (needs the ``serve`` extra: fastapi, uvicorn)."""
+"""``zstc serve``: the HTTP service (needs the ``serve`` extra: fastapi, uvicorn, prometheus-client)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import socket
+from typing import Annotated, Any, Optional
 
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, Bf16, Device, Family, Model, Pooling, scorer_options
+from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionAuto, ScoreType
+from zstc.cli.options import requested_precision, scorer_options
+
+_BATCHING = "Batching and limits"
 
 
 @app.command()
@@ -15,21 +19,89 @@ def serve(
     model: Model = DEFAULT,
     family: Family = None,
     pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionAuto = None,
     bf16: Bf16 = None,
     device: Device = None,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    max_length: MaxLength = None,
+    host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    api_key: Annotated[Optional[str], typer.Option(envvar="ZSTC_API_KEY", show_envvar=True,
+                                                   help="Require 'Authorization: Bearer KEY' (401 without); /health, /metrics and the docs stay open.")] = None,
+    max_batch_pairs: Annotated[int, typer.Option(help="(text, label) pairs per batch formed across requests.", rich_help_panel=_BATCHING)] = 1024,
+    max_wait_ms: Annotated[float, typer.Option(help="How long an idle model waits for a batch to fill after its first request.", rich_help_panel=_BATCHING)] = 5.0,
+    max_queued_pairs: Annotated[int, typer.Option(help="Pairs queued or running at most; past it: 429 with Retry-After.", rich_help_panel=_BATCHING)] = 32768,
+    max_texts: Annotated[int, typer.Option(help="Texts per request (413 past it).", rich_help_panel=_BATCHING)] = 128,
+    max_labels: Annotated[int, typer.Option(help="Labels (or rerank documents) per request.", rich_help_panel=_BATCHING)] = 128,
+    max_chars: Annotated[int, typer.Option(help="Characters per text, label, description or document.", rich_help_panel=_BATCHING)] = 10_000,
+    max_request_pairs: Annotated[int, typer.Option(help="(text, label) pairs per request.", rich_help_panel=_BATCHING)] = 8192,
+    max_body_bytes: Annotated[int, typer.Option(help="Request body size (413 past it, from Content-Length before reading).", rich_help_panel=_BATCHING)] = 2_000_000,
+    label_cache_size: Annotated[int, typer.Option(help="Embedding models: label-description embeddings kept.", rich_help_panel=_BATCHING)] = 4096,
+    threads: Annotated[Optional[int], typer.Option(help="torch threads of the model thread; default: one per core.", rich_help_panel=_BATCHING)] = None,
+    drain_timeout: Annotated[float, typer.Option(help="On SIGTERM: seconds to finish requests in flight before stopping.")] = 10.0,
+    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = True,
 ) -> None:
-    """Serve POST /classify {texts, labels, template?} and GET /health with one model loaded once."""
-    from zstc.errors import ModelError
+    """Serve zero-shot classification over HTTP: POST /classify (zstc and Hugging Face shapes), POST /rerank,
+    GET /health, /health/ready, /info, /metrics, a playground at / and the API at /docs."""
+    from zstc.errors import ModelError, ZstcError
 
     try:
         import uvicorn
-    except ImportError:
-        raise ModelError("zstc serve needs the serve extra: pip install 'zstc[serve]'") from None
-    from zstc.api import Classifier
-    from zstc.server.app import create_app
 
-    classifier = Classifier(model, family=family, **scorer_options(pooling=pooling, bf16=bf16, device=device))
-    classifier.scores(["warm-up"], ["a", "b"])  # load the model before accepting requests
-    uvicorn.run(create_app(classifier), host=host, port=port)
+        from zstc.server.app import Limits, ServeSettings, create_app
+        from zstc.server.engine import EngineConfig
+    except ImportError as error:
+        raise ModelError(f"zstc serve needs the serve extra ({error.name} is missing): pip install 'zstc[serve]'") from None
+    from zstc.api import Classifier
+
+    try:
+        settings = ServeSettings(
+            limits=Limits(max_texts=max_texts, max_labels=max_labels, max_chars=max_chars, max_request_pairs=max_request_pairs,
+                          max_body_bytes=max_body_bytes),
+            engine=EngineConfig(max_batch_pairs=max_batch_pairs, max_wait_ms=max_wait_ms, max_queued_pairs=max_queued_pairs,
+                                label_cache_size=label_cache_size, threads=threads),
+            api_key=api_key or None,
+        )
+    except ValueError as error:
+        raise ZstcError(str(error).replace("_", "-")) from None
+    if drain_timeout < 0:
+        raise ZstcError(f"drain-timeout must be 0 or more, got {drain_timeout}")
+    _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
+
+    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size,
+                             precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length)
+    classifier = Classifier(model, family=family, **options)
+    classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
+    application = create_app(classifier, settings)
+    engine = application.state.engine
+
+    class DrainingServer(uvicorn.Server):
+        """On SIGTERM/SIGINT the engine refuses new work (503) at once, while uvicorn finishes what is in flight."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            engine.begin_drain()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=drain_timeout,
+                            access_log=access_log, log_level="info")
+    DrainingServer(config).run()
+
+
+def _check_address(host: str, port: int) -> None:
+    from zstc.errors import ZstcError
+
+    if not 0 <= port <= 65535:
+        raise ZstcError(f"--port must be between 0 and 65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise ZstcError(f"cannot listen on {host!r}: {error.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            raise ZstcError(f"cannot listen on {host}:{port}: {error.strerror}") from None

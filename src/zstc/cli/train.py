@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import Bf16, Device, MaxLength
+from zstc.cli.options import Bf16, PrecisionFp32, requested_precision, Device, MaxLength
 
 
 @app.command("train-nli")
@@ -29,18 +29,26 @@ def train_nli(
     patience: Annotated[int, typer.Option(help="Stop after this many evaluations without a lower dev loss.")] = 10,
     eval_fraction: Annotated[float, typer.Option(help="Evaluate every this fraction of the steps.")] = 0.01,
     max_length: MaxLength = None,
+    precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
 ) -> None:
     """Train an NLI cross-encoder; an interrupted run continues when the same command is run again."""
+    from zstc.io import check_output_dir
     from zstc.training import TrainConfig
     from zstc.training import train_nli as run_training
+    from zstc.validation import check_options
 
+    # Before the backbone loads or a step is taken: a bad option or --out must not cost a training run.
+    check_options({"dev_size": dev_size, "epochs": epochs, "max_steps": max_steps, "max_minutes": max_minutes, "batch_size": batch_size,
+                   "backbone_lr": backbone_lr, "head_lr": head_lr, "patience": patience, "eval_fraction": eval_fraction,
+                   "max_length": max_length, "device": device})
+    check_output_dir(out, inputs=[data, dev])
     config = TrainConfig(
         backbone=backbone, data=str(data), out=str(out), variant=variant, dev=str(dev) if dev else None,
         dev_size=dev_size, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes, seed=seed, batch_size=batch_size,
         backbone_lr=backbone_lr, head_lr=head_lr, patience=patience, eval_fraction=eval_fraction,
-        max_length=max_length, bf16=bf16, device=device,
+        max_length=max_length, precision=requested_precision(precision, bf16, "fp32"), device=device,
     )
     run_training(config, progress=progress, log=lambda line: typer.echo(line, err=True))

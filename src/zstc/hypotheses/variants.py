@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from zstc.errors import LabelError, UnknownNameError
+from zstc.validation import check_template
 
 ASPECT_TEMPLATES: dict[str, str] = {
     "topic": "This text is about {}.",
@@ -72,10 +73,6 @@ class HypothesisSet(Sequence[str]):
         return (self[i] for i in range(len(self)))
 
 
-def check_template(template: str) -> str:
-    if template.count("{}") != 1:
-        raise LabelError(f"a template must contain exactly one '{{}}' where the label goes, got {template!r}")
-    return template
 
 
 def aspect_template(family: str | None) -> str:

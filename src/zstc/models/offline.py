@@ -72,6 +72,9 @@ def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         _dequantize_gguf(package_dir, gguf_file, staging)
+        from zstc.io import umask_mode
+
+        staging.chmod(umask_mode(0o777))  # mkdtemp creates 0700; the cache is an ordinary folder
         try:
             staging.rename(target)
         except OSError:

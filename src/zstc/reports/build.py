@@ -45,8 +45,11 @@ from zstc.reports.tables import (
     run_facts_table,
 )
 from zstc.benchmark.store import DatasetResult
+from zstc.io import atomic_write, check_output_dir
 
 INTERVAL_METRICS = ("macro_f1", "accuracy")
+REPORT_FILES = ("index.html", "report.md")
+"""Files a report writes at the top of its folder (tables/ and figures/ hold the rest)."""
 
 
 @dataclass
@@ -61,8 +64,9 @@ class Report:
 def build_report(result_files: list[str | Path], out: str | Path, *, include_paper: bool = True, draws: int = BOOTSTRAP_DRAWS,
                  seed: int = 0, confusion_matrices: bool = True) -> Report:
     """Write the report for ``result_files`` into ``out``; returns what was written."""
-    directory = Path(out)
+    directory = check_output_dir(Path(out), inputs=list(result_files), files=REPORT_FILES)
     runs = load_runs(list(result_files))
+    directory.mkdir(exist_ok=True)
     datasets = compared_datasets(runs)
     run_rows = [run.row() for run in runs]
     published_by_name = {row.label: row for row in paper_rows()}
@@ -239,8 +243,8 @@ def _write(report: Report, sections: list[Section], runs: list[Run], datasets: l
     table_dir = report.directory / "tables"
     table_dir.mkdir(parents=True, exist_ok=True)
     for table in report.tables:
-        (table_dir / f"{table.name}.md").write_text(table.to_markdown(), encoding="utf-8")
-        (table_dir / f"{table.name}.csv").write_text(table.to_csv(), encoding="utf-8")
+        _write_text(table_dir / f"{table.name}.md", table.to_markdown())
+        _write_text(table_dir / f"{table.name}.csv", table.to_csv())
     title = "BTZSC report: " + ", ".join(run.label for run in runs) if runs else "BTZSC report"
     subtitle = (f"{len(runs)} result file(s): {', '.join(str(run.path) for run in runs)}. "
                 f"Compared on {len(datasets)} datasets. Made by zstc {__version__}.")
@@ -249,5 +253,10 @@ def _write(report: Report, sections: list[Section], runs: list[Run], datasets: l
         markdown += [f"## {section.title}", ""]
         markdown += [table.to_markdown() for table in section.tables]
         markdown += [f"![{f.title}](figures/{f.png.name})\n" for f in section.figures]
-    (report.directory / "report.md").write_text("\n".join(markdown), encoding="utf-8")
-    report.index.write_text(render_page(title, subtitle, sections), encoding="utf-8")
+    _write_text(report.directory / "report.md", "\n".join(markdown))
+    _write_text(report.index, render_page(title, subtitle, sections))  # last: its presence marks a complete report
+
+
+def _write_text(path: Path, text: str) -> None:
+    with atomic_write(path) as handle:
+        handle.write(text)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from zstc.io import atomic_write
 from zstc.errors import ZstcError
 from zstc.models.registry import FAMILIES
 from zstc.reports.rows import ModelRow
@@ -50,8 +51,10 @@ def save(figure: Figure, directory: Path, name: str, title: str, caption: str = 
     directory.mkdir(parents=True, exist_ok=True)
     png, svg = directory / f"{name}.png", directory / f"{name}.svg"
     # Fixed metadata keeps the files byte-identical across re-runs of the same report.
-    figure.savefig(png, dpi=DPI, metadata={"Software": None})
-    figure.savefig(svg, metadata={"Date": None, "Creator": None})
+    with atomic_write(png, "wb") as handle:
+        figure.savefig(handle, format="png", dpi=DPI, metadata={"Software": None})
+    with atomic_write(svg, "wb") as handle:
+        figure.savefig(handle, format="svg", metadata={"Date": None, "Creator": None})
     return SavedFigure(name, title, caption, png, svg)
 
 

@@ -256,7 +256,7 @@ RUN_FACTS: tuple[tuple[str, str, str], ...] = (
     ("params (M)", "model", "parameters_millions"),
     ("revision", "model", "revision"),
     ("device", "run", "device"),
-    ("dtype", "run", "dtype"),
+    ("precision", "run", "precision"),
     ("batch size", "run", "batch_size"),
     ("datasets", "evaluation", "datasets"),
     ("max samples", "evaluation", "max_samples"),

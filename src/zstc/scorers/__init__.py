@@ -33,8 +33,11 @@ def scorer_class(family: str) -> type:
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def make_scorer(model: str, family: str | None = None, **options: Any) -> Scorer:
+def make_scorer(model: str, family: str | None = None, *, shortlist: Any = None, **options: Any) -> Scorer:
     """Build the scorer for ``model``; ``options`` left at ``None`` take the scorer's defaults.
+
+    ``shortlist`` (``K`` or ``MODEL:K``) puts it behind a cascade: a bi-encoder shortlists each text's top K
+    labels and only those are scored by ``model`` (see :mod:`zstc.scorers.cascade`).
 
     An option the family does not take is an error, not silently ignored: ``--pooling`` means nothing to
     an NLI model, and a user who passes it should hear so.
@@ -47,7 +50,13 @@ def make_scorer(model: str, family: str | None = None, **options: Any) -> Scorer
     if unknown:
         flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
         raise UnknownNameError(f"{flags} does not apply to {spec.family} models ({spec.model_id})")
-    return cls(spec, **given)
+    scorer = cls(spec, **given)
+    if shortlist is None:
+        return scorer
+    from zstc.scorers.cascade import with_shortlist
+
+    # The shortlister runs where the main model runs; its other settings are its own defaults (fp32).
+    return with_shortlist(scorer, shortlist, **({"device": given["device"]} if "device" in given else {}))
 
 
 __all__ = ["FAMILY_SCORERS", "Scorer", "make_scorer", "scorer_class"]

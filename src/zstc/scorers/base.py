@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from zstc.errors import ZstcError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import resolve_bf16, resolve_device
+from zstc.scorers.runtime import Precision, check_precision, resolve_device
 
 if TYPE_CHECKING:
     import torch
@@ -35,22 +36,28 @@ class Scorer(Protocol):
 
 
 class TorchScorer:
-    """Shared plumbing for scorers that run a torch model: device, bf16 choice, batch size, notes."""
+    """Shared plumbing for scorers that run a torch model: device, precision, batch size, notes."""
 
     family: ClassVar[str] = ""
+    SCORING_VERSION: ClassVar[str] = ""
+    """Version of the scoring math, per family (each scorer class sets its own); part of result fingerprints."""
 
     def __init__(
         self,
         spec: ModelSpec,
         *,
         device: str | None = None,
-        bf16: bool | None = None,
+        precision: Precision = "fp32",
         batch_size: int = 32,
         max_length: int | None = None,
     ) -> None:
+        for name, value in (("batch_size", batch_size), ("max_length", max_length)):
+            if value is not None and value < 1:  # every family: a 0 would otherwise fail deep inside torch
+                raise ZstcError(f"{name} must be at least 1, got {value}")
         self.spec = spec
         self.device = resolve_device(device)
-        self.bf16 = resolve_bf16(bf16, self.device)
+        # Already resolved (fp32 or bf16): `auto` is decided once per run by resolve_precision, not here.
+        self.precision: Precision = check_precision(precision)
         self.batch_size = batch_size
         self.max_length = max_length
         self.notes: list[str] = []
@@ -69,7 +76,7 @@ class TorchScorer:
             "paper_name": self.spec.paper_name,
             "parameters_millions": self.spec.params_millions,
             "device": str(self.device),
-            "dtype": "bf16-autocast" if self.bf16 else "fp32",
+            "precision": self.precision,
             "batch_size": self.batch_size,
             "max_length": self.max_length,
             **({"parameters": self.parameters} if self.parameters is not None else {}),

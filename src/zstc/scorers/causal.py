@@ -18,6 +18,7 @@ from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import TorchScorer
+from zstc.scorers.runtime import Precision
 
 _UNBOUNDED = 1_000_000
 """Tokenizers without a known limit report a huge sentinel (1e30); anything above this is not a limit."""
@@ -31,11 +32,11 @@ class CausalLMScorer(TorchScorer):
         spec: ModelSpec,
         *,
         device: str | None = None,
-        bf16: bool | None = None,
+        precision: Precision = "fp32",
         batch_size: int = 16,
         max_length: int | None = None,
     ) -> None:
-        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
+        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
         self._model: Any = None
         self._tokenizer: Any = None
         self._truncated = 0
@@ -51,7 +52,7 @@ class CausalLMScorer(TorchScorer):
             try:
                 tokenizer = AutoTokenizer.from_pretrained(source)
                 model = AutoModelForCausalLM.from_pretrained(
-                    source, dtype=torch.bfloat16 if self.bf16 else torch.float32
+                    source, dtype=torch.bfloat16 if self.precision == "bf16" else torch.float32
                 )
             except Exception as error:
                 raise load_error(self.spec, error) from None

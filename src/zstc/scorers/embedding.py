@@ -17,7 +17,7 @@ import torch
 from zstc.errors import ModelError, UnknownNameError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import inference_context
+from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.base import TorchScorer
 
 POOLINGS: tuple[str, ...] = ("native", "cls")
@@ -25,6 +25,8 @@ POOLINGS: tuple[str, ...] = ("native", "cls")
 
 class EmbeddingScorer(TorchScorer):
     family: ClassVar[str] = "embedding"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(
         self,
@@ -32,11 +34,11 @@ class EmbeddingScorer(TorchScorer):
         *,
         pooling: str = "native",
         device: str | None = None,
-        bf16: bool | None = None,
+        precision: Precision = "fp32",
         batch_size: int = 64,
         max_length: int | None = None,
     ) -> None:
-        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
+        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
         if pooling not in POOLINGS:
             raise UnknownNameError(f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}")
         self.pooling = pooling
@@ -76,7 +78,7 @@ class EmbeddingScorer(TorchScorer):
 
     def _encode(self, sentences: list[str], show_progress: bool) -> torch.Tensor:
         model = self._load()
-        with inference_context(self.device, self.bf16):
+        with inference_context(self.device, self.precision):
             embeddings = model.encode(
                 sentences,
                 batch_size=self.batch_size,
@@ -97,12 +99,13 @@ class EmbeddingScorer(TorchScorer):
         self.notes = []
         documents = tuple(self.spec.format_document(label) for label in labels)
         if documents not in self._label_cache:
-            self._label_cache[documents] = self._encode(list(documents), show_progress=False)
+            # Checked before caching: a refused description must be refused again, not served truncated.
             if self._count_truncated(list(documents)):
                 raise ModelError(
                     f"a label description is longer than {self.spec.model_id}'s {self.max_length} tokens; "
                     "label descriptions are never truncated: shorten it"
                 )
+            self._label_cache[documents] = self._encode(list(documents), show_progress=False)
         queries = [self.spec.format_query(text) for text in texts]
         truncated = self._count_truncated(queries)
         if truncated:
@@ -115,6 +118,8 @@ class EncoderScorer(EmbeddingScorer):
     """A base encoder (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them."""
 
     family: ClassVar[str] = "encoder"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
-    def __init__(self, spec: ModelSpec, *, device: str | None = None, bf16: bool | None = None, batch_size: int = 64, max_length: int | None = None) -> None:
-        super().__init__(spec, pooling="cls", device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
+    def __init__(self, spec: ModelSpec, *, device: str | None = None, precision: Precision = "fp32", batch_size: int = 64, max_length: int | None = None) -> None:
+        super().__init__(spec, pooling="cls", device=device, precision=precision, batch_size=batch_size, max_length=max_length)

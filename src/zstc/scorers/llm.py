@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import inference_context
+from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.base import empty_scores
 from zstc.scorers.causal import CausalLMScorer, next_token_id
 from zstc.scorers.prompts import LLM_ANSWER_START, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options
@@ -37,17 +37,19 @@ letters first; a model uses the first ``n`` that its tokenizer writes as one tok
 
 class LLMScorer(CausalLMScorer):
     family: ClassVar[str] = "llm"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(
         self,
         spec: ModelSpec,
         *,
         device: str | None = None,
-        bf16: bool | None = None,
+        precision: Precision = "fp32",
         batch_size: int = 8,
         max_length: int | None = None,
     ) -> None:
-        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
+        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
         self._symbols: list[tuple[str, int]] = []
 
     def describe(self) -> dict[str, Any]:
@@ -99,7 +101,7 @@ class LLMScorer(CausalLMScorer):
         self._start_notes()
         scores = empty_scores(len(texts), len(labels))
         symbol_ids = [token for _, token in self.symbols_for(len(labels))]
-        with inference_context(self.device, self.bf16), tqdm(total=len(texts), disable=not show_progress) as bar:
+        with inference_context(self.device, self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
             for batch in self._text_batches(texts):
                 prompts = [self._fit_text(texts[i], lambda t: [self._prompt_ids(t, labels)])[0] for i in batch]
                 logits = self._answer_logits(prompts, symbol_ids)

@@ -21,6 +21,7 @@ import torch
 
 from zstc.errors import UnknownNameError, ZstcError
 from zstc.models.registry import ModelSpec
+from zstc.scorers.runtime import Precision
 from zstc.scorers.pairs import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, CrossEncoderScorer, log_odds, output_column
 
 SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
@@ -49,6 +50,8 @@ def entailment_scores(logits: torch.Tensor, entailment: int, score_type: str = "
 
 class NliScorer(CrossEncoderScorer):
     family: ClassVar[str] = "nli"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(
         self,
@@ -57,12 +60,12 @@ class NliScorer(CrossEncoderScorer):
         score_type: str = "logodds",
         entailment_index: int | None = None,
         device: str | None = None,
-        bf16: bool | None = None,
+        precision: Precision = "fp32",
         batch_size: int = DEFAULT_MAX_PAIRS,
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         max_length: int | None = None,
     ) -> None:
-        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_batch_tokens=max_batch_tokens, max_length=max_length)
+        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_batch_tokens=max_batch_tokens, max_length=max_length)
         if score_type not in SCORE_TYPES:
             raise UnknownNameError(f"unknown score type {score_type!r}; expected one of {', '.join(SCORE_TYPES)}")
         if entailment_index is not None and entailment_index < 0:

@@ -30,7 +30,7 @@ import torch
 from zstc.errors import ModelError, ZstcError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import inference_context
+from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.base import TorchScorer
 
 DEFAULT_MAX_PAIRS = 256
@@ -311,15 +311,14 @@ class CrossEncoderScorer(TorchScorer):
         spec: ModelSpec,
         *,
         device: str | None = None,
-        bf16: bool | None = None,
+        precision: Precision = "fp32",
         batch_size: int = DEFAULT_MAX_PAIRS,
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         max_length: int | None = None,
     ) -> None:
-        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
-        for name, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens), ("max_length", max_length)):
-            if value is not None and value < 1:
-                raise ZstcError(f"{name} must be at least 1, got {value}")
+        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
+        if max_batch_tokens is not None and max_batch_tokens < 1:  # batch_size and max_length: TorchScorer
+            raise ZstcError(f"max_batch_tokens must be at least 1, got {max_batch_tokens}")
         self.max_batch_tokens = max_batch_tokens
         self._loaded: LoadedCrossEncoder | None = None
 
@@ -426,7 +425,7 @@ class CrossEncoderScorer(TorchScorer):
         with tqdm(total=plan.n_pairs, unit="pair", disable=not show_progress, leave=False) as progress:
             for batch in plan.batches():
                 inputs = {name: tensor.to(self.device) for name, tensor in batch.inputs.items()}
-                with inference_context(self.device, self.bf16):
+                with inference_context(self.device, self.precision):
                     logits = model(**inputs).logits
                 scores = self._scores_from_logits(logits.float())
                 yield batch, scores.cpu().numpy().astype(np.float32)

@@ -19,6 +19,8 @@ RELEVANT_NAMES: frozenset[str] = frozenset({"relevant"})
 
 class RerankerScorer(CrossEncoderScorer):
     family: ClassVar[str] = "reranker"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
     relevant_index: int | None = None
     """The output column read, once the model is loaded."""
 

@@ -1,11 +1,35 @@
-"""Device and precision choices, decided once and shared by every scorer."""
+"""Device and precision choices, decided once per run and handed to every scorer already resolved.
+
+Numbers must not depend on the machine a run lands on (issue 11), so precision is an explicit choice:
+``fp32``, ``bf16``, or ``auto`` (bf16 only where the hardware runs it fast). ``auto`` reads the CPU's own
+flags (or CUDA's bf16 support), never mkldnn's ``_is_mkldnn_bf16_supported``: that answer depends on the
+torch build, and taking it switched bf16 on silently on some machines and not on others.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, cast
 
 import torch
+
+from zstc.errors import UnknownNameError
+
+Precision = Literal["fp32", "bf16"]
+"""A resolved precision: what the scorers and the trainer take."""
+
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+PRECISION_CHOICES: tuple[str, ...] = ("fp32", "bf16", "auto")
+"""What a user may ask for; ``auto`` is resolved by :func:`resolve_precision`."""
+
+FAST_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+"""CPU flags with native bf16 matrix instructions: AMX tiles (Intel Sapphire Rapids and later) or AVX512-BF16
+(Intel Cooper Lake, AMD Zen 4 and later). Measured on Zen 4 (benchmarks/precision_speed.py, README
+"Precision"): bf16 autocast 2.1x faster than fp32 on a 2048x2048 matmul, 1.6x on MiniLM. Without them (AVX2
+only) torch emulates bf16 and it is ~600x slower, so ``auto`` keeps fp32 there."""
 
 
 def resolve_device(device: str | None = None) -> torch.device:
@@ -15,29 +39,74 @@ def resolve_device(device: str | None = None) -> torch.device:
     return torch.device(device)
 
 
-def bf16_supported(device: torch.device) -> bool:
-    """Whether bf16 autocast is fast on this device (CUDA with bf16, or a CPU with AVX512-BF16/AMX)."""
+@cache
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU feature flags listed in ``path`` (the first CPU's); empty where there is no such file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+def bf16_fast_on_cpu(flags: frozenset[str]) -> bool:
+    """Whether a CPU with these flags runs bf16 autocast faster than fp32."""
+    return bool(flags & FAST_BF16_CPU_FLAGS)
+
+
+def bf16_fast(device: torch.device) -> bool:
+    """Whether bf16 runs faster than fp32 on ``device``: what ``auto`` picks bf16 by."""
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     if device.type == "cpu":
-        try:
-            return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-        except (AttributeError, RuntimeError):
-            return False
+        return bf16_fast_on_cpu(cpu_flags())
     return False
 
 
-def resolve_bf16(requested: bool | None, device: torch.device) -> bool:
-    """fp32 unless bf16 is asked for: numbers must not depend on the CPU a run lands on (issue 11)."""
-    return bool(requested)
+def resolve_precision(requested: str | None, device: torch.device) -> Precision:
+    """``fp32`` or ``bf16`` for a run: as asked, or for ``auto`` bf16 where :func:`bf16_fast` says so.
+
+    ``None`` is ``fp32``: a library caller who says nothing gets the same numbers on every machine.
+    """
+    if requested is None:
+        return "fp32"
+    if requested not in PRECISION_CHOICES:
+        raise UnknownNameError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {requested!r}")
+    if requested == "auto":
+        return "bf16" if bf16_fast(device) else "fp32"
+    return cast(Precision, requested)
+
+
+def check_precision(precision: str) -> Precision:
+    """A precision a scorer can use as it is: ``fp32`` or ``bf16`` (``auto`` is resolved before, once per run)."""
+    if precision not in PRECISIONS:
+        raise UnknownNameError(
+            f"precision must be resolved to one of {', '.join(PRECISIONS)} before a scorer is built, got {precision!r} "
+            "(use zstc.scorers.runtime.resolve_precision)"
+        )
+    return cast(Precision, precision)
 
 
 @contextlib.contextmanager
-def inference_context(device: torch.device, bf16: bool) -> Iterator[None]:
-    """No-grad inference, under bf16 autocast when asked for."""
+def inference_context(device: torch.device, precision: Precision) -> Iterator[None]:
+    """No-grad inference, under bf16 autocast for ``bf16``."""
     with torch.inference_mode():
-        if bf16:
+        if precision == "bf16":
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
                 yield
         else:
             yield
+
+
+def resolved_options(precision: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """Scorer options with ``precision`` resolved for the device they name (once per run, by the caller).
+
+    The result always carries ``precision`` (``fp32`` or ``bf16``), so what a scorer computes in is never
+    left to the scorer's default.
+    """
+    device = resolve_device(options.get("device"))
+    return {**options, "precision": resolve_precision(precision, device)}

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import inference_context
+from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.causal import CausalLMScorer, left_pad, length_batches, positions
 from zstc.scorers.prompts import YESNO_ANSWERS, YESNO_INSTRUCTION, yesno_prompt
 
@@ -29,6 +29,8 @@ TokenIds = list[int]
 
 class YesNoScorer(CausalLMScorer):
     family: ClassVar[str] = "yesno"
+    SCORING_VERSION: ClassVar[str] = "1"
+    """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(
         self,
@@ -37,13 +39,13 @@ class YesNoScorer(CausalLMScorer):
         instruction: str = YESNO_INSTRUCTION,
         prefix_cache: bool = True,
         device: str | None = None,
-        bf16: bool | None = None,
+        precision: Precision = "fp32",
         batch_size: int = 16,
         max_length: int | None = None,
     ) -> None:
         """``batch_size`` counts (text, label) pairs per forward pass; ``prefix_cache=False`` runs every
         pair's full prompt (the reference computation, and the baseline of ``benchmarks/prefix_cache.py``)."""
-        super().__init__(spec, device=device, bf16=bf16, batch_size=batch_size, max_length=max_length)
+        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
         self.instruction = instruction
         self.prefix_cache = prefix_cache
         self._answer_ids: list[int] = []
@@ -86,7 +88,7 @@ class YesNoScorer(CausalLMScorer):
             self._note("prefix cache not used: this model's layers keep more state than keys and values "
                        "(sliding-window or recurrent attention), so every pair ran its whole prompt")
         with (
-            inference_context(self.device, self.bf16),
+            inference_context(self.device, self.precision),
             tqdm(total=len(texts) * len(labels), unit="pair", disable=not show_progress) as bar,
         ):
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.

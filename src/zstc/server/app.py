@@ -1,50 +1,555 @@
-"""A small HTTP service for practitioners: POST texts and labels, get labels back.
+"""The HTTP service (``zstc serve``): zero-shot classification for every model family, batched across requests.
 
-One model per process, loaded once at start-up (``zstc serve --model M``); requests are validated by the
-same functions as the CLI and the Python API, so error messages read the same everywhere.
+One model per process, loaded at start-up; requests are validated by the same functions as the CLI and the
+Python API (so a mistake reads the same everywhere), queued, and scored by :class:`~zstc.server.engine.BatchingEngine`
+in batches formed across requests. Endpoints (OpenAPI at ``/docs``):
+
+* ``POST /classify``: zstc's shape, or the Hugging Face zero-shot shape (an object with ``inputs``);
+  ``POST /``: the Hugging Face shape, where hub clients send it;
+* ``POST /rerank`` and ``POST /v1/rerank``: Cohere/Jina rerank (the shape infinity, vLLM and TEI serve);
+* ``GET /health`` (liveness), ``GET /health/ready`` (a forward pass succeeded), ``GET /info``, ``GET /metrics``
+  (Prometheus), ``GET /`` (a playground page).
+
+Errors have text-embeddings-inference's shape ``{"error": ..., "error_type": ...}``: 401 unauthorized, 413
+too large (the body, checked from Content-Length before it is read, or a published limit), 422 invalid input,
+429 overloaded (with Retry-After), 503 loading or shutting down. No input gives a 500: strings with lone
+surrogates and NaN numbers are 422s, and error messages never echo raw input.
+
+Scores and probabilities. ``score`` is the model's raw score, of the scorer's score type: ``cosine``
+(embedding, encoder), ``logodds`` / ``logit`` / ``prob`` (NLI, by ``--score-type``), ``logit`` (reranker),
+``prob`` (yes/no: p(yes)), and for LLMs a distribution over the options. ``probability`` is, for single-label
+classification, a softmax over the text's labels of ``score / T`` with a temperature per score type: cosine
+T = 0.05 (the scale 20 of the contrastive loss most embedding models are trained with), log-odds and logits
+T = 1 (what transformers' zero-shot pipeline does with entailment logits); probabilities (yes/no, LLM) are
+normalised to sum to 1 (a softmax over log p). For multi-label and rerank, each label's own probability is
+``sigmoid((score - t0) / T)`` with t0 the score type's default threshold (``zstc.multilabel.DEFAULT_THRESHOLDS``),
+so 0.5 sits at the default cut; probabilities pass through unchanged.
 """
 
-# No `from __future__ import annotations` here: FastAPI must see the request models defined inside
-# create_app as real classes, not as strings it cannot resolve.
+# No `from __future__ import annotations` here: FastAPI reads the route signatures' annotations at runtime.
 
+import asyncio
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from zstc import __version__
 from zstc.api import Classifier, describe_labels
-from zstc.errors import ZstcError
+from zstc.decisions import argmax_decisions
+from zstc.errors import DataError, LabelError, ZstcError
+from zstc.multilabel import DEFAULT_THRESHOLDS, check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
+from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
+from zstc.server.playground import PLAYGROUND_HTML
+from zstc.server.schemas import (
+    AnyClassifyRequest, ClassifyRequest, ClassifyResponse, ErrorResponse, HealthResponse, HFLabelScore, HFZeroShotRequest,
+    InfoResponse, RerankRequest, RerankResponse,
+)
+from zstc.server.telemetry import Telemetry
+from zstc.validation import check_labels, check_texts
+
+logger = logging.getLogger("zstc.server")
+
+TEMPERATURES: dict[str | None, float] = {"cosine": 0.05, "logodds": 1.0, "logit": 1.0, "prob": 1.0, None: 1.0}
+"""Softmax temperature per score type (probabilities are normalised, i.e. a softmax over log p with T = 1)."""
 
 
-def create_app(classifier: Classifier) -> Any:
-    from fastapi import FastAPI, HTTPException
-    from pydantic import BaseModel, Field
+@dataclass(frozen=True)
+class Limits:
+    """Published (``GET /info``) and enforced per request; past one the answer is 413."""
 
-    from zstc import __version__
+    max_texts: int = 128
+    max_labels: int = 128
+    max_chars: int = 10_000
+    """Characters per text, label, description or rerank document."""
+    max_request_pairs: int = 8192
+    """(text, label) pairs per request."""
+    max_body_bytes: int = 2_000_000
+    """TEI's default ``--payload-limit``."""
 
-    class ClassifyRequest(BaseModel):
-        texts: list[str] = Field(min_length=1, description="Texts to classify.")
-        labels: list[str] = Field(description="Candidate labels (at least two, no duplicates).")
-        descriptions: list[str] | None = Field(default=None, description="One description per label; default: the labels through the template.")
-        template: str | None = Field(default=None, description="E.g. 'This text is about {}.'")
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
 
-    class LabelScore(BaseModel):
-        text: str
-        label: str
-        scores: dict[str, float]
 
-    app = FastAPI(title="zstc", version=__version__, description="Zero-shot text classification.")
+@dataclass(frozen=True)
+class ServeSettings:
+    limits: Limits = field(default_factory=Limits)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    api_key: str | None = None
+    """Bearer token required by every endpoint except /health, /health/ready, /metrics, the docs and the playground page."""
 
-    @app.get("/health")
-    def health() -> dict[str, Any]:
-        return {"status": "ok", "model": classifier.scorer.spec.model_id, "family": classifier.scorer.family}
 
-    @app.post("/classify", response_model=list[LabelScore])
-    def classify(request: ClassifyRequest) -> list[dict[str, Any]]:
+class ServiceError(Exception):
+    """An answer other than 200, with TEI's error body."""
+
+    def __init__(self, status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.error_type, self.headers = status, error_type, headers or {}
+
+
+# -- scores to probabilities --------------------------------------------------------------------------------------
+
+
+def single_label_probabilities(scores: np.ndarray, score_type: str | None) -> np.ndarray:
+    """Softmax of ``scores / T`` over one text's labels (normalised probabilities for probability scores)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if score_type in ("prob", None):
+        clipped = np.clip(scores, 0.0, None)
+        total = clipped.sum()
+        return clipped / total if total > 0 else np.full_like(scores, 1 / len(scores))
+    z = scores / TEMPERATURES[score_type]
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def own_probabilities(scores: np.ndarray, score_type: str | None) -> np.ndarray:
+    """Each label's own probability: ``sigmoid((score - t0) / T)``; probability scores unchanged."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if score_type in ("prob", None):
+        return scores
+    return 1 / (1 + np.exp(-(scores - DEFAULT_THRESHOLDS[score_type]) / TEMPERATURES[score_type]))
+
+
+# -- the gate: metrics, API key, availability and body size, before FastAPI reads a byte -------------------------
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+WORK_PATHS = frozenset({"/classify", "/", "/rerank", "/v1/rerank"})
+"""POST endpoints that queue model work."""
+OPEN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+KNOWN_PATHS = WORK_PATHS | OPEN_PATHS | {"/info"}
+REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "not_found", 413: "too_large", 422: "validation",
+           429: "overloaded", 499: "cancelled", 503: "unhealthy"}
+
+
+def _error_body(message: str, error_type: str) -> bytes:
+    return json.dumps({"error": message, "error_type": error_type}).encode()
+
+
+class Gate:
+    """Pure ASGI middleware in front of the app.
+
+    In order: counts the request; 401 without the API key (``/health``, ``/metrics``, the docs and the
+    playground page stay open); 503 while the model is loading or the server drains; 413 when the body is
+    larger than the limit, decided from Content-Length before the body is read (a body without one is read up
+    to the limit and no further). It also turns any exception that escaped the app into a 500 without closing
+    the connection, so the next request on a keep-alive connection still works.
+    """
+
+    def __init__(self, app: Callable[..., Awaitable[None]], *, settings: ServeSettings, engine: BatchingEngine,
+                 telemetry: Telemetry) -> None:
+        self.app, self.settings, self.engine, self.telemetry = app, settings, engine, telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path, method = scope["path"], scope["method"]
+        endpoint = path if path in KNOWN_PATHS else "other"
+        started = time.perf_counter()
+        status: list[int] = []
+
+        async def tracked_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        self.telemetry.requests.labels(endpoint=endpoint).inc()
         try:
-            descriptions = request.descriptions
-            if descriptions is None and request.template is not None:
-                descriptions = describe_labels(request.labels, request.template)
-            predictions = classifier.predict(request.texts, request.labels, descriptions)
-        except ZstcError as error:
-            raise HTTPException(status_code=422, detail=str(error)) from None
-        return [{"text": p.text, "label": p.label, "scores": p.scores} for p in predictions]
+            refusal = self._refusal(path, method, scope)
+            if refusal is not None:
+                await self._send_error(tracked_send, *refusal)
+            else:
+                receive = await self._bounded_body(scope, receive, tracked_send) if method in ("POST", "PUT", "PATCH") else receive
+                if receive is not None:
+                    await self.app(scope, receive, tracked_send)
+        except Exception:
+            logger.exception("unhandled error serving %s %s", method, path)
+            if not status:
+                await self._send_error(tracked_send, 500, "backend", "internal error (see the server's log)")
+        code = status[0] if status else 499  # no response: the client left before one was sent
+        if 200 <= code < 300:
+            self.telemetry.successes.labels(endpoint=endpoint).inc()
+        else:
+            reason = REASONS.get(code, "backend" if code >= 500 else "validation")
+            self.telemetry.failures.labels(endpoint=endpoint, reason=reason).inc()
+        self.telemetry.latency.labels(endpoint=endpoint).observe(time.perf_counter() - started)
+
+    def _refusal(self, path: str, method: str, scope: Scope) -> tuple[int, str, str, dict[str, str]] | None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        is_work = method == "POST" and path in WORK_PATHS
+        key = self.settings.api_key
+        if key is not None and path not in OPEN_PATHS and (is_work or path != "/"):
+            scheme, _, token = headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+                return 401, "unauthorized", "missing or wrong API key: send the header 'Authorization: Bearer <key>'", {
+                    "www-authenticate": "Bearer"}
+        if is_work and self.engine.state != "ready":
+            extra = {"retry-after": "5"} if self.engine.state == "loading" else {"connection": "close"}
+            return 503, "unhealthy", self.engine.unavailable_reason(), extra
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                return 400, "validation", f"Content-Length {length[:40]!r} is not a number", {}
+            if int(length) > self.settings.limits.max_body_bytes:
+                return 413, "too_large", (f"the request body has {int(length)} bytes; the limit is "
+                                          f"{self.settings.limits.max_body_bytes} (GET /info)"), {"connection": "close"}
+        return None
+
+    async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Read the body up to the limit and hand it on; None when a 413 (or a disconnect) ended the request."""
+        limit = self.settings.limits.max_body_bytes
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            if len(body) > limit:
+                await self._send_error(send, 413, "too_large", f"the request body is larger than {limit} bytes (GET /info)",
+                                       {"connection": "close"})
+                return None
+            if not message.get("more_body", False):
+                break
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()  # after the body: the disconnect, which the route watches for
+
+        return replay
+
+    @staticmethod
+    async def _send_error(send: Send, status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> None:
+        body = _error_body(message, error_type)
+        raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
+
+
+# -- the app ---------------------------------------------------------------------------------------------------
+
+
+def create_app(classifier: Classifier | Any, settings: ServeSettings | None = None) -> FastAPI:
+    """The FastAPI app serving ``classifier``'s model (a :class:`~zstc.api.Classifier`, or a scorer). Its batching engine starts with the app (lifespan)
+    and warms up in the background: ``/health/ready`` answers 200 once a forward pass has succeeded."""
+    settings = settings or ServeSettings()
+    limits = settings.limits
+    scorer = classifier.scorer if isinstance(classifier, Classifier) else classifier
+    telemetry = Telemetry()
+    engine = BatchingEngine(scorer, settings.engine, telemetry)
+    score_type = score_type_of(scorer)
+    model_id, family = scorer.spec.model_id, scorer.family
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        engine.start()
+        try:
+            yield
+        finally:
+            await engine.stop()
+
+    app = FastAPI(
+        title="zstc", version=__version__, lifespan=lifespan,
+        description=(__doc__ or "").split("\n\n", 1)[1],
+        responses={code: {"model": ErrorResponse} for code in (401, 413, 422, 429, 503)},
+    )
+    app.state.engine, app.state.telemetry, app.state.settings = engine, telemetry, settings
+    app.add_middleware(Gate, settings=settings, engine=engine, telemetry=telemetry)
+
+    # -- errors -----------------------------------------------------------------------------------------------
+
+    def error_response(status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+        return JSONResponse({"error": message, "error_type": error_type}, status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # Built from each error's place and message only: pydantic's default body echoes the input, which may hold
+        # a NaN or a lone surrogate that no JSON encoder writes (the cause of the old server's 500s).
+        errors = list(exc.errors())
+        # A field that may be one string or a list fails once per alternative; a value error (ours) says the most.
+        specific = [e for e in errors if e.get("type") == "value_error"] or errors
+        problems: list[str] = []
+        for error in specific:
+            where = ".".join(str(part) for part in error.get("loc", ())
+                             if part not in ("body", "zstc", "hf") and "[" not in str(part))  # drop pydantic's union tags
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            problem = f"{where}: {message}" if where else message
+            if problem not in problems:
+                problems.append(problem)
+        return error_response(422, "validation", "; ".join(problems[:5]) or "invalid request body")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = {404: "not_found", 405: "not_found", 401: "unauthorized", 413: "too_large", 429: "overloaded"}.get(exc.status_code, "validation")
+        return error_response(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))
+
+    @app.exception_handler(ZstcError)
+    async def user_error(request: Request, exc: ZstcError) -> JSONResponse:
+        return error_response(422, "validation", str(exc))
+
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return error_response(exc.status, exc.error_type, str(exc), exc.headers)
+
+    # -- queueing one request's work ----------------------------------------------------------------------------
+
+    def check_size(what: str, count: int, limit: int) -> None:
+        if count > limit:
+            raise ServiceError(413, "too_large", f"{count} {what} in one request; the limit is {limit} (GET /info)")
+
+    def check_chars(what: str, strings: Sequence[str]) -> None:
+        for i, string in enumerate(strings):
+            if len(string) > limits.max_chars:
+                raise ServiceError(413, "too_large", f"{what} {i + 1} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
+
+    async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]]) -> tuple[list[np.ndarray], ScoreJob]:
+        pairs = sum(len(d) for d in descriptions)
+        most = min(limits.max_request_pairs, settings.engine.max_queued_pairs)  # a larger one could never be queued
+        if pairs > most:
+            raise ServiceError(413, "too_large", f"{pairs} (text, label) pairs in one request; the limit is {most} (GET /info)")
+        try:
+            job = engine.submit(texts, descriptions)
+        except Overloaded as error:
+            raise ServiceError(429, "overloaded", str(error), {"retry-after": str(error.retry_after)}) from None
+        except Unavailable as error:
+            raise ServiceError(503, "unhealthy", str(error), {"connection": "close"}) from None
+        disconnected = asyncio.ensure_future(_client_gone(request))
+        try:
+            await asyncio.wait({job.future, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            disconnected.cancel()
+        if not job.future.done():  # the client left: drop its work
+            engine.cancel(job)
+            raise ServiceError(499, "validation", "the client closed the connection")
+        try:
+            rows = job.future.result()
+        except ZstcError:
+            raise
+        except Unavailable as error:
+            raise ServiceError(503, "unhealthy", str(error), {"connection": "close"}) from None
+        except Exception as error:
+            logger.exception("scoring failed", exc_info=error)
+            raise ServiceError(500, "backend", f"the model failed: {type(error).__name__}") from None
+        if not all(np.isfinite(row).all() for row in rows):
+            raise ServiceError(500, "backend", "the model produced a non-finite score")
+        return rows, job
+
+    def timing_headers(job: ScoreJob, started: float) -> dict[str, str]:
+        # TEI's headers, in milliseconds.
+        return {
+            "x-queue-time": f"{job.queue_s * 1000:.1f}",
+            "x-inference-time": f"{job.inference_s * 1000:.1f}",
+            "x-total-time": f"{(time.perf_counter() - started) * 1000:.1f}",
+        }
+
+    # -- POST /classify, POST / ----------------------------------------------------------------------------------
+
+    def label_descriptions(names: list[str], given: list[str] | None, template: str | None) -> list[str]:
+        if given is not None and len(given) != len(names):
+            raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
+        try:
+            return describe_labels(given if given is not None else names, template)
+        except (KeyError, IndexError, ValueError, AttributeError) as error:
+            # str.format's own failures on a template such as 'About {topic}: {}' or 'stray { brace {}'.
+            raise LabelError(f"template {template!r} cannot be filled: {type(error).__name__}: {error}; "
+                             "it must contain exactly one '{}' and no other braces (write '{{' for a literal brace)") from None
+
+    async def classify_zstc(request: Request, body: ClassifyRequest) -> JSONResponse:
+        started = time.perf_counter()
+        texts = [body.texts] if isinstance(body.texts, str) else list(body.texts)
+        check_size("texts", len(texts), limits.max_texts)
+        texts = check_texts(texts)
+        per_text = bool(body.labels) and isinstance(body.labels[0], list)
+        label_lists: list[list[str]] = list(body.labels) if per_text else [list(body.labels)]  # type: ignore[arg-type]
+        given_lists: list[list[str]] | list[None] = [None] * len(label_lists)
+        if body.descriptions is not None:
+            descriptions_per_text = bool(body.descriptions) and isinstance(body.descriptions[0], list)
+            if descriptions_per_text != per_text:
+                raise LabelError("descriptions must have the shape of labels: one list for all texts, or one list per text")
+            given_lists = list(body.descriptions) if per_text else [list(body.descriptions)]  # type: ignore[arg-type]
+            if len(given_lists) != len(label_lists):
+                raise LabelError(f"{len(given_lists)} description lists for {len(label_lists)} label lists")
+        check_chars("text", texts)
+        if per_text and len(label_lists) != len(texts):
+            raise LabelError(f"{len(label_lists)} label sets for {len(texts)} texts: give one label set per text, or one list for all")
+        names_per_set, descriptions_per_set = [], []
+        for names, given in zip(label_lists, given_lists):
+            check_size("labels", len(names), limits.max_labels)
+            names = check_labels(names, allow_single=body.multi_label)
+            if body.multi_label:
+                check_multilabel_names(names)
+            descriptions = label_descriptions(names, given, body.template)
+            check_chars("label description", descriptions)
+            names_per_set.append(names)
+            descriptions_per_set.append(tuple(descriptions))
+        if not per_text:
+            names_per_set, descriptions_per_set = names_per_set * len(texts), descriptions_per_set * len(texts)
+        threshold, per_label = None, [None] * len(texts)
+        if (body.threshold is not None or body.label_thresholds) and not body.multi_label:
+            raise LabelError("threshold and label_thresholds apply to multi_label classification")
+        if body.multi_label:
+            threshold = default_threshold(score_type) if body.threshold is None else body.threshold
+            items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
+            per_label = [parse_label_thresholds(items, names) for names in names_per_set]
+
+        rows, job = await score(request, texts, descriptions_per_set)
+        results = [text_result(text, row, names, body.multi_label, threshold, overrides, body.precision)
+                   for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
+        content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results}
+        return JSONResponse(content, headers=timing_headers(job, started))
+
+    def text_result(text: str, row: np.ndarray, names: list[str], multi_label: bool, threshold: float | None,
+                    per_label: dict[str, float] | None, decimals: int | None) -> dict[str, Any]:
+        def rounded(value: float) -> float:
+            return round(float(value), decimals) if decimals is not None else float(value)
+
+        order = np.argsort(-row, kind="stable")  # highest first; ties keep the label order
+        if multi_label:
+            assert threshold is not None
+            passed = decide(row[None, :], names, threshold, per_label)[0]
+            probabilities = own_probabilities(row, score_type)
+            scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j]), "passed": bool(passed[j])}
+                      for j in order]
+            return {"text": text, "labels": label_sets(passed[None, :], names)[0], "scores": scores}
+        probabilities = single_label_probabilities(row, score_type)
+        scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j])} for j in order]
+        return {"text": text, "label": names[int(argmax_decisions(row[None, :])[0])], "scores": scores}
+
+    async def classify_hf(request: Request, body: HFZeroShotRequest) -> JSONResponse:
+        started = time.perf_counter()
+        single = isinstance(body.inputs, str)
+        texts = [body.inputs] if single else list(body.inputs)  # type: ignore[list-item]
+        check_size("texts", len(texts), limits.max_texts)
+        texts = check_texts(texts)
+        given = body.parameters.candidate_labels
+        candidates = [label for label in given.split(",") if label.strip()] if isinstance(given, str) else list(given)
+        check_size("labels", len(candidates), limits.max_labels)
+        names = check_labels(candidates, what="candidate_labels", allow_single=body.parameters.multi_label)
+        descriptions = tuple(label_descriptions(names, None, body.parameters.hypothesis_template))
+        check_chars("text", texts)
+        check_chars("label description", descriptions)
+        rows, job = await score(request, texts, [descriptions] * len(texts))
+        answers = []
+        for row in rows:
+            if body.parameters.multi_label:
+                probabilities = own_probabilities(row, score_type)  # each label on its own, as the pipeline's multi_label
+            else:
+                probabilities = single_label_probabilities(row, score_type)
+            order = np.argsort(-probabilities, kind="stable")
+            answers.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
+        return JSONResponse(answers[0] if single else answers, headers=timing_headers(job, started))
+
+    classify_doc = {
+        200: {"description": "zstc shape: ClassifyResponse. Hugging Face shape: [{label, score}] (a list of them per text "
+                             "when `inputs` is a list).",
+              "content": {"application/json": {"schema": {"anyOf": [
+                  {"$ref": "#/components/schemas/ClassifyResponse"},
+                  {"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}]}}}},
+    }
+
+    @app.post("/classify", response_model=ClassifyResponse, responses=classify_doc, tags=["classify"])
+    async def classify(request: Request, body: AnyClassifyRequest) -> Response:
+        """Classify texts: zstc's shape, or the Hugging Face zero-shot shape when the body has `inputs`."""
+        if isinstance(body, HFZeroShotRequest):
+            return await classify_hf(request, body)
+        return await classify_zstc(request, body)
+
+    @app.post("/", response_model=list[HFLabelScore], tags=["classify"])
+    async def hugging_face(request: Request, body: HFZeroShotRequest) -> Response:
+        """The Hugging Face inference task for zero-shot classification, where hub clients post it."""
+        return await classify_hf(request, body)
+
+    # -- POST /rerank -----------------------------------------------------------------------------------------------
+
+    async def rerank(request: Request, body: RerankRequest) -> JSONResponse:
+        """Cohere/Jina rerank: the query is scored as a text against each document as a label description."""
+        started = time.perf_counter()
+        if not body.query.strip():
+            raise DataError("query is empty")
+        documents = [d if isinstance(d, str) else d.text for d in body.documents]
+        check_size("documents", len(documents), limits.max_labels)
+        check_chars("query", [body.query])
+        check_chars("document", documents)
+        if not documents:
+            raise LabelError("no documents given")
+        stripped = [d.strip() for d in documents]
+        distinct = check_labels(list(dict.fromkeys(stripped)), what="documents", allow_single=True)
+        rows, job = await score(request, [body.query], [tuple(distinct)])
+        relevance = dict(zip(distinct, own_probabilities(rows[0], score_type)))
+        ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
+        results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
+                    **({"document": {"text": documents[i]}} if body.return_documents else {})} for i in ranked]
+        content = {"id": str(uuid.uuid4()), "model": model_id, "results": results}
+        return JSONResponse(content, headers=timing_headers(job, started))
+
+    app.post("/rerank", response_model=RerankResponse, tags=["rerank"])(rerank)
+    app.post("/v1/rerank", response_model=RerankResponse, tags=["rerank"])(rerank)
+
+    # -- health, info, metrics, playground ----------------------------------------------------------------------
+
+    @app.get("/health", response_model=HealthResponse, tags=["operations"])
+    async def health() -> dict[str, Any]:
+        """Liveness: the process answers (200 even while the model loads)."""
+        return {"status": "ok", "model": model_id, "family": family}
+
+    @app.get("/health/ready", response_model=HealthResponse, tags=["operations"])
+    async def ready() -> Response:
+        """Readiness: 200 once a tiny forward pass has succeeded; 503 while loading, after a failure, or draining."""
+        if engine.state == "ready":
+            return JSONResponse({"status": "ready", "model": model_id, "family": family})
+        return error_response(503, "unhealthy", engine.unavailable_reason())
+
+    @app.get("/info", response_model=InfoResponse, tags=["operations"])
+    async def info() -> dict[str, Any]:
+        """The model, its family and score type, the probability temperature, the limits and the batching settings."""
+        return {
+            "model": model_id, "family": family, "score_type": score_type, "temperature": TEMPERATURES.get(score_type, 1.0),
+            "scorer": _jsonable(scorer.describe()), "limits": asdict(limits),
+            "batching": {**asdict(settings.engine), "torch_threads": engine.torch_threads, "state": engine.state,
+                         "queued_pairs": engine.queued_pairs},
+            "version": __version__,
+        }
+
+    @app.get("/metrics", tags=["operations"], response_class=Response)
+    async def metrics() -> Response:
+        """Prometheus text format."""
+        return Response(telemetry.render(), media_type=telemetry.content_type)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def playground() -> HTMLResponse:
+        return HTMLResponse(PLAYGROUND_HTML)
 
     return app
+
+
+async def _client_gone(request: Request) -> None:
+    """Return once the client has disconnected (the body is already read, so the next message is the disconnect)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

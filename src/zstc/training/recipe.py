@@ -75,8 +75,8 @@ class TrainConfig:
     max_length: int | None = None
     """Token limit per pair (only the premise is cut); ``None``: the tokenizer's own, at most 512."""
     eval_batch_size: int = 64
-    bf16: bool | None = None
-    """``None``: bf16 autocast where the hardware runs it fast."""
+    precision: str = "fp32"
+    """``fp32``, ``bf16`` (autocast) or ``auto`` (bf16 where the hardware runs it fast); resolved once when training starts."""
     device: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -92,7 +92,7 @@ class TrainConfig:
     def resume_key(self) -> dict[str, Any]:
         """What must be unchanged for a checkpoint to be continued (runtime choices may differ)."""
         record = self.to_record()
-        for runtime_only in ("out", "max_minutes", "device", "bf16", "eval_batch_size", "extra"):
+        for runtime_only in ("out", "max_minutes", "device", "precision", "eval_batch_size", "extra"):
             record.pop(runtime_only)
         return record
 

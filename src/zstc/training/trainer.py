@@ -42,8 +42,9 @@ from transformers import (
 from transformers.trainer_utils import get_last_checkpoint as _untyped_last_checkpoint
 
 from zstc.errors import DataError, ModelError
-from zstc.models.nli_head import VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
-from zstc.scorers.runtime import resolve_bf16, resolve_device
+from zstc.io import atomic_directory
+from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
+from zstc.scorers.runtime import Precision, resolve_device, resolve_precision
 from zstc.benchmark.provenance import sha256_file as sha256_of
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
@@ -275,7 +276,7 @@ def _compute_metrics(variant: str) -> Callable[[EvalPrediction], dict[str, float
     return compute
 
 
-def _arguments(output_dir: Path, config: TrainConfig, device: torch.device, bf16: bool, *, total_steps: int = 1,
+def _arguments(output_dir: Path, config: TrainConfig, device: torch.device, precision: Precision, *, total_steps: int = 1,
                eval_every: int = 1, warmup_steps: int = 0, progress: bool = False) -> TrainingArguments:
     return TrainingArguments(
         output_dir=str(output_dir),
@@ -304,7 +305,7 @@ def _arguments(output_dir: Path, config: TrainConfig, device: torch.device, bf16
         label_names=["labels"],
         remove_unused_columns=False,
         seed=config.seed,
-        bf16=bf16,
+        bf16=precision == "bf16",  # autocast, as zstc's scorers run bf16
         use_cpu=device.type == "cpu",
         report_to="none",
         disable_tqdm=not progress,
@@ -313,14 +314,14 @@ def _arguments(output_dir: Path, config: TrainConfig, device: torch.device, bf16
 
 
 def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, device: torch.device,
-                   bf16: bool = False, batch_size: int = 64, max_length: int = MAX_DEFAULT_LENGTH) -> dict[str, float]:
+                   precision: Precision = "fp32", batch_size: int = 64, max_length: int = MAX_DEFAULT_LENGTH) -> dict[str, float]:
     """Loss, accuracy and AUROC of a trained model (e.g. from :func:`zstc.models.nli_head.load_zstc_nli_model`)
     on NLI pairs."""
     variant = "binary" if model.head.out_proj.out_features == 1 else "triplet"
     data = NliPairDataset(tokenizer, pairs, min(max_length, tokenizer.model_max_length))
     config = TrainConfig(backbone="", data="", out="", variant=variant, eval_batch_size=batch_size)
     with tempfile.TemporaryDirectory() as scratch:
-        trainer = NliTrainer(model=model, args=_arguments(Path(scratch), config, device, bf16), variant=variant,
+        trainer = NliTrainer(model=model, args=_arguments(Path(scratch), config, device, precision), variant=variant,
                              backbone_lr=0.0, head_lr=0.0, data_collator=DataCollatorWithPadding(tokenizer),
                              compute_metrics=_compute_metrics(variant))
         metrics = trainer.evaluate(data)
@@ -372,7 +373,8 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     if is_zstc_nli_model(out):
         raise ModelError(f"{out}: already holds a trained model; choose another --out or remove it")
     device = resolve_device(config.device)
-    bf16 = resolve_bf16(config.bf16, device)
+    precision = resolve_precision(config.precision, device)
+    config = replace(config, precision=precision)  # the record says what was used, not "auto"
     torch.manual_seed(config.seed)
 
     train_pairs, dev_pairs, data_records = _read_data(config)
@@ -406,9 +408,9 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     log(
         f"training {config.variant} NLI head on {source} ({backbone_params / 1e6:.1f}M parameters): "
         f"{len(train_pairs)} train / {len(dev_pairs)} dev pairs, {total_steps} steps "
-        f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, bf16 {bf16}"
+        f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, precision {precision}"
     )
-    arguments = _arguments(folder, config, device, bf16, total_steps=total_steps, eval_every=eval_every,
+    arguments = _arguments(folder, config, device, precision, total_steps=total_steps, eval_every=eval_every,
                            warmup_steps=warmup_steps, progress=False)
     trainer = NliTrainer(
         model=model, args=arguments, train_dataset=train_data, eval_dataset=dev_data,
@@ -460,13 +462,15 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         "best_dev": best_dev,
         "stopped_early": stopped_early,
         "seconds": round(seconds, 1),
-        "bf16": bf16,
+        "precision": precision,
         "device": str(device),
         "versions": _versions(),
         "history": runs,
     }
     model.eval()
-    model.save(out, tokenizer, record)
+    # Written beside --out and moved in when complete: a full disk or a kill leaves no half-saved model.
+    with atomic_directory(out, last=[TRAINING_FILE]) as staging:
+        model.save(staging, tokenizer, record)
     shutil.rmtree(folder, ignore_errors=True)
     best_loss = best_dev.get("dev_loss", math.nan)
     log(f"saved {out} (best dev loss {best_loss:.4f} at step {best_step}; {seconds / 60:.1f} minutes)")

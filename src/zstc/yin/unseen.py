@@ -29,6 +29,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError
+from zstc.io import atomic_write
 from zstc.benchmark.tasks import NO_HYPOTHESIS, Task
 
 DEFAULT_ALPHA = 0.05
@@ -83,7 +84,7 @@ def seen_label_pairs(texts: Sequence[str], gold: np.ndarray, hypotheses: Sequenc
 def write_pairs(pairs: Sequence[dict[str, str]], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+    with atomic_write(path) as handle:
         for pair in pairs:
             handle.write(json.dumps(pair, ensure_ascii=False) + "\n")
     return path

@@ -1,0 +1,195 @@
+"""Cascade scoring on BTZSC: macro-F1, pairs scored and time for every shortlist size K = 1..L.
+
+For each task (a stratified sample of texts whose gold class has a hypothesis) and each main model (an NLI
+cross-encoder and the yes/no SmolLM2 path), the script
+
+1. scores all texts against all L hypotheses with the main model (the full run, timed) and ranks every
+   text's labels with the shortlister (all-MiniLM-L6-v2 by default, timed);
+2. derives the cascade's prediction for every K from those two matrices: the best label by the main model
+   among the text's top K by the shortlister. That is exactly what ``CascadeScorer`` computes, because a
+   shortlisted label keeps its main-model score (tested in tests/test_cascade.py); the script checks it by
+   running the real cascade at a few K (``--timed-k``), timing those runs and comparing their predictions;
+3. prints, per K: macro-F1, pairs scored by the main model (texts x K), and the measured time where the
+   cascade was run (``-`` elsewhere).
+
+Per (model, task) it prints ``best_k`` (the smallest K within 0.01 macro-F1 of the full run), the pair
+reduction and the F1 change at that K; the last line is that summary for the NLI model on the first task:
+``best_k=<K> pair_reduction=<full pairs / pairs at best_k> f1_delta=<F1 at best_k - full F1>``.
+
+    python benchmarks/cascade.py --data ../shared/data/btzsc --tasks banking77,agnews --max-samples 144
+
+Without ``--model`` the NLI model is all-MiniLM-L6-v2 trained by ``zstc train-nli`` on LingNLI for
+``--train-steps`` steps, kept in ``$ZSTC_CACHE/models`` (trained on first use, reused afterwards), so the
+script runs by itself on a fresh machine. The yes/no path runs SmolLM2-135M-Instruct (weak as a classifier:
+it proves the path and measures its cost; ``--no-yesno`` skips it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+DEFAULT_TIMED_K = (1, 2, 4, 8, 16)
+TOLERANCE = 0.01
+"""A K is good enough when its macro-F1 is at most this far below the full run's."""
+
+
+def trained_nli_model(data_dir: Path, steps: int) -> str:
+    """The benchmark's own NLI model: MiniLM-L6 trained on LingNLI for ``steps`` steps, trained once and cached."""
+    from zstc.models.nli_head import is_zstc_nli_model
+    from zstc.models.offline import model_cache_dir
+    from zstc.scorers.runtime import resolve_device, resolve_precision
+
+    folder = model_cache_dir() / f"cascade-nli-minilm-l6-lingnli-{steps}"
+    if is_zstc_nli_model(folder):  # written last by train-nli: a folder with it is complete
+        return str(folder)
+    train = data_dir.parent / "nli" / "lingnli_train.jsonl"
+    if not train.exists():
+        sys.exit(f"no --model given and no LingNLI training data at {train} to train one")
+    # bf16 only where the CPU runs it fast: elsewhere it is hundreds of times slower (PREAMBLE: AVX2 machines).
+    precision = resolve_precision("auto", resolve_device(None))
+    command = [sys.executable, "-m", "zstc", "train-nli", "--backbone", "sentence-transformers/all-MiniLM-L6-v2",
+               "--data", str(train), "--out", str(folder), "--max-steps", str(steps), "--eval-fraction", "0.05",
+               "--dev-size", "200", "--max-length", "128", "--precision", precision, "--no-progress"]
+    print("training the NLI model once:", " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+    return str(folder)
+
+
+def cascade_predictions(full: np.ndarray, ranks: np.ndarray, k: int) -> np.ndarray:
+    """The cascade's argmax for shortlist size ``k``: the best main-model score among each text's top ``k``."""
+    top = ranks[:, :k]
+    best = np.take_along_axis(full, top, axis=1).argmax(axis=1)
+    return top[np.arange(len(top)), best]
+
+
+def best_k(f1: dict[int, float], full_f1: float) -> int:
+    return min(k for k, value in f1.items() if value >= full_f1 - TOLERANCE)
+
+
+def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[int], repeats: int) -> dict[str, Any]:
+    from zstc.benchmark.metrics import dataset_metrics
+    from zstc.scorers.cascade import CascadeScorer, shortlist_ranks
+
+    texts, hypotheses = list(task.texts), list(task.hypotheses)
+    n, n_labels = len(texts), len(hypotheses)
+    main.score(texts[:1], hypotheses)  # loads the model; warm-up
+    shortlister.score(texts[:1], hypotheses)  # loads the bi-encoder and caches the label embeddings
+    started = time.perf_counter()
+    full = main.score(texts, hypotheses)
+    full_s = time.perf_counter() - started
+    started = time.perf_counter()
+    ranks = shortlist_ranks(shortlister.score(texts, hypotheses))
+    shortlist_s = time.perf_counter() - started
+    recall = {k: float(np.mean([g in row[:k] for g, row in zip(task.gold, ranks)])) for k in range(1, n_labels + 1)}
+    f1 = {k: dataset_metrics(task.gold, cascade_predictions(full, ranks, k))["macro_f1"] for k in range(1, n_labels + 1)}
+    seconds: dict[int, float] = {n_labels: full_s}
+    mismatches = 0
+    for k in sorted({k for k in timed_k if k < n_labels}):
+        cascade = CascadeScorer(main, shortlister, k)
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            scores = cascade.score(texts, hypotheses)
+            best = min(best, time.perf_counter() - started)
+        seconds[k] = best
+        mismatches += int((scores.argmax(axis=1) != cascade_predictions(full, ranks, k)).sum())
+    full_f1 = f1[n_labels]
+    k_star = best_k(f1, full_f1)
+    print(f"\n{name} on {task.name}: {n} texts x {n_labels} labels; full run {full_s:.2f} s, "
+          f"shortlist (all texts) {shortlist_s:.2f} s")
+    print(f"{'K':>3} {'recall@K':>8} {'macro-F1':>8} {'pairs':>7} {'time_s':>7}")
+    for k in range(1, n_labels + 1):
+        time_cell = f"{seconds[k]:7.2f}" if k in seconds else f"{'-':>7}"
+        print(f"{k:>3} {recall[k]:8.3f} {f1[k]:8.4f} {n * k:>7} {time_cell}")
+    summary = {
+        "best_k": k_star, "pair_reduction": n_labels / k_star, "f1_delta": f1[k_star] - full_f1,
+        "speedup_at_best_k": (full_s / seconds[k_star]) if k_star in seconds else None,
+    }
+    print(f"{name} {task.name}: best_k={k_star} pair_reduction={summary['pair_reduction']:.2f} f1_delta={summary['f1_delta']:+.4f}"
+          f" (full F1 {full_f1:.4f}); cascade runs disagreeing with the derived predictions: {mismatches}")
+    return {"model": name, "task": task.name, "texts": n, "labels": n_labels, "full_s": full_s, "shortlist_s": shortlist_s,
+            "recall": recall, "macro_f1": f1, "seconds": seconds, "mismatches": mismatches, **summary}
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    """Macro-F1 against pairs scored (as a share of the full run), one line per (model, task)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.6), dpi=90)
+    for result in results:
+        ks = sorted(result["macro_f1"])
+        axis.plot([k / result["labels"] for k in ks], [result["macro_f1"][k] for k in ks], marker=".", markersize=3,
+                  label=f"{result['model']}, {result['task']} (L={result['labels']})")
+        k = result["best_k"]
+        axis.scatter([k / result["labels"]], [result["macro_f1"][k]], color="black", zorder=3, s=12)
+    axis.set_xscale("log")
+    axis.set_xlabel("pairs scored by the main model / full run (K / L)")
+    axis.set_ylabel("macro-F1")
+    axis.set_title("Cascade: shortlist K of L labels with all-MiniLM-L6-v2", fontsize=9)
+    axis.legend(fontsize=7)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
+    parser.add_argument("--tasks", default="banking77,agnews")
+    parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM trained here on LingNLI")
+    parser.add_argument("--train-steps", type=int, default=300, help="steps of the default NLI model's training")
+    parser.add_argument("--shortlister", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--max-samples", type=int, default=144, help="texts per task for the NLI model (stratified)")
+    parser.add_argument("--yesno-max-samples", type=int, default=36, help="texts per task for the yes/no path")
+    parser.add_argument("--no-yesno", action="store_true", help="skip the yes/no SmolLM2 path")
+    parser.add_argument("--timed-k", default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
+    parser.add_argument("--repeats", type=int, default=1, help="timed cascade runs per K (best kept)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="the main models' precision")
+    parser.add_argument("--json", type=Path, help="write every number here")
+    parser.add_argument("--plot", type=Path, help="write the F1-vs-pairs curve here (PNG)")
+    args = parser.parse_args()
+
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import stratified_sample
+    from zstc.scorers import make_scorer
+
+    data = Path(args.data)
+    model = args.model or trained_nli_model(data, args.train_steps)
+    timed_k = [int(k) for k in args.timed_k.split(",") if k]
+    from zstc.scorers.runtime import resolve_device, resolve_precision
+
+    precision = resolve_precision(args.precision, resolve_device(None))
+    shortlister = make_scorer(args.shortlister, precision="fp32")
+    cases = [("nli", make_scorer(model, "nli", precision=precision), args.max_samples)]
+    if not args.no_yesno:
+        cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision), args.yesno_max_samples))
+    print(f"NLI model: {model}; shortlister: {args.shortlister}; torch threads {torch.get_num_threads()}", flush=True)
+    results = []
+    for name, scorer, samples in cases:
+        for task_name in args.tasks.split(","):
+            task, _ = load_btzsc_task(task_name, data, unlabelled="exclude")
+            task = stratified_sample(task, samples, args.seed)
+            results.append(run_case(name, scorer, shortlister, task, timed_k, args.repeats))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    if args.plot:
+        plot(results, args.plot)
+    first = results[0]
+    print(f"best_k={first['best_k']} pair_reduction={first['pair_reduction']:.2f} f1_delta={first['f1_delta']:+.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""Cascade scoring: a cheap bi-encoder shortlists each text's labels, the main scorer scores only those.
+
+A cross-encoder, yes/no reranker or LLM costs one pass per (text, label) (or, for an LLM, a prompt that
+grows with the labels), so its cost grows with the number of labels. A bi-encoder embeds each label once
+(label embeddings are cached) and ranks all labels of a text with one dot product; the cascade hands the
+main scorer only each text's top ``k`` of that ranking.
+
+The result keeps the full ``(texts, labels)`` shape:
+
+* a shortlisted label gets the main scorer's score for that (text, label), as the full run computes it
+  (pair families score exactly the same token sequences; only batch composition, i.e. the order of
+  floating-point sums, differs);
+* a label outside the shortlist gets ``m - 1 - r / (L - k)``, where ``m`` is the lowest shortlisted score of
+  that text, ``L`` the number of labels and ``r`` (0, 1, ...) its rank in the shortlister's order among
+  the unlisted labels: always below every shortlisted label, finite (so JSON and metrics stay well
+  defined), and ordered as the shortlister ranked them. Those values are placeholders, not probabilities;
+  a multi-label threshold sees them as clearly below the row's lowest shortlisted score.
+* For the LLM family the prompt lists only the ``k`` shortlisted options (in the labels' own order, with
+  the symbols A, B, ...), so its scores are a softmax over those ``k`` options: that is a different prompt
+  from the full run's, and the scorer notes it.
+
+``k >= L`` runs the main scorer alone on all labels: exactly the full run. Ties in the shortlister's scores
+are broken by label position (the earlier label wins), so the shortlist is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zstc.errors import ZstcError
+from zstc.scorers.base import Scorer
+
+DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
+"""The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
+
+PAIR_FAMILIES: frozenset[str] = frozenset({"nli", "reranker"})
+"""Families whose scorer scores arbitrary aligned (text, label) pairs in one batched run (``score_pairs``)."""
+
+
+@dataclass(frozen=True)
+class ShortlistSpec:
+    """Which bi-encoder shortlists and how many labels it keeps per text."""
+
+    model: str
+    k: int
+
+    @property
+    def canonical(self) -> str:
+        """``MODEL:K`` with the model's full id: the form recorded in settings and result files."""
+        return f"{self.model}:{self.k}"
+
+
+def parse_shortlist(value: str | int | ShortlistSpec | None) -> ShortlistSpec | None:
+    """``K``, ``MODEL:K`` (or a :class:`ShortlistSpec`) -> the spec with the model's registry id; None stays None.
+
+    The model part is resolved through the registry, so ``8``, ``all-MiniLM-L6-v2:8`` and
+    ``sentence-transformers/all-MiniLM-L6-v2:8`` are the same setting (and the same fingerprint).
+    """
+    from zstc.models.registry import get_model_spec
+
+    if value is None or isinstance(value, ShortlistSpec):
+        return value
+    if isinstance(value, bool):
+        raise ZstcError(f"--shortlist takes K or MODEL:K, got {value!r}")
+    if isinstance(value, int):
+        model, count = DEFAULT_SHORTLISTER, str(value)
+    else:
+        model, sep, count = str(value).strip().rpartition(":")
+        model = model if sep else DEFAULT_SHORTLISTER
+    try:
+        k = int(count)
+    except ValueError:
+        raise ZstcError(f"--shortlist takes K or MODEL:K with K a whole number, got {value!r}") from None
+    if k < 1:
+        raise ZstcError(f"--shortlist K must be at least 1, got {k}")
+    if not model:
+        raise ZstcError(f"--shortlist {value!r} names no model before ':'")
+    return ShortlistSpec(get_model_spec(model).model_id, k)
+
+
+def shortlist_ranks(scores: np.ndarray) -> np.ndarray:
+    """Each row's label indices, best first; ties go to the earlier label (a stable sort)."""
+    return np.argsort(-np.asarray(scores, dtype=np.float64), axis=1, kind="stable")
+
+
+def fill_unlisted(main_scores: np.ndarray, ranks: np.ndarray, k: int) -> np.ndarray:
+    """The full ``(texts, labels)`` matrix from the main scores of each row's top ``k`` (``main_scores[i, r]``
+    belongs to label ``ranks[i, r]``), unlisted labels filled as the module docstring says."""
+    n, n_labels = ranks.shape
+    full = np.empty((n, n_labels), dtype=np.float32)
+    rows = np.arange(n)[:, None]
+    full[rows, ranks[:, :k]] = main_scores
+    if k < n_labels:
+        lowest = main_scores.min(axis=1, keepdims=True).astype(np.float64)
+        steps = np.arange(n_labels - k, dtype=np.float64)[None, :] / (n_labels - k)
+        full[rows, ranks[:, k:]] = (lowest - 1.0 - steps).astype(np.float32)
+    return full
+
+
+class CascadeScorer:
+    """``main`` scores only each text's top ``k`` labels by ``shortlister``; same interface as any scorer.
+
+    >>> from zstc.scorers import make_scorer
+    >>> cascade = CascadeScorer(make_scorer("my-nli-model"), make_scorer("all-MiniLM-L6-v2"), 8)
+    >>> cascade.score(texts, labels).shape == (len(texts), len(labels))
+    True
+
+    Facts about the last :meth:`score` call: ``last_ranks`` (each text's labels in shortlist order) and
+    ``pairs_scored`` / ``pairs_total`` ((text, label) pairs the main model ran / would run without the cascade).
+    """
+
+    def __init__(self, main: Scorer, shortlister: Scorer, k: int) -> None:
+        if k < 1:
+            raise ZstcError(f"--shortlist K must be at least 1, got {k}")
+        self.main = main
+        self.shortlister = shortlister
+        self.k = int(k)
+        self.notes: list[str] = []
+        self.last_ranks: np.ndarray | None = None
+        self.pairs_scored = 0
+        self.pairs_total = 0
+
+    # The cascade stands in for its main scorer: family, spec, score type, device... are the main's.
+    @property
+    def family(self) -> str:
+        return self.main.family
+
+    @property
+    def spec(self) -> Any:
+        return self.main.spec
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes the cascade does not define itself (score_type, bf16, model_id, ...).
+        if name in ("main", "shortlister"):  # not yet set (during unpickling): avoid infinite recursion
+            raise AttributeError(name)
+        return getattr(self.main, name)
+
+    @property
+    def shortlist(self) -> ShortlistSpec:
+        return ShortlistSpec(self.shortlister.spec.model_id, self.k)
+
+    def describe(self) -> dict[str, Any]:
+        shortlister = self.shortlister.describe()
+        facts = {
+            "model": self.shortlister.spec.model_id,
+            "k": self.k,
+            "setting": self.shortlist.canonical,
+            "shortlister": {key: shortlister.get(key) for key in ("family", "pooling", "precision", "dtype", "device") if key in shortlister},
+            "unlisted_scores": "lowest shortlisted score of the text - 1 - (shortlister rank among unlisted) / (labels - K)",
+            "ties": "earlier label first",
+        }
+        if self.family == "llm":
+            facts["prompt"] = "lists only the K shortlisted options, in label order (differs from the full run's prompt)"
+        return {**self.main.describe(), "shortlist": facts}
+
+    # -- scoring --------------------------------------------------------------------------------------
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        texts, labels = list(texts), list(labels)
+        n, n_labels = len(texts), len(labels)
+        self.pairs_total = n * n_labels
+        if self.k >= n_labels or n == 0:
+            # Nothing to leave out: exactly the main scorer's run (the shortlister is not even loaded).
+            scores = self.main.score(texts, labels, show_progress=show_progress)
+            self.last_ranks = shortlist_ranks(scores) if n else np.zeros((0, n_labels), dtype=np.int64)
+            self.pairs_scored = self.pairs_total
+            self.notes = list(getattr(self.main, "notes", []))
+            return scores
+        ranks = shortlist_ranks(self.shortlister.score(texts, labels))
+        self.last_ranks = ranks
+        if self.family in PAIR_FAMILIES and callable(getattr(self.main, "score_pairs", None)):
+            main_scores, notes = self._score_pairs(texts, labels, ranks, show_progress)
+        else:
+            main_scores, notes = self._score_groups(texts, labels, ranks, show_progress)
+        self.pairs_scored = n * self.k
+        self.notes = [
+            f"{self.pairs_scored} of {self.pairs_total} (text, label) pairs scored by the main model "
+            f"(the rest ranked below them by the {self.shortlist.canonical} shortlist)",
+            *notes,
+        ]
+        if self.family == "llm":
+            self.notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
+        return fill_unlisted(main_scores, ranks, self.k)
+
+    def _score_pairs(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
+        """All shortlisted pairs of all texts in one batched run of the pair scorer (batches span texts)."""
+        spec = self.main.spec
+        queries = [spec.format_query(text) for text in texts]
+        documents = [spec.format_document(label) for label in labels]
+        top = ranks[:, : self.k]
+        firsts = [queries[i] for i in np.repeat(np.arange(len(texts)), self.k)]
+        seconds = [documents[j] for j in top.ravel()]
+        scores = self.main.score_pairs(firsts, seconds, show_progress=show_progress)
+        return np.asarray(scores, dtype=np.float32).reshape(len(texts), self.k), list(getattr(self.main, "notes", []))
+
+    def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
+        """Texts that share a shortlist are scored in one call on just those labels, in their own order."""
+        from tqdm.auto import tqdm
+
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, row in enumerate(ranks[:, : self.k]):
+            groups.setdefault(tuple(sorted(row.tolist())), []).append(i)
+        main_scores = np.empty((len(texts), self.k), dtype=np.float32)
+        per_call: list[list[str]] = []
+        for shortlist, members in tqdm(groups.items(), desc="shortlists", disable=not show_progress, leave=False):
+            sub = self.main.score([texts[i] for i in members], [labels[j] for j in shortlist])
+            column = {label: c for c, label in enumerate(shortlist)}
+            for row, i in enumerate(members):
+                main_scores[i] = sub[row, [column[j] for j in ranks[i, : self.k].tolist()]]
+            per_call.append(list(getattr(self.main, "notes", [])))
+        return main_scores, _merge_notes(per_call)
+
+
+def _merge_notes(per_call: list[list[str]]) -> list[str]:
+    from zstc.benchmark.runner import merge_batch_notes  # the runner's rule: "N of M" counts are summed
+
+    return merge_batch_notes(per_call)
+
+
+def with_shortlist(main: Scorer, shortlist: str | int | ShortlistSpec | None, **shortlister_options: Any) -> Scorer:
+    """``main`` behind a :class:`CascadeScorer` for ``shortlist`` (``K`` or ``MODEL:K``); ``main`` itself for None."""
+    from zstc.scorers import make_scorer
+
+    spec = parse_shortlist(shortlist)
+    if spec is None:
+        return main
+    return CascadeScorer(main, make_scorer(spec.model, **shortlister_options), spec.k)

@@ -1,0 +1,571 @@
+"""The batching engine: requests queue on the event loop, one worker forms batches across them, one thread runs the model.
+
+How it works, and where each idea comes from:
+
+* **One model thread.** Every model call runs in a single dedicated (daemon) thread, never in FastAPI's
+  thread pool, so a scorer is never called from two threads at once and need not be thread-safe; the event
+  loop stays free to parse and answer requests while the model computes.
+* **Batches across requests, by a budget of (text, label) pairs.** A request of 3 texts x 10 labels is 30
+  pairs. The worker takes queued requests, oldest first, until the batch holds ``max_batch_pairs`` (a request
+  larger than the budget gets a batch of its own). This is Ray Serve's ``@serve.batch(max_batch_size,
+  batch_wait_timeout_s)``: a batch closes when it is full or when ``max_wait_ms`` have passed since its first
+  request, whichever comes first. Requests that arrive while the model is busy simply wait and are taken
+  together as soon as it is free, as infinity and text-embeddings-inference (TEI) do ("dynamic batching").
+  Within a batch, the scorer still cuts forward passes by its own token budget (TEI's ``--max-batch-tokens``;
+  :mod:`zstc.scorers.pairs`).
+* **What a batch shares.** Cross-encoders (NLI, rerankers) score the flattened pairs of all requests in one
+  :meth:`score_pairs` call, sorted by length across requests, each distinct text and label tokenized once.
+  Embedding models encode the texts of all requests together and keep label-description embeddings in a
+  bounded LRU cache, so a label set seen before costs nothing. Other families (yes/no, LLM) are called once
+  per distinct label set in the batch, with all texts that share it; the yes/no scorer keeps its
+  shared-prefix cache.
+* **Backpressure counted in pairs.** TEI caps in-flight work (``--max-concurrent-requests``) and answers 429
+  ``{"error_type": "overloaded"}`` past it; Ray Serve's ``max_queued_requests`` answers 503 or 429 with
+  ``Retry-After``. Here the cap is ``max_queued_pairs`` of work waiting or running, because a request of
+  64 x 64 pairs is not the same load as one of 1 x 2. :meth:`BatchingEngine.submit` raises :class:`Overloaded`
+  with a Retry-After estimated from the measured pairs per second.
+* **A request that fails fails alone.** When a batch raises, each of its requests is run again on its own,
+  so one request's bad input (a label description too long for the model) never fails its neighbours.
+* **Cancelled work is dropped.** A request whose client went away is removed from the queue; if its batch is
+  already running, its rows are discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import ctypes
+import logging
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from zstc.errors import ModelError
+
+logger = logging.getLogger("zstc.server")
+
+EngineState = Literal["loading", "ready", "draining", "stopped", "failed"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the engine batches and how much it queues (the ``zstc serve`` options of the same names)."""
+
+    max_batch_pairs: int = 1024
+    """(text, label) pairs per batch at most; a single larger request is a batch of its own."""
+    max_wait_ms: float = 5.0
+    """How long a batch may wait for more requests after its first one, when the model is idle."""
+    max_queued_pairs: int = 32768
+    """Pairs waiting or running at most; past it a request is refused with 429 and Retry-After."""
+    label_cache_size: int = 4096
+    """Embedding models: label-description embeddings kept (least recently used dropped first)."""
+    threads: int | None = None
+    """torch intra-op threads of the model thread; None: torch's default (one per core)."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch_pairs", "max_queued_pairs", "label_cache_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not math.isfinite(self.max_wait_ms) or self.max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must be 0 or more, got {self.max_wait_ms}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1, got {self.threads}")
+
+
+class Overloaded(Exception):
+    """The queue holds as much work as it may; retry after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Unavailable(Exception):
+    """The engine takes no work: the model is loading, failed to load, or the server is shutting down."""
+
+
+@dataclass(eq=False)
+class ScoreJob:
+    """One request's work: its texts, each with its label descriptions (as ``Classifier.scores`` takes them)."""
+
+    texts: list[str]
+    label_sets: list[tuple[str, ...]]
+    future: asyncio.Future[list[np.ndarray]]
+    pairs: int = 0
+    enqueued: float = field(default_factory=time.perf_counter)
+    started: float | None = None
+    inference_s: float = 0.0
+    cancelled: bool = False
+
+    def __post_init__(self) -> None:
+        self.pairs = sum(len(labels) for labels in self.label_sets)
+
+    @property
+    def queue_s(self) -> float:
+        return (self.started or time.perf_counter()) - self.enqueued
+
+
+# -- the model thread -------------------------------------------------------------------------------------------
+
+
+class ModelThread:
+    """A single daemon thread that runs every model call, in order.
+
+    A daemon thread (not a ``ThreadPoolExecutor``, whose threads the interpreter joins at exit) so that a
+    forward pass in progress never keeps a stopped server alive.
+    """
+
+    def __init__(self, threads: int | None = None) -> None:
+        self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]] | None] = queue.SimpleQueue()
+        self._threads = threads
+        self._libc: Any = None
+        self._trimmed = 0.0
+        self.torch_threads: int | None = None
+        """torch's intra-op thread count as seen from inside the model thread."""
+        self._thread = threading.Thread(target=self._run, name="zstc-model", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((fn, args, future))
+        return future
+
+    def stop(self) -> None:
+        self._calls.put(None)
+
+    def _run(self) -> None:
+        import torch
+
+        # torch's intra-op thread count is per thread (OpenMP's is a per-thread setting): set it here, in the
+        # thread that runs the model, not in the thread that built the server.
+        if self._threads is not None:
+            torch.set_num_threads(self._threads)
+        self.torch_threads = torch.get_num_threads()
+        while (call := self._calls.get()) is not None:
+            fn, args, future = call
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as error:  # handed to the waiting coroutine, which decides
+                future.set_exception(error)
+            self._trim_heap()
+
+    def _trim_heap(self) -> None:
+        # A forward pass over a large batch allocates hundreds of MB of activations that torch frees to malloc;
+        # glibc keeps them in its arenas, so a long-running server's RSS only ever grows. malloc_trim hands
+        # them back (glibc only; at most once a second, it costs a few milliseconds).
+        now = time.monotonic()
+        if now - self._trimmed < 1.0:
+            return
+        self._trimmed = now
+        if self._libc is None:
+            try:
+                self._libc = ctypes.CDLL("libc.so.6")
+                self._libc.malloc_trim(0)
+            except (OSError, AttributeError):
+                self._libc = False
+            return
+        if self._libc:
+            self._libc.malloc_trim(0)
+
+
+# -- backends: how one family scores a batch of jobs ----------------------------------------------------------
+
+
+class Backend:
+    """Scores a batch of jobs in the model thread: per job, one row of scores per text."""
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+
+    def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
+        raise NotImplementedError
+
+    def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
+        """Tokens the model reads for these jobs (for the batch-tokens metric), or None when unknown."""
+        return None
+
+    def _tokenizer(self) -> Any:
+        try:
+            return self.scorer._load().tokenizer
+        except Exception:  # a scorer without one; the metric is then left out
+            return None
+
+    def _formatted(self, jobs: Sequence[ScoreJob]) -> tuple[list[str], list[tuple[str, ...]]]:
+        """Texts and label descriptions as the model reads them (the registry's query/document prefixes)."""
+        spec = self.scorer.spec
+        texts = [spec.format_query(text) for job in jobs for text in job.texts]
+        label_sets = [tuple(spec.format_document(d) for d in labels) for job in jobs for labels in job.label_sets]
+        return texts, label_sets
+
+
+def _split_rows(jobs: Sequence[ScoreJob], rows: list[np.ndarray]) -> list[list[np.ndarray]]:
+    per_job, start = [], 0
+    for job in jobs:
+        per_job.append(rows[start : start + len(job.texts)])
+        start += len(job.texts)
+    return per_job
+
+
+class PairBackend(Backend):
+    """Cross-encoders: every (text, description) pair of every job, scored in one ``score_pairs`` call."""
+
+    def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
+        texts, label_sets = self._formatted(jobs)
+        firsts = [text for text, labels in zip(texts, label_sets) for _ in labels]
+        seconds = [label for labels in label_sets for label in labels]
+        scores = self.scorer.score_pairs(firsts, seconds)
+        bounds = np.cumsum([0, *(len(labels) for labels in label_sets)])
+        return _split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))])
+
+    def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
+        tokenizer = self._tokenizer()
+        if tokenizer is None:
+            return None
+        texts, label_sets = self._formatted(jobs)
+        length = _token_lengths(tokenizer, [*texts, *(d for labels in label_sets for d in labels)])
+        return sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
+
+
+class EmbeddingBackend(Backend):
+    """Embedding models: the texts of all jobs encoded together; label embeddings from a bounded LRU cache.
+
+    The cache holds one embedding per label description, so a label set is free once each of its
+    descriptions has been seen, whatever set they came in.
+    """
+
+    def __init__(self, scorer: Any, cache_size: int, on_lookup: Callable[[int, int], None] | None = None) -> None:
+        super().__init__(scorer)
+        self.cache_size = cache_size
+        self._cache: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._on_lookup = on_lookup
+
+    @staticmethod
+    def supports(scorer: Any) -> bool:
+        return all(hasattr(scorer, name) for name in ("_encode", "_count_truncated", "spec"))
+
+    def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
+        import torch
+
+        texts, label_sets = self._formatted(jobs)
+        distinct_texts = list(dict.fromkeys(texts))
+        text_rows = {text: i for i, text in enumerate(distinct_texts)}
+        text_embeddings = self.scorer._encode(distinct_texts, show_progress=False)
+        label_embeddings = self._label_embeddings(list(dict.fromkeys(d for labels in label_sets for d in labels)))
+        rows = []
+        for text, labels in zip(texts, label_sets):
+            matrix = torch.stack([label_embeddings[d] for d in labels])
+            rows.append((text_embeddings[text_rows[text]] @ matrix.T).cpu().numpy().astype(np.float32))
+        return _split_rows(jobs, rows)
+
+    def _label_embeddings(self, descriptions: list[str]) -> dict[str, Any]:
+        missing = [d for d in descriptions if d not in self._cache]
+        if self._on_lookup is not None:
+            self._on_lookup(len(descriptions) - len(missing), len(missing))
+        if missing:
+            # The scorer's own rule: a label description is never truncated, so one that is too long is an error.
+            if self.scorer._count_truncated(missing):
+                raise ModelError(
+                    f"a label description is longer than {self.scorer.spec.model_id}'s {self.scorer.max_length} tokens; "
+                    "label descriptions are never truncated: shorten it"
+                )
+            for description, embedding in zip(missing, self.scorer._encode(missing, show_progress=False)):
+                self._cache[description] = embedding
+        found = {}
+        for description in descriptions:
+            self._cache.move_to_end(description)
+            found[description] = self._cache[description]
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return found
+
+    def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
+        tokenizer = self._tokenizer()
+        if tokenizer is None:
+            return None
+        texts, _ = self._formatted(jobs)
+        return sum(_token_lengths(tokenizer, list(dict.fromkeys(texts))).values())
+
+
+class MatrixBackend(Backend):
+    """Any scorer: one ``score(texts, labels)`` call per distinct label set, with every text that has it."""
+
+    def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
+        groups: dict[tuple[str, ...], list[int]] = {}
+        flat_texts = [text for job in jobs for text in job.texts]
+        flat_sets = [labels for job in jobs for labels in job.label_sets]
+        for position, labels in enumerate(flat_sets):
+            groups.setdefault(labels, []).append(position)
+        rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
+        for labels, positions in groups.items():
+            matrix = self.scorer.score([flat_texts[p] for p in positions], list(labels))
+            for p, row in zip(positions, matrix):
+                rows[p] = row
+        return _split_rows(jobs, rows)
+
+
+def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
+    distinct = list(dict.fromkeys(strings))
+    ids = tokenizer(distinct, add_special_tokens=False)["input_ids"] if distinct else []
+    return {s: len(i) for s, i in zip(distinct, ids)}
+
+
+def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int], None] | None = None) -> Backend:
+    """The backend that batches best for this scorer's family."""
+    if hasattr(scorer, "score_pairs") and hasattr(scorer, "spec"):
+        return PairBackend(scorer)
+    if getattr(scorer, "family", None) in ("embedding", "encoder") and EmbeddingBackend.supports(scorer):
+        return EmbeddingBackend(scorer, config.label_cache_size, on_lookup)
+    return MatrixBackend(scorer)
+
+
+# -- the engine ----------------------------------------------------------------------------------------------------
+
+
+class BatchingEngine:
+    """An asyncio front (submit, cancel, drain) to one model thread that scores batches formed across requests.
+
+    Create it, call :meth:`start` from the running event loop, :meth:`submit` jobs and await their
+    futures, and :meth:`stop` at shutdown. ``telemetry`` (a :class:`zstc.server.telemetry.Telemetry`) is
+    optional.
+    """
+
+    def __init__(self, scorer: Any, config: EngineConfig | None = None, telemetry: Any = None) -> None:
+        self.scorer = scorer
+        self.config = config or EngineConfig()
+        self.telemetry = telemetry
+        self.backend = backend_for(scorer, self.config, self._count_cache_lookups if telemetry is not None else None)
+        self.state: EngineState = "loading"
+        self.failure: str | None = None
+        self._pending: collections.deque[ScoreJob] = collections.deque()
+        self._pending_pairs = 0
+        self._running_pairs = 0
+        self._pairs_per_second: float | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._idle: asyncio.Event | None = None
+        self._thread: ModelThread | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the model thread and the batching worker, and warm up (a tiny forward pass) in the background."""
+        self._wakeup, self._idle = asyncio.Event(), asyncio.Event()
+        self._idle.set()
+        self._thread = ModelThread(self.config.threads)
+        self._tasks = [asyncio.create_task(self._warm_up()), asyncio.create_task(self._run())]
+
+    @property
+    def torch_threads(self) -> int | None:
+        return self._thread.torch_threads if self._thread else None
+
+    async def _warm_up(self) -> None:
+        assert self._thread is not None
+        job = ScoreJob(["warm-up"], [("a", "b")], asyncio.get_running_loop().create_future())
+        try:
+            await asyncio.wrap_future(self._thread.submit(self.backend.score, [job]))
+        except Exception as error:
+            self.state, self.failure = "failed", f"{type(error).__name__}: {error}"
+            logger.error("the model failed its warm-up forward pass: %s", self.failure)
+            return
+        if self.state == "loading":
+            self.state = "ready"
+
+    def begin_drain(self) -> None:
+        """Take no new work; what is queued still runs (SIGTERM)."""
+        if self.state in ("loading", "ready"):
+            self.state = "draining"
+
+    async def drained(self, timeout: float) -> bool:
+        """Wait until the queue is empty and no batch runs; False when ``timeout`` passed first."""
+        assert self._idle is not None
+        deadline = time.monotonic() + timeout
+        while self._pending or not self._idle.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._idle.wait(), remaining)
+            except TimeoutError:
+                return False
+            await asyncio.sleep(0)
+        return True
+
+    async def stop(self) -> None:
+        """Stop the worker and the model thread; requests still queued get :class:`Unavailable`."""
+        self.state = "stopped"
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        while self._pending:
+            job = self._pending.popleft()
+            if not job.future.done():
+                job.future.set_exception(Unavailable("the server is shutting down"))
+        self._pending_pairs = 0
+        if self._thread is not None:
+            self._thread.stop()
+
+    # -- admission ------------------------------------------------------------------------------------------
+
+    @property
+    def queued_pairs(self) -> int:
+        """Pairs waiting or running: what ``max_queued_pairs`` bounds."""
+        return self._pending_pairs + self._running_pairs
+
+    def submit(self, texts: list[str], label_sets: list[tuple[str, ...]]) -> ScoreJob:
+        """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`."""
+        if self.state != "ready":
+            raise Unavailable(self.unavailable_reason())
+        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future())
+        if self.queued_pairs + job.pairs > self.config.max_queued_pairs:
+            raise Overloaded(
+                f"the server is at capacity: {self.queued_pairs} (text, label) pairs are queued or running, this request "
+                f"adds {job.pairs}, the limit is {self.config.max_queued_pairs}; retry later",
+                self.retry_after(),
+            )
+        assert self._wakeup is not None
+        self._pending.append(job)
+        self._pending_pairs += job.pairs
+        self._record_queue()
+        self._wakeup.set()
+        return job
+
+    def unavailable_reason(self) -> str:
+        return {
+            "loading": "the model is loading",
+            "draining": "the server is shutting down",
+            "stopped": "the server is shutting down",
+            "failed": f"the model failed to load: {self.failure}",
+        }.get(self.state, "the server is not ready")
+
+    def retry_after(self) -> int:
+        """Seconds until the queued work is likely done, from the measured throughput (1 to 60)."""
+        if not self._pairs_per_second:
+            return 1
+        return int(min(60, max(1, math.ceil(self.queued_pairs / self._pairs_per_second))))
+
+    def cancel(self, job: ScoreJob) -> None:
+        """The client went away: drop the job if it still waits; if its batch runs, its rows are discarded."""
+        job.cancelled = True
+        if job.started is None:
+            try:
+                self._pending.remove(job)
+            except ValueError:
+                pass
+            else:
+                self._pending_pairs -= job.pairs
+                self._record_queue()
+        if not job.future.done():
+            job.future.cancel()
+
+    # -- the worker -----------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        assert self._wakeup is not None and self._idle is not None
+        while True:
+            while not self._pending:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            # Ray Serve's rule: the batch closes when full or when the oldest request has waited max_wait.
+            deadline = self._pending[0].enqueued + self.config.max_wait_ms / 1000
+            while self._pending_pairs < self.config.max_batch_pairs:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    break
+                self._wakeup.clear()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), remaining)
+                except TimeoutError:
+                    break
+            batch = self._take_batch()
+            if batch:
+                self._idle.clear()
+                try:
+                    await self._execute(batch)
+                finally:
+                    self._running_pairs = 0
+                    self._idle.set()
+
+    def _take_batch(self) -> list[ScoreJob]:
+        batch: list[ScoreJob] = []
+        pairs = 0
+        while self._pending:
+            job = self._pending[0]
+            if batch and pairs + job.pairs > self.config.max_batch_pairs:
+                break
+            self._pending.popleft()
+            self._pending_pairs -= job.pairs
+            if job.cancelled or job.future.done():
+                continue
+            batch.append(job)
+            pairs += job.pairs
+        self._running_pairs = pairs
+        self._record_queue()
+        return batch
+
+    async def _execute(self, batch: list[ScoreJob]) -> None:
+        assert self._thread is not None
+        started = time.perf_counter()
+        for job in batch:
+            job.started = started
+        try:
+            results: list[list[np.ndarray] | BaseException] = list(
+                await asyncio.wrap_future(self._thread.submit(self.backend.score, batch))
+            )
+        except Exception as error:
+            if len(batch) == 1:
+                results = [error]
+            else:  # find the request that failed: each alone, so the others still get their rows
+                results = []
+                for job in batch:
+                    try:
+                        results.extend(await asyncio.wrap_future(self._thread.submit(self.backend.score, [job])))
+                    except Exception as single_error:
+                        results.append(single_error)
+        elapsed = time.perf_counter() - started
+        pairs = sum(job.pairs for job in batch)
+        self._pairs_per_second = pairs / max(elapsed, 1e-6) if self._pairs_per_second is None else (
+            0.8 * self._pairs_per_second + 0.2 * pairs / max(elapsed, 1e-6))
+        for job, result in zip(batch, results):
+            job.inference_s = elapsed
+            if job.future.done():  # cancelled while its batch ran
+                continue
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+            else:
+                job.future.set_result(result)
+        if self.telemetry is not None:
+            self.telemetry.inference_time.observe(elapsed)
+            self.telemetry.batch_pairs.observe(pairs)
+            self.telemetry.batch_requests.observe(len(batch))
+            for job in batch:
+                self.telemetry.queue_time.observe(job.queue_s)
+            self._record_tokens(batch)
+
+    def _record_tokens(self, batch: list[ScoreJob]) -> None:
+        # Counted in the model thread (the tokenizer is the scorer's), queued behind the batch without being
+        # awaited: the worker forms the next batch meanwhile. prometheus-client metrics are thread-safe.
+        assert self._thread is not None
+
+        def observe(future: concurrent.futures.Future[int | None]) -> None:
+            if not future.cancelled() and future.exception() is None and future.result() is not None:
+                self.telemetry.batch_tokens.observe(future.result())
+
+        self._thread.submit(self.backend.count_tokens, batch).add_done_callback(observe)
+
+    def _record_queue(self) -> None:
+        if self.telemetry is not None:
+            self.telemetry.queued_pairs.set(self._pending_pairs)
+            self.telemetry.queued_requests.set(len(self._pending))
+
+    def _count_cache_lookups(self, hits: int, misses: int) -> None:
+        self.telemetry.label_cache.labels(result="hit").inc(hits)
+        self.telemetry.label_cache.labels(result="miss").inc(misses)

@@ -1,0 +1,135 @@
+"""The playground page served at ``GET /``: type texts and labels, see the scores. One self-contained HTML file
+(no external scripts, styles or fonts), calling ``POST /classify`` with ``fetch``.
+
+Query parameters fill the form, and ``run=1`` submits it on load (``/?text=...&labels=a,b&run=1``): a link
+that shows a result, and how the headless-browser test drives the page.
+"""
+
+PLAYGROUND_HTML = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>zstc playground</title>
+<style>
+  body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 860px; padding: 0 1rem; color: #1d2330; }
+  h1 { font-size: 1.4rem; margin-bottom: .2rem; }
+  #model { color: #5a6478; margin-top: 0; }
+  label { display: block; font-weight: 600; margin-top: .9rem; }
+  textarea, input[type=text], input[type=password], input[type=number] { width: 100%; box-sizing: border-box; padding: .45rem;
+    border: 1px solid #b9c0cf; border-radius: 6px; font: inherit; }
+  .row { display: flex; gap: 1rem; align-items: end; }
+  .row > div { flex: 1; }
+  button { margin-top: 1rem; padding: .55rem 1.4rem; border: 0; border-radius: 6px; background: #2f5bd3; color: white; font: inherit; cursor: pointer; }
+  #error { color: #b3261e; margin-top: 1rem; white-space: pre-wrap; }
+  .result { margin-top: 1.4rem; border-top: 1px solid #dde2ec; padding-top: .8rem; }
+  .text { font-style: italic; margin-bottom: .4rem; }
+  .winner { font-weight: 700; }
+  table { border-collapse: collapse; width: 100%; }
+  td { padding: .18rem .4rem; vertical-align: middle; }
+  td.num { text-align: right; font-variant-numeric: tabular-nums; width: 6rem; }
+  .bar { height: .8rem; background: #2f5bd3; border-radius: 3px; min-width: 1px; }
+  tr.passed td:first-child::after { content: " \\2713"; color: #1b7f3b; }
+  small { color: #5a6478; }
+</style>
+</head>
+<body data-state="idle">
+<h1>zstc playground</h1>
+<p id="model">zero-shot classification</p>
+<form id="form">
+  <label for="texts">Texts <small>(one per line)</small></label>
+  <textarea id="texts" rows="4">The striker scored twice in the second half.</textarea>
+  <label for="labels">Labels <small>(comma-separated)</small></label>
+  <input id="labels" type="text" value="sports, economy, politics">
+  <div class="row">
+    <div><label for="template">Template <small>(optional, one {})</small></label>
+      <input id="template" type="text" value="This text is about {}."></div>
+    <div><label for="threshold">Threshold <small>(multi-label; empty: default)</small></label>
+      <input id="threshold" type="number" step="any"></div>
+  </div>
+  <div class="row">
+    <div><label><input id="multi" type="checkbox"> multi-label</label></div>
+    <div><label for="key">API key <small>(if the server needs one)</small></label>
+      <input id="key" type="password" autocomplete="off"></div>
+  </div>
+  <button type="submit">Classify</button>
+</form>
+<div id="error"></div>
+<div id="results"></div>
+<script>
+"use strict";
+const $ = (id) => document.getElementById(id);
+
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+
+function render(data) {
+  const out = $("results");
+  out.replaceChildren();
+  for (const result of data.results) {
+    const box = document.createElement("div");
+    box.className = "result";
+    const text = document.createElement("div");
+    text.className = "text";
+    text.textContent = result.text;
+    const answer = document.createElement("div");
+    answer.className = "winner";
+    answer.textContent = data.multi_label ? "labels: " + result.labels.join(", ") : "label: " + result.label;
+    const table = document.createElement("table");
+    for (const s of result.scores) {
+      const row = table.insertRow();
+      if (s.passed) row.className = "passed";
+      cell(row, s.label);
+      cell(row, s.score.toFixed(4), "num");
+      cell(row, (100 * s.probability).toFixed(1) + "%", "num");
+      const bar = document.createElement("div");
+      bar.className = "bar";
+      bar.style.width = Math.max(0, Math.min(100, 100 * s.probability)).toFixed(1) + "%";
+      row.insertCell().appendChild(bar);
+    }
+    box.append(text, answer, table);
+    out.appendChild(box);
+  }
+}
+
+async function classify(event) {
+  if (event) event.preventDefault();
+  document.body.dataset.state = "running";
+  $("error").textContent = "";
+  const body = {
+    texts: $("texts").value.split("\\n").filter((t) => t.trim()),
+    labels: $("labels").value.split(",").map((l) => l.trim()).filter((l) => l),
+    multi_label: $("multi").checked,
+  };
+  if ($("template").value.trim()) body.template = $("template").value;
+  if (body.multi_label && $("threshold").value !== "") body.threshold = Number($("threshold").value);
+  const headers = { "content-type": "application/json" };
+  if ($("key").value) headers.authorization = "Bearer " + $("key").value;
+  try {
+    const response = await fetch("classify", { method: "POST", headers, body: JSON.stringify(body) });
+    const data = await response.json();
+    if (!response.ok) throw new Error(response.status + " " + (data.error || JSON.stringify(data)));
+    $("model").textContent = data.model + " (" + data.family + ", scores: " + data.score_type + ")";
+    render(data);
+    document.body.dataset.state = "done";
+  } catch (error) {
+    $("error").textContent = String(error.message || error);
+    document.body.dataset.state = "error";
+  }
+}
+
+$("form").addEventListener("submit", classify);
+const query = new URLSearchParams(location.search);
+if (query.has("text")) $("texts").value = query.getAll("text").join("\\n");
+if (query.has("labels")) $("labels").value = query.get("labels");
+if (query.has("template")) $("template").value = query.get("template");
+if (query.get("multi_label") === "1") $("multi").checked = true;
+if (query.get("run") === "1") classify();
+</script>
+</body>
+</html>
+"""

@@ -1,0 +1,192 @@
+"""Request and response bodies of the HTTP service, as pydantic models (they are also the OpenAPI schema).
+
+Three request shapes:
+
+* zstc's own (:class:`ClassifyRequest`): texts, labels or one label set per text, descriptions or a
+  template, multi-label with a threshold;
+* the Hugging Face inference task for zero-shot classification (:class:`HFZeroShotRequest`:
+  ``{"inputs", "parameters": {"candidate_labels", "hypothesis_template", "multi_label"}}``), accepted by
+  ``POST /classify`` (recognised by its ``inputs`` key) and ``POST /``, so clients written for the hub work
+  unchanged;
+* the Cohere/Jina rerank body (:class:`RerankRequest`: ``query``, ``documents``, ``top_n``,
+  ``return_documents``), which infinity, vLLM and TEI serve too.
+
+The models check only shape and types. Everything a CLI user could also get wrong (an empty text, one label,
+duplicate labels, a bad template) is checked by :mod:`zstc.validation` and :mod:`zstc.api` in the route, so the
+message reads exactly as it does on the command line.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+
+
+def _valid_unicode(value: str) -> str:
+    # JSON may carry a lone UTF-16 surrogate ("\ud800"); Python decodes it into a str that no tokenizer
+    # and no UTF-8 encoder accepts. Refused here, it is a 422 instead of an error deep inside the model.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = value[error.start]
+        raise ValueError(f"contains a lone UTF-16 surrogate (U+{ord(bad):04X}), which is not text") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_valid_unicode)]
+"""A string that is valid Unicode (no lone surrogates)."""
+
+
+class ErrorResponse(BaseModel):
+    """Every error, in text-embeddings-inference's shape: ``{"error": ..., "error_type": ...}``."""
+
+    error: str
+    error_type: Literal["validation", "too_large", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
+
+
+# -- zstc's own shape ---------------------------------------------------------------------------------------
+
+
+class ClassifyRequest(BaseModel):
+    """Classify texts into labels (one label set for all texts, or one per text)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt "multilabel" is an error, not silently ignored
+
+    texts: Text | list[Text] = Field(description="One text, or a list of texts.", examples=[["The striker scored twice."]])
+    labels: list[Text] | list[list[Text]] = Field(
+        description="Candidate labels for every text, or one list of labels per text (as many lists as texts).",
+        examples=[["sports", "economy", "politics"]],
+    )
+    descriptions: list[Text] | list[list[Text]] | None = Field(
+        default=None, description="One description per label (same shape as labels), scored instead of the label names."
+    )
+    template: Text | None = Field(default=None, description="Turns each label into its description, e.g. 'This text is about {}.'")
+    multi_label: bool = Field(default=False, description="Every label whose score reaches the threshold, or 'none'.")
+    threshold: float | None = Field(
+        default=None, allow_inf_nan=False,
+        description="Multi-label threshold on the raw score; default: the score type's (see GET /info).",
+    )
+    label_thresholds: dict[Text, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
+        default=None, description="Multi-label: a threshold per label name, overriding `threshold`."
+    )
+    precision: int | None = Field(default=None, ge=0, le=12, description="Round scores and probabilities to this many decimals.")
+
+
+class LabelScore(BaseModel):
+    label: str
+    score: float = Field(description="The model's raw score (see score_type in GET /info).")
+    probability: float = Field(
+        description="Single-label: softmax over this text's labels of score / temperature. Multi-label: this label's "
+        "own probability, sigmoid((score - default threshold) / temperature)."
+    )
+    passed: bool | None = Field(default=None, description="Multi-label: whether the score reached its threshold.")
+
+
+class TextResult(BaseModel):
+    text: str
+    label: str | None = Field(default=None, description="Single-label: the best label (the first on ties).")
+    labels: list[str] | None = Field(default=None, description="Multi-label: every label that passed, or ['none'].")
+    scores: list[LabelScore] = Field(description="Every label, highest score first.")
+
+
+class ClassifyResponse(BaseModel):
+    model: str
+    family: str
+    score_type: str | None
+    multi_label: bool
+    results: list[TextResult]
+
+
+# -- the Hugging Face inference task shape ---------------------------------------------------------------------
+
+
+class HFParameters(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # hub clients send more (e.g. options) than zero-shot needs
+
+    candidate_labels: list[Text] | Text = Field(description="Labels, as a list or one comma-separated string (as the pipeline takes them).")
+    hypothesis_template: Text = Field(default="This example is {}.", description="The pipeline's default is 'This example is {}.'")
+    multi_label: bool = False
+
+
+class HFZeroShotRequest(BaseModel):
+    """``{"inputs": text, "parameters": {...}}``: answered as ``[{"label", "score"}]``, highest score first
+    (a list of such lists when ``inputs`` is a list)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    inputs: Text | list[Text]
+    parameters: HFParameters
+
+
+class HFLabelScore(BaseModel):
+    label: str
+    score: float
+
+
+def _request_shape(body: Any) -> str | None:
+    if isinstance(body, dict):
+        return "hf" if "inputs" in body else "zstc"
+    return None
+
+
+AnyClassifyRequest = Annotated[
+    Union[Annotated[ClassifyRequest, Tag("zstc")], Annotated[HFZeroShotRequest, Tag("hf")]],
+    Discriminator(
+        _request_shape,
+        custom_error_type="shape",
+        custom_error_message="expected a JSON object: {texts, labels, ...} or the Hugging Face shape {inputs, parameters}",
+    ),
+]
+"""What ``POST /classify`` accepts: an object with ``inputs`` is the Hugging Face shape, any other zstc's."""
+
+
+# -- rerank ---------------------------------------------------------------------------------------------------
+
+
+class RerankDocument(BaseModel):
+    text: Text
+
+
+class RerankRequest(BaseModel):
+    """Cohere/Jina rerank: score every document against the query, best first."""
+
+    model_config = ConfigDict(extra="ignore")  # SDKs send model, rank_fields, max_chunks_per_doc, ...
+
+    query: Text
+    documents: list[Text | RerankDocument] = Field(description="Strings, or objects with a 'text' field.")
+    top_n: int | None = Field(default=None, ge=1, description="Return only the best n.")
+    return_documents: bool = False
+    model: str | None = Field(default=None, description="Ignored: the server serves one model.")
+
+
+class RerankResult(BaseModel):
+    index: int
+    relevance_score: float = Field(description="sigmoid((score - default threshold) / temperature): order as the raw score.")
+    document: RerankDocument | None = None
+
+
+class RerankResponse(BaseModel):
+    id: str
+    model: str
+    results: list[RerankResult]
+
+
+# -- health and info ------------------------------------------------------------------------------------------
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok", "ready", "loading", "draining", "failed"]
+    model: str
+    family: str
+
+
+class InfoResponse(BaseModel):
+    model: str
+    family: str
+    score_type: str | None
+    temperature: float
+    scorer: dict[str, Any]
+    limits: dict[str, int]
+    batching: dict[str, Any]
+    version: str

