@@ -87,7 +87,7 @@ class BenchConfig:
             "model": spec.model_id,
             "family": spec.family,
             "model_revision": _model_identity(spec),
-            "scoring_version": scorer_class(spec.family).SCORING_VERSION,
+            "scoring_version": scorer_class(spec.family).SCORING_VERSION,  # type: ignore[attr-defined]  # typed `type` until the Family record
             "precision": scorer_options["precision"],
             "device_type": device.type,
             "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},
