@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from zstc.benchmark.leaderboard import json_schema
 from zstc.benchmark.records import DatasetResult, RunSummary, Timing
-from zstc.benchmark.store import ResultStore, load_summary
+from zstc.benchmark.store import DamagedResult, ResultStore, load_summary
 from zstc.errors import DataError, UnknownNameError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,17 +64,18 @@ def test_invalid_results_are_refused_on_write_and_recomputed_on_read(tmp_path: P
     store.save(valid)
     path = store.directory / "imdb.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "n_texts": "four"}))
-    assert store.load("imdb") is None  # a damaged part is recomputed, never trusted
+    with pytest.raises(DamagedResult, match="n_texts: Input should be a valid integer"):  # named; bench recomputes it
+        store.load("imdb")
 
 
 def test_a_summary_that_is_not_one_is_a_one_line_error_naming_the_field(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "m"},
-                                "results": {"overall": METRICS, "by_task": {}, "by_dataset": {"imdb": {**METRICS, "accuracy": "high"}}}}))
+                                "results": {"overall": {**METRICS, "accuracy": "high"}, "by_task": {}, "by_dataset": {"imdb": METRICS}}}))
     with pytest.raises(DataError) as caught:
         load_summary(path)
     message = str(caught.value)
-    assert message.startswith(f"{path}: not a valid zstc result file: results.by_dataset.imdb.accuracy: ") and "\n" not in message
+    assert message.startswith(f"{path}: not a valid zstc result file: results.overall.accuracy: ") and "\n" not in message
     assert RunSummary.model_validate({**json.loads(path.read_text()), "results": {
         "overall": METRICS, "by_task": {}, "by_dataset": {"imdb": METRICS}}}).content()["results"]["by_dataset"]["imdb"] == METRICS | {
         "n_texts": None, "n_labels": None, "unlabelled_texts": None, "wall_time_s": None, "texts_per_second": None,

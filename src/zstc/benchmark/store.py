@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
 from zstc.errors import DataError
-from zstc.io import atomic_write, read_json, remove_orphan_temps
+from zstc.io import atomic_write, read_json, remove_orphan_temps, umask_mode  # noqa: F401  (umask_mode: kept importable from here)
 
 __all__ = ["SCHEMA_VERSION", "DamagedResult", "DatasetResult", "ResultStore", "RunSummary", "fingerprint", "load_summary",
            "percentile", "save_summary", "write_json"]
