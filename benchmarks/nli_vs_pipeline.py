@@ -12,6 +12,13 @@ texts, so that background load on a shared machine falls on both alike.
 Without ``--model`` it builds all-MiniLM-L6-v2 with a fresh, seeded 3-way head (no NLI model ships on
 PyPI): its predictions are meaningless, but speed and agreement are measured just as well. The last line
 is ``speedup=<zstc texts/s / pipeline texts/s> agreement=<share of identical argmax predictions>``.
+
+``--shortlist K`` runs zstc as a cascade (all-MiniLM-L6-v2 keeps each text's top K hypotheses, the NLI model
+scores only those; ``K`` or ``MODEL:K``): the speedup then combines less work with faster work, agreement
+with the full pipeline is no longer expected to be 1, and the last line adds ``f1_delta=<cascade macro-F1 -
+pipeline macro-F1>`` (the pipeline's argmax is the full run's). Both runs also report the fraction of the
+machine's matmul peak they reached (model FLOPs over real tokens / time / a large matmul's FLOP/s measured
+in the same script, fp32 or bf16 as the run used).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from hardware import encoder_flops, machine_peaks, peak_line
 
 from zstc.scorers.runtime import resolve_precision
 
@@ -106,11 +114,30 @@ def pipeline_predictor(model: str, hypotheses: list[str], batch_size: int | None
     return predict
 
 
-def zstc_predictor(model: str, hypotheses: list[str], options: dict[str, Any]) -> Predictor:
+def zstc_predictor(model: str, hypotheses: list[str], options: dict[str, Any], scored_pairs: dict[str, list[str]] | None = None) -> Predictor:
+    """zstc's argmax; ``scored_pairs`` receives, per text, the hypotheses its NLI model ran (for FLOP counts)."""
     from zstc.scorers import make_scorer
 
     scorer = make_scorer(model, "nli", score_type="logit", device="cpu", **options)
-    return lambda texts: scorer.score(texts, hypotheses).argmax(axis=1)
+
+    def predict(texts: list[str]) -> np.ndarray:
+        scores = scorer.score(texts, hypotheses)
+        if scored_pairs is not None:
+            ranks = getattr(scorer, "last_ranks", None)
+            kept = len(hypotheses) if ranks is None else min(scorer.k, len(hypotheses))
+            for i, text in enumerate(texts):
+                columns = range(len(hypotheses)) if ranks is None else ranks[i, :kept]
+                scored_pairs[text] = [hypotheses[j] for j in columns]
+        return scores.argmax(axis=1)
+
+    return predict
+
+
+def pair_lengths(model: str, pairs: list[tuple[str, str]]) -> list[int]:
+    """Real token counts of (text, hypothesis) pairs, the text truncated first, as both runs tokenize them."""
+    _, tokenizer = pipeline_model(model)
+    limit = min(tokenizer.model_max_length, 512)
+    return [len(tokenizer(text, hypothesis, truncation="only_first", max_length=limit)["input_ids"]) for text, hypothesis in pairs]
 
 
 def timed_rounds(predictors: dict[str, Predictor], texts: list[str], chunk: int) -> dict[str, tuple[np.ndarray, float]]:
@@ -146,6 +173,7 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=20, help="texts per round; the two alternate round by round")
     parser.add_argument("--threads", type=int, help="torch CPU threads for both (default: torch's own choice)")
     parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="zstc's precision (the pipeline stays fp32)")
+    parser.add_argument("--shortlist", help="zstc as a cascade: K or MODEL:K (see zstc.scorers.cascade)")
     args = parser.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -154,7 +182,8 @@ def main() -> None:
 
     task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, hypotheses = list(task.texts), list(task.hypotheses)
-    options = {"precision": resolve_precision(args.precision, torch.device("cpu")), "batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens}
+    options = {"precision": resolve_precision(args.precision, torch.device("cpu")), "batch_size": args.batch_size,
+               "max_batch_tokens": args.max_batch_tokens, "shortlist": args.shortlist}
     options = {name: value for name, value in options.items() if value is not None}
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -162,16 +191,36 @@ def main() -> None:
         print(f"model: {args.model or 'all-MiniLM-L6-v2 + fresh 3-way head'}; {len(texts)} texts x {len(hypotheses)} "
               f"hypotheses = {len(texts) * len(hypotheses)} pairs; torch threads: {torch.get_num_threads()}; "
               f"alternating in chunks of {args.chunk} texts", flush=True)
+        scored: dict[str, list[str]] = {}
+        peaks_before = machine_peaks()
         results = timed_rounds(
-            {"zstc": zstc_predictor(model, hypotheses, options),
+            {"zstc": zstc_predictor(model, hypotheses, options, scored),
              "pipeline": pipeline_predictor(model, hypotheses, args.pipeline_batch_size)},
             texts, args.chunk,
         )
+        peaks_after = machine_peaks()
+        # The machine is shared: the higher of two measurements is the nearer to what it can do.
+        peaks = {name: max(peaks_before[name], peaks_after[name]) for name in peaks_before}
+        network, _ = pipeline_model(model)
+        pairs = [(text, hypothesis) for text, kept in scored.items() for hypothesis in kept]
+        zstc_flops = encoder_flops(network, pair_lengths(model, pairs))
+        full_flops = encoder_flops(network, pair_lengths(model, [(t, h) for t in texts for h in hypotheses]))
     (ours, ours_s), (theirs, theirs_s) = results["zstc"], results["pipeline"]
-    print(f"zstc:     {ours_s:8.2f} s  {len(texts) / ours_s:8.2f} texts/s  ({options['precision']})")
+    precision = options["precision"]
+    print(f"zstc:     {ours_s:8.2f} s  {len(texts) / ours_s:8.2f} texts/s  ({precision}"
+          f"{', cascade ' + args.shortlist if args.shortlist else ''}; {len(pairs)} pairs)")
     print(f"pipeline: {theirs_s:8.2f} s  {len(texts) / theirs_s:8.2f} texts/s  (fp32, batch_size {args.pipeline_batch_size or 'default'})")
+    print(peak_line("zstc peak fraction", zstc_flops, ours_s, peaks, precision))
+    print(peak_line("pipeline peak fraction", full_flops, theirs_s, peaks, "fp32"))
     agreement = float(np.mean(ours == theirs))
-    print(f"speedup={theirs_s / ours_s:.2f} agreement={agreement:.4f}")
+    line = f"speedup={theirs_s / ours_s:.2f} agreement={agreement:.4f}"
+    if args.shortlist:
+        from zstc.benchmark.metrics import dataset_metrics
+
+        f1_ours, f1_full = (dataset_metrics(task.gold, predicted)["macro_f1"] for predicted in (ours, theirs))
+        line += f" f1_delta={f1_ours - f1_full:+.4f} (cascade {f1_ours:.4f}, full {f1_full:.4f})"
+    print(line)
+
 
 if __name__ == "__main__":
     main()

@@ -52,7 +52,7 @@ def main() -> None:
     for precision in precisions:
         scorer = make_scorer(args.model, "yesno", batch_size=args.batch_size, device=str(device), precision=precision)
         assert isinstance(scorer, YesNoScorer)
-        scorer._load()
+        scorer.loaded  # load before timing
         print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
               f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}")
         uncached, uncached_s = timed_scores(scorer, texts, labels, prefix_cache=False)

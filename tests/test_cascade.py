@@ -165,9 +165,12 @@ def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path
     assert summary["model"]["shortlist"]["k"] == 2
     detail = json.loads(next((tmp_path / "cascade.details").glob("financialphrasebank*.json")).read_text())
     assert any("pairs scored by the main model" in note for note in detail["notes"])
-    # a different K is a different result, not a reused one
-    status, _, err = zstc_cli(*args, "--shortlist", "all-MiniLM-L6-v2:3")
-    assert status == 0 and "reusing" not in err
+    # the same setting in another spelling is the same result (reused); a different K is another result,
+    # which the result store refuses to mix into the same --out
+    status, _, err = zstc_cli(*args, "--shortlist", "all-MiniLM-L6-v2:2")
+    assert status == 0 and "reusing" in err
+    status, _, err = zstc_cli(*args, "--shortlist", "3")
+    assert status == 2 and "other settings" in err and ":3" in err
     status, _, err = zstc_cli(*args, "--shortlist", "0")
     assert status == 2 and "error:" in err
 

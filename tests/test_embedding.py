@@ -47,14 +47,14 @@ def test_query_and_document_prefixes_come_from_the_registry():
 
 
 def test_truncated_texts_are_reported(minilm_native):
-    minilm_native.score(["word " * 400, "short"], ["a", "b"])
-    assert minilm_native.notes == ["1 of 2 texts exceed 256 tokens and were truncated"]
+    notes = minilm_native.score_with_notes(["word " * 400, "short"], ["a", "b"]).notes
+    assert notes == ["1 of 2 texts exceed 256 tokens and were truncated"]
 
 
 def test_a_text_of_exactly_the_limit_is_not_reported_as_truncated(minilm_native):
     # "word" is one token; with [CLS] and [SEP], 254 words fill the 256-token limit exactly.
-    minilm_native.score(["word " * 254, "word " * 255], ["a", "b"])
-    assert minilm_native.notes == ["1 of 2 texts exceed 256 tokens and were truncated"]
+    notes = minilm_native.score_with_notes(["word " * 254, "word " * 255], ["a", "b"]).notes
+    assert notes == ["1 of 2 texts exceed 256 tokens and were truncated"]
 
 
 def test_the_parameter_count_is_counted_from_the_loaded_weights(minilm_native):

@@ -6,6 +6,7 @@ once into zstc's model cache (the session fixture), so a CI run pays the convers
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from pathlib import Path
 
@@ -114,7 +115,7 @@ def test_shared_prefix_leaves_one_token_to_run() -> None:
 def test_yes_and_no_must_be_single_tokens() -> None:
     scorer = YesNoScorer(get_model_spec(SMOLLM2, "yesno"))
     with pytest.raises(ModelError, match="'yes' as 2 tokens"):
-        scorer._on_load(lambda text, add_special_tokens=False: {"input_ids": [1, 2]})
+        scorer._facts(lambda text, add_special_tokens=False: {"input_ids": [1, 2]})
 
 
 def test_gguf_conversion_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,8 +162,8 @@ def test_smollm2_cache_is_a_plain_transformers_folder(smollm2_folder: Path) -> N
 
 
 def test_yesno_answer_tokens_come_from_the_tokenizer(yesno: YesNoScorer) -> None:
-    _, tokenizer = yesno._load()
-    assert yesno._answer_ids == [tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")]
+    tokenizer = yesno.loaded.tokenizer
+    assert yesno.loaded.facts == [tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")]
 
 
 def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer) -> None:
@@ -181,25 +182,24 @@ def test_yesno_runs_full_prompts_when_prefix_states_do_not_suffice(yesno: YesNoS
     assert yesno._prefix_states_suffice()  # SmolLM2: plain key/value layers
     cached = yesno.score(TEXTS[:1], LABELS[2:])
     monkeypatch.setattr(yesno, "_prefix_states_suffice", lambda: False)  # as for a sliding-window model
-    full = yesno.score(TEXTS[:1], LABELS[2:])
-    assert "prefix cache not used" in yesno.notes[0]
+    full, notes = dataclasses.astuple(yesno.score_with_notes(TEXTS[:1], LABELS[2:]))
+    assert "prefix cache not used" in notes[0]
     assert np.abs(cached - full).max() <= 1e-4
 
 
 def test_yesno_truncates_only_the_text(yesno: YesNoScorer) -> None:
-    yesno._load()
     saved = yesno.max_length
     yesno.max_length = 160
     try:
         prompts = yesno._pair_prompts(LONG_TEXT, LABELS)
         assert max(len(p) for p in prompts) <= 160
-        decoded = yesno._tokenizer.decode(prompts[0])
+        decoded = yesno.loaded.tokenizer.decode(prompts[0])
         assert decoded.startswith(PROTOCOL_YESNO.split("{text}")[0])
         assert decoded.endswith("\n<Document>: " + LABELS[0] + PROTOCOL_YESNO.split("{label}")[1])
         assert "My card payment was declined" in decoded
-        scores = yesno.score([LONG_TEXT, TEXTS[1]], LABELS[2:])
+        scores, notes = dataclasses.astuple(yesno.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS[2:]))
         assert np.isfinite(scores).all()
-        assert yesno.notes == ["1 of 2 texts exceed 160 tokens with their prompt and were truncated"]
+        assert notes == ["1 of 2 texts exceed 160 tokens with their prompt and were truncated"]
         yesno.max_length = 40  # not even the prompt without its text fits
         with pytest.raises(ModelError, match="never cut"):
             yesno._pair_prompts(LONG_TEXT, LABELS)
@@ -216,7 +216,7 @@ def test_llm_prompt_uses_the_chat_template(llm: LLMScorer) -> None:
 
 def test_llm_without_chat_template_uses_the_plain_prompt(smollm2_folder: Path) -> None:
     scorer = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32")
-    _, tokenizer = scorer._load()
+    tokenizer = scorer.loaded.tokenizer
     tokenizer.chat_template = None
     assert scorer.prompt("t", ["x", "y"]) == PROTOCOL_LLM.format(text="t", options="A) x\nB) y")
 
@@ -238,15 +238,14 @@ def test_llm_option_symbols_cover_banking77_and_no_more(llm: LLMScorer) -> None:
 
 
 def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
-    llm._load()
     saved = llm.max_length
     llm.max_length = 300
     try:
-        scores = llm.score([LONG_TEXT], LABELS)
+        scores, notes = dataclasses.astuple(llm.score_with_notes([LONG_TEXT], LABELS))
         assert np.isfinite(scores).all()
-        assert llm.notes and "truncated" in llm.notes[0]
+        assert notes and "truncated" in notes[0]
         (ids,) = llm._fit_text(LONG_TEXT, lambda t: [llm._prompt_ids(t, LABELS)])
-        decoded = llm._tokenizer.decode(ids)
+        decoded = llm.loaded.tokenizer.decode(ids)
         assert len(ids) <= 300
         assert decoded.endswith("OPTIONS:\n" + llm_options([*"ABCD"], LABELS) + "<|im_end|>\n<|im_start|>assistant\nAnswer: The correct option is letter")
     finally:

@@ -71,7 +71,7 @@ def test_entailment_index_from_id2label(id2label: dict[int, str], expected: int)
 
 def test_entailment_index_needs_an_explicit_choice_for_unnamed_labels() -> None:
     unnamed = BertConfig(num_labels=3).id2label  # LABEL_0, LABEL_1, LABEL_2
-    with pytest.raises(ModelError, match="cannot tell which output of m is entailment.*--entailment-index"):
+    with pytest.raises(ModelError, match="cannot tell which output of m is entailment.*entailment_index"):
         entailment_index(unnamed, model_id="m")
     assert entailment_index(unnamed, model_id="m", index=2) == 2
     assert entailment_index(unnamed, model_id="m", label="label_0") == 0  # a registry entry's entailment_label
@@ -111,12 +111,13 @@ def test_unknown_score_type_is_rejected_before_loading(nli_folder: Path) -> None
 
 def test_scores_equal_one_pair_at_a_time(nli_folder: Path, reference) -> None:
     scorer = make_scorer(str(nli_folder), "nli", max_length=MAX_LENGTH)
-    scores = scorer.score(TEXTS, LABELS)
+    result = scorer.score_with_notes(TEXTS, LABELS)
+    scores = result.scores
     assert scores.dtype == np.float32 and scores.shape == (len(TEXTS), len(LABELS))
     # One pair per forward pass is slow on a busy CPU: check two labels per text against the reference.
     expected = [[entailment_scores(reference(t, h)[None], 0).item() for h in LABELS[:2]] for t in TEXTS]
     np.testing.assert_allclose(scores[:, :2], expected, atol=1e-5)
-    assert scorer.notes == [f"1 of 5 texts exceed the room left by the label description within {MAX_LENGTH} tokens and were truncated (label descriptions never are)"]
+    assert result.notes == [f"1 of 5 texts exceed the room left by the label description within {MAX_LENGTH} tokens and were truncated (label descriptions never are)"]
     assert scorer.describe()["entailment_label"] == "entailment"
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from zstc.errors import UnknownNameError
-from zstc.scorers.runtime import bf16_fast_on_cpu, cpu_flags, check_precision, resolve_precision
+from zstc.scorers.runtime import bf16_fast, bf16_fast_on_cpu, check_precision, cpu_flags, resolve_precision
 
 CPU = torch.device("cpu")
 
@@ -91,3 +92,73 @@ def test_bench_defaults_to_fp32_and_records_it(zstc_cli, btzsc_dir: Path, tmp_pa
     assert summary["model"]["precision"] == "fp32" and summary["run"]["precision"] == "fp32"
     assert summary["run"]["device"] == "cpu"
     assert "on BTZSC (fp32, cpu)" in printed  # the table's title
+
+
+# -- bf16 is never a silent accuracy change: where it is fast, it keeps the fp32 decisions ------------------
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+requires_fast_bf16 = pytest.mark.skipif(
+    not bf16_fast(CPU),
+    reason="bf16 is not fast on this CPU (neither amx_bf16 nor avx512_bf16 in /proc/cpuinfo): auto keeps fp32 here",
+)
+
+
+def _compare(make, texts: list[str], labels: list[str], record_property) -> tuple[float, float]:
+    """Argmax agreement and max |diff| between fp32 and bf16 scores of the same texts, recorded for the report."""
+    fp32 = make("fp32").score(texts, labels)
+    bf16 = make("bf16").score(texts, labels)
+    agreement = float((fp32.argmax(1) == bf16.argmax(1)).mean())
+    max_diff = float(np.abs(fp32 - bf16).max())
+    record_property("argmax_agreement", agreement)
+    record_property("max_abs_diff", max_diff)
+    print(f"bf16 vs fp32 on {len(texts)} texts x {len(labels)} labels: argmax agreement {agreement:.4f}, max |diff| {max_diff:.3e}")
+    return agreement, max_diff
+
+
+def _sample(btzsc_dir: Path, name: str, n: int):
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import stratified_sample
+
+    task, _ = load_btzsc_task(name, btzsc_dir)
+    return stratified_sample(task, n, 0)
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_keeps_the_embedding_models_decisions(btzsc_dir: Path, record_property) -> None:
+    from zstc.scorers import make_scorer
+
+    task = _sample(btzsc_dir, "agnews", 300)
+    agreement, max_diff = _compare(lambda p: make_scorer(MINILM, precision=p, device="cpu"), task.texts, task.hypotheses, record_property)
+    assert agreement >= 0.99
+    assert 0 < max_diff < 0.05  # bf16 really ran (the scores differ), and only by rounding
+
+
+@pytest.fixture(scope="session")
+def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MiniLM-L6 trained for 60 steps of 8 LingNLI pairs with the paper's recipe (``zstc train-nli``), in fp32."""
+    from shared_data import shared_path
+
+    from zstc.training import TrainConfig, train_nli
+
+    folder = tmp_path_factory.mktemp("nli")
+    lines = shared_path("nli/lingnli_train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    # Every 14th pair (the file is grouped by label): all three labels, and only what 60 steps and the dev set use.
+    data = folder / "lingnli-part.jsonl"
+    data.write_text("".join(lines[::14][: 60 * 8 + 64]), encoding="utf-8")
+    out = folder / "minilm-lingnli-60"
+    train_nli(TrainConfig(backbone=MINILM, data=str(data), out=str(out), max_steps=60, batch_size=8, dev_size=60, eval_fraction=1.0,
+                          max_length=128, device="cpu", precision="fp32"), progress=False, log=lambda line: None)
+    return out
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, btzsc_dir: Path, record_property) -> None:
+    from zstc.scorers import make_scorer
+
+    task = _sample(btzsc_dir, "agnews", 120)
+    agreement, max_diff = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu"),
+                                   task.texts, task.hypotheses, record_property)
+    assert agreement >= 0.99
+    assert 0 < max_diff < 1.0  # log-odds: rounding, not a different model

@@ -49,15 +49,15 @@ def test_single_logit_reranker_scores_are_its_logits(reranker_folder: Path) -> N
 
 def test_multi_output_rerankers_read_the_column_named_relevant() -> None:
     scorer = RerankerScorer(ModelSpec("a-two-output-reranker", "reranker"))
-    scorer._resolve_outputs(BertConfig(id2label={0: "not_relevant", 1: "RELEVANT"}).id2label)
-    assert scorer.relevant_index == 1
+    column = scorer._resolve_outputs(BertConfig(id2label={0: "not_relevant", 1: "RELEVANT"}).id2label)
+    assert column.index == 1
     logits = torch.tensor([[0.5, 2.0]])
-    assert scorer._scores_from_logits(logits).item() == pytest.approx(1.5)  # l_rel - l_not
+    assert scorer._scores_from_logits(logits, column).item() == pytest.approx(1.5)  # l_rel - l_not
     assert log_odds(torch.tensor([[0.7]]), 0).item() == pytest.approx(0.7)
     with pytest.raises(ModelError, match="cannot tell which output .* is relevance"):
         scorer._resolve_outputs(BertConfig(num_labels=2).id2label)
 
 
 def test_nli_options_do_not_apply_to_rerankers(reranker_folder: Path) -> None:
-    with pytest.raises(UnknownNameError, match="--score-type does not apply to reranker models"):
+    with pytest.raises(UnknownNameError, match="score_type does not apply to reranker models"):
         make_scorer(str(reranker_folder), "reranker", score_type="logit")

@@ -261,6 +261,7 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        # Scorer options: checked by the scorers themselves (zstc.scorers.base), the device by resolve_device.
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
@@ -278,9 +279,9 @@ def test_rules_are_data() -> None:
     from zstc.validation import OPTION_RULES, Rule, check_options
 
     check_options({"alpha": 0.05, "batch_size": 8, "threshold": None})
-    with pytest.raises(OptionError, match="--eval-fraction must be > 0 and <= 1, got 1.5"):
+    with pytest.raises(OptionError, match="eval_fraction must be > 0 and <= 1, got 1.5"):
         check_options({"eval_fraction": 1.5})
-    with pytest.raises(OptionError, match="--max-samples must be >= 2"):
+    with pytest.raises(OptionError, match="max_samples must be >= 2"):
         check_options({"max_samples": 1}, {**OPTION_RULES, "max_samples": Rule(2, integer=True)})
 
 
@@ -376,6 +377,16 @@ def test_atomic_write_keeps_the_old_file_until_complete(tmp_path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert fresh.read_text() == "done" and fresh.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_atomic_write_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
+    from zstc.io import atomic_write
+
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
+    with atomic_write(tmp_path / "link.json") as handle:
+        handle.write("new")
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
 
 
 def test_atomic_write_to_a_device_writes_directly(tmp_path: Path) -> None:

@@ -12,11 +12,20 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "classify": "zstc.api",
+    "Classifier": "zstc.api",
     "Prediction": "zstc.api",
+    "MultiLabelPrediction": "zstc.api",
     "make_scorer": "zstc.scorers",
+    "Family": "zstc.scorers.families",
+    "register_family": "zstc.scorers.families",
+    "Scorer": "zstc.scorers.base",
+    "PairScorer": "zstc.scorers.base",
+    "ScoreResult": "zstc.scorers.base",
     "Task": "zstc.benchmark.tasks",
     "load_btzsc_task": "zstc.benchmark.data",
-    "ZstcError": "zstc.errors",
+    **{name: "zstc.errors" for name in (
+        "ZstcError", "DataError", "LabelError", "ModelError", "UnknownNameError", "OptionError", "UnknownOptionError",
+    )},
 }
 
 __all__ = ["__version__", *_LAZY]

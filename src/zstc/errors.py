@@ -12,6 +12,12 @@ class ZstcError(Exception):
 
     exit_code: int = 2
 
+    def __init__(self, *args: object, parameters: tuple[str, ...] = ()) -> None:
+        super().__init__(*args)
+        self.parameters = parameters
+        """The Python parameter names the message mentions (``batch_size``); a front end that calls them
+        something else (the CLI's ``--batch-size``) rewrites them when it prints the message."""
+
 
 class DataError(ZstcError):
     """A data file or dataset is missing, unreadable or malformed."""
@@ -29,8 +35,18 @@ class UnknownNameError(ZstcError):
     """A task, family or option value is not one zstc knows."""
 
 
-class OptionError(ZstcError):
-    """An option's value is out of its range or of the wrong kind (the message names the option)."""
+class OptionError(ZstcError, ValueError):
+    """An option value is out of its range, of the wrong type, or not one of its choices.
+
+    The message names the parameter (``batch_size must be >= 1, got 0``), listed in :attr:`parameters`.
+    """
+
+    def __init__(self, message: str, *parameters: str) -> None:
+        super().__init__(message, parameters=parameters)
+
+
+class UnknownOptionError(OptionError, UnknownNameError):
+    """An option the callee does not take, or a value that is not one of an option's named choices."""
 
 
 class OutputError(ZstcError):

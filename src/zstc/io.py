@@ -193,6 +193,8 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     :class:`OutputError` naming the path.
     """
     path = Path(path)
+    if path.is_symlink():  # write where the link points, as open() would, rather than replace the link
+        path = Path(os.path.realpath(path))
     encoding = None if "b" in mode else "utf-8"
     if path.exists() and not path.is_file() and not path.is_dir():
         try:

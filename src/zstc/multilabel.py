@@ -23,6 +23,7 @@ from sklearn.preprocessing import MultiLabelBinarizer
 
 from zstc.decisions import threshold_decisions
 from zstc.errors import LabelError, UnknownNameError
+from zstc.scorers.families import FamilyTable
 
 NONE_LABEL = "none"
 
@@ -36,7 +37,8 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 ``score_type`` (``logodds`` by default), reranker ``logit``, yes/no reranker ``prob``. An LLM's scores are
 a distribution over the options (they sum to 1), so no fixed cut suits multi-label: give or fit one."""
 
-FAMILY_SCORE_TYPE: dict[str, str] = {"embedding": "cosine", "encoder": "cosine", "nli": "logodds", "reranker": "logit", "yesno": "prob"}
+FAMILY_SCORE_TYPE: FamilyTable[str] = FamilyTable(lambda family: family.score_type)
+"""Family name -> its score type (a view of the :class:`zstc.scorers.families.Family` records)."""
 
 
 def score_type_of(scorer: Any) -> str | None:

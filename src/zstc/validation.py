@@ -1,20 +1,101 @@
 """The one place where user-provided texts, labels, templates and option values are checked (scikit-learn style).
 
 Every entry point (Python API, CLI, HTTP service, bench) calls these, so a message for a given mistake is
-written once and reads the same everywhere. Option ranges are data (:data:`OPTION_RULES`), checked by one
-function (:func:`check_options`) before any work starts.
+written once and reads the same everywhere.
+
+Options are checked against data, not code: each option has a spec, an :class:`OptionSpec` (type, range,
+choices, finiteness, whether ``None`` is a value, default) or a :class:`Rule` (the range of a non-scorer
+option, :data:`OPTION_RULES`), and one function, :func:`check_options`, checks a dict of values against a
+dict of specs before any work starts. Messages name the Python parameter (``batch_size must be >= 1, got
+0``); the CLI rewrites the names it finds in :attr:`OptionError.parameters` into its flags when it prints one.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zstc.errors import DataError, LabelError, OptionError
+from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError
+
+_TYPE_WORDS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """What values one option accepts, and its default."""
+
+    type: type
+    """``bool``, ``int``, ``float`` or ``str`` (an ``int`` is accepted where a ``float`` is asked for)."""
+    default: Any = None
+    low: float | None = None
+    """Smallest allowed value (``low_inclusive=False``: values must be above it)."""
+    high: float | None = None
+    low_inclusive: bool = True
+    high_inclusive: bool = True
+    choices: tuple[Any, ...] | None = None
+    """The only values allowed, when the option names one of a few things."""
+    finite: bool = True
+    """For ``float`` options: reject NaN and infinity."""
+    allow_none: bool = False
+    """Whether ``None`` is a value of its own (it then means what :attr:`help` says, e.g. "the model's own")."""
+    meaning: str = ""
+    """What a value names, for messages about choices: ``"score type"`` gives "unknown score type 'odds'"."""
+    help: str = ""
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` if it satisfies this spec, else :class:`OptionError` naming ``name``."""
+        if value is None:
+            if self.allow_none:
+                return None
+            raise OptionError(f"{name} must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got None", name)
+        if not _is_instance(value, self.type):
+            raise OptionError(f"{name} must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got {value!r}", name)
+        if self.type is float:
+            value = float(value)
+            if self.finite and not math.isfinite(value):
+                raise OptionError(f"{name} must be finite, got {value}", name)
+        elif self.type is int:
+            value = int(value)
+        if self.choices is not None and value not in self.choices:
+            expected = ", ".join(str(choice) for choice in self.choices)
+            if self.meaning:
+                raise UnknownOptionError(f"unknown {self.meaning} {value!r}: {name} must be one of {expected}", name)
+            raise UnknownOptionError(f"{name} must be one of {expected}, got {value!r}", name)
+        if self.low is not None and not (value >= self.low if self.low_inclusive else value > self.low):
+            raise OptionError(f"{name} must be {'>=' if self.low_inclusive else '>'} {_number(self.low)}, got {value}", name)
+        if self.high is not None and not (value <= self.high if self.high_inclusive else value < self.high):
+            raise OptionError(f"{name} must be {'<=' if self.high_inclusive else '<'} {_number(self.high)}, got {value}", name)
+        return value
+
+
+def _is_instance(value: Any, kind: type) -> bool:
+    if kind is bool:
+        return isinstance(value, (bool, _numpy_bool()))
+    if kind is int:  # True is an int to Python, never a batch size to a user
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _numpy_bool() -> type:
+    try:
+        import numpy
+
+        return numpy.bool_
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        return bool
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
 
 
 def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False) -> list[str]:
@@ -66,15 +147,17 @@ def check_template(template: str, *, what: str = "template") -> str:
     """
     if not isinstance(template, str):
         raise LabelError(f"{what} must be a string, got {type(template).__name__}")
+    cannot = f"{what} {template!r} cannot be filled"
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
     except ValueError as error:  # "Single '}' encountered", "unmatched '{'"
-        raise LabelError(f"{what} {template!r}: {error}; write a literal brace as {{{{ or }}}}") from None
+        raise LabelError(f"{cannot}: {error}; write a literal brace as {{{{ or }}}}") from None
     if len(fields) != 1:
-        raise LabelError(f"a {what} must contain exactly one '{{}}' where the label goes, got {template!r}")
+        raise LabelError(f"{cannot}: it must contain exactly one '{{}}' where the label goes")
     name, spec, conversion = fields[0]
     if name not in ("", "0") or spec or conversion:
-        raise LabelError(f"{what} {template!r}: the label slot must be a plain '{{}}', got '{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}'")
+        slot = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        raise LabelError(f"{cannot}: the label slot must be a plain '{{}}', got '{slot}'")
     return template
 
 
@@ -110,6 +193,13 @@ class Rule:
         too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
         return f"must be {self.range_text()}, got {value:g}" if too_low or too_high else None
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` if it keeps the rule, else :class:`OptionError` naming ``name``."""
+        problem = self.problem(value)
+        if problem:
+            raise OptionError(f"{name} {problem}", name)
+        return value
 
     def range_text(self) -> str:
         """``"> 0"``, ``">= 0 and <= 1"``: the bounds as a message states them."""
@@ -168,11 +258,31 @@ OPTION_RULES: dict[str, Rule] = {
 :func:`check_options` before loading anything; a command whose option is narrower passes its own rule."""
 
 
-def check_options(values: Mapping[str, Any], rules: Mapping[str, Rule] = OPTION_RULES) -> None:
-    """Raise :class:`OptionError` naming the first option (as ``--name``) whose value breaks its rule."""
-    for name, value in values.items():
-        if value is None:
-            continue
-        problem = rules[name].problem(value)
-        if problem:
-            raise OptionError(f"--{name.replace('_', '-')} {problem}")
+def check_options(values: Mapping[str, Any], specs: Mapping[str, OptionSpec | Rule] | None = None, *,
+                  context: str = "") -> dict[str, Any]:
+    """The values checked against their specs (default: :data:`OPTION_RULES`); raises :class:`OptionError`
+    naming the first parameter whose value breaks its spec (``eval_fraction must be > 0 and <= 1, got 1.5``).
+
+    A value of ``None`` counts as not given (front ends pass ``None`` for what the user left unset): an
+    :class:`OptionSpec` gives its default, a :class:`Rule` lets it pass. A name the specs do not have is an
+    :class:`UnknownOptionError` ("pooling does not apply to nli models"), never silently ignored; ``context``
+    says to what (``"nli models (m)"``). The result has every :class:`OptionSpec` option and every value given.
+    """
+    specs = OPTION_RULES if specs is None else specs
+    unknown = [name for name, value in values.items() if name not in specs and value is not None]
+    if unknown:
+        target = context or f"this call (it takes {', '.join(specs) or 'no options'})"
+        raise UnknownOptionError(f"{', '.join(unknown)} does not apply to {target}", *unknown)
+    checked: dict[str, Any] = {}
+    for name, spec in specs.items():
+        value = values.get(name)
+        if isinstance(spec, OptionSpec):
+            checked[name] = spec.default if value is None else spec.check(name, value)
+        elif name in values:
+            checked[name] = value if value is None else spec.check(name, value)
+    return checked
+
+
+def check_option(name: str, value: Any, spec: OptionSpec | Rule) -> Any:
+    """One option (``None`` is its default): ``check_options({name: value}, {name: spec})[name]``."""
+    return check_options({name: value}, {name: spec}).get(name)

@@ -26,20 +26,15 @@ from pydantic_core import ErrorDetails
 from zstc import __version__
 from zstc.benchmark.catalog import FAMILY_ORDER, catalog
 from zstc.errors import DataError, UnknownNameError
+from zstc.scorers.families import FamilyTable
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
 from zstc.benchmark.records import SCHEMAS
 from zstc.benchmark.store import SCHEMA_VERSION, write_json
 from zstc.io import read_json
 
-PUBLIC_MODEL_TYPES: dict[str, str] = {
-    "embedding": "embedding",
-    "encoder": "embedding",  # base encoders are scored like embedding models ([CLS] cosine)
-    "nli": "nli",
-    "reranker": "reranker",
-    "yesno": "reranker",  # generative yes/no rerankers are rerankers on the public board
-    "llm": "llm",
-}
-"""zstc model family -> the leaderboard's ``model_type``."""
+PUBLIC_MODEL_TYPES: FamilyTable[str] = FamilyTable(lambda family: family.model_type)
+"""zstc model family -> the leaderboard's ``model_type`` (a view of the ``Family`` records: base encoders
+are ``embedding``, generative yes/no rerankers ``reranker``)."""
 
 AVERAGE_TOLERANCE = 1e-5
 """How far a stored average may be from the mean of its datasets (files round averages to 6 decimals)."""

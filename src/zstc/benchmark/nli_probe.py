@@ -19,8 +19,7 @@ import numpy as np
 from zstc.benchmark.baselines import paper_rows
 from zstc.errors import DataError, ModelError
 from zstc.io import GROUPED_SUFFIXES, read_records
-from zstc.scorers.base import Scorer
-from zstc.scorers.pairs import CrossEncoderScorer
+from zstc.scorers.base import PairScorer, Scorer
 
 PAPER_COLUMNS: tuple[str, ...] = ("anli_r1", "anli_r2", "anli_r3", "fevernli", "lingnli", "mnli_m", "mnli_mm", "wanli")
 """The NLI sets of the paper's ``roc_scores.csv``, in its column order."""
@@ -102,14 +101,27 @@ def load_nli_set(name: str, path: Path, *, max_samples: int | None = None, seed:
     return NliSet(name, path, [premises[i] for i in keep], [hypotheses[i] for i in keep], gold)
 
 
-def probe_scorer(scorer: Scorer) -> CrossEncoderScorer:
+def probe_scorer(scorer: Scorer) -> PairScorer:
     """The scorer, if it can score aligned pairs; the probe's pairs are not a texts x labels grid."""
-    if not isinstance(scorer, CrossEncoderScorer):
+    if not isinstance(scorer, PairScorer):
         raise ModelError(
             f"the NLI probe scores premise-hypothesis pairs with a cross-encoder (families nli, reranker); "
             f"{scorer.spec.model_id} is scored as family {scorer.spec.family!r}"
         )
     return scorer
+
+
+def probe_family(model: str, family: str | None = None) -> str:
+    """The family to probe ``model`` as: ``family`` if given, else the registry's (or its folder's), else
+    ``nli``, the family the probe is for (elsewhere an unknown model without a family is an error)."""
+    if family is not None:
+        return family
+    from zstc.models.registry import get_model_spec
+
+    try:
+        return get_model_spec(model).family
+    except ModelError:
+        return "nli"
 
 
 def run_probe(
@@ -130,13 +142,14 @@ def run_probe(
     for name, path in sets.items():
         nli_set = load_nli_set(name, path, max_samples=max_samples, seed=seed)
         report("start", nli_set)
-        scores = scorer.score_pairs(nli_set.premises, nli_set.hypotheses, show_progress=show_progress)
+        scored = scorer.score_pairs_with_notes(nli_set.premises, nli_set.hypotheses, show_progress=show_progress)
+        scores = scored.scores
         results[name] = {
             "auroc": float(roc_auc_score(nli_set.entailed, scores)),
             "pairs": len(nli_set),
             "entailment_share": float(nli_set.entailed.mean()),
             "file": str(path),
-            "notes": list(scorer.notes),
+            "notes": scored.notes,
         }
         report("done", (name, results[name]))
     published = paper_rows(scorer.spec, "auroc")

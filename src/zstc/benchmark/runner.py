@@ -23,7 +23,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, UnknownNameError, ZstcError
 from zstc.io import GROUPED_SUFFIXES, check_output_path
-from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
+from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
@@ -45,6 +45,7 @@ from zstc.benchmark.records import (
 from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, save_summary
 from zstc.scorers import make_scorer, scorer_class
 from zstc.scorers.base import Scorer
+from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
 from zstc.benchmark.tasks import SAMPLING_METHODS, Task
 
@@ -172,16 +173,16 @@ def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, 
     started = time.perf_counter()
     score_hypotheses(scorer, texts[:1], labels)
     warmup = time.perf_counter() - started
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    batches = [order[i:i + batch_texts] for i in range(0, len(order), batch_texts)]
+    batches = length_batches([len(text) for text in texts], batch_texts)
     scores = np.empty((len(texts), len(labels)), dtype=np.float32)
     latencies: list[float] = []
     notes: list[list[str]] = []
     for batch in tqdm(batches, desc="batches", unit="batch", disable=not show_progress, leave=False):
         started = time.perf_counter()
-        scores[batch] = score_hypotheses(scorer, [texts[i] for i in batch], labels)
+        result = score_hypotheses_with_notes(scorer, [texts[i] for i in batch], labels)
         latencies.append(time.perf_counter() - started)
-        notes.append(list(getattr(scorer, "notes", [])))
+        scores[batch] = result.scores
+        notes.append(result.notes)
     return TimedScores(scores, warmup, batch_texts, latencies, merge_batch_notes(notes))
 
 

@@ -61,7 +61,9 @@ def main() -> None:
         # code of typer.Exit, and 130 for a KeyboardInterrupt, instead of exiting itself.
         result = app(standalone_mode=False)
     except ZstcError as error:
-        print("error: " + " ".join(str(error).split()), file=sys.stderr)  # one line, whatever a message quotes
+        from zstc.cli.options import cli_message
+
+        print("error: " + " ".join(cli_message(error).split()), file=sys.stderr)  # one line, whatever a message quotes
         sys.exit(error.exit_code)
     except KeyboardInterrupt as error:
         _stopped(isinstance(error, Terminated))

@@ -10,22 +10,20 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, Shortlist, scorer_options
+from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 
 console = Console(stderr=True)
 
 
 @app.command()
+@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="fp32")
 def bench(
     model: Model,
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, or 'all' (default).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Summary JSON; per-dataset details go to <stem>.details/.")] = Path("results.json"),
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
     max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
     sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw: texts 0 and 1 plus random.Random(0), the paper's own sample).")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
@@ -36,12 +34,8 @@ def bench(
     template: Template = None,
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
-    shortlist: Shortlist = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
     family and overall means, side by side with the paper's published numbers."""
@@ -61,7 +55,7 @@ def bench(
         family=family,
         tasks=resolve_task_names(tasks),
         data=data,
-        scorer_options=scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length, shortlist=shortlist),
+        scorer_options=scoring.kwargs(),
         unlabelled=unlabelled,
         max_samples=max_samples,
         sampling=sampling,

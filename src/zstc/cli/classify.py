@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, PrecisionAuto, requested_precision, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, ScoreType, Shortlist, scorer_options
+from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 
 
 @app.command()
+@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
     input: Annotated[str, typer.Argument(help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line).")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
@@ -30,21 +30,13 @@ def classify(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here instead of stdout.")] = None,
     model: Model = DEFAULT,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionAuto = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
-    shortlist: Shortlist = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Print one JSON line per text: the predicted label (or, with --multi-label, every label that passes
     the threshold, or "none") and the score of every label."""
-    from zstc.api import Classifier, describe_labels
+    from zstc.api import Classifier, label_hypotheses
     from zstc.errors import LabelError
-    from zstc.hypotheses.variants import DEFAULT_ASPECT, ASPECT_TEMPLATES, build_hypotheses
     from zstc.io import read_label_descriptions, read_label_sets, read_texts
     from zstc.multilabel import parse_label_thresholds
     from zstc.validation import check_labels
@@ -61,17 +53,15 @@ def classify(
     else:
         mapping = read_label_descriptions(labels_file)  # type: ignore[arg-type]  # set: exactly one of the two is given
         names, given = list(mapping), list(mapping.values())
-    if hypotheses == "dataset":  # the labels (or the file's descriptions) as given, through --template if any
-        descriptions: Sequence[str] = describe_labels(given, template)
-    else:
-        descriptions = build_hypotheses(names, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=template, descriptions=given)
     if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
     texts = read_texts(input, text_column=text_column)
-    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length, shortlist=shortlist)
+    options = scoring.kwargs()
     classifier = Classifier(model, family=family, **options)
+    notes: list[str] = []
     if multi_label:
         per_label = parse_label_thresholds(label_threshold or [], names)
         if fit_thresholds:
@@ -79,11 +69,11 @@ def classify(
             # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
             threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
             print(f"note: threshold {threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}", file=sys.stderr)
-        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label)
+        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label, notes=notes)
         rows = [{"text": p.text, "labels": p.labels, "scores": p.scores} for p in predictions]
     else:
-        rows = [{"text": p.text, "label": p.label, "scores": p.scores} for p in classifier.predict(texts, names, descriptions)]
-    for note in [*getattr(descriptions, "notes", []), *getattr(classifier.scorer, "notes", [])]:
+        rows = [{"text": p.text, "label": p.label, "scores": p.scores} for p in classifier.predict(texts, names, descriptions, notes=notes)]
+    for note in [*getattr(descriptions, "notes", []), *notes]:
         print(f"note: {note}", file=sys.stderr)
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     try:

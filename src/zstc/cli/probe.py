@@ -33,7 +33,7 @@ def nli_probe(
 ) -> None:
     """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
     --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model."""
-    from zstc.benchmark.nli_probe import find_nli_sets, run_probe
+    from zstc.benchmark.nli_probe import find_nli_sets, probe_family, run_probe
     from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
 
@@ -43,24 +43,12 @@ def nli_probe(
     if out is not None:
         check_output_path(out, inputs=list(sets.values()))
     options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
-    scorer = make_scorer(model, family or _probe_family(model), **options)
+    scorer = make_scorer(model, probe_family(model, family), **options)
     summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=True)
     print_probe(summary)
     if out is not None:
         write_json(out, summary)
         console.print(f"wrote {out}")
-
-
-def _probe_family(model: str) -> str | None:
-    """The registry's family for a model it knows; otherwise ``nli``, the family this command is for
-    (elsewhere an unknown model without --family is an error)."""
-    from zstc.errors import ModelError
-    from zstc.models.registry import get_model_spec
-
-    try:
-        return get_model_spec(model).family
-    except ModelError:
-        return "nli"
 
 
 def _report_event(kind: str, payload: Any) -> None:

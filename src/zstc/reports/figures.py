@@ -20,6 +20,7 @@ import numpy as np
 from zstc.io import atomic_write
 from zstc.errors import ZstcError
 from zstc.models.registry import FAMILIES
+from zstc.scorers.families import FamilyTable
 from zstc.reports.rows import ModelRow
 
 try:
@@ -27,8 +28,8 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra installed
     Figure = None  # type: ignore[assignment,misc]
 
-FAMILY_COLOURS = dict(zip(FAMILIES, ("#1f77b4", "#7f7f7f", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")))
-"""One colour per model family, the same in every figure."""
+FAMILY_COLOURS: FamilyTable[str] = FamilyTable(lambda family: family.colour)
+"""One colour per model family, the same in every figure (a view of the ``Family`` records)."""
 DPI = 110
 
 

@@ -1,62 +1,66 @@
 """Scorers, one module per model family, looked up by family name.
 
-Adding a family is one new module plus one line in ``FAMILY_SCORERS``.
+Adding a family is one new scorer module plus one ``register_family(Family(...))`` entry (see
+:mod:`zstc.scorers.families`). This package imports no torch until a scorer is built.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from zstc.errors import UnknownNameError
-from zstc.models.registry import get_model_spec
-from zstc.scorers.base import Scorer
+from zstc.scorers.families import Family, FamilyTable, families, get_family, register_family
 
-FAMILY_SCORERS: dict[str, str] = {
-    "embedding": "zstc.scorers.embedding:EmbeddingScorer",
-    "encoder": "zstc.scorers.embedding:EncoderScorer",
-    "nli": "zstc.scorers.nli:NliScorer",
-    "reranker": "zstc.scorers.reranker:RerankerScorer",
-    "yesno": "zstc.scorers.yesno:YesNoScorer",
-    "llm": "zstc.scorers.llm:LLMScorer",
-}
-"""Family name -> ``module:class`` of its scorer, imported only when used."""
+if TYPE_CHECKING:
+    from zstc.models.registry import ModelSpec
+    from zstc.scorers.base import PairScorer, Scorer, ScoreResult
+
+FAMILY_SCORERS: FamilyTable[str] = FamilyTable(
+    lambda family: family.scorer if isinstance(family.scorer, str) else f"{family.scorer.__module__}:{family.scorer.__qualname__}"
+)
+"""Family name -> ``module:class`` of its scorer (a view of the :class:`Family` records)."""
 
 
 def scorer_class(family: str) -> type:
-    try:
-        target = FAMILY_SCORERS[family]
-    except KeyError:
-        raise UnknownNameError(f"no scorer for family {family!r}; available: {', '.join(FAMILY_SCORERS)}") from None
-    module_name, _, class_name = target.partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    return get_family(family).scorer_class()
 
 
-def make_scorer(model: str, family: str | None = None, *, shortlist: Any = None, **options: Any) -> Scorer:
-    """Build the scorer for ``model``; ``options`` left at ``None`` take the scorer's defaults.
+def make_scorer(model: str | ModelSpec, family: str | None = None, *, shortlist: Any = None, **options: Any) -> Scorer:
+    """Build the scorer for ``model`` (hub id, paper name, local folder or a :class:`ModelSpec`).
+
+    ``options`` are checked against the family's option specs (:attr:`Family.options`); options left at
+    ``None`` take the family's defaults. An option the family does not take is an error, not silently
+    ignored: ``pooling`` means nothing to an NLI model, and a user who passes it should hear so. Nothing is
+    loaded here: building a scorer is cheap, and a bad option fails before any download.
 
     ``shortlist`` (``K`` or ``MODEL:K``) puts it behind a cascade: a bi-encoder shortlists each text's top K
     labels and only those are scored by ``model`` (see :mod:`zstc.scorers.cascade`).
-
-    An option the family does not take is an error, not silently ignored: ``--pooling`` means nothing to
-    an NLI model, and a user who passes it should hear so.
     """
-    spec = get_model_spec(model, family)
-    cls = scorer_class(spec.family)
-    accepted = inspect.signature(cls).parameters
-    given = {name: value for name, value in options.items() if value is not None}
-    unknown = [name for name in given if name not in accepted]
-    if unknown:
-        flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
-        raise UnknownNameError(f"{flags} does not apply to {spec.family} models ({spec.model_id})")
-    scorer = cls(spec, **given)
+    from zstc.models.registry import ModelSpec, get_model_spec
+
+    spec = model if isinstance(model, ModelSpec) else get_model_spec(model, family)
+    record = get_family(spec.family)
+    checked = record.check_options(options, spec.model_id)
+    scorer: Scorer = record.scorer_class()(spec, **checked)
     if shortlist is None:
         return scorer
     from zstc.scorers.cascade import with_shortlist
 
     # The shortlister runs where the main model runs; its other settings are its own defaults (fp32).
-    return with_shortlist(scorer, shortlist, **({"device": given["device"]} if "device" in given else {}))
+    device = options.get("device")
+    return with_shortlist(scorer, shortlist, **({"device": device} if device is not None else {}))
 
 
-__all__ = ["FAMILY_SCORERS", "Scorer", "make_scorer", "scorer_class"]
+_LAZY = {"Scorer": "zstc.scorers.base", "PairScorer": "zstc.scorers.base", "ScoreResult": "zstc.scorers.base"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'zstc.scorers' has no attribute {name!r}")
+
+
+__all__ = [
+    "FAMILY_SCORERS", "Family", "PairScorer", "ScoreResult", "Scorer", "families", "get_family", "make_scorer",
+    "register_family", "scorer_class",
+]

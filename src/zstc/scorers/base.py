@@ -1,22 +1,42 @@
 """The scorer interface: texts x label descriptions -> score matrix (higher = more likely).
 
-A scorer is the only code that touches a model. Constructors store parameters and do no work; the model is
-loaded on first use, so building a scorer is cheap and validating options happens before any download.
+A scorer is the only code that touches a model. Constructors check and store options and do no work; the
+model is loaded on first use, once, under a lock, into a :class:`LoadedModel` that holds everything resolved
+from the model's files (its token limit, parameter count, which output is entailment...). Scoring reads the
+options and the loaded model and changes neither: what a call has to tell (texts truncated, a cache not
+used) comes back with its scores in a :class:`ScoreResult`, so one scorer can serve several threads at once
+(``zstc serve`` runs requests in a thread pool).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from zstc.errors import ZstcError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import Precision, check_precision, resolve_device
+from zstc.scorers.families import get_family
 
 if TYPE_CHECKING:
     import torch
+
+    from zstc.scorers.runtime import Precision
+
+F = TypeVar("F")
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """A score matrix (or, for pairs, a vector) and the notes of the call that produced it."""
+
+    scores: np.ndarray
+    notes: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -35,41 +55,134 @@ class Scorer(Protocol):
         ...
 
 
-class TorchScorer:
-    """Shared plumbing for scorers that run a torch model: device, precision, batch size, notes."""
+@runtime_checkable
+class PairScorer(Scorer, Protocol):
+    """A scorer that can score aligned (text, hypothesis) pairs, not only texts x labels (cross-encoders)."""
+
+    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """One float32 score per pair ``(firsts[i], seconds[i])``."""
+        ...
+
+    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+        ...
+
+
+def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    """Scores and notes from any scorer: its own ``score_with_notes``, or, for a scorer that only has
+    ``score``, its matrix and whatever ``notes`` attribute it keeps."""
+    method = getattr(scorer, "score_with_notes", None)
+    if method is not None:
+        result: ScoreResult = method(texts, labels, show_progress=show_progress)
+        return result
+    matrix = scorer.score(texts, labels, show_progress=show_progress)
+    return ScoreResult(matrix, list(getattr(scorer, "notes", [])))
+
+
+def add_note(notes: list[str], message: str) -> None:
+    """Append ``message`` unless it is already there."""
+    if message not in notes:
+        notes.append(message)
+
+
+@dataclass
+class LoadedModel(Generic[F]):
+    """A model as loaded, and the facts resolved from its files; built once per scorer, then only read."""
+
+    model: Any
+    tokenizer: Any
+    max_length: int
+    """The token limit in force: the user's ``max_length``, else the model's own."""
+    parameters: int
+    """Counted from the weights: a local folder has no registered size, and reports place runs by size."""
+    facts: F
+    """What the family derives once from the model (an output column, answer token ids, option symbols)."""
+    tokenizer_lock: threading.RLock = field(default_factory=threading.RLock)
+    """Held around tokenizer calls: a fast tokenizer changes its truncation and padding settings in place,
+    and two threads doing that at once fail ("Already borrowed")."""
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    return sum(parameter.numel() for parameter in model.parameters())
+
+
+class LruCache(Generic[V]):
+    """A small thread-safe least-recently-used cache (label embeddings per label set)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = compute()  # outside the lock: two threads may compute the same value once each, harmlessly
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class TorchScorer(Generic[F]):
+    """Shared plumbing for scorers that run a torch model: options, device, precision, loading once."""
 
     family: ClassVar[str] = ""
     SCORING_VERSION: ClassVar[str] = ""
     """Version of the scoring math, per family (each scorer class sets its own); part of result fingerprints."""
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        device: str | None = None,
-        precision: Precision = "fp32",
-        batch_size: int = 32,
-        max_length: int | None = None,
-    ) -> None:
-        for name, value in (("batch_size", batch_size), ("max_length", max_length)):
-            if value is not None and value < 1:  # every family: a 0 would otherwise fail deep inside torch
-                raise ZstcError(f"{name} must be at least 1, got {value}")
+    def __init__(self, spec: ModelSpec, **options: Any) -> None:
+        from zstc.scorers.runtime import check_precision, resolve_device
+
         self.spec = spec
-        self.device = resolve_device(device)
+        self.options: dict[str, Any] = get_family(self.family).check_options(options, spec.model_id)
+        """Every option of the family, as given or defaulted (see :attr:`zstc.scorers.families.Family.options`)."""
+        self.device = resolve_device(self.options["device"])
         # Already resolved (fp32 or bf16): `auto` is decided once per run by resolve_precision, not here.
-        self.precision: Precision = check_precision(precision)
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.notes: list[str] = []
-        """What the last :meth:`score` call did that a reader should know (e.g. texts truncated)."""
-        self.parameters: int | None = None
-        """Parameters of the loaded model, counted from its weights (None until it is loaded)."""
+        self.precision: Precision = check_precision(self.options["precision"])
+        self.batch_size: int = self.options["batch_size"]
+        self.max_length: int | None = self.options["max_length"]
+        """As given (``None``: the model's own limit, in :attr:`LoadedModel.max_length` once loaded)."""
+        self._loaded: LoadedModel[F] | None = None
+        self._load_lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
         return self.spec.model_id
 
+    @property
+    def loaded(self) -> LoadedModel[F]:
+        """The loaded model, loaded on first use (once, even when several threads ask at the same time)."""
+        loaded = self._loaded
+        if loaded is None:
+            with self._load_lock:
+                if self._loaded is None:
+                    self._loaded = self._load_model()
+                loaded = self._loaded
+        return loaded
+
+    def _load_model(self) -> LoadedModel[F]:
+        raise NotImplementedError
+
+    def limit(self, loaded: LoadedModel[F]) -> int:
+        """The token limit of a call: ``max_length`` as set now, else the loaded model's."""
+        return self.max_length if self.max_length is not None else loaded.max_length
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """A float32 matrix of shape ``(len(texts), len(labels))``; higher means more likely."""
+        return self.score_with_notes(texts, labels, show_progress=show_progress).scores
+
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+        raise NotImplementedError
+
     def describe(self) -> dict[str, Any]:
+        loaded = self._loaded
         return {
             "name": self.spec.model_id,
             "family": self.family,
@@ -78,19 +191,29 @@ class TorchScorer:
             "device": str(self.device),
             "precision": self.precision,
             "batch_size": self.batch_size,
-            "max_length": self.max_length,
-            **({"parameters": self.parameters} if self.parameters is not None else {}),
+            "max_length": self.max_length if loaded is None else self.limit(loaded),
+            **({"parameters": loaded.parameters} if loaded is not None else {}),
         }
-
-    def _count_parameters(self, model: torch.nn.Module) -> None:
-        # Counted, not taken from the registry: a local folder or a model the registry does not know has no
-        # registered size, and reports place every run by its size (Fig. 2b).
-        self.parameters = sum(parameter.numel() for parameter in model.parameters())
-
-    def _note(self, message: str) -> None:
-        if message not in self.notes:
-            self.notes.append(message)
 
 
 def empty_scores(n_texts: int, n_labels: int) -> np.ndarray:
     return np.zeros((n_texts, n_labels), dtype=np.float32)
+
+
+def unbounded(limit: object) -> bool:
+    """Whether a tokenizer's ``model_max_length`` (or a config's position limit) states no real limit.
+
+    Tokenizers without one report a huge sentinel (``int(1e30)``); no model reads a million tokens.
+    """
+    return not isinstance(limit, int) or limit <= 0 or limit >= 1_000_000
+
+
+def model_max_length(spec: ModelSpec, tokenizer: Any, position_limit: object = None) -> int:
+    """The model's own token limit: the smaller of what its tokenizer and its position embeddings allow."""
+    from zstc.errors import ModelError
+
+    stated = (getattr(tokenizer, "model_max_length", None), position_limit)
+    limits = [n for n in stated if isinstance(n, int) and not unbounded(n)]
+    if not limits:
+        raise ModelError(f"{spec.model_id} does not state its maximum input length: pass max_length", parameters=("max_length",))
+    return min(limits)

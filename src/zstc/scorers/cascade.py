@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from zstc.errors import ZstcError
-from zstc.scorers.base import Scorer
+from zstc.scorers.base import PairScorer, Scorer, ScoreResult, score_with_notes
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
 """The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
@@ -159,20 +159,26 @@ class CascadeScorer:
 
     # -- scoring --------------------------------------------------------------------------------------
 
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+        # The cascade keeps its last call's facts (ranks, pair counts, notes) on itself: one cascade per thread.
+        scores = self.score(texts, labels, show_progress=show_progress)
+        return ScoreResult(scores, list(self.notes))
+
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         texts, labels = list(texts), list(labels)
         n, n_labels = len(texts), len(labels)
         self.pairs_total = n * n_labels
         if self.k >= n_labels or n == 0:
             # Nothing to leave out: exactly the main scorer's run (the shortlister is not even loaded).
-            scores = self.main.score(texts, labels, show_progress=show_progress)
+            result = score_with_notes(self.main, texts, labels, show_progress=show_progress)
+            scores = result.scores
             self.last_ranks = shortlist_ranks(scores) if n else np.zeros((0, n_labels), dtype=np.int64)
             self.pairs_scored = self.pairs_total
-            self.notes = list(getattr(self.main, "notes", []))
+            self.notes = list(result.notes)
             return scores
         ranks = shortlist_ranks(self.shortlister.score(texts, labels))
         self.last_ranks = ranks
-        if self.family in PAIR_FAMILIES and callable(getattr(self.main, "score_pairs", None)):
+        if self.family in PAIR_FAMILIES and isinstance(self.main, PairScorer):
             main_scores, notes = self._score_pairs(texts, labels, ranks, show_progress)
         else:
             main_scores, notes = self._score_groups(texts, labels, ranks, show_progress)
@@ -194,8 +200,8 @@ class CascadeScorer:
         top = ranks[:, : self.k]
         firsts = [queries[i] for i in np.repeat(np.arange(len(texts)), self.k)]
         seconds = [documents[j] for j in top.ravel()]
-        scores = self.main.score_pairs(firsts, seconds, show_progress=show_progress)
-        return np.asarray(scores, dtype=np.float32).reshape(len(texts), self.k), list(getattr(self.main, "notes", []))
+        scored = self.main.score_pairs_with_notes(firsts, seconds, show_progress=show_progress)
+        return np.asarray(scored.scores, dtype=np.float32).reshape(len(texts), self.k), list(scored.notes)
 
     def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
         """Texts that share a shortlist are scored in one call on just those labels, in their own order."""
@@ -207,11 +213,12 @@ class CascadeScorer:
         main_scores = np.empty((len(texts), self.k), dtype=np.float32)
         per_call: list[list[str]] = []
         for shortlist, members in tqdm(groups.items(), desc="shortlists", disable=not show_progress, leave=False):
-            sub = self.main.score([texts[i] for i in members], [labels[j] for j in shortlist])
+            sub_result = score_with_notes(self.main, [texts[i] for i in members], [labels[j] for j in shortlist])
+            sub = sub_result.scores
             column = {label: c for c, label in enumerate(shortlist)}
             for row, i in enumerate(members):
                 main_scores[i] = sub[row, [column[j] for j in ranks[i, : self.k].tolist()]]
-            per_call.append(list(getattr(self.main, "notes", [])))
+            per_call.append(list(sub_result.notes))
         return main_scores, _merge_notes(per_call)
 
 

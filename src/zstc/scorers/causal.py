@@ -9,69 +9,56 @@ the token a model would emit for an answer string.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import torch
 
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
-from zstc.models.registry import ModelSpec
-from zstc.scorers.base import TorchScorer
-from zstc.scorers.runtime import Precision
+from zstc.scorers.base import LoadedModel, TorchScorer, count_parameters, model_max_length
+from zstc.scorers.batching import length_batches
 
-_UNBOUNDED = 1_000_000
-"""Tokenizers without a known limit report a huge sentinel (1e30); anything above this is not a limit."""
+F = TypeVar("F")
+TokenIds = list[int]
+
+__all__ = ["CausalLMScorer", "left_pad", "length_batches", "model_max_length", "next_token_id", "positions"]
 
 
-class CausalLMScorer(TorchScorer):
-    """Base class of the generative scorers: a causal LM and its tokenizer, loaded on first use."""
+class CausalLMScorer(TorchScorer[F]):
+    """Base class of the generative scorers: a causal LM and its tokenizer, loaded on first use.
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        device: str | None = None,
-        precision: Precision = "fp32",
-        batch_size: int = 16,
-        max_length: int | None = None,
-    ) -> None:
-        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._truncated = 0
+    A subclass derives what it needs from the tokenizer once, at load time (:meth:`_facts`: answer token
+    ids, option symbols); it is kept on the loaded model, never on the scorer.
+    """
 
     # -- loading --------------------------------------------------------------------------------------
 
-    def _load(self) -> tuple[Any, Any]:
-        """The model and tokenizer; weights are loaded in bf16 when bf16 is on (an 8B model in fp32 is 32 GB)."""
-        if self._model is None:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+    def _load_model(self) -> LoadedModel[F]:
+        """The model and tokenizer; weights are loaded in bf16 when precision is bf16 (an 8B model in fp32 is 32 GB)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            source = model_source(self.spec)
-            try:
-                tokenizer = AutoTokenizer.from_pretrained(source)
-                model = AutoModelForCausalLM.from_pretrained(
-                    source, dtype=torch.bfloat16 if self.precision == "bf16" else torch.float32
-                )
-            except Exception as error:
-                raise load_error(self.spec, error) from None
-            model.to(self.device).eval()
-            if self.max_length is None:
-                self.max_length = model_max_length(self.spec, tokenizer, model.config)
-            self._tokenizer = tokenizer
-            self._on_load(tokenizer)  # before the model is kept: a model it rejects is not "loaded"
-            self._count_parameters(model)
-            self._model = model
-        return self._model, self._tokenizer
+        source = model_source(self.spec)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source)
+            model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.precision == "bf16" else torch.float32)
+        except Exception as error:
+            raise load_error(self.spec, error) from None
+        model.to(self.device).eval()
+        limit = self.max_length
+        if limit is None:
+            limit = model_max_length(self.spec, tokenizer, getattr(model.config, "max_position_embeddings", None))
+        facts = self._facts(tokenizer)  # may reject the model: then nothing is kept
+        return LoadedModel(model, tokenizer, limit, count_parameters(model), facts)
 
-    def _on_load(self, tokenizer: Any) -> None:
-        """Hook for what a family derives once from the tokenizer (answer token ids, option symbols)."""
+    def _facts(self, tokenizer: Any) -> F:
+        """What a family derives once from the tokenizer (answer token ids, option symbols)."""
+        raise NotImplementedError
 
-    @property
-    def pad_id(self) -> int:
+    @staticmethod
+    def pad_id(loaded: LoadedModel[Any]) -> int:
         # Any id works: padded positions are masked out. Many causal tokenizers have no pad token.
-        tokenizer = self._tokenizer
+        tokenizer = loaded.tokenizer
         for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
             if candidate is not None:
                 return int(candidate)
@@ -79,57 +66,62 @@ class CausalLMScorer(TorchScorer):
 
     # -- tokens ---------------------------------------------------------------------------------------
 
-    def _ids(self, text: str, *, special: bool = False) -> list[int]:
-        return list(self._tokenizer(text, add_special_tokens=special)["input_ids"])
+    @staticmethod
+    def _ids(loaded: LoadedModel[Any], text: str, *, special: bool = False) -> TokenIds:
+        with loaded.tokenizer_lock:
+            return list(loaded.tokenizer(text, add_special_tokens=special)["input_ids"])
 
-    def _fit_text(self, text: str, tokenize: Callable[[str], list[list[int]]]) -> list[list[int]]:
+    def _fit(self, loaded: LoadedModel[F], text: str, tokenize: Callable[[str], list[TokenIds]]) -> tuple[list[TokenIds], bool]:
         """``tokenize(text)``: the token ids of the prompt(s) built around ``text``, with the text cut at its
-        end just enough that the longest prompt fits in ``max_length``.
+        end just enough that the longest prompt fits in the token limit; and whether it was cut.
 
         Only the text is ever cut: the instruction, label descriptions, options and answer suffix are the
         benchmark's definition.
         """
-        assert self.max_length is not None
-        prompts = tokenize(text)
-        excess = max(len(ids) for ids in prompts) - self.max_length
-        if excess <= 0:
-            return prompts
-        text_ids = self._ids(text)
-        keep = len(text_ids) - excess
-        while keep > 0:
-            # Re-measure after decoding: token boundaries at the cut may shift the count by a token or two.
-            prompts = tokenize(self._tokenizer.decode(text_ids[:keep]))
-            excess = max(len(ids) for ids in prompts) - self.max_length
+        limit = self.limit(loaded)
+        with loaded.tokenizer_lock:
+            prompts = tokenize(text)
+            excess = max(len(ids) for ids in prompts) - limit
             if excess <= 0:
-                self._truncated += 1
-                return prompts
-            keep -= excess
+                return prompts, False
+            text_ids = self._ids(loaded, text)
+            keep = len(text_ids) - excess
+            while keep > 0:
+                # Re-measure after decoding: token boundaries at the cut may shift the count by a token or two.
+                prompts = tokenize(loaded.tokenizer.decode(text_ids[:keep]))
+                excess = max(len(ids) for ids in prompts) - limit
+                if excess <= 0:
+                    return prompts, True
+                keep -= excess
         raise ModelError(
-            f"the prompt around the text is longer than {self.spec.model_id}'s {self.max_length} tokens on its own "
-            "(label descriptions and instructions are never cut): use fewer or shorter labels, or a larger --max-length"
+            f"the prompt around the text is longer than {self.spec.model_id}'s {limit} tokens on its own "
+            "(label descriptions and instructions are never cut): use fewer or shorter labels, or a larger max_length",
+            parameters=("max_length",),
         )
 
-    def _start_notes(self) -> None:
-        self.notes = []
-        self._truncated = 0
+    def _fit_text(self, text: str, tokenize: Callable[[str], list[TokenIds]]) -> list[TokenIds]:
+        """The prompts of :meth:`_fit`, without whether the text was cut."""
+        return self._fit(self.loaded, text, tokenize)[0]
 
-    def _finish_notes(self, n_texts: int) -> None:
-        if self._truncated:
-            self._note(f"{self._truncated} of {n_texts} texts exceed {self.max_length} tokens with their prompt and were truncated")
+    def _truncation_notes(self, loaded: LoadedModel[F], truncated: int, n_texts: int) -> list[str]:
+        if not truncated:
+            return []
+        return [f"{truncated} of {n_texts} texts exceed {self.limit(loaded)} tokens with their prompt and were truncated"]
 
-    def _text_batches(self, texts: Sequence[str]) -> Iterator[list[int]]:
+    def _text_batches(self, texts: Sequence[str]) -> list[list[int]]:
         """Indices of ``texts`` in batches of ``batch_size``, similar lengths together (less padding)."""
         return length_batches([len(text) for text in texts], self.batch_size)
 
     # -- forward passes -------------------------------------------------------------------------------
 
-    def _answer_logits(self, sequences: Sequence[list[int]], answer_ids: list[int]) -> torch.Tensor:
+    def _answer_logits(self, loaded: LoadedModel[F], sequences: Sequence[TokenIds], answer_ids: list[int]) -> torch.Tensor:
         """Logits of ``answer_ids`` after each sequence, shape ``(len(sequences), len(answer_ids))``, fp32."""
-        input_ids, attention_mask = left_pad(sequences, self.pad_id)
-        return self._forward_answer(input_ids, attention_mask, positions(attention_mask), answer_ids)
+        input_ids, attention_mask = left_pad(sequences, self.pad_id(loaded))
+        return self._forward_answer(loaded, input_ids, attention_mask, positions(attention_mask), answer_ids)
 
     def _forward_answer(
         self,
+        loaded: LoadedModel[F],
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         position_ids: torch.Tensor,
@@ -138,8 +130,7 @@ class CausalLMScorer(TorchScorer):
     ) -> torch.Tensor:
         """One forward pass; ``attention_mask`` covers the past and the new tokens. Left padding keeps every
         sequence's last real token at the last position, so only that position's logits are computed."""
-        model = self._model
-        output = model(
+        output = loaded.model(
             input_ids=input_ids.to(self.device),
             attention_mask=attention_mask.to(self.device),
             position_ids=position_ids.to(self.device),
@@ -147,18 +138,8 @@ class CausalLMScorer(TorchScorer):
             use_cache=past_key_values is not None,
             logits_to_keep=1,
         )
-        return output.logits[:, -1, answer_ids].float().cpu()
-
-
-def model_max_length(spec: ModelSpec, tokenizer: Any, config: Any) -> int:
-    """The model's own token limit: the smaller of what its tokenizer and its position embeddings allow."""
-    limits = [
-        n for n in (getattr(tokenizer, "model_max_length", None), getattr(config, "max_position_embeddings", None))
-        if isinstance(n, int) and 0 < n < _UNBOUNDED
-    ]
-    if not limits:
-        raise ModelError(f"{spec.model_id} does not state its maximum input length: pass --max-length")
-    return min(limits)
+        logits: torch.Tensor = output.logits[:, -1, answer_ids].float().cpu()
+        return logits
 
 
 def next_token_id(tokenizer: Any, context: str, continuation: str) -> int | None:
@@ -176,15 +157,13 @@ def next_token_id(tokenizer: Any, context: str, continuation: str) -> int | None
     return None
 
 
-def left_pad(sequences: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def left_pad(sequences: Sequence[TokenIds], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``(input_ids, attention_mask)``, padded on the left so every sequence ends at the last position."""
-    width = max(len(s) for s in sequences)
-    input_ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(sequences), width), dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        if sequence:
-            input_ids[row, width - len(sequence):] = torch.tensor(sequence, dtype=torch.long)
-            attention_mask[row, width - len(sequence):] = 1
+    from torch.nn.utils.rnn import pad_sequence
+
+    ids = [torch.tensor(sequence, dtype=torch.long) for sequence in sequences]
+    input_ids = pad_sequence(ids, batch_first=True, padding_value=pad_id, padding_side="left")
+    attention_mask = pad_sequence([torch.ones_like(row) for row in ids], batch_first=True, padding_value=0, padding_side="left")
     return input_ids, attention_mask
 
 
@@ -196,10 +175,3 @@ def positions(attention_mask: torch.Tensor, start: torch.Tensor | int = 0) -> to
     """
     offset = start.unsqueeze(-1) if isinstance(start, torch.Tensor) else start
     return (attention_mask.cumsum(-1) - 1).clamp(min=0) + offset
-
-
-def length_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices in batches of similar length (longest first), so little compute goes to padding."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    for start in range(0, len(order), batch_size):
-        yield order[start:start + batch_size]

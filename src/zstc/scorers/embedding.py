@@ -14,45 +14,37 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from zstc.errors import ModelError, UnknownNameError
+from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import Precision, inference_context
-from zstc.scorers.base import TorchScorer
+from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, add_note, count_parameters, model_max_length
+from zstc.scorers.families import POOLINGS
+from zstc.scorers.runtime import inference_context
 
-POOLINGS: tuple[str, ...] = ("native", "cls")
+LABEL_CACHE_SIZE = 64
+"""Label sets whose embeddings are kept (least recently used dropped first): a server answering requests
+with ever new label sets must not grow without bound."""
+
+__all__ = ["POOLINGS", "EmbeddingScorer", "EncoderScorer"]
 
 
-class EmbeddingScorer(TorchScorer):
+class EmbeddingScorer(TorchScorer[None]):
     family: ClassVar[str] = "embedding"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        pooling: str = "native",
-        device: str | None = None,
-        precision: Precision = "fp32",
-        batch_size: int = 64,
-        max_length: int | None = None,
-    ) -> None:
-        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
-        if pooling not in POOLINGS:
-            raise UnknownNameError(f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}")
-        self.pooling = pooling
-        self._model: Any = None
-        self._label_cache: dict[tuple[str, ...], torch.Tensor] = {}
+    def __init__(self, spec: ModelSpec, **options: Any) -> None:
+        super().__init__(spec, **options)
+        # A family without a pooling option (base encoders) is scored the paper's way, [CLS].
+        self.pooling: str = self.options.get("pooling", "cls")
+        self._label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "pooling": self.pooling}
 
     # -- loading --------------------------------------------------------------------------------------
 
-    def _load(self) -> Any:
-        if self._model is not None:
-            return self._model
+    def _load_model(self) -> LoadedModel[None]:
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
@@ -68,18 +60,17 @@ class EmbeddingScorer(TorchScorer):
             raise load_error(self.spec, error) from None
         if self.max_length is not None:
             model.max_seq_length = self.max_length
-        self.max_length = model.max_seq_length
+        elif model.max_seq_length is None:  # no limit in the model's configuration: the tokenizer's, or an error
+            model.max_seq_length = model_max_length(self.spec, model.tokenizer)
         model.eval()
-        self._count_parameters(model)
-        self._model = model
-        return model
+        return LoadedModel(model, model.tokenizer, int(model.max_seq_length), count_parameters(model), None)
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def _encode(self, sentences: list[str], show_progress: bool) -> torch.Tensor:
-        model = self._load()
-        with inference_context(self.device, self.precision):
-            embeddings = model.encode(
+    def _encode(self, loaded: LoadedModel[None], sentences: list[str], show_progress: bool) -> torch.Tensor:
+        # Under the tokenizer lock: encode tokenizes inside (see LoadedModel.tokenizer_lock).
+        with loaded.tokenizer_lock, inference_context(self.device, self.precision):
+            embeddings = loaded.model.encode(
                 sentences,
                 batch_size=self.batch_size,
                 convert_to_tensor=True,
@@ -87,31 +78,33 @@ class EmbeddingScorer(TorchScorer):
             )
         return torch.nn.functional.normalize(embeddings.float(), dim=-1)
 
-    def _count_truncated(self, sentences: list[str]) -> int:
-        tokenizer = self._load().tokenizer
+    def _count_truncated(self, loaded: LoadedModel[None], sentences: list[str]) -> int:
         # Cutting one token past the limit still shows which are too long, without tokenizing whole documents
         # (and without transformers' "longer than the maximum" warning, which the note replaces).
-        lengths = tokenizer(sentences, add_special_tokens=True, truncation=True, max_length=self.max_length + 1,
-                            return_length=True)["length"]
-        return int(sum(length > self.max_length for length in lengths))
+        with loaded.tokenizer_lock:
+            lengths = loaded.tokenizer(sentences, add_special_tokens=True, truncation=True,
+                                       max_length=loaded.max_length + 1, return_length=True)["length"]
+        return int(sum(length > loaded.max_length for length in lengths))
 
-    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        self.notes = []
+    def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...]) -> torch.Tensor:
+        if self._count_truncated(loaded, list(documents)):
+            raise ModelError(
+                f"a label description is longer than {self.spec.model_id}'s {loaded.max_length} tokens; "
+                "label descriptions are never truncated: shorten it"
+            )
+        return self._encode(loaded, list(documents), show_progress=False)
+
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+        loaded = self.loaded
+        notes: list[str] = []
         documents = tuple(self.spec.format_document(label) for label in labels)
-        if documents not in self._label_cache:
-            # Checked before caching: a refused description must be refused again, not served truncated.
-            if self._count_truncated(list(documents)):
-                raise ModelError(
-                    f"a label description is longer than {self.spec.model_id}'s {self.max_length} tokens; "
-                    "label descriptions are never truncated: shorten it"
-                )
-            self._label_cache[documents] = self._encode(list(documents), show_progress=False)
+        label_embeddings = self._label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents))
         queries = [self.spec.format_query(text) for text in texts]
-        truncated = self._count_truncated(queries)
+        truncated = self._count_truncated(loaded, queries)
         if truncated:
-            self._note(f"{truncated} of {len(queries)} texts exceed {self.max_length} tokens and were truncated")
-        text_embeddings = self._encode(queries, show_progress=show_progress)
-        return (text_embeddings @ self._label_cache[documents].T).cpu().numpy().astype(np.float32)
+            add_note(notes, f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated")
+        text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
+        return ScoreResult((text_embeddings @ label_embeddings.T).cpu().numpy().astype(np.float32), notes)
 
 
 class EncoderScorer(EmbeddingScorer):
@@ -120,6 +113,3 @@ class EncoderScorer(EmbeddingScorer):
     family: ClassVar[str] = "encoder"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
-
-    def __init__(self, spec: ModelSpec, *, device: str | None = None, precision: Precision = "fp32", batch_size: int = 64, max_length: int | None = None) -> None:
-        super().__init__(spec, pooling="cls", device=device, precision=precision, batch_size=batch_size, max_length=max_length)

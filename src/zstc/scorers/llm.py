@@ -17,9 +17,8 @@ import torch
 from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
-from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import Precision, inference_context
-from zstc.scorers.base import empty_scores
+from zstc.scorers.base import LoadedModel, ScoreResult, empty_scores
+from zstc.scorers.runtime import inference_context
 from zstc.scorers.causal import CausalLMScorer, next_token_id
 from zstc.scorers.prompts import LLM_ANSWER_START, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options
 
@@ -35,80 +34,76 @@ OPTION_SYMBOL_POOL: tuple[str, ...] = (
 letters first; a model uses the first ``n`` that its tokenizer writes as one token (72 for banking77)."""
 
 
-class LLMScorer(CausalLMScorer):
+Symbols = list[tuple[str, int]]
+"""The option symbols a model can answer with in one token, with that token, found when the model loads."""
+
+
+class LLMScorer(CausalLMScorer[Symbols]):
     family: ClassVar[str] = "llm"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        device: str | None = None,
-        precision: Precision = "fp32",
-        batch_size: int = 8,
-        max_length: int | None = None,
-    ) -> None:
-        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
-        self._symbols: list[tuple[str, int]] = []
-
     def describe(self) -> dict[str, Any]:
         facts = super().describe()
-        if self._tokenizer is not None:
-            facts["prompt_format"] = "chat template" if self._uses_chat() else "plain"
+        if self._loaded is not None:
+            facts["prompt_format"] = "chat template" if self._uses_chat(self._loaded) else "plain"
         return facts
 
-    def _on_load(self, tokenizer: Any) -> None:
-        self._symbols = option_symbols(tokenizer)
+    def _facts(self, tokenizer: Any) -> Symbols:
+        return option_symbols(tokenizer)
 
-    def _uses_chat(self) -> bool:
-        return bool(getattr(self._tokenizer, "chat_template", None))
+    @staticmethod
+    def _uses_chat(loaded: LoadedModel[Symbols]) -> bool:
+        return bool(getattr(loaded.tokenizer, "chat_template", None))
 
     # -- prompts --------------------------------------------------------------------------------------
 
-    def symbols_for(self, n_labels: int) -> list[tuple[str, int]]:
+    def symbols_for(self, n_labels: int) -> Symbols:
         """The first ``n_labels`` option symbols with their token ids."""
-        self._load()
-        if n_labels > len(self._symbols):
+        symbols = self.loaded.facts
+        if n_labels > len(symbols):
             raise ModelError(
                 f"{self.spec.model_id} has {n_labels} labels to choose from but its tokenizer writes only "
-                f"{len(self._symbols)} distinct option symbols as single tokens: use at most {len(self._symbols)} labels"
+                f"{len(symbols)} distinct option symbols as single tokens: use at most {len(symbols)} labels"
             )
-        return self._symbols[:n_labels]
+        return symbols[:n_labels]
 
     def prompt(self, text: str, labels: Sequence[str]) -> str:
         """The exact string the model reads for ``text`` (its chat template applied, if it has one)."""
+        loaded = self.loaded
         symbols = [symbol for symbol, _ in self.symbols_for(len(labels))]
         options = llm_options(symbols, list(labels))
-        if not self._uses_chat():
+        if not self._uses_chat(loaded):
             return LLM_PLAIN_TEMPLATE.format(text=text, options=options)
         question = LLM_INSTRUCTIONS.format(text=text, options=options)
         # enable_thinking=False: templates of reasoning models (Qwen3) otherwise open the answer with a
         # thinking block instead of the letter; templates without that switch ignore the variable.
-        opening = self._tokenizer.apply_chat_template(
-            [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True, enable_thinking=False
-        )
-        return opening + LLM_ANSWER_START
+        with loaded.tokenizer_lock:
+            opening = loaded.tokenizer.apply_chat_template(
+                [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True, enable_thinking=False
+            )
+        return str(opening) + LLM_ANSWER_START
 
     def _prompt_ids(self, text: str, labels: Sequence[str]) -> list[int]:
         # A rendered chat template already contains the special tokens (BOS and turn markers).
-        return self._ids(self.prompt(text, labels), special=not self._uses_chat())
+        loaded = self.loaded
+        return self._ids(loaded, self.prompt(text, labels), special=not self._uses_chat(loaded))
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        self._load()
-        self._start_notes()
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+        loaded = self.loaded
         scores = empty_scores(len(texts), len(labels))
         symbol_ids = [token for _, token in self.symbols_for(len(labels))]
+        truncated = 0
         with inference_context(self.device, self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
             for batch in self._text_batches(texts):
-                prompts = [self._fit_text(texts[i], lambda t: [self._prompt_ids(t, labels)])[0] for i in batch]
-                logits = self._answer_logits(prompts, symbol_ids)
+                fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, labels)]) for i in batch]
+                truncated += sum(cut for _, cut in fitted)
+                logits = self._answer_logits(loaded, [prompts[0] for prompts, _ in fitted], symbol_ids)
                 scores[batch] = torch.softmax(logits, dim=-1).numpy()
                 bar.update(len(batch))
-        self._finish_notes(len(texts))
-        return scores
+        return ScoreResult(scores, self._truncation_notes(loaded, truncated, len(texts)))
 
 
 def option_symbols(tokenizer: Any) -> list[tuple[str, int]]:

@@ -19,12 +19,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from zstc.errors import UnknownNameError, ZstcError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import Precision
-from zstc.scorers.pairs import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, CrossEncoderScorer, log_odds, output_column
+from zstc.scorers.families import NLI_SCORE_TYPES
+from zstc.scorers.pairs import CrossEncoderScorer, OutputColumn, log_odds, output_column
 
-SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
+SCORE_TYPES: tuple[str, ...] = NLI_SCORE_TYPES
 ENTAILMENT_NAMES: frozenset[str] = frozenset({"entailment"})
 """Label names (compared case-insensitively) that mark the entailment output: ``entailment``, ``ENTAILMENT``."""
 
@@ -33,7 +32,8 @@ def entailment_index(id2label: dict[int, str], *, model_id: str, index: int | No
     """The entailment output of an NLI head with this ``id2label``; ``index`` or ``label`` override it."""
     return output_column(
         id2label, names=ENTAILMENT_NAMES, meaning="entailment", model_id=model_id, index=index, label=label,
-        how_to_choose="; pass --entailment-index (or give its registry entry an entailment_label)",
+        how_to_choose="; pass entailment_index (or give its registry entry an entailment_label)",
+        parameters=("entailment_index",),
     )
 
 
@@ -53,41 +53,24 @@ class NliScorer(CrossEncoderScorer):
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        score_type: str = "logodds",
-        entailment_index: int | None = None,
-        device: str | None = None,
-        precision: Precision = "fp32",
-        batch_size: int = DEFAULT_MAX_PAIRS,
-        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-        max_length: int | None = None,
-    ) -> None:
-        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_batch_tokens=max_batch_tokens, max_length=max_length)
-        if score_type not in SCORE_TYPES:
-            raise UnknownNameError(f"unknown score type {score_type!r}; expected one of {', '.join(SCORE_TYPES)}")
-        if entailment_index is not None and entailment_index < 0:
-            raise ZstcError(f"--entailment-index must be 0 or more, got {entailment_index}")
-        self.score_type = score_type
-        self.entailment_index = entailment_index
-        """As given; the resolved column once the model is loaded."""
-        self._entailment_name: str | None = None
+    def __init__(self, spec: ModelSpec, **options: Any) -> None:
+        super().__init__(spec, **options)
+        self.score_type: str = self.options["score_type"]
+        self.entailment_index: int | None = self.options["entailment_index"]
+        """As given; the resolved column is :attr:`LoadedModel.facts` once the model is loaded."""
 
     def describe(self) -> dict[str, Any]:
+        column = self._loaded.facts if self._loaded is not None else None
         return {
             **super().describe(),
             "score_type": self.score_type,
-            "entailment_index": self.entailment_index,
-            "entailment_label": self._entailment_name,
+            "entailment_index": column.index if column is not None else self.entailment_index,
+            "entailment_label": column.name if column is not None else None,
         }
 
-    def _resolve_outputs(self, id2label: dict[int, str]) -> None:
-        self.entailment_index = entailment_index(
-            id2label, model_id=self.spec.model_id, index=self.entailment_index, label=self.spec.entailment_label
-        )
-        self._entailment_name = id2label[self.entailment_index]
+    def _resolve_outputs(self, id2label: dict[int, str]) -> OutputColumn:
+        index = entailment_index(id2label, model_id=self.spec.model_id, index=self.entailment_index, label=self.spec.entailment_label)
+        return OutputColumn(index, id2label[index])
 
-    def _scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
-        return entailment_scores(logits, self.entailment_index, self.score_type)
+    def _scores_from_logits(self, logits: torch.Tensor, column: OutputColumn) -> torch.Tensor:
+        return entailment_scores(logits, column.index, self.score_type)

@@ -27,20 +27,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from zstc.errors import ModelError, ZstcError
+from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
-from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import Precision, inference_context
-from zstc.scorers.base import TorchScorer
+from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, count_parameters, model_max_length
+from zstc.scorers.batching import longest_first, token_budget_batches
+from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS
+from zstc.scorers.runtime import inference_context
 
-DEFAULT_MAX_PAIRS = 256
-"""Pairs per forward pass at most (``batch_size``). Large on purpose: each forward pass has a fixed cost
-that short pairs do not amortise (measured on 2 CPU cores with MiniLM-L6, banking77 pairs of about 30
-tokens: 64 pairs per pass took 1.4x the time of 128 or 256)."""
-DEFAULT_MAX_BATCH_TOKENS = 16384
-"""Padded tokens per forward pass at most: long pairs get smaller batches (32 of 512 tokens), short pairs larger ones."""
-_UNSET_MAX_LENGTH = 100_000
-"""Tokenizers without a limit report ``model_max_length`` as a huge sentinel (1e30); anything above this is one."""
+__all__ = ["DEFAULT_MAX_BATCH_TOKENS", "DEFAULT_MAX_PAIRS", "CrossEncoderScorer", "PairTemplate", "plan_pairs", "token_budget_batches"]
 
 
 # -- assembling pairs from token ids -----------------------------------------------------------------------
@@ -126,7 +120,8 @@ class PairPlan:
     """Tokens of the (truncated) first sequence in each pair, in batch order."""
     bounds: list[tuple[int, int]]
     """``[start, stop)`` of each batch in the pair order."""
-    pad_id: int
+    collate: Any
+    """Pads a batch's rows into tensors (``transformers.DataCollatorWithPadding`` on the model's tokenizer)."""
     use_token_types: bool
     truncated_firsts: np.ndarray
     """Indices of the first sequences cut short in at least one of their pairs."""
@@ -145,18 +140,11 @@ class PairPlan:
             self.template.assemble(self.first_ids[f][:length], self.second_ids[s])
             for f, s, length in zip(firsts, seconds, self.first_lengths[start:stop])
         ]
-        width = max(len(ids) for ids, _ in rows)
-        input_ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
-        token_types = np.zeros((len(rows), width), dtype=np.int64)
-        attention = np.zeros((len(rows), width), dtype=np.int64)
-        for row, (ids, types) in enumerate(rows):
-            input_ids[row, : len(ids)] = ids
-            token_types[row, : len(types)] = types
-            attention[row, : len(ids)] = 1
-        inputs = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention)}
-        if self.use_token_types:
-            inputs["token_type_ids"] = torch.from_numpy(token_types)
-        return PairBatch(firsts, seconds, inputs)
+        features = [
+            {"input_ids": ids, "attention_mask": [1] * len(ids), **({"token_type_ids": types} if self.use_token_types else {})}
+            for ids, types in rows
+        ]
+        return PairBatch(firsts, seconds, dict(self.collate(features)))
 
 
 def plan_pairs(
@@ -199,7 +187,7 @@ def plan_pairs(
     first_lengths = np.minimum(full_lengths[firsts], room[seconds])
     truncated = np.unique(firsts[first_lengths < full_lengths[firsts]])
     lengths = first_lengths + second_lengths[seconds] + template.n_special
-    order = np.argsort(-lengths, kind="stable")
+    order = longest_first(lengths)
     firsts, seconds, first_lengths, lengths = firsts[order], seconds[order], first_lengths[order], lengths[order]
     return PairPlan(
         template=template,
@@ -209,31 +197,24 @@ def plan_pairs(
         seconds=seconds,
         first_lengths=first_lengths,
         bounds=token_budget_batches(lengths, max_pairs=max_pairs, max_batch_tokens=max_batch_tokens),
-        pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+        collate=_collator(tokenizer),
         use_token_types="token_type_ids" in tokenizer.model_input_names,
         truncated_firsts=truncated,
     )
 
 
-def token_budget_batches(lengths: np.ndarray, *, max_pairs: int, max_batch_tokens: int) -> list[tuple[int, int]]:
-    """Cut pairs sorted longest first into ``[start, stop)`` batches of at most ``max_pairs`` pairs and
-    ``max_batch_tokens`` padded tokens (a batch is as wide as its first, longest pair). A single pair
-    longer than the budget still gets a batch of its own."""
-    bounds: list[tuple[int, int]] = []
-    start, n = 0, len(lengths)
-    while start < n:
-        fits = max(1, min(max_pairs, max_batch_tokens // int(lengths[start])))
-        stop = min(n, start + fits)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
+def _collator(tokenizer: Any) -> Any:
+    from transformers import DataCollatorWithPadding
+
+    return DataCollatorWithPadding(tokenizer, padding="longest", return_tensors="pt")
 
 
 def _token_ids(tokenizer: Any, texts: Sequence[str], *, max_length: int | None) -> list[list[int]]:
     if not texts:
         return []
     truncation = {"truncation": True, "max_length": max_length} if max_length is not None else {}
-    return tokenizer(list(texts), add_special_tokens=False, **truncation)["input_ids"]
+    ids: list[list[int]] = tokenizer(list(texts), add_special_tokens=False, **truncation)["input_ids"]
+    return ids
 
 
 # -- reading the model's outputs ---------------------------------------------------------------------------
@@ -248,6 +229,7 @@ def output_column(
     index: int | None = None,
     label: str | None = None,
     how_to_choose: str = "",
+    parameters: tuple[str, ...] = (),
 ) -> int:
     """The output column that means ``meaning`` (entailment, relevance), read from the model's ``id2label``.
 
@@ -271,7 +253,8 @@ def output_column(
     matches = [i for i, name in sorted(id2label.items()) if name.casefold() in names]
     if len(matches) == 1:
         return matches[0]
-    raise ModelError(f"cannot tell which output of {model_id} is {meaning}: its id2label is {{{described}}}{how_to_choose}")
+    raise ModelError(f"cannot tell which output of {model_id} is {meaning}: its id2label is {{{described}}}{how_to_choose}",
+                     parameters=parameters)
 
 
 def log_odds(logits: torch.Tensor, column: int) -> torch.Tensor:
@@ -290,54 +273,39 @@ _RawModel = tuple[Any, Any, dict[int, str], int | None]
 """What a loader returns: model, tokenizer, id2label, the model's position limit (if it has one)."""
 
 
-@dataclass
-class LoadedCrossEncoder:
-    model: Any
-    """Called as ``model(input_ids=..., attention_mask=...[, token_type_ids=...])``; returns ``.logits``."""
-    tokenizer: Any
+@dataclass(frozen=True)
+class OutputColumn:
+    """The output column a cross-encoder's score is read from, as resolved from the model's ``id2label``."""
+
+    index: int
+    name: str
 
 
-class CrossEncoderScorer(TorchScorer):
+class CrossEncoderScorer(TorchScorer[OutputColumn]):
     """Shared loading, batching and bookkeeping of NLI models and rerankers.
 
-    A subclass says which output column is its positive one (:meth:`_resolve_outputs`, called once after
-    loading) and how a batch of logits becomes scores (:meth:`_scores_from_logits`).
+    A subclass says which output column is its positive one (:meth:`_resolve_outputs`, called once when the
+    model loads) and how a batch of logits becomes scores (:meth:`_scores_from_logits`).
     """
 
     family: ClassVar[str] = ""
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        device: str | None = None,
-        precision: Precision = "fp32",
-        batch_size: int = DEFAULT_MAX_PAIRS,
-        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-        max_length: int | None = None,
-    ) -> None:
-        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
-        if max_batch_tokens is not None and max_batch_tokens < 1:  # batch_size and max_length: TorchScorer
-            raise ZstcError(f"max_batch_tokens must be at least 1, got {max_batch_tokens}")
-        self.max_batch_tokens = max_batch_tokens
-        self._loaded: LoadedCrossEncoder | None = None
+    def __init__(self, spec: Any, **options: Any) -> None:
+        super().__init__(spec, **options)
+        self.max_batch_tokens: int = self.options["max_batch_tokens"]
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "max_batch_tokens": self.max_batch_tokens}
 
     # -- loading --------------------------------------------------------------------------------------
 
-    def _load(self) -> LoadedCrossEncoder:
-        if self._loaded is not None:
-            return self._loaded
+    def _load_model(self) -> LoadedModel[OutputColumn]:
         source = model_source(self.spec)
         model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(source)
         model.eval()
-        self._count_parameters(model)
-        self._resolve_outputs(id2label)
-        self.max_length = self._max_length_for(tokenizer, position_limit)
-        self._loaded = LoadedCrossEncoder(model, tokenizer)
-        return self._loaded
+        column = self._resolve_outputs(id2label)
+        limit = self.max_length if self.max_length is not None else model_max_length(self.spec, tokenizer, position_limit)
+        return LoadedModel(model, tokenizer, limit, count_parameters(model), column)
 
     def _load_transformers(self, source: str) -> _RawModel:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -348,7 +316,7 @@ class CrossEncoderScorer(TorchScorer):
         except Exception as error:
             raise load_error(self.spec, error) from None
         # transformers puts a randomly initialised head on a plain encoder with only a warning; its scores
-        # would be noise, so that is an error here (score such a model with --family encoder instead).
+        # would be noise, so that is an error here (score such a model with family "encoder" instead).
         backbone = model.base_model_prefix + "."
         missing_head = sorted(key for key in info.get("missing_keys", ()) if not key.startswith(backbone))
         if missing_head:
@@ -362,81 +330,77 @@ class CrossEncoderScorer(TorchScorer):
             id2label = {index: f"LABEL_{index}" for index in range(config.num_labels)}
         return model.to(self.device), tokenizer, id2label, getattr(config, "max_position_embeddings", None)
 
-    def _max_length_for(self, tokenizer: Any, position_limit: int | None) -> int:
-        """The user's ``max_length``, else the tokenizer's own limit, else the model's position limit."""
-        if self.max_length is not None:
-            return self.max_length
-        if tokenizer.model_max_length < _UNSET_MAX_LENGTH:
-            return int(tokenizer.model_max_length)
-        if position_limit:
-            return int(position_limit)
-        raise ModelError(f"{self.spec.model_id}: the tokenizer has no maximum length; pass --max-length")
-
-    def _resolve_outputs(self, id2label: dict[int, str]) -> None:
-        """Decide which output column(s) to read, from the model's label names; raise when that is unclear."""
+    def _resolve_outputs(self, id2label: dict[int, str]) -> OutputColumn:
+        """Decide which output column to read, from the model's label names; raise when that is unclear."""
         raise NotImplementedError
 
-    def _scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
+    def _scores_from_logits(self, logits: torch.Tensor, column: OutputColumn) -> torch.Tensor:
         """``(batch, n_outputs)`` float32 logits -> ``(batch,)`` scores, higher = more likely."""
         raise NotImplementedError
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
         """Score every text against every label description: a ``(len(texts), len(labels))`` float32 matrix."""
-        self.notes = []
+        loaded = self.loaded
         distinct, row_of_text = _distinct(self.spec.format_query(text) for text in texts)
         documents = [self.spec.format_document(label) for label in labels]
-        plan = self._plan(distinct, documents, pairs=None)
+        plan = self._plan(loaded, distinct, documents, pairs=None)
         matrix = np.zeros((len(distinct), len(documents)), dtype=np.float32)
-        for batch, scores in self._run(plan, show_progress):
+        for batch, scores in self._run(loaded, plan, show_progress):
             matrix[batch.firsts, batch.seconds] = scores
-        self._note_truncation(np.isin(row_of_text, plan.truncated_firsts).sum(), len(texts), "texts")
-        return matrix[row_of_text]
+        notes = self._truncation_notes(loaded, np.isin(row_of_text, plan.truncated_firsts).sum(), len(texts), "texts")
+        return ScoreResult(matrix[row_of_text], notes)
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         """Score aligned pairs (``firsts[i]`` with ``seconds[i]``, e.g. premise and hypothesis): float32, one per pair."""
+        return self.score_pairs_with_notes(firsts, seconds, show_progress=show_progress).scores
+
+    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
         if len(firsts) != len(seconds):
             raise ValueError(f"{len(firsts)} first sequences for {len(seconds)} second sequences")
-        self.notes = []
+        loaded = self.loaded
         distinct_firsts, first_index = _distinct(firsts)
         distinct_seconds, second_index = _distinct(seconds)
-        plan = self._plan(distinct_firsts, distinct_seconds, pairs=(first_index, second_index))
+        plan = self._plan(loaded, distinct_firsts, distinct_seconds, pairs=(first_index, second_index))
         # Pairs are deduplicated too: the same (premise, hypothesis) twice is scored once.
-        lookup = {}
-        for batch, scores in self._run(plan, show_progress):
+        lookup: dict[tuple[int, int], float] = {}
+        for batch, scores in self._run(loaded, plan, show_progress):
             lookup.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), scores.tolist()))
-        self._note_truncation(np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")
-        return np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
+        notes = self._truncation_notes(loaded, np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")
+        scores = np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
+        return ScoreResult(scores, notes)
 
-    def _plan(self, firsts: list[str], seconds: list[str], pairs: tuple[np.ndarray, np.ndarray] | None) -> PairPlan:
-        loaded = self._load()
+    def _plan(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str],
+              pairs: tuple[np.ndarray, np.ndarray] | None) -> PairPlan:
         if pairs is not None:
             pairs = _unique_pairs(*pairs)
-        return plan_pairs(
-            loaded.tokenizer, firsts, seconds, max_length=self.max_length, pairs=pairs,
-            max_pairs=self.batch_size, max_batch_tokens=self.max_batch_tokens,
-        )
+        with loaded.tokenizer_lock:
+            return plan_pairs(
+                loaded.tokenizer, firsts, seconds, max_length=self.limit(loaded), pairs=pairs,
+                max_pairs=self.batch_size, max_batch_tokens=self.max_batch_tokens,
+            )
 
-    def _run(self, plan: PairPlan, show_progress: bool) -> Iterator[tuple[PairBatch, np.ndarray]]:
+    def _run(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool) -> Iterator[tuple[PairBatch, np.ndarray]]:
         from tqdm.auto import tqdm
 
-        model = self._load().model
         with tqdm(total=plan.n_pairs, unit="pair", disable=not show_progress, leave=False) as progress:
             for batch in plan.batches():
                 inputs = {name: tensor.to(self.device) for name, tensor in batch.inputs.items()}
                 with inference_context(self.device, self.precision):
-                    logits = model(**inputs).logits
-                scores = self._scores_from_logits(logits.float())
+                    logits = loaded.model(**inputs).logits
+                scores = self._scores_from_logits(logits.float(), loaded.facts)
                 yield batch, scores.cpu().numpy().astype(np.float32)
                 progress.update(len(batch))
 
-    def _note_truncation(self, truncated: int, total: int, what: str) -> None:
+    def _truncation_notes(self, loaded: LoadedModel[OutputColumn], truncated: int, total: int, what: str) -> list[str]:
+        notes: list[str] = []
         if truncated:
-            self._note(
+            add_note(notes, 
                 f"{truncated} of {total} {what} exceed the room left by the label description "
-                f"within {self.max_length} tokens and were truncated (label descriptions never are)"
+                f"within {self.limit(loaded)} tokens and were truncated (label descriptions never are)"
             )
+        return notes
 
 
 def _distinct(items: Sequence[str] | Iterator[str]) -> tuple[list[str], np.ndarray]:

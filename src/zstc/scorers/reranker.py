@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from zstc.scorers.pairs import CrossEncoderScorer, log_odds, output_column
+from zstc.scorers.pairs import CrossEncoderScorer, OutputColumn, log_odds, output_column
 
 RELEVANT_NAMES: frozenset[str] = frozenset({"relevant"})
 
@@ -21,17 +21,17 @@ class RerankerScorer(CrossEncoderScorer):
     family: ClassVar[str] = "reranker"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
-    relevant_index: int | None = None
-    """The output column read, once the model is loaded."""
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "relevant_index": self.relevant_index}
+        column = self._loaded.facts if self._loaded is not None else None
+        return {**super().describe(), "relevant_index": column.index if column is not None else None}
 
-    def _resolve_outputs(self, id2label: dict[int, str]) -> None:
-        self.relevant_index = output_column(
+    def _resolve_outputs(self, id2label: dict[int, str]) -> OutputColumn:
+        index = output_column(
             id2label, names=RELEVANT_NAMES, meaning="relevance", model_id=self.spec.model_id,
             how_to_choose="; zstc scores rerankers with one output, or with several of which one is named 'relevant'",
         )
+        return OutputColumn(index, id2label[index])
 
-    def _scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
-        return log_odds(logits, self.relevant_index)
+    def _scores_from_logits(self, logits: torch.Tensor, column: OutputColumn) -> torch.Tensor:
+        return log_odds(logits, column.index)

@@ -36,6 +36,9 @@ def resolve_device(device: str | None = None) -> torch.device:
     """``None``/``"auto"``: CUDA when present, else CPU; anything else is passed to :class:`torch.device`."""
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    from zstc.validation import check_options
+
+    check_options({"device": device})  # an unknown name or a missing GPU is the user's error, not torch's RuntimeError
     return torch.device(device)
 
 

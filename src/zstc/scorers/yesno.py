@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -20,43 +20,35 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.runtime import Precision, inference_context
-from zstc.scorers.causal import CausalLMScorer, left_pad, length_batches, positions
+from zstc.scorers.base import LoadedModel, ScoreResult
+from zstc.scorers.runtime import inference_context
+from zstc.scorers.batching import length_batches
+from zstc.scorers.causal import CausalLMScorer, TokenIds, left_pad, positions
 from zstc.scorers.prompts import YESNO_ANSWERS, YESNO_INSTRUCTION, yesno_prompt
 
-TokenIds = list[int]
+AnswerIds = list[int]
+"""The token ids of "yes" and "no", read from the tokenizer when the model loads."""
 
 
-class YesNoScorer(CausalLMScorer):
+class YesNoScorer(CausalLMScorer[AnswerIds]):
     family: ClassVar[str] = "yesno"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        instruction: str = YESNO_INSTRUCTION,
-        prefix_cache: bool = True,
-        device: str | None = None,
-        precision: Precision = "fp32",
-        batch_size: int = 16,
-        max_length: int | None = None,
-    ) -> None:
+    def __init__(self, spec: ModelSpec, **options: Any) -> None:
         """``batch_size`` counts (text, label) pairs per forward pass; ``prefix_cache=False`` runs every
         pair's full prompt (the reference computation, and the baseline of ``benchmarks/prefix_cache.py``)."""
-        super().__init__(spec, device=device, precision=precision, batch_size=batch_size, max_length=max_length)
-        self.instruction = instruction
-        self.prefix_cache = prefix_cache
-        self._answer_ids: list[int] = []
+        super().__init__(spec, **options)
+        self.instruction: str = self.options["instruction"] or YESNO_INSTRUCTION
+        self.prefix_cache: bool = self.options["prefix_cache"]
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "instruction": self.instruction, "prefix_cache": self.prefix_cache}
 
-    def _on_load(self, tokenizer: Any) -> None:
+    def _facts(self, tokenizer: Any) -> AnswerIds:
         # Looked up as the words alone, as Qwen3-Reranker's reference code does: in context the prompt's final
         # "\n\n" would tokenize differently once followed by a word, which says nothing about the answer token.
-        self._answer_ids = []
+        answer_ids = []
         for answer in YESNO_ANSWERS:
             ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
             if len(ids) != 1:
@@ -64,41 +56,48 @@ class YesNoScorer(CausalLMScorer):
                     f"{self.spec.model_id}'s tokenizer writes {answer!r} as {len(ids)} tokens; "
                     "a yes/no reranker must answer in a single token"
                 )
-            self._answer_ids.append(int(ids[0]))
+            answer_ids.append(int(ids[0]))
+        return answer_ids
 
     # -- prompts --------------------------------------------------------------------------------------
 
-    def _pair_prompts(self, text: str, labels: Sequence[str]) -> list[TokenIds]:
-        """The token ids of every label's prompt for ``text``, the text cut so the longest one fits."""
+    def _fitted_prompts(self, loaded: LoadedModel[AnswerIds], text: str, labels: Sequence[str]) -> tuple[list[TokenIds], bool]:
+        """The token ids of every label's prompt for ``text``, the text cut so the longest one fits; and
+        whether it was cut."""
 
         def tokenize(candidate: str) -> list[TokenIds]:
             prompts = [yesno_prompt(candidate, label, self.instruction) for label in labels]
-            return [list(ids) for ids in self._tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+            return [list(ids) for ids in loaded.tokenizer(prompts, add_special_tokens=False)["input_ids"]]
 
-        return self._fit_text(text, tokenize)
+        return self._fit(loaded, text, tokenize)
+
+    def _pair_prompts(self, text: str, labels: Sequence[str]) -> list[TokenIds]:
+        return self._fitted_prompts(self.loaded, text, labels)[0]
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        self._load()
-        self._start_notes()
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+        loaded = self.loaded
+        notes: list[str] = []
         logits = torch.empty(len(texts), len(labels), 2)
         share_prefix = self.prefix_cache and self._prefix_states_suffice()
         if self.prefix_cache and not share_prefix:
-            self._note("prefix cache not used: this model's layers keep more state than keys and values "
-                       "(sliding-window or recurrent attention), so every pair ran its whole prompt")
+            notes.append("prefix cache not used: this model's layers keep more state than keys and values "
+                         "(sliding-window or recurrent attention), so every pair ran its whole prompt")
+        truncated = 0
         with (
             inference_context(self.device, self.precision),
             tqdm(total=len(texts) * len(labels), unit="pair", disable=not show_progress) as bar,
         ):
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
             for batch in self._text_batches(texts):
-                prompts = [self._pair_prompts(texts[i], labels) for i in batch]
-                logits[batch] = self._pair_logits(prompts, bar, share_prefix=share_prefix)
-        self._finish_notes(len(texts))
-        return torch.softmax(logits, dim=-1)[..., 0].numpy().astype(np.float32)
+                fitted = [self._fitted_prompts(loaded, texts[i], labels) for i in batch]
+                truncated += sum(cut for _, cut in fitted)
+                logits[batch] = self._pair_logits(loaded, [prompts for prompts, _ in fitted], bar, share_prefix=share_prefix)
+        notes += self._truncation_notes(loaded, truncated, len(texts))
+        return ScoreResult(torch.softmax(logits, dim=-1)[..., 0].numpy().astype(np.float32), notes)
 
-    def _pair_logits(self, prompts: list[list[TokenIds]], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
+    def _pair_logits(self, loaded: LoadedModel[AnswerIds], prompts: list[list[TokenIds]], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
         """(yes, no) logits of every (text, label) pair, shape ``(texts, labels, 2)``.
 
         With ``share_prefix``, one forward pass runs all the texts' shared prefixes, and each pair then runs
@@ -106,16 +105,16 @@ class YesNoScorer(CausalLMScorer):
         each pair runs its whole prompt. Either way, pairs of similar length are batched together.
         """
         shared = [shared_prefix_length(p) if share_prefix else 0 for p in prompts]
-        prefixes = self._run_prefixes([p[0][:n] for p, n in zip(prompts, shared)]) if share_prefix else None
+        prefixes = self._run_prefixes(loaded, [p[0][:n] for p, n in zip(prompts, shared)]) if share_prefix else None
         pairs = [(t, j) for t, text_prompts in enumerate(prompts) for j in range(len(text_prompts))]
         logits = torch.empty(len(prompts), len(prompts[0]), 2)
         for batch in length_batches([len(prompts[t][j]) - shared[t] for t, j in pairs], self.batch_size):
             chunk = [pairs[k] for k in batch]
             rests = [prompts[t][j][shared[t]:] for t, j in chunk]
             if prefixes is None:
-                out = self._answer_logits(rests, self._answer_ids)
+                out = self._answer_logits(loaded, rests, loaded.facts)
             else:
-                out = self._continue(prefixes, [t for t, _ in chunk], rests)
+                out = self._continue(loaded, prefixes, [t for t, _ in chunk], rests)
             for pair, values in zip(chunk, out):
                 logits[pair] = values
             bar.update(len(chunk))
@@ -127,34 +126,35 @@ class YesNoScorer(CausalLMScorer):
         from transformers import DynamicCache
         from transformers.cache_utils import DynamicLayer
 
-        return all(type(layer) is DynamicLayer for layer in DynamicCache(config=self._model.config).layers)
+        return all(type(layer) is DynamicLayer for layer in DynamicCache(config=self.loaded.model.config).layers)
 
-    def _run_prefixes(self, prefixes: list[TokenIds]) -> PrefixStates:
+    def _run_prefixes(self, loaded: LoadedModel[AnswerIds], prefixes: list[TokenIds]) -> PrefixStates:
         from transformers import DynamicCache
 
-        input_ids, attention_mask = left_pad(prefixes, self.pad_id)
-        cache = DynamicCache(config=self._model.config)
-        self._forward_answer(input_ids, attention_mask, positions(attention_mask), self._answer_ids, cache)
+        input_ids, attention_mask = left_pad(prefixes, self.pad_id(loaded))
+        cache = DynamicCache(config=loaded.model.config)
+        self._forward_answer(loaded, input_ids, attention_mask, positions(attention_mask), loaded.facts, cache)
         return PrefixStates(
-            states=[(layer.keys, layer.values) for layer in cache.layers],
+            states=[(layer.keys, layer.values) for layer in cast(list[Any], cache.layers)],
             attention_mask=attention_mask,
             lengths=torch.tensor([len(p) for p in prefixes]),
         )
 
-    def _continue(self, prefixes: PrefixStates, rows: list[int], continuations: list[TokenIds]) -> torch.Tensor:
+    def _continue(self, loaded: LoadedModel[AnswerIds], prefixes: PrefixStates, rows: list[int], continuations: list[TokenIds]) -> torch.Tensor:
         """(yes, no) logits of each continuation after the prefix of its row, continuations left-padded.
 
         The padding sits between prefix and continuation; it is masked, and position ids count on from
         each prefix's real length, so a pair's result is that of its prompt alone.
         """
         index = torch.tensor(rows)
-        input_ids, attention_mask = left_pad(continuations, self.pad_id)
+        input_ids, attention_mask = left_pad(continuations, self.pad_id(loaded))
         return self._forward_answer(
+            loaded,
             input_ids,
             torch.cat([prefixes.attention_mask[index], attention_mask], dim=-1),
             positions(attention_mask, start=prefixes.lengths[index]),
-            self._answer_ids,
-            prefixes.cache_for(index, self._model.config),
+            loaded.facts,
+            prefixes.cache_for(index, loaded.model.config),
         )
 
 

@@ -1,0 +1,100 @@
+"""ONNX Runtime against torch for zstc's NLI cross-encoder path: speed and argmax agreement, same batches.
+
+The NLI model is exported once with ``torch.onnx.export`` (dynamic batch and sequence axes) and run by
+ONNX Runtime's CPU provider with all graph optimisations, on exactly the batches zstc's pair planner makes
+(pairs sorted by length, token budget per batch). Torch and ORT alternate batch by batch, so background load
+on a shared machine falls on both alike; only the forward passes are timed. The decision rule of issue 15:
+adopt ORT behind ``--backend`` only if it is at least 1.3x faster at identical argmax.
+
+    python benchmarks/onnx_backend.py --data ../shared/data/btzsc --texts 24 [--model FOLDER]
+
+The last line is ``speedup=<torch s / ort s> argmax_agreement=<share of texts with the same prediction>
+max_abs_diff=<largest entailment-logit difference>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from nli_vs_pipeline import fresh_head_model, pipeline_model
+
+
+def export(model: torch.nn.Module, path: Path, use_token_types: bool) -> None:
+    names = ["input_ids", "attention_mask", *(["token_type_ids"] if use_token_types else [])]
+    example = tuple(torch.ones(2, 8, dtype=torch.long) for _ in names)
+    axes = {name: {0: "batch", 1: "sequence"} for name in names} | {"logits": {0: "batch"}}
+
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            return self.inner(**dict(zip(names, inputs))).logits
+
+    torch.onnx.export(Logits().eval(), example, str(path), input_names=names, output_names=["logits"],
+                      dynamic_axes=axes, opset_version=17, dynamo=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--texts", type=int, default=24, help="banking77 texts (stratified sample) x 72 hypotheses")
+    parser.add_argument("--model", help="NLI model folder; default: MiniLM with a fresh 3-way head")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    import onnxruntime as ort
+
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import stratified_sample
+    from zstc.scorers.pairs import plan_pairs
+
+    task, _ = load_btzsc_task("banking77", args.data)
+    task = stratified_sample(task, args.texts, args.seed)
+    texts, hypotheses = list(task.texts), list(task.hypotheses)
+    with tempfile.TemporaryDirectory() as scratch:
+        model_path = args.model or str(fresh_head_model(Path(scratch) / "fresh", args.seed))
+        network, tokenizer = pipeline_model(model_path)
+        network.eval()
+        plan = plan_pairs(tokenizer, texts, hypotheses, max_length=min(tokenizer.model_max_length, 512))
+        use_types = plan.use_token_types
+        onnx_path = Path(scratch) / "nli.onnx"
+        export(network, onnx_path, use_types)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = torch.get_num_threads()
+        session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        torch_logits = np.zeros((len(texts), len(hypotheses), 3), dtype=np.float32)
+        ort_logits = np.zeros_like(torch_logits)
+        seconds = {"torch": 0.0, "ort": 0.0}
+        batches = list(plan.batches())
+        with torch.inference_mode():  # warm-up both on the first (largest) batch
+            network(**batches[0].inputs)
+        session.run(None, {name: batches[0].inputs[name].numpy() for name in names})
+        for batch in batches:
+            started = time.perf_counter()
+            with torch.inference_mode():
+                out = network(**batch.inputs).logits.float().numpy()
+            seconds["torch"] += time.perf_counter() - started
+            torch_logits[batch.firsts, batch.seconds] = out
+            feed = {name: batch.inputs[name].numpy() for name in names}
+            started = time.perf_counter()
+            ort_logits[batch.firsts, batch.seconds] = session.run(None, feed)[0]
+            seconds["ort"] += time.perf_counter() - started
+    entailment = 0
+    agreement = float(np.mean(torch_logits[..., entailment].argmax(1) == ort_logits[..., entailment].argmax(1)))
+    diff = float(np.abs(torch_logits - ort_logits).max())
+    print(f"{len(texts)} texts x {len(hypotheses)} hypotheses = {plan.n_pairs} pairs in {len(batches)} batches; "
+          f"torch threads {torch.get_num_threads()}; onnxruntime {ort.__version__}")
+    print(f"torch fp32: {seconds['torch']:.2f} s   onnxruntime fp32: {seconds['ort']:.2f} s")
+    print(f"speedup={seconds['torch'] / seconds['ort']:.2f} argmax_agreement={agreement:.4f} max_abs_diff={diff:.2e}")
+
+
+if __name__ == "__main__":
+    main()

