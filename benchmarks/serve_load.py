@@ -198,6 +198,11 @@ def main() -> None:
         server = start_server(model, family, port, [*extra, *args.server_arg], log)
         try:
             wait_ready(base, server, timeout=600)
+            info = httpx.get(f"{base}/info", timeout=60).json()
+            print(f"server: {info['model']} ({info['family']}), precision {info['scorer'].get('precision')}, "
+                  f"torch threads in the model thread {info['batching']['torch_threads']}, "
+                  f"max_batch_pairs {info['batching']['max_batch_pairs']}, max_wait_ms {info['batching']['max_wait_ms']}",
+                  file=sys.stderr)
             warm = make_requests(8, texts, labels, args.seed + 1)
             asyncio.run(overload(base, warm, 4, time_limit=300))
             rss_before = rss_mb(server.pid)

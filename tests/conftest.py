@@ -24,6 +24,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_hub)
 
 
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own result cache: nothing leaks between tests or into the user's ~/.cache."""
+    monkeypatch.setenv("ZSTC_RESULTS_CACHE", str(tmp_path_factory.mktemp("results-cache")))
+
+
 @pytest.fixture(scope="session")
 def btzsc_dir() -> Path:
     return shared_path("btzsc/financialphrasebank.jsonl").parent

@@ -78,7 +78,7 @@ def test_a_zero_batch_size_or_length_is_a_user_error_for_every_family(family, op
     from zstc.errors import ZstcError
     from zstc.scorers import make_scorer
 
-    with pytest.raises(ZstcError, match=f"{option} must be at least 1, got 0"):
+    with pytest.raises(ZstcError, match=f"{option} must be >= 1, got 0"):
         make_scorer("sentence-transformers/all-MiniLM-L6-v2", family, **{option: 0})
 
 
@@ -87,4 +87,4 @@ def test_batch_size_zero_ends_in_one_line_on_the_command_line(zstc_cli, tmp_path
     texts.write_text("a text\n")
     for model, family in (("sentence-transformers/all-MiniLM-L6-v2", "embedding"), ("HuggingFaceTB/SmolLM2-135M-Instruct", "llm")):
         code, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--model", model, "--family", family, "--batch-size", "0")
-        assert code == 2 and err == "error: batch_size must be at least 1, got 0\n", err
+        assert code == 2 and err == "error: --batch-size must be >= 1, got 0\n", err

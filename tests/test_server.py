@@ -607,8 +607,9 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
         assert http_post(port, {"texts": ["x"], "labels": ["a", "b"]})[0] == 200
         sent = time.monotonic()
         server.send_signal(signal.SIGTERM)
-        # uvicorn shuts down gracefully, then re-raises the signal: the exit status is that of SIGTERM.
-        assert server.wait(timeout=60) in (0, -signal.SIGTERM)
+        # uvicorn shuts down gracefully, then re-raises the signal: the exit status is that of SIGTERM, which
+        # zstc's command line turns into exit 143 with a message (issue 17), as for every command.
+        assert server.wait(timeout=60) in (0, -signal.SIGTERM, 128 + signal.SIGTERM)
         assert time.monotonic() - sent < 30
         log.flush()
         assert "Finished server process" in (tmp_path / "serve.log").read_text()

@@ -336,11 +336,15 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
     except ImportError:
         raise DataError(f"{path}: reading Parquet needs pyarrow: pip install 'zstc[parquet]'") from None
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises several types for corrupt files
         raise DataError(f"{path}: not a readable Parquet file ({error})") from None
-    for i, record in enumerate(table.to_pylist(), start=1):
-        yield i, record
+    row = 0
+    # Batch by batch: a file of millions of rows is never held in memory at once.
+    for batch in parquet.iter_batches(batch_size=4096):
+        for record in batch.to_pylist():
+            row += 1
+            yield row, record
 
 
 def text_of(record: Record, where: str, column: str = "text") -> str:

@@ -194,6 +194,8 @@ class Evaluation(BaseModel):
     """The folder of per-dataset results, beside the summary."""
     data_sha256: dict[str, str | None] = Field(default_factory=dict)
     hypotheses_used: dict[str, list[str]] = Field(default_factory=dict)
+    fingerprints: dict[str, str] = Field(default_factory=dict)
+    """Each dataset's result fingerprint (what the shared result cache files it under)."""
 
 
 class RunRecord(BaseModel):

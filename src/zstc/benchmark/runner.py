@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
+from zstc.benchmark.cache import ResultCache
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, UnknownNameError, ZstcError
@@ -79,6 +80,8 @@ class BenchConfig:
     scores, so it never changes a dataset's fingerprint."""
     threshold: float | None = None
     """Multi-label threshold; None: the scorer's score-type default."""
+    cache: bool = True
+    """Reuse and fill the shared result cache (:mod:`zstc.benchmark.cache`); never changes a number."""
 
     def run_identity(self, spec: ModelSpec, scorer_options: dict[str, Any]) -> dict[str, Any]:
         """What determines every dataset's numbers in this run (and nothing that does not, like the out path
@@ -220,6 +223,19 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, sh
     return result, timed.wall_s
 
 
+@dataclass
+class PreparedTask:
+    """One dataset ready to score: the sampled task, its hypotheses and its identity (see :meth:`Bench.prepare`)."""
+
+    task: Task
+    descriptions: Sequence[str]
+    affected: int
+    source_texts: int
+    identity: dict[str, Any]
+    fingerprint: str
+    run_key: str
+
+
 class Bench:
     """Runs a :class:`BenchConfig`; ``on_event`` receives progress messages for the terminal."""
 
@@ -232,7 +248,9 @@ class Bench:
         self.store = ResultStore(config.out)
         # Precision resolved once for the whole run (None: fp32), so the scorer and the fingerprint agree.
         self.scorer_options = resolved_options(config.scorer_options.get("precision"), config.scorer_options)
+        self.cache = ResultCache(on_note=lambda note: self.on_event("note", note)) if config.cache else None
         self._scorer: Scorer | None = None
+        self._identity: tuple[dict[str, Any], str] | None = None
 
     @property
     def scorer(self) -> Scorer:
@@ -241,32 +259,85 @@ class Bench:
             self._scorer = make_scorer(self.config.model, self.config.family, **self.scorer_options)
         return self._scorer
 
-    def run(self) -> dict[str, Any]:
+    def validate(self) -> tuple[dict[str, Any], str]:
+        """Check everything cheap before any model loads (names, options); returns the run's identity and its key."""
         config = self.config
         if config.overwrite not in OVERWRITE_STRATEGIES:
             raise UnknownNameError(f"overwrite must be one of {', '.join(OVERWRITE_STRATEGIES)}, got {config.overwrite!r}")
         if config.sampling not in SAMPLING_METHODS:
             raise UnknownNameError(f"sampling must be one of {', '.join(SAMPLING_METHODS)}, got {config.sampling!r}")
-        # Validate everything cheap before any model loads: names, options, data files.
-        spec = get_model_spec(config.model, config.family)
-        make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
-        check_output_path(Path(config.out), inputs=_data_files(config))
-        if str(config.data) != "hub":  # every dataset file is found before the first one is scored
-            for name in config.tasks:
-                find_task_file(data_directory(config.data), name)
+        if self._identity is None:
+            spec = get_model_spec(config.model, config.family)
+            make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
+            check_output_path(Path(config.out), inputs=_data_files(config))
+            if str(config.data) != "hub":  # every dataset file is found before the first one is scored
+                for name in config.tasks:
+                    find_task_file(data_directory(config.data), name)
+            run_identity = config.run_identity(spec, self.scorer_options)
+            self._identity = (run_identity, fingerprint(run_identity))
+        return self._identity
+
+    def prepare(self, name: str) -> PreparedTask:
+        """Load and sample one dataset and work out its fingerprint (cheap: no model is involved)."""
+        config = self.config
+        run_identity, run_key = self.validate()
+        task, affected, source_texts = load_btzsc_sample(name, config.data, max_samples=config.max_samples, seed=config.seed,
+                                                         unlabelled=config.unlabelled, sampling=config.sampling)
+        descriptions = self.hypothesis_provider(task)
+        identity = {"run": run_identity, "dataset": dataset_identity(task, descriptions)}
+        return PreparedTask(task, descriptions, affected, source_texts, identity, fingerprint(identity), run_key)
+
+    def cache_key(self) -> tuple[str, str | None]:
+        """The model id and revision (hub commit, or content hash of a local checkpoint) the shared cache files results under."""
+        run_identity, _ = self.validate()
+        return run_identity["model"], run_identity.get("model_revision")
+
+    def reusable(self, name: str, expected: str) -> DatasetResult | None:
+        """A finished result for ``name`` with fingerprint ``expected``: this run's own details folder first,
+        then the shared cache (copied into the details folder, which reports read)."""
+        found = self._reusable(name, expected)
+        if found is None and self.cache is not None:
+            found = self.cache.get(*self.cache_key(), name, expected)
+            if found is not None:
+                self.store.save(found)
+        return found
+
+    def compute(self, prepared: PreparedTask) -> DatasetResult:
+        """Score and judge one prepared dataset (nothing is read from or written to any store)."""
+        config, task = self.config, prepared.task
+        self.on_event("start", task)
+        result, _ = evaluate_task(self.scorer, task, prepared.descriptions, show_progress=self.show_progress)
+        result.unlabelled_policy = config.unlabelled
+        # Policy 'paper' relabels before sampling; count the relabelled texts that were scored.
+        result.unlabelled_texts = task.n_counted_as_class0 if config.unlabelled == "paper" else prepared.affected
+        result.fingerprint = prepared.fingerprint
+        result.source_texts, result.run_fingerprint, result.identity = prepared.source_texts, prepared.run_key, prepared.identity
+        return result
+
+    def keep(self, result: DatasetResult) -> None:
+        """Save a computed result in this run's details folder and in the shared cache."""
+        self.store.save(result)
+        if self.cache is not None:
+            self.cache.put(result, *self.cache_key())
+
+    def summarize(self, results: dict[str, DatasetResult]) -> dict[str, Any]:
+        """The run summary of ``results``, written to ``config.out`` as ``zstc bench`` writes it."""
+        spec = get_model_spec(self.config.model, self.config.family)
+        summary = build_summary(self.config, spec, results, self._scorer)
+        if self.config.multi_label:
+            summary.multi_label = multi_label_summary(results, self.scorer, self.config.threshold)
+        return save_summary(self.config.out, summary)
+
+    def run(self) -> dict[str, Any]:
+        config = self.config
+        run_identity, run_key = self.validate()
         for orphan in self.store.remove_orphans():
             self.on_event("orphan", orphan)
-        run_identity = config.run_identity(spec, self.scorer_options)
-        run_key = fingerprint(run_identity)
         self._check_details_folder(run_identity, run_key)
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
-            task, affected, source_texts = load_btzsc_sample(name, config.data, max_samples=config.max_samples, seed=config.seed,
-                                                             unlabelled=config.unlabelled, sampling=config.sampling)
-            descriptions = self.hypothesis_provider(task)
-            identity = {"run": run_identity, "dataset": dataset_identity(task, descriptions)}
-            expected = fingerprint(identity)
-            cached = None if config.overwrite == "always" else self._reusable(name, expected)
+            prepared = self.prepare(name)
+            cached = None if config.overwrite == "always" else self.reusable(name, prepared.fingerprint)
             if cached is not None:
                 results[name] = cached
                 self.on_event("reused", cached)
@@ -274,21 +345,11 @@ class Bench:
             if config.overwrite == "never":
                 raise DataError(f"{self.store.directory}: no finished result for {name} with these settings, and "
                                 "--overwrite never computes nothing; use --overwrite only-missing to compute it")
-            self.on_event("start", task)
-            result, _ = evaluate_task(self.scorer, task, descriptions, show_progress=self.show_progress)
-            result.unlabelled_policy = config.unlabelled
-            # Policy 'paper' relabels before sampling; count the relabelled texts that were scored.
-            result.unlabelled_texts = task.n_counted_as_class0 if config.unlabelled == "paper" else affected
-            result.fingerprint = expected
-            result.source_texts, result.run_fingerprint, result.identity = source_texts, run_key, identity
-            self.store.save(result)
+            result = self.compute(prepared)
+            self.keep(result)
             results[name] = result
             self.on_event("done", result)
-        summary = build_summary(config, spec, results, self._scorer)
-        if config.multi_label:
-            summary.multi_label = multi_label_summary(results, self.scorer, config.threshold)
-        return save_summary(config.out, summary)
-
+        return self.summarize(results)
 
     def _check_details_folder(self, run_identity: dict[str, Any], run_key: str) -> None:
         """Refuse to mix runs: results of other settings in the details folder stop the run (``only-missing``,
@@ -379,6 +440,7 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
             details=str(ResultStore(config.out).directory.name),
             data_sha256={name: result.data_sha256 for name, result in results.items()},
             hypotheses_used={name: result.hypotheses for name, result in results.items()},
+            fingerprints={name: result.fingerprint for name, result in results.items()},
         ),
         run=run_record(results, described),
         results=Results(

@@ -28,8 +28,9 @@ def bench(
     sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw: texts 0 and 1 plus random.Random(0), the paper's own sample).")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
-    overwrite: Annotated[str, typer.Option(help="Results already in <stem>.details/: 'only-missing' (reuse those of these settings, compute the rest, refuse other settings'), 'always' (recompute all, replacing them) or 'never' (compute nothing).")] = "only-missing",
+    overwrite: Annotated[str, typer.Option(help="Results already in <stem>.details/: 'only-missing' (reuse those of these settings, from there or the result cache, compute the rest, refuse other settings'), 'always' (recompute all, replacing them) or 'never' (compute nothing).")] = "only-missing",
     fresh: Annotated[bool, typer.Option(help="Same as --overwrite always.")] = False,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse and fill the shared result cache ($ZSTC_CACHE/results; see `zstc cache`).")] = True,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     multi_label: MultiLabel = False,
@@ -66,6 +67,7 @@ def bench(
         template=template,
         multi_label=multi_label,
         threshold=threshold,
+        cache=cache,
     )
     runner = Bench(config, on_event=_report_event)
     try:
@@ -87,7 +89,9 @@ def _report_event(kind: str, payload: Any) -> None:
     elif kind == "orphan":
         console.print(f"[dim]removed {payload}, left by a run that was killed while writing[/]")
     elif kind == "reused":
-        console.print(f"[dim]{payload.dataset}: reusing the finished result in the details folder[/]")
+        console.print(f"[dim]{payload.dataset}: reusing a finished result (details folder or result cache)[/]")
+    elif kind == "note":
+        console.print(f"[yellow]note[/]: {payload}")
     elif kind == "done":
         console.print(f"  macro-F1 {payload.metrics['macro_f1']:.4f}  accuracy {payload.metrics['accuracy']:.4f}  ({payload.wall_time_s:.1f} s)")
         for note in payload.notes:

@@ -1,23 +1,29 @@
-"""``zstc classify``: label the user's own texts with the user's own labels."""
+"""``zstc classify``: label the user's own texts with the user's own labels.
+
+The input is read, scored and written a chunk at a time (memory bounded by ``--chunk-size``, not by the
+file); written to ``--out`` it is resumable after a kill (see :mod:`zstc.output`).
+"""
 
 from __future__ import annotations
 
-import json
+import hashlib
+import itertools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from zstc.cli import app
+from zstc.errors import DataError
 from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
-
 
 @app.command()
 @with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
-    input: Annotated[str, typer.Argument(help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line).")],
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
     template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'")] = None,
@@ -27,24 +33,34 @@ def classify(
     threshold: Threshold = None,
     label_threshold: LabelThresholds = None,
     fit_thresholds: Annotated[Optional[Path], typer.Option(help="Multi-label: fit the threshold on this labelled file (text plus label: one label, 'none', or a JSON list of labels) instead of using the default; --label-threshold still overrides it per label.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here instead of stdout.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of stdout (JSONL); the format follows the extension (.jsonl, .csv, .parquet). Resumable: run the same command again after an interrupt.")] = None,
+    format_: Annotated[Optional[str], typer.Option("--format", help="jsonl, csv or parquet, whatever the --out extension says.")] = None,
+    chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
+    keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
+    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text gets a row with no label instead of stopping with an error.")] = False,
+    engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (Ray Data with a scorer actor pool; writes Parquet files into the --out folder).")] = "local",
+    address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")] = None,
+    actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
+    cpus_per_actor: Annotated[float, typer.Option(help="--engine ray: CPUs each scorer actor reserves.")] = 1.0,
+    gpus_per_actor: Annotated[float, typer.Option(help="--engine ray: GPUs each scorer actor reserves.")] = 0.0,
     model: Model = DEFAULT,
     family: Family = None,
     *,
     scoring: ScorerOptions,
 ) -> None:
-    """Print one JSON line per text: the predicted label (or, with --multi-label, every label that passes
-    the threshold, or "none") and the score of every label."""
+    """One output row per input row: the input's columns, the predicted label (or, with --multi-label, every
+    label that passes the threshold, or "none") and the score of every label. JSONL on stdout, or --out
+    FILE (.jsonl, .csv, .parquet), written a chunk at a time and resumable after an interrupt."""
     from zstc.api import Classifier, label_hypotheses
     from zstc.errors import LabelError
-    from zstc.io import read_label_descriptions, read_label_sets, read_texts
+    from zstc.benchmark.runner import merge_batch_notes
+    from zstc.benchmark.store import fingerprint
+    from zstc.errors import UnknownNameError
+    from zstc.io import check_output_path, read_label_descriptions, read_label_sets
     from zstc.multilabel import parse_label_thresholds
+    from zstc.output import ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.validation import check_labels
 
-    from zstc.io import check_output_path
-
-    if out is not None:  # before anything is read or loaded: an output that is an input would destroy it
-        check_output_path(out, inputs=[input, labels_file, fit_thresholds])
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
@@ -58,27 +74,151 @@ def classify(
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
-    texts = read_texts(input, text_column=text_column)
     options = scoring.kwargs()
-    classifier = Classifier(model, family=family, **options)
-    notes: list[str] = []
-    if multi_label:
-        per_label = parse_label_thresholds(label_threshold or [], names)
-        if fit_thresholds:
-            dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
-            # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
-            threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
-            print(f"note: threshold {threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}", file=sys.stderr)
-        predictions = classifier.predict_multi_label(texts, names, descriptions, threshold=threshold, per_label=per_label, notes=notes)
-        rows = [{"text": p.text, "labels": p.labels, "scores": p.scores} for p in predictions]
+    per_label = parse_label_thresholds(label_threshold or [], names) if multi_label else {}
+    labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
+                             multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty)
+    if engine not in ("local", "ray"):
+        raise UnknownNameError(f"--engine must be 'local' or 'ray', got {engine!r}")
+    if engine == "local" and len(inputs) > 1:
+        raise DataError(f"one input at a time ({len(inputs)} given); --engine ray takes several files or folders")
+    input = inputs[0]
+    if engine == "ray":
+        if out is None:
+            raise DataError("--engine ray writes Parquet files into a folder: give --out FOLDER")
+        fmt, source = "parquet", None
     else:
-        rows = [{"text": p.text, "label": p.label, "scores": p.scores} for p in classifier.predict(texts, names, descriptions, notes=notes)]
-    for note in [*getattr(descriptions, "notes", []), *notes]:
-        print(f"note: {note}", file=sys.stderr)
-    handle = out.open("w", encoding="utf-8") if out else sys.stdout
-    try:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    finally:
-        if out:
-            handle.close()
+        fmt = output_format(out, format_)
+        if out is not None:
+            # Before anything is read or loaded: an output that is an input would destroy it.
+            check_output_path(out, inputs=[input, labels_file, fit_thresholds])
+        source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
+    # The Ray engine loads the model in its actors; here only to fit a threshold.
+    classifier = Classifier(model, family=family, **options) if engine == "local" or (multi_label and fit_thresholds) else None
+    if multi_label and fit_thresholds:
+        dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
+        # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
+        labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
+        _note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
+    settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
+                            "chunk_size": chunk_size})
+    if engine == "ray":
+        from zstc.scale.ray_classify import classify_with_ray
+
+        written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
+                                    address=address, actors=actors, cpus_per_actor=cpus_per_actor,
+                                    gpus_per_actor=gpus_per_actor, on_note=_note)
+        print(f"wrote {written} predictions to {out}", file=sys.stderr)
+        return
+    if out is None:
+        writer: Any = StdoutWriter(fmt, sys.stdout)
+    else:
+        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": settings}, on_note=_note)
+    written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)
+    notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
+    for note in notes:
+        _note(note)
+    print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
+
+
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+def _kept_columns(value: str) -> list[str] | None:
+    if value.strip().lower() == "all":
+        return None
+    if value.strip().lower() == "none":
+        return []
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def _describe(labeller: Any) -> dict[str, Any]:
+    """Everything about the labelling that changes an output row (the fingerprint's input)."""
+    from dataclasses import fields
+
+    described = {f.name: getattr(labeller, f.name) for f in fields(labeller) if f.name != "descriptions"}
+    described["descriptions"] = [str(d) for d in labeller.descriptions]
+    described["description_variants"] = getattr(labeller.descriptions, "variants", None)
+    return described
+
+
+class _Input:
+    """The input's rows as ``(where, record)``, its sha256 (None for stdin) and, when cheap, its row count."""
+
+    def __init__(self, source: str, text_column: str) -> None:
+        self.source, self.text_column = source, text_column
+        self.sha256: str | None = None
+        self.total: int | None = None
+        if source == "-":
+            return
+        path = Path(source)
+        if not path.exists():
+            raise DataError(f"{path}: no such file")
+        if path.is_dir():
+            raise DataError(f"{path}: is a directory, expected a file")
+        digest, lines = hashlib.sha256(), 0
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+                lines += block.count(b"\n")
+        self.sha256 = digest.hexdigest()
+        suffix = path.suffix.lower()
+        if suffix in (".txt", ".jsonl", ".ndjson"):
+            self.total = lines
+        elif suffix == ".parquet":
+            try:
+                import pyarrow.parquet as pq
+
+                self.total = pq.ParquetFile(path).metadata.num_rows
+            except Exception:  # an unreadable file is reported when it is read
+                self.total = None
+        # Malformed input, unsupported types and empty files fail now, not after the model loads.
+        if next(iter(self.rows()), None) is None:
+            raise DataError(f"{path}: no texts")
+
+    def rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        if self.source == "-" or Path(self.source).suffix.lower() == ".txt":
+            return self._lines()
+        from zstc.io import read_records
+
+        return ((f"{self.source}:{row}", record) for row, record in read_records(self.source))
+
+    def _lines(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        # Every line is a row: a blank line is an empty text (an error, or a row without label under --skip-empty).
+        if self.source == "-":
+            for number, line in enumerate(sys.stdin, start=1):
+                yield f"<stdin>:{number}", {self.text_column: line.rstrip("\r\n")}
+            return
+        with open(self.source, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                yield f"{self.source}:{number}", {self.text_column: line.rstrip("\r\n")}
+
+
+def _open_input(source: str, text_column: str) -> _Input:
+    return _Input(source, text_column)
+
+
+def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chunk_size: int) -> tuple[int, list[list[str]]]:
+    """Score and write ``source`` a chunk at a time after the rows ``writer`` already holds; returns the row
+    count and the scorer's notes of each chunk."""
+    from tqdm.auto import tqdm
+
+    rows = source.rows()
+    done = writer.resumed_rows
+    for _ in itertools.islice(rows, done):  # rows a previous run finished: read past, never re-scored
+        pass
+    progress = tqdm(total=source.total, initial=done, unit=" texts", file=sys.stderr, disable=not sys.stderr.isatty(),
+                    dynamic_ncols=True, desc="classify")
+    notes: list[list[str]] = []
+    with progress:
+        while chunk := list(itertools.islice(rows, chunk_size)):
+            chunk_notes: list[str] = []
+            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes))
+            notes.append(chunk_notes)
+            done += len(chunk)
+            progress.update(len(chunk))
+    if done == 0:
+        raise DataError(f"{source.source if source.source != '-' else '<stdin>'}: no texts")
+    writer.finish()
+    return done, notes

@@ -77,8 +77,11 @@ def scorer_options(**given: Any) -> dict[str, Any]:
     is recorded in its canonical ``MODEL:K`` form, so ``8`` and ``all-MiniLM-L6-v2:8`` are one setting (one
     fingerprint)."""
     from zstc.scorers.runtime import resolved_options
+    from zstc.validation import OPTION_RULES, check_options
 
     options = {name: value for name, value in given.items() if value is not None}
+    # Ranges of the options zstc's rule table knows (batch size, max length, device), before any model loads.
+    check_options({name: value for name, value in options.items() if name in OPTION_RULES})
     if "shortlist" in options:
         from zstc.scorers.cascade import parse_shortlist
 

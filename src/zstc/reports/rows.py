@@ -98,8 +98,19 @@ class Run:
         """Per-text gold labels and predictions of one dataset, or None when the details are gone."""
         if dataset not in self._details:
             result = self.store.load(dataset)
+            if result is None:
+                result = self._cached(dataset)
             self._details[dataset] = result if result is not None and result.gold is not None and result.predicted is not None else None
         return self._details[dataset]
+
+    def _cached(self, dataset: str) -> DatasetResult | None:
+        """The dataset's entry in the shared result cache, for a run whose details folder is gone."""
+        from zstc.benchmark.cache import ResultCache
+
+        expected = self.summary.get("evaluation", {}).get("fingerprints", {}).get(dataset)
+        if not expected or not self.model.get("name"):
+            return None
+        return ResultCache().find(self.model["name"], dataset, expected)
 
     def row(self) -> ModelRow:
         return ModelRow(

@@ -368,12 +368,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     def label_descriptions(names: list[str], given: list[str] | None, template: str | None) -> list[str]:
         if given is not None and len(given) != len(names):
             raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
-        try:
-            return describe_labels(given if given is not None else names, template)
-        except (KeyError, IndexError, ValueError, AttributeError) as error:
-            # str.format's own failures on a template such as 'About {topic}: {}' or 'stray { brace {}'.
-            raise LabelError(f"template {template!r} cannot be filled: {type(error).__name__}: {error}; "
-                             "it must contain exactly one '{}' and no other braces (write '{{' for a literal brace)") from None
+        return describe_labels(given if given is not None else names, template)  # checks the template (zstc.validation)
 
     async def classify_zstc(request: Request, body: ClassifyRequest) -> JSONResponse:
         started = time.perf_counter()

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import ctypes
 import logging
 import math
 import queue
@@ -47,7 +46,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from zstc.errors import ModelError
 
 logger = logging.getLogger("zstc.server")
 
@@ -125,8 +123,6 @@ class ModelThread:
     def __init__(self, threads: int | None = None) -> None:
         self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]] | None] = queue.SimpleQueue()
         self._threads = threads
-        self._libc: Any = None
-        self._trimmed = 0.0
         self.torch_threads: int | None = None
         """torch's intra-op thread count as seen from inside the model thread."""
         self._thread = threading.Thread(target=self._run, name="zstc-model", daemon=True)
@@ -156,25 +152,6 @@ class ModelThread:
                 future.set_result(fn(*args))
             except BaseException as error:  # handed to the waiting coroutine, which decides
                 future.set_exception(error)
-            self._trim_heap()
-
-    def _trim_heap(self) -> None:
-        # A forward pass over a large batch allocates hundreds of MB of activations that torch frees to malloc;
-        # glibc keeps them in its arenas, so a long-running server's RSS only ever grows. malloc_trim hands
-        # them back (glibc only; at most once a second, it costs a few milliseconds).
-        now = time.monotonic()
-        if now - self._trimmed < 1.0:
-            return
-        self._trimmed = now
-        if self._libc is None:
-            try:
-                self._libc = ctypes.CDLL("libc.so.6")
-                self._libc.malloc_trim(0)
-            except (OSError, AttributeError):
-                self._libc = False
-            return
-        if self._libc:
-            self._libc.malloc_trim(0)
 
 
 # -- backends: how one family scores a batch of jobs ----------------------------------------------------------
@@ -195,7 +172,7 @@ class Backend:
 
     def _tokenizer(self) -> Any:
         try:
-            return self.scorer._load().tokenizer
+            return self.scorer.loaded.tokenizer
         except Exception:  # a scorer without one; the metric is then left out
             return None
 
@@ -250,7 +227,7 @@ class EmbeddingBackend(Backend):
 
     @staticmethod
     def supports(scorer: Any) -> bool:
-        return all(hasattr(scorer, name) for name in ("_encode", "_count_truncated", "spec"))
+        return all(hasattr(scorer, name) for name in ("_encode", "_label_embeddings", "loaded", "spec"))
 
     def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
         import torch
@@ -258,26 +235,22 @@ class EmbeddingBackend(Backend):
         texts, label_sets = self._formatted(jobs)
         distinct_texts = list(dict.fromkeys(texts))
         text_rows = {text: i for i, text in enumerate(distinct_texts)}
-        text_embeddings = self.scorer._encode(distinct_texts, show_progress=False)
-        label_embeddings = self._label_embeddings(list(dict.fromkeys(d for labels in label_sets for d in labels)))
+        loaded = self.scorer.loaded
+        text_embeddings = self.scorer._encode(loaded, distinct_texts, show_progress=False)
+        label_embeddings = self._label_embeddings(loaded, list(dict.fromkeys(d for labels in label_sets for d in labels)))
         rows = []
         for text, labels in zip(texts, label_sets):
             matrix = torch.stack([label_embeddings[d] for d in labels])
             rows.append((text_embeddings[text_rows[text]] @ matrix.T).cpu().numpy().astype(np.float32))
         return _split_rows(jobs, rows)
 
-    def _label_embeddings(self, descriptions: list[str]) -> dict[str, Any]:
+    def _label_embeddings(self, loaded: Any, descriptions: list[str]) -> dict[str, Any]:
         missing = [d for d in descriptions if d not in self._cache]
         if self._on_lookup is not None:
             self._on_lookup(len(descriptions) - len(missing), len(missing))
         if missing:
-            # The scorer's own rule: a label description is never truncated, so one that is too long is an error.
-            if self.scorer._count_truncated(missing):
-                raise ModelError(
-                    f"a label description is longer than {self.scorer.spec.model_id}'s {self.scorer.max_length} tokens; "
-                    "label descriptions are never truncated: shorten it"
-                )
-            for description, embedding in zip(missing, self.scorer._encode(missing, show_progress=False)):
+            # The scorer's own encoding and rule (a description too long for the model is an error, never truncated).
+            for description, embedding in zip(missing, self.scorer._label_embeddings(loaded, tuple(missing))):
                 self._cache[description] = embedding
         found = {}
         for description in descriptions:

@@ -28,6 +28,7 @@ PLAYGROUND_HTML = """<!doctype html>
   table { border-collapse: collapse; width: 100%; }
   td { padding: .18rem .4rem; vertical-align: middle; }
   td.num { text-align: right; font-variant-numeric: tabular-nums; width: 6rem; }
+  td.barcell { width: 45%; }
   .bar { height: .8rem; background: #2f5bd3; border-radius: 3px; min-width: 1px; }
   tr.passed td:first-child::after { content: " \\2713"; color: #1b7f3b; }
   small { color: #5a6478; }
@@ -89,7 +90,7 @@ function render(data) {
       const bar = document.createElement("div");
       bar.className = "bar";
       bar.style.width = Math.max(0, Math.min(100, 100 * s.probability)).toFixed(1) + "%";
-      row.insertCell().appendChild(bar);
+      cell(row, "", "barcell").appendChild(bar);
     }
     box.append(text, answer, table);
     out.appendChild(box);

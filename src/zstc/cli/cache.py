@@ -1,0 +1,69 @@
+"""``zstc cache list|show|clear``: the shared result cache that bench, sweep and report reuse."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from zstc.cli import app
+
+cache_app = typer.Typer(help="The shared result cache ($ZSTC_CACHE/results): what bench and sweep reuse.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+console = Console(stderr=True)
+
+ModelFilter = Annotated[Optional[str], typer.Option("--model", "-m", help="Only this model's entries.")]
+
+
+@cache_app.command("list")
+def list_entries(model: ModelFilter = None) -> None:
+    """One line per cached (model, revision, dataset, fingerprint) with its macro-F1."""
+    from zstc.benchmark.cache import ResultCache
+
+    cache = ResultCache()
+    entries = cache.entries(model)
+    table = Table(title=f"{len(entries)} cached results in {cache.root}")
+    for column in ("model", "revision", "dataset", "fingerprint", "texts", "macro-F1", "created"):
+        table.add_column(column, justify="right" if column in ("texts", "macro-F1") else "left")
+    for entry in entries:
+        f1 = entry.get("macro_f1")
+        table.add_row(str(entry["model"]), str(entry.get("revision", "?"))[:12], entry["dataset"], entry["fingerprint"],
+                      str(entry.get("n_texts", "")), "corrupt" if entry.get("corrupt") else (f"{f1:.4f}" if f1 is not None else ""),
+                      str(entry.get("created") or ""))
+    Console(width=max(Console().width, 140)).print(table)
+
+
+@cache_app.command("show")
+def show(entry: Annotated[str, typer.Argument(help="An entry's path or key as `zstc cache list` prints it (model/revision/dataset/fingerprint, or a unique fingerprint).")]) -> None:
+    """Print one entry's record (metrics, settings, timing) as JSON, after checking its checksums."""
+    from zstc.benchmark.cache import ResultCache
+    from zstc.errors import DataError
+
+    cache = ResultCache(on_note=lambda note: console.print(f"[yellow]note[/]: {note}"))
+    matches = [e for e in cache.entries() if entry in (e["path"], e["fingerprint"]) or Path(e["path"]).with_suffix("").as_posix().endswith(entry)]
+    if len(matches) != 1:
+        raise DataError(f"{entry!r} names {len(matches)} cache entries; give a path or key from `zstc cache list`")
+    path = Path(matches[0]["path"])
+    model, revision, dataset = json.loads(path.read_text(encoding="utf-8"))["model"], path.parts[-3], path.parts[-2]
+    result = cache.get(model, None if revision == "no_revision_available" else revision, dataset, path.stem)
+    if result is None:
+        raise DataError(f"{path}: corrupt entry, removed; the next bench or sweep recomputes it")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["record"]["scores_shape"] = list(result.scores.shape)
+    print(json.dumps(record, indent=2, ensure_ascii=False))
+
+
+@cache_app.command("clear")
+def clear(model: ModelFilter = None, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False) -> None:
+    """Remove every cached result (or one model's)."""
+    from zstc.benchmark.cache import ResultCache
+
+    cache = ResultCache()
+    what = f"the cached results of {model}" if model else f"every cached result in {cache.root}"
+    if not yes and not typer.confirm(f"remove {what}?", err=True):
+        raise typer.Exit(1)
+    console.print(f"removed {cache.clear(model)} cached results")

@@ -1,0 +1,73 @@
+"""``zstc sweep``: several models over BTZSC datasets, each (model, dataset) once, locally or on Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from zstc.cli import app
+from zstc.cli.options import BatchSize, Bf16, Device, Hypotheses, MaxLength, PrecisionFp32, Template, requested_precision, scorer_options
+
+console = Console(stderr=True)
+
+
+@app.command()
+def sweep(
+    models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders).")],
+    data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, or 'all' (default).")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for one summary per model (<model>.json, as `zstc bench` writes it) and its details.")] = Path("sweep"),
+    engine: Annotated[str, typer.Option(help="'local' (this process, one model at a time) or 'ray' (an actor per model).")] = "local",
+    address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join, e.g. 'auto' or 'ray://head:10001' (default: a local Ray).")] = None,
+    gpus_per_model: Annotated[float, typer.Option(help="--engine ray: GPUs each model's actor reserves.")] = 0.0,
+    cpus_per_model: Annotated[float, typer.Option(help="--engine ray: CPUs each model's actor reserves.")] = 1.0,
+    max_retries: Annotated[int, typer.Option(min=0, help="--engine ray: restarts of a dead worker (its unfinished units are re-run).")] = 3,
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a stratified sample of at most N texts per dataset.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
+    unlabelled: Annotated[str, typer.Option(help="'paper' or 'exclude' (see `zstc bench --help`).")] = "paper",
+    fresh: Annotated[bool, typer.Option(help="Recompute every unit instead of reusing finished ones.")] = False,
+    hypotheses: Hypotheses = "dataset",
+    template: Template = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+) -> None:
+    """Every (model, dataset) unit once: finished ones (details folder or result cache) are skipped, each model
+    is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
+    from zstc.benchmark.catalog import resolve_task_names
+    from zstc.benchmark.runner import BenchConfig
+    from zstc.benchmark.tasks import UNLABELLED_POLICIES
+    from zstc.errors import UnknownNameError
+    from zstc.scale.sweep import ENGINES, plan_sweep, run_sweep
+    from zstc.validation import check_labels
+
+    if unlabelled not in UNLABELLED_POLICIES:
+        raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
+    if engine not in ENGINES:
+        raise UnknownNameError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    names = check_labels(models.split(","), what="models", allow_single=True)
+    template_config = BenchConfig(
+        model=names[0], tasks=resolve_task_names(tasks), data=data, unlabelled=unlabelled, max_samples=max_samples, seed=seed,
+        overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,
+        scorer_options=scorer_options(batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length),
+    )
+    plan = plan_sweep(template_config, names, out, on_event=_report)
+    console.print(f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})")
+    summaries = run_sweep(plan, engine=engine, address=address, gpus_per_model=gpus_per_model, cpus_per_model=cpus_per_model,
+                          max_retries=max_retries, on_event=_report)
+    for model, summary in summaries.items():
+        overall = summary["results"]["overall"]
+        console.print(f"{model}: macro-F1 {overall['macro_f1']:.4f} over {len(summary['results']['by_dataset'])} datasets")
+    console.print(f"wrote {len(summaries)} summaries to {out}/")
+
+
+def _report(kind: str, payload: Any) -> None:
+    if kind == "done":
+        console.print(f"  {payload.dataset}: macro-F1 {payload.metrics['macro_f1']:.4f} ({payload.wall_time_s:.1f} s)")
+    elif kind == "note":
+        console.print(f"[yellow]note[/]: {payload}")

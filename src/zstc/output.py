@@ -1,0 +1,292 @@
+"""Writing predictions: one output row per input row, in chunks, resumable after a kill.
+
+An output goes to ``OUT.partial`` (JSONL, CSV) or ``OUT.partial/`` (Parquet: one file per chunk) while it
+is written; beside it, ``OUT.partial.json`` (the marker) records what identifies the run (the input's
+sha256 and a fingerprint of every setting) and how much of the output is complete. A chunk counts only
+once its bytes are on disk and the marker says so, so a run killed at any moment (even SIGKILL) leaves a
+prefix of complete chunks, possibly followed by a torn chunk that the next run cuts off. Run again with the
+same input and settings, classification continues after the last complete chunk; the finished file is
+byte-equal to one written without interruption. A changed input or setting starts over.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from zstc.benchmark.store import write_json
+from zstc.errors import DataError
+
+Row = dict[str, Any]
+
+FORMATS: dict[str, str] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+"""Output format by the ``--out`` extension; ``--format`` overrides it."""
+
+
+def output_format(path: Path | None, forced: str | None = None) -> str:
+    """The format to write ``path`` in: ``forced`` when given, else from its extension (stdout: JSONL)."""
+    if forced is not None:
+        if forced not in set(FORMATS.values()):
+            raise DataError(f"--format must be one of jsonl, csv, parquet, got {forced!r}")
+        return forced
+    if path is None:
+        return "jsonl"
+    try:
+        return FORMATS[path.suffix.lower()]
+    except KeyError:
+        raise DataError(f"{path}: cannot tell the output format from {path.suffix or 'no extension'!r}; "
+                        "use .jsonl, .csv or .parquet, or give --format") from None
+
+
+def prediction_record(prediction: Any) -> Row:
+    """The fields of one prediction as written to a file: exactly what :mod:`zstc.api` puts in a
+    ``Prediction`` / ``MultiLabelPrediction`` (every output row is built here, so a change there shows here)."""
+    return dataclasses.asdict(prediction)
+
+
+def empty_record(text: str, *, multi_label: bool) -> Row:
+    """The row of an empty text under ``--skip-empty``: present, but with no label and no scores."""
+    return {"text": text, "labels" if multi_label else "label": None, "scores": None}
+
+
+def output_row(kept: Row, record: Row) -> Row:
+    """An input row's kept columns followed by its prediction. A kept column whose name a prediction field
+    also uses is renamed ``input_<name>`` (a gold ``label`` column must not be overwritten by the predicted
+    one), except a ``text`` column holding the very text that was classified."""
+    row: Row = {}
+    for name, value in kept.items():
+        if name in record and not (name == "text" and value == record["text"]):
+            row[f"input_{name}"] = value
+        elif name not in record:
+            row[name] = value
+    row.update(record)
+    return row
+
+
+def _flat(value: Any) -> Any:
+    """CSV cells: lists and mappings as JSON, everything else as is."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
+
+
+def encode_jsonl(rows: Iterable[Row]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+
+
+def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", restval="", lineterminator="\n")
+    if header:
+        writer.writeheader()
+    for row in rows:
+        writer.writerow({name: _flat(value) for name, value in row.items()})
+    return buffer.getvalue().encode("utf-8")
+
+
+class StdoutWriter:
+    """Predictions streamed to stdout (JSONL or CSV): nothing to resume."""
+
+    resumed_rows = 0
+
+    def __init__(self, fmt: str, stream: Any) -> None:
+        if fmt == "parquet":
+            raise DataError("Parquet cannot go to stdout: give --out FILE.parquet")
+        self.fmt, self.stream, self.columns = fmt, stream, None
+
+    def write_chunk(self, rows: Sequence[Row]) -> None:
+        if self.fmt == "jsonl":
+            self.stream.write(encode_jsonl(rows).decode("utf-8"))
+        else:
+            header = self.columns is None
+            self.columns = self.columns or list(rows[0])
+            self.stream.write(encode_csv(rows, self.columns, header=header).decode("utf-8"))
+        self.stream.flush()
+
+    def finish(self) -> None:
+        return None
+
+
+class ResumableWriter:
+    """Writes ``path`` chunk by chunk through ``path.partial`` and a marker; see the module docstring.
+
+    ``identity`` holds what must not change between a run and its resumption (input sha256, settings
+    fingerprint); ``on_note`` receives what the user should hear (resuming, starting over)."""
+
+    def __init__(self, path: Path, fmt: str, identity: dict[str, Any], on_note: Callable[[str], None] = lambda note: None) -> None:
+        self.path, self.fmt, self.identity = Path(path), fmt, identity
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.marker = self.path.with_name(self.path.name + ".partial.json")
+        self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None}
+        previous = self._read_marker()
+        if previous is not None and previous.get("identity") == identity and self._partial_intact(previous):
+            self.state = previous
+            self._cut_torn_chunk()
+            if self.state["rows"]:
+                on_note(f"resuming {self.path}: {self.state['rows']} predictions from an interrupted run are kept")
+        else:
+            if previous is not None or self.partial.exists():
+                on_note(f"starting {self.path} over: the input or the settings changed since the interrupted run")
+            self._remove_partial()
+            write_json(self.marker, self.state)
+
+    @property
+    def resumed_rows(self) -> int:
+        return int(self.state["rows"])
+
+    def _read_marker(self) -> dict[str, Any] | None:
+        try:
+            content = json.loads(self.marker.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        return content if isinstance(content, dict) else None
+
+    def _partial_intact(self, state: dict[str, Any]) -> bool:
+        if self.fmt == "parquet":
+            return all(self._chunk_path(i).exists() for i in range(int(state.get("chunks", 0))))
+        return self.partial.is_file() and self.partial.stat().st_size >= int(state.get("bytes", 0))
+
+    def _chunk_path(self, index: int) -> Path:
+        return self.partial / f"chunk-{index:06d}.parquet"
+
+    def _cut_torn_chunk(self) -> None:
+        """Drop whatever a killed run wrote after its last complete chunk."""
+        if self.fmt == "parquet":
+            for stray in self.partial.iterdir():
+                if stray.name not in {self._chunk_path(i).name for i in range(self.state["chunks"])}:
+                    stray.unlink()
+        else:
+            with self.partial.open("r+b") as handle:
+                handle.truncate(self.state["bytes"])
+
+    def _remove_partial(self) -> None:
+        if self.partial.is_dir():
+            shutil.rmtree(self.partial)
+        else:
+            self.partial.unlink(missing_ok=True)
+
+    def write_chunk(self, rows: Sequence[Row]) -> None:
+        """Append one chunk durably, then record it in the marker (in that order: the marker never runs ahead)."""
+        if not rows:
+            return
+        if self.fmt == "parquet":
+            self._write_parquet_chunk(rows)
+        else:
+            if self.fmt == "csv":
+                header = self.state["columns"] is None
+                self.state["columns"] = self.state["columns"] or list(rows[0])
+                data = encode_csv(rows, self.state["columns"], header=header)
+            else:
+                data = encode_jsonl(rows)
+            with self.partial.open("ab") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self.state["bytes"] += len(data)
+        self.state["rows"] += len(rows)
+        self.state["chunks"] += 1
+        write_json(self.marker, self.state)
+
+    def _write_parquet_chunk(self, rows: Sequence[Row]) -> None:
+        pa, pq = _pyarrow()
+        self.partial.mkdir(parents=True, exist_ok=True)
+        target = self._chunk_path(self.state["chunks"])
+        temporary = target.with_name("." + target.name + ".tmp")
+        names = list(dict.fromkeys(name for row in rows for name in row))  # rows of JSONL input may differ in keys
+        pq.write_table(pa.Table.from_pylist([{name: row.get(name) for name in names} for row in rows]), temporary)
+        with temporary.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+
+    def finish(self) -> None:
+        """Move the complete output into place and remove the partial state."""
+        if self.fmt == "parquet":
+            self._merge_parquet()
+            shutil.rmtree(self.partial)
+        else:
+            if not self.partial.exists():  # no rows at all
+                self.partial.write_bytes(b"")
+            os.replace(self.partial, self.path)
+        self.marker.unlink(missing_ok=True)
+
+    def _merge_parquet(self) -> None:
+        """One Parquet file, one row group per chunk, read and written a chunk at a time."""
+        pa, pq = _pyarrow()
+        chunks = [self._chunk_path(i) for i in range(self.state["chunks"])]
+        schemas = [pq.read_schema(chunk) for chunk in chunks]
+        # A column that is all null in one chunk and typed in another: the permissive union types it.
+        schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([])
+        temporary = self.path.with_name("." + self.path.name + ".tmp")
+        with pq.ParquetWriter(temporary, schema) as writer:
+            for chunk in chunks:
+                table = pq.read_table(chunk)
+                columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
+                writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+        os.replace(temporary, self.path)
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataError("writing Parquet needs pyarrow: pip install 'zstc[parquet]'") from None
+    return pa, pq
+
+
+@dataclasses.dataclass
+class ChunkLabeller:
+    """Turns a chunk of input records into output rows with a :class:`zstc.api.Classifier`: one row per
+    record, in order. The same object serves ``zstc classify`` and its Ray engine."""
+
+    names: list[str]
+    descriptions: Sequence[str]
+    text_column: str = "text"
+    keep_columns: list[str] | None = None
+    """Input columns carried into the output; None: all of them."""
+    multi_label: bool = False
+    threshold: float | None = None
+    per_label: dict[str, float] = dataclasses.field(default_factory=dict)
+    skip_empty: bool = False
+
+    def text(self, record: Row, where: str) -> str | None:
+        """The record's text; None for an empty one under ``skip_empty``, else an error naming the row."""
+        from zstc.io import text_of
+
+        value = record.get(self.text_column)
+        if self.skip_empty and (value is None or (isinstance(value, str) and not value.strip())):
+            return None
+        return text_of(record, where, self.text_column)
+
+    def kept(self, record: Row) -> Row:
+        if self.keep_columns is None:
+            return record
+        missing = [name for name in self.keep_columns if name not in record]
+        if missing:
+            raise DataError(f"--keep-columns: no column {missing[0]!r} in the input (columns: {', '.join(map(str, record))})")
+        return {name: record[name] for name in self.keep_columns}
+
+    def rows(self, classifier: Any, records: Sequence[tuple[str, Row]], notes: list[str] | None = None) -> list[Row]:
+        """Output rows for ``(where, record)`` pairs; ``where`` names the row in error messages; ``notes``
+        receives what the scorer had to say (truncated texts, ...)."""
+        texts = [self.text(record, where) for where, record in records]
+        present = [text for text in texts if text is not None]
+        predicted: list[Any] = []
+        if present:
+            if self.multi_label:
+                predicted = classifier.predict_multi_label(present, self.names, self.descriptions, threshold=self.threshold,
+                                                           per_label=self.per_label, notes=notes)
+            else:
+                predicted = classifier.predict(present, self.names, self.descriptions, notes=notes)
+        found = iter(predicted)
+        out = []
+        for (_, record), text in zip(records, texts):
+            fields = prediction_record(next(found)) if text is not None else empty_record(
+                str(record.get(self.text_column) or ""), multi_label=self.multi_label)
+            out.append(output_row(self.kept(record), fields))
+        return out

@@ -1,0 +1,106 @@
+"""``zstc sweep``: many models x many datasets, each (model, dataset) unit computed once.
+
+The plan is the same for both engines: one :class:`~zstc.benchmark.runner.Bench` per model (its summary
+file is ``<out>/<model>.json``, written exactly as ``zstc bench`` writes it), units whose result is
+already in the run's details folder or in the shared result cache are skipped, and every computed unit is
+saved by this process into both as it arrives.
+
+* ``local``: models one after the other in this process, each loaded once.
+* ``ray``: one actor per model (``num_gpus``/``num_cpus`` per actor), so each model is loaded once per
+  worker and the models run side by side. An actor that dies (a killed process, a lost node) is restarted
+  and its unfinished units are re-run (``max_restarts`` / ``max_task_retries``); since a unit is a pure
+  function of its settings, a retried unit gives the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from zstc.benchmark.cache import model_folder
+from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
+from zstc.benchmark.store import DatasetResult
+from zstc.errors import UnknownNameError
+
+ENGINES = ("local", "ray")
+
+UnitHook = Callable[[str, str], None]
+"""Called as ``hook(model, dataset)`` by whatever process is about to compute a unit (fault injection in tests)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    model: str
+    dataset: str
+    fingerprint: str
+    prepared: PreparedTask | None = None
+    """The loaded task (local engine); a Ray worker prepares its own and checks it has this fingerprint."""
+
+
+@dataclass
+class SweepPlan:
+    """One bench configuration per model and the units still to compute."""
+
+    configs: list[BenchConfig]
+    benches: list[Bench]
+    pending: list[Unit]
+    reused: dict[str, dict[str, DatasetResult]]
+
+    @property
+    def units(self) -> int:
+        return len(self.configs) * len(self.configs[0].tasks) if self.configs else 0
+
+
+def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path, *,
+               on_event: Callable[[str, Any], None] | None = None) -> SweepPlan:
+    """The sweep of ``models`` over ``template``'s datasets and settings; summaries go to ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    configs, benches, pending, reused = [], [], [], {}
+    for model in models:
+        config = replace(template, model=model, out=out_dir / f"{model_folder(model)}.json")
+        bench = Bench(config, on_event=on_event, show_progress=False)
+        bench._check_details_folder(*bench.validate())  # the same refusal to mix settings as bench
+        configs.append(config)
+        benches.append(bench)
+        reused[model] = {}
+        for name in config.tasks:
+            prepared = bench.prepare(name)
+            found = None if config.overwrite == "always" else bench.reusable(name, prepared.fingerprint)
+            if found is not None:
+                reused[model][name] = found
+                (on_event or (lambda *a: None))("reused", found)
+            else:
+                pending.append(Unit(model, name, prepared.fingerprint, prepared))
+    return SweepPlan(configs, benches, pending, reused)
+
+
+def run_sweep(plan: SweepPlan, *, engine: str = "local", address: str | None = None, gpus_per_model: float = 0,
+              cpus_per_model: float = 1, max_retries: int = 3, before_unit: UnitHook | None = None,
+              on_event: Callable[[str, Any], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Compute ``plan``'s pending units with ``engine``; returns each model's summary (also written to disk)."""
+    if engine not in ENGINES:
+        raise UnknownNameError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    notify = on_event or (lambda kind, payload: None)
+    results = {model: dict(found) for model, found in plan.reused.items()}
+    bench_of = {bench.config.model: bench for bench in plan.benches}
+
+    def arrived(unit: Unit, result: DatasetResult) -> None:
+        bench_of[unit.model].keep(result)  # this process is the only writer of stores and cache
+        results[unit.model][unit.dataset] = result
+        notify("done", result)
+
+    if engine == "local":
+        for unit in plan.pending:
+            if before_unit is not None:
+                before_unit(unit.model, unit.dataset)
+            arrived(unit, bench_of[unit.model].compute(unit.prepared))
+    elif plan.pending:
+        from zstc.scale.ray_sweep import run_units
+
+        run_units(plan, arrived, address=address, gpus_per_model=gpus_per_model, cpus_per_model=cpus_per_model,
+                  max_retries=max_retries, before_unit=before_unit)
+    return {bench.config.model: bench.summarize({name: results[bench.config.model][name] for name in bench.config.tasks})
+            for bench in plan.benches}

@@ -1,0 +1,147 @@
+"""``zstc classify`` streams in chunks, writes JSONL/CSV/Parquet, keeps input columns, and resumes after a kill."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from zstc.output import ResumableWriter, encode_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS = ["sports", "economy", "cooking"]
+TEMPLATE = "This text is about {}."
+SENTENCES = ["The striker scored twice in the final.", "Inflation rose again last quarter.", "Stir the sauce until it thickens.",
+             "The central bank kept rates unchanged.", "She won the marathon in record time.", "Bake the bread for forty minutes."]
+
+
+def write_texts(path: Path, n: int) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(n):
+            handle.write(json.dumps({"id": f"t{i}", "text": f"{SENTENCES[i % len(SENTENCES)]} ({i})", "source": "unit"}) + "\n")
+    return path
+
+
+def classify_args(source: Path, out: Path, *extra: str) -> list[str]:
+    return ["classify", str(source), "--labels", ",".join(LABELS), "--template", TEMPLATE, "--out", str(out), *extra]
+
+
+def test_jsonl_keeps_columns_and_every_row(tmp_path, zstc_cli):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 7, "text": "The match ended 2-1.", "label": "gold-sports"}\n{"id": 8, "text": "  "}\n'
+                      '{"id": 9, "text": "Rates were raised."}\n')
+    out = tmp_path / "out.jsonl"
+    status, _, err = zstc_cli(*classify_args(source, out))
+    assert status == 2 and f"{source}:2: empty text" in err and not out.exists()
+    status, _, err = zstc_cli(*classify_args(source, out, "--skip-empty", "--chunk-size", "2"))
+    assert status == 0, err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["id"] for row in rows] == [7, 8, 9]
+    assert rows[0]["input_label"] == "gold-sports" and rows[0]["label"] == "sports"  # the gold column is not overwritten
+    assert rows[1]["label"] is None and rows[1]["scores"] is None
+    assert rows[2]["label"] == "economy" and set(rows[2]["scores"]) == set(LABELS)
+    assert f"wrote 3 predictions to {out}" in err.splitlines()[-1]
+    assert "texts/s" not in err  # no progress bar when stderr is not a terminal
+    assert not out.with_name("out.jsonl.partial").exists() and not out.with_name("out.jsonl.partial.json").exists()
+
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "ids.jsonl", "--skip-empty", "--keep-columns", "id"))
+    assert status == 0, err
+    assert list(json.loads((tmp_path / "ids.jsonl").read_text().splitlines()[0])) == ["id", "text", "label", "scores"]
+
+
+def test_csv_and_parquet_hold_the_same_predictions(tmp_path, zstc_cli):
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = write_texts(tmp_path / "in.jsonl", 7)
+    outputs = {fmt: tmp_path / f"out.{fmt}" for fmt in ("jsonl", "csv", "parquet")}
+    for out in outputs.values():
+        status, _, err = zstc_cli(*classify_args(source, out, "--chunk-size", "3"))
+        assert status == 0, err
+    expected = [json.loads(line) for line in outputs["jsonl"].read_text().splitlines()]
+    with outputs["csv"].open(newline="") as handle:
+        from_csv = list(csv.DictReader(handle))
+    assert [row["id"] for row in from_csv] == [row["id"] for row in expected]
+    assert [row["label"] for row in from_csv] == [row["label"] for row in expected]
+    assert [json.loads(row["scores"]) for row in from_csv] == [row["scores"] for row in expected]
+    parquet = pq.ParquetFile(outputs["parquet"])
+    assert parquet.num_row_groups == 3  # one row group per chunk
+    assert parquet.read().to_pylist() == expected
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "out.txt"))
+    assert status == 2 and "--format" in err
+
+
+def test_a_torn_chunk_is_cut_and_a_changed_input_starts_over(tmp_path):
+    out = tmp_path / "out.jsonl"
+    notes: list[str] = []
+    writer = ResumableWriter(out, "jsonl", {"input_sha256": "a", "settings": "s"}, on_note=notes.append)
+    writer.write_chunk([{"n": 1}, {"n": 2}])
+    with writer.partial.open("ab") as handle:  # what a run killed mid-chunk leaves: bytes the marker does not count
+        handle.write(b'{"n": 3}\n{"n"')
+    resumed = ResumableWriter(out, "jsonl", {"input_sha256": "a", "settings": "s"}, on_note=notes.append)
+    assert resumed.resumed_rows == 2 and "resuming" in notes[-1]
+    resumed.write_chunk([{"n": 3}])
+    resumed.finish()
+    assert out.read_bytes() == encode_jsonl([{"n": 1}, {"n": 2}, {"n": 3}])
+
+    writer = ResumableWriter(out, "jsonl", {"input_sha256": "a", "settings": "s"})
+    writer.write_chunk([{"n": 1}])
+    changed = ResumableWriter(out, "jsonl", {"input_sha256": "b", "settings": "s"}, on_note=notes.append)
+    assert changed.resumed_rows == 0 and "starting" in notes[-1] and "changed" in notes[-1]
+
+
+def _run(args: list[str], **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return subprocess.Popen([sys.executable, "-m", "zstc", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def stream_input(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
+    """120 texts and their uninterrupted outputs (JSONL and Parquet, chunks of 10)."""
+    directory = tmp_path_factory.mktemp("stream")
+    source = write_texts(directory / "in.jsonl", 120)
+    reference = {}
+    for fmt in ("jsonl", "parquet"):
+        out = directory / f"reference.{fmt}"
+        process = _run(classify_args(source, out, "--chunk-size", "10"))
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err.decode()
+        reference[fmt] = out.read_bytes()
+    return source, reference
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt, kill", [("jsonl", signal.SIGKILL), ("parquet", signal.SIGINT)])
+def test_a_killed_run_resumes_to_the_same_bytes(tmp_path, stream_input, fmt, kill):
+    source, reference = stream_input
+    out = tmp_path / f"out.{fmt}"
+    marker = out.with_name(out.name + ".partial.json")
+    args = classify_args(source, out, "--chunk-size", "10")
+    process = _run(args)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if json.loads(marker.read_text())["rows"] >= 30:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.02)
+    assert process.poll() is None, "the run finished before it could be interrupted"
+    process.send_signal(kill)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == (-signal.SIGKILL if kill == signal.SIGKILL else 130), err.decode()
+    assert not out.exists()
+    done = json.loads(marker.read_text())["rows"]
+    assert 30 <= done < 120
+
+    process = _run(args)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err.decode()
+    assert f"resuming {out}: {done} predictions" in err.decode()
+    assert out.read_bytes() == reference[fmt]
+    assert not marker.exists()

