@@ -98,13 +98,14 @@ def classify(
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
-        labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
+        labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
         _note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
     settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
                             "chunk_size": chunk_size})
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray
 
+        assert out is not None  # --engine ray without --out is refused above
         written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
                                     address=address, actors=actors, cpus_per_actor=cpus_per_actor,
                                     gpus_per_actor=gpus_per_actor, on_note=_note)
@@ -113,8 +114,8 @@ def classify(
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
     else:
-        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": settings}, on_note=_note)
-    written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)
+        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": settings}, on_note=_note)  # type: ignore[union-attr]  # local engine: opened
+    written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for note in notes:
         _note(note)
