@@ -116,15 +116,13 @@ def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[
 def zero_shot_btzsc(model, tokenizer, args: argparse.Namespace, device, precision: Precision) -> dict[str, dict[str, float]]:
     """Macro-F1 and accuracy of zero-shot classification on the BTZSC sets, next to the embedding model's row."""
     from zstc.decisions import argmax_decisions
-    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.data import load_btzsc_sample
     from zstc.benchmark.metrics import dataset_metrics
-    from zstc.benchmark.tasks import stratified_sample
 
     f1_paper = published("macro_f1").get(EMBEDDING_BASELINE, {})
     rows: dict[str, dict[str, float]] = {}
     for name in args.btzsc_sets:
-        task, _ = load_btzsc_task(name, args.btzsc)
-        task = stratified_sample(task, args.btzsc_sample, seed=args.seed)
+        task = load_btzsc_sample(name, args.btzsc, max_samples=args.btzsc_sample, seed=args.seed)[0]
         started = time.monotonic()
         premises = [text for text in task.texts for _ in task.hypotheses]
         hypotheses = [hypothesis for _ in task.texts for hypothesis in task.hypotheses]

@@ -178,11 +178,9 @@ def main() -> None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
-    from zstc.benchmark.data import load_btzsc_task
-    from zstc.benchmark.tasks import stratified_sample
+    from zstc.benchmark.data import load_btzsc_sample
 
-    task, _ = load_btzsc_task("banking77", args.data)
-    task = stratified_sample(task, args.texts, args.seed)
+    task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, hypotheses = list(task.texts), list(task.hypotheses)
     options = {"precision": resolve_precision(args.precision, torch.device("cpu")), "batch_size": args.batch_size,
                "max_batch_tokens": args.max_batch_tokens, "shortlist": args.shortlist}

@@ -19,11 +19,10 @@ import time
 
 import numpy as np
 
-from zstc.benchmark.data import load_btzsc_task
+from zstc.benchmark.data import load_btzsc_sample
 from zstc.scorers import make_scorer
 from zstc.scorers.runtime import Precision, bf16_fast, resolve_device
 from zstc.scorers.yesno import YesNoScorer
-from zstc.benchmark.tasks import stratified_sample
 
 
 def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> tuple[np.ndarray, float]:
@@ -44,8 +43,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    task, _ = load_btzsc_task("banking77", args.data)
-    task = stratified_sample(task, args.texts, args.seed)
+    task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, labels = list(task.texts), list(task.hypotheses)
     device = resolve_device(args.device)
     precisions: list[Precision] = ["fp32", "bf16"] if bf16_fast(device) else ["fp32"]

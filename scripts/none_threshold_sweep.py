@@ -22,7 +22,7 @@ import numpy as np
 
 
 def main() -> None:
-    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.data import load_btzsc_sample
     from zstc.multilabel import default_threshold, fit_thresholds, multilabel_metrics, score_type_of
     from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
@@ -39,9 +39,7 @@ def main() -> None:
     parser.add_argument("--out", help="write the numbers as JSON here")
     args = parser.parse_args()
 
-    task, _ = load_btzsc_task(args.task, args.data, unlabelled="exclude")
-    if args.max_samples:
-        task = stratified_sample(task, args.max_samples, args.seed)
+    task = load_btzsc_sample(args.task, args.data, max_samples=args.max_samples or None, seed=args.seed, unlabelled="exclude")[0]
     scorer = make_scorer(args.model, args.family)
     score_type = score_type_of(scorer)
     scores = scorer.score(task.texts, list(task.hypotheses), show_progress=True)

@@ -12,7 +12,7 @@ import pytest
 from zstc.benchmark.baselines import published
 from zstc.benchmark.catalog import catalog
 from zstc.benchmark.leaderboard import export_leaderboard, short_params, validate_leaderboard
-from zstc.benchmark.metrics import METRICS
+from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
 from shared_data import requires_baselines
 
 MODEL = "all-MiniLM-L6-v2"
@@ -25,6 +25,7 @@ def bench_summary(datasets: list[str] | None = None, **evaluation: Any) -> dict[
     """A ``zstc bench`` summary carrying the paper's published numbers for all-MiniLM-L6-v2."""
     names = datasets if datasets is not None else list(catalog())
     by_dataset = {name: {metric: published(metric)[MODEL][name] for metric in METRICS} | {"n_texts": 1000} for name in names}
+    family_of = {name: catalog()[name].family for name in names}
     return {
         "schema_version": "1.0",
         "model": {"name": "sentence-transformers/all-MiniLM-L6-v2", "family": "embedding", "paper_name": MODEL,
@@ -32,7 +33,7 @@ def bench_summary(datasets: list[str] | None = None, **evaluation: Any) -> dict[
         "evaluation": {"datasets": names, "max_samples": None, "sampled": False, "partial": len(names) < 22,
                        "zstc_version": "0.1.0", "created": "2026-01-01T00:00:00+00:00", "unlabelled_policy": "paper", **evaluation},
         "run": {"device": "cpu", "precision": "fp32", "batch_size": 64, "git_commit": "0" * 40},
-        "results": {"by_dataset": by_dataset, "overall": {}, "by_task": {}},
+        "results": {"by_dataset": by_dataset, "overall": aggregate(by_dataset), "by_task": aggregate_by_family(by_dataset, family_of)},
     }
 
 

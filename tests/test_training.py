@@ -86,7 +86,6 @@ def tiny_config(backbone: Path, data: Path, out: Path, **overrides: object) -> T
     options: dict[str, object] = dict(
         backbone=str(backbone), data=str(data), out=str(out), dev_size=24, epochs=3, batch_size=8,
         backbone_lr=1e-2, head_lr=1e-2, eval_fraction=0.2, patience=100, device="cpu", precision="fp32",
-        checkpoint_every_evals=1,
     )
     options.update(overrides)
     return TrainConfig(**options)  # type: ignore[arg-type]
@@ -187,7 +186,7 @@ def test_interrupted_run_resumes_from_its_step(trained: TrainResult, tiny_backbo
     resumed_out = tmp_path / "resumed"
     with pytest.raises(KeyboardInterrupt):
         train_nli(tiny_config(tiny_backbone, train_file, resumed_out), progress=False, log=interrupt_at_step_10)
-    assert (resumed_out / "checkpoint" / "state.pt").exists() and not is_zstc_nli_model(resumed_out)
+    assert (resumed_out / "checkpoint" / "checkpoint-10" / "trainer_state.json").exists() and not is_zstc_nli_model(resumed_out)
 
     lines: list[str] = []
     resumed = train_nli(tiny_config(tiny_backbone, train_file, resumed_out), progress=False, log=lines.append)
@@ -196,7 +195,7 @@ def test_interrupted_run_resumes_from_its_step(trained: TrainResult, tiny_backbo
     assert resumed.history[-1]["dev_loss"] == pytest.approx(straight.history[-1]["dev_loss"], abs=1e-5)
 
     (tmp_path / "other" / "checkpoint").mkdir(parents=True)
-    torch.save({"resume_key": {"seed": -1}}, tmp_path / "other" / "checkpoint" / "state.pt")
+    (tmp_path / "other" / "checkpoint" / "zstc_resume_key.json").write_text(json.dumps({"seed": -1}))
     with pytest.raises(ModelError, match="another configuration"):
         train_nli(tiny_config(tiny_backbone, train_file, tmp_path / "other"), progress=False, log=lambda line: None)
 

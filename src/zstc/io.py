@@ -109,7 +109,7 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
-def check_output_path(path: Path, *, inputs: Sequence[str | Path] = (), option: str = "--out") -> Path:
+def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out") -> Path:
     """Refuse, before any work, an output file that would destroy an input or cannot be written.
 
     Raises :class:`OutputError` naming ``option`` and ``path`` when the path resolves to one of ``inputs``
@@ -132,7 +132,7 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path] = (), option: 
     return path
 
 
-def check_output_dir(path: Path, *, inputs: Sequence[str | Path] = (), option: str = "--out", files: Sequence[str] = ()) -> Path:
+def check_output_dir(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out", files: Sequence[str] = ()) -> Path:
     """Like :func:`check_output_path` for an output folder: refuses an existing file, a missing or unwritable
     parent, and ``files`` (names written inside it) that would overwrite one of ``inputs``."""
     path = Path(path)
@@ -252,7 +252,7 @@ def atomic_directory(path: Path, *, last: Sequence[str] = ()) -> Iterator[Path]:
 def remove_orphan_temps(folder: Path) -> list[Path]:
     """Delete the temporary files and folders that a killed zstc process left in ``folder``: those named
     by :func:`atomic_write` whose process id no longer runs. Returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     if not Path(folder).is_dir():
         return removed
     for entry in Path(folder).glob(f".*{TEMP_SUFFIX}"):

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.metrics import f1_score, precision_recall_fscore_support
+from sklearn.preprocessing import MultiLabelBinarizer
 
 from zstc.decisions import threshold_decisions
 from zstc.errors import LabelError, UnknownNameError
@@ -101,10 +102,8 @@ def gold_matrix(gold: np.ndarray, n_labels: int) -> np.ndarray:
     gold = np.asarray(gold)
     if gold.ndim == 2:
         return gold.astype(bool)
-    matrix = np.zeros((len(gold), n_labels), dtype=bool)
-    rows = np.flatnonzero(gold >= 0)
-    matrix[rows, gold[rows]] = True
-    return matrix
+    binarizer = MultiLabelBinarizer(classes=list(range(n_labels)))
+    return binarizer.fit_transform([[int(index)] if index >= 0 else [] for index in gold]).astype(bool)
 
 
 def _with_none(matrix: np.ndarray) -> np.ndarray:

@@ -101,15 +101,16 @@ class StdoutWriter:
     def __init__(self, fmt: str, stream: Any) -> None:
         if fmt == "parquet":
             raise DataError("Parquet cannot go to stdout: give --out FILE.parquet")
-        self.fmt, self.stream, self.columns = fmt, stream, None
+        self.fmt, self.stream = fmt, stream
+        self.columns: list[str] | None = None
 
     def write_chunk(self, rows: Sequence[Row]) -> None:
         if self.fmt == "jsonl":
             self.stream.write(encode_jsonl(rows).decode("utf-8"))
         else:
             header = self.columns is None
-            self.columns = self.columns or list(rows[0])
-            self.stream.write(encode_csv(rows, self.columns, header=header).decode("utf-8"))
+            columns = self.columns = self.columns or list(rows[0])
+            self.stream.write(encode_csv(rows, columns, header=header).decode("utf-8"))
         self.stream.flush()
 
     def finish(self) -> None:

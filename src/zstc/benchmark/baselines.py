@@ -9,7 +9,6 @@ directory. Without them every comparison with the paper is left out, not guessed
 from __future__ import annotations
 
 import csv
-import os
 from functools import cache
 from pathlib import Path
 
@@ -26,14 +25,9 @@ METRIC_FILES: dict[str, str] = {
 
 def baselines_dir() -> Path | None:
     """The folder holding the paper's result files, or None when none is found."""
-    candidates = [os.environ.get("ZSTC_BASELINES")]
-    if os.environ.get("ZSTC_SHARED_DATA"):
-        candidates.append(str(Path(os.environ["ZSTC_SHARED_DATA"]) / "baselines"))
-    candidates += [str(base / "shared" / "data" / "baselines") for base in (Path.cwd(), *Path.cwd().parents)]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / METRIC_FILES["macro_f1"]).is_file():
-            return Path(candidate)
-    return None
+    from zstc.benchmark.catalog import find_shared_data
+
+    return find_shared_data("baselines", METRIC_FILES["macro_f1"], override_env="ZSTC_BASELINES")
 
 
 @cache

@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +94,7 @@ class ResultCache:
             elif not npz_path.exists() or _file_sha256(npz_path) != entry["npz_sha256"]:
                 problem = "its score matrix is missing or does not match its checksum"
             else:
-                result = DatasetResult(**record)
+                result = DatasetResult.model_validate(record)
                 with np.load(npz_path) as arrays:
                     for name in DatasetResult.ARRAYS:
                         if name in arrays:
@@ -126,7 +125,7 @@ class ResultCache:
         npz_path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(npz_path, "wb") as handle:
             np.savez_compressed(handle, **arrays)
-        record = json.loads(json.dumps({k: v for k, v in asdict(result).items() if k not in DatasetResult.ARRAYS}, default=str))
+        record = result.record()
         entry = {
             "model": model,
             "revision": revision or NO_REVISION,

@@ -92,11 +92,21 @@ def available_tasks(directory: str | Path) -> list[str]:
 def default_data_dir() -> Path | None:
     """Where BTZSC files are looked for when no --data is given: ``$ZSTC_DATA``, ``$ZSTC_SHARED_DATA/btzsc``,
     else a ``shared/data/btzsc`` folder beside or above the working directory (as the paper's baselines are found)."""
-    candidates = [Path(os.environ["ZSTC_DATA"])] if os.environ.get("ZSTC_DATA") else []
+    return find_shared_data("btzsc", override_env="ZSTC_DATA")
+
+
+def find_shared_data(subfolder: str, marker: str | None = None, *, override_env: str | None = None) -> Path | None:
+    """A folder of the project's shared data holding the file ``marker``: ``$<override_env>``, else
+    ``$ZSTC_SHARED_DATA/<subfolder>``, else ``shared/data/<subfolder>`` beside or above the working directory.
+    None when none holds it. Without ``marker``, the first such folder that exists."""
+    candidates = [os.environ.get(override_env) if override_env else None]
     if os.environ.get("ZSTC_SHARED_DATA"):
-        candidates.append(Path(os.environ["ZSTC_SHARED_DATA"]) / "btzsc")
-    candidates += [base / "shared" / "data" / "btzsc" for base in (Path.cwd(), *Path.cwd().parents)]
-    return next((path for path in candidates if path.is_dir()), None)
+        candidates.append(str(Path(os.environ["ZSTC_SHARED_DATA"]) / subfolder))
+    candidates += [str(base / "shared" / "data" / subfolder) for base in (Path.cwd(), *Path.cwd().parents)]
+    for candidate in candidates:
+        if candidate and (Path(candidate).is_dir() if marker is None else (Path(candidate) / marker).is_file()):
+            return Path(candidate)
+    return None
 
 
 def resolve_task_names(selection: str | None, data: str | Path | None = None) -> list[str]:

@@ -15,6 +15,7 @@ Every malformed input raises :class:`zstc.errors.DataError` naming the file, the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from zstc.benchmark.catalog import TaskSpec, get_task_spec, local_task_file
 from zstc.errors import DataError
-from zstc.benchmark.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy
+from zstc.benchmark.tasks import NO_HYPOTHESIS, Task, apply_unlabelled_policy, sample_task
 from zstc.io import GROUPED_SUFFIXES, Record, read_records, text_of
 from zstc.validation import check_labels
 
@@ -177,6 +178,16 @@ def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -
     if unlabelled == "paper":
         task = _apply_harness_sampling_quirks(task)
     return apply_unlabelled_policy(task, unlabelled)
+
+
+
+def load_btzsc_sample(name: str, data: str | Path, *, max_samples: int | None, seed: int = 0,
+                      unlabelled: str = "paper", sampling: str = "stratified") -> tuple[Task, int, int]:
+    """A BTZSC dataset as :func:`load_btzsc_task` loads it, then its deterministic sample of ``max_samples``
+    texts by ``sampling`` (all of them when None). Returns (task, texts the unlabelled policy affected,
+    texts before sampling)."""
+    task, affected = load_btzsc_task(name, data, unlabelled=unlabelled)
+    return sample_task(task, sampling, max_samples, seed), affected, len(task)
 
 
 def _load_from_hub(spec: TaskSpec) -> Task:

@@ -18,13 +18,17 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from zstc import __version__
 from zstc.benchmark.catalog import FAMILY_ORDER, catalog
-from zstc.errors import DataError
+from zstc.errors import DataError, UnknownNameError
 from zstc.scorers.families import FamilyTable
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
+from zstc.benchmark.records import SCHEMAS
 from zstc.benchmark.store import SCHEMA_VERSION, write_json
 from zstc.io import read_json
 
@@ -114,20 +118,107 @@ def write_leaderboard(summary: dict[str, Any], out: str | Path) -> dict[str, Any
 
 # -- validation ---------------------------------------------------------------------------------------
 
+Metric = Annotated[float, Field(ge=0.0, le=1.0, strict=True, allow_inf_nan=False)]
+"""A metric in [0, 1]: a JSON number (not a boolean, not a string)."""
+ModelType = Literal["embedding", "llm", "nli", "reranker"]
+NonEmpty = Annotated[str, Field(min_length=1)]
 
-def _metric_problems(block: Any, where: str) -> list[str]:
-    if not isinstance(block, dict):
-        return [f"{where}: expected an object of metrics, found {type(block).__name__}"]
-    problems = []
-    for metric in METRICS:
-        value = block.get(metric)
-        if value is None:
-            problems.append(f"{where}.{metric}: missing")
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            problems.append(f"{where}.{metric}: expected a number, found {value!r}")
-        elif not 0.0 <= value <= 1.0:
-            problems.append(f"{where}.{metric}: {value} is outside [0, 1]")
-    return problems
+
+class Metrics(BaseModel):
+    """The four metrics of every block of a leaderboard file."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")  # by_dataset rows may carry n_texts
+    macro_f1: Metric
+    accuracy: Metric
+    macro_precision: Metric
+    macro_recall: Metric
+
+
+class BoardModel(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")
+    name: NonEmpty
+    model_type: ModelType
+    params: str | None = None
+    """Parameter count as the public files write it: ``"22M"``, ``"7.6B"``."""
+    revision: str | None = None
+    url: str | None = None
+
+
+class BoardEvaluation(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")
+    btzsc_version: NonEmpty
+    """The code that produced the numbers (``zstc 0.1.0`` for a zstc export)."""
+    btzsc_commit: NonEmpty
+    harness: str | None = None
+    timestamp: str | None = None
+    device: str | None = None
+    precision: str | None = None
+    batch_size: int | None = None
+    max_samples: int | None = None
+    """None: every text was scored (required of an entry)."""
+    partial: bool = False
+    sampled: bool = False
+    unlabelled_policy: str | None = None
+
+
+class ByTask(BaseModel):
+    """The four BTZSC task families, each the unweighted mean of its datasets."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+    sentiment: Metrics
+    emotion: Metrics
+    intent: Metrics
+    topic: Metrics
+
+
+assert tuple(ByTask.model_fields) == tuple(FAMILY_ORDER), "ByTask lists the catalog's task families in order"
+
+
+class BoardResults(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")
+    overall: Metrics
+    """The unweighted mean over all datasets (not over families)."""
+    by_task: ByTask
+    by_dataset: dict[str, Metrics]
+
+
+class LeaderboardEntry(BaseModel):
+    """A public BTZSC leaderboard file, schema 1.0. Cross-field rules (all 22 datasets, averages equal to the
+    means of their datasets, no sampled or partial run) are checked by :func:`validate_leaderboard`."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")
+    schema_version: Literal["1.0"]
+    model: BoardModel
+    evaluation: BoardEvaluation
+    results: BoardResults
+
+
+def _choices(expected: str) -> str:
+    """pydantic's ``"'a', 'b' or 'c'"`` as ``"one of a, b, c"``; a single choice keeps its quotes."""
+    choices = re.findall(r"'([^']*)'", expected)
+    return repr(choices[0]) if len(choices) == 1 else "one of " + ", ".join(sorted(choices))
+
+
+def _problem(error: ErrorDetails, content: dict[str, Any]) -> str:
+    """One line per field: where it is and what is wrong with it, in the file's own terms."""
+    where = ".".join(str(part) for part in error["loc"])
+    kind, found = error["type"], error.get("input")
+    model = content.get("model")
+    hint = (" (a zstc result file? export it first: zstc export --leaderboard RESULT.json --out FILE)"
+            if where == "model.model_type" and isinstance(model, dict) and "family" in model else "")
+    if kind == "missing" or kind == "string_too_short":
+        return f"{where}: missing{hint}"
+    if kind == "literal_error":
+        return f"{where}: expected {_choices(error.get('ctx', {}).get('expected', ''))}, found {found!r}{hint}"
+    if kind in ("float_type", "finite_number"):
+        return f"{where}: expected a number, found {found!r}"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        return f"{where}: {found} is outside [0, 1]"
+    if kind == "model_type" or kind == "dict_type":
+        return f"{where}: expected an object, found {type(found).__name__}"
+    if kind == "extra_forbidden" and where.startswith("results.by_task."):
+        return f"{where}: not a BTZSC task family"
+    return f"{where}: {error['msg']}"
 
 
 def _is_metric(value: Any) -> bool:
@@ -140,7 +231,7 @@ def _average_problems(stored: Any, members: dict[str, Any], where: str) -> list[
         return []
     problems = []
     for metric in METRICS:
-        values = [row.get(metric) for row in members.values() if isinstance(row, dict)]
+        values: list[Any] = [row.get(metric) for row in members.values() if isinstance(row, dict)]
         if len(values) != len(members) or not all(_is_metric(v) for v in values) or not _is_metric(stored.get(metric)):
             continue  # already reported as a missing, malformed or out-of-range number
         mean = sum(values) / len(values)
@@ -149,66 +240,61 @@ def _average_problems(stored: Any, members: dict[str, Any], where: str) -> list[
     return problems
 
 
-def validate_leaderboard(content: Any) -> list[str]:
-    """Every problem that keeps ``content`` from being a complete, consistent schema 1.0 leaderboard entry."""
-    if not isinstance(content, dict):
-        return [f"expected a JSON object, found {type(content).__name__}"]
+def _section(content: dict[str, Any], *path: str) -> dict[str, Any]:
+    """``content[path[0]][path[1]]...`` when each is an object, else ``{}`` (the model has reported it)."""
+    for key in path:
+        inner = content.get(key)
+        content = inner if isinstance(inner, dict) else {}
+    return content
+
+
+def _cross_field_problems(content: dict[str, Any]) -> list[str]:
+    """What the model cannot see field by field: a full, unsampled run whose averages match its datasets."""
     problems: list[str] = []
-    if content.get("schema_version") != SCHEMA_VERSION:
-        problems.append(f"schema_version: expected {SCHEMA_VERSION!r}, found {content.get('schema_version')!r}")
-
-    model = content.get("model") if isinstance(content.get("model"), dict) else {}
-    if not model.get("name"):
-        problems.append("model.name: missing")
-    if model.get("model_type") not in set(PUBLIC_MODEL_TYPES.values()):
-        hint = " (a zstc result file? export it first: zstc export --leaderboard RESULT.json --out FILE)" if "family" in model else ""
-        expected = ", ".join(sorted(set(PUBLIC_MODEL_TYPES.values())))
-        problems.append(f"model.model_type: expected one of {expected}, found {model.get('model_type')!r}{hint}")
-
-    evaluation = content.get("evaluation") if isinstance(content.get("evaluation"), dict) else {}
-    for key in ("btzsc_version", "btzsc_commit"):
-        if not evaluation.get(key):
-            problems.append(f"evaluation.{key}: missing")
+    evaluation = _section(content, "evaluation")
     if evaluation.get("max_samples") is not None:
         problems.append(f"sampled run: evaluation.max_samples is {evaluation['max_samples']}; a leaderboard entry scores every text")
     elif evaluation.get("sampled"):
         problems.append("sampled run: evaluation.sampled is true; a leaderboard entry scores every text")
-
-    results = content.get("results")
-    if not isinstance(results, dict):
-        return [*problems, "results: missing"]
-    by_dataset = results.get("by_dataset") if isinstance(results.get("by_dataset"), dict) else {}
-    by_task = results.get("by_task") if isinstance(results.get("by_task"), dict) else {}
-    if not by_dataset:
+    by_dataset, by_task = _section(content, "results", "by_dataset"), _section(content, "results", "by_task")
+    if _section(content, "results").get("by_dataset") == {}:  # absent or malformed: the model has said so
         problems.append("results.by_dataset: missing or empty")
-
     missing = [name for name in catalog() if name not in by_dataset]
     if missing and by_dataset:
         problems.append(f"partial run: results.by_dataset lacks {len(missing)} of {len(catalog())} datasets: {', '.join(missing)}")
     elif evaluation.get("partial") and not missing:
         problems.append("evaluation.partial is true although all datasets are present")
     problems += [f"results.by_dataset.{name}: not a BTZSC dataset" for name in by_dataset if name not in catalog()]
-    for name, row in by_dataset.items():
-        problems += _metric_problems(row, f"results.by_dataset.{name}")
-
     for family in FAMILY_ORDER:
-        if family not in by_task:
-            problems.append(f"results.by_task.{family}: missing")
-            continue
-        problems += _metric_problems(by_task[family], f"results.by_task.{family}")
         # Checked against the datasets present, so a partial file is checked for consistency too.
         members = {n: by_dataset[n] for n, spec in catalog().items() if spec.family == family and n in by_dataset}
-        problems += _average_problems(by_task[family], members, f"results.by_task.{family}")
-    problems += [f"results.by_task.{family}: not a BTZSC task family" for family in by_task if family not in FAMILY_ORDER]
-
-    if "overall" not in results:
-        problems.append("results.overall: missing")
-    else:
-        problems += _metric_problems(results["overall"], "results.overall")
-        problems += _average_problems(results["overall"], {n: by_dataset[n] for n in catalog() if n in by_dataset}, "results.overall")
+        problems += _average_problems(by_task.get(family), members, f"results.by_task.{family}")
+    overall = _section(content, "results").get("overall")
+    problems += _average_problems(overall, {n: by_dataset[n] for n in catalog() if n in by_dataset}, "results.overall")
     return problems
+
+
+def validate_leaderboard(content: Any) -> list[str]:
+    """Every problem that keeps ``content`` from being a complete, consistent schema 1.0 leaderboard entry:
+    the :class:`LeaderboardEntry` model's field errors, then the cross-field rules."""
+    if not isinstance(content, dict):
+        return [f"expected a JSON object, found {type(content).__name__}"]
+    try:
+        LeaderboardEntry.model_validate(content)
+        problems = []
+    except ValidationError as error:
+        problems = [_problem(detail, content) for detail in error.errors()]
+    return problems + _cross_field_problems(content)
 
 
 def validate_file(path: str | Path) -> list[str]:
     """Problems of a leaderboard file on disk; an unreadable file is an error, not a list of problems."""
     return validate_leaderboard(read_json(path))
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON schema of ``result``, ``summary`` or ``leaderboard`` (``zstc schema NAME``)."""
+    models: dict[str, type[BaseModel]] = {**SCHEMAS, "leaderboard": LeaderboardEntry}
+    if name not in models:
+        raise UnknownNameError(f"unknown schema {name!r}; expected one of {', '.join(models)}")
+    return models[name].model_json_schema(mode="serialization")

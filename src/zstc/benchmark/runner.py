@@ -25,17 +25,30 @@ from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, UnknownNameError, ZstcError
 from zstc.io import GROUPED_SUFFIXES, check_output_path
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
-from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_task
+from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_identity, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
-from zstc.benchmark.store import SCHEMA_VERSION, DamagedResult, DatasetResult, ResultStore, fingerprint, percentile, write_json
+from zstc.benchmark.records import (
+    Aggregate,
+    DatasetResult,
+    Evaluation,
+    ModelFacts,
+    MultiLabelSummary,
+    PaperComparison,
+    Results,
+    RunRecord,
+    RunSummary,
+    Timing,
+    percentile,
+)
+from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, save_summary
 from zstc.scorers import make_scorer, scorer_class
 from zstc.scorers.base import Scorer
 from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
-from zstc.benchmark.tasks import SAMPLING_METHODS, Task, sample_task
+from zstc.benchmark.tasks import SAMPLING_METHODS, Task
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
@@ -78,7 +91,7 @@ class BenchConfig:
             "model": spec.model_id,
             "family": spec.family,
             "model_revision": _model_identity(spec),
-            "scoring_version": scorer_class(spec.family).SCORING_VERSION,
+            "scoring_version": scorer_class(spec.family).SCORING_VERSION,  # type: ignore[attr-defined]  # typed `type` until the Family record
             "precision": scorer_options["precision"],
             "device_type": device.type,
             "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},
@@ -127,9 +140,9 @@ class TimedScores:
     def wall_s(self) -> float:
         return float(sum(self.batch_latencies_s))
 
-    def record(self) -> dict[str, Any]:
-        return {"warmup_s": round(self.warmup_s, 4), "batch_texts": self.batch_texts,
-                "batch_latencies_s": [round(t, 5) for t in self.batch_latencies_s]}
+    def record(self) -> Timing:
+        return Timing(warmup_s=round(self.warmup_s, 4), batch_texts=self.batch_texts,
+                      batch_latencies_s=[round(t, 5) for t in self.batch_latencies_s])
 
 
 def merge_batch_notes(per_batch: Sequence[Sequence[str]]) -> list[str]:
@@ -197,13 +210,11 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, sh
         wall_time_s=timed.wall_s,
         fingerprint="",
         notes=[*task.notes, *getattr(descriptions, "notes", []), *timed.notes],
-        extra={
-            "timing": timed.record(),
-            "peak_rss_mb": peak_rss_mb(),
-            "peak_cuda_mb": peak_cuda_mb(device),
-            "data_sha256": file_sha256(task.source) if task.source else None,
-            "scorer": scorer.describe(),
-        },
+        timing=timed.record(),
+        peak_rss_mb=peak_rss_mb(),
+        peak_cuda_mb=peak_cuda_mb(device),
+        data_sha256=file_sha256(task.source) if task.source else None,
+        scorer=scorer.describe(),
         scores=timed.scores,
         gold=task.gold,
         predicted=predicted,
@@ -270,9 +281,8 @@ class Bench:
         """Load and sample one dataset and work out its fingerprint (cheap: no model is involved)."""
         config = self.config
         run_identity, run_key = self.validate()
-        task, affected = load_btzsc_task(name, config.data, unlabelled=config.unlabelled)
-        source_texts = len(task)
-        task = sample_task(task, config.sampling, config.max_samples, config.seed)
+        task, affected, source_texts = load_btzsc_sample(name, config.data, max_samples=config.max_samples, seed=config.seed,
+                                                         unlabelled=config.unlabelled, sampling=config.sampling)
         descriptions = self.hypothesis_provider(task)
         identity = {"run": run_identity, "dataset": dataset_identity(task, descriptions)}
         return PreparedTask(task, descriptions, affected, source_texts, identity, fingerprint(identity), run_key)
@@ -301,7 +311,7 @@ class Bench:
         # Policy 'paper' relabels before sampling; count the relabelled texts that were scored.
         result.unlabelled_texts = task.n_counted_as_class0 if config.unlabelled == "paper" else prepared.affected
         result.fingerprint = prepared.fingerprint
-        result.extra.update(source_texts=prepared.source_texts, run_fingerprint=prepared.run_key, identity=prepared.identity)
+        result.source_texts, result.run_fingerprint, result.identity = prepared.source_texts, prepared.run_key, prepared.identity
         return result
 
     def keep(self, result: DatasetResult) -> None:
@@ -315,9 +325,8 @@ class Bench:
         spec = get_model_spec(self.config.model, self.config.family)
         summary = build_summary(self.config, spec, results, self._scorer)
         if self.config.multi_label:
-            summary["multi_label"] = multi_label_summary(results, self.scorer, self.config.threshold)
-        write_json(Path(self.config.out), summary)
-        return summary
+            summary.multi_label = multi_label_summary(results, self.scorer, self.config.threshold)
+        return save_summary(self.config.out, summary)
 
     def run(self) -> dict[str, Any]:
         config = self.config
@@ -345,14 +354,14 @@ class Bench:
     def _check_details_folder(self, run_identity: dict[str, Any], run_key: str) -> None:
         """Refuse to mix runs: results of other settings in the details folder stop the run (``only-missing``,
         ``never``) or are removed (``always``)."""
-        others = [r for r in self.store.stored() if r.extra.get("run_fingerprint") != run_key]
+        others = [r for r in self.store.stored() if r.run_fingerprint != run_key]
         if not others:
             return
         if self.config.overwrite == "always":
             for result in others:
                 self.store.remove(result.dataset)
             return
-        stored = others[0].extra.get("identity", {}).get("run", {})
+        stored = others[0].identity.get("run", {})
         changed = [f"{key} {stored.get(key)!r} -> {value!r}" for key, value in run_identity.items() if stored.get(key) != value]
         raise DataError(
             f"{self.store.directory}: holds results computed with other settings ({', '.join(r.dataset for r in others)}; "
@@ -377,99 +386,94 @@ def _data_files(config: BenchConfig) -> list[Path]:
     return [path for path in directory.iterdir() if path.suffix in GROUPED_SUFFIXES]
 
 
-def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> dict[str, Any]:
+def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> MultiLabelSummary:
     """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none"."""
     from zstc.multilabel import decide, default_threshold, multilabel_metrics, score_type_of
 
     cut = default_threshold(score_type_of(scorer), getattr(scorer, "family", None)) if threshold is None else threshold
-    return {
-        "threshold": cut,
-        "by_dataset": {
-            name: multilabel_metrics(r.gold, decide(r.scores, r.label_names, cut), r.label_names) for name, r in results.items()
+    return MultiLabelSummary(
+        threshold=cut,
+        by_dataset={
+            # Finished results carry their arrays (ResultStore.finished checks).
+            name: multilabel_metrics(r.gold, decide(r.scores, r.label_names, cut), r.label_names)  # type: ignore[arg-type]
+            for name, r in results.items()
         },
-    }
+    )
 
 
-def build_summary(config: BenchConfig, spec: Any, results: dict[str, DatasetResult], scorer: Scorer | None) -> dict[str, Any]:
-    by_dataset = {name: result.summary() for name, result in results.items()}
+def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, DatasetResult], scorer: Scorer | None) -> RunSummary:
+    """The run summary of finished datasets (validated as it is built)."""
     family_of = {name: result.family or "custom" for name, result in results.items()}
     metrics_only = {name: {m: result.metrics[m] for m in METRICS} for name, result in results.items()}
-    sampled = any(r.n_texts < r.extra.get("source_texts", r.n_texts) for r in results.values())
+    sampled = any(r.source_texts is not None and r.n_texts < r.source_texts for r in results.values())
     # What the scorer said about itself; from the stored results when every dataset was reused.
-    described = scorer.describe() if scorer is not None else next((r.extra["scorer"] for r in results.values() if "scorer" in r.extra), {})
-    model_facts: dict[str, Any] = {
-        "name": spec.model_id,
-        "family": spec.family,
-        "paper_name": spec.paper_name,
-        "parameters_millions": spec.params_millions,
-        **{k: v for k, v in described.items() if k not in ("name", "family")},
-        "options": {k: v for k, v in config.scorer_options.items() if v is not None},
-        "revision": _model_revision(spec),
-    }
+    described = scorer.describe() if scorer is not None else next((r.scorer for r in results.values() if r.scorer), {})
+    model_facts = ModelFacts(
+        name=spec.model_id,
+        family=spec.family,
+        paper_name=spec.paper_name,
+        parameters_millions=spec.params_millions,
+        options={k: v for k, v in config.scorer_options.items() if v is not None},
+        revision=_model_revision(spec),
+        **{k: v for k, v in described.items() if k not in ModelFacts.model_fields},
+    )
     if described.get("parameters"):  # counted from the loaded weights beats the registry's rounded figure
-        model_facts["parameters_millions"] = round(described["parameters"] / 1e6, 2)
-    summary: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_facts,
-        "evaluation": {
-            "benchmark": "BTZSC",
-            "datasets": list(results),
-            "data": str(config.data),
-            "unlabelled_policy": config.unlabelled,
-            "hypotheses": config.hypotheses,
-            "template": config.template,
-            "sampling": config.sampling,
-            "max_samples": config.max_samples,
-            "seed": config.seed,
-            "precision": described.get("precision"),
-            "device": described.get("device"),
-            "partial": len(results) < len(catalog()),
-            "sampled": sampled,
-            "zstc_version": __version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "details": str(ResultStore(config.out).directory.name),
-            "data_sha256": {name: result.extra.get("data_sha256") for name, result in results.items()},
-            "hypotheses_used": {name: result.hypotheses for name, result in results.items()},
-            "fingerprints": {name: result.fingerprint for name, result in results.items()},
-        },
-        "run": run_record(results, described),
-        "results": {
-            "overall": aggregate(metrics_only),
-            "by_task": aggregate_by_family(metrics_only, family_of),
-            "by_dataset": by_dataset,
-        },
-        "notes": {name: result.notes for name, result in results.items() if result.notes},
-    }
+        model_facts.parameters_millions = round(described["parameters"] / 1e6, 2)
     published = paper_rows(spec)
-    if published is not None:
-        summary["paper"] = {
-            "model": spec.paper_name,
-            "macro_f1": {name: published[name] for name in results if name in published},
-        }
-    return summary
+    return RunSummary(
+        model=model_facts,
+        evaluation=Evaluation(
+            datasets=list(results),
+            data=str(config.data),
+            unlabelled_policy=config.unlabelled,
+            hypotheses=config.hypotheses,
+            template=config.template,
+            sampling=config.sampling,
+            max_samples=config.max_samples,
+            seed=config.seed,
+            precision=described.get("precision"),
+            device=described.get("device"),
+            partial=len(results) < len(catalog()),
+            sampled=sampled,
+            zstc_version=__version__,
+            created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            details=str(ResultStore(config.out).directory.name),
+            data_sha256={name: result.data_sha256 for name, result in results.items()},
+            hypotheses_used={name: result.hypotheses for name, result in results.items()},
+            fingerprints={name: result.fingerprint for name, result in results.items()},
+        ),
+        run=run_record(results, described),
+        results=Results(
+            overall=Aggregate.model_validate(aggregate(metrics_only)),
+            by_task={family: Aggregate.model_validate(row) for family, row in aggregate_by_family(metrics_only, family_of).items()},
+            by_dataset={name: result.summary() for name, result in results.items()},
+        ),
+        notes={name: result.notes for name, result in results.items() if result.notes},
+        paper=None if published is None else PaperComparison(
+            model=spec.paper_name, macro_f1={name: published[name] for name in results if name in published}),
+    )
 
 
-def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> dict[str, Any]:
+def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> RunRecord:
     """Speed, memory, machine and code facts of a run, pooled over its datasets."""
-    recorded = [result.extra for result in results.values()]
-    latencies = [t for extra in recorded for t in extra.get("timing", {}).get("batch_latencies_s", [])]
-    rss_peaks = [extra["peak_rss_mb"] for extra in recorded if extra.get("peak_rss_mb") is not None]
-    cuda_peaks = [extra["peak_cuda_mb"] for extra in recorded if extra.get("peak_cuda_mb") is not None]
+    latencies = [t for result in results.values() for t in result.batch_latencies]
+    rss_peaks = [r.peak_rss_mb for r in results.values() if r.peak_rss_mb is not None]
+    cuda_peaks = [r.peak_cuda_mb for r in results.values() if r.peak_cuda_mb is not None]
     wall = sum(result.wall_time_s for result in results.values())
-    return {
-        "wall_time_s": round(wall, 3),
-        "texts_per_second": round(sum(r.n_texts for r in results.values()) / wall, 2) if wall > 0 else None,
-        "latency_p50_s": percentile(latencies, 50),
-        "latency_p95_s": percentile(latencies, 95),
-        "peak_rss_mb": max(rss_peaks) if rss_peaks else None,
-        "peak_cuda_mb": max(cuda_peaks) if cuda_peaks else None,
-        "device": described.get("device"),
-        "precision": described.get("precision"),
-        "batch_size": described.get("batch_size"),
-        "zstc_version": __version__,
-        "git_commit": git_commit(),
-        "libraries": library_versions(),
-    }
+    return RunRecord(
+        wall_time_s=round(wall, 3),
+        texts_per_second=round(sum(r.n_texts for r in results.values()) / wall, 2) if wall > 0 else None,
+        latency_p50_s=percentile(latencies, 50),
+        latency_p95_s=percentile(latencies, 95),
+        peak_rss_mb=max(rss_peaks) if rss_peaks else None,
+        peak_cuda_mb=max(cuda_peaks) if cuda_peaks else None,
+        device=described.get("device"),
+        precision=described.get("precision"),
+        batch_size=described.get("batch_size"),
+        zstc_version=__version__,
+        git_commit=git_commit(),
+        libraries=library_versions(),
+    )
 
 
 def _model_revision(spec: ModelSpec) -> str | None:

@@ -18,61 +18,18 @@ import hashlib
 import json
 import zipfile
 import zlib
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
+from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
 from zstc.errors import DataError
 from zstc.io import atomic_write, read_json, remove_orphan_temps, umask_mode  # noqa: F401  (umask_mode: kept importable from here)
 
-SCHEMA_VERSION = "1.0"
-
-
-@dataclass
-class DatasetResult:
-    dataset: str
-    family: str | None
-    metrics: dict[str, float]
-    n_texts: int
-    label_names: list[str]
-    hypotheses: list[str]
-    unlabelled_policy: str
-    unlabelled_texts: int
-    wall_time_s: float
-    fingerprint: str
-    notes: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Per-text arrays, kept in the .npz beside the JSON.
-    scores: np.ndarray | None = field(default=None, repr=False)
-    gold: np.ndarray | None = field(default=None, repr=False)
-    predicted: np.ndarray | None = field(default=None, repr=False)
-    source_index: np.ndarray | None = field(default=None, repr=False)
-
-    ARRAYS = ("scores", "gold", "predicted", "source_index")
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            **self.metrics,
-            "n_texts": self.n_texts,
-            "n_labels": len(self.label_names),
-            "unlabelled_texts": self.unlabelled_texts,
-            "wall_time_s": round(self.wall_time_s, 3),
-            "texts_per_second": round(self.n_texts / self.wall_time_s, 2) if self.wall_time_s > 0 else None,
-            "latency_p50_s": percentile(self.batch_latencies, 50),
-            "latency_p95_s": percentile(self.batch_latencies, 95),
-        }
-
-    @property
-    def batch_latencies(self) -> list[float]:
-        """Seconds per timed scorer call (empty for results stored before timing was recorded)."""
-        return list(self.extra.get("timing", {}).get("batch_latencies_s", []))
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """The ``q``-th percentile (linear interpolation), rounded for the result file; None when empty."""
-    return round(float(np.percentile(values, q)), 5) if values else None
+__all__ = ["SCHEMA_VERSION", "DamagedResult", "DatasetResult", "ResultStore", "RunSummary", "fingerprint", "load_summary",
+           "percentile", "save_summary", "write_json"]
 
 
 def fingerprint(settings: dict[str, Any]) -> str:
@@ -102,11 +59,10 @@ class ResultStore:
     def save(self, result: DatasetResult) -> None:
         json_path, npz_path = self._paths(result.dataset)
         self.directory.mkdir(exist_ok=True)
-        arrays = {name: getattr(result, name) for name in DatasetResult.ARRAYS if getattr(result, name) is not None}
+        arrays = result.arrays()
         with atomic_write(npz_path, "wb") as handle:
-            np.savez_compressed(handle, **arrays)
-        record = {k: v for k, v in asdict(result).items() if k not in DatasetResult.ARRAYS}
-        write_json(json_path, record)  # written last: its presence marks the dataset as finished
+            np.savez_compressed(handle, **arrays)  # type: ignore[arg-type]  # numpy types **kwds as bool
+        write_json(json_path, DatasetResult.model_validate(result.record()).record())  # written last: its presence marks the dataset as finished
 
     def remove_orphans(self) -> list[Path]:
         """Temporary files left by a bench that was killed while writing (see :func:`zstc.io.remove_orphan_temps`)."""
@@ -122,14 +78,15 @@ class ResultStore:
             record = read_json(json_path)
         except DataError as error:
             raise DamagedResult(json_path, str(error).removeprefix(f"{json_path}: ")) from None
-        try:
-            result = DatasetResult(**record)
-        except TypeError:
-            raise DamagedResult(json_path, "not a zstc dataset result (unexpected or missing fields)") from None
-        bad = [name for name, value in (result.metrics.items() if isinstance(result.metrics, dict) else [])
+        metrics = record.get("metrics") if isinstance(record, dict) else None
+        bad = [name for name, value in (metrics.items() if isinstance(metrics, dict) else [])
                if isinstance(value, bool) or not isinstance(value, (int, float))]
-        if not isinstance(result.metrics, dict) or bad:
+        if not isinstance(metrics, dict) or bad:
             raise DamagedResult(json_path, f"metric {bad[0] if bad else 'metrics'} is not a number")
+        try:
+            result = DatasetResult.model_validate(record)
+        except ValidationError as error:
+            raise DamagedResult(json_path, f"not a zstc dataset result: {first_problem(error)}") from None
         if with_arrays and npz_path.exists():
             try:
                 with np.load(npz_path, allow_pickle=False) as arrays:
@@ -191,6 +148,17 @@ def load_summary(path: str | Path) -> dict[str, Any]:
         for key, value in row.items():
             if key in NUMERIC_FIELDS and value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise DataError(f"{path}: results.by_dataset.{name}.{key} is {value!r}, expected a number")
+    try:
+        RunSummary.model_validate(content)
+    except ValidationError as error:
+        raise DataError(f"{path}: not a valid zstc result file: {first_problem(error)}") from None
+    return content
+
+
+def save_summary(path: str | Path, summary: RunSummary) -> dict[str, Any]:
+    """Write a run summary (validated again, so a field set after construction is checked too); returns its content."""
+    content = RunSummary.model_validate(summary.content()).content()
+    write_json(Path(path), content)
     return content
 
 

@@ -75,7 +75,7 @@ class Task:
             self,
             texts=[self.texts[i] for i in indices],
             gold=self.gold[indices],
-            source_index=self.source_index[indices],
+            source_index=self.source_index[indices] if self.source_index is not None else None,
             notes=notes,
             counted_as_class0=counted,
         )

@@ -53,7 +53,7 @@ def show(entry: Annotated[str, typer.Argument(help="An entry's path or key as `z
     if result is None:
         raise DataError(f"{path}: corrupt entry, removed; the next bench or sweep recomputes it")
     record = json.loads(path.read_text(encoding="utf-8"))
-    record["record"]["scores_shape"] = list(result.scores.shape)
+    record["record"]["scores_shape"] = list(result.scores.shape)  # type: ignore[union-attr]  # cache.get returns results with scores
     print(json.dumps(record, indent=2, ensure_ascii=False))
 
 

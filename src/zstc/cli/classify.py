@@ -71,7 +71,7 @@ def classify(
         names = check_labels(labels.split(",") if labels.strip() else [], allow_single=multi_label)
         given = names
     else:
-        mapping = read_label_descriptions(labels_file)
+        mapping = read_label_descriptions(labels_file)  # type: ignore[arg-type]  # set: exactly one of the two is given
         names, given = list(mapping), list(mapping.values())
     if template is None and given == names and hypotheses == "dataset":  # label names: the measured default template
         template = DEFAULT_TEMPLATE
@@ -108,13 +108,14 @@ def classify(
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
-        labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)
+        labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
         _note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
     settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
                             "chunk_size": chunk_size})
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray
 
+        assert out is not None  # --engine ray without --out is refused above
         written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
                                     address=address, actors=actors, cpus_per_actor=cpus_per_actor,
                                     gpus_per_actor=gpus_per_actor, on_note=_note)
@@ -124,8 +125,8 @@ def classify(
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
     else:
-        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": settings}, on_note=_note)
-    written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)
+        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": settings}, on_note=_note)  # type: ignore[union-attr]  # local engine: opened
+    written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for note in notes:
         _note(note)

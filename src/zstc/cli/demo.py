@@ -37,7 +37,8 @@ def demo(
     out: Annotated[Path, typer.Option(help="Where the demo benchmark writes its results.")] = Path("runs/demo.json"),
 ) -> None:
     """Classify five example texts with the offline default model, then benchmark it on the data found."""
-    from zstc.api import DEFAULT_MODEL, Classifier
+    from zstc.api import Classifier
+    from zstc.models.registry import DEFAULT_MODEL
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.cli.bench import print_summary

@@ -28,11 +28,9 @@ def _scorer(model: str, family: str | None, **given: Any) -> Any:
 
 
 def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: str = "exclude") -> Any:
-    from zstc.benchmark.data import load_btzsc_task
-    from zstc.benchmark.tasks import stratified_sample
+    from zstc.benchmark.data import load_btzsc_sample
 
-    loaded, _ = load_btzsc_task(task, data, unlabelled=unlabelled)
-    return stratified_sample(loaded, max_samples, seed)
+    return load_btzsc_sample(task, data, max_samples=max_samples, seed=seed, unlabelled=unlabelled)[0]
 
 
 def _check_before_work(out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:

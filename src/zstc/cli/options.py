@@ -85,7 +85,8 @@ def scorer_options(**given: Any) -> dict[str, Any]:
     if "shortlist" in options:
         from zstc.scorers.cascade import parse_shortlist
 
-        options["shortlist"] = parse_shortlist(options["shortlist"]).canonical
+        shortlist = parse_shortlist(options["shortlist"])
+        options["shortlist"] = shortlist.canonical if shortlist is not None else None
     if "precision" in options:
         return resolved_options(options.pop("precision"), options)
     return options

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional, TextIO
 
 import typer
 from rich.console import Console
@@ -27,7 +27,7 @@ def report(
     bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
     from zstc.reports.build import build_report
 
-    written = build_report(results, out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
+    written = build_report(list[str | Path](results), out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
     for note in written.notes:
         console.print(f"[dim]note: {note}[/]")
     console.print(f"wrote {written.index} ({len(written.tables)} tables, {len(written.figures)} figures; Markdown and CSV in {out / 'tables'})")
@@ -67,6 +67,24 @@ def validate(file: Annotated[Path, typer.Argument(help="A leaderboard JSON file 
     raise typer.Exit(1)
 
 
-def _print_problems(problems: list[str], stream=None) -> None:
+@app.command()
+def schema(
+    name: Annotated[str, typer.Argument(help="result (a dataset's details file), summary (the bench --out file) or leaderboard.")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the schema here instead of printing it.")] = None,
+) -> None:
+    """Print the JSON schema of a file zstc writes or reads (also published in docs/schemas/)."""
+    import json
+
+    from zstc.benchmark.leaderboard import json_schema
+
+    text = json.dumps(json_schema(name), indent=2) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+def _print_problems(problems: list[str], stream: TextIO | None = None) -> None:
     for problem in problems:
         print(f"  - {problem}", file=stream or sys.stderr)

@@ -84,7 +84,7 @@ def serve(
             engine.begin_drain()
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=drain_timeout,
+    config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
                             access_log=access_log, log_level="info")
     DrainingServer(config).run()
 

@@ -22,7 +22,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.benchmark.metrics import METRICS
 from zstc.reports import figures as fig
 from zstc.reports.html import Section, render_page
-from zstc.reports.rows import ModelRow, Run, compared_datasets, load_runs, paper_rows
+from zstc.reports.rows import ModelRow, Run, compared_datasets, labelled, load_runs, paper_rows
 from zstc.reports.stats import (
     BOOTSTRAP_DRAWS,
     Interval,
@@ -134,9 +134,9 @@ def run_intervals(run: Run, datasets: list[str], *, draws: int, seed: int) -> di
         return {}
     out: dict[str, dict[str, Interval]] = {}
     for metric in INTERVAL_METRICS:
-        out[metric] = {name: bootstrap_interval(d.gold, d.predicted, metric, draws=draws, seed=seed) for name, d in available.items()}
+        out[metric] = {name: bootstrap_interval(*labelled(d), metric, draws=draws, seed=seed) for name, d in available.items()}
         if len(available) == len(datasets):  # an overall interval over fewer datasets than the mean would mislead
-            out[metric]["overall"] = overall_interval([(d.gold, d.predicted) for d in available.values()], metric, draws=draws, seed=seed)
+            out[metric]["overall"] = overall_interval([labelled(d) for d in available.values()], metric, draws=draws, seed=seed)
     return out
 
 
@@ -145,15 +145,16 @@ def aligned_predictions(a: DatasetResult, b: DatasetResult) -> tuple[np.ndarray,
 
     None when the runs did not score the same data (other file checksum, other classes, other gold labels).
     """
-    sha_a, sha_b = a.extra.get("data_sha256"), b.extra.get("data_sha256")
+    sha_a, sha_b = a.data_sha256, b.data_sha256
     if (sha_a and sha_b and sha_a != sha_b) or a.label_names != b.label_names:
         return None
     if a.source_index is None or b.source_index is None:
         return None
+    (gold_a, predicted_a), (gold_b, predicted_b) = labelled(a), labelled(b)
     _, in_a, in_b = np.intersect1d(a.source_index, b.source_index, assume_unique=True, return_indices=True)
-    if len(in_a) == 0 or not np.array_equal(a.gold[in_a], b.gold[in_b]):
+    if len(in_a) == 0 or not np.array_equal(gold_a[in_a], gold_b[in_b]):
         return None
-    return a.gold[in_a], a.predicted[in_a], b.predicted[in_b]
+    return gold_a[in_a], predicted_a[in_a], predicted_b[in_b]
 
 
 def paired_tests(a: Run, b: Run, datasets: list[str]) -> dict[str, McNemar]:
@@ -187,17 +188,17 @@ def rank_agreements(runs: list[Run], run_rows: list[ModelRow], published_by_name
         kendall_tau({m: published_by_name[m].mean("macro_f1", all_btzsc) for m in f1},
                     {m: float(np.mean([f1[m][c] for c in mteb])) for m in f1}),
     )] if f1 else []
-    known = [(run, row) for run, row in zip(runs, run_rows) if run.paper_name in published_by_name]
+    known = [(run.paper_name, row) for run, row in zip(runs, run_rows) if run.paper_name in published_by_name]
     if len(known) >= 2:
         agreements.append((
             f"this report's runs vs the paper: {len(known)} models by mean macro-F1 on {len(datasets)} datasets",
             kendall_tau({row.label: row.mean("macro_f1", datasets) for _, row in known},
-                        {row.label: published_by_name[run.paper_name].mean("macro_f1", datasets) for run, row in known}),
+                        {row.label: published_by_name[paper_name].mean("macro_f1", datasets) for paper_name, row in known}),
         ))
-    for run, row in known:
+    for paper_name, row in known:
         agreements.append((
-            f"{row.label} vs the paper's {run.paper_name}: datasets by macro-F1",
-            kendall_tau(row.scores["macro_f1"], {d: v for d, v in published_by_name[run.paper_name].scores["macro_f1"].items() if d in datasets}),
+            f"{row.label} vs the paper's {paper_name}: datasets by macro-F1",
+            kendall_tau(row.scores["macro_f1"], {d: v for d, v in published_by_name[paper_name].scores["macro_f1"].items() if d in datasets}),
         ))
     return agreements
 
@@ -213,7 +214,7 @@ def confusion_figures(runs: list[Run], datasets: list[str], directory: Path) -> 
             if details is None:
                 continue
             title = f"{run.label}: {name} ({details.n_texts} texts)"
-            saved.append(fig.save(fig.confusion(details.gold, details.predicted, details.label_names, title), directory,
+            saved.append(fig.save(fig.confusion(*labelled(details), details.label_names, title), directory,
                                   f"confusion_{run_number}_{name}", title))
     return saved
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def _colour(row: ModelRow) -> str:
     return FAMILY_COLOURS.get(row.family or "", "#17becf")
 
 
-def _legend_for_families(axes, rows: list[ModelRow], *, pareto: bool = False) -> None:
+def _legend_for_families(axes: Any, rows: list[ModelRow], *, pareto: bool = False) -> None:
     from matplotlib.lines import Line2D
 
     present = [f for f in FAMILIES if any(r.family == f for r in rows)]
@@ -74,7 +75,7 @@ def _legend_for_families(axes, rows: list[ModelRow], *, pareto: bool = False) ->
     axes.legend(handles=handles, fontsize=8, loc="best", frameon=True)
 
 
-def _mark(axes, row: ModelRow, x: float, y: float) -> None:
+def _mark(axes: Any, row: ModelRow, x: float, y: float) -> None:
     if row.source == "run":
         axes.scatter([x], [y], marker="*", s=220, color=_colour(row), edgecolors="black", linewidths=0.8, zorder=4)
         axes.annotate(row.label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8, weight="bold")
@@ -104,7 +105,7 @@ def speed_accuracy(rows: list[ModelRow], datasets: list[str]) -> Figure:
     if not timed:
         axes.text(0.5, 0.5, "no result file records throughput", ha="center", va="center", transform=axes.transAxes)
         return figure
-    points = [(float(r.throughput), r.mean("macro_f1", datasets)) for r in timed]
+    points = [(float(r.throughput or 0.0), r.mean("macro_f1", datasets)) for r in timed]  # all set: timed filters
     for row, (x, y) in zip(timed, points):
         _mark(axes, row, x, y)
     front = pareto_front(points)
@@ -122,7 +123,7 @@ def speed_accuracy(rows: list[ModelRow], datasets: list[str]) -> Figure:
     return figure
 
 
-def _plain_log_axis(axes) -> None:
+def _plain_log_axis(axes: Any) -> None:
     """Log scale on x with ticks written as plain numbers (20, not 2x10^1)."""
     from matplotlib.ticker import FuncFormatter
 
@@ -141,7 +142,7 @@ MIN_POINTS_FOR_BAND = 5
 """Fewer models than this in a family give a band too wide to say anything (t with n-2 degrees of freedom)."""
 
 
-def _fit_band(axes, xs: np.ndarray, ys: np.ndarray, colour: str) -> None:
+def _fit_band(axes: Any, xs: np.ndarray, ys: np.ndarray, colour: str) -> None:
     """Least-squares line of y on log10(x) with its 95% confidence band for the mean."""
     from scipy.stats import t as student_t
 
@@ -175,7 +176,7 @@ def scaling(rows: list[ModelRow], datasets: list[str]) -> Figure:
             sizes = np.array([r.params_millions for r in members])
             _fit_band(axes, sizes, np.array([r.mean("macro_f1", datasets) for r in members]), FAMILY_COLOURS[family])
     for row in sized:
-        _mark(axes, row, float(row.params_millions), row.mean("macro_f1", datasets))
+        _mark(axes, row, float(row.params_millions or 0.0), row.mean("macro_f1", datasets))  # all set: sized filters
     _plain_log_axis(axes)
     axes.set_xlabel("parameters (millions, log scale)")
     axes.set_ylabel(f"mean macro-F1 ({len(datasets)} datasets)")

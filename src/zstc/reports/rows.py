@@ -131,6 +131,12 @@ class Run:
         )
 
 
+def labelled(result: DatasetResult) -> tuple[np.ndarray, np.ndarray]:
+    """(gold, predicted) of a result from :meth:`Run.details`, which returns only results that have both."""
+    assert result.gold is not None and result.predicted is not None
+    return result.gold, result.predicted
+
+
 def load_runs(paths: list[str | Path]) -> list[Run]:
     """Read bench result files; labels are made unique when two files hold the same model."""
     runs: list[Run] = []

@@ -1,23 +1,27 @@
 """How sure the numbers are: bootstrap intervals, a paired test between two models, rank agreement.
 
-* Bootstrap: resample a dataset's texts with replacement (seeded), recompute the metric, take the 2.5th and
-  97.5th percentiles. The overall interval resamples every dataset independently and averages per draw,
-  exactly as the overall score averages datasets.
+* Bootstrap (``scipy.stats.bootstrap``, percentile method, paired): resample a dataset's texts with
+  replacement (seeded), recompute the metric, take the 2.5th and 97.5th percentiles. The overall interval
+  resamples every dataset independently and averages per draw, exactly as the overall score averages datasets.
 * McNemar's exact test: on texts both models classified, does one get right what the other gets wrong more
   often than chance? (two-sided binomial test on the discordant pairs).
 * Kendall's tau-b between two rankings of the same models (or datasets).
 
-Macro-F1 is computed from confusion counts for all draws at once; it equals scikit-learn's
+Macro-F1 is computed from confusion counts for a batch of draws at once (the statistic is vectorized); it equals scikit-learn's
 ``f1_score(average="macro", zero_division=0)``, including its rule that a class absent from both the
 gold labels and the predictions of a draw does not count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from scipy.stats._resampling import BootstrapResult
 
 BOOTSTRAP_DRAWS = 1000
 CONFIDENCE = 0.95
@@ -42,10 +46,14 @@ def _encode(gold: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.nda
     return codes[: len(gold)], codes[len(gold):], len(classes)
 
 
-def _confusions(gold: np.ndarray, predicted: np.ndarray, k: int, draws: np.ndarray) -> np.ndarray:
-    """Confusion matrices ``(n_draws, k, k)`` (rows gold, columns predicted) of texts ``draws[b]``."""
-    n_draws = len(draws)
-    flat = (np.arange(n_draws)[:, None] * (k * k) + gold[draws] * k + predicted[draws]).ravel()
+def _confusions(gold: np.ndarray, predicted: np.ndarray, k: int, draws: np.ndarray | None = None) -> np.ndarray:
+    """Confusion matrices ``(n_draws, k, k)`` (rows gold, columns predicted) of the rows of ``(n_draws, n)`` codes,
+    or of texts ``draws[b]`` when ``draws`` is given."""
+    if draws is not None:
+        gold, predicted = gold[draws], predicted[draws]
+    gold, predicted = np.atleast_2d(gold), np.atleast_2d(predicted)
+    n_draws = len(gold)
+    flat = (np.arange(n_draws)[:, None] * (k * k) + gold * k + predicted).ravel()
     return np.bincount(flat, minlength=n_draws * k * k).reshape(n_draws, k, k)
 
 
@@ -68,33 +76,41 @@ METRIC_FUNCTIONS = {"macro_f1": macro_f1_from_confusions, "accuracy": accuracy_f
 """Metrics the bootstrap supports, computed from confusion matrices."""
 
 
-def bootstrap_draws(gold: np.ndarray, predicted: np.ndarray, metric: str, *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> np.ndarray:
-    """The metric on ``draws`` resamples (with replacement) of the texts; seeded, so reproducible."""
+def _statistic(metric: str, k: int) -> Callable[..., np.ndarray]:
+    """The metric of resampled (gold, predicted) codes, vectorized over draws as ``scipy.stats.bootstrap`` asks."""
     if metric not in METRIC_FUNCTIONS:
         raise ValueError(f"bootstrap supports {', '.join(METRIC_FUNCTIONS)}, not {metric!r}")
+
+    def statistic(gold: np.ndarray, predicted: np.ndarray, axis: int = -1) -> np.ndarray:
+        values = METRIC_FUNCTIONS[metric](_confusions(np.moveaxis(gold, axis, -1), np.moveaxis(predicted, axis, -1), k))
+        return values if gold.ndim > 1 else values[0]
+
+    return statistic
+
+
+def _bootstrap(gold: np.ndarray, predicted: np.ndarray, metric: str, draws: int, seed: int) -> BootstrapResult:
+    from scipy.stats import bootstrap
+
     gold_codes, predicted_codes, k = _encode(np.asarray(gold), np.asarray(predicted))
-    rng = np.random.default_rng(seed)
-    values = []
-    for start in range(0, draws, _DRAWS_PER_CHUNK):
-        indices = rng.integers(0, len(gold_codes), size=(min(_DRAWS_PER_CHUNK, draws - start), len(gold_codes)))
-        values.append(METRIC_FUNCTIONS[metric](_confusions(gold_codes, predicted_codes, k, indices)))
-    return np.concatenate(values)
+    return bootstrap((gold_codes, predicted_codes), _statistic(metric, k), n_resamples=draws, batch=_DRAWS_PER_CHUNK,
+                     paired=True, vectorized=True, confidence_level=CONFIDENCE, method="percentile",
+                     rng=np.random.default_rng(seed))
+
+
+def bootstrap_draws(gold: np.ndarray, predicted: np.ndarray, metric: str, *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> np.ndarray:
+    """The metric on ``draws`` resamples (with replacement) of the texts; seeded, so reproducible."""
+    return np.asarray(_bootstrap(gold, predicted, metric, draws, seed).bootstrap_distribution)
 
 
 def point_estimate(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
     gold_codes, predicted_codes, k = _encode(np.asarray(gold), np.asarray(predicted))
-    return float(METRIC_FUNCTIONS[metric](_confusions(gold_codes, predicted_codes, k, np.arange(len(gold_codes))[None, :]))[0])
-
-
-def _interval(value: float, samples: np.ndarray) -> Interval:
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(samples, [tail, 100 - tail])
-    return Interval(value, float(low), float(high))
+    return float(_statistic(metric, k)(gold_codes, predicted_codes))
 
 
 def bootstrap_interval(gold: np.ndarray, predicted: np.ndarray, metric: str = "macro_f1", *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> Interval:
     """Percentile bootstrap 95% interval of one dataset's metric."""
-    return _interval(point_estimate(gold, predicted, metric), bootstrap_draws(gold, predicted, metric, draws=draws, seed=seed))
+    interval = _bootstrap(gold, predicted, metric, draws, seed).confidence_interval
+    return Interval(point_estimate(gold, predicted, metric), float(interval.low), float(interval.high))
 
 
 def overall_interval(pairs: Sequence[tuple[np.ndarray, np.ndarray]], metric: str = "macro_f1", *,
@@ -105,7 +121,9 @@ def overall_interval(pairs: Sequence[tuple[np.ndarray, np.ndarray]], metric: str
     """
     per_dataset = np.stack([bootstrap_draws(g, p, metric, draws=draws, seed=seed + i) for i, (g, p) in enumerate(pairs)])
     value = float(np.mean([point_estimate(g, p, metric) for g, p in pairs]))
-    return _interval(value, per_dataset.mean(axis=0))
+    tail = (1 - CONFIDENCE) / 2 * 100  # the percentile method, as scipy.stats.bootstrap uses for one dataset
+    low, high = np.percentile(per_dataset.mean(axis=0), [tail, 100 - tail])
+    return Interval(value, float(low), float(high))
 
 
 @dataclass(frozen=True)

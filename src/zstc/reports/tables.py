@@ -60,7 +60,8 @@ class Table:
         kinds = [_column_kind(self.rows, j) for j in range(len(self.columns))]
         header: list[str] = []
         for column, kind in zip(self.columns, kinds):
-            header += {MeanStd: [column, f"{column}_std"], Interval: [column, f"{column}_low", f"{column}_high"]}.get(kind, [column])
+            by_kind: dict[type | None, list[str]] = {MeanStd: [column, f"{column}_std"], Interval: [column, f"{column}_low", f"{column}_high"]}
+            header += by_kind.get(kind, [column])
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(header)

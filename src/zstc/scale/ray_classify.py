@@ -178,6 +178,6 @@ def _user_error(error: BaseException) -> ZstcError | None:
     while error is not None and seen < 10:
         if isinstance(error, ZstcError):
             return error
-        error = getattr(error, "cause", None) or error.__cause__
+        error = getattr(error, "cause", None) or error.__cause__  # type: ignore[assignment]  # Ray's wrapper keeps the cause there
         seen += 1
     return None

@@ -58,7 +58,10 @@ def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path
     """The sweep of ``models`` over ``template``'s datasets and settings; summaries go to ``out_dir``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    configs, benches, pending, reused = [], [], [], {}
+    configs: list[Any] = []
+    benches: list[Any] = []
+    pending: list[Any] = []
+    reused: dict[str, dict[str, DatasetResult]] = {}
     for model in models:
         config = replace(template, model=model, out=out_dir / f"{model_folder(model)}.json")
         bench = Bench(config, on_event=on_event, show_progress=False)
@@ -96,7 +99,7 @@ def run_sweep(plan: SweepPlan, *, engine: str = "local", address: str | None = N
         for unit in plan.pending:
             if before_unit is not None:
                 before_unit(unit.model, unit.dataset)
-            arrived(unit, bench_of[unit.model].compute(unit.prepared))
+            arrived(unit, bench_of[unit.model].compute(unit.prepared))  # type: ignore[arg-type]  # pending units are prepared
     elif plan.pending:
         from zstc.scale.ray_sweep import run_units
 

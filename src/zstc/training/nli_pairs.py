@@ -86,12 +86,12 @@ def length_grouped_batches(lengths: Sequence[int], batch_size: int, seed: int, g
     """
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(lengths))
-    lengths = np.asarray(lengths)
+    sizes = np.asarray(lengths)
     batches: list[list[int]] = []
     group = batch_size * group_batches
     for start in range(0, len(order), group):
         members = order[start : start + group]
-        members = members[np.argsort(-lengths[members], kind="stable")]
+        members = members[np.argsort(-sizes[members], kind="stable")]
         batches.extend(members[i : i + batch_size].tolist() for i in range(0, len(members), batch_size))
     permutation = rng.permutation(len(batches))
     return [batches[i] for i in permutation]

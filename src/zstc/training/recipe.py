@@ -70,8 +70,8 @@ class TrainConfig:
     eval_fraction: float = 0.01
     """Evaluate every this fraction of the total steps."""
     patience: int = 10
-    """Stop after this many evaluations without a lower dev loss."""
-    checkpoint_every_evals: int = 5
+    """Stop after this many evaluations without a lower dev loss (``EarlyStoppingCallback``). Every evaluation
+    is also a checkpoint, so the best weights are on disk for ``load_best_model_at_end``."""
     max_length: int | None = None
     """Token limit per pair (only the premise is cut); ``None``: the tokenizer's own, at most 512."""
     eval_batch_size: int = 64
@@ -92,7 +92,7 @@ class TrainConfig:
     def resume_key(self) -> dict[str, Any]:
         """What must be unchanged for a checkpoint to be continued (runtime choices may differ)."""
         record = self.to_record()
-        for runtime_only in ("out", "max_minutes", "device", "precision", "eval_batch_size", "checkpoint_every_evals", "extra"):
+        for runtime_only in ("out", "max_minutes", "device", "precision", "eval_batch_size", "extra"):
             record.pop(runtime_only)
         return record
 

@@ -1,39 +1,57 @@
-"""The training loop of ``zstc train-nli``: plain PyTorch, resumable, early-stopped on the dev loss.
+"""The training loop of ``zstc train-nli``: a :class:`transformers.Trainer` with the recipe's head and losses.
 
-A run writes ``<out>/checkpoint/`` (``state.pt``: model, optimizer, scheduler, step, early-stopping state;
-``best.pt``: the weights with the lowest dev loss so far) every few evaluations and when interrupted. Started
-again with the same configuration, it continues from ``state.pt``: each epoch's batches are a function of the
-seed and the epoch number, so the run skips exactly the batches it has already trained on. When training ends
-(step budget spent or early stop), the best weights are saved as the model folder and the checkpoint removed.
+:class:`NliTrainer` keeps what is the recipe's own (PROTOCOL.md s.5): the head and its losses, two learning
+rates (backbone and head, as optimizer parameter groups), warm-up then cosine decay, length-grouped batches.
+Everything else is the Trainer's: evaluation every 1% of the steps, ``EarlyStoppingCallback`` on the dev loss,
+``load_best_model_at_end``, checkpoints in ``<out>/checkpoint/checkpoint-<step>/`` and resuming from the last
+one, ``DataCollatorWithPadding``. Started again with the same configuration, a run continues from its last
+checkpoint: each epoch's batches are a function of the seed and the epoch number, and the Trainer restores
+the random state, so a resumed run trains on exactly the batches a straight run would. When training ends
+(step budget spent or early stop), the best weights are saved as the model folder and the checkpoints removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
+from transformers import (
+    DataCollatorWithPadding,
+    EarlyStoppingCallback,
+    EvalPrediction,
+    PrinterCallback,
+    ProgressCallback,
+    Trainer,
+    TrainerCallback,
+    TrainerControl,
+    TrainerState,
+    TrainingArguments,
+)
+from transformers.trainer_utils import get_last_checkpoint as _untyped_last_checkpoint
 
 from zstc.errors import DataError, ModelError
-from zstc.io import atomic_directory, atomic_write
+from zstc.io import atomic_directory
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
-from zstc.scorers.runtime import Precision, inference_context, resolve_device, resolve_precision
+from zstc.scorers.runtime import Precision, resolve_device, resolve_precision
+from zstc.benchmark.provenance import sha256_file as sha256_of
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
     NliPairs,
     balanced_indices,
     length_grouped_batches,
     read_nli_pairs,
-    sha256_of,
     split_dev,
 )
 from zstc.training.recipe import (
@@ -46,6 +64,8 @@ from zstc.training.recipe import (
 )
 
 CHECKPOINT_DIR = "checkpoint"
+RESUME_KEY_FILE = "zstc_resume_key.json"
+"""The configuration a checkpoint belongs to; another one refuses to continue it."""
 MAX_DEFAULT_LENGTH = 512
 
 assert VARIANT_LABELS["triplet"] == NLI_CLASSES, "triplet outputs are indexed like the gold classes"
@@ -63,55 +83,40 @@ class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-@dataclass
-class _Encoded:
-    """Tokenized pairs, unpadded; batches are padded to their own longest pair."""
+class NliPairDataset(torch.utils.data.Dataset[dict[str, Any]]):
+    """Tokenized pairs, unpadded (``DataCollatorWithPadding`` pads each batch to its own longest pair)."""
 
-    input_ids: list[list[int]]
-    token_type_ids: list[list[int]] | None
-    classes: torch.Tensor
+    def __init__(self, tokenizer: Any, pairs: NliPairs, max_length: int) -> None:
+        # Only the premise is cut: the hypothesis carries the label's meaning (PROTOCOL.md s.2, truncation).
+        self.encoded = tokenizer(pairs.premises, pairs.hypotheses, truncation="only_first", max_length=max_length)
+        self.classes = torch.as_tensor(pairs.classes)
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return {**{key: values[index] for key, values in self.encoded.items()}, "labels": self.classes[index]}
 
     @property
     def lengths(self) -> list[int]:
-        return [len(ids) for ids in self.input_ids]
+        return [len(ids) for ids in self.encoded["input_ids"]]
 
 
-def _encode(tokenizer: Any, pairs: NliPairs, max_length: int) -> _Encoded:
-    # Only the premise is cut: the hypothesis carries the label's meaning (PROTOCOL.md s.2, truncation).
-    encoded = tokenizer(pairs.premises, pairs.hypotheses, truncation="only_first", max_length=max_length)
-    return _Encoded(encoded["input_ids"], encoded.get("token_type_ids"), torch.as_tensor(pairs.classes))
+class LengthGroupedBatches(torch.utils.data.Sampler[list[int]]):
+    """A batch sampler: epoch ``e`` yields :func:`length_grouped_batches` of ``seed + e``, so the batches of an
+    epoch do not depend on the random state (the Trainer calls :meth:`set_epoch`; resuming relies on it)."""
 
+    def __init__(self, lengths: list[int], batch_size: int, seed: int) -> None:
+        self.lengths, self.batch_size, self.seed, self.epoch = lengths, batch_size, seed, 0
 
-def _collate(data: _Encoded, indices: list[int], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
-    width = max(len(data.input_ids[i]) for i in indices)
-    ids = torch.full((len(indices), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(indices), width), dtype=torch.long)
-    types = torch.zeros((len(indices), width), dtype=torch.long) if data.token_type_ids is not None else None
-    for row, i in enumerate(indices):
-        n = len(data.input_ids[i])
-        ids[row, :n] = torch.as_tensor(data.input_ids[i])
-        mask[row, :n] = 1
-        if types is not None:
-            types[row, :n] = torch.as_tensor(data.token_type_ids[i])  # type: ignore[index]
-    batch = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
-    if types is not None:
-        batch["token_type_ids"] = types.to(device)
-    return batch
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
 
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(length_grouped_batches(self.lengths, self.batch_size, self.seed + self.epoch))
 
-def predict_logits(model: NliCrossEncoder, data: _Encoded, *, pad_id: int, device: torch.device, precision: Precision,
-                   batch_size: int) -> torch.Tensor:
-    """Logits for every pair (float32, CPU, in input order); batches of similar length, so padding stays small."""
-    was_training = model.training
-    model.eval()
-    order = sorted(range(len(data.input_ids)), key=lambda i: len(data.input_ids[i]))
-    logits = torch.empty((len(order), model.head.out_proj.out_features))
-    with inference_context(device, precision):
-        for start in range(0, len(order), batch_size):
-            indices = order[start : start + batch_size]
-            logits[indices] = model(**_collate(data, indices, pad_id, device)).logits.float().cpu()
-    model.train(was_training)
-    return logits
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
 
 
 def nli_metrics(logits: torch.Tensor, classes: torch.Tensor, variant: str) -> dict[str, float]:
@@ -125,58 +130,6 @@ def nli_metrics(logits: torch.Tensor, classes: torch.Tensor, variant: str) -> di
     both_present = 0 < is_entailment.sum() < len(classes)
     auroc = float(roc_auc_score(is_entailment, entailment_score(logits, variant).numpy())) if both_present else float("nan")
     return {"loss": loss, "accuracy": float((predicted == truth).float().mean()), "auroc": auroc}
-
-
-def evaluate(model: NliCrossEncoder, data: _Encoded, variant: str, *, pad_id: int, device: torch.device,
-             precision: Precision, batch_size: int) -> dict[str, float]:
-    """:func:`nli_metrics` of the model on tokenized pairs."""
-    logits = predict_logits(model, data, pad_id=pad_id, device=device, precision=precision, batch_size=batch_size)
-    return nli_metrics(logits, data.classes, variant)
-
-
-def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, device: torch.device,
-                   precision: Precision = "fp32", batch_size: int = 64, max_length: int = MAX_DEFAULT_LENGTH) -> dict[str, float]:
-    """Evaluate a trained model (e.g. from :func:`zstc.models.nli_head.load_zstc_nli_model`) on NLI pairs."""
-    variant = "binary" if model.head.out_proj.out_features == 1 else "triplet"
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    data = _encode(tokenizer, pairs, min(max_length, tokenizer.model_max_length))
-    return evaluate(model, data, variant, pad_id=pad_id, device=device, precision=precision, batch_size=batch_size)
-
-
-def _parameter_groups(model: NliCrossEncoder, backbone_lr: float, head_lr: float, weight_decay: float) -> list[dict[str, Any]]:
-    """Backbone and head at their own rates; no weight decay on biases and normalization weights (HF Trainer)."""
-    groups = []
-    for module, lr in ((model.backbone, backbone_lr), (model.head, head_lr)):
-        decay, no_decay = [], []
-        for name, parameter in module.named_parameters():
-            if not parameter.requires_grad:
-                continue
-            (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
-        groups.append({"params": decay, "lr": lr, "weight_decay": weight_decay})
-        groups.append({"params": no_decay, "lr": lr, "weight_decay": 0.0})
-    return groups
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """``kill`` (SIGTERM) stops a run like Ctrl-C does: it saves a checkpoint first."""
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _atomic_save(obj: Any, path: Path) -> None:
-    with atomic_write(path, "wb") as handle:
-        torch.save(obj, handle)
 
 
 def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
@@ -210,75 +163,212 @@ def _read_data(config: TrainConfig) -> tuple[NliPairs, NliPairs, dict[str, Any]]
     return pairs, dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed)), records
 
 
-@dataclass
-class _Progress:
-    """Where a run stands: what a checkpoint restores besides the weights, optimizer and schedule."""
-
-    step: int = 0
-    best_loss: float = math.inf
-    best_step: int = 0
-    stale: int = 0
-    """Evaluations since the dev loss last improved."""
-    history: list[dict[str, float]] = field(default_factory=list)
-    seconds: float = 0.0
-    """Training time before this process started (resumed runs)."""
 
 
-class _Checkpoint:
-    """``<out>/checkpoint/``: ``state.pt`` (everything to continue) and ``best.pt`` (the best weights so far).
+def _parameter_groups(model: NliCrossEncoder, backbone_lr: float, head_lr: float, weight_decay: float) -> list[dict[str, Any]]:
+    """Backbone and head at their own rates; no weight decay on biases and normalization weights (HF Trainer)."""
+    groups = []
+    for module, lr in ((model.backbone, backbone_lr), (model.head, head_lr)):
+        decay: list[torch.nn.Parameter] = []
+        no_decay: list[torch.nn.Parameter] = []
+        for name, parameter in module.named_parameters():
+            if not parameter.requires_grad:
+                continue
+            (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
+        groups.append({"params": decay, "lr": lr, "weight_decay": weight_decay})
+        groups.append({"params": no_decay, "lr": lr, "weight_decay": 0.0})
+    return groups
 
-    The best weights are kept in memory and written only when a checkpoint is saved, so evaluations that
-    improve the dev loss cost no disk writes.
-    """
 
-    def __init__(self, folder: Path, resume_key: dict[str, Any]) -> None:
-        self.folder = folder
-        self.resume_key = resume_key
-        self.state_file, self.best_file = folder / "state.pt", folder / "best.pt"
-        self.best_weights: dict[str, torch.Tensor] | None = None
-        self._best_written = True
+class NliTrainer(Trainer):
+    """The Trainer with the recipe's own parts: NLI losses, a learning rate each for backbone and head,
+    length-grouped batches; and ``seconds`` (training time, resumed runs included) in every log entry."""
 
-    def restore(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any) -> _Progress | None:
-        if not self.state_file.exists():
-            return None
-        state = torch.load(self.state_file, map_location="cpu", weights_only=False)
-        if state["resume_key"] != self.resume_key:
-            raise ModelError(f"{self.folder}: was written by a run with another configuration; "
-                             "use the same options to continue it, or another --out")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
-        if self.best_file.exists():
-            self.best_weights = torch.load(self.best_file, map_location="cpu")
-        return _Progress(**state["progress"])
+    def __init__(self, *args: Any, variant: str, backbone_lr: float, head_lr: float, seconds_before: float = 0.0,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.variant, self.backbone_lr, self.head_lr = variant, backbone_lr, head_lr
+        self.seconds_before, self.started = seconds_before, time.monotonic()
 
-    def remember_best(self, model: nn.Module) -> None:
-        self.best_weights = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
-        self._best_written = False
+    def elapsed(self) -> float:
+        return self.seconds_before + time.monotonic() - self.started
 
-    def save(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, progress: _Progress) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if self.best_weights is not None and not self._best_written:
-            _atomic_save(self.best_weights, self.best_file)
-            self._best_written = True
-        _atomic_save({
-            "resume_key": self.resume_key, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(), "progress": asdict(progress),
-        }, self.state_file)
+    def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], return_outputs: bool = False,
+                     num_items_in_batch: Any = None) -> Any:
+        outputs = model(**{key: value for key, value in inputs.items() if key != "labels"})
+        loss = nli_loss(outputs.logits, inputs["labels"], self.variant)
+        return (loss, outputs) if return_outputs else loss
 
-    def remove(self) -> None:
-        for file in (self.state_file, self.best_file):
-            file.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            self.folder.rmdir()
+    def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
+        if self.optimizer is None:
+            args = self.args
+            assert isinstance(self.model, NliCrossEncoder)
+            groups = _parameter_groups(self.model, self.backbone_lr, self.head_lr, args.weight_decay)
+            self.optimizer = torch.optim.AdamW(groups, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon)
+        return self.optimizer
+
+    def get_train_dataloader(self) -> torch.utils.data.DataLoader[Any]:
+        dataset = self.train_dataset
+        assert isinstance(dataset, NliPairDataset)
+        batches = LengthGroupedBatches(dataset.lengths, self.args.per_device_train_batch_size, self.args.seed)
+        loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, collate_fn=self.data_collator)
+        return self.accelerator.prepare(loader)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        super().log({**logs, "seconds": round(self.elapsed(), 3)}, start_time)
+
+
+def history(log_history: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """One entry per evaluation: step, mean train loss since the previous one, dev loss/accuracy/AUROC, seconds."""
+    train_loss = {entry["step"]: entry["loss"] for entry in log_history if "loss" in entry}
+    return [
+        {"step": entry["step"], "train_loss": train_loss.get(entry["step"], math.nan), "dev_loss": entry["eval_loss"],
+         "dev_accuracy": entry["eval_accuracy"], "dev_auroc": entry["eval_auroc"], "seconds": entry["seconds"]}
+        for entry in log_history if "eval_loss" in entry
+    ]
+
+
+class _Progress(TrainerCallback):
+    """One line per evaluation (written once its checkpoint is saved, so an interrupt while logging loses
+    nothing), a progress bar, the last step's train loss, and the wall-clock budget."""
+
+    def __init__(self, trainer: NliTrainer, log: Callable[[str], None], steps_per_epoch: int, max_minutes: float | None,
+                 bar: bool) -> None:
+        from tqdm.auto import tqdm
+
+        self.trainer, self.log, self.steps_per_epoch, self.max_minutes = trainer, log, steps_per_epoch, max_minutes
+        self.bar = tqdm(disable=not bar, desc="train-nli", dynamic_ncols=True, mininterval=1.0 if os.isatty(2) else 30.0)
+        self.out_of_time = False
+
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        self.bar.reset(total=state.max_steps)
+        self.bar.update(state.global_step)
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        self.bar.update(1)
+        if state.global_step >= state.max_steps:
+            control.should_log = True  # the last evaluation gets its train loss too
+        if self.max_minutes is not None and self.trainer.elapsed() > 60 * self.max_minutes and not control.should_training_stop:
+            self.out_of_time = control.should_training_stop = True
+            self.log(f"time budget of {self.max_minutes:g} minutes spent at step {state.global_step}; stopping")
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        done = history(state.log_history)
+        if not done or done[-1]["step"] != state.global_step:
+            return
+        entry = done[-1]
+        self.log(
+            f"step {state.global_step}/{state.max_steps} epoch {state.global_step / self.steps_per_epoch:.2f} "
+            f"train_loss {entry['train_loss']:.4f} dev_loss {entry['dev_loss']:.4f} dev_acc {entry['dev_accuracy']:.3f} "
+            f"dev_auroc {entry['dev_auroc']:.3f} best_step {state.best_global_step} elapsed {entry['seconds'] / 60:.1f}m"
+        )
+
+    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        self.bar.close()
+
+
+def _compute_metrics(variant: str) -> Callable[[EvalPrediction], dict[str, float]]:
+    def compute(prediction: EvalPrediction) -> dict[str, float]:
+        logits = torch.as_tensor(np.asarray(prediction.predictions))
+        metrics = nli_metrics(logits, torch.as_tensor(np.asarray(prediction.label_ids)), variant)
+        return {"accuracy": metrics["accuracy"], "auroc": metrics["auroc"]}  # the loss is the Trainer's eval_loss
+
+    return compute
+
+
+def _arguments(output_dir: Path, config: TrainConfig, device: torch.device, precision: Precision, *, total_steps: int = 1,
+               eval_every: int = 1, warmup_steps: int = 0, progress: bool = False) -> TrainingArguments:
+    return TrainingArguments(
+        output_dir=str(output_dir),
+        max_steps=total_steps,
+        per_device_train_batch_size=config.batch_size,
+        per_device_eval_batch_size=config.eval_batch_size,
+        weight_decay=config.weight_decay,
+        adam_beta1=config.adam_betas[0],
+        adam_beta2=config.adam_betas[1],
+        adam_epsilon=config.adam_eps,
+        max_grad_norm=config.max_grad_norm,
+        lr_scheduler_type="cosine",
+        warmup_steps=warmup_steps,
+        eval_strategy="steps",
+        eval_steps=eval_every,
+        logging_strategy="steps",
+        logging_steps=eval_every,
+        # A checkpoint per evaluation: load_best_model_at_end needs the best one on disk; two are kept (best, last).
+        save_strategy="steps",
+        save_steps=eval_every,
+        save_total_limit=2,
+        load_best_model_at_end=True,
+        metric_for_best_model="loss",
+        greater_is_better=False,
+        restore_callback_states_from_checkpoint=True,  # early stopping's patience count
+        label_names=["labels"],
+        remove_unused_columns=False,
+        seed=config.seed,
+        bf16=precision == "bf16",  # autocast, as zstc's scorers run bf16
+        use_cpu=device.type == "cpu",
+        report_to="none",
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+    )
+
+
+def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, device: torch.device,
+                   precision: Precision = "fp32", batch_size: int = 64, max_length: int = MAX_DEFAULT_LENGTH) -> dict[str, float]:
+    """Loss, accuracy and AUROC of a trained model (e.g. from :func:`zstc.models.nli_head.load_zstc_nli_model`)
+    on NLI pairs."""
+    variant = "binary" if model.head.out_proj.out_features == 1 else "triplet"
+    data = NliPairDataset(tokenizer, pairs, min(max_length, tokenizer.model_max_length))
+    config = TrainConfig(backbone="", data="", out="", variant=variant, eval_batch_size=batch_size)
+    with tempfile.TemporaryDirectory() as scratch:
+        trainer = NliTrainer(model=model, args=_arguments(Path(scratch), config, device, precision), variant=variant,
+                             backbone_lr=0.0, head_lr=0.0, data_collator=DataCollatorWithPadding(tokenizer),
+                             compute_metrics=_compute_metrics(variant))
+        metrics = trainer.evaluate(data)
+    return {"loss": metrics["eval_loss"], "accuracy": metrics["eval_accuracy"], "auroc": metrics["eval_auroc"]}
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """``kill`` (SIGTERM) stops a run like Ctrl-C does: it saves a checkpoint first."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def get_last_checkpoint(folder: str) -> str | None:
+    """The Trainer's newest ``checkpoint-<step>`` folder in ``folder`` (None when there is none)."""
+    last: str | None = _untyped_last_checkpoint(folder)  # type: ignore[no-untyped-call]
+    return last
+
+
+def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None, int, float]:
+    """(last checkpoint or None, its step, training seconds before it); refuses another configuration's checkpoint."""
+    key_file = folder / RESUME_KEY_FILE
+    if key_file.exists() and json.loads(key_file.read_text(encoding="utf-8")) != json.loads(json.dumps(resume_key)):
+        raise ModelError(f"{folder}: was written by a run with another configuration; "
+                         "use the same options to continue it, or another --out")
+    folder.mkdir(parents=True, exist_ok=True)
+    key_file.write_text(json.dumps(resume_key, indent=2), encoding="utf-8")
+    last = get_last_checkpoint(str(folder))
+    if last is None:
+        return None, 0, 0.0
+    state = TrainerState.load_from_json(str(Path(last) / "trainer_state.json"))
+    seconds = next((entry["seconds"] for entry in reversed(state.log_history) if "seconds" in entry), 0.0)
+    return last, state.global_step, seconds
 
 
 def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str], None] = print) -> TrainResult:
     """Train an NLI cross-encoder with the recipe of PROTOCOL.md s.5 and save it to ``config.out``."""
-    from tqdm.auto import tqdm
-    from transformers import get_cosine_schedule_with_warmup
-
     out = Path(config.out).expanduser()
     if is_zstc_nli_model(out):
         raise ModelError(f"{out}: already holds a trained model; choose another --out or remove it")
@@ -297,10 +387,10 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         head_lr=config.head_lr if config.head_lr is not None else default_head_lr,
         max_length=config.max_length or min(tokenizer.model_max_length, MAX_DEFAULT_LENGTH),
     )
+    assert config.backbone_lr is not None and config.head_lr is not None and config.max_length is not None
     model = build_nli_model(backbone, config.variant, config.head_dropout).to(device)
-    train_data = _encode(tokenizer, train_pairs, config.max_length)
-    dev_data = _encode(tokenizer, dev_pairs, config.max_length)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    train_data = NliPairDataset(tokenizer, train_pairs, config.max_length)
+    dev_data = NliPairDataset(tokenizer, dev_pairs, config.max_length)
 
     steps_per_epoch = math.ceil(len(train_pairs) / config.batch_size)
     total_steps = math.ceil(config.epochs * steps_per_epoch)
@@ -311,94 +401,48 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     eval_every = max(1, round(total_steps * config.eval_fraction))
     warmup_steps = round(config.warmup_fraction * total_steps)
 
-    optimizer = torch.optim.AdamW(
-        _parameter_groups(model, config.backbone_lr, config.head_lr, config.weight_decay),  # type: ignore[arg-type]
-        betas=config.adam_betas, eps=config.adam_eps,
-    )
-    scheduler = get_cosine_schedule_with_warmup(optimizer, warmup_steps, total_steps)
-    checkpoint = _Checkpoint(out / CHECKPOINT_DIR, config.resume_key())
-    run = checkpoint.restore(model, optimizer, scheduler)
-    if run is None:
-        run = _Progress()
-    else:
-        log(f"resuming from step {run.step} of {total_steps} ({checkpoint.folder})")
+    folder = out / CHECKPOINT_DIR
+    resume_from, resumed_step, seconds_before = _resume_point(folder, config.resume_key())
+    if resume_from is not None:
+        log(f"resuming from step {resumed_step} of {total_steps} ({folder})")
     log(
         f"training {config.variant} NLI head on {source} ({backbone_params / 1e6:.1f}M parameters): "
         f"{len(train_pairs)} train / {len(dev_pairs)} dev pairs, {total_steps} steps "
         f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, precision {precision}"
     )
-
-    started, seconds_before = time.monotonic(), run.seconds
-
-    def elapsed() -> float:
-        return seconds_before + time.monotonic() - started
-
-    model.train()
-    running_loss, running_count = 0.0, 0
-    epoch_batches: tuple[int, list[list[int]]] | None = None
-    bar = tqdm(total=total_steps, initial=run.step, disable=not progress, desc="train-nli", dynamic_ncols=True,
-               mininterval=1.0 if os.isatty(2) else 30.0)
-    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext()
-    stopped_early = False
+    arguments = _arguments(folder, config, device, precision, total_steps=total_steps, eval_every=eval_every,
+                           warmup_steps=warmup_steps, progress=False)
+    trainer = NliTrainer(
+        model=model, args=arguments, train_dataset=train_data, eval_dataset=dev_data,
+        data_collator=DataCollatorWithPadding(tokenizer), compute_metrics=_compute_metrics(config.variant),
+        callbacks=[EarlyStoppingCallback(early_stopping_patience=config.patience)],
+        variant=config.variant, backbone_lr=config.backbone_lr, head_lr=config.head_lr, seconds_before=seconds_before,
+    )
+    for noisy in (PrinterCallback, ProgressCallback):  # zstc prints its own line per evaluation
+        trainer.remove_callback(noisy)
+    watcher = _Progress(trainer, log, steps_per_epoch, config.max_minutes, progress)
+    trainer.add_callback(watcher)
     try:
         with _sigterm_as_interrupt():
-            while run.step < total_steps and not stopped_early:
-                # Each epoch's batches depend only on the seed and the epoch: a resumed run sees the same ones.
-                epoch, position = divmod(run.step, steps_per_epoch)
-                if epoch_batches is None or epoch_batches[0] != epoch:
-                    epoch_batches = (epoch, length_grouped_batches(train_data.lengths, config.batch_size, config.seed + epoch))
-                indices = epoch_batches[1][position]
-                with autocast:
-                    logits = model(**_collate(train_data, indices, pad_id, device)).logits
-                loss = nli_loss(logits, train_data.classes[indices].to(device), config.variant)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                run.step += 1
-                running_loss += float(loss.detach())
-                running_count += 1
-                bar.update(1)
-                bar.set_postfix(loss=f"{running_loss / running_count:.4f}", refresh=False)
-                if run.step % eval_every and run.step != total_steps:
-                    continue
-
-                dev = evaluate(model, dev_data, config.variant, pad_id=pad_id, device=device, precision=precision,
-                               batch_size=config.eval_batch_size)
-                run.history.append({"step": run.step, "train_loss": running_loss / running_count,
-                                    **{f"dev_{k}": v for k, v in dev.items()}, "seconds": elapsed()})
-                running_loss, running_count = 0.0, 0
-                if dev["loss"] < run.best_loss:
-                    run.best_loss, run.best_step, run.stale = dev["loss"], run.step, 0
-                    checkpoint.remember_best(model)
-                else:
-                    run.stale += 1
-                log(
-                    f"step {run.step}/{total_steps} epoch {run.step / steps_per_epoch:.2f} "
-                    f"train_loss {run.history[-1]['train_loss']:.4f} dev_loss {dev['loss']:.4f} "
-                    f"dev_acc {dev['accuracy']:.3f} dev_auroc {dev['auroc']:.3f} best_step {run.best_step} "
-                    f"elapsed {elapsed() / 60:.1f}m"
-                )
-                if run.stale >= config.patience:
-                    stopped_early = True
-                    log(f"early stop: dev loss has not improved for {run.stale} evaluations (best at step {run.best_step})")
-                elif config.max_minutes is not None and elapsed() > 60 * config.max_minutes:
-                    stopped_early = True
-                    log(f"time budget of {config.max_minutes:g} minutes spent at step {run.step}; stopping (best at step {run.best_step})")
-                elif len(run.history) % config.checkpoint_every_evals == 0 and run.step < total_steps:
-                    checkpoint.save(model, optimizer, scheduler, replace(run, seconds=elapsed()))
+            trainer.train(resume_from_checkpoint=resume_from)
     except KeyboardInterrupt:
-        bar.close()
-        checkpoint.save(model, optimizer, scheduler, replace(run, seconds=elapsed()))
-        log(f"interrupted at step {run.step}; checkpoint saved in {checkpoint.folder}; run the same command to continue")
+        watcher.bar.close()
+        last = get_last_checkpoint(str(folder))
+        if trainer.state.global_step > 0 and (last is None or not last.endswith(f"-{trainer.state.global_step}")):
+            trainer._save_checkpoint(model, trial=None)  # no public "checkpoint now" in Trainer
+        log(f"interrupted at step {trainer.state.global_step}; checkpoint saved in {folder}; run the same command to continue")
         raise
-    bar.close()
 
-    if checkpoint.best_weights is not None:
-        model.load_state_dict(checkpoint.best_weights)
-    seconds = elapsed()
-    best_dev = next((entry for entry in run.history if entry["step"] == run.best_step), {})
+    state = trainer.state
+    early_stop = next(cb for cb in trainer.callback_handler.callbacks if isinstance(cb, EarlyStoppingCallback))
+    stopped_early = state.global_step < total_steps
+    if early_stop.early_stopping_patience_counter >= config.patience:
+        log(f"early stop: dev loss has not improved for {early_stop.early_stopping_patience_counter} evaluations "
+            f"(best at step {state.best_global_step})")
+    seconds = trainer.elapsed()
+    runs = history(state.log_history)
+    best_step = state.best_global_step or 0
+    best_dev = next((entry for entry in runs if entry["step"] == best_step), {})
     record = {
         "format": "zstc-nli/1",
         "family": "nli",
@@ -409,26 +453,28 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         "dev_held_out_from_train": config.dev is None,
         "train_pairs": len(train_pairs),
         "dev_pairs": len(dev_pairs),
-        "steps": run.step,
+        "steps": state.global_step,
         "total_steps": total_steps,
         "steps_per_epoch": steps_per_epoch,
         "eval_every": eval_every,
         "warmup_steps": warmup_steps,
-        "best_step": run.best_step,
+        "best_step": best_step,
         "best_dev": best_dev,
         "stopped_early": stopped_early,
         "seconds": round(seconds, 1),
         "precision": precision,
         "device": str(device),
         "versions": _versions(),
-        "history": run.history,
+        "history": runs,
     }
+    model.eval()
     # Written beside --out and moved in when complete: a full disk or a kill leaves no half-saved model.
     with atomic_directory(out, last=[TRAINING_FILE]) as staging:
         model.save(staging, tokenizer, record)
-    checkpoint.remove()
-    log(f"saved {out} (best dev loss {run.best_loss:.4f} at step {run.best_step}; {seconds / 60:.1f} minutes)")
-    return TrainResult(out, run.step, total_steps, run.best_step, best_dev, stopped_early, seconds, run.history)
+    shutil.rmtree(folder, ignore_errors=True)
+    best_loss = best_dev.get("dev_loss", math.nan)
+    log(f"saved {out} (best dev loss {best_loss:.4f} at step {best_step}; {seconds / 60:.1f} minutes)")
+    return TrainResult(out, state.global_step, total_steps, best_step, best_dev, stopped_early, seconds, runs)
 
 
 def _versions() -> dict[str, str]:

@@ -119,9 +119,10 @@ def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndar
         dev_keep, test_keep = dev_gold >= 0, test_gold >= 0
         dev_scores, dev_gold = dev_scores[dev_keep], dev_gold[dev_keep]
         test_scores, test_gold = test_scores[test_keep], test_gold[test_keep]
-        scaler: TemperatureScaling | PlattScaling = TemperatureScaling().fit(dev_scores, dev_gold)
+        temperature = TemperatureScaling().fit(dev_scores, dev_gold)
+        scaler: TemperatureScaling | PlattScaling = temperature
         report = single_label_report
-        parameters = {"temperature": scaler.temperature}
+        parameters = {"temperature": temperature.temperature}
     else:
         scaler = PlattScaling().fit(dev_scores, dev_gold)
         report = multi_label_report
@@ -143,7 +144,7 @@ def dev_test_split(task: Any, dev_fraction: float, seed: int = 0) -> tuple[Any, 
 
     dev = stratified_sample(task, max(1, round(dev_fraction * len(task))), seed)
     # Texts are matched through their source rows: the sample is a subset of the task's own rows.
-    in_dev = np.isin(task.source_index, dev.source_index)
+    in_dev = np.isin(task.source_index, dev.source_index)  # type: ignore[arg-type]  # BTZSC tasks carry source rows
     return dev, task.subset(np.flatnonzero(~in_dev))
 
 

@@ -1,0 +1,98 @@
+"""The result files as pydantic models: validated on write and read, older files still read, schemas published."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from zstc.benchmark.leaderboard import json_schema
+from zstc.benchmark.records import DatasetResult, RunSummary, Timing
+from zstc.benchmark.store import DamagedResult, ResultStore, load_summary
+from zstc.errors import DataError, UnknownNameError
+
+REPO = Path(__file__).resolve().parents[1]
+METRICS = {"macro_f1": 0.5, "accuracy": 0.6, "macro_precision": 0.55, "macro_recall": 0.45}
+
+
+def result(**overrides: object) -> DatasetResult:
+    fields: dict[str, object] = dict(
+        dataset="imdb", family="sentiment", metrics=METRICS, n_texts=4, label_names=["negative", "positive"],
+        hypotheses=["bad", "good"], unlabelled_policy="paper", unlabelled_texts=0, wall_time_s=2.0, fingerprint="f" * 16,
+        timing=Timing(warmup_s=0.1, batch_texts=2, batch_latencies_s=[1.0, 1.0]), source_texts=10,
+        scores=np.arange(8, dtype=np.float32).reshape(4, 2), gold=np.array([0, 1, 1, 0]), predicted=np.array([1, 1, 1, 1]),
+    )
+    fields.update(overrides)
+    return DatasetResult(**fields)  # type: ignore[arg-type]
+
+
+def test_a_dataset_result_round_trips_through_the_store(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "r.json")
+    store.save(result())
+    on_disk = json.loads((store.directory / "imdb.json").read_text())
+    assert "scores" not in on_disk and on_disk["timing"]["batch_latencies_s"] == [1.0, 1.0]
+    loaded = store.load("imdb")
+    assert loaded is not None and loaded.source_texts == 10 and loaded.batch_latencies == [1.0, 1.0]
+    assert np.array_equal(loaded.scores, np.arange(8).reshape(4, 2)) and loaded.source_index is None
+    assert loaded.summary().latency_p50_s == 1.0 and loaded.summary().texts_per_second == 2.0
+
+
+def test_a_details_file_with_the_old_extra_bag_still_reads(tmp_path: Path) -> None:
+    """Files written before the models kept timing, memory, checksum and scorer in ``extra``."""
+    store = ResultStore(tmp_path / "r.json")
+    store.save(result())
+    path = store.directory / "imdb.json"
+    record = json.loads(path.read_text())
+    old = {key: record.pop(key) for key in ("timing", "peak_rss_mb", "peak_cuda_mb", "data_sha256", "scorer", "source_texts")}
+    path.write_text(json.dumps({**record, "extra": old}))
+    loaded = store.load("imdb")
+    assert loaded is not None and loaded.timing is not None and loaded.timing.batch_texts == 2 and loaded.source_texts == 10
+
+
+def test_invalid_results_are_refused_on_write_and_recomputed_on_read(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="n_texts"):
+        result(n_texts="many")
+    with pytest.raises(ValidationError, match="unknown_field"):
+        result(unknown_field=1)
+    valid = result()
+    with pytest.raises(ValidationError, match="wall_time_s"):
+        valid.wall_time_s = "slow"  # type: ignore[assignment]
+    store = ResultStore(tmp_path / "r.json")
+    store.save(valid)
+    path = store.directory / "imdb.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "n_texts": "four"}))
+    with pytest.raises(DamagedResult, match="n_texts: Input should be a valid integer"):  # named; bench recomputes it
+        store.load("imdb")
+
+
+def test_a_summary_that_is_not_one_is_a_one_line_error_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "m"},
+                                "results": {"overall": {**METRICS, "accuracy": "high"}, "by_task": {}, "by_dataset": {"imdb": METRICS}}}))
+    with pytest.raises(DataError) as caught:
+        load_summary(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: not a valid zstc result file: results.overall.accuracy: ") and "\n" not in message
+    assert RunSummary.model_validate({**json.loads(path.read_text()), "results": {
+        "overall": METRICS, "by_task": {}, "by_dataset": {"imdb": METRICS}}}).content()["results"]["by_dataset"]["imdb"] == METRICS | {
+        "n_texts": None, "n_labels": None, "unlabelled_texts": None, "wall_time_s": None, "texts_per_second": None,
+        "latency_p50_s": None, "latency_p95_s": None}
+
+
+@pytest.mark.parametrize("name", ["result", "summary", "leaderboard"])
+def test_published_schemas_are_current(name: str) -> None:
+    """docs/schemas/ is what the models say; regenerate with scripts/write_schemas.sh."""
+    published = json.loads((REPO / "docs" / "schemas" / f"{name}.schema.json").read_text())
+    assert published == json_schema(name)
+
+
+def test_schema_command(zstc_cli) -> None:
+    status, out, _ = zstc_cli("schema", "leaderboard")
+    assert status == 0 and json.loads(out)["title"] == "LeaderboardEntry"
+    status, _, err = zstc_cli("schema", "board")
+    assert status == 2 and err.strip() == "error: unknown schema 'board'; expected one of result, summary, leaderboard"
+    with pytest.raises(UnknownNameError):
+        json_schema("board")
