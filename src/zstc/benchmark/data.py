@@ -15,7 +15,6 @@ Every malformed input raises :class:`zstc.errors.DataError` naming the file, the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
