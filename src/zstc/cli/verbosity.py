@@ -32,10 +32,10 @@ def configure(*, quiet: bool = False, verbose: bool = False) -> None:
     if "transformers" in sys.modules:  # imported before the environment was set (tests, the API)
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.set_verbosity_error()
-        transformers_logging.disable_progress_bar()
+        transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     if "huggingface_hub" in sys.modules:
-        from huggingface_hub.utils import disable_progress_bars
+        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]  # not in its __all__
 
         disable_progress_bars()
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -200,7 +200,7 @@ class CascadeScorer:
         top = ranks[:, : self.k]
         firsts = [queries[i] for i in np.repeat(np.arange(len(texts)), self.k)]
         seconds = [documents[j] for j in top.ravel()]
-        scored = self.main.score_pairs_with_notes(firsts, seconds, show_progress=show_progress)
+        scored = cast(PairScorer, self.main).score_pairs_with_notes(firsts, seconds, show_progress=show_progress)  # pairs path: a PairScorer
         return np.asarray(scored.scores, dtype=np.float32).reshape(len(texts), self.k), list(scored.notes)
 
     def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
@@ -235,4 +235,5 @@ def with_shortlist(main: Scorer, shortlist: str | int | ShortlistSpec | None, **
     spec = parse_shortlist(shortlist)
     if spec is None:
         return main
-    return CascadeScorer(main, make_scorer(spec.model, **shortlister_options), spec.k)
+    # The cascade stands in for its main scorer (family and spec are the main's, read through properties).
+    return cast(Scorer, CascadeScorer(main, make_scorer(spec.model, **shortlister_options), spec.k))

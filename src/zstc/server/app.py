@@ -176,9 +176,9 @@ class Gate:
             if refusal is not None:
                 await self._send_error(tracked_send, *refusal)
             else:
-                receive = await self._bounded_body(scope, receive, tracked_send) if method in ("POST", "PUT", "PATCH") else receive
-                if receive is not None:
-                    await self.app(scope, receive, tracked_send)
+                bounded = await self._bounded_body(scope, receive, tracked_send) if method in ("POST", "PUT", "PATCH") else receive
+                if bounded is not None:  # None: the body was refused and answered already
+                    await self.app(scope, bounded, tracked_send)
         except Exception:
             logger.exception("unhandled error serving %s %s", method, path)
             if not status:
@@ -336,7 +336,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise ServiceError(503, "unhealthy", str(error), {"connection": "close"}) from None
         disconnected = asyncio.ensure_future(_client_gone(request))
         try:
-            await asyncio.wait({job.future, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+            waited: list[asyncio.Future[Any]] = [job.future, disconnected]
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
         finally:
             disconnected.cancel()
         if not job.future.done():  # the client left: drop its work
@@ -377,12 +378,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         texts = check_texts(texts)
         per_text = bool(body.labels) and isinstance(body.labels[0], list)
         label_lists: list[list[str]] = list(body.labels) if per_text else [list(body.labels)]  # type: ignore[arg-type]
-        given_lists: list[list[str]] | list[None] = [None] * len(label_lists)
+        given_lists: list[Any] = [None] * len(label_lists)  # one list of descriptions per label set, or None
         if body.descriptions is not None:
             descriptions_per_text = bool(body.descriptions) and isinstance(body.descriptions[0], list)
             if descriptions_per_text != per_text:
                 raise LabelError("descriptions must have the shape of labels: one list for all texts, or one list per text")
-            given_lists = list(body.descriptions) if per_text else [list(body.descriptions)]  # type: ignore[arg-type]
+            given_lists = list(body.descriptions) if per_text else [list(body.descriptions)]
             if len(given_lists) != len(label_lists):
                 raise LabelError(f"{len(given_lists)} description lists for {len(label_lists)} label lists")
         check_chars("text", texts)
@@ -400,11 +401,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             descriptions_per_set.append(tuple(descriptions))
         if not per_text:
             names_per_set, descriptions_per_set = names_per_set * len(texts), descriptions_per_set * len(texts)
-        threshold, per_label = None, [None] * len(texts)
+        threshold: float | None = None
+        per_label: list[Any] = [None] * len(texts)
         if (body.threshold is not None or body.label_thresholds) and not body.multi_label:
             raise LabelError("threshold and label_thresholds apply to multi_label classification")
         if body.multi_label:
-            threshold = default_threshold(score_type) if body.threshold is None else body.threshold
+            threshold = default_threshold(score_type, family) if body.threshold is None else body.threshold
             items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
             per_label = [parse_label_thresholds(items, names) for names in names_per_set]
 
@@ -434,7 +436,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def classify_hf(request: Request, body: HFZeroShotRequest) -> JSONResponse:
         started = time.perf_counter()
         single = isinstance(body.inputs, str)
-        texts = [body.inputs] if single else list(body.inputs)  # type: ignore[list-item]
+        texts: list[str] = [body.inputs] if isinstance(body.inputs, str) else list(body.inputs)
         check_size("texts", len(texts), limits.max_texts)
         texts = check_texts(texts)
         given = body.parameters.candidate_labels
@@ -455,7 +457,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             answers.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
         return JSONResponse(answers[0] if single else answers, headers=timing_headers(job, started))
 
-    classify_doc = {
+    classify_doc: dict[int | str, dict[str, Any]] = {
         200: {"description": "zstc shape: ClassifyResponse. Hugging Face shape: [{label, score}] (a list of them per text "
                              "when `inputs` is a list).",
               "content": {"application/json": {"schema": {"anyOf": [

@@ -241,7 +241,7 @@ def load_calibration(path: str | Path) -> Calibration:
         raise DataError(f"calibration file {path} is not readable JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
         raise DataError(f"{path} is not a calibration file written by `zstc calibrate --out` (no \"format\": \"{CALIBRATION_FORMAT}\")")
-    method, parameters = data.get("method"), data.get("parameters")
+    method, parameters = str(data.get("method")), data.get("parameters")
     needed = {"temperature": ("temperature",), "platt": ("slope", "intercept")}.get(method)
     if needed is None or not isinstance(parameters, dict) or not all(isinstance(parameters.get(k), (int, float)) for k in needed):
         raise DataError(f"calibration file {path}: expected method temperature (with a temperature) or platt (slope, intercept)")
