@@ -628,7 +628,7 @@ def test_cli_refuses_a_busy_port_before_loading_the_model(zstc_cli) -> None:
     status, _, err = zstc_cli("serve", "--port", "70000")
     assert status == 2 and "--port must be between 0 and 65535" in err
     status, _, err = zstc_cli("serve", "--max-batch-pairs", "0")
-    assert status == 2 and "max-batch-pairs must be at least 1" in err
+    assert status == 2 and "--max-batch-pairs must be >= 1, got 0" in err
 
 
 def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chromium: str) -> None:

@@ -56,16 +56,14 @@ def serve(
         raise ModelError(f"zstc serve needs the serve extra ({error.name} is missing): pip install 'zstc[serve]'") from None
     from zstc.api import Classifier
 
-    try:
-        settings = ServeSettings(
-            limits=Limits(max_texts=max_texts, max_labels=max_labels, max_chars=max_chars, max_request_pairs=max_request_pairs,
-                          max_body_bytes=max_body_bytes),
-            engine=EngineConfig(max_batch_pairs=max_batch_pairs, max_wait_ms=max_wait_ms, max_queued_pairs=max_queued_pairs,
-                                label_cache_size=label_cache_size, threads=threads),
-            api_key=api_key or None,
-        )
-    except ValueError as error:
-        raise ZstcError(str(error).replace("_", "-")) from None
+    # Checked by zstc.validation's specs; the CLI's error handler names the flags (--max-batch-pairs).
+    settings = ServeSettings(
+        limits=Limits(max_texts=max_texts, max_labels=max_labels, max_chars=max_chars, max_request_pairs=max_request_pairs,
+                      max_body_bytes=max_body_bytes),
+        engine=EngineConfig(max_batch_pairs=max_batch_pairs, max_wait_ms=max_wait_ms, max_queued_pairs=max_queued_pairs,
+                            label_cache_size=label_cache_size, threads=threads),
+        api_key=api_key or None,
+    )
     if drain_timeout < 0:
         raise ZstcError(f"drain-timeout must be 0 or more, got {drain_timeout}")
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading

@@ -79,9 +79,9 @@ class Limits:
     """TEI's default ``--payload-limit``."""
 
     def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
+        from zstc.validation import OptionSpec, check_options
+
+        check_options(asdict(self), {name: OptionSpec(int, low=1) for name in asdict(self)}, context="zstc serve")
 
 
 @dataclass(frozen=True)

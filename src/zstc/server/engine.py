@@ -41,6 +41,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -68,13 +69,13 @@ class EngineConfig:
     """torch intra-op threads of the model thread; None: torch's default (one per core)."""
 
     def __post_init__(self) -> None:
-        for name in ("max_batch_pairs", "max_queued_pairs", "label_cache_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not math.isfinite(self.max_wait_ms) or self.max_wait_ms < 0:
-            raise ValueError(f"max_wait_ms must be 0 or more, got {self.max_wait_ms}")
-        if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be at least 1, got {self.threads}")
+        from zstc.validation import OptionSpec, check_options
+
+        check_options(dataclasses.asdict(self), {
+            "max_batch_pairs": OptionSpec(int, low=1), "max_queued_pairs": OptionSpec(int, low=1),
+            "label_cache_size": OptionSpec(int, low=1), "max_wait_ms": OptionSpec(float, low=0),
+            "threads": OptionSpec(int, low=1, allow_none=True),
+        }, context="zstc serve")
 
 
 class Overloaded(Exception):
