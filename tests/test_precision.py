@@ -73,6 +73,8 @@ def test_scorers_take_only_a_resolved_precision() -> None:
 def test_classifier_defaults_to_auto(monkeypatch: pytest.MonkeyPatch) -> None:
     from zstc.api import Classifier
 
+    monkeypatch.delenv("ZSTC_AUTO_PRECISION", raising=False)  # the suite pins auto to fp32 (conftest)
+
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
     assert Classifier().scorer.describe()["precision"] == "bf16"
     assert Classifier(precision="fp32").scorer.describe()["precision"] == "fp32"
@@ -168,8 +170,11 @@ def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, btzsc_dir: Path, record_property) -> None:
     from zstc.scorers import make_scorer
 
-    task = _sample(btzsc_dir, "agnews", 120)
+    # banking77 (72 labels): a 60-step model separates them (median fp32 top-2 margin 0.14 log-odds). On agnews (4)
+    # and rottentomatoes (2) its scores barely depend on the label (median margin 0.03 and 0.01), so bf16's rounding
+    # (max |diff| ~0.01) flips near-ties there: 0.95 and 0.88 agreement measured, every flip at a margin < 0.007.
+    task = _sample(btzsc_dir, "banking77", 72)
     agreement, max_diff = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu"),
                                    task.texts, task.hypotheses, record_property)
     assert agreement >= 0.99
-    assert 0 < max_diff < 1.0  # log-odds: rounding, not a different model
+    assert 0 < max_diff < 0.05  # log-odds: rounding, not a different model

@@ -152,13 +152,15 @@ def test_every_paper_model_has_a_size() -> None:
 def test_runs_that_differ_in_settings_are_named_by_them(tmp_path: Path) -> None:
     from zstc.reports.rows import load_runs
 
+    metrics = {"macro_f1": 0.5, "accuracy": 0.5, "macro_precision": 0.5, "macro_recall": 0.5}  # a complete, valid summary
+
     def write(folder: str, pooling: str) -> Path:
         path = tmp_path / folder / "results.json"  # the same file name: only the pooling tells them apart
         path.parent.mkdir()
         path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2",
                                     "paper_name": "all-MiniLM-L6-v2", "pooling": pooling, "dtype": "fp32"},
                                     "evaluation": {"hypotheses": "dataset", "max_samples": 40},
-                                    "results": {"by_dataset": {"imdb": {"macro_f1": 0.5}}}}))
+                                    "results": {"overall": metrics, "by_task": {"sentiment": metrics}, "by_dataset": {"imdb": metrics}}}))
         return path
 
     runs = load_runs([write("a", "native"), write("b", "cls")])

@@ -34,8 +34,10 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from zstc.api import Classifier  # noqa: E402
 from zstc.models.registry import ModelSpec  # noqa: E402
+from zstc.multilabel import default_threshold  # noqa: E402
 from zstc.server.app import Limits, ServeSettings, create_app  # noqa: E402
 from zstc.server.engine import EngineConfig  # noqa: E402
+from zstc.yin.calibration import DEFAULT_TEMPERATURES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -105,13 +107,16 @@ def test_classify_equals_classifier_predict(client: TestClient, minilm: Classifi
     assert [r["text"] for r in body["results"]] == TEXTS
     assert [r["label"] for r in body["results"]] == [p.label for p in expected] == LABELS
     for result, prediction in zip(body["results"], expected):
-        assert scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
+        assert scores_of(result) == pytest.approx(prediction.raw_scores, abs=1e-5)
+        # probability = what classify --scores probs gives: the library's softmax at the family's temperature
+        assert {e["label"]: e["probability"] for e in result["scores"]} == pytest.approx(prediction.scores, abs=1e-4)
         scores = [entry["score"] for entry in result["scores"]]
         assert scores == sorted(scores, reverse=True), "labels are sorted by score"
         probabilities = np.array([entry["probability"] for entry in result["scores"]])
         raw = np.array(scores)
         assert probabilities.sum() == pytest.approx(1.0)
-        assert probabilities == pytest.approx(np.exp(raw / 0.05) / np.exp(raw / 0.05).sum()), "softmax of cosine / 0.05"
+        t = DEFAULT_TEMPERATURES["embedding"]
+        assert probabilities == pytest.approx(np.exp(raw / t) / np.exp(raw / t).sum(), abs=1e-4), "softmax of cosine / T"
     assert float(response.headers["x-queue-time"]) >= 0 and float(response.headers["x-inference-time"]) > 0
 
 
@@ -125,7 +130,7 @@ def test_nli_results_equal_classifier_predict(nli_client: TestClient, nli: Class
     for text, labels, result in zip(TEXTS, label_sets, body["results"]):
         (expected,) = nli.predict([text], labels, [TEMPLATE.format(label) for label in labels])
         assert result["label"] == expected.label
-        assert scores_of(result) == pytest.approx(expected.scores, abs=1e-4)
+        assert scores_of(result) == pytest.approx(expected.raw_scores, abs=1e-4)
         raw = np.array([entry["score"] for entry in result["scores"]])
         probabilities = np.array([entry["probability"] for entry in result["scores"]])
         assert probabilities == pytest.approx(np.exp(raw) / np.exp(raw).sum()), "softmax of the log-odds, T = 1"
@@ -139,7 +144,7 @@ def test_per_text_label_sets_and_descriptions(client: TestClient, minilm: Classi
     for text, names, given, result in zip(TEXTS[:2], labels, descriptions, response.json()["results"]):
         (expected,) = minilm.predict([text], names, given)
         assert {entry["label"] for entry in result["scores"]} == set(names)
-        assert result["label"] == expected.label and scores_of(result) == pytest.approx(expected.scores, abs=1e-5)
+        assert result["label"] == expected.label and scores_of(result) == pytest.approx(expected.raw_scores, abs=1e-5)
 
 
 def test_multi_label(client: TestClient, minilm: Classifier) -> None:
@@ -152,8 +157,9 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     for result, prediction in zip(response.json()["results"], expected):
         assert result["labels"] == prediction.labels and scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
         assert {e["label"] for e in result["scores"] if e["passed"]} == set(prediction.labels) - {"none"}
-        for entry in result["scores"]:  # each label's own probability, 0.5 at the default cosine cut 0.3
-            assert entry["probability"] == pytest.approx(1 / (1 + np.exp(-(entry["score"] - 0.3) / 0.05)))
+        cut = default_threshold("cosine", "embedding")
+        for entry in result["scores"]:  # each label's own probability, 0.5 at the default multi-label cut
+            assert entry["probability"] == pytest.approx(1 / (1 + np.exp(-(entry["score"] - cut) / 0.05)), abs=1e-4)
     assert expected[0].labels != ["none"]
     nothing = client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 0.99})
     assert nothing.json()["results"][0]["labels"] == ["none"]
@@ -182,7 +188,7 @@ def test_hugging_face_shape(client: TestClient, minilm: Classifier, path: str) -
     scores = [entry["score"] for entry in answer]
     assert scores == sorted(scores, reverse=True) and sum(scores) == pytest.approx(1.0)
     raw = minilm.scores([TEXTS[0]], ["economy", "sports", "politics"], [TEMPLATE.format(x) for x in ["economy", "sports", "politics"]])[0]
-    expected = np.exp(raw / 0.05) / np.exp(raw / 0.05).sum()
+    expected = minilm.probabilities(raw[None, :])[0]
     assert dict(zip(["economy", "sports", "politics"], expected)) == pytest.approx({e["label"]: e["score"] for e in answer}, abs=1e-5)
 
     both = client.post(path, json={"inputs": TEXTS[:2], "parameters": {"candidate_labels": LABELS, "multi_label": True}})
@@ -220,7 +226,7 @@ def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> Non
 def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None:
     documents = ["It is about football.", "It is about money."]
     body = nli_client.post("/rerank", json={"query": "The striker scored.", "documents": documents}).json()
-    raw = nli.scores(["The striker scored."], documents)[0]
+    raw = nli.scores(["The striker scored."], documents, documents)[0]  # documents as they are, no template
     assert [r["index"] for r in body["results"]] == list(np.argsort(-raw, kind="stable"))
     assert [r["relevance_score"] for r in body["results"]] == pytest.approx(sorted(1 / (1 + np.exp(-raw)), reverse=True), abs=1e-5)
 
@@ -343,7 +349,7 @@ def test_health_info_and_metrics(client: TestClient) -> None:
     assert client.get("/health/ready").json()["status"] == "ready"
     info = client.get("/info").json()
     assert info["limits"]["max_texts"] == 16 and info["batching"]["max_batch_pairs"] == 1024
-    assert info["score_type"] == "cosine" and info["temperature"] == 0.05 and info["batching"]["torch_threads"] >= 1
+    assert info["score_type"] == "cosine" and info["temperature"] == DEFAULT_TEMPERATURES["embedding"] and info["batching"]["torch_threads"] >= 1
     client.post("/classify", json={"texts": TEXTS, "labels": LABELS})
     client.post("/classify", json={"texts": ["x"], "labels": ["a"]})
     metrics = client.get("/metrics")
@@ -389,7 +395,7 @@ def test_concurrent_requests_each_get_their_own_rows(client: TestClient, minilm:
         expected = minilm.predict(request["texts"], request["labels"])
         for result, prediction in zip(results, expected):
             assert {e["label"] for e in result["scores"]} == set(request["labels"])
-            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
+            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.raw_scores, abs=1e-5)
 
 
 # -- engine behaviour with a scorer whose timing the test controls ------------------------------------------------------

@@ -18,11 +18,10 @@ surrogates and NaN numbers are 422s, and error messages never echo raw input.
 Scores and probabilities. ``score`` is the model's raw score, of the scorer's score type: ``cosine``
 (embedding, encoder), ``logodds`` / ``logit`` / ``prob`` (NLI, by ``--score-type``), ``logit`` (reranker),
 ``prob`` (yes/no: p(yes)), and for LLMs a distribution over the options. ``probability`` is, for single-label
-classification, a softmax over the text's labels of ``score / T`` with a temperature per score type: cosine
-T = 0.05 (the scale 20 of the contrastive loss most embedding models are trained with), log-odds and logits
-T = 1 (what transformers' zero-shot pipeline does with entailment logits); probabilities (yes/no, LLM) are
-normalised to sum to 1 (a softmax over log p). For multi-label and rerank, each label's own probability is
-``sigmoid((score - t0) / T)`` with t0 the score type's default threshold (``zstc.multilabel.DEFAULT_THRESHOLDS``),
+classification, exactly what :meth:`zstc.api.Classifier.probabilities` gives (``classify --scores probs``): a
+softmax over the text's labels at the family's measured temperature (``zstc.yin.calibration.DEFAULT_TEMPERATURES``)
+or a calibration file's (``serve --calibration``). For multi-label and rerank, each label's own probability is
+``sigmoid((score - t0) / T)`` with t0 the default multi-label threshold (``zstc.multilabel.default_threshold``: the family's measured one),
 so 0.5 sits at the default cut; probabilities pass through unchanged.
 """
 
@@ -103,24 +102,13 @@ class ServiceError(Exception):
 # -- scores to probabilities --------------------------------------------------------------------------------------
 
 
-def single_label_probabilities(scores: np.ndarray, score_type: str | None) -> np.ndarray:
-    """Softmax of ``scores / T`` over one text's labels (normalised probabilities for probability scores)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if score_type in ("prob", None):
-        clipped = np.clip(scores, 0.0, None)
-        total = clipped.sum()
-        return clipped / total if total > 0 else np.full_like(scores, 1 / len(scores))
-    z = scores / TEMPERATURES[score_type]
-    z = np.exp(z - z.max())
-    return z / z.sum()
-
-
-def own_probabilities(scores: np.ndarray, score_type: str | None) -> np.ndarray:
+def own_probabilities(scores: np.ndarray, score_type: str | None, family: str | None = None) -> np.ndarray:
     """Each label's own probability: ``sigmoid((score - t0) / T)``; probability scores unchanged."""
     scores = np.asarray(scores, dtype=np.float64)
     if score_type in ("prob", None):
         return scores
-    return 1 / (1 + np.exp(-(scores - DEFAULT_THRESHOLDS[score_type]) / TEMPERATURES[score_type]))
+    # Centred on the multi-label cut classify and the server decide with, so 0.5 means "at the threshold".
+    return 1 / (1 + np.exp(-(scores - default_threshold(score_type, family)) / TEMPERATURES[score_type]))
 
 
 # -- the gate: metrics, API key, availability and body size, before FastAPI reads a byte -------------------------
@@ -256,6 +244,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     settings = settings or ServeSettings()
     limits = settings.limits
     scorer = classifier.scorer if isinstance(classifier, Classifier) else classifier
+    # Single-label probabilities are the library's (family temperature or calibration file), not the server's own.
+    probability_model = classifier if isinstance(classifier, Classifier) else Classifier(scorer, template=None)
+
+    def single_label_probabilities(row: np.ndarray) -> np.ndarray:
+        return np.asarray(probability_model.probabilities(np.asarray(row, dtype=np.float64)[None, :])[0], dtype=np.float64)
     telemetry = Telemetry()
     engine = BatchingEngine(scorer, settings.engine, telemetry)
     score_type = score_type_of(scorer)
@@ -395,7 +388,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             names = check_labels(names, allow_single=body.multi_label)
             if body.multi_label:
                 check_multilabel_names(names)
-            descriptions = label_descriptions(names, given, body.template)
+            # Label names without a template get the classifier's (zstc's default "This is {}."), as classify does.
+            template = body.template if body.template is not None or given is not None else probability_model.template
+            descriptions = label_descriptions(names, given, template)
             check_chars("label description", descriptions)
             names_per_set.append(names)
             descriptions_per_set.append(tuple(descriptions))
@@ -425,11 +420,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if multi_label:
             assert threshold is not None
             passed = decide(row[None, :], names, threshold, per_label)[0]
-            probabilities = own_probabilities(row, score_type)
+            probabilities = own_probabilities(row, score_type, family)
             scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j]), "passed": bool(passed[j])}
                       for j in order]
             return {"text": text, "labels": label_sets(passed[None, :], names)[0], "scores": scores}
-        probabilities = single_label_probabilities(row, score_type)
+        probabilities = single_label_probabilities(row)
         scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j])} for j in order]
         return {"text": text, "label": names[int(argmax_decisions(row[None, :])[0])], "scores": scores}
 
@@ -450,9 +445,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         answers = []
         for row in rows:
             if body.parameters.multi_label:
-                probabilities = own_probabilities(row, score_type)  # each label on its own, as the pipeline's multi_label
+                probabilities = own_probabilities(row, score_type, family)  # each label on its own, as the pipeline's multi_label
             else:
-                probabilities = single_label_probabilities(row, score_type)
+                probabilities = single_label_probabilities(row)
             order = np.argsort(-probabilities, kind="stable")
             answers.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
         return JSONResponse(answers[0] if single else answers, headers=timing_headers(job, started))
@@ -493,7 +488,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         stripped = [d.strip() for d in documents]
         distinct = check_labels(list(dict.fromkeys(stripped)), what="documents", allow_single=True)
         rows, job = await score(request, [body.query], [tuple(distinct)])
-        relevance = dict(zip(distinct, own_probabilities(rows[0], score_type)))
+        relevance = dict(zip(distinct, own_probabilities(rows[0], score_type, family)))
         ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
         results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
                     **({"document": {"text": documents[i]}} if body.return_documents else {})} for i in ranked]
@@ -521,7 +516,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def info() -> dict[str, Any]:
         """The model, its family and score type, the probability temperature, the limits and the batching settings."""
         return {
-            "model": model_id, "family": family, "score_type": score_type, "temperature": TEMPERATURES.get(score_type, 1.0),
+            "model": model_id, "family": family, "score_type": score_type, "temperature": probability_model.temperature(),
             "scorer": _jsonable(scorer.describe()), "limits": asdict(limits),
             "batching": {**asdict(settings.engine), "torch_threads": engine.torch_threads, "state": engine.state,
                          "queued_pairs": engine.queued_pairs},
