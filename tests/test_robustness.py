@@ -521,3 +521,14 @@ def test_fuzz_request_models(body: dict, lone: str) -> None:
             model.model_validate(body)
         except ValidationError:
             pass
+
+
+def test_max_length_beyond_the_models_positions_is_a_user_error(zstc_cli, tmp_path: Path) -> None:
+    """A --max-length the model has no position embeddings for fails when the model loads, before any text is
+    scored: not a tensor-size RuntimeError from inside the model at the first long text."""
+    long_text = tmp_path / "long.txt"
+    long_text.write_text(" ".join(["word"] * 900) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert_user_error(zstc_cli("classify", str(long_text), "-l", "a,b", "--max-length", "100000", "--out", str(out)),
+                      "--max-length 100000 is more than", "(512)")
+    assert not out.exists()

@@ -208,6 +208,20 @@ def unbounded(limit: object) -> bool:
     return not isinstance(limit, int) or limit <= 0 or limit >= 1_000_000
 
 
+def token_limit(spec: ModelSpec, requested: int | None, tokenizer: Any, position_limit: object = None) -> int:
+    """The token limit of a run: ``requested`` (``max_length``) when the model has positions for it, else the
+    model's own (:func:`model_max_length`). A longer request is an error here, at load time, not a tensor-size
+    error from deep inside the model at the first long text."""
+    from zstc.errors import OptionError
+
+    if requested is None:
+        return model_max_length(spec, tokenizer, position_limit)
+    if isinstance(position_limit, int) and not unbounded(position_limit) and requested > position_limit:
+        raise OptionError(f"max_length {requested} is more than {spec.model_id} has position embeddings for "
+                          f"({position_limit}); leave it out to use the model's own limit", "max_length")
+    return requested
+
+
 def model_max_length(spec: ModelSpec, tokenizer: Any, position_limit: object = None) -> int:
     """The model's own token limit: the smaller of what its tokenizer and its position embeddings allow."""
     from zstc.errors import ModelError

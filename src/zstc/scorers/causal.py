@@ -16,7 +16,7 @@ import torch
 
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
-from zstc.scorers.base import LoadedModel, TorchScorer, count_parameters, model_max_length
+from zstc.scorers.base import LoadedModel, TorchScorer, count_parameters, token_limit
 from zstc.scorers.batching import length_batches
 
 F = TypeVar("F")
@@ -45,9 +45,7 @@ class CausalLMScorer(TorchScorer[F]):
         except Exception as error:
             raise load_error(self.spec, error) from None
         model.to(self.device).eval()
-        limit = self.max_length
-        if limit is None:
-            limit = model_max_length(self.spec, tokenizer, getattr(model.config, "max_position_embeddings", None))
+        limit = token_limit(self.spec, self.max_length, tokenizer, getattr(model.config, "max_position_embeddings", None))
         facts = self._facts(tokenizer)  # may reject the model: then nothing is kept
         return LoadedModel(model, tokenizer, limit, count_parameters(model), facts)
 

@@ -17,7 +17,7 @@ import torch
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
-from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, add_note, count_parameters, model_max_length
+from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, add_note, count_parameters, model_max_length, token_limit
 from zstc.scorers.families import POOLINGS
 from zstc.scorers.runtime import inference_context
 
@@ -58,8 +58,9 @@ class EmbeddingScorer(TorchScorer[None]):
                 model = SentenceTransformer(modules=[transformer, pooling], device=str(self.device))
         except Exception as error:
             raise load_error(self.spec, error) from None
+        positions = getattr(getattr(getattr(model[0], "auto_model", None), "config", None), "max_position_embeddings", None)
         if self.max_length is not None:
-            model.max_seq_length = self.max_length
+            model.max_seq_length = token_limit(self.spec, self.max_length, model.tokenizer, positions)
         elif model.max_seq_length is None:  # no limit in the model's configuration: the tokenizer's, or an error
             model.max_seq_length = model_max_length(self.spec, model.tokenizer)
         model.eval()

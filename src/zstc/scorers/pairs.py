@@ -29,7 +29,7 @@ import torch
 
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
-from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, count_parameters, model_max_length
+from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS
 from zstc.scorers.runtime import inference_context
@@ -304,7 +304,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(source)
         model.eval()
         column = self._resolve_outputs(id2label)
-        limit = self.max_length if self.max_length is not None else model_max_length(self.spec, tokenizer, position_limit)
+        limit = token_limit(self.spec, self.max_length, tokenizer, position_limit)
         return LoadedModel(model, tokenizer, limit, count_parameters(model), column)
 
     def _load_transformers(self, source: str) -> _RawModel:
