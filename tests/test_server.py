@@ -674,3 +674,17 @@ def _status(port: int, path: str) -> int:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     connection.request("GET", path)
     return connection.getresponse().status
+
+
+def test_probabilities_follow_a_calibration_file(minilm: Classifier) -> None:
+    """serve --calibration: single-label probabilities use the file's temperature, as classify --calibration does."""
+    from zstc.yin.calibration import Calibration
+
+    calibrated = Classifier(minilm.scorer, template=None, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding"))
+    with TestClient(create_app(calibrated, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as test_client:
+        wait_ready(test_client)
+        assert test_client.get("/info").json()["temperature"] == 0.5
+        result = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS}).json()["results"][0]
+    raw = np.array([entry["score"] for entry in result["scores"]])
+    probabilities = np.array([entry["probability"] for entry in result["scores"]])
+    assert probabilities == pytest.approx(np.exp(raw / 0.5) / np.exp(raw / 0.5).sum(), abs=1e-4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -28,6 +29,7 @@ def serve(
     max_length: MaxLength = None,
     host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities.")] = None,
     api_key: Annotated[Optional[str], typer.Option(envvar="ZSTC_API_KEY", show_envvar=True,
                                                    help="Require 'Authorization: Bearer KEY' (401 without); /health, /metrics and the docs stay open.")] = None,
     max_batch_pairs: Annotated[int, typer.Option(help="(text, label) pairs per batch formed across requests.", rich_help_panel=_BATCHING)] = 1024,
@@ -70,7 +72,7 @@ def serve(
 
     options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size,
                              precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length)
-    classifier = Classifier(model, family=family, **options)
+    classifier = Classifier(model, family=family, calibration=calibration, **options)
     classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
     application = create_app(classifier, settings)
     engine = application.state.engine
