@@ -29,7 +29,7 @@ def kill_on_first_banking77(marker: str, model: str, dataset: str) -> None:
 
 def sweep(data: str, out: str, models: str, marker: str | None = None) -> None:
     from zstc.benchmark.runner import BenchConfig
-    from zstc.scale.sweep import plan_sweep, run_sweep
+    from zstc.scale.planner import plan_sweep, run_sweep
 
     template = BenchConfig(model="", tasks=TASKS, data=data, max_samples=SAMPLES, seed=1, scorer_options={"precision": "fp32"})
     plan = plan_sweep(template, models.split(","), out)

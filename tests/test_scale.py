@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import zstc.benchmark.runner as runner_module
-from zstc.benchmark.cache import ResultCache
+from zstc.benchmark.result_cache import ResultCache
 from zstc.benchmark.runner import Bench, BenchConfig
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -145,7 +145,7 @@ def assert_same_numbers(summary: dict, expected: dict, scores: dict[str, np.ndar
 
 
 def test_local_sweep_equals_bench_and_skips_what_is_cached(tmp_path, btzsc_dir, monkeypatch):
-    from zstc.scale.sweep import plan_sweep, run_sweep
+    from zstc.scale.planner import plan_sweep, run_sweep
 
     model = MINILM
     expected, scores = bench_alone(tmp_path, btzsc_dir, model)
@@ -181,7 +181,7 @@ def test_ray_sweep_survives_a_killed_worker_and_equals_bench(tmp_path, btzsc_dir
     marker = tmp_path / "killed"
     run_child("sweep", str(btzsc_dir), str(tmp_path / "sweep"), ",".join(models), str(marker))
     assert marker.exists()  # a worker really died mid-unit, and the sweep still finished
-    from zstc.benchmark.cache import model_folder
+    from zstc.benchmark.result_cache import model_folder
 
     for model in models:
         expected, scores = bench_alone(tmp_path, btzsc_dir, model)

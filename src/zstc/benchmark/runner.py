@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
-from zstc.benchmark.cache import ResultCache
+from zstc.benchmark.result_cache import ResultCache
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, UnknownNameError, ZstcError
@@ -81,7 +81,7 @@ class BenchConfig:
     threshold: float | None = None
     """Multi-label threshold; None: the scorer's score-type default."""
     cache: bool = True
-    """Reuse and fill the shared result cache (:mod:`zstc.benchmark.cache`); never changes a number."""
+    """Reuse and fill the shared result cache (:mod:`zstc.benchmark.result_cache`); never changes a number."""
 
     def run_identity(self, spec: ModelSpec, scorer_options: dict[str, Any]) -> dict[str, Any]:
         """What determines every dataset's numbers in this run (and nothing that does not, like the out path

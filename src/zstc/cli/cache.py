@@ -22,7 +22,7 @@ ModelFilter = Annotated[Optional[str], typer.Option("--model", "-m", help="Only 
 @cache_app.command("list")
 def list_entries(model: ModelFilter = None) -> None:
     """One line per cached (model, revision, dataset, fingerprint) with its macro-F1."""
-    from zstc.benchmark.cache import ResultCache
+    from zstc.benchmark.result_cache import ResultCache
 
     cache = ResultCache()
     entries = cache.entries(model)
@@ -40,7 +40,7 @@ def list_entries(model: ModelFilter = None) -> None:
 @cache_app.command("show")
 def show(entry: Annotated[str, typer.Argument(help="An entry's path or key as `zstc cache list` prints it (model/revision/dataset/fingerprint, or a unique fingerprint).")]) -> None:
     """Print one entry's record (metrics, settings, timing) as JSON, after checking its checksums."""
-    from zstc.benchmark.cache import ResultCache
+    from zstc.benchmark.result_cache import ResultCache
     from zstc.errors import DataError
 
     cache = ResultCache(on_note=lambda note: console.print(f"[yellow]note[/]: {note}"))
@@ -60,7 +60,7 @@ def show(entry: Annotated[str, typer.Argument(help="An entry's path or key as `z
 @cache_app.command("clear")
 def clear(model: ModelFilter = None, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False) -> None:
     """Remove every cached result (or one model's)."""
-    from zstc.benchmark.cache import ResultCache
+    from zstc.benchmark.result_cache import ResultCache
 
     cache = ResultCache()
     what = f"the cached results of {model}" if model else f"every cached result in {cache.root}"

@@ -43,7 +43,7 @@ def sweep(
     from zstc.benchmark.runner import BenchConfig
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
     from zstc.errors import UnknownNameError
-    from zstc.scale.sweep import ENGINES, plan_sweep, run_sweep
+    from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
     from zstc.validation import check_labels
 
     if unlabelled not in UNLABELLED_POLICIES:

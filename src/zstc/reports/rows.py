@@ -113,7 +113,7 @@ class Run:
 
     def _cached(self, dataset: str) -> DatasetResult | None:
         """The dataset's entry in the shared result cache, for a run whose details folder is gone."""
-        from zstc.benchmark.cache import ResultCache
+        from zstc.benchmark.result_cache import ResultCache
 
         expected = self.summary.get("evaluation", {}).get("fingerprints", {}).get(dataset)
         if not expected or not self.model.get("name"):

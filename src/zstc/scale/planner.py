@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from zstc.benchmark.cache import model_folder
+from zstc.benchmark.result_cache import model_folder
 from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
 from zstc.benchmark.store import DatasetResult
 from zstc.errors import UnknownNameError
