@@ -48,7 +48,7 @@ from zstc import __version__
 from zstc.api import Classifier, describe_labels
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, LabelError, ZstcError
-from zstc.multilabel import DEFAULT_THRESHOLDS, check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
+from zstc.multilabel import check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
 from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
