@@ -181,3 +181,25 @@ def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:
     classifier = Classifier(str(nli_folder), family="nli", shortlist=2, precision="fp32")
     predictions = classifier.predict(TEXTS[:2], LABELS)
     assert all(p.label in LABELS and len(p.scores) == len(LABELS) for p in predictions)
+
+
+# -- benchmarks/cascade.py ----------------------------------------------------------------------------------
+
+
+def test_cascade_benchmark_paper_sample_is_the_papers_texts_with_a_hypothesis(btzsc_dir: Path) -> None:
+    import importlib.util
+
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import NO_HYPOTHESIS, paper_sample
+
+    spec = importlib.util.spec_from_file_location("cascade_benchmark", Path(__file__).parents[1] / "benchmarks" / "cascade.py")
+    assert spec is not None and spec.loader is not None
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    raw, _ = load_btzsc_task("banking77", btzsc_dir, unlabelled="exclude")
+    sample = benchmark.sampled_task("banking77", btzsc_dir, 200, "paper", seed=0)
+    drawn = paper_sample(load_btzsc_task("banking77", btzsc_dir, unlabelled="paper")[0], 200)
+    # the harness's draw over the whole file (texts without a hypothesis included), then those texts dropped
+    with_hypothesis = drawn.source_index[~drawn.counted_as_class0]
+    assert 0 < len(with_hypothesis) < 200 and list(sample.source_index) == list(with_hypothesis)
+    assert NO_HYPOTHESIS not in sample.gold and set(sample.texts) <= set(raw.texts)
