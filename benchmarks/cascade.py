@@ -167,6 +167,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     axis.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path)
+    plt.close(figure)
 
 
 def main() -> None:
@@ -180,6 +181,7 @@ def main() -> None:
     parser.add_argument("--sampling", choices=("stratified", "paper"), default="stratified",
                         help="how texts are drawn: seeded per class, or the paper's draw (--max-samples 1000: its own texts)")
     parser.add_argument("--yesno-max-samples", type=int, default=36, help="texts per task for the yes/no path")
+    parser.add_argument("--yesno-tasks", help="tasks for the yes/no path (default: --tasks)")
     parser.add_argument("--no-yesno", action="store_true", help="skip the yes/no SmolLM2 path")
     parser.add_argument("--timed-k", default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
     parser.add_argument("--repeats", type=int, default=1, help="timed cascade runs per K (best kept)")
@@ -198,19 +200,21 @@ def main() -> None:
 
     precision = resolve_precision(args.precision, resolve_device(None))
     shortlister = make_scorer(args.shortlister, precision="fp32")
-    cases = [("nli", make_scorer(model, "nli", precision=precision), args.max_samples)]
+    cases = [("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks)]
     if not args.no_yesno:
-        cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision), args.yesno_max_samples))
+        cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision),
+                      args.yesno_max_samples, args.yesno_tasks or args.tasks))
     print(f"NLI model: {model}; shortlister: {args.shortlister}; torch threads {torch.get_num_threads()}", flush=True)
     results = []
-    for name, scorer, samples in cases:
-        for task_name in args.tasks.split(","):
+    for name, scorer, samples, tasks in cases:
+        for task_name in tasks.split(","):
             task = sampled_task(task_name, data, samples, args.sampling, args.seed)
             results.append(run_case(name, scorer, shortlister, task, timed_k, args.repeats))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    if args.plot:
-        plot(results, args.plot)
+            # Written after every case, so a long run stopped part-way keeps what it measured.
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=1))
+            if args.plot:
+                plot(results, args.plot)
     first = results[0]
     print(f"best_k={first['best_k']} pair_reduction={first['pair_reduction']:.2f} f1_delta={first['f1_delta']:+.4f}")
 
