@@ -418,9 +418,11 @@ def wait_for_handlers(pid: int, timeout: float = 120) -> None:
 @pytest.mark.parametrize("signum, status, message", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_signals_exit_with_a_message(tmp_path: Path, signum: int, status: int, message: str) -> None:
     # classify reading stdin that never ends: the command is busy (as if scoring) when the signal comes.
+    # zstc.cli's own main, not the console entry point: its handlers are installed once the command line has
+    # been imported, so the signal is sure to reach a running command.
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    process = subprocess.Popen([sys.executable, "-m", "zstc", "classify", "-", "-l", "a,b", "-o", str(tmp_path / "o.jsonl")],
-                               stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process = subprocess.Popen([sys.executable, "-c", "from zstc.cli import main; main()", "classify", "-", "-l", "a,b",
+                                "-o", str(tmp_path / "o.jsonl")], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     process.stdin.write(b"one text\n")
     process.stdin.flush()
     wait_for_handlers(process.pid)
@@ -430,6 +432,48 @@ def test_signals_exit_with_a_message(tmp_path: Path, signum: int, status: int, m
     assert process.returncode == status
     assert message in err.decode() and b"Traceback" not in err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+SIGNAL_DURING_IMPORT = """
+import os, signal, sys
+from zstc.entry import main
+
+class SignalOnImport:  # delivers the signal while zstc.cli is importing typer: as early as a user can press Ctrl-C
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":
+            os.kill(os.getpid(), int(sys.argv.pop(1)))
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+main()
+"""
+
+
+@pytest.mark.parametrize("signum, status, message", [(signal.SIGINT, 130, "interrupted (SIGINT)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_a_signal_while_the_command_line_imports_exits_with_one_line(tmp_path: Path, signum: int, status: int, message: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run([sys.executable, "-c", SIGNAL_DURING_IMPORT, str(int(signum)), "classify", "-", "-l", "a,b",
+                             "-o", str(tmp_path / "o.jsonl")], input=b"a text\n", capture_output=True, env=env, timeout=120)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.decode() == message + "\n" and result.stdout == b""
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("signum, status, message", [(signal.SIGINT, 130, "interrupted (SIGINT)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_the_console_command_answers_signals_from_its_first_moments(signum: int, status: int, message: str) -> None:
+    """The real entry point (``python -m zstc`` runs what the ``zstc`` script runs), signalled as soon as it
+    catches signals: whatever it is doing by then, a one-line message and the signal's status, no traceback."""
+    entry = (REPO / "pyproject.toml").read_text()
+    assert 'zstc = "zstc.entry:main"' in entry
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    process = subprocess.Popen([sys.executable, "-m", "zstc", "models"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    wait_for_handlers(process.pid)
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=60)
+    if process.returncode == 0:  # it had already finished: nothing to say
+        return
+    assert process.returncode == status and b"Traceback" not in err
+    assert err.decode() == message + "\n"
 
 
 # -- 8. fuzzed loaders raise only zstc's errors --------------------------------------------------------
