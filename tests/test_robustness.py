@@ -129,6 +129,35 @@ def test_full_disk_is_one_line(zstc_cli, result_file: Path) -> None:
     assert_user_error(zstc_cli("export", "--leaderboard", str(result_file), "--out", "/dev/full"), "/dev/full", "No space left")
 
 
+def run_with_file_size_limit(limit: int, *args: str | Path) -> subprocess.CompletedProcess:
+    """``zstc ARGS`` in a process that cannot write a file past ``limit`` bytes: a full disk, wherever /dev/full
+    is missing (Python ignores SIGXFSZ, so a write past the limit fails with EFBIG as one past a full disk does)."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return subprocess.run([sys.executable, "-m", "zstc", *map(str, args)], preexec_fn=limited, capture_output=True, env=env,
+                          timeout=600)
+
+
+def test_a_disk_that_fills_up_is_one_line_and_leaves_the_old_files(result_file: Path, tmp_path: Path) -> None:
+    export_out, report_out = tmp_path / "lb.json", tmp_path / "report"
+    export_out.write_text("the old export")
+    report_out.mkdir()
+    (report_out / "index.html").write_text("the old report")
+    for limit, args, out in ((300, ["export", "--leaderboard", result_file, "--out", export_out], export_out),
+                             (2000, ["report", result_file, "--out", report_out, "--bootstrap", "100"], report_out / "figures")):
+        result = run_with_file_size_limit(limit, *args)
+        err = result.stderr.decode()
+        assert result.returncode == 2 and err.startswith("error: cannot write ") and err.count("\n") == 1, err
+        assert "File too large" in err and str(out) in err and ".tmp" not in err  # named where the user looks, not the temporary
+    assert export_out.read_text() == "the old export"
+    assert sorted(p.name for p in report_out.iterdir()) == ["index.html"] and (report_out / "index.html").read_text() == "the old report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lb.json", "report"]  # no temporary file or folder left
+
+
 def test_report_export_and_train_out_paths(zstc_cli, result_file: Path, tmp_path: Path) -> None:
     existing = tmp_path / "existing.txt"
     existing.write_text("keep me")
