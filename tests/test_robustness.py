@@ -303,6 +303,20 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     assert not (tmp_path / "m").exists() and not (tmp_path / "b.json").exists()
 
 
+def test_usage_errors_are_one_line_too(zstc_cli, texts: Path, tmp_path: Path, result_file: Path) -> None:
+    """Values typer itself refuses (a range in the option's declaration), unknown options and missing arguments."""
+    cases = [
+        (["classify", str(texts), "-l", "a,b", "--chunk-size", "0"], "--chunk-size", "zstc classify --help"),
+        (["bench", "-m", MINILM, "--data", str(tmp_path), "--max-samples", "0"], "--max-samples", "zstc bench --help"),
+        (["report", str(result_file), "--out", str(tmp_path / "rep"), "--bootstrap", "5"], "--bootstrap", "zstc report --help"),
+        (["classify", str(texts), "-l", "a,b", "--bogus"], "No such option: --bogus", "zstc classify --help"),
+        (["classify"], "Missing argument 'INPUT'", "zstc classify --help"),
+    ]
+    for args, *fragments in cases:
+        assert_user_error(zstc_cli(*args), *fragments)
+    assert not (tmp_path / "rep").exists()
+
+
 def test_rules_are_data() -> None:
     from zstc.errors import OptionError
     from zstc.validation import OPTION_RULES, Rule, check_options
@@ -338,7 +352,10 @@ def damage(path: Path, how: str) -> None:
     elif how == "crc":  # one flipped byte in the middle of the compressed scores: the zip's CRC-32 catches it
         with zipfile.ZipFile(path) as archive:
             info = archive.getinfo("scores.npy")
-        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+        # the member's data starts after its local header, whose extra field differs from the central directory's
+        name_length, extra_length = int.from_bytes(data[info.header_offset + 26:info.header_offset + 28], "little"), \
+            int.from_bytes(data[info.header_offset + 28:info.header_offset + 30], "little")
+        start = info.header_offset + 30 + name_length + extra_length
         flipped = bytearray(data)
         flipped[start + info.compress_size // 2] ^= 0xFF
         path.write_bytes(bytes(flipped))

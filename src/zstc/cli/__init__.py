@@ -74,6 +74,17 @@ def _stopped(terminated: bool) -> None:
     stopped(signal.SIGTERM if terminated else signal.SIGINT)
 
 
+def _usage_line(error: Exception) -> str | None:
+    """A usage error (a value out of range, an unknown option, a missing argument) as one ``error:`` line, like
+    every other user error; None for the help a bare ``zstc`` shows. By class name: typer vendors its click."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if "UsageError" not in names or "NoArgsIsHelpError" in names:
+        return None
+    context = getattr(error, "ctx", None)
+    command = context.command_path if context is not None else "zstc"
+    return f"error: {' '.join(error.format_message().split())} (see {command} --help)"  # type: ignore[attr-defined]
+
+
 def main() -> None:
     """The command line, for a caller that has imported it (the ``zstc`` command starts in :mod:`zstc.entry`)."""
     try:
@@ -96,7 +107,11 @@ def main() -> None:
         show = getattr(error, "show", None)
         if show is None:
             raise
-        show()
+        line = _usage_line(error)
+        if line is None:
+            show()
+        else:
+            print(line, file=sys.stderr)
         sys.exit(getattr(error, "exit_code", 2))
     if result == 130:  # typer's code for a KeyboardInterrupt it caught
         _stopped(bool(_signals) and _signals[-1] == signal.SIGTERM)
