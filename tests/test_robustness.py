@@ -478,6 +478,45 @@ def test_signals_exit_with_a_message(tmp_path: Path, signum: int, status: int, m
     assert not (tmp_path / "o.jsonl").exists()
 
 
+BENCH_BUSY_ON_BANKING77 = """
+import pathlib, sys, time
+import zstc.benchmark.runner as runner
+
+scored, busy = runner.evaluate_task, pathlib.Path(sys.argv.pop(1))
+
+def busy_on_banking77(scorer, task, *args, **kwargs):  # the second dataset: as if scoring for minutes
+    if task.name == "banking77":
+        busy.write_text("busy")
+        time.sleep(600)
+    return scored(scorer, task, *args, **kwargs)
+
+runner.evaluate_task = busy_on_banking77
+from zstc.entry import main
+main()
+"""
+
+
+def test_sigterm_stops_bench_with_a_message_keeping_finished_datasets(tmp_path: Path, btzsc_dir: Path) -> None:
+    busy, out = tmp_path / "busy", tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    process = subprocess.Popen([sys.executable, "-c", BENCH_BUSY_ON_BANKING77, str(busy), "bench", "-m", MINILM, "--data", str(btzsc_dir),
+                                "--tasks", "financialphrasebank,banking77", "--max-samples", "6", "--no-cache", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 600
+    while not busy.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode() if process.poll() is not None else "slow"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    text = err.decode()
+    assert process.returncode == 143 and "Traceback" not in text, text
+    assert text.strip().splitlines()[-1] == "terminated (SIGTERM)"
+    assert "terminated: finished datasets are saved in" in " ".join(text.split())
+    details = tmp_path / "r.details"
+    assert sorted(p.name for p in details.iterdir()) == ["financialphrasebank.json", "financialphrasebank.npz"]
+    assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
 SIGNAL_DURING_IMPORT = """
 import os, signal, sys
 from zstc.entry import main
