@@ -543,20 +543,21 @@ def test_a_signal_while_the_command_line_imports_exits_with_one_line(tmp_path: P
 
 
 @pytest.mark.parametrize("signum, status, message", [(signal.SIGINT, 130, "interrupted (SIGINT)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")])
-def test_the_console_command_answers_signals_from_its_first_moments(signum: int, status: int, message: str) -> None:
+def test_the_console_command_answers_signals_from_its_first_moments(tmp_path: Path, signum: int, status: int, message: str) -> None:
     """The real entry point (``python -m zstc`` runs what the ``zstc`` script runs), signalled as soon as it
-    catches signals: whatever it is doing by then, a one-line message and the signal's status, no traceback."""
+    catches signals: still importing or already waiting for its input, a one-line message and the signal's
+    status, no traceback (classify reads a stdin that stays open, so it cannot finish first)."""
     entry = (REPO / "pyproject.toml").read_text()
     assert 'zstc = "zstc.entry:main"' in entry
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    process = subprocess.Popen([sys.executable, "-m", "zstc", "models"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process = subprocess.Popen([sys.executable, "-m", "zstc", "classify", "-", "-l", "a,b", "-o", str(tmp_path / "o.jsonl")],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     wait_for_handlers(process.pid)
     process.send_signal(signum)
     out, err = process.communicate(timeout=60)
-    if process.returncode == 0:  # it had already finished: nothing to say
-        return
-    assert process.returncode == status and b"Traceback" not in err
-    assert err.decode() == message + "\n"
+    assert process.returncode == status and b"Traceback" not in err, err
+    assert err.decode() == message + "\n" and out == b""
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_max_length_beyond_the_models_positions_is_a_user_error(zstc_cli, tmp_path: Path) -> None:
