@@ -444,18 +444,20 @@ def test_atomic_write_to_a_device_writes_directly(tmp_path: Path) -> None:
 # -- 7. interruption -----------------------------------------------------------------------------------
 
 
-def wait_for_handlers(pid: int, timeout: float = 120) -> None:
-    """Until the process catches SIGTERM (zstc's main has started): the SigCgt mask in /proc says so."""
-    status = Path(f"/proc/{pid}/status")
+def wait_for_handlers(process: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the process runs its own program (not the copy of pytest before exec, which has pytest's handlers:
+    in-process CLI tests leave zstc's there) and catches SIGTERM (zstc has started): /proc says both."""
+    status, cmdline = Path(f"/proc/{process.pid}/status"), Path(f"/proc/{process.pid}/cmdline")
     if not status.exists():
         time.sleep(15)
         return
+    program = b"\0".join(os.fsencode(str(arg)) for arg in process.args) + b"\0"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         caught = next((line.split()[1] for line in status.read_text().splitlines() if line.startswith("SigCgt:")), "0")
-        if int(caught, 16) & (1 << (signal.SIGTERM - 1)):
+        if cmdline.read_bytes() == program and int(caught, 16) & (1 << (signal.SIGTERM - 1)):
             return
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise AssertionError("zstc never installed its signal handlers")
 
 
@@ -469,7 +471,7 @@ def test_signals_exit_with_a_message(tmp_path: Path, signum: int, status: int, m
                                 "-o", str(tmp_path / "o.jsonl")], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     process.stdin.write(b"one text\n")
     process.stdin.flush()
-    wait_for_handlers(process.pid)
+    wait_for_handlers(process)
     time.sleep(1)
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
@@ -552,7 +554,7 @@ def test_the_console_command_answers_signals_from_its_first_moments(tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     process = subprocess.Popen([sys.executable, "-m", "zstc", "classify", "-", "-l", "a,b", "-o", str(tmp_path / "o.jsonl")],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    wait_for_handlers(process.pid)
+    wait_for_handlers(process)
     process.send_signal(signum)
     out, err = process.communicate(timeout=60)
     assert process.returncode == status and b"Traceback" not in err, err
