@@ -688,3 +688,16 @@ def test_probabilities_follow_a_calibration_file(minilm: Classifier) -> None:
     raw = np.array([entry["score"] for entry in result["scores"]])
     probabilities = np.array([entry["probability"] for entry in result["scores"]])
     assert probabilities == pytest.approx(np.exp(raw / 0.5) / np.exp(raw / 0.5).sum(), abs=1e-4)
+
+
+def test_settings_are_checked_in_parameter_names() -> None:
+    """The service's settings go through zstc.validation like every other option: the message names the
+    parameter (the CLI turns it into --drain-timeout, see test_robustness.test_option_ranges)."""
+    from zstc.errors import OptionError
+
+    assert ServeSettings(drain_timeout=0).drain_timeout == 0
+    with pytest.raises(OptionError, match="drain_timeout must be >= 0, got -1") as refused:
+        ServeSettings(drain_timeout=-1)
+    assert refused.value.parameters == ("drain_timeout",)
+    with pytest.raises(OptionError, match="drain_timeout must be finite"):
+        ServeSettings(drain_timeout=float("nan"))
