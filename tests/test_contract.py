@@ -224,6 +224,8 @@ def test_family_record_is_consistent(family: str) -> None:
     assert family in FAMILIES and family in FAMILY_SCORERS
     assert PUBLIC_MODEL_TYPES[family] == record.model_type and FAMILY_COLOURS[family] == record.colour
     assert FAMILY_SCORE_TYPE.get(family) == record.score_type
+    # The runner fingerprints results with the scoring version; a family that declares none (the toy) has "".
+    assert record.scoring_version == getattr(cls, "SCORING_VERSION", "") and (record.scoring_version or family == "toy")
 
 
 @pytest.mark.parametrize("family", ["embedding", "nli", "yesno", "toy"])
