@@ -173,6 +173,8 @@ def with_scorer_options(*names: str, precision: str = "fp32") -> Callable[[F], F
 
     def decorate(command: F) -> F:
         signature = inspect.signature(command)
+        if "scoring" not in signature.parameters:
+            raise TypeError(f"{command.__name__} takes the scorer options as `scoring: ScorerOptions` (keyword-only)")
         # Typer reads the annotations from the signature: give it objects, not the module's strings.
         hints = typing.get_type_hints(command, include_extras=True)
         added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotations[name]) for name in chosen]
