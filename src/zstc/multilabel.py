@@ -41,7 +41,8 @@ FAMILY_THRESHOLDS: dict[str, float] = {
     "embedding": 0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
     "encoder": 0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
 }
-"""Measured defaults per family; they take precedence over the score type's rough rule."""
+"""Measured defaults per family; they take precedence over the score type's rough rule. Without a threshold
+of the user's, the embedding family's labels must also be near the best one (:func:`default_margin`)."""
 
 RELATIVE_FAMILIES: frozenset[str] = frozenset({"embedding"})
 """Families whose default multi-label rule also asks a label to be near the text's best one
