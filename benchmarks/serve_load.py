@@ -11,6 +11,12 @@ and reports what it did).
     python benchmarks/serve_load.py --family nli [--requests 1000] [--clients 32] [--data ../shared/data/btzsc]
     python benchmarks/serve_load.py --family embedding
     python benchmarks/serve_load.py --family nli --overload      # small queue: 429s with Retry-After, no 5xx
+    python benchmarks/serve_load.py --family nli --ceiling 200   # what batching can give at most, without HTTP
+
+``--ceiling N`` also scores the first N requests in this process, with the server's scorer and no HTTP: each
+request alone, then all of them as the engine would batch them (``max_batch_pairs`` pairs per call). Their
+ratio is the most that batching across requests can give on this machine: the ceiling for
+``throughput_ratio``.
 
 Last line: ``requests=N errors=<non-2xx other than 429, and failed connections> p50_ms=... p95_ms=...
 throughput_ratio=<texts/s with concurrent clients / texts/s one at a time> rss_growth_mb=<server RSS after the
@@ -25,6 +31,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -169,6 +176,44 @@ async def overload(base: str, requests: list[dict[str, Any]], clients: int, time
         return await send_all(client, f"{base}/classify", requests, clients, deadline=time.monotonic() + time_limit)
 
 
+def ceiling(model: str, family: str, requests: list[dict[str, Any]], precision: str, max_batch_pairs: int) -> float:
+    """texts/s with the requests' pairs batched as the engine batches them over texts/s with each alone (no HTTP).
+
+    The two modes alternate over chunks of requests, as in :func:`compare`, so other load falls on both alike.
+    """
+    from zstc.scorers import make_scorer
+
+    scorer = make_scorer(model, family=family, precision=precision)
+    template = requests[0]["template"]
+
+    def pairs(batch: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+        firsts = [text for r in batch for text in r["texts"] for _ in r["labels"]]
+        seconds = [template.format(label) for r in batch for _ in r["texts"] for label in r["labels"]]
+        return firsts, seconds
+
+    def run(groups: list[list[dict[str, Any]]]) -> float:
+        started = time.perf_counter()
+        for group in groups:
+            scorer.score_pairs(*pairs(group))
+        return time.perf_counter() - started
+
+    scorer.score(requests[0]["texts"], requests[0]["labels"])  # load and warm up
+    alone = together = 0.0
+    for start in range(0, len(requests), 50):
+        chunk = requests[start : start + 50]
+        groups, size = [[]], 0
+        for r in chunk:  # the engine's rule: take requests until the next would pass the budget
+            n = len(r["texts"]) * len(r["labels"])
+            if groups[-1] and size + n > max_batch_pairs:
+                groups.append([])
+                size = 0
+            groups[-1].append(r)
+            size += n
+        alone += run([[r] for r in chunk])
+        together += run(groups)
+    return alone / together
+
+
 def rss_mb(pid: int) -> float:
     process = psutil.Process(pid)
     return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20
@@ -185,7 +230,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overload", action="store_true", help="A small queue (--max-queued-pairs 256) and twice the clients.")
     parser.add_argument("--server-arg", action="append", default=[], help="Passed to zstc serve, e.g. --server-arg=--threads=2.")
+    parser.add_argument("--ceiling", type=int, default=0, metavar="N",
+                        help="Also score the first N requests in-process, alone and batched: the most batching can give.")
     args = parser.parse_args()
+    if args.ceiling and args.family != "nli":
+        parser.error("--ceiling measures the cross-encoder path (pairs batched across requests): use it with --family nli")
 
     texts, labels = load_pool(args.data)
     requests = make_requests(args.requests, texts, labels, args.seed)
@@ -219,8 +268,13 @@ def main() -> None:
             rss_after = rss_mb(server.pid)
         finally:
             stop_server(server)
-            if server.returncode not in (0, None):
+            if server.returncode not in (0, None, 143, -signal.SIGTERM):
                 print(log.read_text()[-3000:], file=sys.stderr)
+        if args.ceiling:
+            bound = ceiling(model, family, requests[: args.ceiling], info["scorer"].get("precision", "fp32"),
+                            info["batching"]["max_batch_pairs"])
+            print(f"ceiling: {min(args.ceiling, len(requests))} requests scored in-process, batched as the engine batches "
+                  f"them over one at a time: {bound:.2f}x (the most throughput_ratio can reach here)")
     outcomes_all = result["outcomes"]["one"] + result["outcomes"]["many"]
     errors = sum(status != 429 and not 200 <= status < 300 for status, _, _ in outcomes_all)
     latencies = np.array([seconds for status, seconds, _ in result["outcomes"]["many"] if 200 <= status < 300]) * 1000

@@ -268,10 +268,16 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["template-robustness", "-m", MINILM, *data, "--batch-size", "-2"], "--batch-size must be >= 1"),
         (["serve", "--port", "-1"], "--port must be between 0 and 65535"),
         (["serve", "--port", "70000"], "--port must be between 0 and 65535"),
+        # The commands that take the scorer options as one bundle check them as every command does.
+        (["serve", "--drain-timeout", "-1"], "--drain-timeout must be >= 0"),
+        (["nli-probe", "-m", MINILM, "--data", str(btzsc_dir.parent / "nli"), "--batch-size", "0"], "--batch-size must be >= 1"),
+        (["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--batch-size", "0",
+          "--out", str(tmp_path / "sweep")], "--batch-size must be >= 1"),
+        (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--no-finetune", "--max-length", "0"], "--max-length must be >= 1"),
     ]
     for args, message in cases:
         assert_user_error(zstc_cli(*args), message)
-    assert not (tmp_path / "m").exists() and not (tmp_path / "b.json").exists()
+    assert not (tmp_path / "m").exists() and not (tmp_path / "b.json").exists() and not (tmp_path / "sweep").exists()
 
 
 def test_rules_are_data() -> None:

@@ -702,3 +702,39 @@ def test_probabilities_follow_a_calibration_file(minilm: Classifier) -> None:
     raw = np.array([entry["score"] for entry in result["scores"]])
     probabilities = np.array([entry["probability"] for entry in result["scores"]])
     assert probabilities == pytest.approx(np.exp(raw / 0.5) / np.exp(raw / 0.5).sum(), abs=1e-4)
+
+
+def test_settings_are_checked_in_parameter_names() -> None:
+    """The service's settings go through zstc.validation like every other option: the message names the
+    parameter (the CLI turns it into --drain-timeout, see test_robustness.test_option_ranges)."""
+    from zstc.errors import OptionError
+
+    assert ServeSettings(drain_timeout=0).drain_timeout == 0
+    with pytest.raises(OptionError, match="drain_timeout must be >= 0, got -1") as refused:
+        ServeSettings(drain_timeout=-1)
+    assert refused.value.parameters == ("drain_timeout",)
+    with pytest.raises(OptionError, match="drain_timeout must be finite"):
+        ServeSettings(drain_timeout=float("nan"))
+
+
+def test_model_thread_returns_freed_heap_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch frees activations of another shape; the idle model thread hands the pages back (RSS stays flat)."""
+    from zstc.server import engine
+
+    assert engine._heap_trimmer() is not None or sys.platform != "linux"  # glibc's malloc_trim on Linux
+    trims: list[int] = []
+    monkeypatch.setattr(engine, "_heap_trimmer", lambda: (lambda: trims.append(1)))
+    thread = engine.ModelThread(threads=1)
+    try:
+        release = threading.Event()
+        blocked = thread.submit(release.wait)
+        queued = [thread.submit(lambda: 1) for _ in range(3)]
+        release.set()
+        assert [call.result(timeout=10) for call in [blocked, *queued]] == [True, 1, 1, 1]
+        deadline = time.monotonic() + 10
+        while not trims and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # Not after the calls that had others waiting behind them: only once the queue ran dry.
+        assert 1 <= len(trims) <= 2
+    finally:
+        thread.stop()

@@ -44,7 +44,7 @@ from zstc.benchmark.records import (
     percentile,
 )
 from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, save_summary
-from zstc.scorers import make_scorer, scorer_class
+from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
@@ -91,7 +91,7 @@ class BenchConfig:
             "model": spec.model_id,
             "family": spec.family,
             "model_revision": _model_identity(spec),
-            "scoring_version": scorer_class(spec.family).SCORING_VERSION,  # type: ignore[attr-defined]  # typed `type` until the Family record
+            "scoring_version": get_family(spec.family).scoring_version,
             "precision": scorer_options["precision"],
             "device_type": device.type,
             "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},

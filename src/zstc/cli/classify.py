@@ -125,7 +125,10 @@ def classify(
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
     else:
-        writer = ResumableWriter(out, fmt, {"input_sha256": source.sha256, "settings": settings}, on_note=_note)  # type: ignore[union-attr]  # local engine: opened
+        # The precision as resolved on this machine (never "auto"), readable in the marker and part of the
+        # settings: a resume where auto means the other precision starts over instead of mixing the two.
+        identity = {"input_sha256": source.sha256, "settings": settings, "precision": options["precision"]}  # type: ignore[union-attr]  # local engine: opened
+        writer = ResumableWriter(out, fmt, identity, on_note=_note)
     written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for note in notes:

@@ -90,6 +90,13 @@ class ServeSettings:
     engine: EngineConfig = field(default_factory=EngineConfig)
     api_key: str | None = None
     """Bearer token required by every endpoint except /health, /health/ready, /metrics, the docs and the playground page."""
+    drain_timeout: float = 10.0
+    """On SIGTERM: seconds to finish requests in flight before stopping (uvicorn's graceful shutdown)."""
+
+    def __post_init__(self) -> None:
+        from zstc.validation import OptionSpec, check_options
+
+        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": OptionSpec(float, low=0)}, context="zstc serve")
 
 
 class ServiceError(Exception):

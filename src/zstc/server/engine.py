@@ -28,6 +28,11 @@ How it works, and where each idea comes from:
   so one request's bad input (a label description too long for the model) never fails its neighbours.
 * **Cancelled work is dropped.** A request whose client went away is removed from the queue; if its batch is
   already running, its rows are discarded.
+* **Freed memory goes back to the system.** Every batch has another shape, so its activations (hundreds of
+  MB for a full batch) are freed into glibc's heap in pieces that the next batch's tensors do not fit; the
+  heap grows and RSS with it (measured: +470 MB after 40 batches of a MiniLM cross-encoder, without end in
+  sight). When the model thread has no call waiting it runs ``malloc_trim(0)``, which returns the free pages
+  (+18 MB after the same 40 batches); it takes milliseconds, against a forward pass of tenths of seconds.
 """
 
 from __future__ import annotations
@@ -114,6 +119,22 @@ class ScoreJob:
 # -- the model thread -------------------------------------------------------------------------------------------
 
 
+def _heap_trimmer() -> Callable[[], object] | None:
+    """glibc's ``malloc_trim(0)``, or None where the C library has none (macOS, musl, Windows)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+    if trim is None:
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    return lambda: trim(0)
+
+
 class ModelThread:
     """A single daemon thread that runs every model call, in order.
 
@@ -124,6 +145,7 @@ class ModelThread:
     def __init__(self, threads: int | None = None) -> None:
         self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]] | None] = queue.SimpleQueue()
         self._threads = threads
+        self._trim_heap = _heap_trimmer()
         self.torch_threads: int | None = None
         """torch's intra-op thread count as seen from inside the model thread."""
         self._thread = threading.Thread(target=self._run, name="zstc-model", daemon=True)
@@ -153,6 +175,8 @@ class ModelThread:
                 future.set_result(fn(*args))
             except BaseException as error:  # handed to the waiting coroutine, which decides
                 future.set_exception(error)
+            if self._trim_heap is not None and self._calls.empty():  # idle: see "Freed memory" above
+                self._trim_heap()
 
 
 # -- backends: how one family scores a batch of jobs ----------------------------------------------------------
