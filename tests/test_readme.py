@@ -108,6 +108,26 @@ def test_readme_echo_example_answers_positive(workdir: Path) -> None:
     row = json.loads(result.stdout)
     assert row["label"] == "positive" and list(row["scores"]) == ["positive", "negative"]
     assert sum(row["scores"].values()) == pytest.approx(1, abs=1e-3)
+    assert row["scores"]["positive"] > 0.8  # the README shows 0.888: the polarity phrases, not a close call
+
+
+def test_readme_review_examples_label_every_clear_review(workdir: Path) -> None:
+    """The README's reviews.csv examples as printed: 20/20 single-label; multi-label with the default rule
+    no "none" and every review's own label first (the file's `expected` column is carried through)."""
+    import json
+
+    env = {**os.environ, "PATH": f"{workdir.parent}{os.pathsep}{os.environ['PATH']}"}
+    for flag in ("--out predictions.jsonl", "--multi-label --scores raw"):
+        command = next(c for c in RUNNABLE if c.startswith("zstc classify tests/data/reviews.csv") and c.endswith(flag))
+        command = command.replace("--out predictions.jsonl", "")  # to stdout: the same records
+        result = subprocess.run(["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        assert len(rows) == 20
+        if "--multi-label" in flag:
+            assert all(row["labels"][0] == row["expected"] and "none" not in row["labels"] for row in rows), rows
+        else:
+            assert [row["label"] for row in rows] == [row["expected"] for row in rows]
 
 
 def test_readme_python_quickstart_runs() -> None:

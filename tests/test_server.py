@@ -168,6 +168,20 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     assert one.status_code == 200 and one.json()["results"][0]["labels"] == ["sports"]
 
 
+def test_default_descriptions_and_multi_label_rule_are_the_librarys(client: TestClient, minilm: Classifier) -> None:
+    """Polarity labels by name: the service averages the opinion phrases as Classifier does, and its default
+    multi-label rule (the family's cut plus the margin below the best label) gives Classifier's label sets."""
+    texts = ["I loved it", "The charger stopped working after two days. Complete waste of money."]
+    labels = ["positive", "negative"]
+    single = client.post("/classify", json={"texts": texts, "labels": labels}).json()["results"]
+    multi = client.post("/classify", json={"texts": texts, "labels": labels, "multi_label": True}).json()["results"]
+    for result, multi_result, expected, expected_multi in zip(single, multi, minilm.predict(texts, labels),
+                                                                minilm.predict_multi_label(texts, labels)):
+        assert result["label"] == expected.label and scores_of(result) == pytest.approx(expected.raw_scores, abs=1e-5)
+        assert multi_result["labels"] == expected_multi.labels
+    assert [r["label"] for r in single] == [m["labels"][0] for m in multi] == ["positive", "negative"]
+
+
 def test_precision_rounds_scores(client: TestClient) -> None:
     response = client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS, "precision": 2})
     for entry in response.json()["results"][0]["scores"]:

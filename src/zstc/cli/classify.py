@@ -26,7 +26,7 @@ def classify(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
-    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file); '{}' uses the labels as they are.")] = None,
+    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are.")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
     hypotheses: Hypotheses = "dataset",
     multi_label: MultiLabel = False,
