@@ -121,9 +121,10 @@ def zstc_predictor(model: str, hypotheses: list[str], options: dict[str, Any], s
     scorer = make_scorer(model, "nli", score_type="logit", device="cpu", **options)
 
     def predict(texts: list[str]) -> np.ndarray:
-        scores = scorer.score(texts, hypotheses)
+        result = scorer.score_with_notes(texts, hypotheses)
+        scores = result.scores
         if scored_pairs is not None:
-            ranks = getattr(scorer, "last_ranks", None)
+            ranks = getattr(result, "ranks", None)  # a cascade's call returns its shortlist ranks
             kept = len(hypotheses) if ranks is None else min(scorer.k, len(hypotheses))
             for i, text in enumerate(texts):
                 columns = range(len(hypotheses)) if ranks is None else ranks[i, :kept]

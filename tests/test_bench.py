@@ -184,6 +184,48 @@ def test_bench_cli_refuses_a_second_run_with_other_settings(zstc_cli, tmp_path, 
     assert zstc_cli(*args, "--pooling", "cls", "--fresh")[0] == 0
 
 
+def test_a_summary_whose_details_are_gone_is_not_replaced_by_other_settings(zstc_cli, tmp_path, btzsc_dir, monkeypatch):
+    import shutil
+
+    out = tmp_path / "r.json"
+    args = ["bench", "--model", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6",
+            "--out", str(out), "--no-cache"]
+    assert zstc_cli(*args)[0] == 0
+    first = out.read_bytes()
+    assert json.loads(first)["evaluation"]["run_identity"]["precision"] == "fp32"
+    shutil.rmtree(tmp_path / "r.details")  # nothing left in the details folder to say what the summary was
+    loaded = []
+    monkeypatch.setattr(Bench, "scorer", property(lambda self: loaded.append(1) or pytest.fail("the model was loaded")))
+    for other, named in ((["--pooling", "cls"], "scorer_options"), (["--seed", "3"], "sampling"),
+                         (["--precision", "bf16"], "precision 'fp32' -> 'bf16'")):
+        code, _, err = zstc_cli(*args, *other)
+        assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+        assert "other settings" in err and named in err and "another --out" in err and "--overwrite always" in err
+        assert out.read_bytes() == first and not (tmp_path / "r.details").exists()
+    assert loaded == []  # refused before the model loads
+    monkeypatch.undo()
+    assert zstc_cli(*args)[0] == 0  # the same settings: recomputed, the summary rewritten
+    assert zstc_cli(*args, "--pooling", "cls", "--overwrite", "always")[0] == 0
+    assert json.loads(out.read_text())["evaluation"]["run_identity"]["scorer_options"]["pooling"] == "cls"
+
+
+def test_a_summary_from_before_run_identities_is_compared_on_what_it_records(tmp_path, btzsc_dir):
+    small = dict(tasks=["financialphrasebank"], max_samples=6, cache=False)
+    Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
+    path = tmp_path / "r.json"
+    content = json.loads(path.read_text())
+    del content["evaluation"]["run_identity"], content["evaluation"]["run_fingerprint"]
+    path.write_text(json.dumps(content))
+    (tmp_path / "r.details" / "financialphrasebank.json").unlink()
+    with pytest.raises(DataError, match=r"--out .*r\.json: holds the summary of a run with other settings \(sampling"):
+        Bench(config(tmp_path, btzsc_dir, **dict(small, seed=5)), show_progress=False).run()
+    Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()  # agrees on all it records: rewritten
+    path.write_text('{"mine": "not a bench summary"}')
+    with pytest.raises(DataError, match="not a zstc result file.*--overwrite always"):
+        Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
+    assert json.loads(path.read_text()) == {"mine": "not a bench summary"}
+
+
 def test_sampled_banking77_counts_only_the_scored_texts_without_a_hypothesis(tmp_path, btzsc_dir):
     from zstc.benchmark.data import load_btzsc_task
     from zstc.benchmark.tasks import sample_task

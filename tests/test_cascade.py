@@ -86,27 +86,28 @@ def test_nli_k_at_least_labels_is_the_full_run_exactly(nli_folder: Path, nli_ful
     for k in (len(LABELS), len(LABELS) + 3):
         cascade = make_scorer(str(nli_folder), "nli", precision="fp32", shortlist=k)
         assert isinstance(cascade, CascadeScorer)
-        scores = cascade.score(TEXTS, LABELS)
-        assert np.array_equal(scores, nli_full)
-        assert cascade.pairs_scored == cascade.pairs_total == len(TEXTS) * len(LABELS)
+        result = cascade.score_with_notes(TEXTS, LABELS)
+        assert np.array_equal(result.scores, nli_full) and np.array_equal(cascade.score(TEXTS, LABELS), nli_full)
+        assert result.pairs_scored == result.pairs_total == len(TEXTS) * len(LABELS)
         assert cascade.shortlister._loaded is None  # nothing to leave out, so the bi-encoder never loads
 
 
 def test_nli_shortlisted_labels_keep_their_scores(nli_folder: Path, nli_full: np.ndarray, shortlister) -> None:
     k = 2
     cascade = CascadeScorer(make_scorer(str(nli_folder), "nli", precision="fp32"), shortlister, k)
-    scores = cascade.score(TEXTS, LABELS)
+    result = cascade.score_with_notes(TEXTS, LABELS)
+    scores = result.scores
     assert scores.shape == nli_full.shape and scores.dtype == np.float32
     expected_ranks = shortlist_ranks(shortlister.score(TEXTS, LABELS))
-    assert (cascade.last_ranks == expected_ranks).all()
+    assert (result.ranks == expected_ranks).all()
     rows = np.arange(len(TEXTS))[:, None]
     listed = expected_ranks[:, :k]
     # The same token sequences as the full run; only batch composition differs (float summation order).
     np.testing.assert_allclose(scores[rows, listed], nli_full[rows, listed], rtol=1e-5, atol=1e-5)
     unlisted = expected_ranks[:, k:]
     assert (scores[rows, unlisted].max(axis=1) < scores[rows, listed].min(axis=1)).all()
-    assert cascade.pairs_scored == len(TEXTS) * k
-    assert cascade.notes[0].startswith(f"{len(TEXTS) * k} of {len(TEXTS) * len(LABELS)} (text, label) pairs")
+    assert result.pairs_scored == len(TEXTS) * k and result.pairs_total == len(TEXTS) * len(LABELS)
+    assert result.notes[0].startswith(f"{len(TEXTS) * k} of {len(TEXTS) * len(LABELS)} (text, label) pairs")
     # the prediction is the best shortlisted label by the main model
     assert (scores.argmax(axis=1) == listed[np.arange(len(TEXTS)), nli_full[rows, listed].argmax(axis=1)]).all()
 
@@ -127,10 +128,11 @@ def test_yesno_cascade_on_smollm2(smollm2_folder: Path, shortlister) -> None:
     full = main.score(texts, labels)
     assert np.array_equal(CascadeScorer(main, shortlister, len(labels)).score(texts, labels), full)
     cascade = CascadeScorer(main, shortlister, 2)
-    scores = cascade.score(texts, labels)
-    rows, listed = np.arange(len(texts))[:, None], cascade.last_ranks[:, :2]
+    result = cascade.score_with_notes(texts, labels)
+    scores = result.scores
+    rows, listed = np.arange(len(texts))[:, None], result.ranks[:, :2]
     np.testing.assert_allclose(scores[rows, listed], full[rows, listed], rtol=1e-4, atol=1e-5)
-    assert (scores[rows, cascade.last_ranks[:, 2:]].max(axis=1) < scores[rows, listed].min(axis=1)).all()
+    assert (scores[rows, result.ranks[:, 2:]].max(axis=1) < scores[rows, listed].min(axis=1)).all()
 
 
 def test_llm_cascade_lists_only_the_shortlisted_options(smollm2_folder: Path, shortlister) -> None:
@@ -139,15 +141,16 @@ def test_llm_cascade_lists_only_the_shortlisted_options(smollm2_folder: Path, sh
     assert np.array_equal(CascadeScorer(main, shortlister, len(labels)).score(texts, labels), main.score(texts, labels))
     k = 3
     cascade = CascadeScorer(main, shortlister, k)
-    scores = cascade.score(texts, labels)
-    rows, listed = np.arange(len(texts))[:, None], cascade.last_ranks[:, :k]
+    result = cascade.score_with_notes(texts, labels)
+    scores = result.scores
+    rows, listed = np.arange(len(texts))[:, None], result.ranks[:, :k]
     # each text's scores are its own K-option prompt's: a softmax over K symbols, in label order
     for i, text in enumerate(texts):
         options = sorted(listed[i].tolist())
         alone = main.score([text], [labels[j] for j in options])[0]
         np.testing.assert_allclose(scores[i, options], alone, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(scores[rows, listed].sum(axis=1), 1.0, rtol=1e-5)
-    assert any("prompt" in note for note in cascade.notes)
+    assert any("prompt" in note for note in result.notes)
     assert "prompt" in cascade.describe()["shortlist"]
 
 

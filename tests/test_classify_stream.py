@@ -95,6 +95,50 @@ def test_a_torn_chunk_is_cut_and_a_changed_input_starts_over(tmp_path):
     assert changed.resumed_rows == 0 and "starting" in notes[-1] and "changed" in notes[-1]
 
 
+def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_over(tmp_path, zstc_cli, monkeypatch):
+    """--precision auto (classify's default) is resolved before the marker is written: the marker holds fp32
+    or bf16, so a run resumed where auto means the other precision starts over instead of mixing the two.
+    ZSTC_AUTO_PRECISION stands in for machines with and without fast bf16; no bf16 forward pass runs."""
+    from zstc.output import ChunkLabeller
+
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "fp32")
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2"))
+    assert status == 0, err
+
+    real_write = ResumableWriter.write_chunk
+
+    def one_chunk_then_killed(self, rows):
+        real_write(self, rows)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:  # an fp32 machine: interrupted after its first chunk
+        patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
+        status, _, err = zstc_cli(*args)
+    assert status == 130 and not out.exists()
+    state = json.loads(marker.read_text())
+    assert state["rows"] == 2 and state["identity"]["precision"] == "fp32"
+
+    def killed_before_scoring(self, classifier, chunk, notes):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:  # a machine where auto means bf16: the fp32 rows are not kept
+        patched.setenv("ZSTC_AUTO_PRECISION", "bf16")
+        patched.setattr(ChunkLabeller, "rows", killed_before_scoring)
+        status, _, err = zstc_cli(*args)
+    assert status == 130
+    assert f"starting {out} over: the input or the settings changed" in err
+    state = json.loads(marker.read_text())
+    assert state["rows"] == 0 and state["identity"]["precision"] == "bf16"
+
+    status, _, err = zstc_cli(*args)  # back on fp32: starts over again, and the output is a clean fp32 run's
+    assert status == 0, err
+    assert "starting" in err and "resuming" not in err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+
+
 def _run(args: list[str], **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.Popen([sys.executable, "-m", "zstc", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)

@@ -224,6 +224,8 @@ def test_family_record_is_consistent(family: str) -> None:
     assert family in FAMILIES and family in FAMILY_SCORERS
     assert PUBLIC_MODEL_TYPES[family] == record.model_type and FAMILY_COLOURS[family] == record.colour
     assert FAMILY_SCORE_TYPE.get(family) == record.score_type
+    # The runner fingerprints results with the scoring version; a family that declares none (the toy) has "".
+    assert record.scoring_version == getattr(cls, "SCORING_VERSION", "") and (record.scoring_version or family == "toy")
 
 
 @pytest.mark.parametrize("family", ["embedding", "nli", "yesno", "toy"])
@@ -313,3 +315,32 @@ def test_sixteen_threads_share_one_scorer(family: str, tmp_path_factory: pytest.
     for got, want in zip(results, expected):
         np.testing.assert_allclose(got.scores, want.scores, atol=1e-5)
         assert got.notes == want.notes
+
+
+@pytest.mark.parametrize("family", ["nli", "toy"])  # the pair path (batched across texts) and the per-shortlist path
+def test_sixteen_threads_share_one_cascade(family: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A cascade returns each call's shortlist ranks and pair counts with its scores (a CascadeResult) and
+    keeps nothing of a call: 16 threads on one cascade get what one thread gets, call by call."""
+    from zstc.scorers.cascade import CascadeResult, CascadeScorer
+
+    case = CASES[family]
+    model = case.model(tmp_path_factory)
+    k = 2
+    # Three labels (the main model scores 2 of them) or two (k >= labels: the main model alone), texts of each call its own.
+    jobs = [([TEXTS[i % 3], TEXTS[(i + 1) % 3]] + ([LONG_TEXT] if i % 4 == 0 else []),
+             [LABELS[(i + j) % 3] for j in range(3 if i % 5 else 2)]) for i in range(16)]
+    reference = make_scorer(model, family, shortlist=f"{MINILM}:{k}", **case.options)
+    assert isinstance(reference, CascadeScorer)
+    expected = [reference.score_with_notes(texts, labels) for texts, labels in jobs]
+
+    shared = make_scorer(model, family, shortlist=f"{MINILM}:{k}", **case.options)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(lambda job: shared.score_with_notes(*job), jobs))
+    for (texts, labels), got, want in zip(jobs, results, expected):
+        assert isinstance(got, CascadeResult)
+        np.testing.assert_allclose(got.scores, want.scores, atol=1e-5)
+        assert got.notes == want.notes
+        assert np.array_equal(got.ranks, want.ranks) and got.ranks.shape == (len(texts), len(labels))
+        assert (got.pairs_scored, got.pairs_total) == (want.pairs_scored, want.pairs_total)
+        assert got.pairs_total == len(texts) * len(labels) and got.pairs_scored == len(texts) * min(k, len(labels))
+    assert not hasattr(shared, "pairs_scored") and not hasattr(shared, "last_ranks")  # nothing of a call kept on the scorer

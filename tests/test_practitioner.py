@@ -21,6 +21,9 @@ from zstc.errors import DataError, LabelError, UnknownNameError, ZstcError
 from zstc.yin.calibration import Calibration, as_logits, load_calibration
 
 REVIEWS = REPO / "tests" / "data" / "reviews.csv"
+HELD_OUT_REVIEWS = REPO / "tests" / "data" / "reviews_heldout.csv"
+"""20 more clear reviews (other products, one-word to long), written for this check apart from reviews.csv;
+the default descriptions were chosen on BTZSC's sentiment sets, not on either file."""
 HEAVY = ("torch", "transformers", "numpy", "sklearn", "scipy", "sentence_transformers")
 
 
@@ -67,9 +70,8 @@ def classifier() -> Classifier:
     return Classifier(MINILM, precision="fp32")
 
 
-@pytest.fixture(scope="module")
-def reviews() -> tuple[list[str], list[str]]:
-    with REVIEWS.open(newline="", encoding="utf-8") as handle:
+def read_reviews(path) -> tuple[list[str], list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 20 and sorted(r["expected"] for r in rows) == ["negative"] * 10 + ["positive"] * 10
     return [r["text"] for r in rows], [r["expected"] for r in rows]
@@ -79,6 +81,7 @@ def test_default_answers_the_readme_example_with_probabilities(classifier: Class
     [p] = classifier.predict(["I loved it"], ["positive", "negative"])
     assert p.label == "positive" and list(p.scores) == ["positive", "negative"] and p.score_kind == "probs"
     assert sum(p.scores.values()) == pytest.approx(1)
+    assert p.score > 0.8  # not a close call: the polarity phrases (measured 0.888; "This is {}." gave 0.512)
     # The probabilities are the raw cosines through the family's measured temperature, ranked alike.
     raw = np.array([p.raw_scores["positive"], p.raw_scores["negative"]])
     np.testing.assert_allclose([p.scores["positive"], p.scores["negative"]], softmax(raw / classifier.temperature()), rtol=1e-5)
@@ -86,18 +89,48 @@ def test_default_answers_the_readme_example_with_probabilities(classifier: Class
     assert raw_p.scores == p.raw_scores and raw_p.score_kind == "raw"
 
 
-def test_clear_reviews_single_and_multi_label(classifier: Classifier, reviews) -> None:
-    texts, expected = reviews
+@pytest.mark.parametrize("path", [REVIEWS, HELD_OUT_REVIEWS], ids=["reviews", "reviews_heldout"])
+def test_clear_reviews_single_and_multi_label(classifier: Classifier, path) -> None:
+    """Clear reviews come out right with the defaults: every one single-label, and multi-label none is "none",
+    each carries its own label, and most carry only it (README: how the defaults were measured)."""
+    texts, expected = read_reviews(path)
     predicted = [p.label for p in classifier.predict(texts, ["positive", "negative"])]
-    correct = sum(p == e for p, e in zip(predicted, expected))
-    assert correct >= MIN_REVIEWS_CORRECT, list(zip(predicted, expected))
+    assert predicted == expected
     multi = classifier.predict_multi_label(texts, ["positive", "negative"])
     assert not [p.text for p in multi if p.none]
+    assert all(e in p.labels for p, e in zip(multi, expected))
+    assert sum(p.labels == [e] for p, e in zip(multi, expected)) >= MIN_EXACTLY_ONE_LABEL
     assert all(list(p.scores) == sorted(p.scores, key=p.scores.get, reverse=True) for p in multi)
+    # A threshold of the user's is a plain cut: at the family's own cut every review gets both labels.
+    at_cut = classifier.predict_multi_label(texts, ["positive", "negative"], threshold=classifier.default_threshold())
+    assert all(p.labels == sorted(p.labels, key=p.scores.get, reverse=True) and len(p.labels) == 2 for p in at_cut)
 
 
-MIN_REVIEWS_CORRECT = 15
-"""all-MiniLM-L6-v2 with the default template gets this many of the 20 clear reviews (README: why not 20)."""
+MIN_EXACTLY_ONE_LABEL = 14
+"""Of 20 clear reviews, this many get their label alone multi-label (measured: 15 and 14); the others both,
+their two labels' probabilities within a factor of two (README)."""
+
+
+def test_polarity_descriptions_only_for_polarity_names_through_the_default_template() -> None:
+    from zstc.api import describe_labels
+    from zstc.hypotheses.polarity import POLARITY_PHRASES
+    from zstc.hypotheses.variants import HypothesisSet
+
+    described = describe_labels(["Positive", " negative", "neutral"], "This is {}.")
+    assert isinstance(described, HypothesisSet) and len(described.variants) == 5
+    assert [variant[0] for variant in described.variants.values()] == list(POLARITY_PHRASES["positive"])
+    assert describe_labels(["positive", "sports"], "This is {}.") == ["This is positive.", "This is sports."]
+    assert describe_labels(["positive", "negative"], "It was {}.") == ["It was positive.", "It was negative."]
+    assert describe_labels(["positive", "negative"], None) == ["positive", "negative"]
+
+
+def test_default_multi_label_rule_on_topics(classifier: Classifier) -> None:
+    texts = ["The striker scored twice in the second half.", "The central bank raised interest rates again.",
+             "The striker scored twice, and the club's shares rose on the stock market."]
+    multi = classifier.predict_multi_label(texts, ["sports", "economy", "cooking"])
+    assert [p.labels for p in multi[:2]] == [["sports"], ["economy"]]
+    assert classifier.default_margin() == pytest.approx(classifier.temperature() * np.log(2))
+    assert Classifier(classifier.scorer, calibration=Calibration("platt", {"slope": 1.0, "intercept": 0.0})).default_margin() is None
 
 
 def test_multi_label_probabilities_need_a_platt_file(classifier: Classifier) -> None:

@@ -108,6 +108,26 @@ def test_readme_echo_example_answers_positive(workdir: Path) -> None:
     row = json.loads(result.stdout)
     assert row["label"] == "positive" and list(row["scores"]) == ["positive", "negative"]
     assert sum(row["scores"].values()) == pytest.approx(1, abs=1e-3)
+    assert row["scores"]["positive"] > 0.8  # the README shows 0.888: the polarity phrases, not a close call
+
+
+def test_readme_review_examples_label_every_clear_review(workdir: Path) -> None:
+    """The README's reviews.csv examples as printed: 20/20 single-label; multi-label with the default rule
+    no "none" and every review's own label first (the file's `expected` column is carried through)."""
+    import json
+
+    env = {**os.environ, "PATH": f"{workdir.parent}{os.pathsep}{os.environ['PATH']}"}
+    for flag in ("--out predictions.jsonl", "--multi-label --scores raw"):
+        command = next(c for c in RUNNABLE if c.startswith("zstc classify tests/data/reviews.csv") and c.endswith(flag))
+        command = command.replace("--out predictions.jsonl", "")  # to stdout: the same records
+        result = subprocess.run(["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        assert len(rows) == 20
+        if "--multi-label" in flag:
+            assert all(row["labels"][0] == row["expected"] and "none" not in row["labels"] for row in rows), rows
+        else:
+            assert [row["label"] for row in rows] == [row["expected"] for row in rows]
 
 
 def test_readme_python_quickstart_runs() -> None:
@@ -116,3 +136,43 @@ def test_readme_python_quickstart_runs() -> None:
     result = subprocess.run([sys.executable, "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[0].startswith("economy") and result.stdout.splitlines()[1].startswith("sports")
+
+
+# -- the Layout table and the tree ------------------------------------------------------------------------
+
+PACKAGE = REPO / "src" / "zstc"
+PLUMBING = {"__init__.py", "__main__.py", "py.typed"}
+"""Files every package (or this one) has for Python's sake; the README names them in one sentence."""
+
+
+def _layout_rows() -> dict[str, str]:
+    """The README's Layout table: each entry of its first column (``scorers/``, ``api.py``) -> its description."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| folder / module | what lives there |"):].split("\n\n", 1)[0]
+    rows: dict[str, str] = {}
+    for line in table.splitlines()[2:]:
+        entries, description = line.strip("|").split("|", 1)
+        for entry in re.findall(r"`([^`]+)`", entries):
+            rows[entry] = description
+    return rows
+
+
+def _tree(folder: Path) -> set[str]:
+    """A folder's entries as the table names them: ``name.py``, ``data.json``, ``sub/``; caches and plumbing left out."""
+    return {path.name + "/" if path.is_dir() else path.name for path in folder.iterdir()
+            if path.name not in PLUMBING and not path.name.startswith((".", "__pycache__"))}
+
+
+def test_readme_layout_table_matches_the_tree() -> None:
+    rows = _layout_rows()
+    assert set(rows) == _tree(PACKAGE), "the Layout table's first column lists every folder and top-level module"
+    for entry, description in rows.items():
+        if entry.endswith("/"):
+            named = set(re.findall(r"`(\w+\.(?:py|json))`", description))
+            assert named == _tree(PACKAGE / entry), f"the {entry} row names every file of {entry} and no other"
+
+
+def test_no_two_modules_share_a_name() -> None:
+    names = [path.stem for path in PACKAGE.rglob("*.py") if path.name not in PLUMBING and "__pycache__" not in path.parts]
+    names += [path.name for path in PACKAGE.rglob("*") if path.is_dir() and path.name != "__pycache__"]
+    assert sorted(name for name in set(names) if names.count(name) > 1) == []

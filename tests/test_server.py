@@ -168,6 +168,20 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     assert one.status_code == 200 and one.json()["results"][0]["labels"] == ["sports"]
 
 
+def test_default_descriptions_and_multi_label_rule_are_the_librarys(client: TestClient, minilm: Classifier) -> None:
+    """Polarity labels by name: the service averages the opinion phrases as Classifier does, and its default
+    multi-label rule (the family's cut plus the margin below the best label) gives Classifier's label sets."""
+    texts = ["I loved it", "The charger stopped working after two days. Complete waste of money."]
+    labels = ["positive", "negative"]
+    single = client.post("/classify", json={"texts": texts, "labels": labels}).json()["results"]
+    multi = client.post("/classify", json={"texts": texts, "labels": labels, "multi_label": True}).json()["results"]
+    for result, multi_result, expected, expected_multi in zip(single, multi, minilm.predict(texts, labels),
+                                                                minilm.predict_multi_label(texts, labels)):
+        assert result["label"] == expected.label and scores_of(result) == pytest.approx(expected.raw_scores, abs=1e-5)
+        assert multi_result["labels"] == expected_multi.labels
+    assert [r["label"] for r in single] == [m["labels"][0] for m in multi] == ["positive", "negative"]
+
+
 def test_precision_rounds_scores(client: TestClient) -> None:
     response = client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS, "precision": 2})
     for entry in response.json()["results"][0]["scores"]:
@@ -688,6 +702,19 @@ def test_probabilities_follow_a_calibration_file(minilm: Classifier) -> None:
     raw = np.array([entry["score"] for entry in result["scores"]])
     probabilities = np.array([entry["probability"] for entry in result["scores"]])
     assert probabilities == pytest.approx(np.exp(raw / 0.5) / np.exp(raw / 0.5).sum(), abs=1e-4)
+
+
+def test_settings_are_checked_in_parameter_names() -> None:
+    """The service's settings go through zstc.validation like every other option: the message names the
+    parameter (the CLI turns it into --drain-timeout, see test_robustness.test_option_ranges)."""
+    from zstc.errors import OptionError
+
+    assert ServeSettings(drain_timeout=0).drain_timeout == 0
+    with pytest.raises(OptionError, match="drain_timeout must be >= 0, got -1") as refused:
+        ServeSettings(drain_timeout=-1)
+    assert refused.value.parameters == ("drain_timeout",)
+    with pytest.raises(OptionError, match="drain_timeout must be finite"):
+        ServeSettings(drain_timeout=float("nan"))
 
 
 def test_model_thread_returns_freed_heap_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:

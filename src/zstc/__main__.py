@@ -1,3 +1,3 @@
-from zstc.cli import main
+from zstc.entry import main
 
 main()

@@ -23,10 +23,11 @@ import numpy as np
 
 from zstc.decisions import argmax_decisions
 from zstc.errors import LabelError, OptionError
+from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
-from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_threshold, fit_thresholds, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.validation import OptionSpec, check_labels, check_option, check_options, check_template, check_texts
@@ -103,11 +104,19 @@ def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: 
     return record
 
 
-def describe_labels(labels: Sequence[str], template: str | None) -> list[str]:
-    """Label descriptions: each label through ``template`` (one ``{}``), or the labels themselves."""
+def describe_labels(labels: Sequence[str], template: str | None) -> list[str] | HypothesisSet:
+    """Label descriptions: each label through ``template`` (one ``{}``), or the labels themselves.
+
+    Through the default template, a label set of sentiment polarities (``positive``, ``negative``,
+    ``neutral``) is described by short opinions instead, one score per phrase averaged
+    (:mod:`zstc.hypotheses.polarity`: the default model misreads ``This is positive.``).
+    """
     if template is None:
         return list(labels)
-    return [check_template(template).format(label) for label in labels]
+    template = check_template(template)
+    if template == DEFAULT_TEMPLATE and is_polarity_label_set(labels):
+        return HypothesisSet(polarity_variants(labels))
+    return [template.format(label) for label in labels]
 
 
 def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", template: str | None = None,
@@ -227,11 +236,17 @@ class Classifier:
             return 0.5
         return default_threshold(score_type_of(self.scorer), self.family)
 
+    def default_margin(self) -> float | None:
+        """The multi-label margin without options (:func:`zstc.multilabel.default_margin`): for the embedding
+        family, labels at least half as probable as the best one at :meth:`temperature`; None otherwise."""
+        return None if self._platt() is not None else default_margin(self.family, self.temperature())
+
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
                             notes: list[str] | None = None, scores: str | None = None) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
-        :meth:`default_threshold`), or ``"none"``. With a Platt calibration the thresholds apply to its
+        :meth:`default_threshold` and, for the embedding family, :meth:`default_margin` below the text's best
+        label), or ``"none"``. With a Platt calibration the thresholds apply to its
         probabilities and ``scores`` defaults to ``probs``; otherwise to the raw scores, and ``probs`` is
         only available when the raw scores are probabilities already."""
         check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
@@ -247,7 +262,9 @@ class Classifier:
         matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes)
         decided_on = platt.multi_label(matrix) if platt is not None else matrix
         shown = decided_on if kind == "probs" else matrix
-        chosen = decide(decided_on, labels, self.default_threshold() if threshold is None else threshold, per_label)
+        # The default rule (no threshold of the user's) keeps labels near the best one; a given threshold is a plain cut.
+        margin = self.default_margin() if threshold is None and not per_label else None
+        chosen = decide(decided_on, labels, self.default_threshold() if threshold is None else threshold, per_label, margin)
         return [
             MultiLabelPrediction(text, [name for name in _ranked(labels, row) if name in names] if names != [NONE_LABEL] else names,
                                  _ranked(labels, view), _ranked(labels, row), kind)

@@ -243,6 +243,8 @@ def atomic_directory(path: Path, *, last: Sequence[str] = ()) -> Iterator[Path]:
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
             os.replace(entry, target)
+    except OutputError as error:  # a file of the block that could not be written: named where the user will look for it
+        raise OutputError(str(error).replace(str(staging), str(path))) from None
     except OSError as error:
         raise _write_failed(path, error) from None
     finally:

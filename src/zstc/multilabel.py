@@ -41,7 +41,21 @@ FAMILY_THRESHOLDS: dict[str, float] = {
     "embedding": 0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
     "encoder": 0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
 }
-"""Measured defaults per family; they take precedence over the score type's rough rule."""
+"""Measured defaults per family; they take precedence over the score type's rough rule. Without a threshold
+of the user's, the embedding family's labels must also be near the best one (:func:`default_margin`)."""
+
+RELATIVE_FAMILIES: frozenset[str] = frozenset({"embedding"})
+"""Families whose default multi-label rule also asks a label to be near the text's best one
+(:func:`default_margin`): a cosine's level says little about a label on its own (a clear review is about as
+close to ``negative`` as to ``positive`` in absolute terms, and both pass any cut that keeps clear texts
+from "none"), while its distance to the best label's does. Measured: scripts/measure_label_defaults.py."""
+
+
+def default_margin(family: str | None, temperature: float) -> float | None:
+    """The default multi-label margin of ``family`` (None: no margin): ``temperature * ln 2``, so a label
+    passes when its single-label probability (softmax at ``temperature``) is at least half the best label's."""
+    return temperature * math.log(2) if family in RELATIVE_FAMILIES else None
+
 
 FAMILY_SCORE_TYPE: FamilyTable[str] = FamilyTable(lambda family: family.score_type)
 """Family name -> its score type (a view of the :class:`zstc.scorers.families.Family` records)."""
@@ -87,9 +101,14 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[
     return parsed
 
 
-def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None) -> np.ndarray:
-    """Boolean (texts, labels) decisions; a row with no label set is "none"."""
-    return threshold_decisions(scores, threshold, labels, per_label)
+def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None,
+           margin: float | None = None) -> np.ndarray:
+    """Boolean (texts, labels) decisions; a row with no label set is "none". With a ``margin``, a label must
+    also score at least the row's best score minus ``margin`` (see :func:`default_margin`)."""
+    chosen = threshold_decisions(scores, threshold, labels, per_label)
+    if margin is not None:
+        chosen &= scores >= scores.max(axis=1, keepdims=True) - margin
+    return chosen
 
 
 def label_sets(decisions: np.ndarray, labels: Sequence[str]) -> list[list[str]]:

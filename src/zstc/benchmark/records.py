@@ -196,6 +196,11 @@ class Evaluation(BaseModel):
     hypotheses_used: dict[str, list[str]] = Field(default_factory=dict)
     fingerprints: dict[str, str] = Field(default_factory=dict)
     """Each dataset's result fingerprint (what the shared result cache files it under)."""
+    run_identity: dict[str, Any] | None = None
+    """What determines every dataset's numbers in the run: model, revision, precision, scorer options,
+    hypotheses, sampling (None in files written before it was kept)."""
+    run_fingerprint: str | None = None
+    """The hash of ``run_identity``: a later bench to the same ``--out`` with another one is refused."""
 
 
 class RunRecord(BaseModel):

@@ -7,6 +7,7 @@ scorer -> score matrix -> argmax -> metrics -> store. Finished datasets are save
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -43,8 +44,8 @@ from zstc.benchmark.records import (
     Timing,
     percentile,
 )
-from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, save_summary
-from zstc.scorers import make_scorer, scorer_class
+from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, load_summary, save_summary
+from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
@@ -91,7 +92,7 @@ class BenchConfig:
             "model": spec.model_id,
             "family": spec.family,
             "model_revision": _model_identity(spec),
-            "scoring_version": scorer_class(spec.family).SCORING_VERSION,  # type: ignore[attr-defined]  # typed `type` until the Family record
+            "scoring_version": get_family(spec.family).scoring_version,
             "precision": scorer_options["precision"],
             "device_type": device.type,
             "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},
@@ -323,7 +324,7 @@ class Bench:
     def summarize(self, results: dict[str, DatasetResult]) -> dict[str, Any]:
         """The run summary of ``results``, written to ``config.out`` as ``zstc bench`` writes it."""
         spec = get_model_spec(self.config.model, self.config.family)
-        summary = build_summary(self.config, spec, results, self._scorer)
+        summary = build_summary(self.config, spec, results, self._scorer, run=self.validate())
         if self.config.multi_label:
             summary.multi_label = multi_label_summary(results, self.scorer, self.config.threshold)
         return save_summary(self.config.out, summary)
@@ -333,7 +334,7 @@ class Bench:
         run_identity, run_key = self.validate()
         for orphan in self.store.remove_orphans():
             self.on_event("orphan", orphan)
-        self._check_details_folder(run_identity, run_key)
+        self.check_out(run_identity, run_key)
         results: dict[str, DatasetResult] = {}
         for name in config.tasks:
             prepared = self.prepare(name)
@@ -350,6 +351,42 @@ class Bench:
             results[name] = result
             self.on_event("done", result)
         return self.summarize(results)
+
+    def check_out(self, run_identity: dict[str, Any], run_key: str) -> None:
+        """Refuse, before any model loads, to replace another run's work at ``--out``: its summary
+        (:meth:`_check_summary`) or its per-dataset results (:meth:`_check_details_folder`)."""
+        self._check_summary(run_identity, run_key)
+        self._check_details_folder(run_identity, run_key)
+
+    def _check_summary(self, run_identity: dict[str, Any], run_key: str) -> None:
+        """An existing summary at ``--out`` of a run with other settings is kept, unless ``--overwrite always``:
+        with its details folder gone, nothing else would stop this run from silently replacing it."""
+        path = Path(self.config.out)
+        if self.config.overwrite == "always" or not path.is_file():
+            return
+        try:
+            stored = load_summary(path)
+        except DataError as error:
+            raise DataError(f"{error}; it would be replaced by this run's summary: write to another --out, "
+                            "or replace it with --overwrite always") from None
+        evaluation = stored.get("evaluation", {})
+        if evaluation.get("run_fingerprint") == run_key:
+            return
+        run_identity = json.loads(json.dumps(run_identity, default=str))  # compared as the summary stores it
+        recorded = evaluation.get("run_identity")
+        if isinstance(recorded, dict):
+            keys = [*run_identity, *(key for key in recorded if key not in run_identity)]
+        else:  # a summary from before run identities were kept: compare what it records
+            recorded = _legacy_identity(stored)
+            keys = [key for key in run_identity if key in recorded]
+        changed = [f"{key} {recorded.get(key)!r} -> {run_identity.get(key)!r}" for key in keys
+                   if recorded.get(key) != run_identity.get(key)]
+        if not changed and not evaluation.get("run_identity"):
+            return
+        raise DataError(
+            f"--out {path}: holds the summary of a run with other settings ({'; '.join(changed) or 'settings differ'}); "
+            "write to another --out, or replace it with --overwrite always"
+        )
 
     def _check_details_folder(self, run_identity: dict[str, Any], run_key: str) -> None:
         """Refuse to mix runs: results of other settings in the details folder stop the run (``only-missing``,
@@ -401,8 +438,10 @@ def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, thres
     )
 
 
-def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, DatasetResult], scorer: Scorer | None) -> RunSummary:
-    """The run summary of finished datasets (validated as it is built)."""
+def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, DatasetResult], scorer: Scorer | None,
+                  run: tuple[dict[str, Any], str] | None = None) -> RunSummary:
+    """The run summary of finished datasets (validated as it is built); ``run`` is the run's identity and its
+    key (:meth:`Bench.validate`), kept so that a later run to the same ``--out`` can tell whether it is the same."""
     family_of = {name: result.family or "custom" for name, result in results.items()}
     metrics_only = {name: {m: result.metrics[m] for m in METRICS} for name, result in results.items()}
     sampled = any(r.source_texts is not None and r.n_texts < r.source_texts for r in results.values())
@@ -441,6 +480,8 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
             data_sha256={name: result.data_sha256 for name, result in results.items()},
             hypotheses_used={name: result.hypotheses for name, result in results.items()},
             fingerprints={name: result.fingerprint for name, result in results.items()},
+            run_identity=run[0] if run else None,
+            run_fingerprint=run[1] if run else None,
         ),
         run=run_record(results, described),
         results=Results(
@@ -474,6 +515,22 @@ def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> 
         git_commit=git_commit(),
         libraries=library_versions(),
     )
+
+
+def _legacy_identity(summary: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a run identity that a summary written before run identities were kept still records."""
+    evaluation, model = summary.get("evaluation", {}), summary.get("model", {})
+    identity: dict[str, Any] = {"model": model.get("name")}
+    if evaluation.get("precision"):
+        identity["precision"] = evaluation["precision"]
+    if evaluation.get("hypotheses"):
+        identity["hypotheses"] = {"variant": evaluation["hypotheses"], "template": evaluation.get("template")}
+    if evaluation.get("sampling"):
+        identity["sampling"] = {"method": evaluation["sampling"], "max_samples": evaluation.get("max_samples"),
+                                "seed": evaluation.get("seed") if evaluation["sampling"] == "stratified" else None}
+    if evaluation.get("unlabelled_policy"):
+        identity["unlabelled"] = evaluation["unlabelled_policy"]
+    return identity
 
 
 def _model_revision(spec: ModelSpec) -> str | None:

@@ -1,7 +1,8 @@
 """The ``zstc`` command line. Each command lives in its own module and registers itself on ``app``.
 
 Errors a user can cause (:class:`zstc.errors.ZstcError`) are printed as one line and exit non-zero;
-Ctrl-C (SIGINT) exits 130 and SIGTERM 143, each with a message, after the command has saved what it finished.
+Ctrl-C (SIGINT) exits 130 and SIGTERM 143, each with a message, after the command has saved what it finished
+(:mod:`zstc.entry`, the console command's entry point, covers the time this package takes to import).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from zstc.entry import stopped
 from zstc.errors import Terminated, ZstcError
 
 app = typer.Typer(
@@ -69,16 +71,24 @@ def _install_signal_handlers() -> None:
 
 
 def _stopped(terminated: bool) -> None:
-    if terminated:
-        print("terminated (SIGTERM)", file=sys.stderr)
-        sys.exit(Terminated.exit_code)
-    print("interrupted (SIGINT)", file=sys.stderr)
-    sys.exit(130)
+    stopped(signal.SIGTERM if terminated else signal.SIGINT)
+
+
+def _usage_line(error: Exception) -> str | None:
+    """A usage error (a value out of range, an unknown option, a missing argument) as one ``error:`` line, like
+    every other user error; None for the help a bare ``zstc`` shows. By class name: typer vendors its click."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if "UsageError" not in names or "NoArgsIsHelpError" in names:
+        return None
+    context = getattr(error, "ctx", None)
+    command = context.command_path if context is not None else "zstc"
+    return f"error: {' '.join(error.format_message().split())} (see {command} --help)"  # type: ignore[attr-defined]
 
 
 def main() -> None:
-    _install_signal_handlers()
+    """The command line, for a caller that has imported it (the ``zstc`` command starts in :mod:`zstc.entry`)."""
     try:
+        _install_signal_handlers()  # inside the try: a signal right after it is an interrupt like any other
         # standalone_mode=False lets zstc's own errors reach the handler below; typer then returns the exit
         # code of typer.Exit, and 130 for a KeyboardInterrupt, instead of exiting itself.
         result = app(standalone_mode=False)
@@ -97,7 +107,11 @@ def main() -> None:
         show = getattr(error, "show", None)
         if show is None:
             raise
-        show()
+        line = _usage_line(error)
+        if line is None:
+            show()
+        else:
+            print(line, file=sys.stderr)
         sys.exit(getattr(error, "exit_code", 2))
     if result == 130:  # typer's code for a KeyboardInterrupt it caught
         _stopped(bool(_signals) and _signals[-1] == signal.SIGTERM)

@@ -44,6 +44,7 @@ def bench(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
+    from zstc.errors import Terminated
     from zstc.validation import check_options
 
     if unlabelled not in UNLABELLED_POLICIES:
@@ -74,8 +75,9 @@ def bench(
     runner = Bench(config, on_event=_report_event, show_progress=show_progress())
     try:
         summary = runner.run()
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: finished datasets are saved in {runner.store.directory}; run the same command again to resume")
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (zstc.errors.Terminated)
+        how = "terminated" if isinstance(stop, Terminated) else "interrupted"
+        console.print(f"[yellow]{how}[/]: finished datasets are saved in {runner.store.directory}; run the same command again to resume")
         raise
     print_summary(summary)
     if "multi_label" in summary:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, ScoreType, Template, scorer_options
+from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
 
 console = Console(stderr=True)
 
@@ -21,10 +21,10 @@ Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
 Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
 
 
-def _scorer(model: str, family: str | None, **given: Any) -> Any:
+def _scorer(model: str, family: str | None, scoring: ScorerOptions, **override: Any) -> Any:
     from zstc.scorers import make_scorer
 
-    return make_scorer(model, family, **scorer_options(**given))
+    return make_scorer(model, family, **scoring.kwargs(**override))
 
 
 def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: str = "exclude") -> Any:
@@ -57,6 +57,7 @@ def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
 
 
 @app.command("template-robustness")
+@with_scorer_options(precision="fp32")
 def template_robustness(
     model: Model,
     data: Data,
@@ -67,14 +68,8 @@ def template_robustness(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
     from zstc.validation import check_template
@@ -83,8 +78,7 @@ def template_robustness(
     for given in template or []:
         check_template(given, what="--template")
     _check_before_work(out, data, {"max_samples": max_samples})
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
+    scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
     report = {"model": model, "scorer": scorer.describe(),
@@ -103,6 +97,7 @@ def template_robustness(
 
 
 @app.command()
+@with_scorer_options(precision="fp32")
 def calibrate(
     model: Model,
     data: Data,
@@ -115,14 +110,8 @@ def calibrate(
     seed: Seed = 0,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the calibration file here (JSON: the fitted parameters, model and settings, ECE and Brier); `classify --calibration F` and `serve --calibration F` use it.")] = None,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest.
 
@@ -148,8 +137,7 @@ def calibrate(
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
     if len(dev) == 0 or len(test) == 0:
         raise DataError(f"{task}: {len(loaded)} texts leave {len(dev)} to fit and {len(test)} to test on; calibration needs both")
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, entailment_index=entailment_index,
-                     batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
+    scorer = _scorer(model, family, scoring)
     descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
     scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
     kind = score_type_of(scorer)
@@ -177,6 +165,7 @@ def _positions(task: Any, part: Any) -> Any:
 
 
 @app.command()
+@with_scorer_options("pooling", "score_type", "batch_size", "precision", "device", "max_length", precision="fp32")
 def unseen(
     model: Model,
     data: Data,
@@ -197,13 +186,8 @@ def unseen(
     seed: Seed = 0,
     out: Out = None,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
     from zstc.io import check_output_dir
@@ -216,7 +200,7 @@ def unseen(
                                    "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples})
     if finetune:
         check_output_dir(work_dir, option="--work-dir")
-    scorer = _scorer(model, family, pooling=pooling, score_type=score_type, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
+    scorer = _scorer(model, family, scoring)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)
     descriptions = list(_single_variant(hypotheses, template, test))
@@ -225,9 +209,9 @@ def unseen(
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
                                   seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
-                                  device=device, precision=requested_precision(precision, bf16, "fp32"))
+                                  device=scoring.get("device"), precision=scoring.precision)
         # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
-        return _scorer(folder, "nli", score_type="prob", batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device)
+        return _scorer(folder, "nli", scoring, only=("batch_size", "device"), score_type="prob")
 
     report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
     report["model"] = model

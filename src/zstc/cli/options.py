@@ -6,7 +6,7 @@ import functools
 import inspect
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional, TypeVar
 
@@ -143,10 +143,11 @@ class ScorerOptions:
         """``--precision`` or its ``--bf16/--no-bf16`` alias, else the command's default (not yet resolved)."""
         return requested_precision(self.given.get("precision"), self.given.get("bf16"), self.default_precision)
 
-    def kwargs(self, **override: Any) -> dict[str, Any]:
-        """Keyword arguments for :func:`zstc.scorers.make_scorer`: the options set, ``override`` on top, and
-        the precision resolved for the device."""
-        given = {name: value for name, value in self.given.items() if name not in ("precision", "bf16")}
+    def kwargs(self, only: Collection[str] | None = None, **override: Any) -> dict[str, Any]:
+        """Keyword arguments for :func:`zstc.scorers.make_scorer`: the options set (those named in ``only``,
+        when given), ``override`` on top, and the precision resolved for the device."""
+        given = {name: value for name, value in self.given.items()
+                 if name not in ("precision", "bf16") and (only is None or name in only)}
         return scorer_options(**{**given, **override, "precision": self.precision})
 
 
@@ -158,7 +159,8 @@ def with_scorer_options(*names: str, precision: str = "fp32") -> Callable[[F], F
     hand them to it as one ``scoring: ScorerOptions`` argument instead of one parameter each.
 
     ``precision`` is the command's default (``fp32`` for benchmark numbers, ``auto`` for classifying);
-    ``--bf16/--no-bf16`` come with ``--precision``.
+    ``--bf16/--no-bf16`` come with ``--precision``. The flags stand in ``--help`` where the command declares
+    ``scoring`` (keyword-only, after ``*``), so a command keeps the order its users know.
     """
     chosen = list(names or SCORER_PARAMETERS)
     if "precision" in chosen and "bf16" not in chosen:
@@ -171,18 +173,25 @@ def with_scorer_options(*names: str, precision: str = "fp32") -> Callable[[F], F
 
     def decorate(command: F) -> F:
         signature = inspect.signature(command)
+        if "scoring" not in signature.parameters:
+            raise TypeError(f"{command.__name__} takes the scorer options as `scoring: ScorerOptions` (keyword-only)")
         # Typer reads the annotations from the signature: give it objects, not the module's strings.
         hints = typing.get_type_hints(command, include_extras=True)
-        own = [parameter.replace(annotation=hints.get(name, parameter.annotation))
-               for name, parameter in signature.parameters.items() if name != "scoring"]
         added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotations[name]) for name in chosen]
+        # Typer passes every option by keyword: all keyword-only, so the added flags may stand anywhere.
+        parameters: list[inspect.Parameter] = []
+        for name, parameter in signature.parameters.items():
+            if name == "scoring":
+                parameters += added
+            else:
+                parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, parameter.annotation)))
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:
             given = {name: kwargs.pop(name) for name in chosen}
             return command(**kwargs, scoring=ScorerOptions(given, precision))
 
-        wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+        wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {
             **{name: value for name, value in hints.items() if name != "scoring"},
             **annotations,

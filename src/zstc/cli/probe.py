@@ -10,12 +10,13 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, PrecisionFp32, requested_precision, Device, EntailmentIndex, MaxLength, Model, ScoreType, scorer_options
+from zstc.cli.options import Model, ScorerOptions, with_scorer_options
 
 console = Console(stderr=True)
 
 
 @app.command("nli-probe")
+@with_scorer_options("score_type", "entailment_index", "batch_size", "precision", "device", "max_length", precision="fp32")
 def nli_probe(
     model: Model,
     data: Annotated[Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")],
@@ -23,13 +24,8 @@ def nli_probe(
     seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the results as JSON here.")] = None,
     family: Annotated[Optional[str], typer.Option("--family", "-f", help="nli or reranker; default: the registry's, else nli.")] = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
     --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model."""
@@ -43,8 +39,7 @@ def nli_probe(
     sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
     if out is not None:
         check_output_path(out, inputs=list(sets.values()))
-    options = scorer_options(score_type=score_type, entailment_index=entailment_index, batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length)
-    scorer = make_scorer(model, probe_family(model, family), **options)
+    scorer = make_scorer(model, probe_family(model, family), **scoring.kwargs())
     summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress())
     print_probe(summary)
     if out is not None:

@@ -9,24 +9,18 @@ from typing import Annotated, Any, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionAuto, ScoreType
-from zstc.cli.options import requested_precision, scorer_options
+from zstc.cli.options import DEFAULT, Family, Model, ScorerOptions, with_scorer_options
 
 _BATCHING = "Batching and limits"
 
 
 @app.command()
+@with_scorer_options(precision="auto")
 def serve(
     model: Model = DEFAULT,
     family: Family = None,
-    pooling: Pooling = None,
-    score_type: ScoreType = None,
-    entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionAuto = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
     host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities.")] = None,
@@ -47,7 +41,7 @@ def serve(
 ) -> None:
     """Serve zero-shot classification over HTTP: POST /classify (zstc and Hugging Face shapes), POST /rerank,
     GET /health, /health/ready, /info, /metrics, a playground at / and the API at /docs."""
-    from zstc.errors import ModelError, ZstcError
+    from zstc.errors import ModelError
 
     try:
         import uvicorn
@@ -65,14 +59,11 @@ def serve(
         engine=EngineConfig(max_batch_pairs=max_batch_pairs, max_wait_ms=max_wait_ms, max_queued_pairs=max_queued_pairs,
                             label_cache_size=label_cache_size, threads=threads),
         api_key=api_key or None,
+        drain_timeout=drain_timeout,
     )
-    if drain_timeout < 0:
-        raise ZstcError(f"drain-timeout must be 0 or more, got {drain_timeout}")
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
 
-    options = scorer_options(pooling=pooling, score_type=score_type, entailment_index=entailment_index, batch_size=batch_size,
-                             precision=requested_precision(precision, bf16, "auto"), device=device, max_length=max_length)
-    classifier = Classifier(model, family=family, calibration=calibration, **options)
+    classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs())
     classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
     application = create_app(classifier, settings)
     engine = application.state.engine
@@ -84,7 +75,7 @@ def serve(
             engine.begin_drain()
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
+    config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
                             access_log=access_log, log_level="info")
     DrainingServer(config).run()
 

@@ -9,12 +9,13 @@ import typer
 from rich.console import Console
 
 from zstc.cli import app
-from zstc.cli.options import BatchSize, Bf16, Device, Hypotheses, MaxLength, PrecisionFp32, Template, requested_precision, scorer_options
+from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
 
 console = Console(stderr=True)
 
 
 @app.command()
+@with_scorer_options("batch_size", "precision", "device", "max_length", precision="fp32")
 def sweep(
     models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders).")],
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
@@ -31,11 +32,8 @@ def sweep(
     fresh: Annotated[bool, typer.Option(help="Recompute every unit instead of reusing finished ones.")] = False,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
-    batch_size: BatchSize = None,
-    precision: PrecisionFp32 = None,
-    bf16: Bf16 = None,
-    device: Device = None,
-    max_length: MaxLength = None,
+    *,
+    scoring: ScorerOptions,
 ) -> None:
     """Every (model, dataset) unit once: finished ones (details folder or result cache) are skipped, each model
     is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
@@ -54,7 +52,7 @@ def sweep(
     template_config = BenchConfig(
         model=names[0], tasks=resolve_task_names(tasks), data=data, unlabelled=unlabelled, max_samples=max_samples, seed=seed,
         overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,
-        scorer_options=scorer_options(batch_size=batch_size, precision=requested_precision(precision, bf16, "fp32"), device=device, max_length=max_length),
+        scorer_options=scoring.kwargs(),
     )
     plan = plan_sweep(template_config, names, out, on_event=_report)
     console.print(f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})")

@@ -36,15 +36,17 @@ def train_nli(
 ) -> None:
     """Train an NLI cross-encoder; an interrupted run continues when the same command is run again."""
     from zstc.io import check_output_dir
-    from zstc.training import TrainConfig
-    from zstc.training import train_nli as run_training
     from zstc.validation import check_options
 
-    # Before the backbone loads or a step is taken: a bad option or --out must not cost a training run.
+    # Before the backbone loads, a step is taken, or even the training libraries are imported (seconds):
+    # a bad option or --out must not cost a training run.
     check_options({"dev_size": dev_size, "epochs": epochs, "max_steps": max_steps, "max_minutes": max_minutes, "batch_size": batch_size,
                    "backbone_lr": backbone_lr, "head_lr": head_lr, "patience": patience, "eval_fraction": eval_fraction,
                    "max_length": max_length, "device": device})
     check_output_dir(out, inputs=[data, dev])
+    from zstc.training import TrainConfig
+    from zstc.training import train_nli as run_training
+
     config = TrainConfig(
         backbone=backbone, data=str(data), out=str(out), variant=variant, dev=str(dev) if dev else None,
         dev_size=dev_size, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes, seed=seed, batch_size=batch_size,

@@ -11,7 +11,7 @@ Output layout of ``--out DIR``::
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,7 @@ from zstc.reports.tables import (
     run_facts_table,
 )
 from zstc.benchmark.store import DatasetResult
-from zstc.io import atomic_write, check_output_dir
+from zstc.io import atomic_directory, atomic_write, check_output_dir
 
 INTERVAL_METRICS = ("macro_f1", "accuracy")
 REPORT_FILES = ("index.html", "report.md")
@@ -63,10 +63,25 @@ class Report:
 
 def build_report(result_files: list[str | Path], out: str | Path, *, include_paper: bool = True, draws: int = BOOTSTRAP_DRAWS,
                  seed: int = 0, confusion_matrices: bool = True) -> Report:
-    """Write the report for ``result_files`` into ``out``; returns what was written."""
+    """Write the report for ``result_files`` into ``out``; returns what was written.
+
+    The report is built in a folder beside ``out`` and moved in only when complete (``index.html`` last): a
+    failure (a full disk) or an interrupt leaves ``out`` as it was, never half a new report over an old one.
+    """
     directory = check_output_dir(Path(out), inputs=list(result_files), files=REPORT_FILES)
     runs = load_runs(list(result_files))
-    directory.mkdir(exist_ok=True)
+    with atomic_directory(directory, last=REPORT_FILES[::-1]) as staging:
+        built = _build(runs, staging, include_paper=include_paper, draws=draws, seed=seed, confusion_matrices=confusion_matrices)
+
+    def moved(path: Path) -> Path:
+        return directory / path.relative_to(staging)
+
+    return Report(directory, moved(built.index), built.tables, notes=built.notes,
+                  figures=[replace(f, png=moved(f.png), svg=moved(f.svg)) for f in built.figures])
+
+
+def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int, seed: int, confusion_matrices: bool) -> Report:
+    """Write the report of ``runs`` into ``directory`` (see :func:`build_report`)."""
     datasets = compared_datasets(runs)
     run_rows = [run.row() for run in runs]
     published_by_name = {row.label: row for row in paper_rows()}

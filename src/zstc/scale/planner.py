@@ -65,7 +65,7 @@ def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path
     for model in models:
         config = replace(template, model=model, out=out_dir / f"{model_folder(model)}.json")
         bench = Bench(config, on_event=on_event, show_progress=False)
-        bench._check_details_folder(*bench.validate())  # the same refusal to mix settings as bench
+        bench.check_out(*bench.validate())  # the same refusal to replace other settings' work as bench
         configs.append(config)
         benches.append(bench)
         reused[model] = {}

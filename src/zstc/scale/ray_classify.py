@@ -88,7 +88,7 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         manifest = {}
-    identities = {str(path): {"input_sha256": sha256_file(path), "settings": settings} for path in files}
+    identities = {str(path): {"input_sha256": sha256_file(path), "settings": settings, "precision": options.get("precision")} for path in files}
     pending = [path for path in files if not _finished(manifest.get(str(path)), identities[str(path)], out_dir / f"{path.stem}.parquet")]
     if len(pending) < len(files):
         on_note(f"{len(files) - len(pending)} of {len(files)} inputs are finished already in {out_dir}")

@@ -26,7 +26,7 @@ are broken by label position (the earlier label wins), so the shortlist is deter
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -82,6 +82,19 @@ def parse_shortlist(value: str | int | ShortlistSpec | None) -> ShortlistSpec | 
     return ShortlistSpec(get_model_spec(model).model_id, k)
 
 
+@dataclass(frozen=True)
+class CascadeResult(ScoreResult):
+    """A cascade call's scores and notes, with the facts of that call: returned, never kept on the scorer,
+    so one cascade can serve several threads at once."""
+
+    ranks: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    """Each text's labels in shortlist order (row ``i``: label indices, best first)."""
+    pairs_scored: int = 0
+    """(text, label) pairs the main model ran."""
+    pairs_total: int = 0
+    """(text, label) pairs the main model would have run without the cascade."""
+
+
 def shortlist_ranks(scores: np.ndarray) -> np.ndarray:
     """Each row's label indices, best first; ties go to the earlier label (a stable sort)."""
     return np.argsort(-np.asarray(scores, dtype=np.float64), axis=1, kind="stable")
@@ -109,8 +122,8 @@ class CascadeScorer:
     >>> cascade.score(texts, labels).shape == (len(texts), len(labels))
     True
 
-    Facts about the last :meth:`score` call: ``last_ranks`` (each text's labels in shortlist order) and
-    ``pairs_scored`` / ``pairs_total`` ((text, label) pairs the main model ran / would run without the cascade).
+    :meth:`score_with_notes` returns a :class:`CascadeResult`: the call's shortlist ranks and pair counts
+    travel with its scores, and the cascade keeps nothing of a call (safe to share between threads).
     """
 
     def __init__(self, main: Scorer, shortlister: Scorer, k: int) -> None:
@@ -119,10 +132,6 @@ class CascadeScorer:
         self.main = main
         self.shortlister = shortlister
         self.k = int(k)
-        self.notes: list[str] = []
-        self.last_ranks: np.ndarray | None = None
-        self.pairs_scored = 0
-        self.pairs_total = 0
 
     # The cascade stands in for its main scorer: family, spec, score type, device... are the main's.
     @property
@@ -159,38 +168,31 @@ class CascadeScorer:
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
-        # The cascade keeps its last call's facts (ranks, pair counts, notes) on itself: one cascade per thread.
-        scores = self.score(texts, labels, show_progress=show_progress)
-        return ScoreResult(scores, list(self.notes))
-
-    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> CascadeResult:
         texts, labels = list(texts), list(labels)
         n, n_labels = len(texts), len(labels)
-        self.pairs_total = n * n_labels
         if self.k >= n_labels or n == 0:
             # Nothing to leave out: exactly the main scorer's run (the shortlister is not even loaded).
             result = score_with_notes(self.main, texts, labels, show_progress=show_progress)
-            scores = result.scores
-            self.last_ranks = shortlist_ranks(scores) if n else np.zeros((0, n_labels), dtype=np.int64)
-            self.pairs_scored = self.pairs_total
-            self.notes = list(result.notes)
-            return scores
+            ranks = shortlist_ranks(result.scores) if n else np.zeros((0, n_labels), dtype=np.int64)
+            return CascadeResult(result.scores, list(result.notes), ranks, n * n_labels, n * n_labels)
         ranks = shortlist_ranks(self.shortlister.score(texts, labels))
-        self.last_ranks = ranks
         if self.family in PAIR_FAMILIES and isinstance(self.main, PairScorer):
             main_scores, notes = self._score_pairs(texts, labels, ranks, show_progress)
         else:
             main_scores, notes = self._score_groups(texts, labels, ranks, show_progress)
-        self.pairs_scored = n * self.k
-        self.notes = [
-            f"{self.pairs_scored} of {self.pairs_total} (text, label) pairs scored by the main model "
+        scored, total = n * self.k, n * n_labels
+        notes = [
+            f"{scored} of {total} (text, label) pairs scored by the main model "
             f"(the rest ranked below them by the {self.shortlist.canonical} shortlist)",
             *notes,
         ]
         if self.family == "llm":
-            self.notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
-        return fill_unlisted(main_scores, ranks, self.k)
+            notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
+        return CascadeResult(fill_unlisted(main_scores, ranks, self.k), notes, ranks, scored, total)
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        return self.score_with_notes(texts, labels, show_progress=show_progress).scores
 
     def _score_pairs(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
         """All shortlisted pairs of all texts in one batched run of the pair scorer (batches span texts)."""

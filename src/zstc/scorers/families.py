@@ -57,6 +57,12 @@ class Family:
         cls: type = getattr(importlib.import_module(module_name), class_name)
         return cls
 
+    @property
+    def scoring_version(self) -> str:
+        """Version of the family's scoring math: its scorer class's ``SCORING_VERSION`` (``""`` for a class
+        that declares none). Part of result fingerprints, so results of older math are not reused."""
+        return str(getattr(self.scorer_class(), "SCORING_VERSION", ""))
+
     def check_options(self, values: Mapping[str, Any], model_id: str | None = None) -> dict[str, Any]:
         """Every option of this family: the given value, checked, or its default (see :func:`check_options`)."""
         target = f"{self.name} models" + (f" ({model_id})" if model_id else "")

@@ -46,6 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from zstc import __version__
 from zstc.api import Classifier, describe_labels
+from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, LabelError, ZstcError
 from zstc.multilabel import check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
@@ -89,6 +90,13 @@ class ServeSettings:
     engine: EngineConfig = field(default_factory=EngineConfig)
     api_key: str | None = None
     """Bearer token required by every endpoint except /health, /health/ready, /metrics, the docs and the playground page."""
+    drain_timeout: float = 10.0
+    """On SIGTERM: seconds to finish requests in flight before stopping (uvicorn's graceful shutdown)."""
+
+    def __post_init__(self) -> None:
+        from zstc.validation import OptionSpec, check_options
+
+        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": OptionSpec(float, low=0)}, context="zstc serve")
 
 
 class ServiceError(Exception):
@@ -359,10 +367,20 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # -- POST /classify, POST / ----------------------------------------------------------------------------------
 
-    def label_descriptions(names: list[str], given: list[str] | None, template: str | None) -> list[str]:
+    def label_descriptions(names: list[str], given: list[str] | None, template: str | None) -> tuple[str, ...]:
+        """What the model scores for ``names``: one description per label, or (zstc's default for polarity
+        labels, :func:`zstc.api.describe_labels`) several, variant after variant; :func:`label_scores` averages them."""
         if given is not None and len(given) != len(names):
             raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
-        return describe_labels(given if given is not None else names, template)  # checks the template (zstc.validation)
+        described = describe_labels(given if given is not None else names, template)  # checks the template (zstc.validation)
+        variants = list(described.variants.values()) if isinstance(described, HypothesisSet) else [list(described)]
+        flat = tuple(description for variant in variants for description in variant)
+        check_chars("label description", flat)
+        return flat
+
+    def label_scores(row: np.ndarray, labels: int) -> np.ndarray:
+        """A scored row of (variants x labels) descriptions -> one score per label, the variants' mean."""
+        return row.reshape(-1, labels).mean(axis=0)
 
     async def classify_zstc(request: Request, body: ClassifyRequest) -> JSONResponse:
         started = time.perf_counter()
@@ -390,40 +408,42 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
                 check_multilabel_names(names)
             # Label names without a template get the classifier's (zstc's default "This is {}."), as classify does.
             template = body.template if body.template is not None or given is not None else probability_model.template
-            descriptions = label_descriptions(names, given, template)
-            check_chars("label description", descriptions)
             names_per_set.append(names)
-            descriptions_per_set.append(tuple(descriptions))
+            descriptions_per_set.append(label_descriptions(names, given, template))
         if not per_text:
             names_per_set, descriptions_per_set = names_per_set * len(texts), descriptions_per_set * len(texts)
         threshold: float | None = None
+        margin: float | None = None
         per_label: list[Any] = [None] * len(texts)
         if (body.threshold is not None or body.label_thresholds) and not body.multi_label:
             raise LabelError("threshold and label_thresholds apply to multi_label classification")
         if body.multi_label:
             threshold = default_threshold(score_type, family) if body.threshold is None else body.threshold
+            if body.threshold is None and not body.label_thresholds:  # the default rule, as Classifier.predict_multi_label's
+                margin = probability_model.default_margin()
             items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
             per_label = [parse_label_thresholds(items, names) for names in names_per_set]
 
         rows, job = await score(request, texts, descriptions_per_set)
-        results = [text_result(text, row, names, body.multi_label, threshold, overrides, body.precision)
+        results = [text_result(text, label_scores(row, len(names)), names, body.multi_label, threshold, overrides, body.precision, margin)
                    for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
         content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results}
         return JSONResponse(content, headers=timing_headers(job, started))
 
     def text_result(text: str, row: np.ndarray, names: list[str], multi_label: bool, threshold: float | None,
-                    per_label: dict[str, float] | None, decimals: int | None) -> dict[str, Any]:
+                    per_label: dict[str, float] | None, decimals: int | None, margin: float | None = None) -> dict[str, Any]:
         def rounded(value: float) -> float:
             return round(float(value), decimals) if decimals is not None else float(value)
 
         order = np.argsort(-row, kind="stable")  # highest first; ties keep the label order
         if multi_label:
             assert threshold is not None
-            passed = decide(row[None, :], names, threshold, per_label)[0]
+            passed = decide(row[None, :], names, threshold, per_label, margin)[0]
             probabilities = own_probabilities(row, score_type, family)
             scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j]), "passed": bool(passed[j])}
                       for j in order]
-            return {"text": text, "labels": label_sets(passed[None, :], names)[0], "scores": scores}
+            labels = [names[j] for j in order if passed[j]] or label_sets(passed[None, :], names)[0]  # highest first, as the library's
+            return {"text": text, "labels": labels, "scores": scores}
         probabilities = single_label_probabilities(row)
         scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j])} for j in order]
         return {"text": text, "label": names[int(argmax_decisions(row[None, :])[0])], "scores": scores}
@@ -438,12 +458,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         candidates = [label for label in given.split(",") if label.strip()] if isinstance(given, str) else list(given)
         check_size("labels", len(candidates), limits.max_labels)
         names = check_labels(candidates, what="candidate_labels", allow_single=body.parameters.multi_label)
-        descriptions = tuple(label_descriptions(names, None, body.parameters.hypothesis_template))
+        descriptions = label_descriptions(names, None, body.parameters.hypothesis_template)
         check_chars("text", texts)
-        check_chars("label description", descriptions)
         rows, job = await score(request, texts, [descriptions] * len(texts))
         answers = []
-        for row in rows:
+        for row in (label_scores(row, len(names)) for row in rows):
             if body.parameters.multi_label:
                 probabilities = own_probabilities(row, score_type, family)  # each label on its own, as the pipeline's multi_label
             else:

@@ -1,0 +1,104 @@
+"""Issue 17's property-based fuzz test: random bytes, random JSON and random CSV shapes never make a file loader
+raise anything but zstc's own errors, and any JSON-shaped body is accepted or refused by the service's request
+models with a validation error. Bounded (``max_examples`` per test, no deadline) so CI runs it every time.
+
+In a module of its own: without hypothesis (the ``dev`` extra) only these tests are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from zstc.errors import ZstcError  # noqa: E402
+
+
+FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def load_everything(path: Path) -> None:
+    """Every loader that reads ``path``; each may only succeed or raise a :class:`ZstcError`."""
+    from zstc.benchmark.catalog import get_task_spec
+    from zstc.benchmark.data import load_grouped, load_user_task
+    from zstc.benchmark.leaderboard import validate_file
+    from zstc.benchmark.store import load_summary
+    from zstc.io import read_label_descriptions, read_label_sets, read_records, read_texts
+
+    loaders = [read_texts, read_label_descriptions, read_label_sets, lambda p: list(read_records(p)), load_user_task,
+               lambda p: load_grouped(p, get_task_spec("financialphrasebank")), load_summary, validate_file]
+    for load in loaders:
+        try:
+            load(path)
+        except ZstcError:
+            pass
+
+
+def fuzz_file(suffix: str, content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"f{suffix}"
+        path.write_bytes(content)
+        load_everything(path)
+
+
+@FUZZ
+@given(suffix=st.sampled_from([".jsonl", ".csv", ".tsv", ".txt", ".json", ".parquet"]), content=st.binary(max_size=300))
+def test_fuzz_random_bytes(suffix: str, content: bytes) -> None:
+    fuzz_file(suffix, content)
+
+
+@FUZZ
+@given(values=st.lists(JSON, max_size=5), suffix=st.sampled_from([".jsonl", ".json"]))
+def test_fuzz_random_json(values: list, suffix: str) -> None:
+    text = "\n".join(json.dumps(v) for v in values) if suffix == ".jsonl" else json.dumps(values[0] if values else {})
+    fuzz_file(suffix, text.encode("utf-8", "surrogatepass"))
+
+
+@FUZZ
+@given(header=st.lists(st.sampled_from(["text", "label", "label_text", "premise", "hypothesis", "x", ""]), max_size=4),
+       rows=st.lists(st.lists(st.text(max_size=12), max_size=5), max_size=5), quoting=st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_NONE]))
+def test_fuzz_random_csv_shapes(header: list[str], rows: list[list[str]], quoting: int) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=quoting, escapechar="\\")
+    try:
+        writer.writerows([header, *rows])
+    except csv.Error:
+        return  # a shape the csv module itself cannot write
+    fuzz_file(".csv", buffer.getvalue().encode("utf-8", "surrogatepass"))
+
+
+REQUEST_FIELDS = st.fixed_dictionaries({}, optional={
+    "texts": JSON | st.lists(st.text(max_size=8), max_size=3), "labels": JSON | st.lists(st.text(max_size=8), max_size=3),
+    "template": JSON, "descriptions": JSON, "threshold": JSON, "multi_label": JSON, "inputs": JSON, "parameters": JSON,
+    "query": JSON, "documents": JSON, "top_n": JSON,
+})
+
+
+@FUZZ
+@given(body=REQUEST_FIELDS, lone=st.sampled_from(["", "\ud800", "\udfff"]))
+def test_fuzz_request_models(body: dict, lone: str) -> None:
+    """The service's request models accept or reject any JSON-shaped body with a validation error, never a crash."""
+    pytest.importorskip("fastapi")
+    from pydantic import ValidationError
+
+    from zstc.server.schemas import ClassifyRequest, HFZeroShotRequest, RerankRequest
+
+    if lone and isinstance(body.get("texts"), list):
+        body["texts"] = [*body["texts"], f"bad {lone} text"]
+    for model in (ClassifyRequest, HFZeroShotRequest, RerankRequest):
+        try:
+            model.model_validate(body)
+        except ValidationError:
+            pass
