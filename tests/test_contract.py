@@ -344,3 +344,45 @@ def test_sixteen_threads_share_one_cascade(family: str, tmp_path_factory: pytest
         assert (got.pairs_scored, got.pairs_total) == (want.pairs_scored, want.pairs_total)
         assert got.pairs_total == len(texts) * len(labels) and got.pairs_scored == len(texts) * min(k, len(labels))
     assert not hasattr(shared, "pairs_scored") and not hasattr(shared, "last_ranks")  # nothing of a call kept on the scorer
+
+
+def test_models_loaded_from_several_threads_load_one_at_a_time(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers' from_pretrained swaps PreTrainedModel.tie_weights for a no-op while it builds a model;
+    two loads in two threads could leave the no-op for good, and every later SmolLM2 would keep its lm_head
+    on the meta device. zstc loads one model at a time in a process: three scorers of three families, first
+    used by three threads at the same instant, never overlap, and tying still works afterwards."""
+    import threading
+    import time
+
+    from transformers import PreTrainedModel
+
+    original_tie_weights = PreTrainedModel.tie_weights
+    original_from_pretrained = PreTrainedModel.from_pretrained.__func__  # type: ignore[attr-defined]
+    active, most_active, lock = 0, 0, threading.Lock()
+
+    def watched_from_pretrained(cls: type, *args: Any, **kwargs: Any) -> Any:
+        nonlocal active, most_active
+        with lock:
+            active += 1
+            most_active = max(most_active, active)
+        try:
+            time.sleep(0.2)  # widen the window in which an unserialised load would overlap another
+            return original_from_pretrained(cls, *args, **kwargs)
+        finally:
+            with lock:
+                active -= 1
+
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(watched_from_pretrained))
+    scorers = [make_scorer(CASES[family].model(tmp_path_factory), family, **CASES[family].options) for family in ("embedding", "nli", "yesno")]
+    start = threading.Barrier(len(scorers))
+
+    def first_use(scorer: Any) -> Any:
+        start.wait()
+        return scorer.loaded
+
+    with ThreadPoolExecutor(max_workers=len(scorers)) as pool:
+        loaded = list(pool.map(first_use, scorers))
+    assert most_active == 1
+    assert PreTrainedModel.tie_weights is original_tie_weights
+    smollm2 = loaded[2].model
+    assert smollm2.lm_head.weight is smollm2.model.embed_tokens.weight and not smollm2.lm_head.weight.is_meta

@@ -71,7 +71,10 @@ def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
     _log.warning("zstc: converting %s to a transformers model in %s (once; about half a minute)", gguf_file, target)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
-        _dequantize_gguf(package_dir, gguf_file, staging)
+        from zstc.models.loading import LOADING_LOCK
+
+        with LOADING_LOCK:  # loads a model: see there
+            _dequantize_gguf(package_dir, gguf_file, staging)
         from zstc.io import umask_mode
 
         staging.chmod(umask_mode(0o777))  # mkdtemp creates 0700; the cache is an ordinary folder

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, run
 import numpy as np
 
 from zstc.errors import ZstcError
+from zstc.models.loading import LOADING_LOCK
 from zstc.models.registry import ModelSpec
 from zstc.scorers.families import get_family
 
@@ -158,12 +159,14 @@ class TorchScorer(Generic[F]):
 
     @property
     def loaded(self) -> LoadedModel[F]:
-        """The loaded model, loaded on first use (once, even when several threads ask at the same time)."""
+        """The loaded model, loaded on first use (once, even when several threads ask at the same time;
+        never while another scorer loads, see :data:`~zstc.models.loading.LOADING_LOCK`)."""
         loaded = self._loaded
         if loaded is None:
             with self._load_lock:
                 if self._loaded is None:
-                    self._loaded = self._load_model()
+                    with LOADING_LOCK:
+                        self._loaded = self._load_model()
                 loaded = self._loaded
         return loaded
 
