@@ -20,7 +20,9 @@ ratio is the most that batching across requests can give on this machine: the ce
 
 Last line: ``requests=N errors=<non-2xx other than 429, and failed connections> p50_ms=... p95_ms=...
 throughput_ratio=<texts/s with concurrent clients / texts/s one at a time> rss_growth_mb=<server RSS after the
-run minus after warm-up>`` (latencies from the concurrent mode). With ``--overload``: ``overload: requests=N
+run minus after warm-up>`` (latencies from the concurrent mode). Warm-up ends with ``2 x --clients`` requests
+sent concurrently, so that the growth counts what creeps, not the working set of the largest batches (reached
+once, then reused); the RSS after the small warm-up and after each chunk is printed beside it. With ``--overload``: ``overload: requests=N
 ok=... overloaded=... retry_after=<429s that carried Retry-After> server_errors=<5xx> errors=...``.
 """
 
@@ -145,7 +147,8 @@ async def send_all(client: httpx.AsyncClient, url: str, requests: list[dict[str,
     return outcomes
 
 
-async def compare(base: str, requests: list[dict[str, Any]], clients: int, chunk: int, time_limit: float) -> dict[str, Any]:
+async def compare(base: str, requests: list[dict[str, Any]], clients: int, chunk: int, time_limit: float,
+                  server_rss: Any) -> dict[str, Any]:
     deadline = time.monotonic() + time_limit
     totals = {"one": [0, 0.0], "many": [0, 0.0]}  # texts, seconds
     outcomes: dict[str, list[tuple[int, float, bool]]] = {"one": [], "many": []}
@@ -163,7 +166,8 @@ async def compare(base: str, requests: list[dict[str, Any]], clients: int, chunk
                 outcomes[mode] += result
             done += len(part)
             print(f"  {done} requests: one at a time {totals['one'][0] / totals['one'][1]:.1f} texts/s, "
-                  f"{clients} clients {totals['many'][0] / totals['many'][1]:.1f} texts/s", file=sys.stderr, flush=True)
+                  f"{clients} clients {totals['many'][0] / totals['many'][1]:.1f} texts/s, server RSS {server_rss():.0f} MB",
+                  file=sys.stderr, flush=True)
             if time.monotonic() > deadline:
                 print(f"  time limit of {time_limit:.0f} s reached after {done} requests", file=sys.stderr)
                 break
@@ -252,9 +256,16 @@ def main() -> None:
                   f"torch threads in the model thread {info['batching']['torch_threads']}, "
                   f"max_batch_pairs {info['batching']['max_batch_pairs']}, max_wait_ms {info['batching']['max_wait_ms']}",
                   file=sys.stderr)
-            warm = make_requests(8, texts, labels, args.seed + 1)
-            asyncio.run(overload(base, warm, 4, time_limit=300))
+            # Warm-up in two steps: a few small requests (the model's first passes), then as many requests as
+            # the concurrent clients send at once, so that the engine has formed its largest batches. RSS growth
+            # is counted from there: a leak or a creeping heap shows up in it, the working set of a full batch
+            # (reached once, then reused) does not. Both figures are printed.
+            asyncio.run(overload(base, make_requests(8, texts, labels, args.seed + 1), 4, time_limit=300))
+            rss_light = rss_mb(server.pid)
+            asyncio.run(overload(base, make_requests(2 * args.clients, texts, labels, args.seed + 2), args.clients, time_limit=600))
             rss_before = rss_mb(server.pid)
+            print(f"server RSS {rss_light:.0f} MB after 8 small requests, {rss_before:.0f} MB after {2 * args.clients} "
+                  f"requests from {args.clients} clients (the working set of full batches)", file=sys.stderr)
             if args.overload:
                 outcomes = asyncio.run(overload(base, requests, 2 * args.clients, args.time_limit))
                 statuses = [status for status, _, _ in outcomes]
@@ -264,7 +275,7 @@ def main() -> None:
                       f"server_errors={sum(s >= 500 for s in statuses)} "
                       f"errors={sum(s != 429 and not 200 <= s < 300 for s in statuses)}")
                 return
-            result = asyncio.run(compare(base, requests, args.clients, args.chunk, args.time_limit))
+            result = asyncio.run(compare(base, requests, args.clients, args.chunk, args.time_limit, lambda: rss_mb(server.pid)))
             rss_after = rss_mb(server.pid)
         finally:
             stop_server(server)

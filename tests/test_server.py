@@ -738,3 +738,45 @@ def test_model_thread_returns_freed_heap_when_idle(monkeypatch: pytest.MonkeyPat
         assert 1 <= len(trims) <= 2
     finally:
         thread.stop()
+
+
+_KERNEL_CACHE_PROBE = """
+import ctypes, json, os, sys
+import psutil
+from zstc.scorers import make_scorer
+scorer = make_scorer(sys.argv[1], "nli", precision="bf16")
+scorer.loaded
+if sys.argv[2] == "engine":
+    from zstc.server.engine import BatchingEngine
+    BatchingEngine(scorer)  # what zstc serve builds before its warm-up pass
+trim, process = ctypes.CDLL("libc.so.6").malloc_trim, psutil.Process()
+scorer.score_pairs(["a b"], ["c"]); trim(0)
+start = process.memory_info().rss
+for rows in range(1, 81):  # 80 batches, each of a shape not seen before, as a server sees them
+    scorer.score_pairs([f"text {i} " + "word " * (rows % 17) for i in range(rows)], ["This is about money."] * rows)
+    trim(0)
+print(json.dumps({"growth_mb": (process.memory_info().rss - start) / 2**20,
+                  "caches": {name: os.environ.get(name) for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}}))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc_trim and oneDNN's CPU kernels")
+def test_engine_bounds_the_kernel_caches_that_bf16_fills(nli_folder: Path) -> None:
+    """Under bf16 autocast each new matrix shape gets oneDNN kernels, cached 1,024 deep: a server, which sees a
+    new shape in nearly every batch, grew by megabytes per batch (here +229 MB over the probe's 80 batches).
+    The engine bounds both caches before the first forward pass (+38 MB here); a user's setting is kept."""
+    env = {key: value for key, value in os.environ.items() if key not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
+    probe = subprocess.run([sys.executable, "-c", _KERNEL_CACHE_PROBE, str(nli_folder), "engine"],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    result = json.loads(probe.stdout.splitlines()[-1])
+    assert result["caches"] == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64", "LRU_CACHE_CAPACITY": "64"}
+    assert result["growth_mb"] < 100, result
+
+    from zstc.server.engine import bound_kernel_caches
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LRU_CACHE_CAPACITY", "512")
+        patch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "")  # recorded, so that it is restored afterwards
+        patch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")
+        assert bound_kernel_caches() == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64", "LRU_CACHE_CAPACITY": "512"}

@@ -537,7 +537,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         return {
             "model": model_id, "family": family, "score_type": score_type, "temperature": probability_model.temperature(),
             "scorer": _jsonable(scorer.describe()), "limits": asdict(limits),
-            "batching": {**asdict(settings.engine), "torch_threads": engine.torch_threads, "state": engine.state,
+            "batching": {**asdict(settings.engine), "torch_threads": engine.torch_threads, "kernel_caches": engine.kernel_caches,
+                         "state": engine.state,
                          "queued_pairs": engine.queued_pairs},
             "version": __version__,
         }
