@@ -218,6 +218,13 @@ def ceiling(model: str, family: str, requests: list[dict[str, Any]], precision: 
     return alone / together
 
 
+def idle_rss_mb(pid: int, settle_s: float = 2.0) -> float:
+    """The server's RSS once it is idle: the last batch's activations are freed and handed back (the engine
+    trims its heap when the model thread has nothing queued), so the reading is what stays, not a peak."""
+    time.sleep(settle_s)
+    return rss_mb(pid)
+
+
 def rss_mb(pid: int) -> float:
     process = psutil.Process(pid)
     return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20
@@ -261,9 +268,9 @@ def main() -> None:
             # is counted from there: a leak or a creeping heap shows up in it, the working set of a full batch
             # (reached once, then reused) does not. Both figures are printed.
             asyncio.run(overload(base, make_requests(8, texts, labels, args.seed + 1), 4, time_limit=300))
-            rss_light = rss_mb(server.pid)
+            rss_light = idle_rss_mb(server.pid)
             asyncio.run(overload(base, make_requests(2 * args.clients, texts, labels, args.seed + 2), args.clients, time_limit=600))
-            rss_before = rss_mb(server.pid)
+            rss_before = idle_rss_mb(server.pid)
             print(f"server RSS {rss_light:.0f} MB after 8 small requests, {rss_before:.0f} MB after {2 * args.clients} "
                   f"requests from {args.clients} clients (the working set of full batches)", file=sys.stderr)
             if args.overload:
@@ -275,8 +282,8 @@ def main() -> None:
                       f"server_errors={sum(s >= 500 for s in statuses)} "
                       f"errors={sum(s != 429 and not 200 <= s < 300 for s in statuses)}")
                 return
-            result = asyncio.run(compare(base, requests, args.clients, args.chunk, args.time_limit, lambda: rss_mb(server.pid)))
-            rss_after = rss_mb(server.pid)
+            result = asyncio.run(compare(base, requests, args.clients, args.chunk, args.time_limit, lambda: idle_rss_mb(server.pid)))
+            rss_after = idle_rss_mb(server.pid)
         finally:
             stop_server(server)
             if server.returncode not in (0, None, 143, -signal.SIGTERM):

@@ -764,13 +764,13 @@ print(json.dumps({"growth_mb": (process.memory_info().rss - start) / 2**20,
 def test_engine_bounds_the_kernel_caches_that_bf16_fills(nli_folder: Path) -> None:
     """Under bf16 autocast each new matrix shape gets oneDNN kernels, cached 1,024 deep: a server, which sees a
     new shape in nearly every batch, grew by megabytes per batch (here +229 MB over the probe's 80 batches).
-    The engine bounds both caches before the first forward pass (+38 MB here); a user's setting is kept."""
+    The engine bounds both caches before the first forward pass (+11 MB here); a user's setting is kept."""
     env = {key: value for key, value in os.environ.items() if key not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
     probe = subprocess.run([sys.executable, "-c", _KERNEL_CACHE_PROBE, str(nli_folder), "engine"],
                            env=env, capture_output=True, text=True, timeout=300)
     assert probe.returncode == 0, probe.stderr[-2000:]
     result = json.loads(probe.stdout.splitlines()[-1])
-    assert result["caches"] == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64", "LRU_CACHE_CAPACITY": "64"}
+    assert result["caches"] == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "16", "LRU_CACHE_CAPACITY": "16"}
     assert result["growth_mb"] < 100, result
 
     from zstc.server.engine import bound_kernel_caches
@@ -779,4 +779,4 @@ def test_engine_bounds_the_kernel_caches_that_bf16_fills(nli_folder: Path) -> No
         patch.setenv("LRU_CACHE_CAPACITY", "512")
         patch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "")  # recorded, so that it is restored afterwards
         patch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")
-        assert bound_kernel_caches() == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64", "LRU_CACHE_CAPACITY": "512"}
+        assert bound_kernel_caches() == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "16", "LRU_CACHE_CAPACITY": "512"}

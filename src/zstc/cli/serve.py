@@ -47,9 +47,10 @@ def serve(
         import uvicorn
 
         from zstc.server.app import Limits, ServeSettings, create_app
-        from zstc.server.engine import EngineConfig
+        from zstc.server.engine import EngineConfig, bound_kernel_caches
     except ImportError as error:
         raise ModelError(f"zstc serve needs the serve extra ({error.name} is missing): pip install 'zstc[serve]'") from None
+    bound_kernel_caches()  # before the first forward pass (the warm-up below), or they are read unbounded
     from zstc.api import Classifier
 
     # Checked by zstc.validation's specs; the CLI's error handler names the flags (--max-batch-pairs).
