@@ -23,7 +23,8 @@ transformers' ``from_pretrained`` is not thread-safe: while it builds a model it
 ``PreTrainedModel.tie_weights`` for a no-op on the class (``initialization.no_tie_weights``) and puts the
 original back afterwards. Two loads in two threads (a cascade's two models, a service's first requests) can
 each restore what the other swapped in, leaving the no-op for good, and every later model with tied
-embeddings (SmolLM2's ``lm_head``) then keeps a weight on the meta device. Loading takes seconds and
+embeddings (SmolLM2's ``lm_head``) then keeps a weight on the meta device (transformers PR #44940, open,
+moves that state into a context variable). Loading takes seconds and
 happens once per model, so serialising it costs nothing that matters. Re-entrant: a load may convert an
 offline package's weights first, which loads a model too.
 """
