@@ -184,8 +184,12 @@ def ceiling(model: str, family: str, requests: list[dict[str, Any]], precision: 
     """texts/s with the requests' pairs batched as the engine batches them over texts/s with each alone (no HTTP).
 
     The two modes alternate over chunks of requests, as in :func:`compare`, so other load falls on both alike.
+    The kernel caches are bounded as ``zstc serve`` bounds them, before this process's first forward pass.
     """
     from zstc.scorers import make_scorer
+    from zstc.server.engine import bound_kernel_caches
+
+    bound_kernel_caches()
 
     scorer = make_scorer(model, family=family, precision=precision)
     template = requests[0]["template"]

@@ -154,11 +154,11 @@ def _heap_trimmer() -> Callable[[], object] | None:
     import ctypes.util
 
     name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
+    if name is None:
         return None
-    if trim is None:
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
     return lambda: trim(0)
