@@ -10,8 +10,13 @@ cross-encoder and the yes/no SmolLM2 path), the script
    shortlisted label keeps its main-model score (tested in tests/test_cascade.py); the script checks it by
    running the real cascade at a few K (``--timed-k``, plus the best K), timing those runs and comparing
    their predictions;
-3. prints, per K: macro-F1, pairs scored by the main model (texts x K; the real run's own count where it
-   ran) and the measured time where the cascade was run (``-`` elsewhere).
+3. prints, per K: the gold label's recall in the shortlist, the agreement (share of texts whose cascade
+   label is the main model's own full-run label), macro-F1, pairs scored by the main model (texts x K; the
+   real run's own count where it ran) and the measured time where the cascade was run (``-`` elsewhere).
+
+When the shortlister alone beats the main model, any shortlist "improves" the main model and ``best_k`` is
+small for that reason; the script says so, and the agreement column (smallest K keeping the main model's
+own label on 99% of texts) is then the measure of what the cascade preserves.
 
 Per (model, task) it prints ``best_k`` (the smallest K within 0.01 macro-F1 of the full run), the pair
 reduction and the F1 change at that K; the last line is that summary for the NLI model on the first task:
@@ -115,6 +120,11 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
     recall = {k: float(np.mean([g in row[:k] for g, row in zip(task.gold, ranks)])) for k in range(1, n_labels + 1)}
     f1 = {k: dataset_metrics(task.gold, cascade_predictions(full, ranks, k))["macro_f1"] for k in range(1, n_labels + 1)}
     full_f1 = f1[n_labels]
+    # The share of texts whose cascade label is the main model's own full-run label: what the cascade preserves
+    # of the main model, whichever of the two models is the stronger classifier.
+    full_argmax = full.argmax(axis=1)
+    agreement = {k: float(np.mean(cascade_predictions(full, ranks, k) == full_argmax)) for k in range(1, n_labels + 1)}
+    shortlister_f1 = dataset_metrics(task.gold, ranks[:, 0])["macro_f1"]
     k_star = best_k(f1, full_f1)
     seconds: dict[int, float] = {n_labels: full_s}
     pairs: dict[int, int] = {k: n * k for k in range(1, n_labels + 1)}
@@ -132,19 +142,25 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
         mismatches += int((result.scores.argmax(axis=1) != cascade_predictions(full, ranks, k)).sum())
     print(f"\n{name} on {task.name}: {n} texts x {n_labels} labels; full run {full_s:.2f} s, "
           f"shortlist (all texts) {shortlist_s:.2f} s")
-    print(f"{'K':>3} {'recall@K':>8} {'macro-F1':>8} {'pairs':>7} {'time_s':>7}")
+    print(f"{'K':>3} {'recall@K':>8} {'agree@K':>8} {'macro-F1':>8} {'pairs':>7} {'time_s':>7}")
     for k in range(1, n_labels + 1):
         time_cell = f"{seconds[k]:7.2f}" if k in seconds else f"{'-':>7}"
-        print(f"{k:>3} {recall[k]:8.3f} {f1[k]:8.4f} {pairs[k]:>7} {time_cell}")
+        print(f"{k:>3} {recall[k]:8.3f} {agreement[k]:8.3f} {f1[k]:8.4f} {pairs[k]:>7} {time_cell}")
+    k_agree = min(k for k, value in agreement.items() if value >= 0.99)
     summary = {
         "best_k": k_star, "pair_reduction": n_labels / k_star, "f1_delta": f1[k_star] - full_f1,
+        "k_agree_99": k_agree, "shortlister_f1": shortlister_f1,
         "speedup_at_best_k": (full_s / seconds[k_star]) if k_star in seconds else None,
     }
     speedup = f" speedup={summary['speedup_at_best_k']:.2f}x" if summary["speedup_at_best_k"] else ""
     print(f"{name} {task.name}: best_k={k_star} pair_reduction={summary['pair_reduction']:.2f} f1_delta={summary['f1_delta']:+.4f}"
           f"{speedup} (full F1 {full_f1:.4f}); cascade runs disagreeing with the derived predictions: {mismatches}")
+    print(f"{name} {task.name}: the shortlister alone (its top label) scores macro-F1 {shortlister_f1:.4f}"
+          f"{' (above the main model: the cascade adds its knowledge, so best_k says little of the main model)' if shortlister_f1 > full_f1 else ''}; "
+          f"the cascade keeps the main model's own label on >= 99% of texts from K={k_agree}"
+          f" (pair_reduction {n_labels / k_agree:.2f})")
     return {"model": name, "task": task.name, "texts": n, "labels": n_labels, "full_s": full_s, "shortlist_s": shortlist_s,
-            "recall": recall, "macro_f1": f1, "seconds": seconds, "mismatches": mismatches, **summary}
+            "recall": recall, "agreement": agreement, "macro_f1": f1, "seconds": seconds, "mismatches": mismatches, **summary}
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -177,7 +193,9 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--tasks", default="banking77,agnews")
     parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM trained here on LingNLI")
-    parser.add_argument("--train-steps", type=int, default=300, help="steps of the default NLI model's training")
+    # 900 steps (about one LingNLI epoch, 8 minutes on 2 idle Zen 4 cores in bf16) give banking77 macro-F1 0.33,
+    # the paper's best NLI model's level; 150 steps stayed at chance (0.016).
+    parser.add_argument("--train-steps", type=int, default=900, help="steps of the default NLI model's training")
     parser.add_argument("--shortlister", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--max-samples", type=int, default=144, help="texts per task for the NLI model")
     parser.add_argument("--sampling", choices=("stratified", "paper"), default="stratified",
