@@ -116,16 +116,21 @@ requires_fast_bf16 = pytest.mark.skipif(
 )
 
 
-def _compare(make, texts: list[str], labels: list[str], record_property) -> tuple[float, float]:
-    """Argmax agreement and max |diff| between fp32 and bf16 scores of the same texts, recorded for the report."""
+def _compare(make, texts: list[str], labels: list[str], record_property) -> tuple[float, float, list[float]]:
+    """Argmax agreement and max |diff| between fp32 and bf16 scores of the same texts, recorded for the report;
+    and, for every text whose decision bf16 changed, fp32's margin between its own label and bf16's."""
     fp32 = make("fp32").score(texts, labels)
     bf16 = make("bf16").score(texts, labels)
-    agreement = float((fp32.argmax(1) == bf16.argmax(1)).mean())
+    ours, theirs = fp32.argmax(1), bf16.argmax(1)
+    agreement = float((ours == theirs).mean())
     max_diff = float(np.abs(fp32 - bf16).max())
+    flipped = np.flatnonzero(ours != theirs)
+    flip_margins = [float(fp32[i, ours[i]] - fp32[i, theirs[i]]) for i in flipped]
     record_property("argmax_agreement", agreement)
     record_property("max_abs_diff", max_diff)
-    print(f"bf16 vs fp32 on {len(texts)} texts x {len(labels)} labels: argmax agreement {agreement:.4f}, max |diff| {max_diff:.3e}")
-    return agreement, max_diff
+    print(f"bf16 vs fp32 on {len(texts)} texts x {len(labels)} labels: argmax agreement {agreement:.4f}, max |diff| {max_diff:.3e}, "
+          f"fp32 margins of the changed decisions {flip_margins}")
+    return agreement, max_diff, flip_margins
 
 
 def _sample(btzsc_dir: Path, name: str, n: int):
@@ -142,7 +147,7 @@ def test_bf16_keeps_the_embedding_models_decisions(btzsc_dir: Path, record_prope
     from zstc.scorers import make_scorer
 
     task = _sample(btzsc_dir, "agnews", 300)
-    agreement, max_diff = _compare(lambda p: make_scorer(MINILM, precision=p, device="cpu"), task.texts, task.hypotheses, record_property)
+    agreement, max_diff, _ = _compare(lambda p: make_scorer(MINILM, precision=p, device="cpu"), task.texts, task.hypotheses, record_property)
     assert agreement >= 0.99
     assert 0 < max_diff < 0.05  # bf16 really ran (the scores differ), and only by rounding
 
@@ -173,8 +178,12 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, 
     # banking77 (72 labels): a 60-step model separates them (median fp32 top-2 margin 0.14 log-odds). On agnews (4)
     # and rottentomatoes (2) its scores barely depend on the label (median margin 0.03 and 0.01), so bf16's rounding
     # (max |diff| ~0.01) flips near-ties there: 0.95 and 0.88 agreement measured, every flip at a margin < 0.007.
+    # On banking77 with 64-pair passes one text of 72 is such a near-tie (fp32 margin 0.0005; with 256-pair passes
+    # none flipped): so at
+    # most one changed decision, and only one fp32 barely made.
     task = _sample(btzsc_dir, "banking77", 72)
-    agreement, max_diff = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu"),
-                                   task.texts, task.hypotheses, record_property)
-    assert agreement >= 0.99
+    agreement, max_diff, flip_margins = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu"),
+                                                 task.texts, task.hypotheses, record_property)
+    assert agreement >= 71 / 72
+    assert all(margin < 0.02 for margin in flip_margins), flip_margins  # a near-tie, not a different decision
     assert 0 < max_diff < 0.05  # log-odds: rounding, not a different model
