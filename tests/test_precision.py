@@ -179,8 +179,7 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, 
     # and rottentomatoes (2) its scores barely depend on the label (median margin 0.03 and 0.01), so bf16's rounding
     # (max |diff| ~0.01) flips near-ties there: 0.95 and 0.88 agreement measured, every flip at a margin < 0.007.
     # On banking77 with 64-pair passes one text of 72 is such a near-tie (fp32 margin 0.0005; with 256-pair passes
-    # none flipped): so at
-    # most one changed decision, and only one fp32 barely made.
+    # none flipped): so at most one changed decision, and only one that fp32 barely made.
     task = _sample(btzsc_dir, "banking77", 72)
     agreement, max_diff, flip_margins = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu"),
                                                  task.texts, task.hypotheses, record_property)
