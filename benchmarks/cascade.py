@@ -118,12 +118,12 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
     ranks = shortlist_ranks(shortlister.score(texts, hypotheses))
     shortlist_s = time.perf_counter() - started
     recall = {k: float(np.mean([g in row[:k] for g, row in zip(task.gold, ranks)])) for k in range(1, n_labels + 1)}
-    f1 = {k: dataset_metrics(task.gold, cascade_predictions(full, ranks, k))["macro_f1"] for k in range(1, n_labels + 1)}
+    predicted = {k: cascade_predictions(full, ranks, k) for k in range(1, n_labels + 1)}
+    f1 = {k: dataset_metrics(task.gold, labels)["macro_f1"] for k, labels in predicted.items()}
     full_f1 = f1[n_labels]
     # The share of texts whose cascade label is the main model's own full-run label: what the cascade preserves
     # of the main model, whichever of the two models is the stronger classifier.
-    full_argmax = full.argmax(axis=1)
-    agreement = {k: float(np.mean(cascade_predictions(full, ranks, k) == full_argmax)) for k in range(1, n_labels + 1)}
+    agreement = {k: float(np.mean(labels == predicted[n_labels])) for k, labels in predicted.items()}
     shortlister_f1 = dataset_metrics(task.gold, ranks[:, 0])["macro_f1"]
     k_star = best_k(f1, full_f1)
     seconds: dict[int, float] = {n_labels: full_s}
@@ -139,7 +139,7 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
             best = min(best, time.perf_counter() - started)
         seconds[k] = best
         pairs[k] = result.pairs_scored  # what the real run scored (the derived rows assume n * k)
-        mismatches += int((result.scores.argmax(axis=1) != cascade_predictions(full, ranks, k)).sum())
+        mismatches += int((result.scores.argmax(axis=1) != predicted[k]).sum())
     print(f"\n{name} on {task.name}: {n} texts x {n_labels} labels; full run {full_s:.2f} s, "
           f"shortlist (all texts) {shortlist_s:.2f} s")
     print(f"{'K':>3} {'recall@K':>8} {'agree@K':>8} {'macro-F1':>8} {'pairs':>7} {'time_s':>7}")

@@ -36,6 +36,16 @@ def machine_peaks(size: int = 2048, repeats: int = 5) -> dict[str, float]:
     return {"fp32": matmul_peak(torch.float32, size, repeats), "bf16": matmul_peak(torch.bfloat16, size, repeats)}
 
 
+def encoder_linear_weights(model: Any) -> int:
+    """Weights of the encoder layers' linear maps: each runs on every token (the pooler and heads, on one
+    vector per sequence, are not counted)."""
+    return sum(
+        module.weight.numel()
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and ".layer." in f".{name}."
+    )
+
+
 def encoder_flops(model: Any, lengths: Sequence[int]) -> float:
     """FLOPs of one forward pass of a BERT-like encoder over sequences of these real lengths.
 
@@ -47,11 +57,7 @@ def encoder_flops(model: Any, lengths: Sequence[int]) -> float:
     backbone = getattr(model, "backbone", None)  # a zstc-trained NLI model: backbone + head
     if backbone is not None:
         config = backbone.config
-    linear = sum(
-        module.weight.numel()
-        for name, module in model.named_modules()
-        if isinstance(module, torch.nn.Linear) and ".layer." in f".{name}."
-    )
+    linear = encoder_linear_weights(model)
     hidden, layers = config.hidden_size, config.num_hidden_layers
     total = 0.0
     for length in lengths:
