@@ -180,9 +180,87 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, 
     # (max |diff| ~0.01) flips near-ties there: 0.95 and 0.88 agreement measured, every flip at a margin < 0.007.
     # On banking77 with 64-pair passes one text of 72 is such a near-tie (fp32 margin 0.0005; with 256-pair passes
     # none flipped): so at most one changed decision, and only one that fp32 barely made.
+    # This is bf16 alone (recheck_margin=0); the default rechecks near ties in fp32 (the next tests).
     task = _sample(btzsc_dir, "banking77", 72)
-    agreement, max_diff, flip_margins = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu"),
+    agreement, max_diff, flip_margins = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu", recheck_margin=0),
                                                  task.texts, task.hypotheses, record_property)
     assert agreement >= 71 / 72
     assert all(margin < 0.02 for margin in flip_margins), flip_margins  # a near-tie, not a different decision
     assert 0 < max_diff < 0.05  # log-odds: rounding, not a different model
+
+
+# -- bf16 with fp32 rechecks of near ties: fp32's decisions at bf16's speed -------------------------------------
+
+
+def test_near_ties_are_the_scores_within_the_margin_of_their_groups_best() -> None:
+    from zstc.scorers.pairs import near_ties
+
+    scores = np.array([1.0, 0.95, 0.5, 2.0, 1.0, 0.3, 0.31, 0.29])
+    groups = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    # group 0: 1.0 and 0.95 tie within 0.1; group 1: 2.0 leads by 1 (no tie); group 2: all three within 0.1
+    assert near_ties(scores, groups, 0.1).tolist() == [True, True, False, False, False, True, True, True]
+    assert not near_ties(scores, groups, 0.0).any()  # a margin of 0: only exact ties, and there are none
+    assert near_ties(np.array([0.5, 0.5]), np.array([3, 3]), 0.0).tolist() == [True, True]
+    assert near_ties(np.zeros(0), np.zeros(0, dtype=np.int64), 0.1).tolist() == []
+
+
+def test_closest_calls_are_the_best_two_of_the_texts_whose_best_two_are_closest() -> None:
+    from zstc.scorers.pairs import closest_calls
+
+    scores = np.array([1.0, 0.95, 0.5, 2.0, 1.0, 0.3, 0.31, 0.29, 7.0])
+    groups = np.array([0, 0, 0, 1, 1, 2, 2, 2, 3])  # gaps: 0.05, 1.0, 0.01; group 3 has one label
+    assert np.flatnonzero(closest_calls(scores, groups, 1)).tolist() == [5, 6]
+    assert np.flatnonzero(closest_calls(scores, groups, 2)).tolist() == [0, 1, 5, 6]
+    assert np.flatnonzero(closest_calls(scores, groups, 9)).tolist() == [0, 1, 3, 4, 5, 6]
+    assert not closest_calls(np.zeros(0), np.zeros(0, dtype=np.int64), 4).any()
+
+
+def test_rechecking_the_near_ties_gives_the_exact_argmax_whenever_errors_stay_below_half_the_margin() -> None:
+    """The rule of zstc.scorers.pairs, on 2,000 random score sets: bf16 = fp32 + an error below m/2; the rechecked
+    near ties take their fp32 scores; every group's argmax is then fp32's. With errors above m/2 it is not."""
+    from zstc.scorers.pairs import near_ties
+
+    rng = np.random.default_rng(0)
+    margin, broken = 0.1, 0
+    for _ in range(2000):
+        n_groups, n_labels = int(rng.integers(1, 6)), int(rng.integers(2, 12))
+        exact = np.round(rng.normal(0, 0.1, (n_groups, n_labels)), 2)  # rounded: many close calls
+        groups = np.repeat(np.arange(n_groups), n_labels)
+        for bound, must_hold in ((0.499 * margin, True), (2 * margin, False)):
+            rounded = exact + rng.uniform(-bound, bound, exact.shape)
+            near = near_ties(rounded.ravel(), groups, margin).reshape(exact.shape)
+            final = np.where(near, exact, rounded)
+            same = (final.argmax(1) == exact.argmax(1)) | (exact.max(1) == exact[np.arange(n_groups), final.argmax(1)])  # ties: either is fp32's
+            if must_hold:
+                assert same.all()
+            else:
+                broken += int((~same).sum())
+    assert broken > 0, "errors beyond half the margin can break it: the test can fail"
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_with_rechecks_makes_fp32s_decisions(briefly_trained_nli: Path, btzsc_dir: Path, record_property) -> None:
+    """agnews (4 labels) with a 60-step model: its label scores are near ties (median fp32 margin 0.03), so bf16
+    alone changes decisions (0.95 agreement measured); with the default recheck every decision is fp32's."""
+    from zstc.scorers import make_scorer
+
+    task = _sample(btzsc_dir, "agnews", 120)
+    model = str(briefly_trained_nli)
+    fp32 = make_scorer(model, "nli", precision="fp32", device="cpu").score(task.texts, task.hypotheses)
+    plain = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=0).score_with_notes(task.texts, task.hypotheses)
+    checked = make_scorer(model, "nli", precision="bf16", device="cpu").score_with_notes(task.texts, task.hypotheses)
+    record_property("bf16_alone_agreement", float((plain.scores.argmax(1) == fp32.argmax(1)).mean()))
+    assert plain.notes == []
+    assert (checked.scores.argmax(1) == fp32.argmax(1)).all()
+    (note,) = checked.notes
+    rescored, total = (int(word) for word in note.split()[:3:2])
+    assert note.endswith("pairs rescored in fp32: near ties of their text's best bf16 score") and total == fp32.size
+    assert 0 < rescored < total
+    changed = checked.scores != plain.scores  # exactly the rescored pairs left bf16, and they now hold fp32's scores
+    assert changed.sum() <= rescored and np.allclose(checked.scores[changed], fp32[changed], atol=1e-5)
+    assert np.abs(checked.scores - fp32).max() > 0, "the other pairs kept their bf16 scores"
+    # A margin below bf16's own error widens by itself, from what the rechecked pairs show, and still gives fp32's decisions.
+    widened = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=1e-4).score_with_notes(task.texts, task.hypotheses)
+    assert any(note.startswith("the bf16 recheck margin widened from 0.0001 to ") for note in widened.notes), widened.notes
+    assert (widened.scores.argmax(1) == fp32.argmax(1)).all()

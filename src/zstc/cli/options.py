@@ -39,6 +39,11 @@ Shortlist = Annotated[
                  "'K' (shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
 ]
 MaxLength = Annotated[Optional[int], typer.Option(help="Token limit per input; default: the model's own. Only texts are truncated.")]
+RecheckMargin = Annotated[
+    Optional[float],
+    typer.Option(help="bf16 cross-encoders (nli, reranker): labels within this margin of a text's best score are rescored "
+                 "in fp32, so decisions are fp32's. Default 0.1 (widens by itself when bf16 errs more); 0: off."),
+]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
 Hypotheses = Annotated[
@@ -120,6 +125,7 @@ SCORER_OPTIONS: dict[str, Any] = {
     "bf16": Bf16,
     "device": Device,
     "max_length": MaxLength,
+    "recheck_margin": RecheckMargin,
     "shortlist": Shortlist,
 }
 """The scorer options a command can take, in the order ``--help`` lists them."""

@@ -60,11 +60,14 @@ class Scorer(Protocol):
 class PairScorer(Scorer, Protocol):
     """A scorer that can score aligned (text, hypothesis) pairs, not only texts x labels (cross-encoders)."""
 
-    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        """One float32 score per pair ``(firsts[i], seconds[i])``."""
+    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
+                    show_progress: bool = False) -> np.ndarray:
+        """One float32 score per pair ``(firsts[i], seconds[i])``; ``groups[i]`` names the decision pair ``i``
+        competes in (default: the pairs sharing its first sequence)."""
         ...
 
-    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
+                               show_progress: bool = False) -> ScoreResult:
         ...
 
 

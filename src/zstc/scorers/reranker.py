@@ -19,7 +19,7 @@ RELEVANT_NAMES: frozenset[str] = frozenset({"relevant"})
 
 class RerankerScorer(CrossEncoderScorer):
     family: ClassVar[str] = "reranker"
-    SCORING_VERSION: ClassVar[str] = "2"  # 2: default passes of 64 pairs / 4,096 tokens (float noise)
+    SCORING_VERSION: ClassVar[str] = "3"  # 2: passes of 64 pairs / 4,096 tokens; 3: bf16 rechecks near ties in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def describe(self) -> dict[str, Any]:
