@@ -136,6 +136,33 @@ def test_nli_results_equal_classifier_predict(nli_client: TestClient, nli: Class
         assert probabilities == pytest.approx(np.exp(raw) / np.exp(raw).sum()), "softmax of the log-odds, T = 1"
 
 
+def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) -> None:
+    """``serve --shortlist``: each request is shortlisted on its own labels, and the shortlisted pairs of requests sent
+    together are scored in one cross-encoder run; every request gets the Python API's cascade result."""
+    cascade = Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", shortlist=2)
+    vocabulary = ["sports", "economy", "politics", "music", "cooking", "travel", "health", "science"]
+    rng = np.random.default_rng(1)
+    requests = [{"texts": [f"Request {i}: {TEXTS[i % 3]}", TEXTS[(i + 1) % 3]],
+                 "labels": [str(x) for x in rng.choice(vocabulary, size=int(rng.integers(2, 7)), replace=False)]} for i in range(12)]
+    with TestClient(create_app(cascade, ServeSettings(engine=EngineConfig(max_wait_ms=50)))) as served:
+        wait_ready(served)
+        assert served.get("/info").json()["scorer"]["shortlist"]["setting"] == f"{MINILM}:2"
+        telemetry = served.app.state.telemetry
+        batches_before = telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
+        with ThreadPoolExecutor(len(requests)) as pool:
+            responses = list(pool.map(lambda r: served.post("/classify", json=r), requests))
+        assert telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches_before < len(requests)
+    for request, response in zip(requests, responses):
+        assert response.status_code == 200, response.text
+        expected = cascade.predict(request["texts"], request["labels"])
+        for result, prediction in zip(response.json()["results"], expected):
+            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.raw_scores, abs=1e-4)
+            if len(request["labels"]) > 2:  # labels left out of the shortlist rank below both shortlisted ones
+                ranked = [entry["label"] for entry in result["scores"]]
+                shortlisted = set(ranked[:2])
+                assert all(prediction.raw_scores[label] < min(prediction.raw_scores[s] for s in shortlisted) for label in ranked[2:])
+
+
 def test_per_text_label_sets_and_descriptions(client: TestClient, minilm: Classifier) -> None:
     labels = [["sports", "economy"], ["banking", "cooking", "football"]]
     descriptions = [["a sports report", "an economics report"], ["money and banks", "food and recipes", "a football match"]]

@@ -9,13 +9,13 @@ from typing import Annotated, Any, Optional
 import typer
 
 from zstc.cli import app
-from zstc.cli.options import DEFAULT, Family, Model, ScorerOptions, with_scorer_options
+from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 
 _BATCHING = "Batching and limits"
 
 
 @app.command()
-@with_scorer_options(precision="auto")
+@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def serve(
     model: Model = DEFAULT,
     family: Family = None,

@@ -177,33 +177,72 @@ class CascadeScorer:
             ranks = shortlist_ranks(result.scores) if n else np.zeros((0, n_labels), dtype=np.int64)
             return CascadeResult(result.scores, list(result.notes), ranks, n * n_labels, n * n_labels)
         ranks = shortlist_ranks(self.shortlister.score(texts, labels))
-        if self.family in PAIR_FAMILIES and isinstance(self.main, PairScorer):
-            main_scores, notes = self._score_pairs(texts, labels, ranks, show_progress)
-        else:
-            main_scores, notes = self._score_groups(texts, labels, ranks, show_progress)
-        scored, total = n * self.k, n * n_labels
+        if self._pairs_path():
+            return self._score_pairs([(texts, labels, ranks)], show_progress)[0]
+        main_scores, notes = self._score_groups(texts, labels, ranks, show_progress)
+        return self._result(main_scores, ranks, notes)
+
+    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[CascadeResult]:
+        """Several calls at once, each ``(texts, labels)`` with its own labels: a service's batch of requests.
+
+        Each request is shortlisted on its own labels; for the pair families (NLI, rerankers) the shortlisted
+        pairs of all requests are scored in one batched run of the main scorer, so passes span requests, and
+        a request with no more labels than ``k`` has all of its labels scored in that run. Other families
+        score request by request. Each request gets what :meth:`score_with_notes` would give it (for pair
+        families up to the float noise of other batch compositions); the notes of the shared run are on each.
+        """
+        calls = [(list(texts), list(labels)) for texts, labels in requests]
+        if not self._pairs_path():
+            return [self.score_with_notes(texts, labels) for texts, labels in calls]
+        ranked = [
+            (texts, labels, shortlist_ranks(self.shortlister.score(texts, labels)) if self.k < len(labels) and texts
+             else np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)))
+            for texts, labels in calls
+        ]
+        return self._score_pairs(ranked, show_progress=False)
+
+    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        return self.score_with_notes(texts, labels, show_progress=show_progress).scores
+
+    def _pairs_path(self) -> bool:
+        return self.family in PAIR_FAMILIES and isinstance(self.main, PairScorer)
+
+    def _result(self, main_scores: np.ndarray, ranks: np.ndarray, notes: list[str]) -> CascadeResult:
+        n, n_labels = ranks.shape
+        kept = min(self.k, n_labels)
+        full = fill_unlisted(main_scores, ranks, kept)
+        if kept == n_labels:  # every label scored: ranked in the main model's own order, as the full run is
+            return CascadeResult(full, notes, shortlist_ranks(full), n * n_labels, n * n_labels)
         notes = [
-            f"{scored} of {total} (text, label) pairs scored by the main model "
+            f"{n * kept} of {n * n_labels} (text, label) pairs scored by the main model "
             f"(the rest ranked below them by the {self.shortlist.canonical} shortlist)",
             *notes,
         ]
         if self.family == "llm":
             notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
-        return CascadeResult(fill_unlisted(main_scores, ranks, self.k), notes, ranks, scored, total)
+        return CascadeResult(full, notes, ranks, n * kept, n * n_labels)
 
-    def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
-        return self.score_with_notes(texts, labels, show_progress=show_progress).scores
-
-    def _score_pairs(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
-        """All shortlisted pairs of all texts in one batched run of the pair scorer (batches span texts)."""
+    def _score_pairs(self, calls: list[tuple[list[str], list[str], np.ndarray]], show_progress: bool) -> list[CascadeResult]:
+        """The shortlisted pairs of every call in one batched run of the pair scorer (batches span texts and calls);
+        each text's pairs compete as one decision (for bf16's recheck of near ties)."""
         spec = self.main.spec
-        queries = [spec.format_query(text) for text in texts]
-        documents = [spec.format_document(label) for label in labels]
-        top = ranks[:, : self.k]
-        firsts = [queries[i] for i in np.repeat(np.arange(len(texts)), self.k)]
-        seconds = [documents[j] for j in top.ravel()]
-        scored = cast(PairScorer, self.main).score_pairs_with_notes(firsts, seconds, show_progress=show_progress)  # pairs path: a PairScorer
-        return np.asarray(scored.scores, dtype=np.float32).reshape(len(texts), self.k), list(scored.notes)
+        firsts: list[str] = []
+        seconds: list[str] = []
+        shapes: list[tuple[int, int]] = []
+        for texts, labels, ranks in calls:
+            kept = min(self.k, len(labels))
+            documents = [spec.format_document(label) for label in labels]
+            firsts += [spec.format_query(text) for text in texts for _ in range(kept)]
+            seconds += [documents[j] for j in ranks[:, :kept].ravel()]
+            shapes.append((len(texts), kept))
+        groups = np.repeat(np.arange(sum(n for n, _ in shapes)), [kept for n, kept in shapes for _ in range(n)])
+        scored = cast(PairScorer, self.main).score_pairs_with_notes(firsts, seconds, groups=groups, show_progress=show_progress)
+        scores, notes = np.asarray(scored.scores, dtype=np.float32), list(scored.notes)
+        results, start = [], 0
+        for (_, _, ranks), (n, kept) in zip(calls, shapes):
+            results.append(self._result(scores[start : start + n * kept].reshape(n, kept), ranks, notes))
+            start += n * kept
+        return results
 
     def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
         """Texts that share a shortlist are scored in one call on just those labels, in their own order."""

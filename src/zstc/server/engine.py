@@ -18,7 +18,8 @@ How it works, and where each idea comes from:
   Embedding models encode the texts of all requests together and keep label-description embeddings in a
   bounded LRU cache, so a label set seen before costs nothing. Other families (yes/no, LLM) are called once
   per distinct label set in the batch, with all texts that share it; the yes/no scorer keeps its
-  shared-prefix cache.
+  shared-prefix cache. Behind ``--shortlist``, each text's labels are shortlisted by the bi-encoder and the
+  shortlisted pairs of all requests go to the cross-encoder in one run.
 * **Backpressure counted in pairs.** TEI caps in-flight work (``--max-concurrent-requests``) and answers 429
   ``{"error_type": "overloaded"}`` past it; Ray Serve's ``max_queued_requests`` answers 503 or 429 with
   ``Retry-After``. Here the cap is ``max_queued_pairs`` of work waiting or running, because a request of
@@ -253,7 +254,10 @@ class PairBackend(Backend):
         texts, label_sets = self._formatted(jobs)
         firsts = [text for text, labels in zip(texts, label_sets) for _ in labels]
         seconds = [label for labels in label_sets for label in labels]
-        scores = self.scorer.score_pairs(firsts, seconds)
+        # Each text of each request is one decision among its own labels (bf16 rechecks its near ties in fp32),
+        # even when another request sent the same text with other labels.
+        groups = np.repeat(np.arange(len(label_sets)), [len(labels) for labels in label_sets])
+        scores = self.scorer.score_pairs(firsts, seconds, groups=groups)
         bounds = np.cumsum([0, *(len(labels) for labels in label_sets)])
         return _split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))])
 
@@ -264,6 +268,24 @@ class PairBackend(Backend):
         texts, label_sets = self._formatted(jobs)
         length = _token_lengths(tokenizer, [*texts, *(d for labels in label_sets for d in labels)])
         return sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
+
+
+class CascadeBackend(Backend):
+    """A scorer behind a shortlist (``--shortlist``): each text's labels shortlisted by the bi-encoder, then
+    the shortlisted pairs of every request of the batch scored in one run of the cross-encoder
+    (:meth:`zstc.scorers.cascade.CascadeScorer.score_requests`); other families run per label set."""
+
+    def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
+        groups: dict[tuple[str, ...], list[int]] = {}
+        flat_texts = [text for job in jobs for text in job.texts]
+        for position, labels in enumerate(labels for job in jobs for labels in job.label_sets):
+            groups.setdefault(labels, []).append(position)
+        results = self.scorer.score_requests([([flat_texts[p] for p in positions], list(labels)) for labels, positions in groups.items()])
+        rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
+        for positions, result in zip(groups.values(), results):
+            for p, row in zip(positions, result.scores):
+                rows[p] = row
+        return _split_rows(jobs, rows)
 
 
 class EmbeddingBackend(Backend):
@@ -347,6 +369,8 @@ def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
 
 def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int], None] | None = None) -> Backend:
     """The backend that batches best for this scorer's family."""
+    if hasattr(scorer, "score_requests"):  # a cascade: first, since it answers for its main scorer's attributes
+        return CascadeBackend(scorer)
     if hasattr(scorer, "score_pairs") and hasattr(scorer, "spec"):
         return PairBackend(scorer)
     if getattr(scorer, "family", None) in ("embedding", "encoder") and EmbeddingBackend.supports(scorer):
