@@ -13,6 +13,11 @@ and reports what it did).
     python benchmarks/serve_load.py --family nli --overload      # small queue: 429s with Retry-After, no 5xx
     python benchmarks/serve_load.py --family nli --ceiling 200   # what batching can give at most, without HTTP
 
+The fresh NLI head barely tells labels apart, so in bf16 every pair would be a near tie that the scorer rescores
+in fp32 (``--recheck-margin``, zstc.scorers.pairs): the NLI server therefore runs with ``--recheck-margin 0``,
+so that this measures batching, not a recheck that a trained model needs for ~2% of its pairs
+(``--server-arg=--recheck-margin=0.1`` measures it anyway; the last occurrence of a flag wins).
+
 ``--ceiling N`` also scores the first N requests in this process, with the server's scorer and no HTTP: each
 request alone, then all of them as the engine would batch them (``max_batch_pairs`` pairs per call). Their
 ratio is the most that batching across requests can give on this machine: the ceiling for
@@ -180,7 +185,8 @@ async def overload(base: str, requests: list[dict[str, Any]], clients: int, time
         return await send_all(client, f"{base}/classify", requests, clients, deadline=time.monotonic() + time_limit)
 
 
-def ceiling(model: str, family: str, requests: list[dict[str, Any]], precision: str, max_batch_pairs: int) -> float:
+def ceiling(model: str, family: str, requests: list[dict[str, Any]], precision: str, max_batch_pairs: int,
+            recheck_margin: float | None = None) -> float:
     """texts/s with the requests' pairs batched as the engine batches them over texts/s with each alone (no HTTP).
 
     The two modes alternate over chunks of requests, as in :func:`compare`, so other load falls on both alike.
@@ -191,7 +197,8 @@ def ceiling(model: str, family: str, requests: list[dict[str, Any]], precision: 
 
     bound_kernel_caches()
 
-    scorer = make_scorer(model, family=family, precision=precision)
+    options = {"recheck_margin": recheck_margin} if recheck_margin is not None else {}  # as the server runs it (/info)
+    scorer = make_scorer(model, family=family, precision=precision, **options)
     template = requests[0]["template"]
 
     def pairs(batch: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
@@ -258,6 +265,8 @@ def main() -> None:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         extra = ["--max-queued-pairs", "256"] if args.overload else []
+        if family == "nli":  # see the module docstring: a random head makes every pair a near tie
+            extra += ["--recheck-margin", "0"]
         log = Path(tmp) / "server.log"
         server = start_server(model, family, port, [*extra, *args.server_arg], log)
         try:
@@ -294,7 +303,7 @@ def main() -> None:
                 print(log.read_text()[-3000:], file=sys.stderr)
         if args.ceiling:
             bound = ceiling(model, family, requests[: args.ceiling], info["scorer"].get("precision", "fp32"),
-                            info["batching"]["max_batch_pairs"])
+                            info["batching"]["max_batch_pairs"], info["scorer"].get("recheck_margin"))
             print(f"ceiling: {min(args.ceiling, len(requests))} requests scored in-process, batched as the engine batches "
                   f"them over one at a time: {bound:.2f}x (the most throughput_ratio can reach here)")
     outcomes_all = result["outcomes"]["one"] + result["outcomes"]["many"]

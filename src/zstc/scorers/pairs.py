@@ -319,9 +319,12 @@ they are near ties: the bf16 error is then measured on every call, so a margin s
 RECHECK_ROUNDS = 8
 """The margin at most doubles this many times in one call (from 0.1: to 25.6, beyond any score's rounding)."""
 RECHECK_MAX_PAIRS = 16
-"""Pairs per fp32 pass of a recheck. Rechecked pairs are few and of every length, so the passes are cut small
-to keep their padding small: 82 banking77 pairs took 0.41-0.51 s in passes of 16 against 0.73-0.75 s in
-passes of 64 (MiniLM, fp32, 2-core Zen 4)."""
+"""Pairs per fp32 pass of a small recheck. Rechecked pairs are few and of every length, so the passes are cut
+small to keep their padding small: 82 banking77 pairs took 0.41-0.51 s in passes of 16 against 0.73-0.75 s in
+passes of 64 (MiniLM, fp32, 2-core Zen 4). A recheck of more than 16 passes' worth uses the scorer's own."""
+RECHECK_COSTLY = 0.25
+"""Past this share of a call's pairs rescored, fp32 alone would have been about as fast, and the note says so.
+A model that barely tells its labels apart has near ties everywhere: with a random NLI head every pair is one."""
 
 
 # -- the scorer ---------------------------------------------------------------------------------------------
@@ -464,7 +467,9 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
                 todo |= closest_calls(scores, groups, RECHECK_PROBES)
             if todo.any():
                 pairs = _unique_pairs(first_index[todo], second_index[todo])
-                plan = self._plan(loaded, firsts, seconds, pairs=pairs, unique=True, max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS))
+                small = len(pairs[0]) <= 16 * RECHECK_MAX_PAIRS
+                plan = self._plan(loaded, firsts, seconds, pairs=pairs, unique=True,
+                                  max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS) if small else None)
                 fp32: dict[tuple[int, int], float] = {}
                 for batch, batch_scores in self._run(loaded, plan, show_progress=False, precision="fp32"):
                     fp32.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), batch_scores.tolist()))
@@ -476,6 +481,10 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
                 break
             margin = max(2 * margin, 3 * largest_error)
         notes = [f"{int(done.sum())} of {len(scores)} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score"]
+        if done.mean() > RECHECK_COSTLY:
+            notes.append(f"bf16 left more than {RECHECK_COSTLY:.0%} of the pairs near ties (the model barely tells these labels "
+                         "apart), so rescoring them cost a good part of an fp32 run: for this model --precision fp32 costs "
+                         "about as much, and --recheck-margin 0 less, with bf16's decisions")
         if margin > self.recheck_margin:
             notes.append(f"the bf16 recheck margin widened from {self.recheck_margin:g} to {margin:.3g}: a rechecked pair's bf16 "
                          f"score was {largest_error:.3g} off its fp32 score")
