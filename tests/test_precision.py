@@ -268,3 +268,23 @@ def test_bf16_with_rechecks_makes_fp32s_decisions(briefly_trained_nli: Path, btz
     widened = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=1e-4).score_with_notes(task.texts, task.hypotheses)
     assert any(note.startswith("the bf16 recheck margin widened from 0.0001 to ") for note in widened.notes), widened.notes
     assert (widened.scores.argmax(1) == fp32.argmax(1)).all()
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_pairs_recheck_each_group_on_its_own_labels(briefly_trained_nli: Path, btzsc_dir: Path) -> None:
+    """The service's path: the same texts in two requests with different label sets, flattened into one score_pairs
+    call with a group per (request, text); in bf16 every group's argmax is fp32's."""
+    from zstc.scorers import make_scorer
+
+    task = _sample(btzsc_dir, "agnews", 40)
+    hypotheses = list(task.hypotheses)
+    label_sets = [hypotheses[:3], hypotheses[1:]]  # two requests, overlapping labels
+    firsts = [text for labels in label_sets for text in task.texts for _ in labels]
+    seconds = [label for labels in label_sets for _ in task.texts for label in labels]
+    groups = np.repeat(np.arange(2 * len(task.texts)), 3)
+    model = str(briefly_trained_nli)
+    fp32 = make_scorer(model, "nli", precision="fp32", device="cpu").score_pairs(firsts, seconds).reshape(-1, 3)
+    checked = make_scorer(model, "nli", precision="bf16", device="cpu").score_pairs_with_notes(firsts, seconds, groups=groups)
+    assert (checked.scores.reshape(-1, 3).argmax(1) == fp32.argmax(1)).all()
+    assert checked.notes[0].endswith(f"of {len(firsts)} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score")
