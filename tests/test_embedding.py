@@ -36,6 +36,22 @@ def test_scores_are_cosines_independent_of_batch_size(minilm_native):
     assert a.argmax(1).tolist() == [0, 1, 2]
 
 
+def test_several_calls_at_once_equal_each_call_alone(minilm_native):
+    """score_requests (a service batch, a cascade's shortlists): one encoding run for the texts of all calls, each
+    call's own labels; the same matrices as one score_with_notes call each, notes included."""
+    long_text = "word " * 600  # past the model's limit: its call notes the truncation, the others do not
+    calls = [(["The striker scored twice.", "Rates rose again."], ["sports", "economy", "health"]),
+             (["Rates rose again.", long_text], ["economy", "weather"]),
+             ([], ["a", "b"])]
+    results = minilm_native.score_requests(calls)
+    for (texts, labels), result in zip(calls, results):
+        alone = minilm_native.score_with_notes(texts, labels)
+        assert result.scores.shape == (len(texts), len(labels))
+        np.testing.assert_allclose(result.scores, alone.scores, atol=1e-5)
+        assert result.notes == alone.notes
+    assert results[1].notes == ["1 of 2 texts exceed 256 tokens and were truncated"] and results[0].notes == []
+
+
 def test_query_and_document_prefixes_come_from_the_registry():
     e5 = get_model_spec("intfloat/e5-base-v2")
     assert (e5.format_query("t"), e5.format_document("h")) == ("query: t", "passage: h")

@@ -133,6 +133,10 @@ class LruCache(Generic[V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
 
 class TorchScorer(Generic[F]):
     """Shared plumbing for scorers that run a torch model: options, device, precision, loading once."""

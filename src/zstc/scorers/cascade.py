@@ -194,12 +194,14 @@ class CascadeScorer:
         calls = [(list(texts), list(labels)) for texts, labels in requests]
         if not self._pairs_path():
             return [self.score_with_notes(texts, labels) for texts, labels in calls]
-        ranked = [
-            (texts, labels, shortlist_ranks(self.shortlister.score(texts, labels)) if self.k < len(labels) and texts
-             else np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)))
-            for texts, labels in calls
-        ]
-        return self._score_pairs(ranked, show_progress=False)
+        shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
+        ranks = {i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)) for i, (texts, labels) in enumerate(calls)}
+        if hasattr(self.shortlister, "score_requests"):  # an embedding model: every call's texts encoded in one run
+            shortlists = [result.scores for result in self.shortlister.score_requests([calls[i] for i in shortlisted])]
+        else:
+            shortlists = [self.shortlister.score(*calls[i]) for i in shortlisted]
+        ranks.update({i: shortlist_ranks(scores) for i, scores in zip(shortlisted, shortlists)})
+        return self._score_pairs([(texts, labels, ranks[i]) for i, (texts, labels) in enumerate(calls)], show_progress=False)
 
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         return self.score_with_notes(texts, labels, show_progress=show_progress).scores

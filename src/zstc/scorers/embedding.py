@@ -82,6 +82,8 @@ class EmbeddingScorer(TorchScorer[None]):
     def _count_truncated(self, loaded: LoadedModel[None], sentences: list[str]) -> int:
         # Cutting one token past the limit still shows which are too long, without tokenizing whole documents
         # (and without transformers' "longer than the maximum" warning, which the note replaces).
+        if not sentences:  # the tokenizer fails on an empty batch
+            return 0
         with loaded.tokenizer_lock:
             lengths = loaded.tokenizer(sentences, add_special_tokens=True, truncation=True,
                                        max_length=loaded.max_length + 1, return_length=True)["length"]
@@ -101,11 +103,46 @@ class EmbeddingScorer(TorchScorer[None]):
         documents = tuple(self.spec.format_document(label) for label in labels)
         label_embeddings = self._label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents))
         queries = [self.spec.format_query(text) for text in texts]
+        if not queries:  # encode([]) gives no (0, dim) matrix to multiply
+            return ScoreResult(np.zeros((0, len(labels)), dtype=np.float32), notes)
         truncated = self._count_truncated(loaded, queries)
         if truncated:
             add_note(notes, f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated")
         text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
         return ScoreResult((text_embeddings @ label_embeddings.T).cpu().numpy().astype(np.float32), notes)
+
+    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[ScoreResult]:
+        """Several ``(texts, labels)`` calls at once, each with its own labels (a service's batch, a cascade's
+        shortlists): the distinct texts of all calls are encoded in one run, and so are the label descriptions
+        of every label set not yet cached, where one call each would encode a few at a time. Each call gets
+        :meth:`score_with_notes`'s result, up to the float noise of other batch compositions."""
+        loaded = self.loaded
+        calls = [([self.spec.format_query(text) for text in texts], tuple(self.spec.format_document(label) for label in labels))
+                 for texts, labels in requests]
+        distinct = list(dict.fromkeys(query for queries, _ in calls for query in queries))
+        row_of = {query: i for i, query in enumerate(distinct)}
+        text_embeddings = self._encode(loaded, distinct, show_progress=False) if distinct else None
+        uncached = tuple(dict.fromkeys(d for _, documents in calls if documents not in self._label_cache for d in documents))
+        fresh = dict(zip(uncached, self._label_embeddings(loaded, uncached))) if uncached else {}
+
+        def label_set(documents: tuple[str, ...]) -> torch.Tensor:
+            if all(document in fresh for document in documents):
+                return torch.stack([fresh[document] for document in documents])
+            return self._label_embeddings(loaded, documents)  # evicted by another thread since: encoded alone
+
+        results = []
+        for queries, documents in calls:
+            label_embeddings = self._label_cache.get_or_compute(documents, lambda: label_set(documents))
+            if text_embeddings is None or not queries:
+                results.append(ScoreResult(np.zeros((len(queries), len(documents)), dtype=np.float32), []))
+                continue
+            notes: list[str] = []
+            truncated = self._count_truncated(loaded, queries)
+            if truncated:
+                add_note(notes, f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated")
+            rows = text_embeddings[[row_of[query] for query in queries]]
+            results.append(ScoreResult((rows @ label_embeddings.T).cpu().numpy().astype(np.float32), notes))
+        return results
 
 
 class EncoderScorer(EmbeddingScorer):
