@@ -147,6 +147,7 @@ def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) ->
     with TestClient(create_app(cascade, ServeSettings(engine=EngineConfig(max_wait_ms=50)))) as served:
         wait_ready(served)
         assert served.get("/info").json()["scorer"]["shortlist"]["setting"] == f"{MINILM}:2"
+        assert type(served.app.state.engine.backend).__name__ == "CascadeBackend"
         telemetry = served.app.state.telemetry
         batches_before = telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
         with ThreadPoolExecutor(len(requests)) as pool:
@@ -401,6 +402,10 @@ def test_health_info_and_metrics(client: TestClient) -> None:
                  "zstc_label_cache_total"):
         assert name in text, name
     assert 'zstc_request_failures_total{endpoint="/classify",reason="validation"}' in text
+    # The embedding path keeps one embedding per label description across requests: the second request's labels hit.
+    hits = client.app.state.telemetry.registry.get_sample_value("zstc_label_cache_total", {"result": "hit"}) or 0
+    client.post("/classify", json={"texts": ["y"], "labels": LABELS[:2]})
+    assert client.app.state.telemetry.registry.get_sample_value("zstc_label_cache_total", {"result": "hit"}) == hits + 2
 
 
 def test_openapi_documents_both_shapes(client: TestClient) -> None:

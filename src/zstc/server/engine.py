@@ -369,7 +369,9 @@ def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
 
 def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int], None] | None = None) -> Backend:
     """The backend that batches best for this scorer's family."""
-    if hasattr(scorer, "score_requests"):  # a cascade: first, since it answers for its main scorer's attributes
+    from zstc.scorers.cascade import CascadeScorer
+
+    if isinstance(scorer, CascadeScorer):  # first: it answers for its main scorer's attributes (score_pairs, ...)
         return CascadeBackend(scorer)
     if hasattr(scorer, "score_pairs") and hasattr(scorer, "spec"):
         return PairBackend(scorer)
