@@ -186,6 +186,32 @@ def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:
     assert all(p.label in LABELS and len(p.scores) == len(LABELS) for p in predictions)
 
 
+def test_scored_labels_are_each_rows_shortlist() -> None:
+    from zstc.scorers.cascade import scored_labels
+
+    main = np.array([[0.5, 2.0], [1.0, 1.0]], dtype=np.float32)  # two shortlisted labels per row (ties too)
+    ranks = np.array([[3, 0, 1, 2], [2, 1, 0, 3]])
+    full = fill_unlisted(main, ranks, 2)
+    assert scored_labels(full, 2).tolist() == [[True, False, False, True], [False, True, True, False]]
+    assert scored_labels(full, 4).all() and scored_labels(full, 9).all()
+
+
+def test_unlisted_labels_never_pass_a_threshold_nor_take_probability(nli_folder: Path) -> None:
+    """Placeholders are ranks, not scores: with a threshold below every score only the shortlisted labels pass,
+    and single-label probabilities are a softmax over the shortlisted labels alone (the others 0)."""
+    from zstc.api import Classifier
+
+    classifier = Classifier(str(nli_folder), family="nli", shortlist=2, precision="fp32", template=None)
+    multi = classifier.predict_multi_label(TEXTS, LABELS, threshold=-1e6)
+    single = classifier.predict(TEXTS, LABELS)
+    for chosen, prediction in zip(multi, single):
+        ranked = sorted(prediction.raw_scores, key=prediction.raw_scores.get, reverse=True)
+        assert sorted(chosen.labels) == sorted(ranked[:2]), "exactly the two shortlisted labels pass"
+        assert [prediction.scores[label] for label in ranked[2:]] == [0.0] * (len(LABELS) - 2)
+        top = np.array([prediction.raw_scores[label] for label in ranked[:2]])  # fresh head: log-odds at temperature 1
+        assert [prediction.scores[label] for label in ranked[:2]] == pytest.approx(np.exp(top) / np.exp(top).sum())
+
+
 # -- benchmarks/cascade.py ----------------------------------------------------------------------------------
 
 

@@ -153,6 +153,12 @@ def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) ->
         with ThreadPoolExecutor(len(requests)) as pool:
             responses = list(pool.map(lambda r: served.post("/classify", json=r), requests))
         assert telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches_before < len(requests)
+        # Multi-label: a label outside the shortlist was never scored, so it cannot pass even a threshold below every score.
+        multi = served.post("/classify", json={"texts": TEXTS, "labels": vocabulary, "multi_label": True, "threshold": -1e6})
+        assert multi.status_code == 200, multi.text
+        for result in multi.json()["results"]:
+            assert len(result["labels"]) == 2 and [e["passed"] for e in result["scores"]] == [True, True] + [False] * 6
+            assert [e["probability"] for e in result["scores"][2:]] == [0.0] * 6
     for request, response in zip(requests, responses):
         assert response.status_code == 200, response.text
         expected = cascade.predict(request["texts"], request["labels"])

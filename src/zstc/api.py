@@ -191,10 +191,26 @@ class Classifier:
         return default_calibration(self.family).parameters["temperature"]
 
     def probabilities(self, matrix: np.ndarray) -> np.ndarray:
-        """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature`."""
+        """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature` (behind a
+        shortlist, over each text's shortlisted labels; the others get 0)."""
         scale = score_scale(self.family, score_type_of(self.scorer))
         calibration = self.calibration if self.calibration is not None and self.calibration.method == "temperature" else default_calibration(self.family)
-        return calibration.single_label(matrix, scale)
+        probabilities = calibration.single_label(matrix, scale)
+        scored = self.scored(matrix)
+        if scored is None:
+            return probabilities
+        kept = np.where(scored, probabilities, 0.0)
+        return kept / kept.sum(axis=1, keepdims=True)
+
+    def scored(self, matrix: np.ndarray) -> np.ndarray | None:
+        """Behind a shortlist: which labels of each row the model scored (the others hold placeholders, which
+        no decision or probability may use); ``None`` when it scored them all."""
+        from zstc.scorers.cascade import CascadeScorer, scored_labels
+
+        matrix = np.atleast_2d(matrix)
+        if not isinstance(self.scorer, CascadeScorer) or self.scorer.k >= matrix.shape[1]:
+            return None
+        return scored_labels(matrix, self.scorer.k)
 
     def _platt(self) -> Calibration | None:
         return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None
@@ -265,6 +281,9 @@ class Classifier:
         # The default rule (no threshold of the user's) keeps labels near the best one; a given threshold is a plain cut.
         margin = self.default_margin() if threshold is None and not per_label else None
         chosen = decide(decided_on, labels, self.default_threshold() if threshold is None else threshold, per_label, margin)
+        scored = self.scored(matrix)
+        if scored is not None:  # a label left out of the shortlist was never scored: it cannot pass
+            chosen &= scored
         return [
             MultiLabelPrediction(text, [name for name in _ranked(labels, row) if name in names] if names != [NONE_LABEL] else names,
                                  _ranked(labels, view), _ranked(labels, row), kind)

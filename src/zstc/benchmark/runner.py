@@ -426,13 +426,21 @@ def _data_files(config: BenchConfig) -> list[Path]:
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> MultiLabelSummary:
     """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none"."""
     from zstc.multilabel import decide, default_threshold, multilabel_metrics, score_type_of
+    from zstc.scorers.cascade import CascadeScorer, scored_labels
 
     cut = default_threshold(score_type_of(scorer), getattr(scorer, "family", None)) if threshold is None else threshold
+
+    def decisions(scores: np.ndarray, names: list[str]) -> np.ndarray:
+        chosen = decide(scores, names, cut)
+        if isinstance(scorer, CascadeScorer):  # a label outside a text's shortlist was never scored: it cannot pass
+            chosen &= scored_labels(scores, scorer.k)
+        return chosen
+
     return MultiLabelSummary(
         threshold=cut,
         by_dataset={
             # Finished results carry their arrays (ResultStore.finished checks).
-            name: multilabel_metrics(r.gold, decide(r.scores, r.label_names, cut), r.label_names)  # type: ignore[arg-type]
+            name: multilabel_metrics(r.gold, decisions(r.scores, r.label_names), r.label_names)  # type: ignore[arg-type]
             for name, r in results.items()
         },
     )

@@ -114,6 +114,20 @@ def fill_unlisted(main_scores: np.ndarray, ranks: np.ndarray, k: int) -> np.ndar
     return full
 
 
+def scored_labels(scores: np.ndarray, k: int) -> np.ndarray:
+    """Which labels of each row of a cascade's matrix the main model scored, as a boolean mask: the row's top
+    ``k`` (unlisted labels' placeholders are below every shortlisted score); every label when ``k >= L``.
+
+    Decisions and probabilities need it: a placeholder is a rank, not a score, and must never pass a
+    multi-label threshold or take a share of a softmax."""
+    scores = np.atleast_2d(np.asarray(scores))
+    if k >= scores.shape[1]:
+        return np.ones(scores.shape, dtype=bool)
+    mask = np.zeros(scores.shape, dtype=bool)
+    np.put_along_axis(mask, np.argsort(-scores, axis=1, kind="stable")[:, :k], True, axis=1)
+    return mask
+
+
 class CascadeScorer:
     """``main`` scores only each text's top ``k`` labels by ``shortlister``; same interface as any scorer.
 

@@ -440,6 +440,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             assert threshold is not None
             passed = decide(row[None, :], names, threshold, per_label, margin)[0]
             probabilities = own_probabilities(row, score_type, family)
+            scored = probability_model.scored(row)
+            if scored is not None:  # behind --shortlist: labels outside the text's shortlist were never scored
+                passed, probabilities = passed & scored[0], np.where(scored[0], probabilities, 0.0)
             scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j]), "passed": bool(passed[j])}
                       for j in order]
             labels = [names[j] for j in order if passed[j]] or label_sets(passed[None, :], names)[0]  # highest first, as the library's
@@ -465,6 +468,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         for row in (label_scores(row, len(names)) for row in rows):
             if body.parameters.multi_label:
                 probabilities = own_probabilities(row, score_type, family)  # each label on its own, as the pipeline's multi_label
+                scored = probability_model.scored(row)
+                if scored is not None:
+                    probabilities = np.where(scored[0], probabilities, 0.0)
             else:
                 probabilities = single_label_probabilities(row)
             order = np.argsort(-probabilities, kind="stable")
