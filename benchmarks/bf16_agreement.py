@@ -1,14 +1,15 @@
-"""zstc's NLI scorer in bf16 against itself in fp32: speed and argmax agreement on banking77 (72 hypotheses).
+"""zstc's NLI scorer in bf16 against itself in fp32: speed, argmax agreement, and what the fp32 recheck costs.
 
-The same texts, hypotheses and scorer in both precisions (``score_type="logit"``), alternating chunk by chunk
-as in ``nli_vs_pipeline.py`` so background load on a shared machine falls on both alike. A random head's
-near-ties exaggerate disagreement, so pass a trained model.
+Three runs of the same scorer on the same banking77 texts and 72 hypotheses (``score_type="logit"``): fp32,
+bf16 alone (``recheck_margin=0``) and bf16 as zstc runs it by default, with near ties rescored in fp32
+(``--recheck-margin``, default zstc's; see zstc.scorers.pairs). They alternate chunk by chunk, as in
+``nli_vs_pipeline.py``, so background load on a shared machine falls on all three alike. A random head's near
+ties exaggerate disagreement (and make every pair a near tie), so pass a trained model.
 
-    python benchmarks/bf16_agreement.py --data ../shared/data/btzsc --model FOLDER --texts 40
+    python benchmarks/bf16_agreement.py --data ../shared/data/btzsc --model FOLDER --texts 60
 
-bf16 runs as zstc runs it by default, near ties rescored in fp32 (zstc.scorers.pairs); ``--recheck-margin 0``
-measures bf16 alone. The last line is ``bf16_speedup=<fp32 s / bf16 s> argmax_agreement=<share of identical
-predictions>``.
+The last line is ``bf16_speedup=<fp32 s / bf16-alone s> argmax_agreement=<bf16 alone vs fp32>
+recheck_cost=<rechecked s / bf16-alone s> rechecked_agreement=<rechecked bf16 vs fp32>``.
 """
 
 from __future__ import annotations
@@ -23,22 +24,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--model", required=True, help="NLI model (hub id or folder)")
-    parser.add_argument("--texts", type=int, default=40, help="banking77 texts (a stratified sample)")
-    parser.add_argument("--chunk", type=int, default=10, help="texts per round; the two alternate round by round")
+    parser.add_argument("--texts", type=int, default=60, help="banking77 texts (a stratified sample)")
+    parser.add_argument("--chunk", type=int, default=10, help="texts per round; the runs alternate round by round")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--recheck-margin", type=float, help="bf16's fp32 recheck of near ties (default: zstc's; 0: bf16 alone)")
+    parser.add_argument("--recheck-margin", type=float, help="the rechecked run's margin (default: zstc's)")
     args = parser.parse_args()
 
     from zstc.benchmark.data import load_btzsc_sample
+    from zstc.benchmark.runner import merge_batch_notes
 
     task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, hypotheses = list(task.texts), list(task.hypotheses)
-    bf16 = {"precision": "bf16", **({"recheck_margin": args.recheck_margin} if args.recheck_margin is not None else {})}
-    results = timed_rounds({"fp32": zstc_predictor(args.model, hypotheses, {"precision": "fp32"}),
-                            "bf16": zstc_predictor(args.model, hypotheses, bf16)}, texts, args.chunk)
-    (fp32, fp32_s), (bf16, bf16_s) = results["fp32"], results["bf16"]
-    print(f"{len(texts)} texts x {len(hypotheses)} hypotheses: fp32 {fp32_s:.2f} s, bf16 {bf16_s:.2f} s")
-    print(f"bf16_speedup={fp32_s / bf16_s:.2f} argmax_agreement={float(np.mean(fp32 == bf16)):.4f}")
+    rechecked = {"precision": "bf16", **({"recheck_margin": args.recheck_margin} if args.recheck_margin is not None else {})}
+    notes: list[list[str]] = []
+    results = timed_rounds({
+        "fp32": zstc_predictor(args.model, hypotheses, {"precision": "fp32"}),
+        "bf16": zstc_predictor(args.model, hypotheses, {"precision": "bf16", "recheck_margin": 0.0}),
+        "bf16+recheck": zstc_predictor(args.model, hypotheses, rechecked, notes=notes),
+    }, texts, args.chunk)
+    (fp32, fp32_s), (bf16, bf16_s), (checked, checked_s) = results["fp32"], results["bf16"], results["bf16+recheck"]
+    print(f"{len(texts)} texts x {len(hypotheses)} hypotheses: fp32 {fp32_s:.2f} s, bf16 alone {bf16_s:.2f} s, "
+          f"bf16 rechecked {checked_s:.2f} s")
+    for note in merge_batch_notes(notes[1:]):  # the first call is the warm-up
+        print(f"bf16 rechecked: {note}")
+    print(f"bf16_speedup={fp32_s / bf16_s:.2f} argmax_agreement={float(np.mean(fp32 == bf16)):.4f} "
+          f"recheck_cost={checked_s / bf16_s:.3f} rechecked_agreement={float(np.mean(fp32 == checked)):.4f}")
 
 
 if __name__ == "__main__":
