@@ -205,12 +205,9 @@ class Classifier:
     def scored(self, matrix: np.ndarray) -> np.ndarray | None:
         """Behind a shortlist: which labels of each row the model scored (the others hold placeholders, which
         no decision or probability may use); ``None`` when it scored them all."""
-        from zstc.scorers.cascade import CascadeScorer, scored_labels
+        from zstc.scorers.cascade import scored_by
 
-        matrix = np.atleast_2d(matrix)
-        if not isinstance(self.scorer, CascadeScorer) or self.scorer.k >= matrix.shape[1]:
-            return None
-        return scored_labels(matrix, self.scorer.k)
+        return scored_by(self.scorer, matrix)
 
     def _platt(self) -> Calibration | None:
         return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None

@@ -426,14 +426,15 @@ def _data_files(config: BenchConfig) -> list[Path]:
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> MultiLabelSummary:
     """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none"."""
     from zstc.multilabel import decide, default_threshold, multilabel_metrics, score_type_of
-    from zstc.scorers.cascade import CascadeScorer, scored_labels
+    from zstc.scorers.cascade import scored_by
 
     cut = default_threshold(score_type_of(scorer), getattr(scorer, "family", None)) if threshold is None else threshold
 
     def decisions(scores: np.ndarray, names: list[str]) -> np.ndarray:
         chosen = decide(scores, names, cut)
-        if isinstance(scorer, CascadeScorer):  # a label outside a text's shortlist was never scored: it cannot pass
-            chosen &= scored_labels(scores, scorer.k)
+        scored = scored_by(scorer, scores)
+        if scored is not None:  # a label outside a text's shortlist was never scored: it cannot pass
+            chosen &= scored
         return chosen
 
     return MultiLabelSummary(

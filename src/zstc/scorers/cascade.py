@@ -128,6 +128,15 @@ def scored_labels(scores: np.ndarray, k: int) -> np.ndarray:
     return mask
 
 
+def scored_by(scorer: object, scores: np.ndarray) -> np.ndarray | None:
+    """:func:`scored_labels` of ``scores`` when ``scorer`` is a cascade that left labels out, else ``None`` (its
+    model scored every label)."""
+    scores = np.atleast_2d(np.asarray(scores))
+    if not isinstance(scorer, CascadeScorer) or scorer.k >= scores.shape[1]:
+        return None
+    return scored_labels(scores, scorer.k)
+
+
 class CascadeScorer:
     """``main`` scores only each text's top ``k`` labels by ``shortlister``; same interface as any scorer.
 

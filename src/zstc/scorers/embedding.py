@@ -17,7 +17,7 @@ import torch
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
-from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, add_note, count_parameters, model_max_length, token_limit
+from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, count_parameters, model_max_length, token_limit
 from zstc.scorers.families import POOLINGS
 from zstc.scorers.runtime import inference_context
 
@@ -89,6 +89,10 @@ class EmbeddingScorer(TorchScorer[None]):
                                        max_length=loaded.max_length + 1, return_length=True)["length"]
         return int(sum(length > loaded.max_length for length in lengths))
 
+    def _truncation_notes(self, loaded: LoadedModel[None], queries: list[str]) -> list[str]:
+        truncated = self._count_truncated(loaded, queries)
+        return [f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"] if truncated else []
+
     def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...]) -> torch.Tensor:
         if self._count_truncated(loaded, list(documents)):
             raise ModelError(
@@ -99,15 +103,12 @@ class EmbeddingScorer(TorchScorer[None]):
 
     def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
         loaded = self.loaded
-        notes: list[str] = []
         documents = tuple(self.spec.format_document(label) for label in labels)
         label_embeddings = self._label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents))
         queries = [self.spec.format_query(text) for text in texts]
         if not queries:  # encode([]) gives no (0, dim) matrix to multiply
-            return ScoreResult(np.zeros((0, len(labels)), dtype=np.float32), notes)
-        truncated = self._count_truncated(loaded, queries)
-        if truncated:
-            add_note(notes, f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated")
+            return ScoreResult(np.zeros((0, len(labels)), dtype=np.float32), [])
+        notes = self._truncation_notes(loaded, queries)
         text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
         return ScoreResult((text_embeddings @ label_embeddings.T).cpu().numpy().astype(np.float32), notes)
 
@@ -136,12 +137,8 @@ class EmbeddingScorer(TorchScorer[None]):
             if text_embeddings is None or not queries:
                 results.append(ScoreResult(np.zeros((len(queries), len(documents)), dtype=np.float32), []))
                 continue
-            notes: list[str] = []
-            truncated = self._count_truncated(loaded, queries)
-            if truncated:
-                add_note(notes, f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated")
             rows = text_embeddings[[row_of[query] for query in queries]]
-            results.append(ScoreResult((rows @ label_embeddings.T).cpu().numpy().astype(np.float32), notes))
+            results.append(ScoreResult((rows @ label_embeddings.T).cpu().numpy().astype(np.float32), self._truncation_notes(loaded, queries)))
         return results
 
 

@@ -438,9 +438,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         distinct_seconds, second_index = _distinct(seconds)
         plan = self._plan(loaded, distinct_firsts, distinct_seconds, pairs=(first_index, second_index))
         # Pairs are deduplicated too: the same (premise, hypothesis) twice is scored once.
-        lookup: dict[tuple[int, int], float] = {}
-        for batch, scores in self._run(loaded, plan, show_progress):
-            lookup.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), scores.tolist()))
+        lookup = self._scores_by_pair(loaded, plan, show_progress)
         notes = self._truncation_notes(loaded, np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")
         scores = np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
         competing = first_index if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
@@ -468,11 +466,8 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             if todo.any():
                 pairs = _unique_pairs(first_index[todo], second_index[todo])
                 small = len(pairs[0]) <= 16 * RECHECK_MAX_PAIRS
-                plan = self._plan(loaded, firsts, seconds, pairs=pairs, unique=True,
-                                  max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS) if small else None)
-                fp32: dict[tuple[int, int], float] = {}
-                for batch, batch_scores in self._run(loaded, plan, show_progress=False, precision="fp32"):
-                    fp32.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), batch_scores.tolist()))
+                plan = self._plan(loaded, firsts, seconds, pairs=pairs, max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS) if small else None)
+                fp32 = self._scores_by_pair(loaded, plan, show_progress=False, precision="fp32")
                 positions = np.flatnonzero(todo)
                 exact[positions] = [fp32[pair] for pair in zip(first_index[positions].tolist(), second_index[positions].tolist())]
                 done |= todo
@@ -491,14 +486,22 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         return exact, notes
 
     def _plan(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str],
-              pairs: tuple[np.ndarray, np.ndarray] | None, unique: bool = False, max_pairs: int | None = None) -> PairPlan:
-        if pairs is not None and not unique:
+              pairs: tuple[np.ndarray, np.ndarray] | None, max_pairs: int | None = None) -> PairPlan:
+        if pairs is not None:
             pairs = _unique_pairs(*pairs)
         with loaded.tokenizer_lock:
             return plan_pairs(
                 loaded.tokenizer, firsts, seconds, max_length=self.limit(loaded), pairs=pairs,
                 max_pairs=max_pairs or self.batch_size, max_batch_tokens=self.max_batch_tokens,
             )
+
+    def _scores_by_pair(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool,
+                        precision: Precision | None = None) -> dict[tuple[int, int], float]:
+        """``{(first index, second index): score}`` for every pair of the plan."""
+        lookup: dict[tuple[int, int], float] = {}
+        for batch, scores in self._run(loaded, plan, show_progress, precision):
+            lookup.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), scores.tolist()))
+        return lookup
 
     def _run(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool,
              precision: Precision | None = None) -> Iterator[tuple[PairBatch, np.ndarray]]:

@@ -270,24 +270,6 @@ class PairBackend(Backend):
         return sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
 
 
-class CascadeBackend(Backend):
-    """A scorer behind a shortlist (``--shortlist``): each text's labels shortlisted by the bi-encoder, then
-    the shortlisted pairs of every request of the batch scored in one run of the cross-encoder
-    (:meth:`zstc.scorers.cascade.CascadeScorer.score_requests`); other families run per label set."""
-
-    def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
-        groups: dict[tuple[str, ...], list[int]] = {}
-        flat_texts = [text for job in jobs for text in job.texts]
-        for position, labels in enumerate(labels for job in jobs for labels in job.label_sets):
-            groups.setdefault(labels, []).append(position)
-        results = self.scorer.score_requests([([flat_texts[p] for p in positions], list(labels)) for labels, positions in groups.items()])
-        rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
-        for positions, result in zip(groups.values(), results):
-            for p, row in zip(positions, result.scores):
-                rows[p] = row
-        return _split_rows(jobs, rows)
-
-
 class EmbeddingBackend(Backend):
     """Embedding models: the texts of all jobs encoded together; label embeddings from a bounded LRU cache.
 
@@ -350,15 +332,27 @@ class MatrixBackend(Backend):
     def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
         groups: dict[tuple[str, ...], list[int]] = {}
         flat_texts = [text for job in jobs for text in job.texts]
-        flat_sets = [labels for job in jobs for labels in job.label_sets]
-        for position, labels in enumerate(flat_sets):
+        for position, labels in enumerate(labels for job in jobs for labels in job.label_sets):
             groups.setdefault(labels, []).append(position)
+        matrices = self._score_calls([([flat_texts[p] for p in positions], list(labels)) for labels, positions in groups.items()])
         rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
-        for labels, positions in groups.items():
-            matrix = self.scorer.score([flat_texts[p] for p in positions], list(labels))
+        for positions, matrix in zip(groups.values(), matrices):
             for p, row in zip(positions, matrix):
                 rows[p] = row
         return _split_rows(jobs, rows)
+
+    def _score_calls(self, calls: list[tuple[list[str], list[str]]]) -> list[np.ndarray]:
+        """One score matrix per ``(texts, labels)`` call."""
+        return [self.scorer.score(texts, labels) for texts, labels in calls]
+
+
+class CascadeBackend(MatrixBackend):
+    """A scorer behind a shortlist (``--shortlist``): each text's labels shortlisted by the bi-encoder, then
+    the shortlisted pairs of every request of the batch scored in one run of the cross-encoder
+    (:meth:`zstc.scorers.cascade.CascadeScorer.score_requests`); other families run per label set."""
+
+    def _score_calls(self, calls: list[tuple[list[str], list[str]]]) -> list[np.ndarray]:
+        return [result.scores for result in self.scorer.score_requests(calls)]
 
 
 def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
