@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -215,27 +216,31 @@ def test_closest_calls_are_the_best_two_of_the_texts_whose_best_two_are_closest(
     assert not closest_calls(np.zeros(0), np.zeros(0, dtype=np.int64), 4).any()
 
 
-def test_rechecking_the_near_ties_gives_the_exact_argmax_whenever_errors_stay_below_half_the_margin() -> None:
-    """The rule of zstc.scorers.pairs, on 2,000 random score sets: bf16 = fp32 + an error below m/2; the rechecked
-    near ties take their fp32 scores; every group's argmax is then fp32's. With errors above m/2 it is not."""
-    from zstc.scorers.pairs import near_ties
-
+def _errors_the_rule_leaves(wrong_decisions) -> None:
+    """``wrong_decisions(rng, exact, bound, margin)``: how many decisions a recheck rule gets wrong when bf16 =
+    ``exact`` + an error within ``+-bound``. On 2,000 random score sets it gets none wrong while the errors stay
+    below half the margin, and some once they go beyond it (so the check can fail)."""
     rng = np.random.default_rng(0)
     margin, broken = 0.1, 0
     for _ in range(2000):
-        n_groups, n_labels = int(rng.integers(1, 6)), int(rng.integers(2, 12))
-        exact = np.round(rng.normal(0, 0.1, (n_groups, n_labels)), 2)  # rounded: many close calls
-        groups = np.repeat(np.arange(n_groups), n_labels)
-        for bound, must_hold in ((0.499 * margin, True), (2 * margin, False)):
-            rounded = exact + rng.uniform(-bound, bound, exact.shape)
-            near = near_ties(rounded.ravel(), groups, margin).reshape(exact.shape)
-            final = np.where(near, exact, rounded)
-            same = (final.argmax(1) == exact.argmax(1)) | (exact.max(1) == exact[np.arange(n_groups), final.argmax(1)])  # ties: either is fp32's
-            if must_hold:
-                assert same.all()
-            else:
-                broken += int((~same).sum())
+        exact = np.round(rng.normal(0, 0.1, (int(rng.integers(1, 6)), int(rng.integers(2, 12)))), 2)  # rounded: many close calls
+        assert wrong_decisions(rng, exact, 0.499 * margin, margin) == 0
+        broken += wrong_decisions(rng, exact, 2 * margin, margin)
     assert broken > 0, "errors beyond half the margin can break it: the test can fail"
+
+
+def test_rechecking_the_near_ties_gives_the_exact_argmax_whenever_errors_stay_below_half_the_margin() -> None:
+    """The rule of zstc.scorers.pairs: the near ties take their fp32 scores; every group's argmax is then fp32's."""
+    from zstc.scorers.pairs import near_ties
+
+    def wrong_decisions(rng: np.random.Generator, exact: np.ndarray, bound: float, margin: float) -> int:
+        rounded = exact + rng.uniform(-bound, bound, exact.shape)
+        groups = np.repeat(np.arange(len(exact)), exact.shape[1])
+        final = np.where(near_ties(rounded.ravel(), groups, margin).reshape(exact.shape), exact, rounded)
+        chosen = final.argmax(1)
+        return int((exact[np.arange(len(exact)), chosen] != exact.max(1)).sum())  # ties: either label is fp32's
+
+    _errors_the_rule_leaves(wrong_decisions)
 
 
 @requires_fast_bf16
@@ -288,3 +293,115 @@ def test_bf16_pairs_recheck_each_group_on_its_own_labels(briefly_trained_nli: Pa
     checked = make_scorer(model, "nli", precision="bf16", device="cpu").score_pairs_with_notes(firsts, seconds, groups=groups)
     assert (checked.scores.reshape(-1, 3).argmax(1) == fp32.argmax(1)).all()
     assert checked.notes[0].endswith(f"of {len(firsts)} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score")
+
+
+# -- multi-label: the pairs near their threshold are rechecked, so bf16 passes exactly fp32's labels ----------------
+
+
+def test_near_cuts_are_the_scores_within_the_margin_of_their_own_cut() -> None:
+    from zstc.scorers.pairs import closest_to_cuts, near_cuts, near_decisions
+
+    scores = np.array([0.05, -0.2, 0.5, 0.31, 7.0, -3.0])
+    cuts = np.array([0.0, 0.0, 0.45, np.inf, np.nan, -np.inf])  # an infinite cut no score sits at; nan: no cut
+    assert near_cuts(scores, cuts, 0.1).tolist() == [True, False, True, False, False, False]
+    assert np.flatnonzero(closest_to_cuts(scores, cuts, 2)).tolist() == [0, 2]
+    assert np.flatnonzero(closest_to_cuts(scores, cuts, 9)).tolist() == [0, 1, 2]
+    # One service batch: a multi-label text's pairs are decided by their cuts, a single-label text's (nan) by its best.
+    mixed = np.array([1.0, 0.95, 0.5, 0.02, 0.9])
+    groups = np.array([0, 0, 0, 1, 1])
+    pair_cuts = np.array([np.nan, np.nan, np.nan, 0.0, 0.0])
+    assert near_decisions(mixed, groups, pair_cuts, 0.1).tolist() == [True, True, False, True, False]
+    assert near_decisions(mixed, groups, None, 0.1).tolist() == [True, True, False, False, False]
+
+
+def test_rechecking_the_pairs_near_their_cut_gives_the_exact_decisions_whenever_errors_stay_below_half_the_margin() -> None:
+    """The multi-label rule: the pairs within the margin of their cut take their fp32 scores; every pair is then on
+    fp32's side of its cut."""
+    from zstc.scorers.pairs import near_cuts
+
+    def wrong_decisions(rng: np.random.Generator, exact: np.ndarray, bound: float, margin: float) -> int:
+        rounded = exact + rng.uniform(-bound, bound, exact.shape)
+        cuts = np.round(rng.normal(0, 0.1, exact.shape), 2)  # rounded as the scores: some pairs sit exactly on their cut
+        final = np.where(near_cuts(rounded, cuts, margin), exact, rounded)
+        return int(((final >= cuts) != (exact >= cuts)).sum())
+
+    _errors_the_rule_leaves(wrong_decisions)
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_multi_label_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir: Path, record_property) -> None:
+    """Classifier.predict_multi_label (classify --multi-label) with a cut where the scores are densest: bf16 alone puts
+    texts in other label sets; with the recheck every text gets fp32's, under a global cut, per-label cuts and a
+    Platt calibration's probability cut."""
+    from zstc.api import Classifier
+    from zstc.yin.calibration import Calibration
+
+    task = _sample(btzsc_dir, "banking77", 40)
+    hypotheses = list(task.hypotheses)
+    labels = [f"intent {j}" for j in range(len(hypotheses))]
+    model = str(briefly_trained_nli)
+    fp32 = Classifier(model, family="nli", precision="fp32")
+    plain = Classifier(model, family="nli", precision="bf16", recheck_margin=0)
+    checked = Classifier(model, family="nli", precision="bf16")
+    cut = float(np.median(fp32.scores(task.texts, labels, hypotheses)))  # half the pairs pass: many sit near the cut
+
+    def label_sets(classifier: Classifier, **options) -> list[set[str]]:
+        return [set(p.labels) for p in classifier.predict_multi_label(task.texts, labels, hypotheses, **options)]
+
+    expected = label_sets(fp32, threshold=cut)
+    alone = label_sets(plain, threshold=cut)
+    record_property("bf16_alone_label_set_agreement", float(np.mean([a == e for a, e in zip(alone, expected)])))
+    assert alone != expected, "bf16 alone changes some label sets here: the test can fail"
+    notes: list[str] = []
+    assert label_sets(checked, threshold=cut, notes=notes) == expected
+    assert notes[0].endswith("pairs rescored in fp32: near their threshold"), notes
+    per_label = {labels[j]: cut + 0.02 * (j % 5 - 2) for j in range(0, len(labels), 3)}
+    assert label_sets(checked, threshold=cut, per_label=per_label) == label_sets(fp32, threshold=cut, per_label=per_label)
+    platt = Calibration("platt", {"slope": 4.0, "intercept": -4.0 * cut})  # probability 0.5 at the raw cut
+    calibrated = [Classifier(model, family="nli", precision=p, calibration=platt) for p in ("fp32", "bf16")]
+    assert label_sets(calibrated[1], threshold=0.5) == label_sets(calibrated[0], threshold=0.5)
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+@pytest.mark.parametrize("shortlist", [None, 36])
+def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir: Path, shortlist: int | None) -> None:
+    """``zstc serve`` in bf16: a multi-label request gets fp32's labels, also batched with a single-label request for
+    the same texts (whose pairs are rechecked as near ties, not by a cut), and behind --shortlist (the cuts travel
+    with each request to the cross-encoder's shared run)."""
+    pytest.importorskip("fastapi")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastapi.testclient import TestClient
+
+    from zstc.api import Classifier
+    from zstc.server.app import ServeSettings, create_app
+    from zstc.server.engine import EngineConfig
+
+    task = _sample(btzsc_dir, "banking77", 40)
+    hypotheses = list(task.hypotheses)
+    labels = [f"intent {j}" for j in range(len(hypotheses))]
+    model = str(briefly_trained_nli)
+    fp32, plain, served = (Classifier(model, family="nli", precision=precision, shortlist=shortlist, **options)
+                           for precision, options in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {})))
+    matrix = fp32.scores(task.texts, labels, hypotheses)
+    scored = fp32.scored(matrix)
+    cut = float(np.median(matrix if scored is None else matrix[scored]))  # where the scored pairs are densest
+
+    def label_sets(classifier: Classifier) -> list[set[str]]:
+        return [set(p.labels) for p in classifier.predict_multi_label(task.texts, labels, hypotheses, threshold=cut)]
+
+    expected = label_sets(fp32)
+    assert label_sets(plain) != expected, "bf16 alone changes some label sets here: the test can fail"
+    multi = {"texts": task.texts, "labels": labels, "descriptions": hypotheses, "multi_label": True, "threshold": cut}
+    single = {"texts": task.texts, "labels": labels, "descriptions": hypotheses}
+    with TestClient(create_app(served, ServeSettings(engine=EngineConfig(max_wait_ms=200, max_batch_pairs=6000)))) as client:
+        while client.get("/health/ready").status_code != 200:
+            time.sleep(0.05)
+        batches = client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
+        with ThreadPoolExecutor(2) as pool:
+            answer, other = pool.map(lambda body: client.post("/classify", json=body), [multi, single])
+        assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
+    assert answer.status_code == 200 and other.status_code == 200, (answer.text, other.text)
+    assert [set(result["labels"]) for result in answer.json()["results"]] == expected

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from zstc.decisions import argmax_decisions
+from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import LabelError, OptionError
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
@@ -213,8 +213,11 @@ class Classifier:
         return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-               allow_single: bool = False, notes: list[str] | None = None) -> np.ndarray:
-        """The (texts, labels) score matrix; ``allow_single`` admits one label (multi-label: a yes/no question)."""
+               allow_single: bool = False, notes: list[str] | None = None,
+               thresholds: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
+        """The (texts, labels) score matrix; ``allow_single`` admits one label (multi-label: a yes/no question).
+        ``thresholds`` (one raw-score cut per label) tell a bf16 cross-encoder which pairs to recheck in fp32
+        (:mod:`zstc.scorers.pairs`): the caller decides by them, not by each text's best label."""
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
@@ -222,7 +225,7 @@ class Classifier:
         elif len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
         # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
-        result = score_hypotheses_with_notes(self.scorer, texts, descriptions)
+        result = score_hypotheses_with_notes(self.scorer, texts, descriptions, thresholds=thresholds)
         if notes is not None:  # the caller's list: the classifier keeps no per-call state (it may serve threads)
             notes.extend(note for note in result.notes if note not in notes)
         return result.scores
@@ -272,12 +275,17 @@ class Classifier:
         if kind == "probs" and platt is None and score_type_of(self.scorer) != "prob":
             raise LabelError(f"multi-label probabilities from {self.family} scores need a Platt calibration file: "
                              "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
-        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes)
-        decided_on = platt.multi_label(matrix) if platt is not None else matrix
-        shown = decided_on if kind == "probs" else matrix
         # The default rule (no threshold of the user's) keeps labels near the best one; a given threshold is a plain cut.
         margin = self.default_margin() if threshold is None and not per_label else None
-        chosen = decide(decided_on, labels, self.default_threshold() if threshold is None else threshold, per_label, margin)
+        cut = self.default_threshold() if threshold is None else threshold
+        # Where the decision is a plain cut, bf16 rechecks the pairs near it (in raw scores: through Platt's inverse).
+        cuts = None if margin is not None else label_thresholds(len(labels), cut, labels, per_label)
+        if cuts is not None and platt is not None:
+            cuts = platt.score_at(cuts)
+        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes, thresholds=cuts)
+        decided_on = platt.multi_label(matrix) if platt is not None else matrix
+        shown = decided_on if kind == "probs" else matrix
+        chosen = decide(decided_on, labels, cut, per_label, margin)
         scored = self.scored(matrix)
         if scored is not None:  # a label left out of the shortlist was never scored: it cannot pass
             chosen &= scored

@@ -24,7 +24,13 @@ def threshold_decisions(
 
     A row with no label set means "none". ``per_label`` overrides the global threshold by label name.
     """
-    thresholds = np.full(scores.shape[1], threshold, dtype=np.float64)
+    return scores >= label_thresholds(scores.shape[1], threshold, labels, per_label)[None, :]
+
+
+def label_thresholds(n_labels: int, threshold: float, labels: Sequence[str] | None = None,
+                     per_label: Mapping[str, float] | None = None) -> np.ndarray:
+    """Each label's threshold: ``per_label``'s for the labels it names, ``threshold`` for the others."""
+    thresholds = np.full(n_labels, threshold, dtype=np.float64)
     if per_label:
         if labels is None:
             raise ValueError("per-label thresholds need the label names")
@@ -32,4 +38,4 @@ def threshold_decisions(
             if name not in labels:
                 raise ValueError(f"threshold given for unknown label {name!r}")
             thresholds[list(labels).index(name)] = value
-    return scores >= thresholds[None, :]
+    return thresholds

@@ -61,22 +61,33 @@ class PairScorer(Scorer, Protocol):
     """A scorer that can score aligned (text, hypothesis) pairs, not only texts x labels (cross-encoders)."""
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                    show_progress: bool = False) -> np.ndarray:
+                    cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
         """One float32 score per pair ``(firsts[i], seconds[i])``; ``groups[i]`` names the decision pair ``i``
-        competes in (default: the pairs sharing its first sequence)."""
+        competes in (default: the pairs sharing its first sequence), ``cuts[i]`` (not ``nan``) the multi-label
+        threshold it is decided by instead."""
         ...
 
     def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                               show_progress: bool = False) -> ScoreResult:
+                               cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
         ...
 
 
-def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+def rechecks_thresholds(scorer: Any) -> bool:
+    """Whether ``scorer`` takes multi-label thresholds (``score_with_notes(..., thresholds=)``): a cross-encoder,
+    whose bf16 run rescores in fp32 the pairs near them (:mod:`zstc.scorers.pairs`). Other scorers' decisions
+    need no thresholds in advance."""
+    return bool(getattr(scorer, "rechecks_thresholds", False))
+
+
+def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
+                     thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
     """Scores and notes from any scorer: its own ``score_with_notes``, or, for a scorer that only has
-    ``score``, its matrix and whatever ``notes`` attribute it keeps."""
+    ``score``, its matrix and whatever ``notes`` attribute it keeps. ``thresholds`` (one per label: the caller
+    decides by cuts) reach the scorers that use them (:func:`rechecks_thresholds`)."""
     method = getattr(scorer, "score_with_notes", None)
     if method is not None:
-        result: ScoreResult = method(texts, labels, show_progress=show_progress)
+        given = {"thresholds": thresholds} if thresholds is not None and rechecks_thresholds(scorer) else {}
+        result: ScoreResult = method(texts, labels, show_progress=show_progress, **given)
         return result
     matrix = scorer.score(texts, labels, show_progress=show_progress)
     return ScoreResult(matrix, list(getattr(scorer, "notes", [])))
@@ -144,6 +155,8 @@ class TorchScorer(Generic[F]):
     family: ClassVar[str] = ""
     SCORING_VERSION: ClassVar[str] = ""
     """Version of the scoring math, per family (each scorer class sets its own); part of result fingerprints."""
+    rechecks_thresholds: ClassVar[bool] = False
+    """Whether :meth:`score_with_notes` takes multi-label thresholds (see :func:`rechecks_thresholds`)."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         from zstc.scorers.runtime import check_precision, resolve_device

@@ -32,7 +32,7 @@ from typing import Any, cast
 import numpy as np
 
 from zstc.errors import ZstcError
-from zstc.scorers.base import PairScorer, Scorer, ScoreResult, score_with_notes
+from zstc.scorers.base import PairScorer, Scorer, ScoreResult, rechecks_thresholds, score_with_notes
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
 """The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
@@ -165,6 +165,11 @@ class CascadeScorer:
     def spec(self) -> Any:
         return self.main.spec
 
+    @property
+    def rechecks_thresholds(self) -> bool:
+        """Defined here, not read through to the main scorer: only the pair path passes thresholds on."""
+        return self._pairs_path() and rechecks_thresholds(self.main)
+
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes the cascade does not define itself (score_type, bf16, model_id, ...).
         if name in ("main", "shortlister"):  # not yet set (during unpickling): avoid infinite recursion
@@ -191,22 +196,26 @@ class CascadeScorer:
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> CascadeResult:
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
+                         thresholds: Sequence[float] | np.ndarray | None = None) -> CascadeResult:
+        """``thresholds`` (one per label, multi-label cuts) go to a pair scorer's bf16 recheck of the shortlisted pairs."""
         texts, labels = list(texts), list(labels)
         n, n_labels = len(texts), len(labels)
         if self.k >= n_labels or n == 0:
             # Nothing to leave out: exactly the main scorer's run (the shortlister is not even loaded).
-            result = score_with_notes(self.main, texts, labels, show_progress=show_progress)
+            result = score_with_notes(self.main, texts, labels, show_progress=show_progress, thresholds=thresholds)
             ranks = shortlist_ranks(result.scores) if n else np.zeros((0, n_labels), dtype=np.int64)
             return CascadeResult(result.scores, list(result.notes), ranks, n * n_labels, n * n_labels)
         ranks = shortlist_ranks(self.shortlister.score(texts, labels))
         if self._pairs_path():
-            return self._score_pairs([(texts, labels, ranks)], show_progress)[0]
+            return self._score_pairs([(texts, labels, ranks, thresholds)], show_progress)[0]
         main_scores, notes = self._score_groups(texts, labels, ranks, show_progress)
         return self._result(main_scores, ranks, notes)
 
-    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[CascadeResult]:
-        """Several calls at once, each ``(texts, labels)`` with its own labels: a service's batch of requests.
+    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]],
+                       thresholds: Sequence[Sequence[float] | None] | None = None) -> list[CascadeResult]:
+        """Several calls at once, each ``(texts, labels)`` with its own labels: a service's batch of requests;
+        ``thresholds[i]``, when given, are call ``i``'s multi-label cuts (see :meth:`score_with_notes`).
 
         Each request is shortlisted on its own labels; for the pair families (NLI, rerankers) the shortlisted
         pairs of all requests are scored in one batched run of the main scorer, so passes span requests, and
@@ -215,6 +224,9 @@ class CascadeScorer:
         families up to the float noise of other batch compositions); the notes of the shared run are on each.
         """
         calls = [(list(texts), list(labels)) for texts, labels in requests]
+        cuts = list(thresholds) if thresholds is not None else [None] * len(calls)
+        if len(cuts) != len(calls):
+            raise ValueError(f"{len(cuts)} threshold lists for {len(calls)} calls")
         if not self._pairs_path():
             return [self.score_with_notes(texts, labels) for texts, labels in calls]
         shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
@@ -224,7 +236,7 @@ class CascadeScorer:
         else:
             shortlists = [self.shortlister.score(*calls[i]) for i in shortlisted]
         ranks.update({i: shortlist_ranks(scores) for i, scores in zip(shortlisted, shortlists)})
-        return self._score_pairs([(texts, labels, ranks[i]) for i, (texts, labels) in enumerate(calls)], show_progress=False)
+        return self._score_pairs([(texts, labels, ranks[i], cuts[i]) for i, (texts, labels) in enumerate(calls)], show_progress=False)
 
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         return self.score_with_notes(texts, labels, show_progress=show_progress).scores
@@ -247,24 +259,33 @@ class CascadeScorer:
             notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
         return CascadeResult(full, notes, ranks, n * kept, n * n_labels)
 
-    def _score_pairs(self, calls: list[tuple[list[str], list[str], np.ndarray]], show_progress: bool) -> list[CascadeResult]:
+    def _score_pairs(self, calls: list[tuple[list[str], list[str], np.ndarray, Sequence[float] | np.ndarray | None]],
+                     show_progress: bool) -> list[CascadeResult]:
         """The shortlisted pairs of every call in one batched run of the pair scorer (batches span texts and calls);
-        each text's pairs compete as one decision (for bf16's recheck of near ties)."""
+        each text's pairs compete as one decision, or are decided by their label's cut where the call gives
+        thresholds (for bf16's recheck)."""
         spec = self.main.spec
         firsts: list[str] = []
         seconds: list[str] = []
+        cuts: list[np.ndarray] = []
         shapes: list[tuple[int, int]] = []
-        for texts, labels, ranks in calls:
+        for texts, labels, ranks, thresholds in calls:
             kept = min(self.k, len(labels))
             documents = [spec.format_document(label) for label in labels]
             firsts += [spec.format_query(text) for text in texts for _ in range(kept)]
-            seconds += [documents[j] for j in ranks[:, :kept].ravel()]
+            columns = ranks[:, :kept].ravel()
+            seconds += [documents[j] for j in columns]
+            if thresholds is not None and len(thresholds) != len(labels):
+                raise ValueError(f"{len(thresholds)} thresholds for {len(labels)} labels")
+            cuts.append(np.full(len(columns), np.nan) if thresholds is None else np.asarray(thresholds, dtype=np.float64)[columns])
             shapes.append((len(texts), kept))
         groups = np.repeat(np.arange(sum(n for n, _ in shapes)), [kept for n, kept in shapes for _ in range(n)])
-        scored = cast(PairScorer, self.main).score_pairs_with_notes(firsts, seconds, groups=groups, show_progress=show_progress)
+        multi_label = {"cuts": np.concatenate(cuts)} if any(thresholds is not None for *_, thresholds in calls) else {}
+        scored = cast(PairScorer, self.main).score_pairs_with_notes(firsts, seconds, groups=groups, show_progress=show_progress,
+                                                                    **multi_label)
         scores, notes = np.asarray(scored.scores, dtype=np.float32), list(scored.notes)
         results, start = [], 0
-        for (_, _, ranks), (n, kept) in zip(calls, shapes):
+        for (_, _, ranks, _), (n, kept) in zip(calls, shapes):
             results.append(self._result(scores[start : start + n * kept].reshape(n, kept), ranks, notes))
             start += n * kept
         return results

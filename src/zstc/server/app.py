@@ -47,7 +47,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from zstc import __version__
 from zstc.api import Classifier, describe_labels
 from zstc.hypotheses.variants import HypothesisSet
-from zstc.decisions import argmax_decisions
+from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, LabelError, ZstcError
 from zstc.multilabel import check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
 from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
@@ -324,13 +324,14 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             if len(string) > limits.max_chars:
                 raise ServiceError(413, "too_large", f"{what} {i + 1} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
 
-    async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]]) -> tuple[list[np.ndarray], ScoreJob]:
+    async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]],
+                    cuts: list[tuple[float, ...] | None] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
         pairs = sum(len(d) for d in descriptions)
         most = min(limits.max_request_pairs, settings.engine.max_queued_pairs)  # a larger one could never be queued
         if pairs > most:
             raise ServiceError(413, "too_large", f"{pairs} (text, label) pairs in one request; the limit is {most} (GET /info)")
         try:
-            job = engine.submit(texts, descriptions)
+            job = engine.submit(texts, descriptions, cuts)
         except Overloaded as error:
             raise ServiceError(429, "overloaded", str(error), {"retry-after": str(error.retry_after)}) from None
         except Unavailable as error:
@@ -424,7 +425,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
             per_label = [parse_label_thresholds(items, names) for names in names_per_set]
 
-        rows, job = await score(request, texts, descriptions_per_set)
+        cuts: list[tuple[float, ...] | None] = [None] * len(texts)
+        if threshold is not None and margin is None:  # a plain cut per label: bf16 rechecks the pairs near it
+            cuts = [tuple(label_thresholds(len(names), threshold, names, overrides)) if len(described) == len(names) else None
+                    for names, described, overrides in zip(names_per_set, descriptions_per_set, per_label)]
+        rows, job = await score(request, texts, descriptions_per_set, cuts)
         results = [text_result(text, label_scores(row, len(names)), names, body.multi_label, threshold, overrides, body.precision, margin)
                    for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
         content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results}

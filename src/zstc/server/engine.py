@@ -66,6 +66,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from zstc.scorers.base import rechecks_thresholds, score_with_notes
+
 
 logger = logging.getLogger("zstc.server")
 
@@ -116,6 +118,8 @@ class ScoreJob:
     texts: list[str]
     label_sets: list[tuple[str, ...]]
     future: asyncio.Future[list[np.ndarray]]
+    thresholds: list[tuple[float, ...] | None] | None = None
+    """Multi-label: each text's cut per description, for bf16's recheck of the pairs near it (None: argmax)."""
     pairs: int = 0
     enqueued: float = field(default_factory=time.perf_counter)
     started: float | None = None
@@ -124,6 +128,10 @@ class ScoreJob:
 
     def __post_init__(self) -> None:
         self.pairs = sum(len(labels) for labels in self.label_sets)
+
+    def cuts(self) -> list[tuple[float, ...] | None]:
+        """:attr:`thresholds`, one entry per text (None: the text is decided by its best label)."""
+        return self.thresholds if self.thresholds is not None else [None] * len(self.label_sets)
 
     @property
     def queue_s(self) -> float:
@@ -255,9 +263,14 @@ class PairBackend(Backend):
         firsts = [text for text, labels in zip(texts, label_sets) for _ in labels]
         seconds = [label for labels in label_sets for label in labels]
         # Each text of each request is one decision among its own labels (bf16 rechecks its near ties in fp32),
-        # even when another request sent the same text with other labels.
+        # even when another request sent the same text with other labels; a multi-label text's pairs are
+        # decided by their cuts instead (bf16 rechecks the pairs near them).
         groups = np.repeat(np.arange(len(label_sets)), [len(labels) for labels in label_sets])
-        scores = self.scorer.score_pairs(firsts, seconds, groups=groups)
+        cuts = [cut if cut is not None else (np.nan,) * len(labels)
+                for cut, labels in zip((cut for job in jobs for cut in job.cuts()), label_sets)]
+        multi_label = {"cuts": np.concatenate([np.asarray(cut, dtype=np.float64) for cut in cuts])} if any(
+            not np.isnan(cut).all() for cut in cuts) else {}
+        scores = self.scorer.score_pairs(firsts, seconds, groups=groups, **multi_label)
         bounds = np.cumsum([0, *(len(labels) for labels in label_sets)])
         return _split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))])
 
@@ -330,20 +343,23 @@ class MatrixBackend(Backend):
     """Any scorer: one ``score(texts, labels)`` call per distinct label set, with every text that has it."""
 
     def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
-        groups: dict[tuple[str, ...], list[int]] = {}
+        groups: dict[tuple[tuple[str, ...], tuple[float, ...] | None], list[int]] = {}
         flat_texts = [text for job in jobs for text in job.texts]
-        for position, labels in enumerate(labels for job in jobs for labels in job.label_sets):
-            groups.setdefault(labels, []).append(position)
-        matrices = self._score_calls([([flat_texts[p] for p in positions], list(labels)) for labels, positions in groups.items()])
+        # Multi-label cuts split a call only for a scorer that uses them (a cross-encoder behind a shortlist).
+        uses_cuts = rechecks_thresholds(self.scorer)
+        sets = zip((labels for job in jobs for labels in job.label_sets), (cut for job in jobs for cut in job.cuts()))
+        for position, (labels, cut) in enumerate(sets):
+            groups.setdefault((labels, cut if uses_cuts else None), []).append(position)
+        matrices = self._score_calls([([flat_texts[p] for p in positions], list(labels), cut) for (labels, cut), positions in groups.items()])
         rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
         for positions, matrix in zip(groups.values(), matrices):
             for p, row in zip(positions, matrix):
                 rows[p] = row
         return _split_rows(jobs, rows)
 
-    def _score_calls(self, calls: list[tuple[list[str], list[str]]]) -> list[np.ndarray]:
-        """One score matrix per ``(texts, labels)`` call."""
-        return [self.scorer.score(texts, labels) for texts, labels in calls]
+    def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> list[np.ndarray]:
+        """One score matrix per ``(texts, labels, multi-label cuts)`` call."""
+        return [score_with_notes(self.scorer, texts, labels, thresholds=cut).scores for texts, labels, cut in calls]
 
 
 class CascadeBackend(MatrixBackend):
@@ -351,8 +367,9 @@ class CascadeBackend(MatrixBackend):
     the shortlisted pairs of every request of the batch scored in one run of the cross-encoder
     (:meth:`zstc.scorers.cascade.CascadeScorer.score_requests`); other families run per label set."""
 
-    def _score_calls(self, calls: list[tuple[list[str], list[str]]]) -> list[np.ndarray]:
-        return [result.scores for result in self.scorer.score_requests(calls)]
+    def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> list[np.ndarray]:
+        results = self.scorer.score_requests([(texts, labels) for texts, labels, _ in calls], thresholds=[cut for *_, cut in calls])
+        return [result.scores for result in results]
 
 
 def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
@@ -468,11 +485,13 @@ class BatchingEngine:
         """Pairs waiting or running: what ``max_queued_pairs`` bounds."""
         return self._pending_pairs + self._running_pairs
 
-    def submit(self, texts: list[str], label_sets: list[tuple[str, ...]]) -> ScoreJob:
-        """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`."""
+    def submit(self, texts: list[str], label_sets: list[tuple[str, ...]],
+               thresholds: list[tuple[float, ...] | None] | None = None) -> ScoreJob:
+        """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`; ``thresholds`` are each
+        text's multi-label cuts (one per description; see :class:`ScoreJob`)."""
         if self.state != "ready":
             raise Unavailable(self.unavailable_reason())
-        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future())
+        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future(), thresholds)
         if self.queued_pairs + job.pairs > self.config.max_queued_pairs:
             raise Overloaded(
                 f"the server is at capacity: {self.queued_pairs} (text, label) pairs are queued or running, this request "

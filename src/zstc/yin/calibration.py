@@ -214,6 +214,15 @@ class Calibration:
             raise UnknownNameError("multi-label probabilities need a Platt calibration (zstc calibrate --method platt)")
         return expit(self.parameters["slope"] * np.asarray(scores, dtype=np.float64) + self.parameters["intercept"])
 
+    def score_at(self, probabilities: np.ndarray) -> np.ndarray:
+        """The raw scores that a Platt calibration maps to ``probabilities``: where a probability threshold cuts
+        the scores (``+-inf`` for a threshold of 0 or 1, or a flat calibration, which no score sits at)."""
+        slope, intercept = self.parameters["slope"], self.parameters["intercept"]
+        probabilities = np.asarray(probabilities, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cuts = (np.log(probabilities) - np.log1p(-probabilities) - intercept) / slope
+        return np.where(np.isnan(cuts), np.inf, cuts)
+
 
 def default_calibration(family: str | None) -> Calibration:
     """The measured per-family temperature (:data:`DEFAULT_TEMPERATURES`)."""
