@@ -95,6 +95,32 @@ def test_a_torn_chunk_is_cut_and_a_changed_input_starts_over(tmp_path):
     assert changed.resumed_rows == 0 and "starting" in notes[-1] and "changed" in notes[-1]
 
 
+def test_a_run_resumed_under_another_version_of_the_scoring_starts_over(tmp_path, zstc_cli, monkeypatch):
+    """The family's SCORING_VERSION and classify's LABELLING_VERSION are part of the run's identity: rows written by
+    one version of the scoring are never continued by another (the marker of an interrupted run says which)."""
+    import zstc.output
+    from zstc.output import ResumableWriter
+
+    source = write_texts(tmp_path / "in.jsonl", 4)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    real_write = ResumableWriter.write_chunk
+
+    def one_chunk_then_killed(self, rows):
+        real_write(self, rows)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
+        status, _, _ = zstc_cli(*args)
+    assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+    with monkeypatch.context() as patched:  # the same run under a later zstc, whose labelling changed
+        patched.setattr(zstc.output, "LABELLING_VERSION", "999")
+        status, _, err = zstc_cli(*args)
+    assert status == 0, err
+    assert f"starting {out} over: the input or the settings changed" in err and "resuming" not in err
+
+
 def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_over(tmp_path, zstc_cli, monkeypatch):
     """--precision auto (classify's default) is resolved before the marker is written: the marker holds fp32
     or bf16, so a run resumed where auto means the other precision starts over instead of mixing the two.

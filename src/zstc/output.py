@@ -244,6 +244,12 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
+LABELLING_VERSION = "2"
+"""Version of how ``classify`` turns scores into output rows; with the family's ``SCORING_VERSION`` it is part of a
+resumable run's identity, so a run resumed under another zstc starts over instead of mixing rows of two versions.
+2: in bf16, multi-label decisions recheck in fp32 the pairs near their threshold (zstc.scorers.pairs)."""
+
+
 @dataclasses.dataclass
 class ChunkLabeller:
     """Turns a chunk of input records into output rows with a :class:`zstc.api.Classifier`: one row per

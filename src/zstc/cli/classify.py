@@ -62,7 +62,9 @@ def classify(
     from zstc.errors import UnknownNameError
     from zstc.io import check_output_path, read_label_descriptions, read_label_sets
     from zstc.multilabel import parse_label_thresholds
-    from zstc.output import ChunkLabeller, ResumableWriter, StdoutWriter, output_format
+    from zstc.models.registry import get_model_spec
+    from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
+    from zstc.scorers.families import get_family
     from zstc.validation import check_labels
 
     if (labels is None) == (labels_file is None):
@@ -110,8 +112,9 @@ def classify(
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
         labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
         _note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
+    versions = {"scoring": get_family(get_model_spec(model, family).family).scoring_version, "labelling": LABELLING_VERSION}
     settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
-                            "chunk_size": chunk_size})
+                            "chunk_size": chunk_size, "versions": versions})
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray
 
