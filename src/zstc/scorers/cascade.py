@@ -264,10 +264,12 @@ class CascadeScorer:
         """The shortlisted pairs of every call in one batched run of the pair scorer (batches span texts and calls);
         each text's pairs compete as one decision, or are decided by their label's cut where the call gives
         thresholds (for bf16's recheck)."""
+        from zstc.scorers.pairs import label_cuts, pair_cuts
+
         spec = self.main.spec
         firsts: list[str] = []
         seconds: list[str] = []
-        cuts: list[np.ndarray] = []
+        cuts: list[np.ndarray | None] = []
         shapes: list[tuple[int, int]] = []
         for texts, labels, ranks, thresholds in calls:
             kept = min(self.k, len(labels))
@@ -275,14 +277,13 @@ class CascadeScorer:
             firsts += [spec.format_query(text) for text in texts for _ in range(kept)]
             columns = ranks[:, :kept].ravel()
             seconds += [documents[j] for j in columns]
-            if thresholds is not None and len(thresholds) != len(labels):
-                raise ValueError(f"{len(thresholds)} thresholds for {len(labels)} labels")
-            cuts.append(np.full(len(columns), np.nan) if thresholds is None else np.asarray(thresholds, dtype=np.float64)[columns])
+            per_label = label_cuts(thresholds, len(labels))
+            cuts.append(None if per_label is None else per_label[columns])
             shapes.append((len(texts), kept))
         groups = np.repeat(np.arange(sum(n for n, _ in shapes)), [kept for n, kept in shapes for _ in range(n)])
-        multi_label = {"cuts": np.concatenate(cuts)} if any(thresholds is not None for *_, thresholds in calls) else {}
+        multi_label = pair_cuts(cuts, [n * kept for n, kept in shapes])
         scored = cast(PairScorer, self.main).score_pairs_with_notes(firsts, seconds, groups=groups, show_progress=show_progress,
-                                                                    **multi_label)
+                                                                    **({"cuts": multi_label} if multi_label is not None else {}))
         scores, notes = np.asarray(scored.scores, dtype=np.float32), list(scored.notes)
         results, start = [], 0
         for (_, _, ranks, _), (n, kept) in zip(calls, shapes):

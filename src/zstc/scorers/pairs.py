@@ -52,7 +52,7 @@ from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS
 from zstc.scorers.runtime import Precision, inference_context
 
 __all__ = ["DEFAULT_MAX_BATCH_TOKENS", "DEFAULT_MAX_PAIRS", "CrossEncoderScorer", "PairTemplate", "closest_calls", "closest_to_cuts",
-           "near_cuts", "near_ties", "plan_pairs", "token_budget_batches"]
+           "label_cuts", "near_cuts", "near_ties", "pair_cuts", "plan_pairs", "token_budget_batches"]
 
 
 # -- assembling pairs from token ids -----------------------------------------------------------------------
@@ -464,7 +464,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         ``thresholds`` (one per label, in this scorer's scores) says that the caller decides by cuts (multi-label):
         bf16 then rechecks the pairs near their label's cut rather than the near ties of each text's best.
         """
-        cuts = _label_cuts(thresholds, len(labels))
+        cuts = label_cuts(thresholds, len(labels))
         loaded = self.loaded
         distinct, row_of_text = _distinct(self.spec.format_query(text) for text in texts)
         documents = [self.spec.format_document(label) for label in labels]
@@ -601,13 +601,24 @@ def _near_what(cuts: np.ndarray | None) -> str:
     return "near their threshold" if by_cut.all() else "near ties of their text's best bf16 score or near their threshold"
 
 
-def _label_cuts(thresholds: Sequence[float] | np.ndarray | None, n_labels: int) -> np.ndarray | None:
+def label_cuts(thresholds: Sequence[float] | np.ndarray | None, n_labels: int) -> np.ndarray | None:
+    """``thresholds`` (one multi-label cut per label) as an array, checked against the number of labels; None stays None."""
     if thresholds is None:
         return None
     cuts = np.asarray(thresholds, dtype=np.float64)
     if cuts.shape != (n_labels,):
         raise ValueError(f"{cuts.size} thresholds for {n_labels} labels")
     return cuts
+
+
+def pair_cuts(cuts: Sequence[Sequence[float] | np.ndarray | None], counts: Sequence[int]) -> np.ndarray | None:
+    """The ``cuts`` of one :meth:`CrossEncoderScorer.score_pairs` call made of runs of pairs: run ``i`` holds
+    ``counts[i]`` pairs, decided by ``cuts[i]`` (one cut per pair) or, for None, by their group's best (``nan``).
+    None when no run has cuts: every pair is an argmax decision."""
+    if all(cut is None for cut in cuts):
+        return None
+    return np.concatenate([np.full(count, np.nan) if cut is None else np.asarray(cut, dtype=np.float64)
+                           for cut, count in zip(cuts, counts)])
 
 
 def _distinct(items: Sequence[str] | Iterator[str]) -> tuple[list[str], np.ndarray]:

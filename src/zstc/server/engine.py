@@ -67,6 +67,7 @@ from typing import Any, Literal
 import numpy as np
 
 from zstc.scorers.base import rechecks_thresholds, score_with_notes
+from zstc.scorers.pairs import pair_cuts
 
 
 logger = logging.getLogger("zstc.server")
@@ -118,8 +119,8 @@ class ScoreJob:
     texts: list[str]
     label_sets: list[tuple[str, ...]]
     future: asyncio.Future[list[np.ndarray]]
-    thresholds: list[tuple[float, ...] | None] | None = None
-    """Multi-label: each text's cut per description, for bf16's recheck of the pairs near it (None: argmax)."""
+    thresholds: list[tuple[float, ...] | None]
+    """Per text: its multi-label cut per description, for bf16's recheck of the pairs near it (None: argmax)."""
     pairs: int = 0
     enqueued: float = field(default_factory=time.perf_counter)
     started: float | None = None
@@ -128,10 +129,6 @@ class ScoreJob:
 
     def __post_init__(self) -> None:
         self.pairs = sum(len(labels) for labels in self.label_sets)
-
-    def cuts(self) -> list[tuple[float, ...] | None]:
-        """:attr:`thresholds`, one entry per text (None: the text is decided by its best label)."""
-        return self.thresholds if self.thresholds is not None else [None] * len(self.label_sets)
 
     @property
     def queue_s(self) -> float:
@@ -266,11 +263,8 @@ class PairBackend(Backend):
         # even when another request sent the same text with other labels; a multi-label text's pairs are
         # decided by their cuts instead (bf16 rechecks the pairs near them).
         groups = np.repeat(np.arange(len(label_sets)), [len(labels) for labels in label_sets])
-        cuts = [cut if cut is not None else (np.nan,) * len(labels)
-                for cut, labels in zip((cut for job in jobs for cut in job.cuts()), label_sets)]
-        multi_label = {"cuts": np.concatenate([np.asarray(cut, dtype=np.float64) for cut in cuts])} if any(
-            not np.isnan(cut).all() for cut in cuts) else {}
-        scores = self.scorer.score_pairs(firsts, seconds, groups=groups, **multi_label)
+        cuts = pair_cuts([cut for job in jobs for cut in job.thresholds], [len(labels) for labels in label_sets])
+        scores = self.scorer.score_pairs(firsts, seconds, groups=groups, **({"cuts": cuts} if cuts is not None else {}))
         bounds = np.cumsum([0, *(len(labels) for labels in label_sets)])
         return _split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))])
 
@@ -347,7 +341,7 @@ class MatrixBackend(Backend):
         flat_texts = [text for job in jobs for text in job.texts]
         # Multi-label cuts split a call only for a scorer that uses them (a cross-encoder behind a shortlist).
         uses_cuts = rechecks_thresholds(self.scorer)
-        sets = zip((labels for job in jobs for labels in job.label_sets), (cut for job in jobs for cut in job.cuts()))
+        sets = zip((labels for job in jobs for labels in job.label_sets), (cut for job in jobs for cut in job.thresholds))
         for position, (labels, cut) in enumerate(sets):
             groups.setdefault((labels, cut if uses_cuts else None), []).append(position)
         matrices = self._score_calls([([flat_texts[p] for p in positions], list(labels), cut) for (labels, cut), positions in groups.items()])
@@ -434,7 +428,7 @@ class BatchingEngine:
 
     async def _warm_up(self) -> None:
         assert self._thread is not None
-        job = ScoreJob(["warm-up"], [("a", "b")], asyncio.get_running_loop().create_future())
+        job = ScoreJob(["warm-up"], [("a", "b")], asyncio.get_running_loop().create_future(), [None])
         try:
             await asyncio.wrap_future(self._thread.submit(self.backend.score, [job]))
         except Exception as error:
@@ -491,7 +485,7 @@ class BatchingEngine:
         text's multi-label cuts (one per description; see :class:`ScoreJob`)."""
         if self.state != "ready":
             raise Unavailable(self.unavailable_reason())
-        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future(), thresholds)
+        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future(), thresholds or [None] * len(label_sets))
         if self.queued_pairs + job.pairs > self.config.max_queued_pairs:
             raise Overloaded(
                 f"the server is at capacity: {self.queued_pairs} (text, label) pairs are queued or running, this request "
