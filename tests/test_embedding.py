@@ -52,6 +52,43 @@ def test_several_calls_at_once_equal_each_call_alone(minilm_native):
     assert results[1].notes == ["1 of 2 texts exceed 256 tokens and were truncated"] and results[0].notes == []
 
 
+def test_a_description_cache_makes_a_new_label_set_of_seen_descriptions_free(minilm_native, monkeypatch):
+    """score_requests with a caller's cache of one embedding per description (the server's): the descriptions not
+    cached are encoded in one run, a new set of seen descriptions encodes none, and the scores are the scorer's own."""
+    from zstc.scorers.base import LruCache
+
+    runs: list[int] = []
+    encode_labels = minilm_native._label_embeddings
+    monkeypatch.setattr(minilm_native, "_label_embeddings", lambda loaded, documents: runs.append(len(documents)) or encode_labels(loaded, documents))
+    cache = LruCache(16)
+    first = minilm_native.score_requests([(["The striker scored twice."], ["sports", "economy"]),
+                                          (["Rates rose again."], ["economy", "health"])], label_cache=cache)
+    assert runs == [3] and (cache.hits, cache.misses) == (0, 3)
+    second = minilm_native.score_requests([(["A new vaccine was approved."], ["health", "sports"])], label_cache=cache)
+    assert runs == [3] and (cache.hits, cache.misses) == (2, 3)
+    for result, (texts, labels) in zip([*first, *second], [(["The striker scored twice."], ["sports", "economy"]),
+                                                         (["Rates rose again."], ["economy", "health"]),
+                                                         (["A new vaccine was approved."], ["health", "sports"])]):
+        np.testing.assert_allclose(result.scores, minilm_native.score(texts, labels), atol=1e-5)
+
+
+def test_the_lru_cache_computes_what_is_missing_in_one_call_and_returns_more_than_it_keeps():
+    from zstc.scorers.base import LruCache
+
+    cache: LruCache[str] = LruCache(2)
+    calls: list[list[str]] = []
+
+    def compute(missing):
+        calls.append(list(missing))
+        return [key.upper() for key in missing]
+
+    assert cache.get_many(["a", "b", "c", "a"], compute) == ["A", "B", "C", "A"]
+    assert calls == [["a", "b", "c"]] and len(cache) == 2 and "a" not in cache  # least recently used dropped
+    assert cache.get_many(["c", "d"], compute) == ["C", "D"] and calls[-1] == ["d"]
+    assert (cache.hits, cache.misses) == (1, 5)
+    assert cache.get_or_compute("d", lambda: "never") == "D"
+
+
 def test_query_and_document_prefixes_come_from_the_registry():
     e5 = get_model_spec("intfloat/e5-base-v2")
     assert (e5.format_query("t"), e5.format_document("h")) == ("query: t", "passage: h")

@@ -136,6 +136,19 @@ def test_nli_results_equal_classifier_predict(nli_client: TestClient, nli: Class
         assert probabilities == pytest.approx(np.exp(raw) / np.exp(raw).sum()), "softmax of the log-odds, T = 1"
 
 
+def test_each_family_gets_the_backend_that_batches_it(minilm: Classifier, nli: Classifier) -> None:
+    """Chosen by what a scorer's class offers, not what an instance answers: a cascade answers for its cross-encoder's
+    ``score_pairs`` through ``__getattr__``, yet must be batched as a cascade (shortlist first)."""
+    from zstc.scorers.cascade import CascadeScorer
+    from zstc.server.engine import backend_for
+
+    cascade = CascadeScorer(nli.scorer, minilm.scorer, 2)
+    assert hasattr(cascade, "score_pairs")
+    chosen = {name: type(backend_for(scorer, EngineConfig())).__name__
+              for name, scorer in {"embedding": minilm.scorer, "nli": nli.scorer, "cascade": cascade, "gated": GatedScorer()}.items()}
+    assert chosen == {"embedding": "EmbeddingBackend", "nli": "PairBackend", "cascade": "CascadeBackend", "gated": "MatrixBackend"}
+
+
 def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) -> None:
     """``serve --shortlist``: each request is shortlisted on its own labels, and the shortlisted pairs of requests sent
     together are scored in one cross-encoder run; every request gets the Python API's cascade result."""

@@ -121,25 +121,43 @@ def count_parameters(model: torch.nn.Module) -> int:
 
 
 class LruCache(Generic[V]):
-    """A small thread-safe least-recently-used cache (label embeddings per label set)."""
+    """A small thread-safe least-recently-used cache (label embeddings per label set, or per description).
+
+    :attr:`hits` and :attr:`misses` count keys looked up since it was made (a server's cache metric)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
+        self.hits = 0
+        self.misses = 0
         self._items: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """The value of ``key``, from ``compute()`` when it is not cached."""
+        return self.get_many([key], lambda missing: [compute()])[0]
+
+    def get_many(self, keys: Sequence[Hashable], compute: Callable[[list[Hashable]], Sequence[V]]) -> list[V]:
+        """The values of ``keys``, in order; those not cached come from one ``compute(missing keys)`` call (a
+        single run of the model for all of them), then are cached. Values are returned even when there are
+        more keys than the cache holds."""
         with self._lock:
-            if key in self._items:
+            found = {key: self._items[key] for key in keys if key in self._items}
+            for key in found:
                 self._items.move_to_end(key)
-                return self._items[key]
-        value = compute()  # outside the lock: two threads may compute the same value once each, harmlessly
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return value
+            missing = [key for key in dict.fromkeys(keys) if key not in found]
+            hits = sum(key in found for key in keys)
+            self.hits += hits
+            self.misses += len(keys) - hits
+        if missing:
+            # Outside the lock: two threads may compute the same value once each, harmlessly.
+            found.update(zip(missing, compute(missing), strict=True))
+            with self._lock:
+                for key in missing:
+                    self._items[key] = found[key]
+                    self._items.move_to_end(key)
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return [found[key] for key in keys]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -147,6 +165,13 @@ class LruCache(Generic[V]):
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._items
+
+
+def offers(scorer: Any, method: str) -> bool:
+    """Whether ``scorer``'s class defines ``method`` (a capability such as ``score_pairs`` or
+    ``score_requests``). Asked of the class, not the instance: a :class:`~zstc.scorers.cascade.CascadeScorer`
+    answers for its main scorer's attributes through ``__getattr__``, yet offers only what it defines."""
+    return callable(getattr(type(scorer), method, None))
 
 
 class TorchScorer(Generic[F]):

@@ -32,7 +32,7 @@ from typing import Any, cast
 import numpy as np
 
 from zstc.errors import ZstcError
-from zstc.scorers.base import PairScorer, Scorer, ScoreResult, rechecks_thresholds, score_with_notes
+from zstc.scorers.base import PairScorer, Scorer, ScoreResult, offers, rechecks_thresholds, score_with_notes
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
 """The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
@@ -231,8 +231,8 @@ class CascadeScorer:
             return [self.score_with_notes(texts, labels) for texts, labels in calls]
         shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
         ranks = {i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)) for i, (texts, labels) in enumerate(calls)}
-        if hasattr(self.shortlister, "score_requests"):  # an embedding model: every call's texts encoded in one run
-            shortlists = [result.scores for result in self.shortlister.score_requests([calls[i] for i in shortlisted])]
+        if offers(self.shortlister, "score_requests"):  # an embedding model: every call's texts encoded in one run
+            shortlists = [result.scores for result in cast(Any, self.shortlister).score_requests([calls[i] for i in shortlisted])]
         else:
             shortlists = [self.shortlister.score(*calls[i]) for i in shortlisted]
         ranks.update({i: shortlist_ranks(scores) for i, scores in zip(shortlisted, shortlists)})

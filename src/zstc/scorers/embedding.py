@@ -8,8 +8,8 @@ Label embeddings are computed once per label set and reused for every batch of t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -112,34 +112,54 @@ class EmbeddingScorer(TorchScorer[None]):
         text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
         return ScoreResult((text_embeddings @ label_embeddings.T).cpu().numpy().astype(np.float32), notes)
 
-    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[ScoreResult]:
+    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *,
+                       label_cache: LruCache[torch.Tensor] | None = None) -> list[ScoreResult]:
         """Several ``(texts, labels)`` calls at once, each with its own labels (a service's batch, a cascade's
         shortlists): the distinct texts of all calls are encoded in one run, and so are the label descriptions
-        of every label set not yet cached, where one call each would encode a few at a time. Each call gets
-        :meth:`score_with_notes`'s result, up to the float noise of other batch compositions."""
+        not yet cached, where one call each would encode a few at a time. Each call gets
+        :meth:`score_with_notes`'s result, up to the float noise of other batch compositions.
+
+        ``label_cache``, when given, holds one embedding per label description (a server's, which it bounds and
+        whose hits it counts), so a new label set is free once each of its descriptions has been seen, in
+        whatever set; without it, the scorer's own cache of whole label sets is used."""
         loaded = self.loaded
         calls = [([self.spec.format_query(text) for text in texts], tuple(self.spec.format_document(label) for label in labels))
                  for texts, labels in requests]
         distinct = list(dict.fromkeys(query for queries, _ in calls for query in queries))
         row_of = {query: i for i, query in enumerate(distinct)}
         text_embeddings = self._encode(loaded, distinct, show_progress=False) if distinct else None
-        uncached = tuple(dict.fromkeys(d for _, documents in calls if documents not in self._label_cache for d in documents))
-        fresh = dict(zip(uncached, self._label_embeddings(loaded, uncached))) if uncached else {}
-
-        def label_set(documents: tuple[str, ...]) -> torch.Tensor:
-            if all(document in fresh for document in documents):
-                return torch.stack([fresh[document] for document in documents])
-            return self._label_embeddings(loaded, documents)  # evicted by another thread since: encoded alone
-
+        label_set = (self._label_sets_by_description(loaded, [documents for _, documents in calls], label_cache)
+                     if label_cache is not None else self._label_sets_by_set(loaded, [documents for _, documents in calls]))
         results = []
         for queries, documents in calls:
-            label_embeddings = self._label_cache.get_or_compute(documents, lambda: label_set(documents))
+            label_embeddings = label_set(documents)
             if text_embeddings is None or not queries:
                 results.append(ScoreResult(np.zeros((len(queries), len(documents)), dtype=np.float32), []))
                 continue
             rows = text_embeddings[[row_of[query] for query in queries]]
             results.append(ScoreResult((rows @ label_embeddings.T).cpu().numpy().astype(np.float32), self._truncation_notes(loaded, queries)))
         return results
+
+    def _label_sets_by_set(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:
+        """Label embeddings per label set from the scorer's own cache; the descriptions of every set not
+        cached are encoded in one run."""
+        uncached = tuple(dict.fromkeys(d for documents in sets if documents not in self._label_cache for d in documents))
+        fresh = dict(zip(uncached, self._label_embeddings(loaded, uncached))) if uncached else {}
+
+        def encoded(documents: tuple[str, ...]) -> torch.Tensor:
+            if all(document in fresh for document in documents):
+                return torch.stack([fresh[document] for document in documents])
+            return self._label_embeddings(loaded, documents)  # evicted by another thread since: encoded alone
+
+        return lambda documents: self._label_cache.get_or_compute(documents, lambda: encoded(documents))
+
+    def _label_sets_by_description(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]],
+                                   cache: LruCache[torch.Tensor]) -> Callable[[tuple[str, ...]], torch.Tensor]:
+        """Label embeddings per label set, from ``cache``'s one embedding per description; the descriptions
+        not cached are encoded in one run."""
+        descriptions = list(dict.fromkeys(d for documents in sets for d in documents))
+        by_description = dict(zip(descriptions, cache.get_many(descriptions, lambda missing: list(self._label_embeddings(loaded, tuple(cast(list[str], missing)))))))
+        return lambda documents: torch.stack([by_description[d] for d in documents])
 
 
 class EncoderScorer(EmbeddingScorer):

@@ -66,7 +66,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from zstc.scorers.base import rechecks_thresholds, score_with_notes
+from zstc.scorers.base import LruCache, offers, rechecks_thresholds, score_with_notes
 from zstc.scorers.pairs import pair_cuts
 
 
@@ -277,62 +277,6 @@ class PairBackend(Backend):
         return sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
 
 
-class EmbeddingBackend(Backend):
-    """Embedding models: the texts of all jobs encoded together; label embeddings from a bounded LRU cache.
-
-    The cache holds one embedding per label description, so a label set is free once each of its
-    descriptions has been seen, whatever set they came in.
-    """
-
-    def __init__(self, scorer: Any, cache_size: int, on_lookup: Callable[[int, int], None] | None = None) -> None:
-        super().__init__(scorer)
-        self.cache_size = cache_size
-        self._cache: collections.OrderedDict[str, Any] = collections.OrderedDict()
-        self._on_lookup = on_lookup
-
-    @staticmethod
-    def supports(scorer: Any) -> bool:
-        return all(hasattr(scorer, name) for name in ("_encode", "_label_embeddings", "loaded", "spec"))
-
-    def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
-        import torch
-
-        texts, label_sets = self._formatted(jobs)
-        distinct_texts = list(dict.fromkeys(texts))
-        text_rows = {text: i for i, text in enumerate(distinct_texts)}
-        loaded = self.scorer.loaded
-        text_embeddings = self.scorer._encode(loaded, distinct_texts, show_progress=False)
-        label_embeddings = self._label_embeddings(loaded, list(dict.fromkeys(d for labels in label_sets for d in labels)))
-        rows = []
-        for text, labels in zip(texts, label_sets):
-            matrix = torch.stack([label_embeddings[d] for d in labels])
-            rows.append((text_embeddings[text_rows[text]] @ matrix.T).cpu().numpy().astype(np.float32))
-        return _split_rows(jobs, rows)
-
-    def _label_embeddings(self, loaded: Any, descriptions: list[str]) -> dict[str, Any]:
-        missing = [d for d in descriptions if d not in self._cache]
-        if self._on_lookup is not None:
-            self._on_lookup(len(descriptions) - len(missing), len(missing))
-        if missing:
-            # The scorer's own encoding and rule (a description too long for the model is an error, never truncated).
-            for description, embedding in zip(missing, self.scorer._label_embeddings(loaded, tuple(missing))):
-                self._cache[description] = embedding
-        found = {}
-        for description in descriptions:
-            self._cache.move_to_end(description)
-            found[description] = self._cache[description]
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return found
-
-    def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
-        tokenizer = self._tokenizer()
-        if tokenizer is None:
-            return None
-        texts, _ = self._formatted(jobs)
-        return sum(_token_lengths(tokenizer, list(dict.fromkeys(texts))).values())
-
-
 class MatrixBackend(Backend):
     """Any scorer: one ``score(texts, labels)`` call per distinct label set, with every text that has it."""
 
@@ -366,6 +310,32 @@ class CascadeBackend(MatrixBackend):
         return [result.scores for result in results]
 
 
+class EmbeddingBackend(MatrixBackend):
+    """Embedding models: the texts of all jobs encoded in one run, and each label set's embeddings taken from a
+    bounded LRU cache of one embedding per label description, so that a label set is free once each of its
+    descriptions has been seen, whatever set they came in
+    (:meth:`zstc.scorers.embedding.EmbeddingScorer.score_requests`)."""
+
+    def __init__(self, scorer: Any, cache_size: int, on_lookup: Callable[[int, int], None] | None = None) -> None:
+        super().__init__(scorer)
+        self.label_cache: LruCache[Any] = LruCache(cache_size)
+        self._on_lookup = on_lookup
+
+    def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> list[np.ndarray]:
+        hits, misses = self.label_cache.hits, self.label_cache.misses
+        results = self.scorer.score_requests([(texts, labels) for texts, labels, _ in calls], label_cache=self.label_cache)
+        if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
+            self._on_lookup(self.label_cache.hits - hits, self.label_cache.misses - misses)
+        return [result.scores for result in results]
+
+    def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
+        tokenizer = self._tokenizer()
+        if tokenizer is None:
+            return None
+        texts, _ = self._formatted(jobs)
+        return sum(_token_lengths(tokenizer, list(dict.fromkeys(texts))).values())
+
+
 def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
     distinct = list(dict.fromkeys(strings))
     ids = tokenizer(distinct, add_special_tokens=False)["input_ids"] if distinct else []
@@ -376,11 +346,13 @@ def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int
     """The backend that batches best for this scorer's family."""
     from zstc.scorers.cascade import CascadeScorer
 
-    if isinstance(scorer, CascadeScorer):  # first: it answers for its main scorer's attributes (score_pairs, ...)
+    # By what the scorer's class offers (`offers`), never by what an instance answers: a cascade answers for its
+    # main scorer's attributes.
+    if isinstance(scorer, CascadeScorer):
         return CascadeBackend(scorer)
-    if hasattr(scorer, "score_pairs") and hasattr(scorer, "spec"):
+    if offers(scorer, "score_pairs"):
         return PairBackend(scorer)
-    if getattr(scorer, "family", None) in ("embedding", "encoder") and EmbeddingBackend.supports(scorer):
+    if offers(scorer, "score_requests"):
         return EmbeddingBackend(scorer, config.label_cache_size, on_lookup)
     return MatrixBackend(scorer)
 
