@@ -286,6 +286,7 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         ([*train, "--max-length", "-1"], "--max-length must be >= 1"),
         ([*train, "--epochs", "nan"], "--epochs must be a finite number"),
         ([*train, "--device", "gpu0"], "--device must be"),
+        ([*train, "--variant", "binry"], "--variant must be one of triplet, binary, got 'binry' (did you mean 'binary'?)"),
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
