@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -9,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from zstc.cli import app
+from zstc.errors import Terminated
 from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 
 _BATCHING = "Batching and limits"
@@ -78,7 +80,32 @@ def serve(
 
     config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
                             access_log=access_log, log_level="info")
-    DrainingServer(config).run()
+    try:
+        DrainingServer(config).run()  # after a SIGTERM/SIGINT, uvicorn re-raises it on its way out
+    except KeyboardInterrupt as stop:  # zstc.errors.Terminated for SIGTERM
+        _leave_if_model_running(engine, signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
+        raise
+    _leave_if_model_running(engine, None)
+
+
+def _leave_if_model_running(engine: Any, signum: int | None) -> None:
+    """End the process at once when a batch outlived the drain: an interpreter that finalises while the model
+    thread is inside torch aborts (see :attr:`zstc.server.engine.BatchingEngine.model_running`)."""
+    import logging
+    import os
+    import sys
+
+    from zstc.entry import STOPS
+
+    if not engine.model_running:
+        return
+    logging.getLogger("zstc.server").warning("a batch was still running at shutdown; stopping without waiting for it")
+    message, status = STOPS[signum] if signum is not None else ("", 0)
+    if message:
+        print(message, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _check_address(host: str, port: int) -> None:

@@ -175,6 +175,13 @@ class Gate:
                 bounded = await self._bounded_body(scope, receive, tracked_send) if method in ("POST", "PUT", "PATCH") else receive
                 if bounded is not None:  # None: the body was refused and answered already
                     await self.app(scope, bounded, tracked_send)
+        except asyncio.CancelledError:
+            # uvicorn cancels the requests still running when the drain timeout (--drain-timeout) has passed. The
+            # client gets the shutdown's 503, not uvicorn's plain-text 500, and the log no traceback; the
+            # cancellation ends here, with this request's answer.
+            if not status:
+                await self._send_error(tracked_send, 503, "unhealthy", "the server stopped before this request was answered "
+                                       "(its drain timeout passed); retry", {"connection": "close", "retry-after": "5"})
         except Exception:
             logger.exception("unhandled error serving %s %s", method, path)
             if not status:
@@ -340,6 +347,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         try:
             waited: list[asyncio.Future[Any]] = [job.future, disconnected]
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the server stopped (drain timeout): the work is dropped with the request
+            engine.cancel(job)
+            raise
         finally:
             disconnected.cancel()
         if not job.future.done():  # the client left: drop its work

@@ -170,6 +170,10 @@ def _heap_trimmer() -> Callable[[], object] | None:
     return lambda: trim(0)
 
 
+STOP_GRACE_S = 2.0
+"""How long :meth:`BatchingEngine.stop` waits for a model call in progress (a batch that outlived the drain)."""
+
+
 class ModelThread:
     """A single daemon thread that runs every model call, in order.
 
@@ -193,6 +197,11 @@ class ModelThread:
 
     def stop(self) -> None:
         self._calls.put(None)
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread still runs (after :meth:`stop`: a model call that has not returned yet)."""
+        return self._thread.is_alive()
 
     def _run(self) -> None:
         import torch
@@ -430,8 +439,9 @@ class BatchingEngine:
             await asyncio.sleep(0)
         return True
 
-    async def stop(self) -> None:
-        """Stop the worker and the model thread; requests still queued get :class:`Unavailable`."""
+    async def stop(self, grace: float = STOP_GRACE_S) -> None:
+        """Stop the worker and the model thread; requests still queued get :class:`Unavailable`. Waits up to
+        ``grace`` seconds for a model call in progress to return (see :attr:`model_running`)."""
         self.state = "stopped"
         for task in self._tasks:
             task.cancel()
@@ -443,6 +453,16 @@ class BatchingEngine:
         self._pending_pairs = 0
         if self._thread is not None:
             self._thread.stop()
+            deadline = time.monotonic() + grace
+            while self._thread.running and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+
+    @property
+    def model_running(self) -> bool:
+        """Whether a model call is still in progress after :meth:`stop`. The process must then end with
+        ``os._exit``: an interpreter that finalises while the model thread is inside torch aborts (the thread
+        is killed on its way back to Python, "terminate called without an active exception", exit 134)."""
+        return self._thread is not None and self._thread.running
 
     # -- admission ------------------------------------------------------------------------------------------
 
