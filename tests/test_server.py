@@ -309,7 +309,9 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
     ({"texts": ["x", "y"], "labels": [["a", "b"]]}, "1 label sets for 2 texts"),
     ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["only one"]}, "1 descriptions for 2 labels"),
     ({"texts": "x", "labels": "a,b"}, "labels"),
-    ({"inputs": "x", "parameters": {"candidate_labels": "only"}}, "only one label"),
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": "yes"}, "multi_label: Input should be a valid boolean"),
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": True}, "threshold: Input should be a valid number"),
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": "0.3"}, "threshold: Input should be a valid number"),
     ({"inputs": "x"}, "parameters: Field required"),
     ([1, 2], "expected a JSON object"),
 ])
@@ -356,6 +358,49 @@ def test_413_limits(client: TestClient) -> None:
     assert long_text.status_code == 413 and "text 2 has 501 characters; the limit is 500" in long_text.json()["error"]
     documents = client.post("/rerank", json={"query": "q", "documents": ["d"] * 25})
     assert documents.status_code == 413
+
+
+def test_sizes_are_checked_before_any_message_quotes_the_input(client: TestClient) -> None:
+    """Every string is held to max_chars (500 here) before the checks whose messages name it, and those messages
+    quote at most the start of what they name."""
+    long = "x" * 501
+    for body, message in [({"texts": ["a"], "labels": [long, "y"], "descriptions": ["d1", "d2"]}, "label 1 has 501 characters"),
+                          ({"texts": ["a"], "labels": ["y", "z"], "descriptions": ["d1", long]}, "label description 2 has 501"),
+                          ({"texts": ["a"], "labels": ["y", "z"], "template": long}, "template has 501 characters"),
+                          ({"inputs": "a", "parameters": {"candidate_labels": [long, "y"]}}, "candidate label 1 has 501")]:
+        response = client.post("/classify", json=body)
+        assert response.status_code == 413 and message in response.json()["error"], response.text
+    single = client.post("/classify", json={"texts": ["a"], "labels": ["y" * 500]}).json()["error"]
+    assert single.startswith("only one label given ('yyyy") and "(500 characters)" in single and len(single) < 200
+
+
+def test_a_body_not_sent_as_json_is_415_and_bad_json_says_why(client: TestClient) -> None:
+    body = json.dumps({"texts": ["x"], "labels": ["a", "b"]}).encode()
+    for headers in ({"content-type": "application/x-www-form-urlencoded"}, {"content-type": "text/plain"}, {}):  # curl -d's, ..., none
+        response = client.post("/classify", content=body, headers=headers)
+        assert response.status_code == 415 and "sent with 'Content-Type: application/json'" in response.json()["error"], headers
+    as_json = {"content-type": "application/json"}
+    for sent, message in [(b"", "the request has no body"), (b'{"texts": ["x"], "labels": [a]}', "not valid JSON: Expecting value at character 28"),
+                          (b'{"texts": ["\xff"]}', "the body is not valid JSON")]:
+        response = client.post("/classify", content=sent, headers=as_json)
+        assert response.status_code == 422 and message in response.json()["error"], response.text
+    assert client.post("/classify", content=body, headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
+
+
+def test_hugging_face_scores_a_single_candidate_label_on_its_own(client: TestClient) -> None:
+    """The pipeline's rule: one candidate label is scored as with multi_label (a softmax over one label says 1)."""
+    single = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": "sports"}})
+    multi = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": ["sports"], "multi_label": True}})
+    assert single.status_code == 200, single.text
+    assert single.json() == multi.json() and 0 < single.json()[0]["score"] < 1
+
+
+def test_a_rerank_document_too_long_for_the_model_is_named(client: TestClient, nli_client: TestClient) -> None:
+    for served, long in ((client, "zqxj " * 99), (nli_client, "word " * 600)):  # 398 tokens past 256; 600 past 512
+        response = served.post("/rerank", json={"query": "q", "documents": ["short", long]})
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error.startswith("document 2 is too long for") and "never truncated: shorten or split it" in error
 
 
 def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> None:
@@ -425,14 +470,38 @@ def test_health_info_and_metrics(client: TestClient) -> None:
     hits = client.app.state.telemetry.registry.get_sample_value("zstc_label_cache_total", {"result": "hit"}) or 0
     client.post("/classify", json={"texts": ["y"], "labels": LABELS[:2]})
     assert client.app.state.telemetry.registry.get_sample_value("zstc_label_cache_total", {"result": "hit"}) == hits + 2
+    # Batch tokens count what the model reads: the text and, new to the cache, the label descriptions.
+    registry = client.app.state.telemetry.registry
+    batches, tokens = registry.get_sample_value("zstc_batch_tokens_count"), registry.get_sample_value("zstc_batch_tokens_sum")
+    client.post("/classify", json={"texts": ["y"], "labels": ["a label never seen before", "another label never seen"]})
+    deadline = time.monotonic() + 30
+    while registry.get_sample_value("zstc_batch_tokens_count") == batches:  # counted in the model thread after the batch
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert registry.get_sample_value("zstc_batch_tokens_sum") - tokens >= 1 + 2 * 7  # "y"; "This is a label never seen before."...
 
 
-def test_openapi_documents_both_shapes(client: TestClient) -> None:
+def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -> None:
     schema = client.get("/openapi.json").json()
     assert {"/classify", "/", "/rerank", "/v1/rerank", "/health", "/health/ready", "/info", "/metrics"} <= set(schema["paths"])
     components = schema["components"]["schemas"]
     assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
     assert "softmax" in schema["info"]["description"]
+    # The answers as they are: POST / gives a list, or a list per text; each route lists only the errors it can give.
+    hf = schema["paths"]["/"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]
+    assert {json.dumps(alternative, sort_keys=True) for alternative in hf} == {
+        json.dumps({"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}, sort_keys=True),
+        json.dumps({"type": "array", "items": {"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}}, sort_keys=True)}
+    classify = schema["paths"]["/classify"]["post"]["responses"]
+    assert len(classify["200"]["content"]["application/json"]["schema"]["anyOf"]) == 3
+    assert set(classify) == {"200", "413", "415", "422", "429", "500", "503"}
+    assert set(schema["paths"]["/health"]["get"]["responses"]) == {"200"} and set(schema["paths"]["/health/ready"]["get"]["responses"]) == {"200", "503"}
+    assert "securitySchemes" not in schema.get("components", {})
+    with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:  # /docs can send the key
+        keyed = secured.get("/openapi.json").json()
+    assert keyed["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert "401" in keyed["paths"]["/classify"]["post"]["responses"] and keyed["paths"]["/classify"]["post"]["security"]
+    assert "security" not in keyed["paths"]["/health"]["get"]
 
 
 # -- batching across requests ------------------------------------------------------------------------------------------
@@ -512,7 +581,7 @@ def test_429_when_the_queue_is_full_and_413_when_a_request_could_never_fit() -> 
         assert refused.status_code == 429, refused.text
         assert refused.json()["error_type"] == "overloaded" and int(refused.headers["retry-after"]) >= 1
         never = gated.post("/classify", json={"texts": list("abcdef"), "labels": ["x", "y"]})  # 12 > 10 pairs
-        assert never.status_code == 413 and "the limit is 10" in never.json()["error"]
+        assert never.status_code == 413 and "max_queued_pairs is 10, so a larger request could never be queued" in never.json()["error"]
         scorer.gate.set()
         first, second = running.result(30), waiting.result(30)
         assert first.status_code == second.status_code == 200

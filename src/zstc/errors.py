@@ -33,6 +33,17 @@ class ModelError(ZstcError):
     """A model cannot be resolved, loaded, or lacks what its family needs."""
 
 
+class DescriptionTooLongError(ModelError):
+    """A label description (a rerank document) that the model cannot read whole: descriptions are never
+    truncated. :attr:`description` is the one found too long, as the model reads it (with any prefix);
+    :attr:`limit` the model's token limit."""
+
+    def __init__(self, message: str, description: str, limit: int) -> None:
+        super().__init__(message)
+        self.description = description
+        self.limit = limit
+
+
 class UnknownNameError(ZstcError):
     """A task, family or option value is not one zstc knows."""
 
@@ -63,6 +74,15 @@ class Terminated(KeyboardInterrupt):
     """
 
     exit_code: int = 143
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut after ``limit`` characters (saying how long it was): a message names what the user
+    gave without echoing a 10,000-character label back at them (or into a server's response and log)."""
+    text = str(value) if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(value)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -22,7 +22,7 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 from sklearn.preprocessing import MultiLabelBinarizer
 
 from zstc.decisions import threshold_decisions
-from zstc.errors import LabelError, UnknownNameError
+from zstc.errors import LabelError, UnknownNameError, quoted
 from zstc.scorers.families import FamilyTable
 
 NONE_LABEL = "none"
@@ -94,9 +94,10 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[
         except ValueError:
             threshold = None
         if not sep or not name or threshold is None or not math.isfinite(threshold):
-            raise LabelError(f"a per-label threshold must look like LABEL=NUMBER, got {item!r}")
+            raise LabelError(f"a per-label threshold must look like LABEL=NUMBER, got {quoted(item)}")
         if name not in labels:
-            raise LabelError(f"threshold given for {name!r}, which is not one of the labels ({', '.join(labels)})")
+            known = ', '.join(labels)
+            raise LabelError(f"threshold given for {quoted(name)}, which is not one of the labels ({known if len(known) <= 300 else known[:300] + '...'})")
         parsed[name] = threshold
     return parsed
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError
+from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError, quoted
 
 _TYPE_WORDS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
@@ -54,7 +54,7 @@ class OptionSpec:
                 return None
             raise OptionError(f"{name} must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got None", name)
         if not _is_instance(value, self.type):
-            raise OptionError(f"{name} must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got {value!r}", name)
+            raise OptionError(f"{name} must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got {quoted(value)}", name)
         if self.type is float:
             value = float(value)
             if self.finite and not math.isfinite(value):
@@ -64,8 +64,8 @@ class OptionSpec:
         if self.choices is not None and value not in self.choices:
             expected = ", ".join(str(choice) for choice in self.choices)
             if self.meaning:
-                raise UnknownOptionError(f"unknown {self.meaning} {value!r}: {name} must be one of {expected}", name)
-            raise UnknownOptionError(f"{name} must be one of {expected}, got {value!r}", name)
+                raise UnknownOptionError(f"unknown {self.meaning} {quoted(value)}: {name} must be one of {expected}", name)
+            raise UnknownOptionError(f"{name} must be one of {expected}, got {quoted(value)}", name)
         if self.low is not None and not (value >= self.low if self.low_inclusive else value > self.low):
             raise OptionError(f"{name} must be {'>=' if self.low_inclusive else '>'} {_number(self.low)}, got {value}", name)
         if self.high is not None and not (value <= self.high if self.high_inclusive else value < self.high):
@@ -105,7 +105,7 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
     scoring (one label, yes or no) passes ``allow_single=True``.
     """
     if isinstance(labels, str):
-        raise LabelError(f"{what} must be a sequence of strings, got one string {labels!r}")
+        raise LabelError(f"{what} must be a sequence of strings, got one string {quoted(labels)}")
     cleaned = [str(label).strip() for label in labels]
     if not cleaned:
         raise LabelError(f"no {what} given: expected at least two")
@@ -113,10 +113,10 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
     if empty:
         raise LabelError(f"{what} contain an empty entry (position {empty[0] + 1})")
     if len(cleaned) < 2 and not allow_single:
-        raise LabelError(f"only one label given ({cleaned[0]!r}): zero-shot classification needs at least two")
+        raise LabelError(f"only one label given ({quoted(cleaned[0])}): zero-shot classification needs at least two")
     duplicates = [label for label, count in Counter(cleaned).items() if count > 1]
     if duplicates:
-        raise LabelError(f"duplicate {what}: {', '.join(repr(d) for d in duplicates)}")
+        raise LabelError(f"duplicate {what}: {', '.join(quoted(d) for d in duplicates)}")
     return cleaned
 
 
@@ -147,7 +147,7 @@ def check_template(template: str, *, what: str = "template") -> str:
     """
     if not isinstance(template, str):
         raise LabelError(f"{what} must be a string, got {type(template).__name__}")
-    cannot = f"{what} {template!r} cannot be filled"
+    cannot = f"{what} {quoted(template)} cannot be filled"
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
     except ValueError as error:  # "Single '}' encountered", "unmatched '{'"
@@ -181,11 +181,11 @@ class Rule:
     def problem(self, value: Any) -> str | None:
         """Why ``value`` breaks the rule, or None."""
         if self.choices:
-            return None if value in self.choices else f"must be one of {', '.join(self.choices)}, got {value!r}"
+            return None if value in self.choices else f"must be one of {', '.join(self.choices)}, got {quoted(value)}"
         if self.device:
             return _device_problem(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"must be a number, got {value!r}"
+            return f"must be a number, got {quoted(value)}"
         if not math.isfinite(value):
             return f"must be a finite number, got {value}"
         if self.integer and value != int(value):

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
-from zstc.errors import ModelError
+from zstc.errors import DescriptionTooLongError, ModelError, quoted
 from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, count_parameters, model_max_length, token_limit
@@ -79,25 +79,30 @@ class EmbeddingScorer(TorchScorer[None]):
             )
         return torch.nn.functional.normalize(embeddings.float(), dim=-1)
 
-    def _count_truncated(self, loaded: LoadedModel[None], sentences: list[str]) -> int:
+    def _too_long(self, loaded: LoadedModel[None], sentences: list[str]) -> list[int]:
+        """The positions of the sentences longer than the model's token limit."""
         # Cutting one token past the limit still shows which are too long, without tokenizing whole documents
         # (and without transformers' "longer than the maximum" warning, which the note replaces).
         if not sentences:  # the tokenizer fails on an empty batch
-            return 0
+            return []
         with loaded.tokenizer_lock:
             lengths = loaded.tokenizer(sentences, add_special_tokens=True, truncation=True,
                                        max_length=loaded.max_length + 1, return_length=True)["length"]
-        return int(sum(length > loaded.max_length for length in lengths))
+        return [i for i, length in enumerate(lengths) if length > loaded.max_length]
+
+    def _count_truncated(self, loaded: LoadedModel[None], sentences: list[str]) -> int:
+        return len(self._too_long(loaded, sentences))
 
     def _truncation_notes(self, loaded: LoadedModel[None], queries: list[str]) -> list[str]:
         truncated = self._count_truncated(loaded, queries)
         return [f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"] if truncated else []
 
     def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...]) -> torch.Tensor:
-        if self._count_truncated(loaded, list(documents)):
-            raise ModelError(
+        too_long = self._too_long(loaded, list(documents))
+        if too_long:
+            raise DescriptionTooLongError(
                 f"a label description is longer than {self.spec.model_id}'s {loaded.max_length} tokens; "
-                "label descriptions are never truncated: shorten it"
+                f"label descriptions are never truncated: shorten {quoted(documents[too_long[0]])}", documents[too_long[0]], loaded.max_length
             )
         return self._encode(loaded, list(documents), show_progress=False)
 

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from zstc.errors import ModelError
+from zstc.errors import DescriptionTooLongError, ModelError, quoted
 from zstc.models.loading import load_error, model_source
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
@@ -192,10 +192,10 @@ def plan_pairs(
     room = max_length - template.n_special - second_lengths
     if len(room) and room.min() < 1:
         longest = int(np.argmin(room))
-        raise ModelError(
+        raise DescriptionTooLongError(
             f"a label description is {second_lengths[longest]} tokens long, which leaves no room for the text "
             f"within the model's {max_length} tokens; label descriptions are never truncated: shorten "
-            f"{second_texts[longest][:60]!r}"
+            f"{quoted(second_texts[longest])}", second_texts[longest], max_length
         )
     if pairs is None:
         firsts, seconds = (grid.ravel() for grid in np.indices((len(first_ids), len(second_ids))))

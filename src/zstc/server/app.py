@@ -36,19 +36,20 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from zstc import __version__
 from zstc.api import Classifier, describe_labels
 from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
-from zstc.errors import DataError, LabelError, ZstcError
+from zstc.errors import DataError, DescriptionTooLongError, LabelError, ZstcError, quoted
 from zstc.multilabel import check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
 from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
 from zstc.server.playground import PLAYGROUND_HTML
@@ -130,6 +131,16 @@ WORK_PATHS = frozenset({"/classify", "/", "/rerank", "/v1/rerank"})
 """POST endpoints that queue model work."""
 OPEN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 KNOWN_PATHS = WORK_PATHS | OPEN_PATHS | {"/info"}
+ERROR_MEANINGS = {
+    401: "unauthorized: no or a wrong API key (`Authorization: Bearer KEY`)",
+    413: "too_large: the body, or texts, labels, characters or pairs per request, past the limits in GET /info",
+    415: "validation: the body was not sent as JSON (`Content-Type: application/json`)",
+    422: "validation: the body is not valid JSON or not a valid request; the message names the field",
+    429: "overloaded: the queue is full; retry after `Retry-After` seconds",
+    500: "backend: the model failed (see the server's log)",
+    503: "unhealthy: the model is loading or failed, or the server is shutting down",
+}
+"""The error responses /docs lists, by status (the body is always ``{"error", "error_type"}``)."""
 REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "not_found", 413: "too_large", 422: "validation",
            429: "overloaded", 499: "cancelled", 503: "unhealthy"}
 
@@ -280,7 +291,6 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     app = FastAPI(
         title="zstc", version=__version__, lifespan=lifespan,
         description=(__doc__ or "").split("\n\n", 1)[1],
-        responses={code: {"model": ErrorResponse} for code in (401, 413, 422, 429, 503)},
     )
     app.state.engine, app.state.telemetry, app.state.settings = engine, telemetry, settings
     app.add_middleware(Gate, settings=settings, engine=engine, telemetry=telemetry)
@@ -295,6 +305,22 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         # Built from each error's place and message only: pydantic's default body echoes the input, which may hold
         # a NaN or a lone surrogate that no JSON encoder writes (the cause of the old server's 500s).
         errors = list(exc.errors())
+        content_type = request.headers.get("content-type", "")
+        media = content_type.partition(";")[0].strip().lower()
+        # FastAPI parses a body as JSON only when its Content-Type says JSON; otherwise say so, not what the bytes lack.
+        if media and media != "application/json" and not media.endswith("+json"):
+            return error_response(415, "validation", f"the body must be JSON sent with 'Content-Type: application/json', "
+                                                     f"not {quoted(content_type)}")
+        if not media and request.headers.get("content-length", "0") not in ("", "0"):
+            return error_response(415, "validation", "the body must be JSON sent with 'Content-Type: application/json' "
+                                                     "(the request has no Content-Type)")
+        for error in errors:
+            if error.get("type") == "json_invalid":
+                at = next((part for part in error.get("loc", ()) if isinstance(part, int)), None)
+                reason = str((error.get("ctx") or {}).get("error", "not JSON"))
+                return error_response(422, "validation", f"the body is not valid JSON: {reason}" + (f" at character {at}" if at is not None else ""))
+            if error.get("type") == "missing" and tuple(error.get("loc", ())) == ("body",):
+                return error_response(422, "validation", "the request has no body: send a JSON object (see /docs)")
         # A field that may be one string or a list fails once per alternative; a value error (ours) says the most.
         specific = [e for e in errors if e.get("type") == "value_error"] or errors
         problems: list[str] = []
@@ -309,6 +335,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":  # FastAPI's, for bytes json.loads refused
+            return error_response(422, "validation", "the body is not valid JSON (not UTF-8, nested too deeply, or an integer too long)")
         kind = {404: "not_found", 405: "not_found", 401: "unauthorized", 413: "too_large", 429: "overloaded"}.get(exc.status_code, "validation")
         return error_response(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))
 
@@ -327,16 +355,24 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise ServiceError(413, "too_large", f"{count} {what} in one request; the limit is {limit} (GET /info)")
 
     def check_chars(what: str, strings: Sequence[str]) -> None:
+        """Each of ``strings`` (``text``: "text 3 has ...") within ``max_chars``."""
         for i, string in enumerate(strings):
             if len(string) > limits.max_chars:
                 raise ServiceError(413, "too_large", f"{what} {i + 1} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
 
+    def check_field_chars(field: str, string: str) -> None:
+        """One string field (``template``) within ``max_chars``."""
+        if len(string) > limits.max_chars:
+            raise ServiceError(413, "too_large", f"{field} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
+
     async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]],
                     cuts: list[tuple[float, ...] | None] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
         pairs = sum(len(d) for d in descriptions)
-        most = min(limits.max_request_pairs, settings.engine.max_queued_pairs)  # a larger one could never be queued
-        if pairs > most:
-            raise ServiceError(413, "too_large", f"{pairs} (text, label) pairs in one request; the limit is {most} (GET /info)")
+        if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
+            limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
+                     else f"max_queued_pairs is {settings.engine.max_queued_pairs}, so a larger request could never be queued")
+            raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
+                                                 f"several descriptions counts each); {limit} (GET /info)")
         try:
             job = engine.submit(texts, descriptions, cuts)
         except Overloaded as error:
@@ -397,6 +433,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         started = time.perf_counter()
         texts = [body.texts] if isinstance(body.texts, str) else list(body.texts)
         check_size("texts", len(texts), limits.max_texts)
+        check_chars("text", texts)  # every size before any other check: no message quotes a string past the limits
+        if body.template is not None:
+            check_field_chars("template", body.template)
         texts = check_texts(texts)
         per_text = bool(body.labels) and isinstance(body.labels[0], list)
         label_lists: list[list[str]] = list(body.labels) if per_text else [list(body.labels)]  # type: ignore[arg-type]
@@ -408,12 +447,14 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             given_lists = list(body.descriptions) if per_text else [list(body.descriptions)]
             if len(given_lists) != len(label_lists):
                 raise LabelError(f"{len(given_lists)} description lists for {len(label_lists)} label lists")
-        check_chars("text", texts)
         if per_text and len(label_lists) != len(texts):
             raise LabelError(f"{len(label_lists)} label sets for {len(texts)} texts: give one label set per text, or one list for all")
         names_per_set, descriptions_per_set = [], []
         for names, given in zip(label_lists, given_lists):
             check_size("labels", len(names), limits.max_labels)
+            check_chars("label", names)
+            if given is not None:
+                check_chars("label description", given)
             names = check_labels(names, allow_single=body.multi_label)
             if body.multi_label:
                 check_multilabel_names(names)
@@ -475,13 +516,18 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         given = body.parameters.candidate_labels
         candidates = [label for label in given.split(",") if label.strip()] if isinstance(given, str) else list(given)
         check_size("labels", len(candidates), limits.max_labels)
-        names = check_labels(candidates, what="candidate_labels", allow_single=body.parameters.multi_label)
-        descriptions = label_descriptions(names, None, body.parameters.hypothesis_template)
         check_chars("text", texts)
+        check_chars("candidate label", candidates)
+        check_field_chars("hypothesis_template", body.parameters.hypothesis_template)
+        # One candidate label is scored on its own, as with multi_label: the pipeline's rule (a softmax over one
+        # label would always say 1).
+        multi_label = body.parameters.multi_label or len(candidates) == 1
+        names = check_labels(candidates, what="candidate_labels", allow_single=multi_label)
+        descriptions = label_descriptions(names, None, body.parameters.hypothesis_template)
         rows, job = await score(request, texts, [descriptions] * len(texts))
         answers = []
         for row in (label_scores(row, len(names)) for row in rows):
-            if body.parameters.multi_label:
+            if multi_label:
                 probabilities = own_probabilities(row, score_type, family)  # each label on its own, as the pipeline's multi_label
                 scored = probability_model.scored(row)
                 if scored is not None:
@@ -492,22 +538,26 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             answers.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
         return JSONResponse(answers[0] if single else answers, headers=timing_headers(job, started))
 
-    classify_doc: dict[int | str, dict[str, Any]] = {
-        200: {"description": "zstc shape: ClassifyResponse. Hugging Face shape: [{label, score}] (a list of them per text "
-                             "when `inputs` is a list).",
-              "content": {"application/json": {"schema": {"anyOf": [
-                  {"$ref": "#/components/schemas/ClassifyResponse"},
-                  {"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}]}}}},
-    }
+    # What each route can answer besides 200 (the Gate's and the handlers' codes), for /docs; under --api-key the
+    # routes that need the key declare the bearer scheme, so /docs can send it ("Authorize").
+    def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+        return {code: {"model": ErrorResponse, "description": ERROR_MEANINGS[code]} for code in codes}
 
-    @app.post("/classify", response_model=ClassifyResponse, responses=classify_doc, tags=["classify"])
+    work_errors = errors(*((401,) if settings.api_key else ()), 413, 415, 422, 429, 500, 503)
+    keyed = [Depends(HTTPBearer(auto_error=False, description="zstc serve --api-key"))] if settings.api_key else []
+    hf_answer = Union[list[HFLabelScore], list[list[HFLabelScore]]]
+
+    @app.post("/classify", response_model=Union[ClassifyResponse, hf_answer], responses=work_errors, dependencies=keyed,
+              tags=["classify"], response_description="zstc's shape: ClassifyResponse; the Hugging Face shape: [{label, score}] "
+                                                      "(a list of them per text when `inputs` is a list)")
     async def classify(request: Request, body: AnyClassifyRequest) -> Response:
         """Classify texts: zstc's shape, or the Hugging Face zero-shot shape when the body has `inputs`."""
         if isinstance(body, HFZeroShotRequest):
             return await classify_hf(request, body)
         return await classify_zstc(request, body)
 
-    @app.post("/", response_model=list[HFLabelScore], tags=["classify"])
+    @app.post("/", response_model=hf_answer, responses=work_errors, dependencies=keyed, tags=["classify"],
+              response_description="[{label, score}] sorted by score; a list of them per text when `inputs` is a list")
     async def hugging_face(request: Request, body: HFZeroShotRequest) -> Response:
         """The Hugging Face inference task for zero-shot classification, where hub clients post it."""
         return await classify_hf(request, body)
@@ -521,13 +571,19 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise DataError("query is empty")
         documents = [d if isinstance(d, str) else d.text for d in body.documents]
         check_size("documents", len(documents), limits.max_labels)
-        check_chars("query", [body.query])
+        check_field_chars("query", body.query)
         check_chars("document", documents)
         if not documents:
             raise LabelError("no documents given")
         stripped = [d.strip() for d in documents]
         distinct = check_labels(list(dict.fromkeys(stripped)), what="documents", allow_single=True)
-        rows, job = await score(request, [body.query], [tuple(distinct)])
+        try:
+            rows, job = await score(request, [body.query], [tuple(distinct)])
+        except DescriptionTooLongError as error:  # the scorer's words are classification's ("label description")
+            index = next((i for i, d in enumerate(stripped) if error.description in (d, scorer.spec.format_document(d))), None)
+            which = f"document {index + 1}" if index is not None else "a document"
+            raise LabelError(f"{which} is too long for {model_id}'s limit of {error.limit} tokens (a cross-encoder reads it "
+                             "with the query); documents are scored whole, never truncated: shorten or split it") from None
         relevance = dict(zip(distinct, own_probabilities(rows[0], score_type, family)))
         ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
         results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
@@ -535,24 +591,26 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         content = {"id": str(uuid.uuid4()), "model": model_id, "results": results}
         return JSONResponse(content, headers=timing_headers(job, started))
 
-    app.post("/rerank", response_model=RerankResponse, tags=["rerank"])(rerank)
-    app.post("/v1/rerank", response_model=RerankResponse, tags=["rerank"])(rerank)
+    for path in ("/rerank", "/v1/rerank"):
+        app.post(path, response_model=RerankResponse, responses=work_errors, dependencies=keyed, tags=["rerank"])(rerank)
 
     # -- health, info, metrics, playground ----------------------------------------------------------------------
 
     @app.get("/health", response_model=HealthResponse, tags=["operations"])
     async def health() -> dict[str, Any]:
-        """Liveness: the process answers (200 even while the model loads)."""
+        """Liveness: the process answers. An app from create_app answers 200 while its model loads; `zstc serve`
+        loads the model before it opens its port."""
         return {"status": "ok", "model": model_id, "family": family}
 
-    @app.get("/health/ready", response_model=HealthResponse, tags=["operations"])
+    @app.get("/health/ready", response_model=HealthResponse, responses=errors(503), tags=["operations"])
     async def ready() -> Response:
         """Readiness: 200 once a tiny forward pass has succeeded; 503 while loading, after a failure, or draining."""
         if engine.state == "ready":
             return JSONResponse({"status": "ready", "model": model_id, "family": family})
         return error_response(503, "unhealthy", engine.unavailable_reason())
 
-    @app.get("/info", response_model=InfoResponse, tags=["operations"])
+    @app.get("/info", response_model=InfoResponse, responses=errors(401) if settings.api_key else {}, dependencies=keyed,
+             tags=["operations"])
     async def info() -> dict[str, Any]:
         """The model, its family and score type, the probability temperature, the limits and the batching settings."""
         return {

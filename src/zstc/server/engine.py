@@ -329,8 +329,13 @@ class EmbeddingBackend(MatrixBackend):
         super().__init__(scorer)
         self.label_cache: LruCache[Any] = LruCache(cache_size)
         self._on_lookup = on_lookup
+        self._encoded: list[str] = []
+        """Descriptions encoded since the last :meth:`count_tokens` (this backend runs in the model thread only)."""
 
     def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> list[np.ndarray]:
+        spec = self.scorer.spec
+        described = dict.fromkeys(spec.format_document(label) for _, labels, _ in calls for label in labels)
+        self._encoded += [d for d in described if d not in self.label_cache]
         hits, misses = self.label_cache.hits, self.label_cache.misses
         results = self.scorer.score_requests([(texts, labels) for texts, labels, _ in calls], label_cache=self.label_cache)
         if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
@@ -342,7 +347,8 @@ class EmbeddingBackend(MatrixBackend):
         if tokenizer is None:
             return None
         texts, _ = self._formatted(jobs)
-        return sum(_token_lengths(tokenizer, list(dict.fromkeys(texts))).values())
+        encoded, self._encoded = self._encoded, []  # label descriptions are read only when not cached
+        return sum(_token_lengths(tokenizer, list(dict.fromkeys(texts))).values()) + sum(_token_lengths(tokenizer, encoded).values())
 
 
 def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:

@@ -51,7 +51,9 @@ class ErrorResponse(BaseModel):
 class ClassifyRequest(BaseModel):
     """Classify texts into labels (one label set for all texts, or one per text)."""
 
-    model_config = ConfigDict(extra="forbid")  # a misspelt "multilabel" is an error, not silently ignored
+    # A misspelt "multilabel" is an error, not silently ignored; strict: "multi_label": "yes" or "threshold": true is
+    # an error too, not a guess (an int still passes as a float).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     texts: Text | list[Text] = Field(description="One text, or a list of texts.", examples=[["The striker scored twice."]])
     labels: list[Text] | list[list[Text]] = Field(
@@ -102,7 +104,7 @@ class ClassifyResponse(BaseModel):
 
 
 class HFParameters(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # hub clients send more (e.g. options) than zero-shot needs
+    model_config = ConfigDict(extra="ignore", strict=True)  # hub clients send more (e.g. options) than zero-shot needs
 
     candidate_labels: list[Text] | Text = Field(description="Labels, as a list or one comma-separated string (as the pipeline takes them).")
     hypothesis_template: Text = Field(default="This example is {}.", description="The pipeline's default is 'This example is {}.'")
@@ -113,7 +115,7 @@ class HFZeroShotRequest(BaseModel):
     """``{"inputs": text, "parameters": {...}}``: answered as ``[{"label", "score"}]``, highest score first
     (a list of such lists when ``inputs`` is a list)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", strict=True)
 
     inputs: Text | list[Text]
     parameters: HFParameters
@@ -151,7 +153,7 @@ class RerankDocument(BaseModel):
 class RerankRequest(BaseModel):
     """Cohere/Jina rerank: score every document against the query, best first."""
 
-    model_config = ConfigDict(extra="ignore")  # SDKs send model, rank_fields, max_chunks_per_doc, ...
+    model_config = ConfigDict(extra="ignore", strict=True)  # SDKs send model, rank_fields, max_chunks_per_doc, ...
 
     query: Text
     documents: list[Text | RerankDocument] = Field(description="Strings, or objects with a 'text' field.")
