@@ -215,3 +215,40 @@ def test_a_killed_run_resumes_to_the_same_bytes(tmp_path, stream_input, fmt, kil
     assert f"resuming {out}: {done} predictions" in err.decode()
     assert out.read_bytes() == reference[fmt]
     assert not marker.exists()
+
+
+def test_an_out_that_is_not_a_regular_file_is_written_not_replaced(tmp_path, zstc_cli):
+    """--out through a symlink, to a FIFO or to a device: written where it points, never replaced by a file renamed
+    over it (which turned /dev/stdout and /dev/full into regular files, and gave a FIFO's reader nothing)."""
+    import threading
+
+    source = write_texts(tmp_path / "in.jsonl", 3)
+    real = tmp_path / "real.jsonl"
+    real.write_text("old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real.name)
+    status, _, err = zstc_cli(*classify_args(source, link))
+    assert status == 0, err
+    assert link.is_symlink() and [json.loads(line)["id"] for line in real.read_text().splitlines()] == ["t0", "t1", "t2"]
+
+    fifo = tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    status, _, err = zstc_cli(*classify_args(source, fifo))
+    reader.join(60)
+    assert status == 0, err
+    assert fifo.is_fifo() and [json.loads(line)["id"] for line in received[0].decode().splitlines()] == ["t0", "t1", "t2"]
+    assert not (tmp_path / "out.jsonl.partial.json").exists()
+
+    if Path("/dev/full").exists():
+        full = tmp_path / "full.jsonl"
+        full.symlink_to("/dev/full")
+        status, _, err = zstc_cli(*classify_args(source, full))
+        assert status == 2 and err.strip() == f"error: cannot write {full}: No space left on device", err
+        assert full.is_symlink() and Path("/dev/full").is_char_device()
+    # /dev/stdout is a link to this process's stdout, a regular file when a shell redirects it (> file).
+    from zstc.io import is_special_file
+
+    assert is_special_file(Path("/dev/stdout")) and is_special_file(Path("/proc/self/fd/1")) and not is_special_file(real)

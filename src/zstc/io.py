@@ -183,6 +183,24 @@ def _write_failed(path: Path, error: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {error.strerror or error}")
 
 
+def is_special_file(path: Path) -> bool:
+    """Whether ``path`` is written directly, never replaced by a file renamed over it: it exists and is neither
+    a regular file nor a folder (``/dev/full``, a FIFO), or it lies under ``/dev`` or ``/proc``
+    (``/dev/stdout``, ``/proc/self/fd/1``), which name another file only for this process, even a regular one
+    (a shell's ``> file``)."""
+    path = Path(path)
+    if path.absolute().parts[1:2] in (("dev",), ("proc",)):
+        return True
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def write_target(path: Path) -> Path:
+    """Where writing ``path`` goes: a symlink's target (as ``open()`` would write), so that a file renamed into
+    place replaces what the link points to, not the link."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 @contextlib.contextmanager
 def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Write ``path`` all at once: into a temporary file beside it, flushed to disk, renamed over it only when
@@ -192,11 +210,9 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     ``/dev/full``, a FIFO) is written directly. Write errors (a full disk, a read-only folder) raise
     :class:`OutputError` naming the path.
     """
-    path = Path(path)
-    if path.is_symlink():  # write where the link points, as open() would, rather than replace the link
-        path = Path(os.path.realpath(path))
+    path = write_target(path)
     encoding = None if "b" in mode else "utf-8"
-    if path.exists() and not path.is_file() and not path.is_dir():
+    if is_special_file(path):
         try:
             with open(path, mode, encoding=encoding) as handle:
                 yield handle

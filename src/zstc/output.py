@@ -17,12 +17,13 @@ import io
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from zstc.benchmark.store import write_json
-from zstc.errors import DataError
+from zstc.errors import DataError, OutputError
 
 Row = dict[str, Any]
 
@@ -94,27 +95,38 @@ def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> 
 
 
 class StdoutWriter:
-    """Predictions streamed to stdout (JSONL or CSV): nothing to resume."""
+    """Predictions streamed (JSONL or CSV) to stdout, or to an ``--out`` that is not a regular file
+    (``/dev/stdout``, a FIFO: :func:`zstc.io.is_special_file`), written directly: nothing to resume."""
 
     resumed_rows = 0
 
-    def __init__(self, fmt: str, stream: Any) -> None:
+    def __init__(self, fmt: str, stream: Any, name: str = "stdout") -> None:
         if fmt == "parquet":
-            raise DataError("Parquet cannot go to stdout: give --out FILE.parquet")
-        self.fmt, self.stream = fmt, stream
+            raise DataError(f"Parquet cannot be streamed to {name}: give --out FILE.parquet")
+        self.fmt, self.stream, self.name = fmt, stream, name
         self.columns: list[str] | None = None
 
     def write_chunk(self, rows: Sequence[Row]) -> None:
         if self.fmt == "jsonl":
-            self.stream.write(encode_jsonl(rows).decode("utf-8"))
+            data = encode_jsonl(rows).decode("utf-8")
         else:
             header = self.columns is None
             columns = self.columns = self.columns or list(rows[0])
-            self.stream.write(encode_csv(rows, columns, header=header).decode("utf-8"))
-        self.stream.flush()
+            data = encode_csv(rows, columns, header=header).decode("utf-8")
+        try:
+            self.stream.write(data)
+            self.stream.flush()
+        except OSError as error:
+            if self.stream is sys.stdout:  # a closed pipe: the CLI's own handling of stdout
+                raise
+            raise OutputError(f"cannot write {self.name}: {error.strerror or error}") from None
 
     def finish(self) -> None:
-        return None
+        if self.stream is not sys.stdout:  # a stream the writer opened (--out /dev/stdout, a FIFO)
+            try:
+                self.stream.close()
+            except OSError as error:
+                raise OutputError(f"cannot write {self.name}: {error.strerror or error}") from None
 
 
 class ResumableWriter:

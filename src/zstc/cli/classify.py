@@ -60,7 +60,7 @@ def classify(
     from zstc.benchmark.runner import merge_batch_notes
     from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
-    from zstc.io import check_output_path, read_label_descriptions, read_label_sets
+    from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
     from zstc.multilabel import parse_label_thresholds
     from zstc.models.registry import get_model_spec
     from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
@@ -127,17 +127,28 @@ def classify(
         return
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
+    elif is_special_file(out):  # /dev/stdout, a FIFO: written as a stream, never replaced by a file renamed over it
+        writer = StdoutWriter(fmt, _open_stream(out), name=str(out))
     else:
         # The precision as resolved on this machine (never "auto"), readable in the marker and part of the
         # settings: a resume where auto means the other precision starts over instead of mixing the two.
         identity = {"input_sha256": source.sha256, "settings": settings, "precision": options["precision"]}  # type: ignore[union-attr]  # local engine: opened
-        writer = ResumableWriter(out, fmt, identity, on_note=_note)
+        writer = ResumableWriter(write_target(out), fmt, identity, on_note=_note)
     written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for note in notes:
         _note(note)
     if not quiet() and (out is not None or show_progress()):  # a pipeline reading stdout gets only the records
         print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
+
+
+def _open_stream(path: Path) -> Any:
+    from zstc.errors import OutputError
+
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def _note(message: str) -> None:
