@@ -843,6 +843,9 @@ def test_settings_are_checked_in_parameter_names() -> None:
     from zstc.errors import OptionError
 
     assert ServeSettings(drain_timeout=0).drain_timeout == 0
+    with pytest.raises(OptionError, match="api_key is empty") as empty:  # an empty ZSTC_API_KEY must not turn authentication off
+        ServeSettings(api_key=" ")
+    assert empty.value.parameters == ("api_key",)
     with pytest.raises(OptionError, match="drain_timeout must be >= 0, got -1") as refused:
         ServeSettings(drain_timeout=-1)
     assert refused.value.parameters == ("drain_timeout",)

@@ -61,7 +61,7 @@ def serve(
                       max_body_bytes=max_body_bytes),
         engine=EngineConfig(max_batch_pairs=max_batch_pairs, max_wait_ms=max_wait_ms, max_queued_pairs=max_queued_pairs,
                             label_cache_size=label_cache_size, threads=threads),
-        api_key=api_key or None,
+        api_key=api_key,
         drain_timeout=drain_timeout,
     )
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading

@@ -49,7 +49,7 @@ from zstc import __version__
 from zstc.api import Classifier, describe_labels
 from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
-from zstc.errors import DataError, DescriptionTooLongError, LabelError, ZstcError, quoted
+from zstc.errors import DataError, DescriptionTooLongError, LabelError, OptionError, ZstcError, quoted
 from zstc.multilabel import check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
 from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
 from zstc.server.playground import PLAYGROUND_HTML
@@ -98,6 +98,8 @@ class ServeSettings:
         from zstc.validation import OptionSpec, check_options
 
         check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": OptionSpec(float, low=0)}, context="zstc serve")
+        if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
+            raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
 
 
 class ServiceError(Exception):
