@@ -168,6 +168,18 @@ def test_report_export_and_train_out_paths(zstc_cli, result_file: Path, tmp_path
     assert existing.read_text() == "keep me"
 
 
+def test_sweep_out_is_a_folder_in_a_folder_that_exists(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
+    """sweep's --out follows every command's folder rule: an existing file, or a missing parent folder, is refused
+    before any work (the model does not exist: an error about it would mean --out was checked after it)."""
+    existing = tmp_path / "one.txt"
+    existing.write_text("keep me")
+    sweep = ["sweep", "--models", "no/such-model", "--data", str(btzsc_dir), "--tasks", "rottentomatoes", "--max-samples", "10"]
+    assert_user_error(zstc_cli(*sweep, "--out", str(existing)), f"--out {existing}: is a file, expected a folder")
+    assert existing.read_text() == "keep me"
+    assert_user_error(zstc_cli(*sweep, "--out", str(tmp_path / "no" / "sweep")), "--out", "does not exist")
+    assert not (tmp_path / "no").exists()
+
+
 # -- 3. decoding ---------------------------------------------------------------------------------------
 
 
