@@ -302,6 +302,8 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        (["demo", "--data", str(btzsc_dir), "--max-samples", "0", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
+        (["demo", "--data", str(btzsc_dir), "--max-samples", "-5", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
