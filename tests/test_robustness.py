@@ -307,6 +307,11 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
+        # An empty model name is no name, never the registry entry without a paper name (SmolLM2).
+        (["classify", str(texts), "-l", "a,b", "--model", ""], "--model is empty"),
+        (["classify", str(texts), "-l", "a,b", "--model", " "], "--model is empty"),
+        (["bench", "-m", "", "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--out", str(tmp_path / "b.json")], "--model is empty"),
+        (["train-nli", "--backbone", "", "--data", str(pairs), "--out", str(tmp_path / "m")], "--backbone is empty"),
         (["template-robustness", "-m", MINILM, *data, "--batch-size", "-2"], "--batch-size must be >= 1"),
         (["serve", "--port", "-1"], "--port must be between 0 and 65535"),
         (["serve", "--port", "70000"], "--port must be between 0 and 65535"),
@@ -345,6 +350,18 @@ def test_rules_are_data() -> None:
         check_options({"eval_fraction": 1.5})
     with pytest.raises(OptionError, match="max_samples must be >= 2"):
         check_options({"max_samples": 1}, {**OPTION_RULES, "max_samples": Rule(2, integer=True)})
+
+
+def test_no_model_lookup_matches_an_empty_name() -> None:
+    from zstc.errors import OptionError
+    from zstc.models.registry import _REGISTRY, _lookup, get_model_spec
+
+    assert any(spec.paper_name is None for spec in _REGISTRY.values())  # what an empty name used to match
+    for name in ("", " "):
+        assert _lookup(name) is None
+        for family in (None, "nli"):
+            with pytest.raises(OptionError, match="model is empty"):
+                get_model_spec(name, family)
 
 
 def test_bench_with_a_later_dataset_missing_fails_before_scoring(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:

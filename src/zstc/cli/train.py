@@ -36,6 +36,7 @@ def train_nli(
 ) -> None:
     """Train an NLI cross-encoder; an interrupted run continues when the same command is run again."""
     from zstc.io import check_output_dir
+    from zstc.models.registry import get_model_spec
     from zstc.validation import check_options
 
     # Before the backbone loads, a step is taken, or even the training libraries are imported (seconds):
@@ -44,6 +45,7 @@ def train_nli(
                    "backbone_lr": backbone_lr, "head_lr": head_lr, "patience": patience, "eval_fraction": eval_fraction,
                    "max_length": max_length, "device": device})
     check_output_dir(out, inputs=[data, dev])
+    get_model_spec(backbone, family="encoder", parameter="backbone")  # an empty name, before the data is read
     from zstc.training import TrainConfig
     from zstc.training import train_nli as run_training
 
