@@ -241,6 +241,17 @@ def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Pa
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), str(path), "malformed CSV")
 
 
+@pytest.mark.parametrize("name, header", [("dup.csv", "text,text"), ("dup.tsv", "id\ttext\tid"), ("later.csv", "text,label,label")])
+def test_a_repeated_csv_column_is_an_error_not_a_dropped_column(zstc_cli, tmp_path: Path, name: str, header: str) -> None:
+    path = tmp_path / name
+    delimiter = "\t" if name.endswith(".tsv") else ","
+    path.write_text(header + "\n" + delimiter.join("abc"[: header.count(delimiter) + 1]) + "\n")
+    repeated = next(column for column in header.split(delimiter) if header.split(delimiter).count(column) > 1)
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b", "-o", str(tmp_path / "out.jsonl")),
+                      str(path), f"column {repeated!r} is repeated in the header")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 @pytest.mark.parametrize("content, message", [
     ('{"a": ["x"], "b": "about b"}', "the description of 'a' is [\"x\"]"),
     ('{"a": null, "b": "about b"}', "the description of 'a' is null"),
