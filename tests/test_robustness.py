@@ -252,6 +252,25 @@ def test_a_repeated_csv_column_is_an_error_not_a_dropped_column(zstc_cli, tmp_pa
     assert not (tmp_path / "out.jsonl").exists()
 
 
+
+def test_input_columns_named_like_renamed_ones_are_not_overwritten(zstc_cli, tmp_path: Path) -> None:
+    """A gold ``label`` becomes ``input_label``; an input's own ``input_label`` must not replace it (it used to):
+    it becomes ``input_input_label``. A classify output classified again keeps every one of its columns."""
+    source = tmp_path / "in.csv"
+    source.write_text("text,label,input_label,score\nThe match ended 2-1.,x,y,z\n")
+    first = tmp_path / "first.jsonl"
+    status, _, err = zstc_cli("classify", str(source), "-l", "sports,economy", "--out", str(first))
+    assert status == 0, err
+    row = json.loads(first.read_text())
+    assert (row["input_label"], row["input_input_label"], row["input_score"]) == ("x", "y", "z")
+    assert row["text"] == "The match ended 2-1." and row["label"] in ("sports", "economy")
+    second = tmp_path / "second.jsonl"
+    status, _, err = zstc_cli("classify", str(first), "-l", "sports,economy", "--out", str(second))
+    assert status == 0, err
+    again = json.loads(second.read_text())
+    assert {name: again["input_" + name] for name in row if name != "text"} == {name: value for name, value in row.items() if name != "text"}
+
+
 @pytest.mark.parametrize("content, message", [
     ('{"a": ["x"], "b": "about b"}', "the description of 'a' is [\"x\"]"),
     ('{"a": null, "b": "about b"}', "the description of 'a' is null"),
