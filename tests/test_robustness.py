@@ -332,6 +332,11 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        # --task takes one dataset: a family is named as one, never "unknown task 'sentiment' (did you mean 'sentiment'?)".
+        *[([command, "-m", MINILM, "--data", str(btzsc_dir), "--task", "sentiment", *extra],
+           "--task takes one dataset; 'sentiment' is a family (its datasets: amazonpolarity, imdb,")
+          for command, extra in [("calibrate", []), ("template-robustness", []), ("unseen", ["--train-data", str(btzsc_dir)])]],
+        (["calibrate", "-m", MINILM, "--data", str(btzsc_dir), "--task", "bankin77"], "unknown dataset 'bankin77' (did you mean 'banking77'?): --task takes one of"),
         (["demo", "--data", str(btzsc_dir), "--max-samples", "0", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["demo", "--data", str(btzsc_dir), "--max-samples", "-5", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),

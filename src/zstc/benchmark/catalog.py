@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from zstc.errors import UnknownNameError, did_you_mean
+from zstc.errors import UnknownNameError, UnknownOptionError, did_you_mean
 
 FAMILY_ORDER: tuple[str, ...] = ("sentiment", "emotion", "intent", "topic")
 
@@ -70,6 +70,19 @@ def get_task_spec(name: str) -> TaskSpec:
             f"unknown task {name!r}{did_you_mean(name, [*catalog(), *families()])}; known tasks: {', '.join(catalog())} "
             f"and families: {', '.join(families())} (see `zstc tasks`)"
         ) from None
+
+
+def one_dataset(name: str, parameter: str = "task") -> TaskSpec:
+    """The dataset an option that takes one (``--task``) names. A family, or a name that is no dataset, is an
+    :class:`UnknownOptionError` naming ``parameter``: a family lists its datasets, and a "did you mean"
+    suggests datasets only (never a family, which the option would refuse next)."""
+    groups = families()
+    if name in groups:
+        raise UnknownOptionError(f"{parameter} takes one dataset; {name!r} is a family (its datasets: {', '.join(groups[name])})", parameter)
+    if name not in catalog():
+        raise UnknownOptionError(f"unknown dataset {name!r}{did_you_mean(name, catalog())}: {parameter} takes one of "
+                                 f"{', '.join(catalog())} (see `zstc tasks`)", parameter)
+    return catalog()[name]
 
 
 TASK_FILE_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
