@@ -362,6 +362,25 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     assert not (tmp_path / "m").exists() and not (tmp_path / "b.json").exists() and not (tmp_path / "sweep").exists()
 
 
+def test_train_nli_shows_its_progress_bar_only_on_a_terminal(zstc_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like every zstc bar: by default only when stderr is a terminal (here it is captured, so not); --progress and
+    --no-progress say so explicitly."""
+    import zstc.cli.verbosity
+    import zstc.training
+
+    asked: list[bool] = []
+    monkeypatch.setattr(zstc.training, "train_nli", lambda config, *, progress, log: asked.append(progress))
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
+    train = ["train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(tmp_path / "m")]
+    for extra in ([], ["--progress"], ["--no-progress"]):
+        status, _, err = zstc_cli(*train, *extra)
+        assert status == 0, err
+    assert asked == [False, True, False]
+    monkeypatch.setattr(zstc.cli.verbosity, "show_progress", lambda: True)  # a terminal
+    assert zstc_cli(*train)[0] == 0 and asked[-1] is True
+
+
 def test_usage_errors_are_one_line_too(zstc_cli, texts: Path, tmp_path: Path, result_file: Path) -> None:
     """Values typer itself refuses (a range in the option's declaration), unknown options and missing arguments."""
     cases = [
