@@ -342,6 +342,14 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
+        # Choices checked below the CLI name its flags too.
+        (["classify", str(texts), "-l", "a,b", "--precision", "bogus"], "--precision must be one of fp32, bf16, auto, got 'bogus'"),
+        (["classify", str(texts), "-l", "a,b", "--scores", "bogus"], "unknown score kind 'bogus': --scores must be one of probs, raw"),
+        (["classify", str(texts), "-l", "a,b", "--scores", "prob"], "(did you mean 'probs'?)"),
+        (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--sampling", "bogus",
+          "--out", str(tmp_path / "b.json")], "--sampling must be one of stratified, paper, got 'bogus'"),
+        (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--overwrite", "bogus",
+          "--out", str(tmp_path / "b.json")], "--overwrite must be one of only-missing, always, never, got 'bogus'"),
         # An empty model name is no name, never the registry entry without a paper name (SmolLM2).
         (["classify", str(texts), "-l", "a,b", "--model", ""], "--model is empty"),
         (["classify", str(texts), "-l", "a,b", "--model", " "], "--model is empty"),

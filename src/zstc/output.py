@@ -283,6 +283,12 @@ class ChunkLabeller:
     scores: str | None = None
     """``probs`` or ``raw`` (``zstc.api.SCORE_KINDS``); None: the Classifier's default for the kind of decision."""
 
+    def __post_init__(self) -> None:
+        if self.scores is not None:  # before any model loads, not at the first chunk
+            from zstc.api import check_score_kind
+
+            check_score_kind(self.scores)
+
     def text(self, record: Row, where: str) -> str | None:
         """The record's text; None for an empty one under ``skip_empty``, else an error naming the row."""
         from zstc.io import text_of
