@@ -315,6 +315,8 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
     train = ["train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(tmp_path / "m")]
     data = ["--data", str(btzsc_dir), "--task", "financialphrasebank"]
+    no_datasets = tmp_path / "no-datasets"
+    no_datasets.mkdir()
     cases = [
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "nan"], "--threshold must be a finite number"),
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "inf"], "--threshold must be a finite number"),
@@ -342,6 +344,10 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
+        # An empty --tasks is an error, not "every dataset at full size" (a folder without datasets: that error, quickly).
+        *[(["bench", "-m", MINILM, "--data", str(no_datasets), "--tasks", empty, "--out", str(tmp_path / "b.json")],
+           f"--tasks {empty!r} names no dataset") for empty in ("", " ", ",")],
+        (["sweep", "--models", MINILM, "--data", str(no_datasets), "--tasks", "", "--out", str(tmp_path / "sweep")], "--tasks '' names no dataset"),
         # Choices checked below the CLI name its flags too.
         (["classify", str(texts), "-l", "a,b", "--precision", "bogus"], "--precision must be one of fp32, bf16, auto, got 'bogus'"),
         (["classify", str(texts), "-l", "a,b", "--scores", "bogus"], "unknown score kind 'bogus': --scores must be one of probs, raw"),

@@ -125,9 +125,13 @@ def find_shared_data(subfolder: str, marker: str | None = None, *, override_env:
 def resolve_task_names(selection: str | None, data: str | Path | None = None) -> list[str]:
     """Expand ``"t1,t2"``, a family name, ``"all"``, ``"available"`` (every dataset with a file in the
     directory ``data``) or None into dataset names, validated. None means every dataset on the hub
-    (``data`` is ``"hub"`` or not given) and every available one in a directory."""
+    (``data`` is ``"hub"`` or not given) and every available one in a directory; a selection that names
+    nothing (``""``, ``" "``, ``","``) is an :class:`UnknownOptionError` naming ``tasks``, never the default."""
     local = data is not None and str(data) != "hub"
-    if selection is None or not selection.strip():
+    if selection is not None and not selection.replace(",", "").strip():  # "", " ", ",": given, but naming nothing
+        raise UnknownOptionError(f"tasks {selection!r} names no dataset: give datasets, a family, 'all' or 'available', "
+                                 "or leave the option out", "tasks")
+    if selection is None:
         selection = "available" if local else "all"
     if selection.strip() == "all":
         return list(catalog())
