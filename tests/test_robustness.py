@@ -168,6 +168,18 @@ def test_report_export_and_train_out_paths(zstc_cli, result_file: Path, tmp_path
     assert existing.read_text() == "keep me"
 
 
+def test_sweep_out_is_a_folder_in_a_folder_that_exists(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
+    """sweep's --out follows every command's folder rule: an existing file, or a missing parent folder, is refused
+    before any work (the model does not exist: an error about it would mean --out was checked after it)."""
+    existing = tmp_path / "one.txt"
+    existing.write_text("keep me")
+    sweep = ["sweep", "--models", "no/such-model", "--data", str(btzsc_dir), "--tasks", "rottentomatoes", "--max-samples", "10"]
+    assert_user_error(zstc_cli(*sweep, "--out", str(existing)), f"--out {existing}: is a file, expected a folder")
+    assert existing.read_text() == "keep me"
+    assert_user_error(zstc_cli(*sweep, "--out", str(tmp_path / "no" / "sweep")), "--out", "does not exist")
+    assert not (tmp_path / "no").exists()
+
+
 # -- 3. decoding ---------------------------------------------------------------------------------------
 
 
@@ -229,6 +241,36 @@ def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Pa
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), str(path), "malformed CSV")
 
 
+@pytest.mark.parametrize("name, header", [("dup.csv", "text,text"), ("dup.tsv", "id\ttext\tid"), ("later.csv", "text,label,label")])
+def test_a_repeated_csv_column_is_an_error_not_a_dropped_column(zstc_cli, tmp_path: Path, name: str, header: str) -> None:
+    path = tmp_path / name
+    delimiter = "\t" if name.endswith(".tsv") else ","
+    path.write_text(header + "\n" + delimiter.join("abc"[: header.count(delimiter) + 1]) + "\n")
+    repeated = next(column for column in header.split(delimiter) if header.split(delimiter).count(column) > 1)
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b", "-o", str(tmp_path / "out.jsonl")),
+                      str(path), f"column {repeated!r} is repeated in the header")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+
+def test_input_columns_named_like_renamed_ones_are_not_overwritten(zstc_cli, tmp_path: Path) -> None:
+    """A gold ``label`` becomes ``input_label``; an input's own ``input_label`` must not replace it (it used to):
+    it becomes ``input_input_label``. A classify output classified again keeps every one of its columns."""
+    source = tmp_path / "in.csv"
+    source.write_text("text,label,input_label,score\nThe match ended 2-1.,x,y,z\n")
+    first = tmp_path / "first.jsonl"
+    status, _, err = zstc_cli("classify", str(source), "-l", "sports,economy", "--out", str(first))
+    assert status == 0, err
+    row = json.loads(first.read_text())
+    assert (row["input_label"], row["input_input_label"], row["input_score"]) == ("x", "y", "z")
+    assert row["text"] == "The match ended 2-1." and row["label"] in ("sports", "economy")
+    second = tmp_path / "second.jsonl"
+    status, _, err = zstc_cli("classify", str(first), "-l", "sports,economy", "--out", str(second))
+    assert status == 0, err
+    again = json.loads(second.read_text())
+    assert {name: again["input_" + name] for name in row if name != "text"} == {name: value for name, value in row.items() if name != "text"}
+
+
 @pytest.mark.parametrize("content, message", [
     ('{"a": ["x"], "b": "about b"}', "the description of 'a' is [\"x\"]"),
     ('{"a": null, "b": "about b"}', "the description of 'a' is null"),
@@ -273,6 +315,8 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
     train = ["train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(tmp_path / "m")]
     data = ["--data", str(btzsc_dir), "--task", "financialphrasebank"]
+    no_datasets = tmp_path / "no-datasets"
+    no_datasets.mkdir()
     cases = [
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "nan"], "--threshold must be a finite number"),
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "inf"], "--threshold must be a finite number"),
@@ -290,9 +334,33 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        # --task takes one dataset: a family is named as one, never "unknown task 'sentiment' (did you mean 'sentiment'?)".
+        *[([command, "-m", MINILM, "--data", str(btzsc_dir), "--task", "sentiment", *extra],
+           "--task takes one dataset; 'sentiment' is a family (its datasets: amazonpolarity, imdb,")
+          for command, extra in [("calibrate", []), ("template-robustness", []), ("unseen", ["--train-data", str(btzsc_dir)])]],
+        (["calibrate", "-m", MINILM, "--data", str(btzsc_dir), "--task", "bankin77"], "unknown dataset 'bankin77' (did you mean 'banking77'?): --task takes one of"),
+        (["demo", "--data", str(btzsc_dir), "--max-samples", "0", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
+        (["demo", "--data", str(btzsc_dir), "--max-samples", "-5", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
+        # An empty --tasks is an error, not "every dataset at full size" (a folder without datasets: that error, quickly).
+        *[(["bench", "-m", MINILM, "--data", str(no_datasets), "--tasks", empty, "--out", str(tmp_path / "b.json")],
+           f"--tasks {empty!r} names no dataset") for empty in ("", " ", ",")],
+        (["sweep", "--models", MINILM, "--data", str(no_datasets), "--tasks", "", "--out", str(tmp_path / "sweep")], "--tasks '' names no dataset"),
+        # Choices checked below the CLI name its flags too.
+        (["classify", str(texts), "-l", "a,b", "--precision", "bogus"], "--precision must be one of fp32, bf16, auto, got 'bogus'"),
+        (["classify", str(texts), "-l", "a,b", "--scores", "bogus"], "unknown score kind 'bogus': --scores must be one of probs, raw"),
+        (["classify", str(texts), "-l", "a,b", "--scores", "prob"], "(did you mean 'probs'?)"),
+        (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--sampling", "bogus",
+          "--out", str(tmp_path / "b.json")], "--sampling must be one of stratified, paper, got 'bogus'"),
+        (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--overwrite", "bogus",
+          "--out", str(tmp_path / "b.json")], "--overwrite must be one of only-missing, always, never, got 'bogus'"),
+        # An empty model name is no name, never the registry entry without a paper name (SmolLM2).
+        (["classify", str(texts), "-l", "a,b", "--model", ""], "--model is empty"),
+        (["classify", str(texts), "-l", "a,b", "--model", " "], "--model is empty"),
+        (["bench", "-m", "", "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--out", str(tmp_path / "b.json")], "--model is empty"),
+        (["train-nli", "--backbone", "", "--data", str(pairs), "--out", str(tmp_path / "m")], "--backbone is empty"),
         (["template-robustness", "-m", MINILM, *data, "--batch-size", "-2"], "--batch-size must be >= 1"),
         (["serve", "--port", "-1"], "--port must be between 0 and 65535"),
         (["serve", "--port", "70000"], "--port must be between 0 and 65535"),
@@ -306,6 +374,25 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     for args, message in cases:
         assert_user_error(zstc_cli(*args), message)
     assert not (tmp_path / "m").exists() and not (tmp_path / "b.json").exists() and not (tmp_path / "sweep").exists()
+
+
+def test_train_nli_shows_its_progress_bar_only_on_a_terminal(zstc_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like every zstc bar: by default only when stderr is a terminal (here it is captured, so not); --progress and
+    --no-progress say so explicitly."""
+    import zstc.cli.verbosity
+    import zstc.training
+
+    asked: list[bool] = []
+    monkeypatch.setattr(zstc.training, "train_nli", lambda config, *, progress, log: asked.append(progress))
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
+    train = ["train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(tmp_path / "m")]
+    for extra in ([], ["--progress"], ["--no-progress"]):
+        status, _, err = zstc_cli(*train, *extra)
+        assert status == 0, err
+    assert asked == [False, True, False]
+    monkeypatch.setattr(zstc.cli.verbosity, "show_progress", lambda: True)  # a terminal
+    assert zstc_cli(*train)[0] == 0 and asked[-1] is True
 
 
 def test_usage_errors_are_one_line_too(zstc_cli, texts: Path, tmp_path: Path, result_file: Path) -> None:
@@ -331,6 +418,18 @@ def test_rules_are_data() -> None:
         check_options({"eval_fraction": 1.5})
     with pytest.raises(OptionError, match="max_samples must be >= 2"):
         check_options({"max_samples": 1}, {**OPTION_RULES, "max_samples": Rule(2, integer=True)})
+
+
+def test_no_model_lookup_matches_an_empty_name() -> None:
+    from zstc.errors import OptionError
+    from zstc.models.registry import _REGISTRY, _lookup, get_model_spec
+
+    assert any(spec.paper_name is None for spec in _REGISTRY.values())  # what an empty name used to match
+    for name in ("", " "):
+        assert _lookup(name) is None
+        for family in (None, "nli"):
+            with pytest.raises(OptionError, match="model is empty"):
+                get_model_spec(name, family)
 
 
 def test_bench_with_a_later_dataset_missing_fails_before_scoring(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:

@@ -234,7 +234,7 @@ class Classifier:
                 notes: list[str] | None = None, scores: str = "probs") -> list[Prediction]:
         """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
         ``notes``, when given, receives what the scorer had to say (texts truncated, ...)."""
-        _check_kind(scores)
+        check_score_kind(scores)
         texts = check_texts(texts)
         labels = check_labels(labels)
         matrix = self.scores(texts, labels, descriptions, notes=notes)
@@ -271,7 +271,7 @@ class Classifier:
         check_multilabel_names(labels)
         platt = self._platt()
         kind = scores or ("probs" if platt is not None else "raw")
-        _check_kind(kind)
+        check_score_kind(kind)
         if kind == "probs" and platt is None and score_type_of(self.scorer) != "prob":
             raise LabelError(f"multi-label probabilities from {self.family} scores need a Platt calibration file: "
                              "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
@@ -320,11 +320,13 @@ class Classifier:
         return fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels, per_label=per_label)
 
 
-def _check_kind(kind: str) -> None:
+def check_score_kind(kind: str) -> None:
+    """``kind`` is one of :data:`SCORE_KINDS`, else an :class:`UnknownOptionError` naming ``scores``."""
     if kind not in SCORE_KINDS:
-        from zstc.errors import UnknownNameError
+        from zstc.errors import UnknownOptionError, did_you_mean
 
-        raise UnknownNameError(f"unknown score kind {kind!r}; expected one of {', '.join(SCORE_KINDS)}")
+        raise UnknownOptionError(f"unknown score kind {kind!r}: scores must be one of {', '.join(SCORE_KINDS)}"
+                                 f"{did_you_mean(str(kind), SCORE_KINDS)}", "scores")
 
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer = DEFAULT_MODEL, family: str | None = None,

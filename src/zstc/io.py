@@ -339,6 +339,13 @@ def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
         try:
             if reader.fieldnames is None:
                 raise DataError(f"{path}: empty file, expected a header row")
+            # A repeated name would be one dict key: the later column would silently replace the earlier.
+            seen: dict[str, int] = {}
+            for position, name in enumerate(reader.fieldnames, start=1):
+                if name in seen:
+                    raise DataError(f"{path}:1: column {name!r} is repeated in the header (columns {seen[name]} and {position}); "
+                                    "give each column its own name")
+                seen[name] = position
             for record in reader:
                 if None in record:  # more fields than the header has
                     raise DataError(f"{path}:{reader.line_num}: more fields than the header's {len(reader.fieldnames)}")

@@ -61,16 +61,31 @@ def empty_record(text: str, *, multi_label: bool) -> Row:
     return {"text": text, "label": None, "score": None, "scores": None}
 
 
+INPUT_PREFIX = "input_"
+
+
+def _renamed(name: str, record: Row) -> bool:
+    """Whether an input column ``name`` is written as ``input_<name>``: it is a prediction field's name
+    (``label``), or the name such a rename gives (``input_label``, then ``input_input_label``, ...)."""
+    while True:
+        if name in record:
+            return True
+        if not name.startswith(INPUT_PREFIX):
+            return False
+        name = name[len(INPUT_PREFIX):]
+
+
 def output_row(kept: Row, record: Row) -> Row:
     """An input row's kept columns followed by its prediction. A kept column whose name a prediction field
     also uses is renamed ``input_<name>`` (a gold ``label`` column must not be overwritten by the predicted
-    one), except a ``text`` column holding the very text that was classified."""
+    one), except a ``text`` column holding the very text that was classified. An input column that already
+    has such a name is renamed too (``input_label`` -> ``input_input_label``), so no column replaces another
+    (a classify output classified again keeps every column) and the names depend on the names alone."""
     row: Row = {}
     for name, value in kept.items():
-        if name in record and not (name == "text" and value == record["text"]):
-            row[f"input_{name}"] = value
-        elif name not in record:
-            row[name] = value
+        if name == "text" and "text" in record and value == record["text"]:
+            continue  # the classified text, written by the prediction itself
+        row[INPUT_PREFIX + name if _renamed(name, record) else name] = value
     row.update(record)
     return row
 
@@ -256,10 +271,11 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-LABELLING_VERSION = "2"
+LABELLING_VERSION = "3"
 """Version of how ``classify`` turns scores into output rows; with the family's ``SCORING_VERSION`` it is part of a
 resumable run's identity, so a run resumed under another zstc starts over instead of mixing rows of two versions.
-2: in bf16, multi-label decisions recheck in fp32 the pairs near their threshold (zstc.scorers.pairs)."""
+2: in bf16, multi-label decisions recheck in fp32 the pairs near their threshold (zstc.scorers.pairs).
+3: an input column already named ``input_<field>`` is renamed too, not replaced (:func:`output_row`)."""
 
 
 @dataclasses.dataclass
@@ -278,6 +294,12 @@ class ChunkLabeller:
     skip_empty: bool = False
     scores: str | None = None
     """``probs`` or ``raw`` (``zstc.api.SCORE_KINDS``); None: the Classifier's default for the kind of decision."""
+
+    def __post_init__(self) -> None:
+        if self.scores is not None:  # before any model loads, not at the first chunk
+            from zstc.api import check_score_kind
+
+            check_score_kind(self.scores)
 
     def text(self, record: Row, where: str) -> str | None:
         """The record's text; None for an empty one under ``skip_empty``, else an error naming the row."""

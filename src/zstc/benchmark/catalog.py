@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from zstc.errors import UnknownNameError, did_you_mean
+from zstc.errors import UnknownNameError, UnknownOptionError, did_you_mean
 
 FAMILY_ORDER: tuple[str, ...] = ("sentiment", "emotion", "intent", "topic")
 
@@ -72,6 +72,19 @@ def get_task_spec(name: str) -> TaskSpec:
         ) from None
 
 
+def one_dataset(name: str, parameter: str = "task") -> TaskSpec:
+    """The dataset an option that takes one (``--task``) names. A family, or a name that is no dataset, is an
+    :class:`UnknownOptionError` naming ``parameter``: a family lists its datasets, and a "did you mean"
+    suggests datasets only (never a family, which the option would refuse next)."""
+    groups = families()
+    if name in groups:
+        raise UnknownOptionError(f"{parameter} takes one dataset; {name!r} is a family (its datasets: {', '.join(groups[name])})", parameter)
+    if name not in catalog():
+        raise UnknownOptionError(f"unknown dataset {name!r}{did_you_mean(name, catalog())}: {parameter} takes one of "
+                                 f"{', '.join(catalog())} (see `zstc tasks`)", parameter)
+    return catalog()[name]
+
+
 TASK_FILE_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
 
 
@@ -112,9 +125,13 @@ def find_shared_data(subfolder: str, marker: str | None = None, *, override_env:
 def resolve_task_names(selection: str | None, data: str | Path | None = None) -> list[str]:
     """Expand ``"t1,t2"``, a family name, ``"all"``, ``"available"`` (every dataset with a file in the
     directory ``data``) or None into dataset names, validated. None means every dataset on the hub
-    (``data`` is ``"hub"`` or not given) and every available one in a directory."""
+    (``data`` is ``"hub"`` or not given) and every available one in a directory; a selection that names
+    nothing (``""``, ``" "``, ``","``) is an :class:`UnknownOptionError` naming ``tasks``, never the default."""
     local = data is not None and str(data) != "hub"
-    if selection is None or not selection.strip():
+    if selection is not None and not selection.replace(",", "").strip():  # "", " ", ",": given, but naming nothing
+        raise UnknownOptionError(f"tasks {selection!r} names no dataset: give datasets, a family, 'all' or 'available', "
+                                 "or leave the option out", "tasks")
+    if selection is None:
         selection = "available" if local else "all"
     if selection.strip() == "all":
         return list(catalog())

@@ -23,7 +23,7 @@ from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.result_cache import ResultCache
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
-from zstc.errors import DataError, UnknownNameError, ZstcError
+from zstc.errors import DataError, UnknownOptionError, ZstcError, did_you_mean
 from zstc.io import GROUPED_SUFFIXES, check_output_path
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
@@ -264,9 +264,11 @@ class Bench:
         """Check everything cheap before any model loads (names, options); returns the run's identity and its key."""
         config = self.config
         if config.overwrite not in OVERWRITE_STRATEGIES:
-            raise UnknownNameError(f"overwrite must be one of {', '.join(OVERWRITE_STRATEGIES)}, got {config.overwrite!r}")
+            raise UnknownOptionError(f"overwrite must be one of {', '.join(OVERWRITE_STRATEGIES)}, got {config.overwrite!r}"
+                                     f"{did_you_mean(str(config.overwrite), OVERWRITE_STRATEGIES)}", "overwrite")
         if config.sampling not in SAMPLING_METHODS:
-            raise UnknownNameError(f"sampling must be one of {', '.join(SAMPLING_METHODS)}, got {config.sampling!r}")
+            raise UnknownOptionError(f"sampling must be one of {', '.join(SAMPLING_METHODS)}, got {config.sampling!r}"
+                                     f"{did_you_mean(str(config.sampling), SAMPLING_METHODS)}", "sampling")
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)
             make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing

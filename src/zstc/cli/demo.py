@@ -42,7 +42,9 @@ def demo(
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.cli.bench import print_summary
+    from zstc.validation import check_options
 
+    check_options({"max_samples": max_samples})  # bench's rule, before the model loads
     console = Console()
     console.rule(f"classify with {DEFAULT_MODEL}")
     classifier = Classifier(DEFAULT_MODEL, template="This text is about {}.")

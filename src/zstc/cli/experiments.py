@@ -33,13 +33,16 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
     return load_btzsc_sample(task, data, max_samples=max_samples, seed=seed, unlabelled=unlabelled)[0]
 
 
-def _check_before_work(out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:
-    """Everything checkable without the model, before it loads: option ranges (``rules`` adds or narrows
-    :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be one of ``data``'s files."""
+def _check_before_work(task: str, out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:
+    """Everything checkable without the model, before it loads: --task names one dataset (not a family), option
+    ranges (``rules`` adds or narrows :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be
+    one of ``data``'s files."""
+    from zstc.benchmark.catalog import one_dataset
     from zstc.benchmark.data import data_directory
     from zstc.io import GROUPED_SUFFIXES, check_output_path
     from zstc.validation import OPTION_RULES, check_options
 
+    one_dataset(task)
     check_options(options, {**OPTION_RULES, **(rules or {})})
     if out is not None:
         inputs = [f for f in data_directory(data).iterdir() if f.suffix in GROUPED_SUFFIXES] if data != "hub" else []
@@ -77,7 +80,7 @@ def template_robustness(
 
     for given in template or []:
         check_template(given, what="--template")
-    _check_before_work(out, data, {"max_samples": max_samples})
+    _check_before_work(task, out, data, {"max_samples": max_samples})
     scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
@@ -130,7 +133,7 @@ def calibrate(
     if template is not None:
         check_template(template, what="--template")
     # Two texts at least: one to fit on, one to test on.
-    _check_before_work(out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction},
+    _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction},
                        {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
@@ -196,7 +199,7 @@ def unseen(
 
     if template is not None:
         check_template(template, what="--template")
-    _check_before_work(out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
+    _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
                                    "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples})
     if finetune:
         check_output_dir(work_dir, option="--work-dir")

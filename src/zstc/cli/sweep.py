@@ -41,6 +41,7 @@ def sweep(
     from zstc.benchmark.runner import BenchConfig
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
     from zstc.errors import UnknownNameError
+    from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
     from zstc.validation import check_labels
 
@@ -48,6 +49,7 @@ def sweep(
         raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
     if engine not in ENGINES:
         raise UnknownNameError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(
         model=names[0], tasks=resolve_task_names(tasks), data=data, unlabelled=unlabelled, max_samples=max_samples, seed=seed,

@@ -32,10 +32,11 @@ def train_nli(
     precision: PrecisionFp32 = None,
     bf16: Bf16 = None,
     device: Device = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="Show a progress bar; default: when stderr is a terminal, unless --quiet.")] = None,
 ) -> None:
     """Train an NLI cross-encoder; an interrupted run continues when the same command is run again."""
     from zstc.io import check_output_dir
+    from zstc.models.registry import get_model_spec
     from zstc.validation import check_options
 
     # Before the backbone loads, a step is taken, or even the training libraries are imported (seconds):
@@ -44,6 +45,7 @@ def train_nli(
                    "backbone_lr": backbone_lr, "head_lr": head_lr, "patience": patience, "eval_fraction": eval_fraction,
                    "max_length": max_length, "device": device})
     check_output_dir(out, inputs=[data, dev])
+    get_model_spec(backbone, family="encoder", parameter="backbone")  # an empty name, before the data is read
     from zstc.training import TrainConfig
     from zstc.training import train_nli as run_training
 
@@ -53,4 +55,8 @@ def train_nli(
         backbone_lr=backbone_lr, head_lr=head_lr, patience=patience, eval_fraction=eval_fraction,
         max_length=max_length, precision=requested_precision(precision, bf16, "fp32"), device=device,
     )
+    if progress is None:  # zstc's rule for its own bars: only on a terminal (a log file gets no bar)
+        from zstc.cli.verbosity import show_progress
+
+        progress = show_progress()
     run_training(config, progress=progress, log=lambda line: typer.echo(line, err=True))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zstc.errors import ModelError, did_you_mean
+from zstc.errors import ModelError, OptionError, did_you_mean
 from zstc.models import offline
 from zstc.scorers.families import FamilyNames, get_family
 
@@ -156,21 +156,26 @@ def registered_models() -> list[ModelSpec]:
 
 
 def _lookup(model: str) -> ModelSpec | None:
+    if not model.strip():  # an empty name is no name: never the entry whose paper name is missing
+        return None
     if model in _REGISTRY:
         return _REGISTRY[model]
     folded = model.casefold()
     for spec in _REGISTRY.values():  # also accept the paper's short name and any casing
-        if folded in (spec.model_id.casefold(), (spec.paper_name or "").casefold()):
+        if any(name and folded == name.casefold() for name in (spec.model_id, spec.paper_name)):
             return spec
     return None
 
 
-def get_model_spec(model: str, family: str | None = None) -> ModelSpec:
+def get_model_spec(model: str, family: str | None = None, *, parameter: str = "model") -> ModelSpec:
     """The registry entry for ``model`` (hub id, paper short name or local folder).
 
     A model that is not registered is usable when its family is given (or, for a local folder, can be read
     from its files); otherwise this raises, since guessing a family from a name is what zstc refuses to do.
+    An empty name is an :class:`OptionError` naming ``parameter`` (the option the name came from).
     """
+    if not isinstance(model, str) or not model.strip():
+        raise OptionError(f"{parameter} is empty: give a hub id, paper short name or local folder (see `zstc models`)", parameter)
     if family is not None:
         get_family(family)  # raises for an unknown family
     spec = _lookup(model)

@@ -23,6 +23,7 @@ from zstc.benchmark.result_cache import model_folder
 from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
 from zstc.benchmark.store import DatasetResult
 from zstc.errors import UnknownNameError
+from zstc.io import check_output_dir
 
 ENGINES = ("local", "ray")
 
@@ -56,8 +57,9 @@ class SweepPlan:
 def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path, *,
                on_event: Callable[[str, Any], None] | None = None) -> SweepPlan:
     """The sweep of ``models`` over ``template``'s datasets and settings; summaries go to ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # The rule of every --out folder: new or existing, in a folder that exists; never an existing file.
+    out_dir = check_output_dir(Path(out_dir))
+    out_dir.mkdir(exist_ok=True)
     configs: list[Any] = []
     benches: list[Any] = []
     pending: list[Any] = []

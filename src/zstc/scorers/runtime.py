@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 
 import torch
 
-from zstc.errors import UnknownNameError
+from zstc.errors import UnknownNameError, UnknownOptionError, did_you_mean
 
 Precision = Literal["fp32", "bf16"]
 """A resolved precision: what the scorers and the trainer take."""
@@ -88,7 +88,8 @@ def resolve_precision(requested: str | None, device: torch.device) -> Precision:
     if requested is None:
         return "fp32"
     if requested not in PRECISION_CHOICES:
-        raise UnknownNameError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {requested!r}")
+        raise UnknownOptionError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {requested!r}"
+                                 f"{did_you_mean(str(requested), PRECISION_CHOICES)}", "precision")
     if requested == "auto":
         pinned = os.environ.get(AUTO_PRECISION_ENV)
         if pinned:

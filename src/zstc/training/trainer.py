@@ -138,7 +138,7 @@ def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
     from zstc.models.loading import load_error, model_source
     from zstc.models.registry import get_model_spec
 
-    spec = get_model_spec(name, family="encoder")
+    spec = get_model_spec(name, family="encoder", parameter="backbone")
     source = model_source(spec)
     try:
         return AutoModel.from_pretrained(source), AutoTokenizer.from_pretrained(source), source
