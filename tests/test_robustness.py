@@ -677,3 +677,16 @@ def test_max_length_beyond_the_models_positions_is_a_user_error(zstc_cli, tmp_pa
     assert_user_error(zstc_cli("classify", str(long_text), "-l", "a,b", "--max-length", "100000", "--out", str(out)),
                       "--max-length 100000 is more than", "(512)")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value, shown", [(7.5, "less than or equal to 1"), ("NaN", "finite number"), (True, "is True, expected a number")])
+def test_a_hand_edited_impossible_metric_is_refused_not_reported(zstc_cli, result_file: Path, tmp_path: Path, value: object, shown: str) -> None:
+    """A macro-F1 of 7.5 or NaN in a result file was shown, averaged into the mean and exported (NaN: not JSON)."""
+    result = copy_result(result_file, tmp_path)
+    text = result.read_text()
+    content = json.loads(text)
+    content["results"]["by_dataset"]["financialphrasebank"]["macro_f1"] = "__value__"
+    result.write_text(json.dumps(content).replace('"__value__"', json.dumps(value) if value != "NaN" else "NaN"))
+    assert_user_error(zstc_cli("report", str(result), "--out", str(tmp_path / "rep"), "--no-paper"), "macro_f1", shown)
+    assert_user_error(zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "lb.json")), "macro_f1", shown)
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "lb.json").exists()

@@ -28,7 +28,7 @@ from zstc.benchmark.catalog import FAMILY_ORDER, catalog
 from zstc.errors import DataError, UnknownNameError
 from zstc.scorers.families import FamilyTable
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
-from zstc.benchmark.records import SCHEMAS
+from zstc.benchmark.records import SCHEMAS, Metric
 from zstc.benchmark.store import SCHEMA_VERSION, write_json
 from zstc.io import read_json
 
@@ -118,8 +118,6 @@ def write_leaderboard(summary: dict[str, Any], out: str | Path) -> dict[str, Any
 
 # -- validation ---------------------------------------------------------------------------------------
 
-Metric = Annotated[float, Field(ge=0.0, le=1.0, strict=True, allow_inf_nan=False)]
-"""A metric in [0, 1]: a JSON number (not a boolean, not a string)."""
 ModelType = Literal["embedding", "llm", "nli", "reranker"]
 NonEmpty = Annotated[str, Field(min_length=1)]
 

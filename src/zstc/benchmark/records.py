@@ -8,7 +8,7 @@ leaderboard entry is :class:`zstc.benchmark.leaderboard.LeaderboardEntry`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -51,14 +51,19 @@ class Timing(BaseModel):
     batch_latencies_s: list[float]
 
 
+Metric = Annotated[float, Field(ge=0.0, le=1.0, strict=True, allow_inf_nan=False)]
+"""A metric in [0, 1]: a JSON number (not a boolean, not a string, not NaN). A hand-edited result file with
+macro-F1 7.5 or NaN is refused when read, not averaged into a report or a leaderboard."""
+
+
 class FourMetrics(BaseModel):
     """The benchmark's four metrics (:data:`zstc.benchmark.metrics.METRICS`)."""
 
     model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", ser_json_inf_nan="constants")
-    macro_f1: float
-    accuracy: float
-    macro_precision: float
-    macro_recall: float
+    macro_f1: Metric
+    accuracy: Metric
+    macro_precision: Metric
+    macro_recall: Metric
 
 
 class DatasetRow(FourMetrics):
@@ -81,7 +86,7 @@ class DatasetResult(BaseModel):
 
     dataset: str
     family: str | None
-    metrics: dict[str, float]
+    metrics: dict[str, Metric]
     n_texts: int
     label_names: list[str]
     hypotheses: list[str]
