@@ -344,6 +344,11 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
+        # Flags that would do nothing are said, not ignored.
+        (["classify", str(texts), "-l", "a,b", "--actors", "3"], "--actors applies to --engine ray; this run uses --engine local"),
+        (["classify", str(texts), "-l", "a,b", "--address", "auto", "--gpus-per-actor", "1"], "--address, --gpus-per-actor apply to --engine ray"),
+        (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "0.3",
+          "--out", str(tmp_path / "b.json")], "--threshold applies to --multi-label decisions"),
         # An empty --tasks is an error, not "every dataset at full size" (a folder without datasets: that error, quickly).
         *[(["bench", "-m", MINILM, "--data", str(no_datasets), "--tasks", empty, "--out", str(tmp_path / "b.json")],
            f"--tasks {empty!r} names no dataset") for empty in ("", " ", ",")],

@@ -52,6 +52,10 @@ def bench(
 
         raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
     check_options({"threshold": threshold, "max_samples": max_samples})
+    if threshold is not None and not multi_label:  # as classify: said, not ignored
+        from zstc.errors import LabelError
+
+        raise LabelError("--threshold applies to --multi-label decisions")
     config = BenchConfig(
         model=model,
         family=family,

@@ -89,6 +89,11 @@ def classify(
                              scores=scores)
     if engine not in ("local", "ray"):
         raise UnknownNameError(f"--engine must be 'local' or 'ray', got {engine!r}")
+    ray_only = {"--address": address is not None, "--actors": actors != 1, "--cpus-per-actor": cpus_per_actor != 1.0,
+                "--gpus-per-actor": gpus_per_actor != 0.0}
+    if engine == "local" and any(ray_only.values()):  # said, not ignored: the user expected them to do something
+        given = [flag for flag, is_given in ray_only.items() if is_given]
+        raise LabelError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --engine ray; this run uses --engine local")
     if engine == "local" and len(inputs) > 1:
         raise DataError(f"one input at a time ({len(inputs)} given); --engine ray takes several files or folders")
     input = inputs[0]
