@@ -76,3 +76,14 @@ def test_classify_reads_stdin_and_label_files(capsys, monkeypatch, tmp_path):
 def test_usage_errors_show_usage_without_traceback(capsys, monkeypatch):
     code, _, err = run_cli(["tasks", "--bogus"], capsys, monkeypatch)
     assert code == 2 and "No such option: --bogus" in err and "Traceback" not in err
+
+
+def test_the_demo_runs_where_there_is_no_runs_folder(zstc_cli, monkeypatch, tmp_path, btzsc_dir):
+    """`make demo` on a fresh clone: the demo creates the folder of its own default output (it stopped at the
+    benchmark with 'folder runs does not exist'); an --out the user gives is checked before any work."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = zstc_cli("demo", "--data", str(btzsc_dir), "--max-samples", "5")
+    assert status == 0, err
+    assert "Manchester United" in out and json.loads((tmp_path / "runs" / "demo.json").read_text())["results"]["by_dataset"]
+    status, out, err = zstc_cli("demo", "--out", str(tmp_path / "missing" / "d.json"))
+    assert status == 2 and "folder" in err and "does not exist" in err and "Manchester United" not in out

@@ -20,6 +20,8 @@ EXAMPLES: list[str] = [
 ]
 EXAMPLE_LABELS: list[str] = ["economy", "sports", "technology", "science", "politics"]
 DEMO_TASKS = "financialphrasebank,rottentomatoes,banking77,agnews"
+DEMO_OUT = Path("runs/demo.json")
+"""The demo's own default output; its folder is created (``make demo`` on a fresh clone has no ``runs/``)."""
 
 
 def find_data() -> Path | None:
@@ -34,7 +36,7 @@ def find_data() -> Path | None:
 def demo(
     data: Annotated[Optional[Path], typer.Option(help="BTZSC data directory; searched for when omitted.")] = None,
     max_samples: Annotated[int, typer.Option(help="Texts per dataset in the quick benchmark.")] = 200,
-    out: Annotated[Path, typer.Option(help="Where the demo benchmark writes its results.")] = Path("runs/demo.json"),
+    out: Annotated[Path, typer.Option(help="Where the demo benchmark writes its results (runs/ is created for the default).")] = DEMO_OUT,
 ) -> None:
     """Classify five example texts with the offline default model, then benchmark it on the data found."""
     from zstc.api import Classifier
@@ -42,9 +44,13 @@ def demo(
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.cli.bench import print_summary
+    from zstc.io import check_output_path
     from zstc.validation import check_options
 
     check_options({"max_samples": max_samples})  # bench's rule, before the model loads
+    if out == DEMO_OUT:
+        DEMO_OUT.parent.mkdir(exist_ok=True)
+    check_output_path(out)  # bench's rule too, before the example classification rather than after it
     console = Console()
     console.rule(f"classify with {DEFAULT_MODEL}")
     classifier = Classifier(DEFAULT_MODEL, template="This text is about {}.")
