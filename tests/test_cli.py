@@ -34,6 +34,8 @@ def texts_file(tmp_path):
         (["classify", "{texts}", "--labels", ""], "no labels given"),
         (["classify", "{texts}", "--labels", "sports"], "only one label given"),
         (["classify", "{texts}", "--labels", "a,b,a"], "duplicate labels: 'a'"),
+        # Read alike (the same opinion phrases): they would tie on every text, the first always winning.
+        (["classify", "{texts}", "--labels", "positive,Positive"], "labels 'positive' and 'Positive' have the same description"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "no-such/model-xyz"], "unknown model 'no-such/model-xyz'"),
         (["classify", "{texts}", "--labels", "a,b", "--family", "nonsense"], "unknown family 'nonsense'"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "foo/not-a-model", "--family", "embedding"], "cannot load model 'foo/not-a-model'"),

@@ -298,6 +298,7 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
 @pytest.mark.parametrize("payload, message", [
     ({"texts": ["x"], "labels": ["only"]}, "only one label"),
     ({"texts": ["x"], "labels": ["a", "a"]}, "duplicate labels"),
+    ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["same", "same"]}, "labels 'a' and 'b' have the same description ('same')"),
     ({"texts": [""], "labels": ["a", "b"]}, "text 1 is empty"),
     ({"texts": [], "labels": ["a", "b"]}, "no texts to classify"),
     ({"texts": ["x"], "labels": ["a", "b"], "template": "About {topic}: {}"}, "template 'About {topic}: {}' cannot be filled"),

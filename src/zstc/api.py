@@ -30,7 +30,7 @@ from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
-from zstc.validation import OptionSpec, check_labels, check_option, check_options, check_template, check_texts
+from zstc.validation import OptionSpec, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
 HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
@@ -224,6 +224,7 @@ class Classifier:
             descriptions = label_hypotheses(labels, hypotheses=self.hypotheses, template=self.template)
         elif len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
+        check_distinct_descriptions(labels, descriptions)
         # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
         result = score_hypotheses_with_notes(self.scorer, texts, descriptions, thresholds=thresholds)
         if notes is not None:  # the caller's list: the classifier keeps no per-call state (it may serve threads)

@@ -120,6 +120,18 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
     return cleaned
 
 
+def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[str]) -> None:
+    """Refuse two labels that the model would read the same way (``positive`` and ``Positive`` both become the
+    same opinion phrases; a labels file may give two labels one description): their scores tie on every text,
+    and the first would always win, silently."""
+    first: dict[str, str] = {}
+    for label, description in zip(labels, descriptions):
+        if description in first:
+            raise LabelError(f"labels {quoted(first[description])} and {quoted(label)} have the same description "
+                             f"({quoted(description)}): no model can tell them apart; describe them differently or merge them")
+        first[description] = label
+
+
 def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     """Return the texts as a list, or raise :class:`DataError` naming the first empty one."""
     if isinstance(texts, str):

@@ -58,7 +58,7 @@ from zstc.server.schemas import (
     InfoResponse, RerankRequest, RerankResponse,
 )
 from zstc.server.telemetry import Telemetry
-from zstc.validation import check_labels, check_texts
+from zstc.validation import check_distinct_descriptions, check_labels, check_texts
 
 logger = logging.getLogger("zstc.server")
 
@@ -422,6 +422,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if given is not None and len(given) != len(names):
             raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
         described = describe_labels(given if given is not None else names, template)  # checks the template (zstc.validation)
+        check_distinct_descriptions(names, described)
         variants = list(described.variants.values()) if isinstance(described, HypothesisSet) else [list(described)]
         flat = tuple(description for variant in variants for description in variant)
         check_chars("label description", flat)
