@@ -323,11 +323,7 @@ class Classifier:
 
 def check_score_kind(kind: str) -> None:
     """``kind`` is one of :data:`SCORE_KINDS`, else an :class:`UnknownOptionError` naming ``scores``."""
-    if kind not in SCORE_KINDS:
-        from zstc.errors import UnknownOptionError, did_you_mean
-
-        raise UnknownOptionError(f"unknown score kind {kind!r}: scores must be one of {', '.join(SCORE_KINDS)}"
-                                 f"{did_you_mean(str(kind), SCORE_KINDS)}", "scores")
+    OptionSpec(str, choices=SCORE_KINDS, meaning="score kind").check("scores", kind)
 
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer = DEFAULT_MODEL, family: str | None = None,

@@ -179,7 +179,8 @@ def _file_mode(existing: Path) -> int:
     return umask_mode()
 
 
-def _write_failed(path: Path, error: OSError) -> OutputError:
+def write_failed(path: Path | str, error: OSError) -> OutputError:
+    """The one-line error for a write that failed (a full disk, a read-only folder), naming what was written."""
     return OutputError(f"cannot write {path}: {error.strerror or error}")
 
 
@@ -217,14 +218,14 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
             with open(path, mode, encoding=encoding) as handle:
                 yield handle
         except OSError as error:
-            raise _write_failed(path, error) from None
+            raise write_failed(path, error) from None
         return
     if path.is_dir():
         raise OutputError(f"cannot write {path}: is a directory")
     try:
         fd, temporary = tempfile.mkstemp(dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}")
     except OSError as error:
-        raise _write_failed(path, error) from None
+        raise write_failed(path, error) from None
     try:
         with os.fdopen(fd, mode, encoding=encoding) as handle:
             yield handle
@@ -234,7 +235,7 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
         os.replace(temporary, path)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
-        raise _write_failed(path, error) from None
+        raise write_failed(path, error) from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -249,7 +250,7 @@ def atomic_directory(path: Path, *, last: Sequence[str] = ()) -> Iterator[Path]:
     try:
         staging = Path(tempfile.mkdtemp(dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}"))
     except OSError as error:
-        raise _write_failed(path, error) from None
+        raise write_failed(path, error) from None
     try:
         yield staging
         path.mkdir(exist_ok=True)
@@ -262,7 +263,7 @@ def atomic_directory(path: Path, *, last: Sequence[str] = ()) -> Iterator[Path]:
     except OutputError as error:  # a file of the block that could not be written: named where the user will look for it
         raise OutputError(str(error).replace(str(staging), str(path))) from None
     except OSError as error:
-        raise _write_failed(path, error) from None
+        raise write_failed(path, error) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

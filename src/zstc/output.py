@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from zstc.benchmark.store import write_json
-from zstc.errors import DataError, OutputError
+from zstc.errors import DataError
+from zstc.io import write_failed
 
 Row = dict[str, Any]
 
@@ -134,14 +135,14 @@ class StdoutWriter:
         except OSError as error:
             if self.stream is sys.stdout:  # a closed pipe: the CLI's own handling of stdout
                 raise
-            raise OutputError(f"cannot write {self.name}: {error.strerror or error}") from None
+            raise write_failed(self.name, error) from None
 
     def finish(self) -> None:
         if self.stream is not sys.stdout:  # a stream the writer opened (--out /dev/stdout, a FIFO)
             try:
                 self.stream.close()
             except OSError as error:
-                raise OutputError(f"cannot write {self.name}: {error.strerror or error}") from None
+                raise write_failed(self.name, error) from None
 
 
 class ResumableWriter:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError, quoted
+from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError, did_you_mean, quoted
 
 _TYPE_WORDS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
@@ -63,9 +63,10 @@ class OptionSpec:
             value = int(value)
         if self.choices is not None and value not in self.choices:
             expected = ", ".join(str(choice) for choice in self.choices)
+            hint = did_you_mean(value, [str(choice) for choice in self.choices]) if isinstance(value, str) else ""
             if self.meaning:
-                raise UnknownOptionError(f"unknown {self.meaning} {quoted(value)}: {name} must be one of {expected}", name)
-            raise UnknownOptionError(f"{name} must be one of {expected}, got {quoted(value)}", name)
+                raise UnknownOptionError(f"unknown {self.meaning} {quoted(value)}: {name} must be one of {expected}{hint}", name)
+            raise UnknownOptionError(f"{name} must be one of {expected}, got {quoted(value)}{hint}", name)
         if self.low is not None and not (value >= self.low if self.low_inclusive else value > self.low):
             raise OptionError(f"{name} must be {'>=' if self.low_inclusive else '>'} {_number(self.low)}, got {value}", name)
         if self.high is not None and not (value <= self.high if self.high_inclusive else value < self.high):

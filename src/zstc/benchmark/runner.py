@@ -23,8 +23,9 @@ from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.result_cache import ResultCache
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
-from zstc.errors import DataError, UnknownOptionError, ZstcError, did_you_mean
+from zstc.errors import DataError, ZstcError
 from zstc.io import GROUPED_SUFFIXES, check_output_path
+from zstc.validation import OptionSpec
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
@@ -263,12 +264,8 @@ class Bench:
     def validate(self) -> tuple[dict[str, Any], str]:
         """Check everything cheap before any model loads (names, options); returns the run's identity and its key."""
         config = self.config
-        if config.overwrite not in OVERWRITE_STRATEGIES:
-            raise UnknownOptionError(f"overwrite must be one of {', '.join(OVERWRITE_STRATEGIES)}, got {config.overwrite!r}"
-                                     f"{did_you_mean(str(config.overwrite), OVERWRITE_STRATEGIES)}", "overwrite")
-        if config.sampling not in SAMPLING_METHODS:
-            raise UnknownOptionError(f"sampling must be one of {', '.join(SAMPLING_METHODS)}, got {config.sampling!r}"
-                                     f"{did_you_mean(str(config.sampling), SAMPLING_METHODS)}", "sampling")
+        OptionSpec(str, choices=OVERWRITE_STRATEGIES).check("overwrite", config.overwrite)
+        OptionSpec(str, choices=SAMPLING_METHODS).check("sampling", config.sampling)
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)
             make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing

@@ -148,12 +148,12 @@ def classify(
 
 
 def _open_stream(path: Path) -> Any:
-    from zstc.errors import OutputError
+    from zstc.io import write_failed
 
     try:
         return path.open("w", encoding="utf-8")
     except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+        raise write_failed(path, error) from None
 
 
 def _note(message: str) -> None:

@@ -17,7 +17,8 @@ from typing import Any, Literal, cast
 
 import torch
 
-from zstc.errors import UnknownNameError, UnknownOptionError, did_you_mean
+from zstc.errors import UnknownNameError
+from zstc.validation import OptionSpec
 
 Precision = Literal["fp32", "bf16"]
 """A resolved precision: what the scorers and the trainer take."""
@@ -87,9 +88,7 @@ def resolve_precision(requested: str | None, device: torch.device) -> Precision:
     """
     if requested is None:
         return "fp32"
-    if requested not in PRECISION_CHOICES:
-        raise UnknownOptionError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {requested!r}"
-                                 f"{did_you_mean(str(requested), PRECISION_CHOICES)}", "precision")
+    OptionSpec(str, choices=PRECISION_CHOICES).check("precision", requested)
     if requested == "auto":
         pinned = os.environ.get(AUTO_PRECISION_ENV)
         if pinned:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from zstc.errors import UnknownOptionError, did_you_mean
+from zstc.validation import OptionSpec
 from zstc.models.nli_head import VARIANT_LABELS
 from zstc.scorers.pairs import log_odds
 from zstc.training.nli_pairs import NLI_CLASSES
@@ -81,9 +81,7 @@ class TrainConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.variant not in VARIANT_LABELS:
-            raise UnknownOptionError(f"variant must be one of {', '.join(VARIANT_LABELS)}, got {self.variant!r}"
-                                     f"{did_you_mean(self.variant, VARIANT_LABELS)}", "variant")
+        OptionSpec(str, choices=tuple(VARIANT_LABELS)).check("variant", self.variant)
 
     def to_record(self) -> dict[str, Any]:
         record = asdict(self)
