@@ -128,3 +128,19 @@ def chromium() -> str:
         if found is None:
             pytest.skip(f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}")
     return found
+
+
+@pytest.fixture(scope="session")
+def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MiniLM-L6 trained for 60 steps of 8 LingNLI pairs with the paper's recipe (``zstc train-nli``), in fp32."""
+    from zstc.training import TrainConfig, train_nli
+
+    folder = tmp_path_factory.mktemp("nli")
+    lines = shared_path("nli/lingnli_train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    # Every 14th pair (the file is grouped by label): all three labels, and only what 60 steps and the dev set use.
+    data = folder / "lingnli-part.jsonl"
+    data.write_text("".join(lines[::14][: 60 * 8 + 64]), encoding="utf-8")
+    out = folder / "minilm-lingnli-60"
+    train_nli(TrainConfig(backbone=MINILM, data=str(data), out=str(out), max_steps=60, batch_size=8, dev_size=60, eval_fraction=1.0,
+                          max_length=128, device="cpu", precision="fp32"), progress=False, log=lambda line: None)
+    return out

@@ -31,3 +31,12 @@ requires_baselines = pytest.mark.skipif(
     not baselines_found(),
     reason="needs the paper's published scores: shared/data/baselines not found (set ZSTC_BASELINES or ZSTC_SHARED_DATA)",
 )
+
+
+def sample_task(btzsc_dir: Path, name: str, n: int):  # -> zstc.benchmark.tasks.Task
+    """A BTZSC test set's stratified sample of ``n`` texts (seed 0), with the dataset's own hypotheses."""
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.benchmark.tasks import stratified_sample
+
+    task, _ = load_btzsc_task(name, btzsc_dir)
+    return stratified_sample(task, n, 0)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from shared_data import sample_task
 from zstc.errors import UnknownNameError
 from zstc.scorers.runtime import bf16_fast, bf16_fast_on_cpu, check_precision, cpu_flags, resolve_precision
 
@@ -134,41 +135,15 @@ def _compare(make, texts: list[str], labels: list[str], record_property) -> tupl
     return agreement, max_diff, flip_margins
 
 
-def _sample(btzsc_dir: Path, name: str, n: int):
-    from zstc.benchmark.data import load_btzsc_task
-    from zstc.benchmark.tasks import stratified_sample
-
-    task, _ = load_btzsc_task(name, btzsc_dir)
-    return stratified_sample(task, n, 0)
-
-
 @requires_fast_bf16
 @pytest.mark.slow
 def test_bf16_keeps_the_embedding_models_decisions(btzsc_dir: Path, record_property) -> None:
     from zstc.scorers import make_scorer
 
-    task = _sample(btzsc_dir, "agnews", 300)
+    task = sample_task(btzsc_dir, "agnews", 300)
     agreement, max_diff, _ = _compare(lambda p: make_scorer(MINILM, precision=p, device="cpu"), task.texts, task.hypotheses, record_property)
     assert agreement >= 0.99
     assert 0 < max_diff < 0.05  # bf16 really ran (the scores differ), and only by rounding
-
-
-@pytest.fixture(scope="session")
-def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """MiniLM-L6 trained for 60 steps of 8 LingNLI pairs with the paper's recipe (``zstc train-nli``), in fp32."""
-    from shared_data import shared_path
-
-    from zstc.training import TrainConfig, train_nli
-
-    folder = tmp_path_factory.mktemp("nli")
-    lines = shared_path("nli/lingnli_train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    # Every 14th pair (the file is grouped by label): all three labels, and only what 60 steps and the dev set use.
-    data = folder / "lingnli-part.jsonl"
-    data.write_text("".join(lines[::14][: 60 * 8 + 64]), encoding="utf-8")
-    out = folder / "minilm-lingnli-60"
-    train_nli(TrainConfig(backbone=MINILM, data=str(data), out=str(out), max_steps=60, batch_size=8, dev_size=60, eval_fraction=1.0,
-                          max_length=128, device="cpu", precision="fp32"), progress=False, log=lambda line: None)
-    return out
 
 
 @requires_fast_bf16
@@ -182,7 +157,7 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, 
     # On banking77 with 64-pair passes one text of 72 is such a near-tie (fp32 margin 0.0005; with 256-pair passes
     # none flipped): so at most one changed decision, and only one that fp32 barely made.
     # This is bf16 alone (recheck_margin=0); the default rechecks near ties in fp32 (the next tests).
-    task = _sample(btzsc_dir, "banking77", 72)
+    task = sample_task(btzsc_dir, "banking77", 72)
     agreement, max_diff, flip_margins = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu", recheck_margin=0),
                                                  task.texts, task.hypotheses, record_property)
     assert agreement >= 71 / 72
@@ -250,7 +225,7 @@ def test_bf16_with_rechecks_makes_fp32s_decisions(briefly_trained_nli: Path, btz
     alone changes decisions (0.95 agreement measured); with the default recheck every decision is fp32's."""
     from zstc.scorers import make_scorer
 
-    task = _sample(btzsc_dir, "agnews", 120)
+    task = sample_task(btzsc_dir, "agnews", 120)
     model = str(briefly_trained_nli)
     fp32 = make_scorer(model, "nli", precision="fp32", device="cpu").score(task.texts, task.hypotheses)
     plain = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=0).score_with_notes(task.texts, task.hypotheses)
@@ -282,7 +257,7 @@ def test_bf16_pairs_recheck_each_group_on_its_own_labels(briefly_trained_nli: Pa
     call with a group per (request, text); in bf16 every group's argmax is fp32's."""
     from zstc.scorers import make_scorer
 
-    task = _sample(btzsc_dir, "agnews", 40)
+    task = sample_task(btzsc_dir, "agnews", 40)
     hypotheses = list(task.hypotheses)
     label_sets = [hypotheses[:3], hypotheses[1:]]  # two requests, overlapping labels
     firsts = [text for labels in label_sets for text in task.texts for _ in labels]
@@ -337,7 +312,7 @@ def test_bf16_multi_label_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_d
     from zstc.api import Classifier
     from zstc.yin.calibration import Calibration
 
-    task = _sample(btzsc_dir, "banking77", 40)
+    task = sample_task(btzsc_dir, "banking77", 40)
     hypotheses = list(task.hypotheses)
     labels = [f"intent {j}" for j in range(len(hypotheses))]
     model = str(briefly_trained_nli)
@@ -379,7 +354,7 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
     from zstc.server.app import ServeSettings, create_app
     from zstc.server.engine import EngineConfig
 
-    task = _sample(btzsc_dir, "banking77", 40)
+    task = sample_task(btzsc_dir, "banking77", 40)
     hypotheses = list(task.hypotheses)
     labels = [f"intent {j}" for j in range(len(hypotheses))]
     model = str(briefly_trained_nli)
@@ -405,3 +380,44 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
         assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
     assert answer.status_code == 200 and other.status_code == 200, (answer.text, other.text)
     assert [set(result["labels"]) for result in answer.json()["results"]] == expected
+
+
+# -- fp32 is IEEE fp32, whatever the process asked torch for -----------------------------------------------
+
+
+@pytest.fixture
+def process_wide_matmul_precision():
+    """Puts torch's process-wide fp32 matmul setting back after a test that changes it, as a user's script would."""
+    from zstc.scorers.runtime import IEEE_MATMUL
+
+    saved = IEEE_MATMUL._read()
+    yield
+    IEEE_MATMUL._write(saved)
+
+
+@pytest.mark.parametrize("how", ["legacy", "per-backend"])
+def test_fp32_scores_ignore_a_reduced_precision_matmul_setting(how: str, process_wide_matmul_precision, btzsc_dir: Path) -> None:
+    """``torch.set_float32_matmul_precision("medium")`` (or ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``)
+    in the user's process lets fp32 products run in bf16 on a CPU with AVX512-BF16 or AMX (TF32 on a GPU): zstc's fp32
+    scores stay IEEE fp32, bitwise, and the user's setting is theirs again afterwards."""
+    from zstc.scorers import make_scorer
+    from zstc.scorers.runtime import IEEE_MATMUL
+
+    texts = sample_task(btzsc_dir, "financialphrasebank", 24).texts
+    labels = ["This text is positive.", "This text is negative.", "This text is neutral."]
+    scorer = make_scorer(MINILM, precision="fp32", device="cpu")
+    expected = scorer.score(texts, labels)
+    if how == "legacy":
+        torch.set_float32_matmul_precision("medium")
+    else:
+        torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    chosen = IEEE_MATMUL._read()
+    a, b = torch.randn(64, 384, generator=torch.Generator().manual_seed(0)), torch.randn(384, 1536, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        product = a @ b
+    IEEE_MATMUL._write({name: "ieee" for name in chosen})
+    if torch.equal(product, a @ b):
+        pytest.skip("this CPU computes fp32 products in fp32 even when asked for bf16 (no AVX512-BF16 or AMX)")
+    IEEE_MATMUL._write(chosen)
+    assert np.array_equal(scorer.score(texts, labels), expected)
+    assert IEEE_MATMUL._read() == chosen

@@ -19,7 +19,7 @@ from zstc.models.loading import load_error, model_source
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, count_parameters, model_max_length, token_limit
 from zstc.scorers.families import POOLINGS
-from zstc.scorers.runtime import inference_context
+from zstc.scorers.runtime import IEEE_MATMUL, inference_context
 
 LABEL_CACHE_SIZE = 64
 """Label sets whose embeddings are kept (least recently used dropped first): a server answering requests
@@ -115,7 +115,7 @@ class EmbeddingScorer(TorchScorer[None]):
             return ScoreResult(np.zeros((0, len(labels)), dtype=np.float32), [])
         notes = self._truncation_notes(loaded, queries)
         text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
-        return ScoreResult((text_embeddings @ label_embeddings.T).cpu().numpy().astype(np.float32), notes)
+        return ScoreResult(cosines(text_embeddings, label_embeddings), notes)
 
     def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *,
                        label_cache: LruCache[torch.Tensor] | None = None) -> list[ScoreResult]:
@@ -142,7 +142,7 @@ class EmbeddingScorer(TorchScorer[None]):
                 results.append(ScoreResult(np.zeros((len(queries), len(documents)), dtype=np.float32), []))
                 continue
             rows = text_embeddings[[row_of[query] for query in queries]]
-            results.append(ScoreResult((rows @ label_embeddings.T).cpu().numpy().astype(np.float32), self._truncation_notes(loaded, queries)))
+            results.append(ScoreResult(cosines(rows, label_embeddings), self._truncation_notes(loaded, queries)))
         return results
 
     def _label_sets_by_set(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:
@@ -165,6 +165,13 @@ class EmbeddingScorer(TorchScorer[None]):
         descriptions = list(dict.fromkeys(d for documents in sets for d in documents))
         by_description = dict(zip(descriptions, cache.get_many(descriptions, lambda missing: list(self._label_embeddings(loaded, tuple(cast(list[str], missing)))))))
         return lambda documents: torch.stack([by_description[d] for d in documents])
+
+
+def cosines(texts: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
+    """The (texts, labels) cosines of normalised embeddings: an IEEE fp32 product in every precision (the
+    embeddings are fp32 by then), whatever the process set torch's matmul precision to (:class:`IeeeMatmul`)."""
+    with IEEE_MATMUL.held():
+        return (texts @ labels.T).cpu().numpy().astype(np.float32)
 
 
 class EncoderScorer(EmbeddingScorer):

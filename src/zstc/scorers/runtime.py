@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -110,15 +111,73 @@ def check_precision(precision: str) -> Precision:
     return cast(Precision, precision)
 
 
+class IeeeMatmul:
+    """While held, fp32 matrix products are IEEE fp32, whatever the process asked torch for elsewhere.
+
+    ``torch.set_float32_matmul_precision("high")`` (or ``torch.backends.cuda.matmul.allow_tf32 = True``, or
+    ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``) is process-wide: a training script, a notebook or
+    a library may set it for its own work. fp32 products then run in TF32 on an NVIDIA GPU, or in bf16 on a CPU
+    with AMX or AVX512-BF16, and a run that records ``fp32`` would not be (measured on an H100: NLI log-odds moved
+    by up to 6e-5 and 3 of 308 banking77 decisions changed; on a Zen 4 CPU a MiniLM-sized product moved by 7e-5).
+    So zstc's fp32 inference sets every backend's ``fp32_precision`` to ``ieee`` and puts the caller's setting
+    back after. Threads share the setting, so it is counted: the first to enter saves, the last to leave restores.
+    """
+
+    BACKENDS = ("cuda", "mkldnn")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._saved: dict[str, str] = {}
+
+    @staticmethod
+    def _matmul(backend: str) -> Any:
+        return getattr(getattr(torch.backends, backend), "matmul", None)
+
+    def _read(self) -> dict[str, str]:
+        # fp32_precision exists from torch 2.9; before it, cuda's allow_tf32 is the only such switch.
+        found = {name: getattr(self._matmul(name), "fp32_precision", None) for name in self.BACKENDS}
+        if all(value is None for value in found.values()):
+            return {"allow_tf32": str(torch.backends.cuda.matmul.allow_tf32)}
+        return {name: value for name, value in found.items() if value is not None}
+
+    def _write(self, settings: dict[str, str]) -> None:
+        for name, value in settings.items():
+            if name == "allow_tf32":
+                torch.backends.cuda.matmul.allow_tf32 = value == "True"
+            else:
+                self._matmul(name).fp32_precision = value
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._holders == 0:
+                self._saved = self._read()
+                self._write({name: "False" if name == "allow_tf32" else "ieee" for name in self._saved})
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holders -= 1
+                if self._holders == 0:
+                    self._write(self._saved)
+
+
+IEEE_MATMUL = IeeeMatmul()
+
+
 @contextlib.contextmanager
 def inference_context(device: torch.device, precision: Precision) -> Iterator[None]:
-    """No-grad inference, under bf16 autocast for ``bf16``."""
+    """No-grad inference: under bf16 autocast for ``bf16``; for ``fp32``, with IEEE fp32 matrix products
+    (:class:`IeeeMatmul`), so ``fp32`` is what a result says it is."""
     with torch.inference_mode():
         if precision == "bf16":
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
                 yield
         else:
-            yield
+            with IEEE_MATMUL.held():
+                yield
 
 
 def resolved_options(precision: str | None, options: dict[str, Any]) -> dict[str, Any]:
