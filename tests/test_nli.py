@@ -149,6 +149,47 @@ def test_pairs_are_built_as_the_tokenizer_builds_them(nli_folder: Path) -> None:
     assert ids == expected["input_ids"] and token_types == expected["token_type_ids"]
 
 
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("token_types", [True, False])
+@pytest.mark.parametrize("step", [1, 8])
+def test_padding_is_the_tokenizers(nli_folder: Path, side: str, token_types: bool, step: int) -> None:
+    """A pass's tensors are exactly what transformers' DataCollatorWithPadding makes of the same rows (with
+    ``pad_to_multiple_of``, as on a GPU)."""
+    from transformers import DataCollatorWithPadding
+
+    names = ["input_ids", "token_type_ids", "attention_mask"] if token_types else ["input_ids", "attention_mask"]
+    tokenizer = AutoTokenizer.from_pretrained(nli_folder, padding_side=side, model_input_names=names)
+    texts = ["a premise", "a much longer premise about a card that never arrived in the post", "short", ""]
+    plan = plan_pairs(tokenizer, texts, ["This is about cards.", "Money."], max_length=24, length_step=step)
+    assert plan.use_token_types is token_types
+    for (start, stop), batch in zip(plan.bounds, plan.batches(), strict=True):
+        rows = [plan.template.assemble(plan.first_ids[f][:n], plan.second_ids[s])
+                for f, s, n in zip(batch.firsts, batch.seconds, plan.first_lengths[start:stop])]
+        features = [{"input_ids": ids, "attention_mask": [1] * len(ids), **({"token_type_ids": types} if token_types else {})}
+                    for ids, types in rows]
+        expected = DataCollatorWithPadding(tokenizer, padding="longest", pad_to_multiple_of=step, return_tensors="pt")(features)
+        assert sorted(batch.inputs) == sorted(expected)
+        assert len({len(ids) for ids, _ in rows}) > 1, "rows of different lengths, or nothing is padded"
+        for name in expected:
+            assert torch.equal(batch.inputs[name], expected[name]), name
+
+
+def test_gpu_length_steps_stop_at_the_models_limit(nli_folder: Path) -> None:
+    """Lengths in steps of 32 (a GPU's), but a pass never longer than the model takes."""
+    tokenizer = AutoTokenizer.from_pretrained(nli_folder)
+    widths = [batch.inputs["input_ids"].shape[1]
+              for limit in (24, 64) for batch in plan_pairs(tokenizer, ["a premise", "word " * 40], ["Money."], max_length=limit,
+                                                            max_pairs=1, length_step=32).batches()]
+    assert widths == [24, 24, 64, 32]
+
+
+def test_a_tokenizer_without_a_padding_token_is_a_clear_error(nli_folder: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(nli_folder)
+    tokenizer.pad_token = None
+    with pytest.raises(ModelError, match="no padding token"):
+        plan_pairs(tokenizer, ["text"], ["label"], max_length=16)
+
+
 def test_the_hypothesis_is_never_truncated(nli_folder: Path, reference) -> None:
     tokenizer = AutoTokenizer.from_pretrained(nli_folder)
     long_text, hypothesis = "word " * 200, "This long hypothesis about an exchange rate must be kept whole."
@@ -269,3 +310,14 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
     summary = json.loads(out.read_text())
     assert summary["model"]["family"] == "nli" and summary["model"]["score_type"] == "logodds"
     assert summary["results"]["by_dataset"]["financialphrasebank"]["n_texts"] == 6
+
+
+def test_pass_sizes_default_by_device(nli_folder: Path) -> None:
+    """64 pairs / 4,096 tokens per pass on a CPU, 1,024 / 65,536 on a GPU (see GPU_MAX_PAIRS), unless given."""
+    from zstc.scorers.families import default_pass
+
+    described = make_scorer(str(nli_folder), "nli", device="cpu").describe()
+    assert (described["batch_size"], described["max_batch_tokens"]) == default_pass("cpu") == (64, 4096)
+    assert default_pass("cuda") == (1024, 65536)
+    given = make_scorer(str(nli_folder), "nli", device="cpu", batch_size=8, max_batch_tokens=512).describe()
+    assert (given["batch_size"], given["max_batch_tokens"]) == (8, 512)

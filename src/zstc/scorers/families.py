@@ -32,7 +32,31 @@ short pairs larger ones. Measured on an idle 2-core Zen 4, a trained MiniLM-L6 N
 16,384 in fp32 (1.19x in bf16), 128 / 8,192 1.25x, 32 / 2,048 1.29x, with identical decisions and scores
 within 3e-6. Larger passes spill the activations (16,384 x 1,536 floats is 100 MB) out of the CPU's caches;
 the matrix products themselves already run at the machine's matmul peak (benchmarks/fp32_breakdown.py).
-A GPU may want larger passes: ``batch_size`` and ``max_batch_tokens`` set them."""
+A GPU wants larger passes: see :data:`GPU_MAX_PAIRS`."""
+GPU_MAX_PAIRS = 1024
+GPU_MAX_BATCH_TOKENS = 65536
+"""Cross-encoders on a GPU: pairs and padded tokens per forward pass at most, when ``batch_size`` and
+``max_batch_tokens`` are not given. A small model is bound by kernel launches and padding work, not arithmetic,
+in small passes. Measured on an H100 (MiniLM-L6 with a 3-way head, banking77 400 texts x 72 labels, shapes warm):
+fp32 32,300 pairs/s in passes of 1,024 / 65,536 tokens against 12,200 in 64 / 4,096 (2.7x); bf16 49,500 against
+8,100 (6.1x); passes of 2,048 were no faster. Such a pass of a 24-layer, 1,024-wide model (DeBERTa-v3-large) holds a
+few hundred MB of activations."""
+
+
+GPU_LENGTH_STEP = 32
+"""On a GPU, each pass is padded to a multiple of this many tokens (never past the model's limit). Every new
+(pairs, length) shape costs the GPU libraries a first-time search, and the memory they keep for it: a server,
+whose passes come in every shape, grew by 727 MB of RSS over 600 requests and ran its first passes of each shape
+slowly. With lengths in steps of 32 (H100, MiniLM NLI server, benchmarks/serve_load.py, 600 requests): 275 MB,
+requests sent one at a time 2x faster (103 texts/s against 52), 32 clients as fast (421 against 435). The padding
+is masked out, so scores move by float noise only; it costs arithmetic a large model would feel on short pairs,
+which is why a CPU (no such search, and compute-bound) pads to the longest pair only."""
+
+
+def default_pass(device_type: str) -> tuple[int, int]:
+    """A cross-encoder's ``(batch_size, max_batch_tokens)`` on a device of this type, when not given (see
+    :data:`GPU_MAX_PAIRS`, :data:`DEFAULT_MAX_PAIRS`)."""
+    return (GPU_MAX_PAIRS, GPU_MAX_BATCH_TOKENS) if device_type == "cuda" else (DEFAULT_MAX_PAIRS, DEFAULT_MAX_BATCH_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -151,7 +175,8 @@ DEVICE = OptionSpec(str, None, allow_none=True, help="cpu, cuda, cuda:1, ...; No
 PRECISION = OptionSpec(str, "fp32", help="fp32 or bf16 (autocast), resolved before the scorer is built "
                        "(zstc.scorers.runtime.resolve_precision turns 'auto' into one of them)")
 MAX_LENGTH = OptionSpec(int, None, low=1, allow_none=True, help="token limit per input; None: the model's own")
-MAX_BATCH_TOKENS = OptionSpec(int, DEFAULT_MAX_BATCH_TOKENS, low=1, help="padded tokens per forward pass at most")
+MAX_BATCH_TOKENS = OptionSpec(int, None, low=1, allow_none=True,
+                              help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, {GPU_MAX_BATCH_TOKENS:,} on a GPU")
 DEFAULT_RECHECK_MARGIN = 0.1
 """Cross-encoders in bf16: labels within this margin of their text's best score are rescored in fp32, so that
 bf16 makes fp32's argmax decisions (zstc.scorers.pairs). Measured on a trained MiniLM NLI model, banking77
@@ -162,13 +187,18 @@ RECHECK_MARGIN = OptionSpec(float, DEFAULT_RECHECK_MARGIN, low=0.0, help=(
     "decisions are fp32's; 0: none are"))
 
 
-def torch_options(batch_size: int, **extra: OptionSpec) -> dict[str, OptionSpec]:
-    """The options of a scorer that runs a torch model (device, precision, batch size, max length), plus ``extra``."""
+PAIRS_PER_PASS = OptionSpec(int, None, low=1, allow_none=True,
+                            help=f"pairs per forward pass at most; None: {DEFAULT_MAX_PAIRS} on a CPU, {GPU_MAX_PAIRS:,} on a GPU")
+
+
+def torch_options(batch_size: int | OptionSpec, **extra: OptionSpec) -> dict[str, OptionSpec]:
+    """The options of a scorer that runs a torch model (device, precision, batch size, max length), plus ``extra``.
+    ``batch_size``: its default, or its whole spec (cross-encoders: :data:`PAIRS_PER_PASS`, by device)."""
     return {
         **extra,
         "device": DEVICE,
         "precision": PRECISION,
-        "batch_size": OptionSpec(int, batch_size, low=1, help="texts (or pairs) per forward pass"),
+        "batch_size": batch_size if isinstance(batch_size, OptionSpec) else OptionSpec(int, batch_size, low=1, help="texts per forward pass"),
         "max_length": MAX_LENGTH,
     }
 
@@ -190,7 +220,7 @@ register_family(Family(
 register_family(Family(
     "nli", "zstc.scorers.nli:NliScorer", "logodds", "nli", "#d62728",
     torch_options(
-        DEFAULT_MAX_PAIRS,
+        PAIRS_PER_PASS,
         score_type=OptionSpec(str, "logodds", choices=NLI_SCORE_TYPES, meaning="score type",
                               help="'logodds' (the paper's), 'logit' (the public harness) or 'prob'"),
         entailment_index=OptionSpec(int, None, low=0, allow_none=True,
@@ -202,7 +232,7 @@ register_family(Family(
 ))
 register_family(Family(
     "reranker", "zstc.scorers.reranker:RerankerScorer", "logit", "reranker", "#2ca02c",
-    torch_options(DEFAULT_MAX_PAIRS, max_batch_tokens=MAX_BATCH_TOKENS, recheck_margin=RECHECK_MARGIN),
+    torch_options(PAIRS_PER_PASS, max_batch_tokens=MAX_BATCH_TOKENS, recheck_margin=RECHECK_MARGIN),
     "Cross-encoder rerankers: query = text, document = label description, score = relevance.",
 ))
 register_family(Family(
