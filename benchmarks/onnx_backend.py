@@ -62,7 +62,7 @@ def main() -> None:
         network, tokenizer = pipeline_model(model_path)
         network.eval()
         plan = plan_pairs(tokenizer, texts, hypotheses, max_length=min(tokenizer.model_max_length, 512))
-        use_types = plan.use_token_types
+        use_types = plan.padding.token_types
         onnx_path = Path(scratch) / "nli.onnx"
         export(network, onnx_path, use_types)
         options = ort.SessionOptions()

@@ -161,7 +161,7 @@ def test_padding_is_the_tokenizers(nli_folder: Path, side: str, token_types: boo
     tokenizer = AutoTokenizer.from_pretrained(nli_folder, padding_side=side, model_input_names=names)
     texts = ["a premise", "a much longer premise about a card that never arrived in the post", "short", ""]
     plan = plan_pairs(tokenizer, texts, ["This is about cards.", "Money."], max_length=24, length_step=step)
-    assert plan.use_token_types is token_types
+    assert plan.padding.token_types is token_types
     for (start, stop), batch in zip(plan.bounds, plan.batches(), strict=True):
         rows = [plan.template.assemble(plan.first_ids[f][:n], plan.second_ids[s])
                 for f, s, n in zip(batch.firsts, batch.seconds, plan.first_lengths[start:stop])]
@@ -314,10 +314,12 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
 
 def test_pass_sizes_default_by_device(nli_folder: Path) -> None:
     """64 pairs / 4,096 tokens per pass on a CPU, 1,024 / 65,536 on a GPU (see GPU_MAX_PAIRS), unless given."""
-    from zstc.scorers.families import default_pass
+    from zstc.scorers.families import pass_shape
 
-    described = make_scorer(str(nli_folder), "nli", device="cpu").describe()
-    assert (described["batch_size"], described["max_batch_tokens"]) == default_pass("cpu") == (64, 4096)
-    assert default_pass("cuda") == (1024, 65536)
+    scorer = make_scorer(str(nli_folder), "nli", device="cpu")
+    described = scorer.describe()
+    assert (described["batch_size"], described["max_batch_tokens"]) == pass_shape("cpu")[:2] == (64, 4096)
+    assert scorer.length_step == 1
+    assert pass_shape("cuda") == (1024, 65536, 32)
     given = make_scorer(str(nli_folder), "nli", device="cpu", batch_size=8, max_batch_tokens=512).describe()
     assert (given["batch_size"], given["max_batch_tokens"]) == (8, 512)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 from zstc.errors import UnknownNameError
 from zstc.validation import OptionSpec, check_options
@@ -53,10 +53,21 @@ is masked out, so scores move by float noise only; it costs arithmetic a large m
 which is why a CPU (no such search, and compute-bound) pads to the longest pair only."""
 
 
-def default_pass(device_type: str) -> tuple[int, int]:
-    """A cross-encoder's ``(batch_size, max_batch_tokens)`` on a device of this type, when not given (see
-    :data:`GPU_MAX_PAIRS`, :data:`DEFAULT_MAX_PAIRS`)."""
-    return (GPU_MAX_PAIRS, GPU_MAX_BATCH_TOKENS) if device_type == "cuda" else (DEFAULT_MAX_PAIRS, DEFAULT_MAX_BATCH_TOKENS)
+class PassShape(NamedTuple):
+    """A cross-encoder's forward passes on one type of device: ``max_pairs`` and ``max_batch_tokens`` when
+    ``batch_size`` and ``max_batch_tokens`` are not given, and the step its lengths are padded in."""
+
+    max_pairs: int
+    max_batch_tokens: int
+    length_step: int
+
+
+def pass_shape(device_type: str) -> PassShape:
+    """The one place that says how a GPU's passes differ from a CPU's (:data:`GPU_MAX_PAIRS`,
+    :data:`GPU_LENGTH_STEP`; :data:`DEFAULT_MAX_PAIRS` on a CPU)."""
+    if device_type == "cuda":
+        return PassShape(GPU_MAX_PAIRS, GPU_MAX_BATCH_TOKENS, GPU_LENGTH_STEP)
+    return PassShape(DEFAULT_MAX_PAIRS, DEFAULT_MAX_BATCH_TOKENS, 1)
 
 
 @dataclass(frozen=True)

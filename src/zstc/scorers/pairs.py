@@ -48,7 +48,7 @@ from zstc.errors import DescriptionTooLongError, ModelError, quoted
 from zstc.models.loading import load_error, model_source
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
-from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, GPU_LENGTH_STEP, default_pass
+from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
 from zstc.scorers.runtime import Precision, inference_context
 
 __all__ = ["DEFAULT_MAX_BATCH_TOKENS", "DEFAULT_MAX_PAIRS", "CrossEncoderScorer", "PairTemplate", "closest_calls", "closest_to_cuts",
@@ -121,6 +121,8 @@ class Padding:
     pad_id: int
     pad_type_id: int
     left: bool
+    token_types: bool
+    """Whether the model takes ``token_type_ids`` (it is among the tokenizer's ``model_input_names``)."""
     step: int = 1
     """Pads to a multiple of this many tokens (``pad_to_multiple_of``; see :data:`GPU_LENGTH_STEP`)..."""
     limit: int | None = None
@@ -132,22 +134,23 @@ class Padding:
             raise ModelError(f"the tokenizer ({type(tokenizer).__name__}) has no padding token, so pairs of different "
                              "lengths cannot share a forward pass; a cross-encoder's tokenizer needs one")
         return cls(int(tokenizer.pad_token_id), int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
-                   getattr(tokenizer, "padding_side", "right") == "left", step, limit)
+                   getattr(tokenizer, "padding_side", "right") == "left", "token_type_ids" in tokenizer.model_input_names, step, limit)
 
-    def pad(self, rows: Sequence[tuple[list[int], list[int]]], use_token_types: bool) -> dict[str, torch.Tensor]:
+    def pad(self, rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, torch.Tensor]:
         """``input_ids``, ``attention_mask`` (and ``token_type_ids``) of ``rows`` (ids, token types), padded to the longest."""
         longest = max((len(ids) for ids, _ in rows), default=0)
         width = max(longest, min(-(-longest // self.step) * self.step, self.limit or longest))
         ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
-        types = np.full((len(rows), width), self.pad_type_id, dtype=np.int64)
+        types = np.full((len(rows), width), self.pad_type_id, dtype=np.int64) if self.token_types else None
         for i, (row_ids, row_types) in enumerate(rows):
             span = slice(width - len(row_ids), width) if self.left else slice(0, len(row_ids))
             ids[i, span] = row_ids
             mask[i, span] = 1
-            types[i, span] = row_types
+            if types is not None:
+                types[i, span] = row_types
         inputs = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
-        if use_token_types:
+        if types is not None:
             inputs["token_type_ids"] = torch.from_numpy(types)
         return inputs
 
@@ -182,7 +185,6 @@ class PairPlan:
     bounds: list[tuple[int, int]]
     """``[start, stop)`` of each batch in the pair order."""
     padding: Padding
-    use_token_types: bool
     truncated_firsts: np.ndarray
     """Indices of the first sequences cut short in at least one of their pairs."""
 
@@ -200,7 +202,7 @@ class PairPlan:
             self.template.assemble(self.first_ids[f][:length], self.second_ids[s])
             for f, s, length in zip(firsts, seconds, self.first_lengths[start:stop])
         ]
-        return PairBatch(firsts, seconds, self.padding.pad(rows, self.use_token_types))
+        return PairBatch(firsts, seconds, self.padding.pad(rows))
 
 
 def plan_pairs(
@@ -256,7 +258,6 @@ def plan_pairs(
         first_lengths=first_lengths,
         bounds=token_budget_batches(lengths, max_pairs=max_pairs, max_batch_tokens=max_batch_tokens),
         padding=Padding.from_tokenizer(tokenizer, step=length_step, limit=max_length),
-        use_token_types="token_type_ids" in tokenizer.model_input_names,
         truncated_firsts=truncated,
     )
 
@@ -440,9 +441,10 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
 
     def __init__(self, spec: Any, **options: Any) -> None:
         super().__init__(spec, **options)
-        pairs, tokens = default_pass(self.device.type)  # larger passes on a GPU, where small ones leave it idle
-        self.batch_size = self.options["batch_size"] or pairs
-        self.max_batch_tokens: int = self.options["max_batch_tokens"] or tokens
+        shape = pass_shape(self.device.type)  # larger passes on a GPU, where small ones leave it idle
+        self.batch_size = self.options["batch_size"] or shape.max_pairs
+        self.max_batch_tokens: int = self.options["max_batch_tokens"] or shape.max_batch_tokens
+        self.length_step = shape.length_step
         self.recheck_margin: float = self.options["recheck_margin"]
         """bf16 only: labels within this margin of their text's best are rescored in fp32 (0: none are)."""
 
@@ -595,7 +597,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             return plan_pairs(
                 loaded.tokenizer, firsts, seconds, max_length=self.limit(loaded), pairs=pairs,
                 max_pairs=max_pairs or self.batch_size, max_batch_tokens=self.max_batch_tokens,
-                length_step=GPU_LENGTH_STEP if self.device.type == "cuda" else 1,
+                length_step=self.length_step,
             )
 
     def _scores_by_pair(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool,
@@ -612,7 +614,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         from tqdm.auto import tqdm
 
         # Reading each pass back before padding the next costs nothing measurable: on an H100, queueing the next
-        # pass first (inputs from pinned memory) ran 0.88x to 1.06x as fast (.gpu probe, MiniLM, passes of 64 to 2,048).
+        # pass first (inputs from pinned memory) ran 0.88x to 1.06x as fast (MiniLM NLI, passes of 64 to 2,048; README "On a GPU").
         with tqdm(total=plan.n_pairs, unit="pair", disable=not show_progress, leave=False) as progress:
             for batch in plan.batches():
                 inputs = {name: tensor.to(self.device) for name, tensor in batch.inputs.items()}
