@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -144,3 +144,30 @@ def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     train_nli(TrainConfig(backbone=MINILM, data=str(data), out=str(out), max_steps=60, batch_size=8, dev_size=60, eval_fraction=1.0,
                           max_length=128, device="cpu", precision="fp32"), progress=False, log=lambda line: None)
     return out
+
+
+@pytest.fixture
+def process_wide_matmul_precision() -> Iterator[None]:
+    """Puts torch's process-wide fp32 matmul setting back after a test that changes it, as a user's script would."""
+    from zstc.scorers.runtime import IEEE_MATMUL
+
+    saved = IEEE_MATMUL._read()
+    yield
+    IEEE_MATMUL._write(saved)
+
+
+def skip_unless_cpu_reduces_fp32_products() -> None:
+    """Skips the test unless the process's current setting makes this CPU's fp32 products differ from IEEE fp32
+    (it needs AVX512-BF16 or AMX; elsewhere a test that it does not matter could not fail)."""
+    import torch
+
+    from zstc.scorers.runtime import IEEE_MATMUL
+
+    a = torch.randn(64, 384, generator=torch.Generator().manual_seed(0))
+    b = torch.randn(384, 1536, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        product = a @ b
+        with IEEE_MATMUL.held():
+            exact = a @ b
+    if torch.equal(product, exact):
+        pytest.skip("this CPU computes fp32 products in fp32 even when asked for bf16 (no AVX512-BF16 or AMX)")

@@ -101,7 +101,8 @@ def test_a_benchmark_on_cuda_records_its_device(zstc_cli, btzsc_dir: Path, tmp_p
     assert cpu["evaluation"]["run_fingerprint"] != cuda["evaluation"]["run_fingerprint"]
 
 
-def test_tf32_set_by_the_process_does_not_reach_fp32_scores(briefly_trained_nli: Path, btzsc_dir: Path) -> None:
+def test_tf32_set_by_the_process_does_not_reach_fp32_scores(briefly_trained_nli: Path, btzsc_dir: Path,
+                                                             process_wide_matmul_precision: None) -> None:
     """``torch.backends.cuda.matmul.allow_tf32 = True`` (a training script's setting) makes fp32 products TF32 on an
     Ampere-or-later GPU; zstc's fp32 scores stay IEEE fp32, and the process's setting is left as it was."""
     from zstc.scorers import make_scorer
@@ -111,12 +112,8 @@ def test_tf32_set_by_the_process_does_not_reach_fp32_scores(briefly_trained_nli:
     expected = scorer.score(task.texts, task.hypotheses)
     a = torch.randn(256, 384, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
     exact = a @ a.T
-    saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
-    try:
-        if torch.equal(a @ a.T, exact):
-            pytest.skip("this GPU has no TF32 (older than Ampere)")
-        assert np.array_equal(scorer.score(task.texts, task.hypotheses), expected)
-        assert torch.backends.cuda.matmul.allow_tf32
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved
+    if torch.equal(a @ a.T, exact):
+        pytest.skip("this GPU has no TF32 (older than Ampere)")
+    assert np.array_equal(scorer.score(task.texts, task.hypotheses), expected)
+    assert torch.backends.cuda.matmul.allow_tf32

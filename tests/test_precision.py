@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import skip_unless_cpu_reduces_fp32_products
 from shared_data import sample_task
 from zstc.errors import UnknownNameError
 from zstc.scorers.runtime import bf16_fast, bf16_fast_on_cpu, check_precision, cpu_flags, resolve_precision
@@ -385,16 +386,6 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
 # -- fp32 is IEEE fp32, whatever the process asked torch for -----------------------------------------------
 
 
-@pytest.fixture
-def process_wide_matmul_precision():
-    """Puts torch's process-wide fp32 matmul setting back after a test that changes it, as a user's script would."""
-    from zstc.scorers.runtime import IEEE_MATMUL
-
-    saved = IEEE_MATMUL._read()
-    yield
-    IEEE_MATMUL._write(saved)
-
-
 @pytest.mark.parametrize("how", ["legacy", "per-backend"])
 def test_fp32_scores_ignore_a_reduced_precision_matmul_setting(how: str, process_wide_matmul_precision, btzsc_dir: Path) -> None:
     """``torch.set_float32_matmul_precision("medium")`` (or ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``)
@@ -412,12 +403,6 @@ def test_fp32_scores_ignore_a_reduced_precision_matmul_setting(how: str, process
     else:
         torch.backends.mkldnn.matmul.fp32_precision = "bf16"
     chosen = IEEE_MATMUL._read()
-    a, b = torch.randn(64, 384, generator=torch.Generator().manual_seed(0)), torch.randn(384, 1536, generator=torch.Generator().manual_seed(1))
-    with torch.inference_mode():
-        product = a @ b
-    IEEE_MATMUL._write({name: "ieee" for name in chosen})
-    if torch.equal(product, a @ b):
-        pytest.skip("this CPU computes fp32 products in fp32 even when asked for bf16 (no AVX512-BF16 or AMX)")
-    IEEE_MATMUL._write(chosen)
+    skip_unless_cpu_reduces_fp32_products()
     assert np.array_equal(scorer.score(texts, labels), expected)
     assert IEEE_MATMUL._read() == chosen

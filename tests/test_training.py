@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch import nn
 
+from conftest import skip_unless_cpu_reduces_fp32_products
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import NliHead, build_nli_model, is_zstc_nli_model, load_zstc_nli_model
 from zstc.training import TrainConfig, TrainResult, default_learning_rates, train_nli
@@ -41,18 +42,23 @@ def tiny_tokenizer() -> object:
     )
 
 
-@pytest.fixture(scope="module")
-def tiny_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A two-layer BERT (hidden size 32) with a word-level vocabulary, saved like any hub model."""
+def save_random_bert(folder: Path, *, hidden_size: int = 32, layers: int = 2, intermediate_size: int = 64) -> Path:
+    """A randomly initialised BERT (seed 0) with the word-level vocabulary, saved like any hub model."""
     from transformers import BertConfig, BertModel
 
-    folder = tmp_path_factory.mktemp("tiny-bert")
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=2,
+                        intermediate_size=intermediate_size, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
     BertModel(config).save_pretrained(folder)
     tiny_tokenizer().save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A two-layer BERT (hidden size 32) with a word-level vocabulary, saved like any hub model."""
+    return save_random_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 def synthetic_pairs(count: int, seed: int = 0) -> list[dict[str, str]]:
@@ -220,3 +226,26 @@ def test_cli_train_nli(tiny_backbone: Path, train_file: Path, tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     record = json.loads((out / "zstc_training.json").read_text())
     assert record["steps"] == 2 and record["config"]["backbone_lr"] == 8e-5  # default for a tiny backbone
+
+
+def test_fp32_training_ignores_a_reduced_precision_matmul_setting(tmp_path: Path, train_file: Path,
+                                                                  process_wide_matmul_precision: None) -> None:
+    """A process that lets fp32 products run in bf16 (``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``;
+    TF32 on a GPU) does not change what an fp32 training run computes: the same losses and weights, bitwise, and
+    the setting is the process's again afterwards. (Products of hidden size 256: a 32-wide model's are too small
+    for oneDNN's bf16 path to be taken.)"""
+    backbone = save_random_bert(tmp_path / "backbone", hidden_size=256, layers=1, intermediate_size=1024)
+
+    def train(name: str) -> tuple[list[dict[str, float]], dict[str, torch.Tensor]]:
+        out = tmp_path / name
+        result = train_nli(tiny_config(backbone, train_file, out, max_steps=4, eval_fraction=1.0), progress=False, log=lambda line: None)
+        model = load_zstc_nli_model(out, torch.device("cpu"))[0]
+        return [{key: value for key, value in entry.items() if key != "seconds"} for entry in result.history], model.state_dict()
+
+    expected_history, expected_weights = train("ieee")
+    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    skip_unless_cpu_reduces_fp32_products()
+    history, weights = train("asked-for-bf16")
+    assert history == expected_history
+    assert all(torch.equal(weights[name], expected_weights[name]) for name in expected_weights)
+    assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"

@@ -167,6 +167,12 @@ class IeeeMatmul:
 IEEE_MATMUL = IeeeMatmul()
 
 
+def fp32_as_recorded(precision: Precision) -> contextlib.AbstractContextManager[None]:
+    """For ``fp32``, IEEE fp32 matrix products while held (:class:`IeeeMatmul`); for ``bf16``, nothing (the caller
+    autocasts). Inference and training both use it, so a model trained or scored in ``fp32`` was."""
+    return IEEE_MATMUL.held() if precision == "fp32" else contextlib.nullcontext()
+
+
 @contextlib.contextmanager
 def inference_context(device: torch.device, precision: Precision) -> Iterator[None]:
     """No-grad inference: under bf16 autocast for ``bf16``; for ``fp32``, with IEEE fp32 matrix products
@@ -176,7 +182,7 @@ def inference_context(device: torch.device, precision: Precision) -> Iterator[No
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
                 yield
         else:
-            with IEEE_MATMUL.held():
+            with fp32_as_recorded(precision):
                 yield
 
 

@@ -44,7 +44,7 @@ from transformers.trainer_utils import get_last_checkpoint as _untyped_last_chec
 from zstc.errors import DataError, ModelError
 from zstc.io import atomic_directory
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
-from zstc.scorers.runtime import Precision, resolve_device, resolve_precision
+from zstc.scorers.runtime import Precision, fp32_as_recorded, resolve_device, resolve_precision
 from zstc.benchmark.provenance import sha256_file as sha256_of
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
@@ -324,7 +324,8 @@ def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, d
         trainer = NliTrainer(model=model, args=_arguments(Path(scratch), config, device, precision), variant=variant,
                              backbone_lr=0.0, head_lr=0.0, data_collator=DataCollatorWithPadding(tokenizer),
                              compute_metrics=_compute_metrics(variant))
-        metrics = trainer.evaluate(data)
+        with fp32_as_recorded(precision):
+            metrics = trainer.evaluate(data)
     return {"loss": metrics["eval_loss"], "accuracy": metrics["eval_accuracy"], "auroc": metrics["eval_auroc"]}
 
 
@@ -423,7 +424,8 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     watcher = _Progress(trainer, log, steps_per_epoch, config.max_minutes, progress)
     trainer.add_callback(watcher)
     try:
-        with _sigterm_as_interrupt():
+        # fp32 training is IEEE fp32 even where the process let fp32 products run in TF32 or bf16.
+        with _sigterm_as_interrupt(), fp32_as_recorded(precision):
             trainer.train(resume_from_checkpoint=resume_from)
     except KeyboardInterrupt:
         watcher.bar.close()
