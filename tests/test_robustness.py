@@ -253,6 +253,17 @@ def test_a_repeated_csv_column_is_an_error_not_a_dropped_column(zstc_cli, tmp_pa
 
 
 
+@pytest.mark.parametrize("line, key", [('{"text": "first", "text": "second"}', "text"), ('{"text": "a", "meta": {"id": 1, "id": 2}}', "id")])
+def test_a_repeated_jsonl_key_is_an_error_not_a_dropped_value(zstc_cli, tmp_path: Path, line: str, key: str) -> None:
+    """``json.loads`` keeps a repeated key's last value and drops the others without a word (and Arrow's reader,
+    ``--engine ray``'s, refuses the row): the row is named instead, and nothing is written."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"text": "fine"}\n' + line + "\n")
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b", "-o", str(tmp_path / "out.jsonl")),
+                      f"{path}:2", f"key {key!r} appears twice in one object")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_input_columns_named_like_renamed_ones_are_not_overwritten(zstc_cli, tmp_path: Path) -> None:
     """A gold ``label`` becomes ``input_label``; an input's own ``input_label`` must not replace it (it used to):
     it becomes ``input_input_label``. A classify output classified again keeps every one of its columns."""

@@ -166,12 +166,12 @@ def test_local_sweep_equals_bench_and_skips_what_is_cached(tmp_path, btzsc_dir, 
     assert calls == []
 
 
-def run_child(*args: str, timeout: int = 540) -> subprocess.CompletedProcess:
+def run_child(*args: str, timeout: int = 540, status: int = 0) -> subprocess.CompletedProcess:
     pytest.importorskip("ray")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     done = subprocess.run([sys.executable, str(REPO / "tests" / "scale_helpers.py"), *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == status, done.stderr[-3000:]
     return done
 
 
@@ -217,3 +217,23 @@ def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
     # Run again: both inputs are finished, so nothing is scored (and Ray is not even started).
     status, _, err = zstc_cli("classify", str(first), str(second), *labels, "--out", str(out), "--engine", "ray")
     assert status == 0 and "2 of 2 inputs are finished already" in err and "wrote 15 predictions" in err
+
+
+@pytest.mark.slow
+def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
+    """A malformed input or an empty text fails as ``zstc classify`` fails (exit 2, one line naming the file and the
+    row or the reason), not with Ray's stack traces: Ray's reader reports a repeated key as a KeyError of its own
+    internals, and Ray 2.60 re-raises a failed batch without its cause (the DataError was lost: exit 1, a traceback)."""
+    labels = ["--labels", "sports,economy", "--precision", "fp32", "--chunk-size", "2"]
+    repeated = tmp_path / "repeated.csv"
+    repeated.write_text("id,text,id\n1,The striker scored.,2\n")
+    status, _, err = zstc_cli("classify", str(repeated), *labels, "--out", str(tmp_path / "out-csv"), "--engine", "ray")
+    assert status == 2 and f"{repeated}:1: column 'id' is repeated in the header" in err  # before Ray starts
+    rows = [{"text": "The striker scored."}, {"text": "Inflation rose."}]
+    cases = {"key.jsonl": ('{"text": "a", "text": "b"}', ":3: key 'text' appears twice in one object"), "empty.jsonl": ('{"text": ""}', ": empty text")}
+    for name, (line, message) in cases.items():
+        source = tmp_path / name
+        source.write_text("".join(json.dumps(row) + "\n" for row in rows) + line + "\n")
+        done = run_child("classify", str(source), *labels, "--out", str(tmp_path / f"out-{source.stem}"), status=2)
+        assert done.stderr.strip().splitlines()[-1].startswith(f"error: {source}{message}"), done.stderr[-3000:]
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]

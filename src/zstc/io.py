@@ -66,14 +66,36 @@ def read_text(path: str | Path) -> str:
     return text[1:] if text.startswith(BOM) else text
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _object_of_distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        keys = [key for key, _ in pairs]
+        raise _RepeatedKey(next(key for index, key in enumerate(keys) if key in keys[:index]))
+    return found
+
+
+# Built once: json.loads(text, object_pairs_hook=...) would build a decoder per call (twice as slow per row).
+_DISTINCT_KEYS_JSON = json.JSONDecoder(object_pairs_hook=_object_of_distinct_keys)
+
+
 def parse_json(text: str, source: str) -> Any:
-    """JSON, or :class:`DataError` naming ``source`` (malformed, or nested too deeply for the parser)."""
+    """JSON, or :class:`DataError` naming ``source`` (malformed, nested too deeply for the parser, or an object
+    that repeats a key: ``json.loads`` would keep the last value and drop the others without a word, and Arrow's
+    reader, which ``--engine ray`` uses, refuses such a row)."""
     try:
-        return json.loads(text)
+        return _DISTINCT_KEYS_JSON.decode(text)
     except json.JSONDecodeError as error:
         raise DataError(f"{source}: malformed JSON ({error.msg}, line {error.lineno} column {error.colno})") from None
     except RecursionError:
         raise DataError(f"{source}: JSON nested too deeply to read") from None
+    except _RepeatedKey as repeated:
+        raise DataError(f"{source}: key {repeated.key!r} appears twice in one object; "
+                        "only one value could be read, so give each its own key") from None
 
 
 def read_json(path: str | Path) -> Any:
@@ -333,6 +355,17 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Record]]:
             yield line_number, record
 
 
+def check_header(names: Sequence[str], source: str) -> None:
+    """:class:`DataError` when a CSV header repeats a name: it would be one dict key (Python's csv) or one column
+    of an Arrow row (``--engine ray``), and the later column would silently replace the earlier."""
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, start=1):
+        if name in seen:
+            raise DataError(f"{source}:1: column {name!r} is repeated in the header (columns {seen[name]} and {position}); "
+                            "give each column its own name")
+        seen[name] = position
+
+
 def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
     with _open_binary(path) as handle:
         # strict: an unterminated quote is an error, not a field that swallows the rest of the file.
@@ -340,13 +373,7 @@ def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
         try:
             if reader.fieldnames is None:
                 raise DataError(f"{path}: empty file, expected a header row")
-            # A repeated name would be one dict key: the later column would silently replace the earlier.
-            seen: dict[str, int] = {}
-            for position, name in enumerate(reader.fieldnames, start=1):
-                if name in seen:
-                    raise DataError(f"{path}:1: column {name!r} is repeated in the header (columns {seen[name]} and {position}); "
-                                    "give each column its own name")
-                seen[name] = position
+            check_header(reader.fieldnames, str(path))
             for record in reader:
                 if None in record:  # more fields than the header has
                     raise DataError(f"{path}:{reader.line_num}: more fields than the header's {len(reader.fieldnames)}")

@@ -2,6 +2,9 @@
 process writes one Parquet file per input into the output folder.
 
 * Reading: ``ray.data.read_json`` / ``read_csv`` / ``read_parquet`` (with each row's file path), in order.
+  Each input's first row is read here first, as ``zstc classify`` reads it (a repeated CSV column, a file that
+  is not what its name says: an error before Ray starts); when Ray's readers fail later in a file, the file
+  is read here to name the row and the reason, as ``zstc classify`` would.
 * Scoring: ``map_batches`` with a callable class on an actor pool (``ActorPoolStrategy``), each actor
   reserving ``num_cpus``/``num_gpus`` and loading the model once; batches of ``chunk_size`` rows are turned
   into output rows by the same :class:`zstc.output.ChunkLabeller` that ``zstc classify`` uses.
@@ -14,22 +17,27 @@ process writes one Parquet file per input into the output folder.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 from zstc.benchmark.provenance import sha256_file
 from zstc.benchmark.store import write_json
+from zstc import errors
 from zstc.errors import DataError, ZstcError
+from zstc.io import read_records
 from zstc.output import ChunkLabeller, ResumableWriter
 from zstc.scale import connect_ray, require_ray
 
 READERS = {".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet"}
 MANIFEST = "_zstc_classify.json"
 PATH_COLUMN = "__zstc_path"
+ERROR_KEY = "__zstc_error"
 
 
 def input_files(sources: str | list[str]) -> list[Path]:
@@ -68,7 +76,14 @@ class LabelBatches:
 
         records = batch.to_pylist()
         paths = [record.pop(PATH_COLUMN) for record in records]
-        rows = self.labeller.rows(self.classifier, [(path, record) for path, record in zip(paths, records)])
+        try:
+            rows = self.labeller.rows(self.classifier, [(path, record) for path, record in zip(paths, records)])
+        except ZstcError as error:
+            # Ray Data re-raises a failed batch in the driver as its own UserCodeException, without the cause (Ray
+            # 2.60), so a user's error (an empty text, a missing column) travels back as a row, in order: the
+            # rows before it are written and resumable, then the driver raises it (:func:`_row`).
+            failed = {ERROR_KEY: {"type": type(error).__name__, "message": str(error)}}
+            return pa.table({PATH_COLUMN: pa.array(paths[:1], pa.string()), "row": pa.array([json.dumps(failed)], pa.string())})
         # Rows travel back as JSON: their columns (nested scores, None for skipped texts) vary by batch.
         return pa.table({PATH_COLUMN: pa.array(paths, pa.string()), "row": pa.array([json.dumps(row) for row in rows], pa.string())})
 
@@ -92,21 +107,45 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     pending = [path for path in files if not _finished(manifest.get(str(path)), identities[str(path)], out_dir / f"{path.stem}.parquet")]
     if len(pending) < len(files):
         on_note(f"{len(files) - len(pending)} of {len(files)} inputs are finished already in {out_dir}")
+    for path in pending:
+        next(read_records(path), None)  # the header (a repeated column would be silently dropped) and the first row
     if pending:
         ray = require_ray()
         started_here = connect_ray(address)
+        labelled = _labelled(ray, pending, labeller, model, family, options, chunk_size, actors, cpus_per_actor, gpus_per_actor)
         try:
-            for path, rows in _labelled(ray, pending, labeller, model, family, options, chunk_size, actors, cpus_per_actor, gpus_per_actor):
-                writer = ResumableWriter(out_dir / f"{path.stem}.parquet", "parquet", identities[str(path)], on_note=on_note)
-                count = _write(writer, rows, chunk_size)
-                manifest[str(path)] = {**identities[str(path)], "rows": count, "output": f"{path.stem}.parquet"}
-                write_json(manifest_path, manifest)
+            with _ray_failure_logs_silenced():
+                for path, rows in labelled:
+                    writer = ResumableWriter(out_dir / f"{path.stem}.parquet", "parquet", identities[str(path)], on_note=on_note)
+                    count = _write(writer, rows, chunk_size)
+                    manifest[str(path)] = {**identities[str(path)], "rows": count, "output": f"{path.stem}.parquet"}
+                    write_json(manifest_path, manifest)
         except Exception as error:
-            raise _user_error(error) or error
+            raise _user_error(error) or _input_error(pending) or error
         finally:
+            labelled.close()  # stops Ray's row iterator while Ray is up (left to the collector, it logs a traceback)
             if started_here:
                 ray.shutdown()
     return sum(int(manifest.get(str(path), {}).get("rows", 0)) for path in files)
+
+
+@contextlib.contextmanager
+def _ray_failure_logs_silenced() -> Iterator[None]:
+    """Ray Data's loggers of a failed pipeline are silent while it runs (their levels are restored after).
+
+    Ray logs a failed read or batch as stack traces of its internals, then raises the same failure here; zstc
+    turns it into one line naming the file and row (a user's error), or re-raises Ray's exception, whose text
+    carries the worker's traceback. Ray's log files miss those records too: the exception is where they are.
+    """
+    loggers = [logging.getLogger(name) for name in ("ray.data.exceptions", "ray.data._internal.execution.streaming_executor_state")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _finished(entry: dict[str, Any] | None, identity: dict[str, Any], output: Path) -> bool:
@@ -114,7 +153,7 @@ def _finished(entry: dict[str, Any] | None, identity: dict[str, Any], output: Pa
 
 
 def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, family: str | None, options: dict[str, Any],
-              chunk_size: int, actors: int, cpus: float, gpus: float) -> Iterator[tuple[Path, Iterator[dict[str, Any]]]]:
+              chunk_size: int, actors: int, cpus: float, gpus: float) -> Generator[tuple[Path, Iterator[dict[str, Any]]], None, None]:
     """``(input file, its output rows in order)`` for each file, streamed from one Ray Data pipeline."""
     import ray.data
 
@@ -134,13 +173,40 @@ def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, 
             batch_size=chunk_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
             num_cpus=cpus, num_gpus=gpus,
         )
-        # Rows arrive in input order, so each file's rows are one run: groupby hands them over file by file.
-        for path, group in itertools.groupby(labelled.iter_rows(), key=lambda item: item[PATH_COLUMN]):
-            source = by_path[str(Path(path).resolve())]
-            if source in seen:  # never write a file twice from rows that came back out of order
-                raise RuntimeError(f"Ray Data returned the rows of {source} out of order")
-            seen.add(source)
-            yield source, (json.loads(item["row"]) for item in group)
+        rows = iter(labelled.iter_rows())
+        try:
+            # Rows arrive in input order, so each file's rows are one run: groupby hands them over file by file.
+            for path, group in itertools.groupby(rows, key=lambda item: item[PATH_COLUMN]):
+                source = by_path[str(Path(path).resolve())]
+                if source in seen:  # never write a file twice from rows that came back out of order
+                    raise RuntimeError(f"Ray Data returned the rows of {source} out of order")
+                seen.add(source)
+                yield source, (_row(item["row"]) for item in group)
+        finally:
+            getattr(rows, "close", lambda: None)()
+
+
+def _row(encoded: str) -> dict[str, Any]:
+    """An output row sent back by :class:`LabelBatches`; the user's error it stands for is raised here."""
+    row: dict[str, Any] = json.loads(encoded)
+    failed = row.get(ERROR_KEY) if len(row) == 1 else None
+    if failed is None:
+        return row
+    raise _rebuilt(failed["type"], failed["message"])
+
+
+def _rebuilt(type_name: str, message: str) -> ZstcError:
+    """The :mod:`zstc.errors` class named ``type_name`` (so the exit status is the same as in ``zstc classify``),
+    or the nearest base that takes a message alone (DescriptionTooLongError takes more: ModelError says the same)."""
+    kind = getattr(errors, type_name, ZstcError)
+    classes = kind.__mro__ if isinstance(kind, type) and issubclass(kind, ZstcError) else (ZstcError,)
+    for error_class in classes:
+        if issubclass(error_class, ZstcError):
+            try:
+                return error_class(message)
+            except TypeError:
+                continue
+    return ZstcError(message)
 
 
 def _csv_as_text(paths: list[str]) -> Any:
@@ -180,4 +246,19 @@ def _user_error(error: BaseException) -> ZstcError | None:
             return error
         error = getattr(error, "cause", None) or error.__cause__  # type: ignore[assignment]  # Ray's wrapper keeps the cause there
         seen += 1
+    return None
+
+
+def _input_error(files: list[Path]) -> DataError | None:
+    """The first malformed row of ``files`` as ``zstc classify`` reads them (file, line and reason), or None.
+
+    Asked only after the pipeline failed: Ray's readers report a malformed line (a repeated key, broken JSON, an
+    unterminated quote) as a stack of their own internals that names neither the file nor the line.
+    """
+    for path in files:
+        try:
+            for _ in read_records(path):
+                pass
+        except DataError as error:
+            return error
     return None
