@@ -172,6 +172,29 @@ def test_classify_cli_reads_stdin_with_calibration(zstc_cli, tmp_path, monkeypat
     assert row["scores"]["positive"] == pytest.approx(round(float(expected[0]), 4), abs=1e-4)
 
 
+@pytest.mark.parametrize("method, flags, message", [
+    ("platt", [], "is a platt calibration, for --multi-label"),
+    ("temperature", ["--multi-label", "--threshold", "0.3"], "--multi-label needs a Platt calibration"),
+    ("temperature", ["--scores", "raw"], "--scores raw writes the model's own scores"),
+])
+def test_classify_refuses_a_calibration_it_would_not_use(zstc_cli, tmp_path, method: str, flags: list[str], message: str) -> None:
+    """A temperature sets single-label probabilities (and the embedding family's default multi-label margin) and a
+    Platt calibration multi-label ones: elsewhere, or beside a single-label ``--scores raw``, the file changed
+    nothing without a word (the family's temperature was used)."""
+    calib = tmp_path / "c.json"
+    parameters = {"temperature": {"temperature": 0.5}, "platt": {"slope": 2.0, "intercept": -1.0}}[method]
+    calib.write_text(json.dumps({"format": "zstc-calibration", "method": method, "parameters": parameters, "model": MINILM}))
+    texts = tmp_path / "t.txt"
+    texts.write_text("I loved it\n")
+    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib), *flags)
+    assert code == 2 and err.startswith("error: ") and message in err and out == "", err
+    # Where each is used: Platt in multi-label (raw scores shown, the cut on its probabilities); a temperature in the
+    # embedding family's default multi-label rule (its margin).
+    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib),
+                              "--multi-label", *(["--scores", "raw"] if method == "platt" else []))
+    assert code == 0, err
+
+
 @pytest.mark.parametrize("content, message", [
     ("not json", "not readable JSON"),
     (json.dumps({"method": "temperature"}), "not a calibration file"),

@@ -11,7 +11,7 @@ import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -19,6 +19,9 @@ from zstc.cli import app
 from zstc.errors import DataError
 from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
+
+if TYPE_CHECKING:
+    from zstc.yin.calibration import Calibration
 
 @app.command()
 @with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
@@ -61,7 +64,7 @@ def classify(
     from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
-    from zstc.multilabel import parse_label_thresholds
+    from zstc.multilabel import RELATIVE_FAMILIES, parse_label_thresholds
     from zstc.models.registry import get_model_spec
     from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
@@ -110,7 +113,11 @@ def classify(
     # The Ray engine loads the model in its actors; here only to fit a threshold.
     if engine == "ray" and calibration is not None:
         raise UnknownNameError("--calibration is not available with --engine ray yet: run classify --engine local")
-    classifier = (Classifier(model, family=family, template=None, calibration=calibration, **options)
+    # The embedding family's default multi-label rule is the one multi-label use of a temperature (its margin).
+    margin_rule = get_model_spec(model, family).family in RELATIVE_FAMILIES and threshold is None and not label_threshold and not fit_thresholds
+    loaded_calibration = (_calibration_for(calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule)
+                          if calibration is not None else None)
+    classifier = (Classifier(model, family=family, template=None, calibration=loaded_calibration, **options)
                   if engine == "local" or (multi_label and fit_thresholds) else None)
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
@@ -161,6 +168,28 @@ def _note(message: str) -> None:
 
     if not quiet():
         print(f"note: {message}", file=sys.stderr)
+
+
+def _calibration_for(path: Path, *, multi_label: bool, scores: str | None, margin_rule: bool) -> Calibration:
+    """The calibration file, refused where this run would not use it (said, not ignored): a temperature sets
+    single-label probabilities (and the margin of the embedding family's default multi-label rule,
+    ``margin_rule``), a Platt calibration multi-label probabilities; neither changes a single-label
+    ``--scores raw``."""
+    from zstc.errors import OptionError
+    from zstc.yin.calibration import load_calibration
+
+    calibration = load_calibration(path)
+    if multi_label and calibration.method != "platt" and not margin_rule:
+        raise OptionError(f"--calibration {path} is a {calibration.method} calibration, for single-label probabilities "
+                          "(in --multi-label it sets only the embedding family's default margin, not used here); "
+                          "--multi-label needs a Platt calibration (zstc calibrate --method platt)")
+    if not multi_label and calibration.method != "temperature":
+        raise OptionError(f"--calibration {path} is a {calibration.method} calibration, for --multi-label; "
+                          "single-label probabilities need a temperature (zstc calibrate --method temperature)")
+    if not multi_label and scores == "raw":
+        raise OptionError("--calibration changes single-label probabilities only, and --scores raw writes the model's "
+                          "own scores: drop one of them")
+    return calibration
 
 
 def _kept_columns(value: str) -> list[str] | None:
