@@ -428,6 +428,47 @@ def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> 
         assert chunked.getresponse().status == 413
 
 
+def test_408_when_the_body_stalls_or_trickles(minilm: Classifier) -> None:
+    """A client that sends its headers and then stalls, or trickles its body a few bytes at a time, gets a 408 once
+    max_body_seconds have passed (uvicorn has no such limit: it held the connection and buffer for as long as the
+    client liked), and the server goes on answering others."""
+    app = create_app(minilm, ServeSettings(limits=Limits(max_body_seconds=1.0)))
+    body = json.dumps({"texts": ["The match ended 2-1."], "labels": ["sports", "politics"]}).encode()
+    with running_server(app) as port:
+        deadline = time.monotonic() + 600
+        while _status(port, "/health/ready") != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        for pace in (None, 0.3):  # stalls after 10 bytes; sends a byte every 0.3 s
+            connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+            connection.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: %d\r\n\r\n" % len(body) + body[:10])
+            started, reply = time.monotonic(), b""
+            if pace is not None:
+                connection.settimeout(pace)
+                for byte in body[10:20]:
+                    try:
+                        reply += connection.recv(4096)
+                        break  # answered
+                    except TimeoutError:
+                        connection.sendall(bytes([byte]))
+                connection.settimeout(30)
+            while chunk := connection.recv(4096):  # the server closes the connection after its answer
+                reply += chunk
+            connection.close()
+            text = reply.decode()
+            assert text.startswith("HTTP/1.1 408"), text
+            assert '"error_type":"timeout"' in text.replace(" ", "") and "did not arrive within 1 seconds" in text
+            assert 1.0 <= time.monotonic() - started < 10
+        answer = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        answer.request("POST", "/classify", body=body, headers={"Content-Type": "application/json"})
+        assert answer.getresponse().status == 200
+        info = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        info.request("GET", "/info")
+        assert json.loads(info.getresponse().read())["limits"]["max_body_seconds"] == 1.0
+    assert app.state.telemetry.registry.get_sample_value("zstc_request_failures_total", {"endpoint": "/classify", "reason": "timeout"}) == 2
+
+
 def test_401_with_an_api_key(minilm: Classifier) -> None:
     with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:
         body = {"texts": ["x"], "labels": ["a", "b"]}
@@ -502,7 +543,7 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
         json.dumps({"type": "array", "items": {"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}}, sort_keys=True)}
     classify = schema["paths"]["/classify"]["post"]["responses"]
     assert len(classify["200"]["content"]["application/json"]["schema"]["anyOf"]) == 3
-    assert set(classify) == {"200", "413", "415", "422", "429", "500", "503"}
+    assert set(classify) == {"200", "408", "413", "415", "422", "429", "500", "503"}
     assert set(schema["paths"]["/health"]["get"]["responses"]) == {"200"} and set(schema["paths"]["/health/ready"]["get"]["responses"]) == {"200", "503"}
     assert "securitySchemes" not in schema.get("components", {})
     with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:  # /docs can send the key

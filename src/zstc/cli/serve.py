@@ -36,6 +36,7 @@ def serve(
     max_chars: Annotated[int, typer.Option(help="Characters per text, label, description or document.", rich_help_panel=_BATCHING)] = 10_000,
     max_request_pairs: Annotated[int, typer.Option(help="(text, label) pairs per request.", rich_help_panel=_BATCHING)] = 8192,
     max_body_bytes: Annotated[int, typer.Option(help="Request body size (413 past it, from Content-Length before reading).", rich_help_panel=_BATCHING)] = 2_000_000,
+    max_body_seconds: Annotated[float, typer.Option(help="Seconds a request's body may take to arrive after its headers (408 past it).", rich_help_panel=_BATCHING)] = 30.0,
     label_cache_size: Annotated[int, typer.Option(help="Embedding models: label-description embeddings kept.", rich_help_panel=_BATCHING)] = 4096,
     threads: Annotated[Optional[int], typer.Option(help="torch threads of the model thread; default: one per core.", rich_help_panel=_BATCHING)] = None,
     drain_timeout: Annotated[float, typer.Option(help="On SIGTERM: seconds to finish requests in flight before stopping.")] = 10.0,
@@ -58,7 +59,7 @@ def serve(
     # Checked by zstc.validation's specs; the CLI's error handler names the flags (--max-batch-pairs).
     settings = ServeSettings(
         limits=Limits(max_texts=max_texts, max_labels=max_labels, max_chars=max_chars, max_request_pairs=max_request_pairs,
-                      max_body_bytes=max_body_bytes),
+                      max_body_bytes=max_body_bytes, max_body_seconds=max_body_seconds),
         engine=EngineConfig(max_batch_pairs=max_batch_pairs, max_wait_ms=max_wait_ms, max_queued_pairs=max_queued_pairs,
                             label_cache_size=label_cache_size, threads=threads),
         api_key=api_key,

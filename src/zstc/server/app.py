@@ -10,8 +10,9 @@ in batches formed across requests. Endpoints (OpenAPI at ``/docs``):
 * ``GET /health`` (liveness), ``GET /health/ready`` (a forward pass succeeded), ``GET /info``, ``GET /metrics``
   (Prometheus), ``GET /`` (a playground page).
 
-Errors have text-embeddings-inference's shape ``{"error": ..., "error_type": ...}``: 401 unauthorized, 413
-too large (the body, checked from Content-Length before it is read, or a published limit), 422 invalid input,
+Errors have text-embeddings-inference's shape ``{"error": ..., "error_type": ...}``: 401 unauthorized, 408 a
+body that did not arrive in time, 413 too large (the body, checked from Content-Length before it is read, or a
+published limit), 422 invalid input,
 429 overloaded (with Retry-After), 503 loading or shutting down. No input gives a 500: strings with lone
 surrogates and NaN numbers are 422s, and error messages never echo raw input.
 
@@ -78,11 +79,16 @@ class Limits:
     """(text, label) pairs per request."""
     max_body_bytes: int = 2_000_000
     """TEI's default ``--payload-limit``."""
+    max_body_seconds: float = 30.0
+    """How long a request's body may take to arrive once its headers have (408 past it): a client that stalls or
+    trickles its body would otherwise hold its connection and a growing buffer for as long as it likes."""
 
     def __post_init__(self) -> None:
         from zstc.validation import OptionSpec, check_options
 
-        check_options(asdict(self), {name: OptionSpec(int, low=1) for name in asdict(self)}, context="zstc serve")
+        specs = {name: OptionSpec(int, low=1) for name in asdict(self)}
+        specs["max_body_seconds"] = OptionSpec(float, low=0, low_inclusive=False)
+        check_options(asdict(self), specs, context="zstc serve")
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,7 @@ OPEN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/docs", "/docs/
 KNOWN_PATHS = WORK_PATHS | OPEN_PATHS | {"/info"}
 ERROR_MEANINGS = {
     401: "unauthorized: no or a wrong API key (`Authorization: Bearer KEY`)",
+    408: "timeout: the body did not arrive within max_body_seconds (GET /info) of the headers",
     413: "too_large: the body, or texts, labels, characters or pairs per request, past the limits in GET /info",
     415: "validation: the body was not sent as JSON (`Content-Type: application/json`)",
     422: "validation: the body is not valid JSON or not a valid request; the message names the field",
@@ -143,7 +150,7 @@ ERROR_MEANINGS = {
     503: "unhealthy: the model is loading or failed, or the server is shutting down",
 }
 """The error responses /docs lists, by status (the body is always ``{"error", "error_type"}``)."""
-REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "not_found", 413: "too_large", 422: "validation",
+REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "not_found", 408: "timeout", 413: "too_large", 422: "validation",
            429: "overloaded", 499: "cancelled", 503: "unhealthy"}
 
 
@@ -157,7 +164,7 @@ class Gate:
     In order: counts the request; 401 without the API key (``/health``, ``/metrics``, the docs and the
     playground page stay open); 503 while the model is loading or the server drains; 413 when the body is
     larger than the limit, decided from Content-Length before the body is read (a body without one is read up
-    to the limit and no further). It also turns any exception that escaped the app into a 500 without closing
+    to the limit and no further); 408 when the body takes longer than ``max_body_seconds`` to arrive. It also turns any exception that escaped the app into a 500 without closing
     the connection, so the next request on a keep-alive connection still works.
     """
 
@@ -229,20 +236,27 @@ class Gate:
         return None
 
     async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """Read the body up to the limit and hand it on; None when a 413 (or a disconnect) ended the request."""
-        limit = self.settings.limits.max_body_bytes
+        """Read the body up to the size and time limits and hand it on; None when a 413, a 408 (or a disconnect)
+        ended the request."""
+        limit, seconds = self.settings.limits.max_body_bytes, self.settings.limits.max_body_seconds
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            body += message.get("body", b"")
-            if len(body) > limit:
-                await self._send_error(send, 413, "too_large", f"the request body is larger than {limit} bytes (GET /info)",
-                                       {"connection": "close"})
-                return None
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    body += message.get("body", b"")
+                    if len(body) > limit:
+                        await self._send_error(send, 413, "too_large", f"the request body is larger than {limit} bytes (GET /info)",
+                                               {"connection": "close"})
+                        return None
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await self._send_error(send, 408, "timeout", f"the request body did not arrive within {seconds:g} seconds "
+                                   f"({len(body)} bytes came; max_body_seconds in GET /info)", {"connection": "close"})
+            return None
         delivered = False
 
         async def replay() -> Message:
@@ -546,7 +560,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         return {code: {"model": ErrorResponse, "description": ERROR_MEANINGS[code]} for code in codes}
 
-    work_errors = errors(*((401,) if settings.api_key else ()), 413, 415, 422, 429, 500, 503)
+    work_errors = errors(*((401,) if settings.api_key else ()), 408, 413, 415, 422, 429, 500, 503)
     keyed = [Depends(HTTPBearer(auto_error=False, description="zstc serve --api-key"))] if settings.api_key else []
     hf_answer = Union[list[HFLabelScore], list[list[HFLabelScore]]]
 

@@ -189,6 +189,6 @@ class InfoResponse(BaseModel):
     score_type: str | None
     temperature: float
     scorer: dict[str, Any]
-    limits: dict[str, int]
+    limits: dict[str, float]
     batching: dict[str, Any]
     version: str

@@ -28,7 +28,7 @@ class Telemetry:
         self.successes = Counter("zstc_request_successes", "Requests answered with 2xx, by endpoint.", ["endpoint"], registry=r)
         self.failures = Counter(
             "zstc_request_failures", "Requests not answered with 2xx, by endpoint and reason "
-            "(validation, too_large, overloaded, unhealthy, unauthorized, cancelled, backend).",
+            "(validation, too_large, timeout, overloaded, unhealthy, unauthorized, cancelled, backend).",
             ["endpoint", "reason"], registry=r,
         )
         self.latency = Histogram("zstc_request_duration_seconds", "Time from request to response, by endpoint.", ["endpoint"],
