@@ -408,18 +408,11 @@ def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> 
     """A body larger than the limit is refused from its Content-Length alone; the server reads none of it."""
     app = create_app(minilm, ServeSettings(limits=Limits(max_body_bytes=1000)))
     with running_server(app) as port:
-        deadline = time.monotonic() + 600
-        while _status(port, "/health/ready") != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        _wait_until_ready(port)
         connection = socket.create_connection(("127.0.0.1", port), timeout=30)
         connection.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                            b"Content-Length: 5000000\r\n\r\n")  # and no body at all
-        reply = b""
-        while chunk := connection.recv(4096):  # the server closes the connection after its answer
-            reply += chunk
-        connection.close()
-        reply = reply.decode()
+        reply = _read_until_closed(connection)
         assert reply.startswith("HTTP/1.1 413"), reply
         assert '"error_type":"too_large"' in reply.replace(" ", "") and "5000000 bytes" in reply
         chunked = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -435,10 +428,7 @@ def test_408_when_the_body_stalls_or_trickles(minilm: Classifier) -> None:
     app = create_app(minilm, ServeSettings(limits=Limits(max_body_seconds=1.0)))
     body = json.dumps({"texts": ["The match ended 2-1."], "labels": ["sports", "politics"]}).encode()
     with running_server(app) as port:
-        deadline = time.monotonic() + 600
-        while _status(port, "/health/ready") != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        _wait_until_ready(port)
         for pace in (None, 0.3):  # stalls after 10 bytes; sends a byte every 0.3 s
             connection = socket.create_connection(("127.0.0.1", port), timeout=30)
             connection.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -453,10 +443,7 @@ def test_408_when_the_body_stalls_or_trickles(minilm: Classifier) -> None:
                     except TimeoutError:
                         connection.sendall(bytes([byte]))
                 connection.settimeout(30)
-            while chunk := connection.recv(4096):  # the server closes the connection after its answer
-                reply += chunk
-            connection.close()
-            text = reply.decode()
+            text = reply.decode() + _read_until_closed(connection)
             assert text.startswith("HTTP/1.1 408"), text
             assert '"error_type":"timeout"' in text.replace(" ", "") and "did not arrive within 1 seconds" in text
             assert 1.0 <= time.monotonic() - started < 10
@@ -837,10 +824,7 @@ def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chr
     browser = chromium
     with running_server(create_app(minilm)) as port:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 600
-        while _status(port, "/health/ready") != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        _wait_until_ready(port)
         url = f"{base}/?text=The+striker+scored+twice.&text=Rates+rose+again.&labels=sports,economy,politics&run=1"
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
@@ -864,6 +848,22 @@ def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chr
         matplotlib_image = pytest.importorskip("matplotlib.image")
         pixels = matplotlib_image.imread(screenshot)
         assert pixels.shape[:2] == (1100, 1000) and pixels[..., :3].std() > 0.05, "the screenshot is blank"
+
+
+def _wait_until_ready(port: int) -> None:
+    deadline = time.monotonic() + 600
+    while _status(port, "/health/ready") != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def _read_until_closed(connection: socket.socket) -> str:
+    """What the server sends until it closes the connection (it closes after a 408 or a 413 for the body)."""
+    reply = b""
+    while chunk := connection.recv(4096):
+        reply += chunk
+    connection.close()
+    return reply.decode()
 
 
 def _status(port: int, path: str) -> int:
