@@ -25,6 +25,7 @@ from typing import Any
 from zstc.benchmark.store import write_json
 from zstc.errors import DataError
 from zstc.io import write_failed
+from zstc.validation import check_choice
 
 Row = dict[str, Any]
 
@@ -35,9 +36,7 @@ FORMATS: dict[str, str] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json
 def output_format(path: Path | None, forced: str | None = None) -> str:
     """The format to write ``path`` in: ``forced`` when given, else from its extension (stdout: JSONL)."""
     if forced is not None:
-        if forced not in set(FORMATS.values()):
-            raise DataError(f"--format must be one of jsonl, csv, parquet, got {forced!r}")
-        return forced
+        return check_choice("format", forced, tuple(dict.fromkeys(FORMATS.values())))
     if path is None:
         return "jsonl"
     try:

@@ -45,12 +45,9 @@ def bench(
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
     from zstc.errors import Terminated
-    from zstc.validation import check_options
+    from zstc.validation import check_choice, check_options
 
-    if unlabelled not in UNLABELLED_POLICIES:
-        from zstc.errors import UnknownNameError
-
-        raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
+    check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
     check_options({"threshold": threshold, "max_samples": max_samples})
     if threshold is not None and not multi_label:  # as classify: said, not ignored
         from zstc.errors import LabelError

@@ -68,7 +68,8 @@ def classify(
     from zstc.models.registry import get_model_spec
     from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
-    from zstc.validation import check_labels
+    from zstc.scale.planner import ENGINES
+    from zstc.validation import check_choice, check_labels
 
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
@@ -90,8 +91,7 @@ def classify(
     labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty,
                              scores=scores)
-    if engine not in ("local", "ray"):
-        raise UnknownNameError(f"--engine must be 'local' or 'ray', got {engine!r}")
+    check_choice("engine", engine, ENGINES)
     ray_only = {"--address": address is not None, "--actors": actors != 1, "--cpus-per-actor": cpus_per_actor != 1.0,
                 "--gpus-per-actor": gpus_per_actor != 0.0}
     if engine == "local" and any(ray_only.values()):  # said, not ignored: the user expected them to do something

@@ -40,15 +40,12 @@ def sweep(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
-    from zstc.errors import UnknownNameError
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
-    from zstc.validation import check_labels
+    from zstc.validation import check_choice, check_labels
 
-    if unlabelled not in UNLABELLED_POLICIES:
-        raise UnknownNameError(f"--unlabelled must be one of {', '.join(UNLABELLED_POLICIES)}, got {unlabelled!r}")
-    if engine not in ENGINES:
-        raise UnknownNameError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
+    check_choice("engine", engine, ENGINES)
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(

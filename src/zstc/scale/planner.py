@@ -22,8 +22,8 @@ from typing import Any
 from zstc.benchmark.result_cache import model_folder
 from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
 from zstc.benchmark.store import DatasetResult
-from zstc.errors import UnknownNameError
 from zstc.io import check_output_dir
+from zstc.validation import check_choice
 
 ENGINES = ("local", "ray")
 
@@ -86,8 +86,7 @@ def run_sweep(plan: SweepPlan, *, engine: str = "local", address: str | None = N
               cpus_per_model: float = 1, max_retries: int = 3, before_unit: UnitHook | None = None,
               on_event: Callable[[str, Any], None] | None = None) -> dict[str, dict[str, Any]]:
     """Compute ``plan``'s pending units with ``engine``; returns each model's summary (also written to disk)."""
-    if engine not in ENGINES:
-        raise UnknownNameError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    check_choice("engine", engine, ENGINES)
     notify = on_event or (lambda kind, payload: None)
     results = {model: dict(found) for model, found in plan.reused.items()}
     bench_of = {bench.config.model: bench for bench in plan.benches}
