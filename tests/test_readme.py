@@ -176,3 +176,14 @@ def test_no_two_modules_share_a_name() -> None:
     names = [path.stem for path in PACKAGE.rglob("*.py") if path.name not in PLUMBING and "__pycache__" not in path.parts]
     names += [path.name for path in PACKAGE.rglob("*") if path.is_dir() and path.name != "__pycache__"]
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
+
+
+def test_readme_states_the_python_that_pyproject_requires() -> None:
+    """The README said Python 3.10+ while pyproject asked for 3.11 (the service uses asyncio.timeout)."""
+    import tomllib
+
+    required = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
+    oldest = re.fullmatch(r">=\s*3\.(\d+)", required)
+    assert oldest is not None, required
+    stated = set(re.findall(r"Python 3\.(\d+)(?:\+| or newer)", README.read_text(encoding="utf-8")))
+    assert stated == {oldest.group(1)}, (stated, required)
