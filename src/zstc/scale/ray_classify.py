@@ -104,7 +104,11 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     except (OSError, ValueError):
         manifest = {}
     identities = {str(path): {"input_sha256": sha256_file(path), "settings": settings, "precision": options.get("precision")} for path in files}
-    pending = [path for path in files if not _finished(manifest.get(str(path)), identities[str(path)], out_dir / f"{path.stem}.parquet")]
+
+    def finished(path: Path) -> bool:
+        return _finished(manifest.get(str(path)), identities[str(path)], out_dir / f"{path.stem}.parquet")
+
+    pending = [path for path in files if not finished(path)]
     if len(pending) < len(files):
         on_note(f"{len(files) - len(pending)} of {len(files)} inputs are finished already in {out_dir}")
     for path in pending:
@@ -121,7 +125,7 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
                     manifest[str(path)] = {**identities[str(path)], "rows": count, "output": f"{path.stem}.parquet"}
                     write_json(manifest_path, manifest)
         except Exception as error:
-            raise _user_error(error) or _input_error(pending) or error
+            raise _user_error(error) or _input_error([path for path in pending if not finished(path)]) or error
         finally:
             labelled.close()  # stops Ray's row iterator while Ray is up (left to the collector, it logs a traceback)
             if started_here:
