@@ -113,10 +113,12 @@ def classify(
     # The Ray engine loads the model in its actors; here only to fit a threshold.
     if engine == "ray" and calibration is not None:
         raise UnknownNameError("--calibration is not available with --engine ray yet: run classify --engine local")
-    # The embedding family's default multi-label rule is the one multi-label use of a temperature (its margin).
-    margin_rule = get_model_spec(model, family).family in RELATIVE_FAMILIES and threshold is None and not label_threshold and not fit_thresholds
-    loaded_calibration = (_calibration_for(calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule)
-                          if calibration is not None else None)
+    loaded_calibration = None
+    if calibration is not None:
+        # The embedding family's default multi-label rule is the one multi-label use of a temperature (its margin).
+        margin_rule = (get_model_spec(model, family).family in RELATIVE_FAMILIES and threshold is None and not label_threshold
+                       and not fit_thresholds)
+        loaded_calibration = _calibration_for(calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule)
     classifier = (Classifier(model, family=family, template=None, calibration=loaded_calibration, **options)
                   if engine == "local" or (multi_label and fit_thresholds) else None)
     if multi_label and fit_thresholds:

@@ -26,9 +26,9 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
+from zstc import errors
 from zstc.benchmark.provenance import sha256_file
 from zstc.benchmark.store import write_json
-from zstc import errors
 from zstc.errors import DataError, ZstcError
 from zstc.io import read_records
 from zstc.output import ChunkLabeller, ResumableWriter
@@ -81,7 +81,7 @@ class LabelBatches:
         except ZstcError as error:
             # Ray Data re-raises a failed batch in the driver as its own UserCodeException, without the cause (Ray
             # 2.60), so a user's error (an empty text, a missing column) travels back as a row, in order: the
-            # rows before it are written and resumable, then the driver raises it (:func:`_row`).
+            # rows before it are written, as after an interrupt, then the driver raises it (:func:`_row`).
             failed = {ERROR_KEY: {"type": type(error).__name__, "message": str(error)}}
             return pa.table({PATH_COLUMN: pa.array(paths[:1], pa.string()), "row": pa.array([json.dumps(failed)], pa.string())})
         # Rows travel back as JSON: their columns (nested scores, None for skipped texts) vary by batch.
