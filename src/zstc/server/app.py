@@ -164,8 +164,9 @@ class Gate:
     In order: counts the request; 401 without the API key (``/health``, ``/metrics``, the docs and the
     playground page stay open); 503 while the model is loading or the server drains; 413 when the body is
     larger than the limit, decided from Content-Length before the body is read (a body without one is read up
-    to the limit and no further); 408 when the body takes longer than ``max_body_seconds`` to arrive. It also turns any exception that escaped the app into a 500 without closing
-    the connection, so the next request on a keep-alive connection still works.
+    to the limit and no further); 408 when the body takes longer than ``max_body_seconds`` to arrive. It also
+    turns any exception that escaped the app into a 500 without closing the connection, so the next request on
+    a keep-alive connection still works.
     """
 
     def __init__(self, app: Callable[..., Awaitable[None]], *, settings: ServeSettings, engine: BatchingEngine,
@@ -241,21 +242,21 @@ class Gate:
         limit, seconds = self.settings.limits.max_body_bytes, self.settings.limits.max_body_seconds
         body = bytearray()
         try:
-            async with asyncio.timeout(seconds):
-                while True:
+            async with asyncio.timeout(seconds):  # the answers are sent after it: a slow reader is not a slow body
+                while len(body) <= limit:
                     message = await receive()
                     if message["type"] == "http.disconnect":
                         return None
                     body += message.get("body", b"")
-                    if len(body) > limit:
-                        await self._send_error(send, 413, "too_large", f"the request body is larger than {limit} bytes (GET /info)",
-                                               {"connection": "close"})
-                        return None
                     if not message.get("more_body", False):
                         break
         except TimeoutError:
             await self._send_error(send, 408, "timeout", f"the request body did not arrive within {seconds:g} seconds "
                                    f"({len(body)} bytes came; max_body_seconds in GET /info)", {"connection": "close"})
+            return None
+        if len(body) > limit:
+            await self._send_error(send, 413, "too_large", f"the request body is larger than {limit} bytes (GET /info)",
+                                   {"connection": "close"})
             return None
         delivered = False
 
