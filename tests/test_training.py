@@ -17,7 +17,7 @@ from torch import nn
 from conftest import skip_unless_cpu_reduces_fp32_products
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import NliHead, build_nli_model, is_zstc_nli_model, load_zstc_nli_model
-from zstc.training import TrainConfig, TrainResult, default_learning_rates, train_nli
+from zstc.training import TrainConfig, TrainResult, default_learning_rates, evaluate_pairs, train_nli
 from zstc.training.nli_pairs import length_grouped_batches, read_nli_pairs, sha256_of, split_dev
 from zstc.training.recipe import entailment_score, nli_loss
 
@@ -249,3 +249,14 @@ def test_fp32_training_ignores_a_reduced_precision_matmul_setting(tmp_path: Path
     assert history == expected_history
     assert all(torch.equal(weights[name], expected_weights[name]) for name in expected_weights)
     assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"
+
+
+def test_evaluate_pairs_gives_the_dev_metrics_that_training_recorded(trained: TrainResult, train_file: Path) -> None:
+    """``evaluate_pairs`` on the saved (best) model and the held-out dev pairs gives the dev loss, accuracy and AUROC
+    that training recorded for its best step."""
+    model, tokenizer, _ = load_zstc_nli_model(trained.out, torch.device("cpu"))
+    config = tiny_config(Path(), train_file, Path())
+    _, dev = split_dev(read_nli_pairs(train_file), config.dev_size, config.seed)
+    metrics = evaluate_pairs(model, tokenizer, dev, device=torch.device("cpu"))
+    recorded = {name: trained.best_dev[f"dev_{name}"] for name in ("loss", "accuracy", "auroc")}
+    assert metrics == pytest.approx(recorded, abs=1e-5)

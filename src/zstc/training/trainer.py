@@ -163,8 +163,6 @@ def _read_data(config: TrainConfig) -> tuple[NliPairs, NliPairs, dict[str, Any]]
     return pairs, dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed)), records
 
 
-
-
 def _parameter_groups(model: NliCrossEncoder, backbone_lr: float, head_lr: float, weight_decay: float) -> list[dict[str, Any]]:
     """Backbone and head at their own rates; no weight decay on biases and normalization weights (HF Trainer)."""
     groups = []
@@ -321,11 +319,13 @@ def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, d
     data = NliPairDataset(tokenizer, pairs, min(max_length, tokenizer.model_max_length))
     config = TrainConfig(backbone="", data="", out="", variant=variant, eval_batch_size=batch_size)
     with tempfile.TemporaryDirectory() as scratch:
+        # The eval set is given to the Trainer, not to evaluate(): the arguments ask for step-wise evaluation, which
+        # the Trainer refuses to set up without one.
         trainer = NliTrainer(model=model, args=_arguments(Path(scratch), config, device, precision), variant=variant,
                              backbone_lr=0.0, head_lr=0.0, data_collator=DataCollatorWithPadding(tokenizer),
-                             compute_metrics=_compute_metrics(variant))
+                             eval_dataset=data, compute_metrics=_compute_metrics(variant))
         with fp32_as_recorded(precision):
-            metrics = trainer.evaluate(data)
+            metrics = trainer.evaluate()
     return {"loss": metrics["eval_loss"], "accuracy": metrics["eval_accuracy"], "auroc": metrics["eval_auroc"]}
 
 
