@@ -46,7 +46,3 @@ def paper_rows(spec: ModelSpec | None, metric: str = "macro_f1") -> dict[str, fl
     if spec is None or spec.paper_name is None:
         return None
     return published(metric).get(spec.paper_name)
-
-
-def paper_model_names() -> list[str]:
-    return list(published("macro_f1"))

@@ -117,10 +117,6 @@ def dataset_identity(task: Task, descriptions: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def dataset_hypotheses(task: Task) -> list[str]:
-    return list(task.hypotheses)
-
-
 DEFAULT_BATCH_TEXTS = 32
 """Texts per timed scorer call when the scorer does not say what its batch size is."""
 

@@ -137,17 +137,6 @@ def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndar
     }
 
 
-def dev_test_split(task: Any, dev_fraction: float, seed: int = 0) -> tuple[Any, Any]:
-    """A task cut into a stratified dev part (``dev_fraction`` of its texts, at least one) to fit the
-    calibration on, and the rest to test it on; the same ``seed`` gives the same split."""
-    from zstc.benchmark.tasks import stratified_sample
-
-    dev = stratified_sample(task, max(1, round(dev_fraction * len(task))), seed)
-    # Texts are matched through their source rows: the sample is a subset of the task's own rows.
-    in_dev = np.isin(task.source_index, dev.source_index)  # type: ignore[arg-type]  # BTZSC tasks carry source rows
-    return dev, task.subset(np.flatnonzero(~in_dev))
-
-
 # -- Scores people can read: probabilities from any family's scores, and the calibration file ----------
 
 LOGIT_SCALE: dict[str, str] = {
