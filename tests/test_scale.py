@@ -221,8 +221,8 @@ def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
 
 @pytest.mark.slow
 def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
-    """A malformed input or an empty text fails as ``zstc classify`` fails (exit 2, one line naming the file and the
-    row or the reason), not with Ray's stack traces: Ray's reader reports a repeated key as a KeyError of its own
+    """A malformed input or an empty text fails as ``zstc classify`` fails (exit 2, the same line naming the file, the
+    line and the reason), not with Ray's stack traces: Ray's reader reports a repeated key as a KeyError of its own
     internals, and Ray 2.60 re-raises a failed batch without its cause (the DataError was lost: exit 1, a traceback)."""
     labels = ["--labels", "sports,economy", "--precision", "fp32", "--chunk-size", "2"]
     repeated = tmp_path / "repeated.csv"
@@ -230,7 +230,7 @@ def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
     status, _, err = zstc_cli("classify", str(repeated), *labels, "--out", str(tmp_path / "out-csv"), "--engine", "ray")
     assert status == 2 and f"{repeated}:1: column 'id' is repeated in the header" in err  # before Ray starts
     rows = [{"text": "The striker scored."}, {"text": "Inflation rose."}]
-    cases = {"key.jsonl": ('{"text": "a", "text": "b"}', ":3: key 'text' appears twice in one object"), "empty.jsonl": ('{"text": ""}', ": empty text")}
+    cases = {"key.jsonl": ('{"text": "a", "text": "b"}', ":3: key 'text' appears twice in one object"), "empty.jsonl": ('{"text": ""}', ":3: empty text")}
     for name, (line, message) in cases.items():
         source = tmp_path / name
         source.write_text("".join(json.dumps(row) + "\n" for row in rows) + line + "\n")

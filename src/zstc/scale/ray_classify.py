@@ -125,7 +125,10 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
                     manifest[str(path)] = {**identities[str(path)], "rows": count, "output": f"{path.stem}.parquet"}
                     write_json(manifest_path, manifest)
         except Exception as error:
-            raise _user_error(error) or _input_error([path for path in pending if not finished(path)]) or error
+            found = _user_error(error)
+            if found is None or isinstance(found, DataError):  # a row's fault: name its line, as classify does
+                found = _input_error([path for path in pending if not finished(path)], labeller) or found
+            raise found or error
         finally:
             labelled.close()  # stops Ray's row iterator while Ray is up (left to the collector, it logs a traceback)
             if started_here:
@@ -253,16 +256,18 @@ def _user_error(error: BaseException) -> ZstcError | None:
     return None
 
 
-def _input_error(files: list[Path]) -> DataError | None:
-    """The first malformed row of ``files`` as ``zstc classify`` reads them (file, line and reason), or None.
+def _input_error(files: list[Path], labeller: ChunkLabeller) -> DataError | None:
+    """The first bad row of ``files`` as ``zstc classify`` reads and checks them (file, line and reason), or None.
 
     Asked only after the pipeline failed: Ray's readers report a malformed line (a repeated key, broken JSON, an
-    unterminated quote) as a stack of their own internals that names neither the file nor the line.
+    unterminated quote) as a stack of their own internals that names neither the file nor the line, and an actor
+    knows a row only by its file (an empty text, a missing column).
     """
     for path in files:
         try:
-            for _ in read_records(path):
-                pass
+            for line, record in read_records(path):
+                labeller.text(record, f"{path}:{line}")
+                labeller.kept(record)
         except DataError as error:
             return error
     return None
