@@ -271,10 +271,10 @@ OPTION_RULES: dict[str, Rule] = {
 :func:`check_options` before loading anything; a command whose option is narrower passes its own rule."""
 
 
-def check_choice(name: str, value: Any, choices: Sequence[str], meaning: str = "") -> str:
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices``, else :class:`~zstc.errors.UnknownOptionError` naming ``name`` (with
     a did-you-mean hint): one message for every option that names one of a few things."""
-    checked: str = OptionSpec(str, choices=tuple(choices), meaning=meaning).check(name, value)
+    checked: str = OptionSpec(str, choices=tuple(choices)).check(name, value)
     return checked
 
 
