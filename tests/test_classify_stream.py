@@ -252,3 +252,34 @@ def test_an_out_that_is_not_a_regular_file_is_written_not_replaced(tmp_path, zst
     from zstc.io import is_special_file
 
     assert is_special_file(Path("/dev/stdout")) and is_special_file(Path("/proc/self/fd/1")) and not is_special_file(real)
+
+
+def test_a_fifo_input_is_read_once_as_it_streams(tmp_path, zstc_cli):
+    """A FIFO as the input (a named pipe, ``mkfifo``): its rows arrive once. Reading it a first time for a
+    checksum and then again for the rows waited forever for a second writer."""
+    import threading
+
+    source = tmp_path / "in.jsonl"
+    os.mkfifo(source)
+    content = write_texts(tmp_path / "texts.jsonl", 3).read_bytes()
+    done = threading.Event()
+
+    def feed() -> None:
+        source.write_bytes(content)  # waits for zstc to open the FIFO
+        # Should zstc open it a second time, give it an empty writer: the test then fails instead of hanging.
+        while not done.is_set():
+            try:
+                os.close(os.open(source, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader waiting
+                pass
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--template", TEMPLATE)
+    finally:
+        done.set()
+        writer.join(10)
+    assert status == 0, err
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["t0", "t1", "t2"]

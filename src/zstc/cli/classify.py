@@ -213,7 +213,8 @@ def _describe(labeller: Any) -> dict[str, Any]:
 
 
 class _Input:
-    """The input's rows as ``(where, record)``, its sha256 (None for stdin) and, when cheap, its row count."""
+    """The input's rows as ``(where, record)``, its sha256 (None for stdin and other streams) and, when cheap,
+    its row count."""
 
     def __init__(self, source: str, text_column: str) -> None:
         self.source, self.text_column = source, text_column
@@ -226,6 +227,8 @@ class _Input:
             raise DataError(f"{path}: no such file")
         if path.is_dir():
             raise DataError(f"{path}: is a directory, expected a file")
+        if not path.is_file():  # a FIFO, /dev/stdin: its rows can be read once only, as they stream (like stdin's)
+            return
         digest, lines = hashlib.sha256(), 0
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
