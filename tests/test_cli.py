@@ -89,3 +89,17 @@ def test_the_demo_runs_where_there_is_no_runs_folder(zstc_cli, monkeypatch, tmp_
     assert "Manchester United" in out and json.loads((tmp_path / "runs" / "demo.json").read_text())["results"]["by_dataset"]
     status, out, err = zstc_cli("demo", "--out", str(tmp_path / "missing" / "d.json"))
     assert status == 2 and "folder" in err and "does not exist" in err and "Manchester United" not in out
+
+
+def test_multi_label_takes_one_label_from_a_labels_file_as_from_labels(capsys, monkeypatch, tmp_path, texts_file):
+    """One label is a yes/no question under --multi-label, whichever option gives it; a labels file holding one
+    was refused ("zero-shot classification needs at least two") where --labels was not."""
+    labels = tmp_path / "labels.txt"
+    labels.write_text("sports\tThis text is about sports.\n")
+    code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels), "--multi-label", "--threshold", "0.12"],
+                             capsys, monkeypatch)
+    assert code in (0, None), err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["labels"] for row in rows] == [["sports"], ["none"]] and all(set(row["scores"]) == {"sports"} for row in rows)
+    code, _, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels)], capsys, monkeypatch)
+    assert code == 2 and "only one label given ('sports')" in err

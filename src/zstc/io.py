@@ -471,11 +471,12 @@ def check_encodable(text: str, where: str) -> str:
     return text
 
 
-def read_label_descriptions(path: str | Path) -> dict[str, str]:
+def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> dict[str, str]:
     """Labels and their descriptions from a file.
 
     ``.json``: an object ``{label: description}`` or a list of labels; otherwise one label per line,
     optionally ``label<TAB>description``. A label without a description is described by its own name.
+    ``allow_single`` admits one label, as :func:`zstc.validation.check_labels` does (multi-label: yes or no).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -493,7 +494,7 @@ def read_label_descriptions(path: str | Path) -> dict[str, str]:
                 continue
             label, _, description = line.partition("\t")
             pairs.append((label.strip(), description.strip() or label.strip()))
-    labels = check_labels([label for label, _ in pairs], what=f"labels in {path}")
+    labels = check_labels([label for label, _ in pairs], what=f"labels in {path}", allow_single=allow_single)
     return dict(zip(labels, (description for _, description in pairs)))
 
 

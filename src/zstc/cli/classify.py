@@ -77,7 +77,7 @@ def classify(
         names = check_labels(labels.split(",") if labels.strip() else [], allow_single=multi_label)
         given = names
     else:
-        mapping = read_label_descriptions(labels_file)  # type: ignore[arg-type]  # set: exactly one of the two is given
+        mapping = read_label_descriptions(labels_file, allow_single=multi_label)  # type: ignore[arg-type]  # set: exactly one of the two is given
         names, given = list(mapping), list(mapping.values())
     if template is None and given == names and hypotheses == "dataset":  # label names: the measured default template
         template = DEFAULT_TEMPLATE
