@@ -276,22 +276,49 @@ def _open_input(source: str, text_column: str) -> _Input:
     return _Input(source, text_column)
 
 
+def _resume_stream(rows: Iterator[tuple[str, dict[str, Any]]], writer: Any, chunk_size: int,
+                   source: str) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """Resume from an input read once (stdin, a FIFO), which has no checksum to compare: read again the chunks
+    the interrupted run finished, keep the predictions of those whose rows are unchanged (their digests) and
+    cut the output back to them. Returns the first chunk not kept (to be scored) and the rows kept."""
+    from zstc.output import input_digest
+
+    recorded, kept = writer.chunk_inputs, 0
+    chunk = list(itertools.islice(rows, chunk_size))
+    while kept < len(recorded) and chunk and input_digest(record for _, record in chunk) == recorded[kept]:
+        kept += 1
+        chunk = list(itertools.islice(rows, chunk_size))
+    finished = writer.resumed_rows
+    writer.keep(kept)
+    if writer.resumed_rows < finished:
+        name = "<stdin>" if source == "-" else source
+        _note(f"{name} is not the interrupted run's input from row {writer.resumed_rows + 1} on: "
+              f"{writer.resumed_rows} of its {finished} predictions are kept, the rest are made again")
+    return chunk, writer.resumed_rows
+
+
 def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chunk_size: int) -> tuple[int, list[list[str]]]:
     """Score and write ``source`` a chunk at a time after the rows ``writer`` already holds; returns the row
     count and the scorer's notes of each chunk."""
     from tqdm.auto import tqdm
 
+    from zstc.output import input_digest
+
     rows = source.rows()
     done = writer.resumed_rows
-    for _ in itertools.islice(rows, done):  # rows a previous run finished: read past, never re-scored
-        pass
+    pending: list[tuple[str, dict[str, Any]]] = []
+    if done and source.sha256 is not None:  # the same file (its checksum is the marker's)
+        for _ in itertools.islice(rows, done):  # rows a previous run finished: read past, never re-scored
+            pass
+    elif done:
+        pending, done = _resume_stream(rows, writer, chunk_size, source.source)
     progress = tqdm(total=source.total, initial=done, unit=" texts", file=sys.stderr, disable=not sys.stderr.isatty(),
                     dynamic_ncols=True, desc="classify")
     notes: list[list[str]] = []
     with progress:
-        while chunk := list(itertools.islice(rows, chunk_size)):
-            chunk_notes: list[str] = []
-            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes))
+        while chunk := pending or list(itertools.islice(rows, chunk_size)):
+            pending, chunk_notes = [], list[str]()
+            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes), input_digest(record for _, record in chunk))
             notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))
