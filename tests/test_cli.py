@@ -33,6 +33,8 @@ def texts_file(tmp_path):
         (["classify", "missing.jsonl", "--labels", "a,b"], "missing.jsonl: no such file"),
         (["classify", "{texts}", "--labels", ""], "no labels given"),
         (["classify", "{texts}", "--labels", "sports"], "only one label given"),
+        # Multi-label, one label is a yes/no question, but the embedding default rule (near the best label) says yes to all.
+        (["classify", "{texts}", "--labels", "sports", "--multi-label"], "a single label would pass on every text; give --threshold"),
         (["classify", "{texts}", "--labels", "a,b,a"], "duplicate labels: 'a'"),
         # Read alike (the same opinion phrases): they would tie on every text, the first always winning.
         (["classify", "{texts}", "--labels", "positive,Positive"], "labels 'positive' and 'Positive' have the same description"),

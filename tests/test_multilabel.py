@@ -91,6 +91,11 @@ def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
         classifier.predict_multi_label(["x"], ["none", "sports"])
     single = classifier.predict_multi_label(["sports"], ["sports"], threshold=0.5)  # one yes/no label is fine
     assert single[0].labels == ["sports"]
+    # ... but not under the embedding family's default rule (labels near the best one): it said yes to every text.
+    with pytest.raises(LabelError, match=r"one label \('sports'\) with the default multi-label rule .* give threshold") as refused:
+        classifier.predict_multi_label(["sports", "cooking"], ["sports"])
+    assert refused.value.parameters == ("threshold",)
+    assert classifier.predict_multi_label(["cooking"], ["sports"], per_label={"sports": 0.5})[0].labels == ["none"]
 
 
 def test_api_fits_thresholds_on_labelled_texts() -> None:

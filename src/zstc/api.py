@@ -27,7 +27,7 @@ from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
-from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.validation import OptionSpec, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
@@ -278,6 +278,7 @@ class Classifier:
                              "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
         # The default rule (no threshold of the user's) keeps labels near the best one; a given threshold is a plain cut.
         margin = self.default_margin() if threshold is None and not per_label else None
+        check_margin_rule(labels, margin)
         cut = self.default_threshold() if threshold is None else threshold
         # Where the decision is a plain cut, bf16 rechecks the pairs near it (in raw scores: through Platt's inverse).
         cuts = None if margin is not None else label_thresholds(len(labels), cut, labels, per_label)

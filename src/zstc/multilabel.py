@@ -79,6 +79,15 @@ def default_threshold(score_type: str | None, family: str | None = None) -> floa
     return DEFAULT_THRESHOLDS[score_type]
 
 
+def check_margin_rule(labels: Sequence[str], margin: float | None) -> None:
+    """Refuse one label under a margin rule (:func:`default_margin`, the embedding family's default): the rule
+    keeps the labels near a text's best one, and a single label is its own best, so it would pass on every text."""
+    if margin is not None and len(labels) == 1:
+        raise LabelError(f"one label ({quoted(labels[0])}) with the default multi-label rule of embedding models, which "
+                         "keeps the labels near a text's best one: a single label would pass on every text; give threshold "
+                         "(or a cut per label, or one fitted on labelled texts), or more labels", parameters=("threshold",))
+
+
 def check_multilabel_names(labels: Sequence[str]) -> None:
     if NONE_LABEL in labels:
         raise LabelError(f"{NONE_LABEL!r} is what multi-label classification predicts when no label applies; rename that label")
