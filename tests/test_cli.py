@@ -105,3 +105,14 @@ def test_multi_label_takes_one_label_from_a_labels_file_as_from_labels(capsys, m
     assert [row["labels"] for row in rows] == [["sports"], ["none"]] and all(set(row["scores"]) == {"sports"} for row in rows)
     code, _, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels)], capsys, monkeypatch)
     assert code == 2 and "only one label given ('sports')" in err
+
+
+def test_a_missing_gpu_is_said_in_words_the_flag_rewriting_leaves_alone(capsys, monkeypatch, texts_file):
+    """The CLI writes a parameter's name as its flag wherever an error says it: "no CUDA device is available"
+    read "no CUDA --device is available"."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, _, err = run_cli(["classify", str(texts_file), "--labels", "a,b", "--device", "cuda"], capsys, monkeypatch)
+    assert code == 2 and err == "error: --device asks for 'cuda', but this machine has no CUDA GPU\n"

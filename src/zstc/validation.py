@@ -234,9 +234,10 @@ def _device_problem(value: Any) -> str | None:
     except (RuntimeError, TypeError, ValueError):
         return f"must be cpu, cuda, cuda:N, mps or auto, got {value!r}"
     if device.type == "cuda" and not torch.cuda.is_available():
-        return f"asks for {value!r}, but no CUDA device is available"
+        # "GPU", not "device": the CLI writes the parameter's name as its flag wherever the message says it.
+        return f"asks for {value!r}, but this machine has no CUDA GPU"
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        return f"asks for {value!r}, but there are {torch.cuda.device_count()} CUDA device(s)"
+        return f"asks for {value!r}, but this machine has {torch.cuda.device_count()} CUDA GPU(s)"
     return None
 
 
