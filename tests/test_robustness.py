@@ -91,6 +91,14 @@ def test_txt_input_and_labels_file_are_inputs_too(zstc_cli, tmp_path: Path) -> N
     assert_user_error(zstc_cli("classify", str(plain), "--labels", "a,b", "-o", str(plain), "--format", "jsonl"), "is the input")
     assert_user_error(zstc_cli("classify", str(plain), "--labels-file", str(labels), "-o", str(labels), "--format", "jsonl"), "is the input")
     assert plain.read_text() == "one\ntwo\n" and labels.read_text() == "a\nb\n"
+    # The --calibration file is read too: an --out there replaced it with the predictions.
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5},
+                                       "model": MINILM}))
+    before = calibration.read_bytes()
+    assert_user_error(zstc_cli("classify", str(plain), "--labels", "a,b", "--calibration", str(calibration), "-o", str(calibration)),
+                      f"--out {calibration}: is the input {calibration}")
+    assert calibration.read_bytes() == before
 
 
 def test_export_report_and_bench_refuse_their_inputs(zstc_cli, result_file: Path, tmp_path: Path, btzsc_dir: Path) -> None:

@@ -108,7 +108,7 @@ def classify(
         fmt = output_format(out, format_)
         if out is not None:
             # Before anything is read or loaded: an output that is an input would destroy it.
-            check_output_path(out, inputs=[input, labels_file, fit_thresholds])
+            check_output_path(out, inputs=[input, labels_file, fit_thresholds, calibration])
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
     # The Ray engine loads the model in its actors; here only to fit a threshold.
     if engine == "ray" and calibration is not None:
