@@ -129,6 +129,17 @@ def test_unwritable_out_fails_before_the_texts_are_read(zstc_cli, tmp_path: Path
     assert_user_error(zstc_cli("classify", str(tmp_path / "absent.jsonl"), "-l", "a,b", "--out", out, "--format", "jsonl"), "--out", message)
 
 
+def test_bench_refuses_a_file_where_its_details_folder_goes(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
+    """bench --out r.json writes r.details/: a file of that name was found only when the first dataset had been
+    scored, as a FileExistsError traceback that lost it. Refused up front now, before the model loads."""
+    details = tmp_path / "r.details"
+    details.write_text("someone's notes")
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6",
+                               "--no-cache", "--out", str(tmp_path / "r.json")),
+                      f"--out {tmp_path / 'r.json'}: its details folder {details}: is a file, expected a folder")
+    assert details.read_text() == "someone's notes" and not (tmp_path / "r.json").exists()
+
+
 def test_full_disk_is_one_line(zstc_cli, result_file: Path) -> None:
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")
