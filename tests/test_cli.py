@@ -49,6 +49,13 @@ def texts_file(tmp_path):
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{tmp}", "--tasks", "agnews"], "no file for task 'agnews'"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--score-type", "prob"], "--score-type does not apply to embedding"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--unlabelled", "drop"], "--unlabelled must be one of"),
+        # What a Ray actor reserves: Ray's own ValueError traceback, after Ray had started, before these were checked.
+        (["classify", "{texts}", "--labels", "a,b", "--engine", "ray", "--out", "{tmp}", "--cpus-per-actor", "-1"],
+         "--cpus-per-actor must be >= 0, got -1"),
+        (["classify", "{texts}", "--labels", "a,b", "--engine", "ray", "--out", "{tmp}", "--gpus-per-actor", "nan"],
+         "--gpus-per-actor must be a finite number, got nan"),
+        (["sweep", "--models", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "financialphrasebank", "--out", "{tmp}",
+          "--engine", "ray", "--cpus-per-model", "-2"], "--cpus-per-model must be >= 0, got -2"),
     ],
 )
 def test_user_errors_are_one_line(args, message, capsys, monkeypatch, tmp_path, texts_file, btzsc_dir):

@@ -267,6 +267,13 @@ OPTION_RULES: dict[str, Rule] = {
     "batch_size": COUNT,
     "max_length": COUNT,
     "device": Rule(device=True),
+    # Ray: what an actor reserves (0 is Ray's own "none of it")
+    "actors": COUNT,
+    "cpus_per_actor": Rule(0),
+    "gpus_per_actor": Rule(0),
+    "cpus_per_model": Rule(0),
+    "gpus_per_model": Rule(0),
+    "max_retries": Rule(0, integer=True),
 }
 """The range of every non-scorer option, by parameter name. A command checks its options with
 :func:`check_options` before loading anything; a command whose option is narrower passes its own rule."""
