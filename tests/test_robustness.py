@@ -350,7 +350,11 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     cases = [
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "nan"], "--threshold must be a finite number"),
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "inf"], "--threshold must be a finite number"),
-        (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=nan"], "LABEL=NUMBER"),
+        (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=nan"],
+         "--label-threshold: each must look like LABEL=NUMBER, got 'a=nan'"),
+        # Repeated for one label: the last one won, silently.
+        (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=0.1", "--label-threshold", "a=0.2"],
+         "--label-threshold: two thresholds for 'a' (0.1 and 0.2); give one"),
         (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "nan",
           "--out", str(tmp_path / "b.json")], "--threshold"),
         ([*train, "--backbone-lr", "-1e-5"], "--backbone-lr must be > 0"),

@@ -103,10 +103,14 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[
         except ValueError:
             threshold = None
         if not sep or not name or threshold is None or not math.isfinite(threshold):
-            raise LabelError(f"a per-label threshold must look like LABEL=NUMBER, got {quoted(item)}")
+            raise LabelError(f"label_thresholds: each must look like LABEL=NUMBER, got {quoted(item)}", parameters=("label_thresholds",))
         if name not in labels:
             known = ', '.join(labels)
-            raise LabelError(f"threshold given for {quoted(name)}, which is not one of the labels ({known if len(known) <= 300 else known[:300] + '...'})")
+            raise LabelError(f"label_thresholds: threshold given for {quoted(name)}, which is not one of the labels "
+                             f"({known if len(known) <= 300 else known[:300] + '...'})", parameters=("label_thresholds",))
+        if name in parsed and parsed[name] != threshold:  # the last would win, silently
+            raise LabelError(f"label_thresholds: two thresholds for {quoted(name)} ({parsed[name]:g} and {threshold:g}); give one",
+                             parameters=("label_thresholds",))
         parsed[name] = threshold
     return parsed
 
