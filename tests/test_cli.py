@@ -123,3 +123,18 @@ def test_a_missing_gpu_is_said_in_words_the_flag_rewriting_leaves_alone(capsys, 
         pytest.skip("this machine has CUDA")
     code, _, err = run_cli(["classify", str(texts_file), "--labels", "a,b", "--device", "cuda"], capsys, monkeypatch)
     assert code == 2 and err == "error: --device asks for 'cuda', but this machine has no CUDA GPU\n"
+
+
+def test_a_blank_label_description_is_refused(capsys, monkeypatch, tmp_path, texts_file):
+    """A labels file may describe a label with "" (JSON) or spaces: the model read nothing for it, and
+    all-MiniLM-L6-v2 gave that label both texts, silently."""
+    from zstc.api import Classifier
+    from zstc.errors import LabelError
+
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"sports": "  ", "economy": "This text is about the economy."}))
+    code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels)], capsys, monkeypatch)
+    assert code == 2 and out == ""
+    assert err == "error: the description of 'sports' is empty: describe the label, or give no description to use its name\n"
+    with pytest.raises(LabelError, match="the description of 'economy' is NoneType, expected a string"):
+        Classifier().scores(["a text"], ["sports", "economy"], ["This text is about sports.", None])  # type: ignore[list-item]

@@ -124,9 +124,15 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
 def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[str]) -> None:
     """Refuse two labels that the model would read the same way (``positive`` and ``Positive`` both become the
     same opinion phrases; a labels file may give two labels one description): their scores tie on every text,
-    and the first would always win, silently."""
+    and the first would always win, silently. Refuse a blank description too: the model reads nothing for its
+    label, whose score then means nothing (all-MiniLM-L6-v2 gave it nearly every text)."""
     first: dict[str, str] = {}
     for label, description in zip(labels, descriptions):
+        if not isinstance(description, str):
+            raise LabelError(f"the description of {quoted(label)} is {type(description).__name__}, expected a string")
+        if not description.strip():
+            raise LabelError(f"the description of {quoted(label)} is empty: describe the label, or give no description "
+                             "to use its name")
         if description in first:
             raise LabelError(f"labels {quoted(first[description])} and {quoted(label)} have the same description "
                              f"({quoted(description)}): no model can tell them apart; describe them differently or merge them")
