@@ -96,6 +96,14 @@ def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
         classifier.predict_multi_label(["sports", "cooking"], ["sports"])
     assert refused.value.parameters == ("threshold",)
     assert classifier.predict_multi_label(["cooking"], ["sports"], per_label={"sports": 0.5})[0].labels == ["none"]
+    # per_label is checked as --label-threshold is: a NaN made its label never pass, silently; an unknown label
+    # was a ValueError, not a zstc error.
+    from zstc.errors import OptionError
+
+    with pytest.raises(OptionError, match=r"per_label\['sports'\] must be a finite number, got nan"):
+        classifier.predict_multi_label(["sports"], ["sports", "politics"], per_label={"sports": float("nan")})
+    with pytest.raises(LabelError, match="per_label: threshold given for 'cooking', which is not one of the labels"):
+        classifier.predict_multi_label(["sports"], ["sports", "politics"], per_label={"cooking": 0.5})
 
 
 def test_api_fits_thresholds_on_labelled_texts() -> None:

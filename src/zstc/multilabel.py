@@ -93,8 +93,8 @@ def check_multilabel_names(labels: Sequence[str]) -> None:
         raise LabelError(f"{NONE_LABEL!r} is what multi-label classification predicts when no label applies; rename that label")
 
 
-def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
-    """``["sports=0.4", ...]`` -> ``{"sports": 0.4}``, each label checked against ``labels``."""
+def parse_label_thresholds(items: Sequence[str], labels: Sequence[str], parameter: str = "label_thresholds") -> dict[str, float]:
+    """``["sports=0.4", ...]`` -> ``{"sports": 0.4}``, each label checked against ``labels``; errors name ``parameter``."""
     parsed: dict[str, float] = {}
     for item in items:
         name, sep, value = item.rpartition("=")
@@ -103,16 +103,26 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[
         except ValueError:
             threshold = None
         if not sep or not name or threshold is None or not math.isfinite(threshold):
-            raise LabelError(f"label_thresholds: each must look like LABEL=NUMBER, got {quoted(item)}", parameters=("label_thresholds",))
+            raise LabelError(f"{parameter}: each must look like LABEL=NUMBER, got {quoted(item)}", parameters=(parameter,))
         if name not in labels:
             known = ', '.join(labels)
-            raise LabelError(f"label_thresholds: threshold given for {quoted(name)}, which is not one of the labels "
-                             f"({known if len(known) <= 300 else known[:300] + '...'})", parameters=("label_thresholds",))
+            raise LabelError(f"{parameter}: threshold given for {quoted(name)}, which is not one of the labels "
+                             f"({known if len(known) <= 300 else known[:300] + '...'})", parameters=(parameter,))
         if name in parsed and parsed[name] != threshold:  # the last would win, silently
-            raise LabelError(f"label_thresholds: two thresholds for {quoted(name)} ({parsed[name]:g} and {threshold:g}); give one",
-                             parameters=("label_thresholds",))
+            raise LabelError(f"{parameter}: two thresholds for {quoted(name)} ({parsed[name]:g} and {threshold:g}); give one",
+                             parameters=(parameter,))
         parsed[name] = threshold
     return parsed
+
+
+def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str], parameter: str = "per_label") -> dict[str, float]:
+    """A mapping of per-label thresholds checked as :func:`parse_label_thresholds` checks ``LABEL=NUMBER`` items
+    (each label one of ``labels``, each threshold a finite number)."""
+    from zstc.validation import Rule
+
+    for name, value in per_label.items():
+        Rule().check(f"{parameter}[{name!r}]", value)  # "per_label['a'] must be a finite number, got nan"
+    return parse_label_thresholds([f"{name}={value!r}" for name, value in per_label.items()], labels, parameter)
 
 
 def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None,
