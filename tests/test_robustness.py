@@ -368,6 +368,17 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        # Seeds: numpy's generators refuse a negative one, and transformers' set_seed one past 32 bits (tracebacks).
+        *[(args, "--seed must be >= 0 and <= 4294967295, got -1") for args in [
+            ["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--out", str(tmp_path / "b.json"), "--seed", "-1"],
+            ["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--out", str(tmp_path), "--seed", "-1"],
+            ["calibrate", "-m", MINILM, *data, "--seed", "-1"],
+            ["template-robustness", "-m", MINILM, *data, "--seed", "-1"],
+            ["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--seed", "-1"],
+            ["nli-probe", "-m", MINILM, "--data", str(tmp_path), "--seed", "-1"],
+            ["report", str(tmp_path / "r.json"), "--out", str(tmp_path / "report"), "--seed", "-1"],
+            [*train, "--seed", "-1"]]],
+        ([*train, "--seed", str(2**70)], f"--seed must be >= 0 and <= 4294967295, got {2**70}"),
         # --task takes one dataset: a family is named as one, never "unknown task 'sentiment' (did you mean 'sentiment'?)".
         *[([command, "-m", MINILM, "--data", str(btzsc_dir), "--task", "sentiment", *extra],
            "--task takes one dataset; 'sentiment' is a family (its datasets: amazonpolarity, imdb,")

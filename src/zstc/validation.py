@@ -211,7 +211,8 @@ class Rule:
             return f"must be a whole number, got {value}"
         too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        return f"must be {self.range_text()}, got {value:g}" if too_low or too_high else None
+        shown = value if isinstance(value, int) else f"{value:g}"  # a whole number as typed, not as 1e+23
+        return f"must be {self.range_text()}, got {shown}" if too_low or too_high else None
 
     def check(self, name: str, value: Any) -> Any:
         """``value`` if it keeps the rule, else :class:`OptionError` naming ``name``."""
@@ -224,9 +225,9 @@ class Rule:
         """``"> 0"``, ``">= 0 and <= 1"``: the bounds as a message states them."""
         bounds = []
         if self.low is not None:
-            bounds.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+            bounds.append(f"{'>' if self.low_open else '>='} {_number(self.low)}")
         if self.high is not None:
-            bounds.append(f"{'<' if self.high_open else '<='} {self.high:g}")
+            bounds.append(f"{'<' if self.high_open else '<='} {_number(self.high)}")
         return " and ".join(bounds) or "a number"
 
 
@@ -262,6 +263,7 @@ OPTION_RULES: dict[str, Rule] = {
     "dev_size": COUNT,
     "negatives": Rule(0, integer=True),
     "bootstrap": Rule(100, integer=True),
+    "seed": Rule(0, 2**32 - 1, integer=True),  # numpy takes no negative seed, and its legacy one (transformers' set_seed) none past 32 bits
     # training (train-nli and unseen's fine-tuning)
     "backbone_lr": POSITIVE,
     "head_lr": POSITIVE,

@@ -48,7 +48,7 @@ def bench(
     from zstc.validation import check_choice, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
-    check_options({"threshold": threshold, "max_samples": max_samples})
+    check_options({"threshold": threshold, "max_samples": max_samples, "seed": seed})
     if threshold is not None and not multi_label:  # as classify: said, not ignored
         from zstc.errors import LabelError
 

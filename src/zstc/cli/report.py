@@ -26,7 +26,9 @@ def report(
     """The paper's Table 2, per-dataset tables, figures (speed vs accuracy, scaling, heatmap, confusion matrices),
     bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
     from zstc.reports.build import build_report
+    from zstc.validation import check_options
 
+    check_options({"seed": seed})
     written = build_report(list[str | Path](results), out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
     for note in written.notes:
         console.print(f"[dim]note: {note}[/]")

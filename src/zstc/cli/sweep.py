@@ -46,7 +46,7 @@ def sweep(
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
     check_choice("engine", engine, ENGINES)
-    check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model})  # before planning (run_sweep checks again)
+    check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "seed": seed})  # before planning
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(
