@@ -138,3 +138,18 @@ def test_a_blank_label_description_is_refused(capsys, monkeypatch, tmp_path, tex
     assert err == "error: the description of 'sports' is empty: describe the label, or give no description to use its name\n"
     with pytest.raises(LabelError, match="the description of 'economy' is NoneType, expected a string"):
         Classifier().scores(["a text"], ["sports", "economy"], ["This text is about sports.", None])  # type: ignore[list-item]
+
+
+def test_label_descriptions_with_a_name_based_hypothesis_variant_are_refused(capsys, monkeypatch, tmp_path, texts_file):
+    """--hypotheses name/definition/both/ensemble describe the labels from their names: the descriptions of a
+    --labels-file were dropped, silently."""
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("sports\tThis text is about football and tennis.\neconomy\tThis text is about prices and jobs.\n")
+    code, _, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels), "--hypotheses", "name"], capsys, monkeypatch)
+    assert code == 2 and err == ("error: --hypotheses name describes each label from its name, so the labels' own descriptions "
+                                 "would go unused: give --hypotheses dataset to use them, or the labels alone\n")
+    names = tmp_path / "names.txt"  # a labels file of names alone has nothing to lose
+    names.write_text("sports\neconomy\n")
+    code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(names), "--hypotheses", "name"], capsys, monkeypatch)
+    assert code in (0, None), err
+    assert [json.loads(line)["label"] for line in out.splitlines()] == ["sports", "economy"]

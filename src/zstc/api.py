@@ -131,6 +131,10 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     hypotheses = check_option("hypotheses", hypotheses, HYPOTHESES)
     if hypotheses == "dataset":
         return describe_labels(list(descriptions) if descriptions is not None else labels, template)
+    if descriptions is not None and list(descriptions) != list(labels):  # said, not dropped
+        raise LabelError(f"hypotheses {hypotheses} describes each label from its name, so the labels' own "
+                         "descriptions would go unused: give hypotheses dataset to use them, or the labels alone",
+                         parameters=("hypotheses",))
     return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
 
 
