@@ -53,6 +53,10 @@ def bench(
         from zstc.errors import LabelError
 
         raise LabelError("--threshold applies to --multi-label decisions")
+    if fresh and overwrite == "never":  # --fresh won, silently: everything was recomputed
+        from zstc.errors import OptionError
+
+        raise OptionError("--fresh (the same as --overwrite always) contradicts --overwrite never; give one of them")
     config = BenchConfig(
         model=model,
         family=family,
