@@ -355,3 +355,13 @@ def test_keep_cuts_a_resumed_output_back_to_its_first_chunks(tmp_path, fmt, kept
         reference.write_chunk(rows)
     reference.finish()
     assert (tmp_path / f"cut.{fmt}").read_bytes() == (tmp_path / f"reference.{fmt}").read_bytes()
+
+
+def test_an_empty_stdin_leaves_no_partial_output(tmp_path, zstc_cli, monkeypatch):
+    import io
+
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    status, _, err = zstc_cli("classify", "-", "--labels", ",".join(LABELS), "--out", str(out))
+    assert status == 2 and err == "error: <stdin>: no texts\n"
+    assert list(tmp_path.iterdir()) == []  # no out.jsonl.partial.json left behind

@@ -140,6 +140,9 @@ class StdoutWriter:
                 raise
             raise write_failed(self.name, error) from None
 
+    def discard(self) -> None:
+        """Nothing was written (no texts): nothing to clean up."""
+
     def finish(self) -> None:
         if self.stream is not sys.stdout:  # a stream the writer opened (--out /dev/stdout, a FIFO)
             try:
@@ -285,6 +288,11 @@ class ResumableWriter:
         with temporary.open("rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temporary, target)
+
+    def discard(self) -> None:
+        """Remove the partial output and its marker: an input with no rows at all (an empty stdin) leaves nothing."""
+        self._remove_partial()
+        self.marker.unlink(missing_ok=True)
 
     def finish(self) -> None:
         """Move the complete output into place and remove the partial state."""

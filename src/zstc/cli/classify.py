@@ -322,7 +322,8 @@ def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chu
             notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))
-    if done == 0:
+    if done == 0:  # a stream with no rows (a file without any is refused before the writer is made)
+        writer.discard()
         raise DataError(f"{source.source if source.source != '-' else '<stdin>'}: no texts")
     writer.finish()
     return done, notes
