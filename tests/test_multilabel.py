@@ -67,8 +67,11 @@ def test_defaults_per_score_type() -> None:
     assert default_threshold("prob") == 0.5 and default_threshold("logodds") == 0.0
     assert score_type_of(WordOverlapScorer()) == "cosine"
     assert default_threshold("cosine") == DEFAULT_THRESHOLDS["cosine"]
-    with pytest.raises(UnknownNameError, match="--threshold"):
-        default_threshold(None)
+    # Named as the parameter (the CLI prints it as --threshold), and an LLM's scores as what they are, not "type None".
+    with pytest.raises(UnknownNameError, match=r"^llm models' scores \(a distribution over the labels\) have no default "
+                                               r"multi-label cut; give threshold ") as missing:
+        default_threshold(None, "llm")
+    assert missing.value.parameters == ("threshold",)
 
 
 def test_parse_label_thresholds() -> None:

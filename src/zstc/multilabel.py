@@ -72,9 +72,11 @@ def default_threshold(score_type: str | None, family: str | None = None) -> floa
     if family in FAMILY_THRESHOLDS and score_type in (None, FAMILY_SCORE_TYPE.get(family)):
         return FAMILY_THRESHOLDS[family]
     if score_type not in DEFAULT_THRESHOLDS:
+        # No score type: an LLM's scores, a distribution over the labels (see DEFAULT_THRESHOLDS).
+        what = f"scores of type {score_type!r}" if score_type is not None else f"{family or 'these'} models' scores (a distribution over the labels)"
         raise UnknownNameError(
-            f"no default multi-label threshold for scores of type {score_type!r}; give one with --threshold "
-            f"(or fit one on a labelled dev set); defaults exist for {', '.join(DEFAULT_THRESHOLDS)}"
+            f"{what} have no default multi-label cut; give threshold (or fit one on labelled texts); "
+            f"defaults exist for score types {', '.join(DEFAULT_THRESHOLDS)}", parameters=("threshold",)
         )
     return DEFAULT_THRESHOLDS[score_type]
 
