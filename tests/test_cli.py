@@ -42,6 +42,8 @@ def texts_file(tmp_path):
         (["classify", "{texts}", "--labels", "a,b", "--family", "nonsense"], "unknown family 'nonsense'"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "foo/not-a-model", "--family", "embedding"], "cannot load model 'foo/not-a-model'"),
         (["classify", "{texts}", "--labels", "a,b", "--template", "no slot"], "exactly one '{}'"),
+        # Not "unknown --pooling 'mean': --pooling must be ...": the CLI writes the parameter's name as its flag everywhere.
+        (["classify", "{texts}", "--labels", "a,b", "--pooling", "mean"], "--pooling must be one of native, cls, got 'mean'"),
         (["classify", "{empty}", "--labels", "a,b"], "empty text"),
         (["classify", "{malformed}", "--labels", "a,b"], "malformed JSON"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnewz"], "unknown task 'agnewz'"),
