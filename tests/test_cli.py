@@ -100,6 +100,9 @@ def test_the_demo_runs_where_there_is_no_runs_folder(zstc_cli, monkeypatch, tmp_
     assert "Manchester United" in out and json.loads((tmp_path / "runs" / "demo.json").read_text())["results"]["by_dataset"]
     status, out, err = zstc_cli("demo", "--out", str(tmp_path / "missing" / "d.json"))
     assert status == 2 and "folder" in err and "does not exist" in err and "Manchester United" not in out
+    # So is a --data without the demo's datasets (it failed only after the example classification).
+    status, out, err = zstc_cli("demo", "--data", str(tmp_path), "--out", str(tmp_path / "d.json"))
+    assert status == 2 and f"{tmp_path}: no file for task 'financialphrasebank'" in err and "Manchester United" not in out
 
 
 def test_multi_label_takes_one_label_from_a_labels_file_as_from_labels(capsys, monkeypatch, tmp_path, texts_file):
