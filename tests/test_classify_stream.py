@@ -365,3 +365,24 @@ def test_an_empty_stdin_leaves_no_partial_output(tmp_path, zstc_cli, monkeypatch
     status, _, err = zstc_cli("classify", "-", "--labels", ",".join(LABELS), "--out", str(out))
     assert status == 2 and err == "error: <stdin>: no texts\n"
     assert list(tmp_path.iterdir()) == []  # no out.jsonl.partial.json left behind
+
+
+def test_parquet_columns_json_has_no_type_for(tmp_path, zstc_cli):
+    """A Parquet input's timestamps and decimals are written to JSON Lines as their exact text; binary data is a
+    one-line error naming the column. All three ended in json's TypeError traceback."""
+    import datetime
+    import decimal
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": SENTENCES[:2], "at": [datetime.datetime(2020, 1, 2, 3, 4, 5), None],
+                             "price": [decimal.Decimal("1.50"), None], "blob": [b"\x00\x01", b"\xff"]}), source)
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--keep-columns", "at,price")
+    assert status == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(row["at"], row["price"]) for row in rows] == [("2020-01-02T03:04:05", "1.50"), (None, None)]
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS))
+    assert status == 2 and out == ""
+    assert err == ("error: column 'blob' holds bytes values, which JSON Lines cannot hold: leave it out with --keep-columns, "
+                   "or write .parquet\n")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime
+import decimal
 import io
 import json
 import os
@@ -99,8 +101,29 @@ def _flat(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
 
 
-def encode_jsonl(rows: Iterable[Row]) -> bytes:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+def _json_value(value: Any) -> Any:
+    """A kept column's value that JSON has no type for (a Parquet input's dates, times and decimals): its exact
+    text, ISO 8601 for dates and times. Anything else (bytes) is a TypeError."""
+    if isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    raise TypeError(type(value).__name__)
+
+
+def encode_jsonl(rows: Sequence[Row]) -> bytes:
+    """JSON Lines; a column JSON cannot hold (binary data) is a :class:`DataError` naming it."""
+    try:
+        return "".join(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n" for row in rows).encode("utf-8")
+    except TypeError:
+        for row in rows:
+            for name, value in row.items():
+                try:
+                    json.dumps(value, default=_json_value)
+                except TypeError as error:
+                    raise DataError(f"column {name!r} holds {error} values, which JSON Lines cannot hold: leave it out "
+                                    "with --keep-columns, or write .parquet") from None
+        raise
 
 
 def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
