@@ -158,3 +158,14 @@ def test_label_descriptions_with_a_name_based_hypothesis_variant_are_refused(cap
     code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(names), "--hypotheses", "name"], capsys, monkeypatch)
     assert code in (0, None), err
     assert [json.loads(line)["label"] for line in out.splitlines()] == ["sports", "economy"]
+
+
+def test_a_quoted_label_may_hold_a_comma(capsys, monkeypatch, texts_file):
+    """--labels is read as one CSV row: '"sports, games",economy' is two labels, not '"sports' and 'games"' and
+    'economy' (a plain split, silently); an unterminated quote is an error naming --labels."""
+    code, out, err = run_cli(["classify", str(texts_file), "--labels", '"sports, games", economy', "--template", "This text is about {}."],
+                             capsys, monkeypatch)
+    assert code in (0, None), err
+    assert [set(json.loads(line)["scores"]) for line in out.splitlines()] == [{"sports, games", "economy"}] * 2
+    code, _, err = run_cli(["classify", str(texts_file), "--labels", '"sports, economy'], capsys, monkeypatch)
+    assert code == 2 and err.startswith("error: --labels '\"sports, economy': unexpected end of data")

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 @with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
-    labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
+    labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels; double-quote one that holds a comma: '\"Food, drink\",Travel'.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
     template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are.")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
@@ -74,7 +74,7 @@ def classify(
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
-        names = check_labels(labels.split(",") if labels.strip() else [], allow_single=multi_label)
+        names = check_labels(_split_labels(labels) if labels.strip() else [], allow_single=multi_label)
         given = names
     else:
         mapping = read_label_descriptions(labels_file, allow_single=multi_label)  # type: ignore[arg-type]  # set: exactly one of the two is given
@@ -192,6 +192,19 @@ def _calibration_for(path: Path, *, multi_label: bool, scores: str | None, margi
         raise OptionError("--calibration changes single-label probabilities only, and --scores raw writes the model's "
                           "own scores: drop one of them")
     return calibration
+
+
+def _split_labels(value: str) -> list[str]:
+    """``--labels``: comma-separated, a label holding a comma in double quotes (``'"Food, drink",Travel'``), as
+    in a CSV row; a plain split made ``"Food`` and ``drink"`` two labels."""
+    import csv
+
+    from zstc.errors import LabelError
+
+    try:
+        return next(csv.reader([value], skipinitialspace=True, strict=True))
+    except csv.Error as error:
+        raise LabelError(f"--labels {value!r}: {error} (quote a label that holds a comma: '\"a, b\",c')") from None
 
 
 def _kept_columns(value: str) -> list[str] | None:
