@@ -78,12 +78,15 @@ def schema(
     import json
 
     from zstc.benchmark.leaderboard import json_schema
+    from zstc.io import atomic_write, check_output_path
 
     text = json.dumps(json_schema(name), indent=2) + "\n"
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        check_output_path(out)  # a missing folder was a FileNotFoundError traceback
+        with atomic_write(out) as handle:  # as every file zstc writes: the old one or the whole new one
+            handle.write(text)
         console.print(f"wrote {out}")
 
 
