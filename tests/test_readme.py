@@ -172,6 +172,34 @@ def test_readme_layout_table_matches_the_tree() -> None:
             assert named == _tree(PACKAGE / entry), f"the {entry} row names every file of {entry} and no other"
 
 
+def _cli_commands() -> dict[str, str]:
+    """Every ``zstc`` command (a group such as ``cache`` counts as one) -> the stem of the cli/ module defining it."""
+    from zstc.cli import app
+
+    commands = {(info.name or info.callback.__name__.replace("_", "-")): info.callback.__module__.rsplit(".", 1)[-1]
+                for info in app.registered_commands if info.callback is not None}
+    for group in app.registered_groups:
+        modules = {info.callback.__module__.rsplit(".", 1)[-1] for info in group.typer_instance.registered_commands
+                   if info.callback is not None}
+        assert group.name is not None and len(modules) == 1, (group.name, modules)
+        commands[group.name] = modules.pop()
+    return commands
+
+
+def test_readme_layout_names_the_module_of_every_command() -> None:
+    """The cli/ row names each command's module: `bench.py` for bench, or `report.py (report, export, validate,
+    schema)` for a module that holds several (the row once left `schema` out)."""
+    row = _layout_rows()["cli/"]
+    held = {module: {name.strip() for name in names.split(",")}
+            for module, names in re.findall(r"`(\w+)\.py` \(([^)]*)\)", row)}
+    commands = _cli_commands()
+    assert len(commands) >= 17, commands
+    for command, module in commands.items():
+        assert f"`{module}.py`" in row, f"the cli/ row names {module}.py, where `zstc {command}` lives"
+        assert command == module or command in held.get(module, set()), \
+            f"the cli/ row says which commands {module}.py holds, `zstc {command}` among them"
+
+
 def test_no_two_modules_share_a_name() -> None:
     names = [path.stem for path in PACKAGE.rglob("*.py") if path.name not in PLUMBING and "__pycache__" not in path.parts]
     names += [path.name for path in PACKAGE.rglob("*") if path.is_dir() and path.name != "__pycache__"]
