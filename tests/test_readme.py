@@ -206,6 +206,17 @@ def test_no_two_modules_share_a_name() -> None:
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
 
 
+def test_readme_lists_every_extra_that_pyproject_declares() -> None:
+    """The Setup section's "Extras:" sentence once left out `ray`, `onnx` and `dev`."""
+    import tomllib
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    text = README.read_text(encoding="utf-8")
+    sentence = text[text.index("\nExtras: "):].split("\n\n", 1)[0]
+    listed = set(re.findall(r"(?:^|, )`([\w-]+)`", sentence.replace("\n", " ").removeprefix(" Extras: ")))
+    assert listed == extras, (listed, extras)
+
+
 def test_readme_states_the_python_that_pyproject_requires() -> None:
     """The README said Python 3.10+ while pyproject asked for 3.11 (the service uses asyncio.timeout)."""
     import tomllib
