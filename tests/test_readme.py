@@ -206,6 +206,24 @@ def test_no_two_modules_share_a_name() -> None:
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
 
 
+def test_service_error_types_are_the_documented_ones() -> None:
+    """Every `error_type` the README's service section names, and every one the service answers with, is one
+    the OpenAPI schema (/docs) allows: the schema once left out the 408's `timeout`."""
+    import typing
+
+    pytest.importorskip("fastapi")
+    from zstc.server.app import REASONS
+    from zstc.server.schemas import ErrorResponse
+
+    allowed = set(typing.get_args(ErrorResponse.model_fields["error_type"].annotation))
+    text = README.read_text(encoding="utf-8")
+    paragraph = text[text.index("**Errors** have"):].split("\n\n", 1)[0]
+    documented = set(re.findall(r"\b\d{3} `(\w+)`", paragraph))
+    assert {"unauthorized", "timeout", "too_large", "validation", "overloaded", "unhealthy"} <= documented, documented
+    sent = {reason for code, reason in REASONS.items() if code != 499}  # 499: the client left, nothing is sent
+    assert documented | sent | {"backend"} <= allowed, (documented | sent) - allowed
+
+
 def test_readme_lists_every_extra_that_pyproject_declares() -> None:
     """The Setup section's "Extras:" sentence once left out `ray`, `onnx` and `dev`."""
     import tomllib

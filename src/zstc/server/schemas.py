@@ -42,7 +42,7 @@ class ErrorResponse(BaseModel):
     """Every error, in text-embeddings-inference's shape: ``{"error": ..., "error_type": ...}``."""
 
     error: str
-    error_type: Literal["validation", "too_large", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
+    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
 
 
 # -- zstc's own shape ---------------------------------------------------------------------------------------
