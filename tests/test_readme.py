@@ -9,6 +9,7 @@ consciously skipped, never silently untested.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -222,6 +223,21 @@ def test_service_error_types_are_the_documented_ones() -> None:
     assert {"unauthorized", "timeout", "too_large", "validation", "overloaded", "unhealthy"} <= documented, documented
     sent = {reason for code, reason in REASONS.items() if code != 499}  # 499: the client left, nothing is sent
     assert documented | sent | {"backend"} <= allowed, (documented | sent) - allowed
+
+
+def test_service_info_publishes_limits_as_the_options_give_them() -> None:
+    """The README's `--max-texts 128` is published in /info as 128, not 128.0 (the response model once made every
+    limit a float)."""
+    from dataclasses import asdict
+
+    pytest.importorskip("fastapi")
+    from zstc.server.app import Limits
+    from zstc.server.schemas import InfoResponse
+
+    info = InfoResponse(model="m", family="embedding", score_type="cosine", temperature=1.0, scorer={},
+                        limits=asdict(Limits()), batching={}, version="0")
+    limits = json.loads(info.model_dump_json())["limits"]
+    assert limits == asdict(Limits()) and all(type(limits[k]) is type(v) for k, v in asdict(Limits()).items()), limits
 
 
 def test_readme_lists_every_extra_that_pyproject_declares() -> None:
