@@ -180,9 +180,10 @@ def _cli_commands() -> dict[str, str]:
     commands = {(info.name or info.callback.__name__.replace("_", "-")): info.callback.__module__.rsplit(".", 1)[-1]
                 for info in app.registered_commands if info.callback is not None}
     for group in app.registered_groups:
+        assert group.name is not None and group.typer_instance is not None, group
         modules = {info.callback.__module__.rsplit(".", 1)[-1] for info in group.typer_instance.registered_commands
                    if info.callback is not None}
-        assert group.name is not None and len(modules) == 1, (group.name, modules)
+        assert len(modules) == 1, (group.name, modules)
         commands[group.name] = modules.pop()
     return commands
 
