@@ -131,6 +131,17 @@ def test_readme_review_examples_label_every_clear_review(workdir: Path) -> None:
             assert [row["label"] for row in rows] == [row["expected"] for row in rows]
 
 
+def test_readme_polarity_default_and_what_turns_it_off() -> None:
+    """As the README says: `--template "This is {}."` is the default itself (the opinions stay); `{}` turns them off."""
+    from zstc import classify
+
+    text, labels = ["I loved it"], ["positive", "negative"]
+    default = classify(text, labels)[0]
+    assert classify(text, labels, template="This is {}.")[0].raw_scores == default.raw_scores
+    assert classify(text, labels, template="{}")[0].raw_scores != default.raw_scores
+    assert default.scores["positive"] == pytest.approx(0.888, abs=1e-3)  # the README's number
+
+
 def test_readme_python_quickstart_runs() -> None:
     block = next(b for b in readme_blocks("python") if "from zstc import classify" in b)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
