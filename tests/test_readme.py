@@ -252,6 +252,45 @@ def test_service_info_publishes_limits_as_the_options_give_them() -> None:
     assert limits == asdict(Limits()) and all(type(limits[k]) is type(v) for k, v in asdict(Limits()).items()), limits
 
 
+NOT_ZSTC_OPTIONS = {
+    "--no-deps": "pip's",
+    "--max-concurrent-requests": "TEI's, compared with",
+    "--max-batch-tokens": "TEI's, compared with (also a benchmarks/ script's)",
+    "--backend": "the option zstc says it does not have (`--backend onnx`)",
+    "--option": "the placeholder in `error: --option must be ...`",
+}
+"""Options the README names that no zstc command or script of this repository takes, and whose they are."""
+
+
+def test_readme_options_exist() -> None:
+    """Every `--option` the README names is taken by a zstc command or by a script of benchmarks/ or scripts/
+    (or is one of NOT_ZSTC_OPTIONS): a renamed option leaves no stale spelling behind."""
+    import click
+    from typer.main import get_command
+
+    from zstc.cli import app
+
+    def options(command: click.Command) -> set[str]:
+        names = {name for param in command.params for name in [*param.opts, *getattr(param, "secondary_opts", [])]}
+        for sub in getattr(command, "commands", {}).values():
+            names |= options(sub)
+        return names
+
+    taken = options(get_command(app)) | {"--help"}  # click adds --help to every command outside its params
+    for script in [*(REPO / "benchmarks").glob("*.py"), *(REPO / "scripts").glob("*.py")]:
+        taken |= set(re.findall(r"[\"'](--[a-z][a-z0-9-]*)[\"'=]", script.read_text(encoding="utf-8")))
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", README.read_text(encoding="utf-8")))
+    assert "--max-queued-pairs" in taken and "--no-yesno" in taken  # a command's option and a script's
+    assert sorted(named - taken - set(NOT_ZSTC_OPTIONS)) == []
+
+
+def test_readme_paths_exist() -> None:
+    """Every file of this repository the README names (`tests/...`, `benchmarks/...`, `docs/...`) is there."""
+    named = set(re.findall(r"\b((?:tests|src|docs|scripts|benchmarks|examples)/[\w./-]+\.[a-z]+)\b",
+                           README.read_text(encoding="utf-8")))
+    assert len(named) > 20 and sorted(path for path in named if not (REPO / path).exists()) == []
+
+
 def test_readme_lists_every_extra_that_pyproject_declares() -> None:
     """The Setup section's "Extras:" sentence once left out `ray`, `onnx` and `dev`."""
     import tomllib
