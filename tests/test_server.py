@@ -886,6 +886,32 @@ def test_probabilities_follow_a_calibration_file(minilm: Classifier) -> None:
     assert probabilities == pytest.approx(np.exp(raw / 0.5) / np.exp(raw / 0.5).sum(), abs=1e-4)
 
 
+def test_multi_label_with_a_platt_calibration_is_classifier_predict_multi_label(minilm: Classifier) -> None:
+    """serve --calibration with a Platt file: multi-label decides on its probabilities (default cut 0.5, no margin)
+    and shows them, as Classifier.predict_multi_label does; a threshold is a probability there too."""
+    from zstc.yin.calibration import Calibration
+
+    platt = Calibration("platt", {"slope": 20.0, "intercept": -4.0}, family="embedding")
+    calibrated = Classifier(minilm.scorer, calibration=platt)
+    labels = ["sports", "football", "economy", "cooking"]
+    with TestClient(create_app(calibrated, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as test_client:
+        wait_ready(test_client)
+        for options in ({}, {"threshold": 0.5}, {"label_thresholds": {"sports": 0.1}}):
+            response = test_client.post("/classify", json={"texts": TEXTS[:2], "labels": labels, "multi_label": True, **options})
+            assert response.status_code == 200, response.text
+            expected = calibrated.predict_multi_label(TEXTS[:2], labels, threshold=options.get("threshold"),
+                                                      per_label=options.get("label_thresholds"))
+            for result, prediction in zip(response.json()["results"], expected):
+                assert result["labels"] == prediction.labels, options
+                probabilities = {entry["label"]: entry["probability"] for entry in result["scores"]}
+                assert probabilities == pytest.approx(prediction.scores, abs=1e-5)  # predict_multi_label shows Platt's probabilities
+        assert expected[0].labels == ["football", "sports"]  # the per-label cut let a second label in: the check can fail
+        hf = test_client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": labels, "multi_label": True,
+                                                                            "hypothesis_template": "This is {}."}}).json()
+    assert {entry["label"]: entry["score"] for entry in hf} == pytest.approx(
+        calibrated.predict_multi_label(TEXTS[:1], labels)[0].scores, abs=1e-5)
+
+
 def test_settings_are_checked_in_parameter_names() -> None:
     """The service's settings go through zstc.validation like every other option: the message names the
     parameter (the CLI turns it into --drain-timeout, see test_robustness.test_option_ranges)."""

@@ -23,7 +23,9 @@ classification, exactly what :meth:`zstc.api.Classifier.probabilities` gives (``
 softmax over the text's labels at the family's measured temperature (``zstc.yin.calibration.DEFAULT_TEMPERATURES``)
 or a calibration file's (``serve --calibration``). For multi-label and rerank, each label's own probability is
 ``sigmoid((score - t0) / T)`` with t0 the default multi-label threshold (``zstc.multilabel.default_threshold``: the family's measured one),
-so 0.5 sits at the default cut; probabilities pass through unchanged.
+so 0.5 sits at the default cut; probabilities pass through unchanged. With a Platt calibration file (``serve
+--calibration``), multi-label probabilities are its own and thresholds apply to them (default 0.5), as in
+:meth:`zstc.api.Classifier.predict_multi_label`.
 """
 
 # No `from __future__ import annotations` here: FastAPI reads the route signatures' annotations at runtime.
@@ -296,6 +298,13 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     engine = BatchingEngine(scorer, settings.engine, telemetry)
     score_type = score_type_of(scorer)
     model_id, family = scorer.spec.model_id, scorer.family
+    calibration = probability_model.calibration
+    platt = calibration if calibration is not None and calibration.method == "platt" else None
+
+    def multi_label_probabilities(row: np.ndarray) -> np.ndarray:
+        """Each label's own probability for multi-label: a Platt calibration file's (``serve --calibration``), on
+        which Classifier.predict_multi_label also decides; else :func:`own_probabilities`."""
+        return platt.multi_label(row) if platt is not None else own_probabilities(row, score_type, family)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -488,7 +497,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if (body.threshold is not None or body.label_thresholds) and not body.multi_label:
             raise LabelError("threshold and label_thresholds apply to multi_label classification")
         if body.multi_label:
-            threshold = default_threshold(score_type, family) if body.threshold is None else body.threshold
+            # The library's default: the family's raw-score cut, or 0.5 on a Platt calibration's probabilities.
+            threshold = probability_model.default_threshold() if body.threshold is None else body.threshold
             if body.threshold is None and not body.label_thresholds:  # the default rule, as Classifier.predict_multi_label's
                 margin = probability_model.default_margin()
             items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
@@ -496,13 +506,17 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)
         if threshold is not None and margin is None:  # a plain cut per label: bf16 rechecks the pairs near it
-            cuts = [tuple(label_thresholds(len(names), threshold, names, overrides)) if len(described) == len(names) else None
+            cuts = [tuple(raw_cuts(label_thresholds(len(names), threshold, names, overrides))) if len(described) == len(names) else None
                     for names, described, overrides in zip(names_per_set, descriptions_per_set, per_label)]
         rows, job = await score(request, texts, descriptions_per_set, cuts)
         results = [text_result(text, label_scores(row, len(names)), names, body.multi_label, threshold, overrides, body.precision, margin)
                    for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
         content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results}
         return JSONResponse(content, headers=timing_headers(job, started))
+
+    def raw_cuts(thresholds: np.ndarray) -> np.ndarray:
+        """Thresholds on what multi-label decides on -> the raw scores where they cut (through Platt's inverse)."""
+        return platt.score_at(thresholds) if platt is not None else thresholds
 
     def text_result(text: str, row: np.ndarray, names: list[str], multi_label: bool, threshold: float | None,
                     per_label: dict[str, float] | None, decimals: int | None, margin: float | None = None) -> dict[str, Any]:
@@ -512,8 +526,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         order = np.argsort(-row, kind="stable")  # highest first; ties keep the label order
         if multi_label:
             assert threshold is not None
-            passed = decide(row[None, :], names, threshold, per_label, margin)[0]
-            probabilities = own_probabilities(row, score_type, family)
+            probabilities = multi_label_probabilities(row)
+            # As Classifier.predict_multi_label: with a Platt calibration the thresholds apply to its probabilities.
+            passed = decide((probabilities if platt is not None else row)[None, :], names, threshold, per_label, margin)[0]
             scored = probability_model.scored(row)
             if scored is not None:  # behind --shortlist: labels outside the text's shortlist were never scored
                 passed, probabilities = passed & scored[0], np.where(scored[0], probabilities, 0.0)
@@ -546,7 +561,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         answers = []
         for row in (label_scores(row, len(names)) for row in rows):
             if multi_label:
-                probabilities = own_probabilities(row, score_type, family)  # each label on its own, as the pipeline's multi_label
+                probabilities = multi_label_probabilities(row)  # each label on its own, as the pipeline's multi_label
                 scored = probability_model.scored(row)
                 if scored is not None:
                     probabilities = np.where(scored[0], probabilities, 0.0)
