@@ -9,6 +9,7 @@ on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import os
@@ -386,6 +387,13 @@ def test_a_body_not_sent_as_json_is_415_and_bad_json_says_why(client: TestClient
         response = client.post("/classify", content=sent, headers=as_json)
         assert response.status_code == 422 and message in response.json()["error"], response.text
     assert client.post("/classify", content=body, headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
+    # A compressed body is refused by its Content-Encoding (nothing decodes it), not read as plain JSON or called "not JSON".
+    for sent, encoding in ((gzip.compress(body), "gzip"), (body, "gzip"), (body, "br")):
+        response = client.post("/classify", content=sent, headers={**as_json, "content-encoding": encoding})
+        assert response.status_code == 415 and response.json() == {
+            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed", "error_type": "validation"}
+        assert response.headers["accept-encoding"] == "identity"
+    assert client.post("/classify", content=body, headers={**as_json, "content-encoding": "identity"}).status_code == 200
 
 
 def test_hugging_face_scores_a_single_candidate_label_on_its_own(client: TestClient) -> None:

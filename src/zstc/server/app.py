@@ -145,7 +145,7 @@ ERROR_MEANINGS = {
     401: "unauthorized: no or a wrong API key (`Authorization: Bearer KEY`)",
     408: "timeout: the body did not arrive within max_body_seconds (GET /info) of the headers",
     413: "too_large: the body, or texts, labels, characters or pairs per request, past the limits in GET /info",
-    415: "validation: the body was not sent as JSON (`Content-Type: application/json`)",
+    415: "validation: the body was not sent as JSON (`Content-Type: application/json`), or was compressed (`Content-Encoding`)",
     422: "validation: the body is not valid JSON or not a valid request; the message names the field",
     429: "overloaded: the queue is full; retry after `Retry-After` seconds",
     500: "backend: the model failed (see the server's log)",
@@ -166,7 +166,7 @@ class Gate:
     In order: counts the request; 401 without the API key (``/health``, ``/metrics``, the docs and the
     playground page stay open); 503 while the model is loading or the server drains; 413 when the body is
     larger than the limit, decided from Content-Length before the body is read (a body without one is read up
-    to the limit and no further); 408 when the body takes longer than ``max_body_seconds`` to arrive. It also
+    to the limit and no further); 415 for a compressed body (Content-Encoding), which nothing here decodes; 408 when the body takes longer than ``max_body_seconds`` to arrive. It also
     turns any exception that escaped the app into a 500 without closing the connection, so the next request on
     a keep-alive connection still works.
     """
@@ -236,6 +236,10 @@ class Gate:
             if int(length) > self.settings.limits.max_body_bytes:
                 return 413, "too_large", (f"the request body has {int(length)} bytes; the limit is "
                                           f"{self.settings.limits.max_body_bytes} (GET /info)"), {"connection": "close"}
+        encoding = headers.get("content-encoding", "").strip().lower()
+        if is_work and encoding not in ("", "identity"):  # nothing here decodes a body: gzip bytes read as JSON say "not JSON"
+            return 415, "validation", (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"), {
+                "accept-encoding": "identity"}
         return None
 
     async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
