@@ -531,6 +531,11 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     components = schema["components"]["schemas"]
     assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
     assert "softmax" in schema["info"]["description"]
+    # Every error_type an error answer has (408's "timeout" too) is one the schema lists.
+    from zstc.server.app import ERROR_MEANINGS
+
+    sent = {meaning.partition(":")[0] for meaning in ERROR_MEANINGS.values()}
+    assert sent <= set(components["ErrorResponse"]["properties"]["error_type"]["enum"]), sent
     # The answers as they are: POST / gives a list, or a list per text; each route lists only the errors it can give.
     hf = schema["paths"]["/"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]
     assert {json.dumps(alternative, sort_keys=True) for alternative in hf} == {

@@ -190,6 +190,6 @@ class InfoResponse(BaseModel):
     score_type: str | None
     temperature: float
     scorer: dict[str, Any]
-    limits: dict[str, float]
+    limits: dict[str, int | float]  # as Limits holds them: 128 texts, not 128.0
     batching: dict[str, Any]
     version: str
