@@ -214,6 +214,17 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     one = client.post("/classify", json={"texts": TEXTS[:1], "labels": ["sports"], "multi_label": True,
                                          "label_thresholds": {"sports": -1.0}})
     assert one.status_code == 200 and one.json()["results"][0]["labels"] == ["sports"]
+    # One label set per text: a label's threshold applies to the texts whose set has it; a label in no set is an error.
+    per_text = {"texts": TEXTS[:2], "labels": [["sports", "cooking"], ["economy", "cooking"]], "multi_label": True}
+    response = client.post("/classify", json={**per_text, "label_thresholds": {"sports": 0.99, "economy": -1.0}})
+    assert response.status_code == 200, response.text
+    for result, names, overrides in zip(response.json()["results"], per_text["labels"], ({"sports": 0.99}, {"economy": -1.0})):
+        (expected,) = minilm.predict_multi_label([result["text"]], names, per_label=overrides)
+        assert result["labels"] == expected.labels
+    first, second = (result["labels"] for result in response.json()["results"])
+    assert "sports" not in first and "economy" in second  # each text got its own set's override
+    unknown = client.post("/classify", json={**per_text, "label_thresholds": {"football": 0.3}})
+    assert unknown.status_code == 422 and "threshold given for 'football'" in unknown.json()["error"]
 
 
 def test_default_descriptions_and_multi_label_rule_are_the_librarys(client: TestClient, minilm: Classifier) -> None:

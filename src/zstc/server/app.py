@@ -506,7 +506,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             if body.threshold is None and not body.label_thresholds:  # the default rule, as Classifier.predict_multi_label's
                 margin = probability_model.default_margin()
             items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
-            per_label = [parse_label_thresholds(items, names) for names in names_per_set]
+            # With one label set per text, a threshold names a label of any set and applies where that label is.
+            given = parse_label_thresholds(items, list(dict.fromkeys(name for names in names_per_set for name in names)))
+            per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)
         if threshold is not None and margin is None:  # a plain cut per label: bf16 rechecks the pairs near it

@@ -71,7 +71,8 @@ class ClassifyRequest(BaseModel):
         "file); default: the score type's (see GET /info), 0.5 with a Platt calibration.",
     )
     label_thresholds: dict[Text, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
-        default=None, description="Multi-label: a threshold per label name, overriding `threshold`."
+        default=None, description="Multi-label: a threshold per label name, overriding `threshold` (with one label set "
+        "per text, for the texts whose set has that label)."
     )
     precision: int | None = Field(default=None, ge=0, le=12, description="Round scores and probabilities to this many decimals.")
 
