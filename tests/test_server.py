@@ -945,6 +945,10 @@ def test_settings_are_checked_in_parameter_names() -> None:
     with pytest.raises(OptionError, match="api_key is empty") as empty:  # an empty ZSTC_API_KEY must not turn authentication off
         ServeSettings(api_key=" ")
     assert empty.value.parameters == ("api_key",)
+    for unsendable in ("clé", "s3cret\n", " s3cret", "s3\tcret"):  # no client could send these as they are: every request a 401
+        with pytest.raises(OptionError, match="api_key must be printable ASCII"):
+            ServeSettings(api_key=unsendable)
+    assert ServeSettings(api_key="s3-cr.et_~+/=").api_key == "s3-cr.et_~+/="
     with pytest.raises(OptionError, match="drain_timeout must be >= 0, got -1") as refused:
         ServeSettings(drain_timeout=-1)
     assert refused.value.parameters == ("drain_timeout",)

@@ -108,6 +108,12 @@ class ServeSettings:
         check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": OptionSpec(float, low=0)}, context="zstc serve")
         if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
             raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
+        # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline
+        # read from a file), a control character or a non-ASCII one (curl sends UTF-8, requests latin-1) would
+        # turn every request away with a 401 that no client can fix.
+        if self.api_key is not None and not (self.api_key == self.api_key.strip() and self.api_key.isascii() and self.api_key.isprintable()):
+            raise OptionError("api_key must be printable ASCII without leading or trailing whitespace, as an "
+                              "'Authorization: Bearer' header carries it", "api_key")
 
 
 class ServiceError(Exception):
