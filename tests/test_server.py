@@ -383,6 +383,10 @@ def test_sizes_are_checked_before_any_message_quotes_the_input(client: TestClien
                           ({"inputs": "a", "parameters": {"candidate_labels": [long, "y"]}}, "candidate label 1 has 501")]:
         response = client.post("/classify", json=body)
         assert response.status_code == 413 and message in response.json()["error"], response.text
+    for field in ("k" * 100_000, "key\n" * 10):  # a field the client named: quoted and cut, not echoed whole
+        unknown = client.post("/classify", json={"texts": ["a"], "labels": ["y", "z"], field: 1})
+        assert unknown.status_code == 422 and unknown.json()["error"].endswith(": Extra inputs are not permitted"), unknown.text[:300]
+        assert len(unknown.text) < 300 and unknown.json()["error"].startswith(repr(field[:60]))
     single = client.post("/classify", json={"texts": ["a"], "labels": ["y" * 500]}).json()["error"]
     assert single.startswith("only one label given ('yyyy") and "(500 characters)" in single and len(single) < 200
 

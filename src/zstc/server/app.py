@@ -361,7 +361,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         specific = [e for e in errors if e.get("type") == "value_error"] or errors
         problems: list[str] = []
         for error in specific:
-            where = ".".join(str(part) for part in error.get("loc", ())
+            where = ".".join(_place(part) for part in error.get("loc", ())
                              if part not in ("body", "zstc", "hf") and "[" not in str(part))  # drop pydantic's union tags
             message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
             problem = f"{where}: {message}" if where else message
@@ -689,6 +689,13 @@ async def _client_gone(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
+
+
+def _place(part: object) -> str:
+    """One step of a validation error's place (``labels``, ``0``): a key the client chose (an unknown field, a
+    label_thresholds name) is quoted and cut like any input a message names, not echoed whole."""
+    text = str(part)
+    return text if len(text) <= 60 and text.isascii() and text.isprintable() else quoted(part)
 
 
 def _jsonable(value: Any) -> Any:
