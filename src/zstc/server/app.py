@@ -386,9 +386,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # -- queueing one request's work ----------------------------------------------------------------------------
 
-    def check_size(what: str, count: int, limit: int) -> None:
-        if count > limit:
-            raise ServiceError(413, "too_large", f"{count} {what} in one request; the limit is {limit} (GET /info)")
+    def check_size(what: str, count: int, limit: str) -> None:
+        """``count`` of ``what`` within the limit named ``limit`` (documents are held to max_labels: the message names it)."""
+        if count > getattr(limits, limit):
+            raise ServiceError(413, "too_large", f"{count} {what} in one request; the limit is {getattr(limits, limit)} ({limit} in GET /info)")
 
     def check_chars(what: str, strings: Sequence[str]) -> None:
         """Each of ``strings`` (``text``: "text 3 has ...") within ``max_chars``."""
@@ -469,7 +470,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def classify_zstc(request: Request, body: ClassifyRequest) -> JSONResponse:
         started = time.perf_counter()
         texts = [body.texts] if isinstance(body.texts, str) else list(body.texts)
-        check_size("texts", len(texts), limits.max_texts)
+        check_size("texts", len(texts), "max_texts")
         check_chars("text", texts)  # every size before any other check: no message quotes a string past the limits
         if body.template is not None:
             check_field_chars("template", body.template)
@@ -488,7 +489,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise LabelError(f"{len(label_lists)} label sets for {len(texts)} texts: give one label set per text, or one list for all")
         names_per_set, descriptions_per_set = [], []
         for names, given in zip(label_lists, given_lists):
-            check_size("labels", len(names), limits.max_labels)
+            check_size("labels", len(names), "max_labels")
             check_chars("label", names)
             if given is not None:
                 check_chars("label description", given)
@@ -556,11 +557,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         started = time.perf_counter()
         single = isinstance(body.inputs, str)
         texts: list[str] = [body.inputs] if isinstance(body.inputs, str) else list(body.inputs)
-        check_size("texts", len(texts), limits.max_texts)
+        check_size("texts", len(texts), "max_texts")
         texts = check_texts(texts)
         given = body.parameters.candidate_labels
         candidates = [label for label in given.split(",") if label.strip()] if isinstance(given, str) else list(given)
-        check_size("labels", len(candidates), limits.max_labels)
+        check_size("labels", len(candidates), "max_labels")
         check_chars("text", texts)
         check_chars("candidate label", candidates)
         check_field_chars("hypothesis_template", body.parameters.hypothesis_template)
@@ -615,7 +616,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if not body.query.strip():
             raise DataError("query is empty")
         documents = [d if isinstance(d, str) else d.text for d in body.documents]
-        check_size("documents", len(documents), limits.max_labels)
+        check_size("documents", len(documents), "max_labels")
         check_field_chars("query", body.query)
         check_chars("document", documents)
         if not documents:
