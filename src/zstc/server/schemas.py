@@ -42,7 +42,7 @@ class ErrorResponse(BaseModel):
     """Every error, in text-embeddings-inference's shape: ``{"error": ..., "error_type": ...}``."""
 
     error: str
-    error_type: Literal["validation", "too_large", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
+    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
 
 
 # -- zstc's own shape ---------------------------------------------------------------------------------------
@@ -191,6 +191,6 @@ class InfoResponse(BaseModel):
     score_type: str | None
     temperature: float
     scorer: dict[str, Any]
-    limits: dict[str, int | float]  # as Limits holds them: 128 texts, not 128.0
+    limits: dict[str, float]
     batching: dict[str, Any]
     version: str
