@@ -67,10 +67,12 @@ class ClassifyRequest(BaseModel):
     multi_label: bool = Field(default=False, description="Every label whose score reaches the threshold, or 'none'.")
     threshold: float | None = Field(
         default=None, allow_inf_nan=False,
-        description="Multi-label threshold on the raw score; default: the score type's (see GET /info).",
+        description="Multi-label threshold on the raw score (on the probability when the server has a Platt calibration "
+        "file); default: the score type's (see GET /info), 0.5 with a Platt calibration.",
     )
     label_thresholds: dict[Text, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
-        default=None, description="Multi-label: a threshold per label name, overriding `threshold`."
+        default=None, description="Multi-label: a threshold per label name, overriding `threshold` (with one label set "
+        "per text, for the texts whose set has that label)."
     )
     precision: int | None = Field(default=None, ge=0, le=12, description="Round scores and probabilities to this many decimals.")
 
@@ -80,7 +82,7 @@ class LabelScore(BaseModel):
     score: float = Field(description="The model's raw score (see score_type in GET /info).")
     probability: float = Field(
         description="Single-label: softmax over this text's labels of score / temperature. Multi-label: this label's "
-        "own probability, sigmoid((score - default threshold) / temperature)."
+        "own probability, sigmoid((score - default threshold) / temperature), or a Platt calibration file's."
     )
     passed: bool | None = Field(default=None, description="Multi-label: whether the score reached its threshold.")
 
