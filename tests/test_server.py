@@ -273,6 +273,12 @@ def test_hugging_face_default_template_is_the_pipelines(client: TestClient, mini
     answer = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS}}).json()
     raw = minilm.scores([TEXTS[0]], LABELS, [f"This example is {label}." for label in LABELS])[0]
     assert answer[0]["label"] == LABELS[int(raw.argmax())]
+    # null is "not given": the pipeline's defaults apply, not a 422
+    nulls = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, "hypothesis_template": None,
+                                                                       "multi_label": None}})
+    assert nulls.status_code == 200 and nulls.json() == answer, nulls.text
+    missing = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": None}})
+    assert missing.status_code == 422 and "candidate_labels" in missing.text
 
 
 @pytest.mark.parametrize("path", ["/rerank", "/v1/rerank"])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 
 def _valid_unicode(value: str) -> str:
@@ -111,6 +111,15 @@ class HFParameters(BaseModel):
     candidate_labels: list[Text] | Text = Field(description="Labels, as a list or one comma-separated string (as the pipeline takes them).")
     hypothesis_template: Text = Field(default="This example is {}.", description="The pipeline's default is 'This example is {}.'")
     multi_label: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_the_default(cls, data: Any) -> Any:
+        # Clients built from the task's spec send optional parameters as null ("hypothesis_template": null);
+        # null says "not given", so the pipeline's default applies rather than a 422.
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if not (value is None and key in ("hypothesis_template", "multi_label"))}
+        return data
 
 
 class HFZeroShotRequest(BaseModel):
