@@ -967,6 +967,14 @@ def test_settings_are_checked_in_parameter_names() -> None:
         ServeSettings(drain_timeout=float("nan"))
 
 
+def test_a_classifier_built_for_other_hypotheses_is_refused_not_ignored(minilm: Classifier) -> None:
+    from zstc.errors import OptionError
+
+    with pytest.raises(OptionError, match="hypotheses='name' is not served") as refused:
+        create_app(Classifier(minilm.scorer, hypotheses="name"))
+    assert refused.value.parameters == ("hypotheses",)
+
+
 def test_model_thread_returns_freed_heap_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every batch frees activations of another shape; the idle model thread hands the pages back (RSS stays flat)."""
     from zstc.server import engine

@@ -299,6 +299,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     settings = settings or ServeSettings()
     limits = settings.limits
     scorer = classifier.scorer if isinstance(classifier, Classifier) else classifier
+    if isinstance(classifier, Classifier) and classifier.hypotheses != "dataset":
+        # Requests describe their labels (descriptions, a template, or the classifier's template); the service
+        # has no per-request hypotheses choice, so a Classifier built for another one would be ignored silently.
+        raise OptionError(f"hypotheses={classifier.hypotheses!r} is not served: the service describes labels by each request's "
+                          "descriptions or template; build the Classifier with hypotheses='dataset'", "hypotheses")
     # Single-label probabilities are the library's (family temperature or calibration file), not the server's own.
     probability_model = classifier if isinstance(classifier, Classifier) else Classifier(scorer, template=None)
 
