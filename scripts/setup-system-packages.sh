@@ -1,6 +1,6 @@
 #!/bin/sh
 # System packages some tests use: Debian's wordnet-base (WordNet 3.0 under /usr/share/wordnet, read by
-# zstc.wordnet for the "definition" hypotheses) and chromium (renders the HTML report in its test). Installs only what is missing; where apt is unavailable or
+# zstc.hypotheses.wordnet for the "definition" hypotheses) and chromium (renders the HTML report in its test). Installs only what is missing; where apt is unavailable or
 # not permitted it says so and exits 0, and the tests that need WordNet skip with that reason.
 set -u
 

@@ -9,6 +9,7 @@ consciously skipped, never silently untested.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -130,6 +131,17 @@ def test_readme_review_examples_label_every_clear_review(workdir: Path) -> None:
             assert [row["label"] for row in rows] == [row["expected"] for row in rows]
 
 
+def test_readme_polarity_default_and_what_turns_it_off() -> None:
+    """As the README says: `--template "This is {}."` is the default itself (the opinions stay); `{}` turns them off."""
+    from zstc import classify
+
+    text, labels = ["I loved it"], ["positive", "negative"]
+    default = classify(text, labels)[0]
+    assert classify(text, labels, template="This is {}.")[0].raw_scores == default.raw_scores
+    assert classify(text, labels, template="{}")[0].raw_scores != default.raw_scores
+    assert default.scores["positive"] == pytest.approx(0.888, abs=1e-3)  # the README's number
+
+
 def test_readme_python_quickstart_runs() -> None:
     block = next(b for b in readme_blocks("python") if "from zstc import classify" in b)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
@@ -172,10 +184,155 @@ def test_readme_layout_table_matches_the_tree() -> None:
             assert named == _tree(PACKAGE / entry), f"the {entry} row names every file of {entry} and no other"
 
 
+def _cli_commands() -> dict[str, str]:
+    """Every ``zstc`` command (a group such as ``cache`` counts as one) -> the stem of the cli/ module defining it."""
+    from zstc.cli import app
+
+    commands = {(info.name or info.callback.__name__.replace("_", "-")): info.callback.__module__.rsplit(".", 1)[-1]
+                for info in app.registered_commands if info.callback is not None}
+    for group in app.registered_groups:
+        assert group.name is not None and group.typer_instance is not None, group
+        modules = {info.callback.__module__.rsplit(".", 1)[-1] for info in group.typer_instance.registered_commands
+                   if info.callback is not None}
+        assert len(modules) == 1, (group.name, modules)
+        commands[group.name] = modules.pop()
+    return commands
+
+
+def test_readme_layout_names_the_module_of_every_command() -> None:
+    """The cli/ row names each command's module: `bench.py` for bench, or `report.py (report, export, validate,
+    schema)` for a module that holds several (the row once left `schema` out)."""
+    row = _layout_rows()["cli/"]
+    held = {module: {name.strip() for name in names.split(",")}
+            for module, names in re.findall(r"`(\w+)\.py` \(([^)]*)\)", row)}
+    commands = _cli_commands()
+    assert len(commands) >= 17, commands
+    for command, module in commands.items():
+        assert f"`{module}.py`" in row, f"the cli/ row names {module}.py, where `zstc {command}` lives"
+        assert command == module or command in held.get(module, set()), \
+            f"the cli/ row says which commands {module}.py holds, `zstc {command}` among them"
+
+
 def test_no_two_modules_share_a_name() -> None:
     names = [path.stem for path in PACKAGE.rglob("*.py") if path.name not in PLUMBING and "__pycache__" not in path.parts]
     names += [path.name for path in PACKAGE.rglob("*") if path.is_dir() and path.name != "__pycache__"]
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
+
+
+def test_service_error_types_are_the_documented_ones() -> None:
+    """Every `error_type` the README's service section names, and every one the service answers with, is one
+    the OpenAPI schema (/docs) allows: the schema once left out the 408's `timeout`."""
+    import typing
+
+    pytest.importorskip("fastapi")
+    from zstc.server.app import REASONS
+    from zstc.server.schemas import ErrorResponse
+
+    allowed = set(typing.get_args(ErrorResponse.model_fields["error_type"].annotation))
+    text = README.read_text(encoding="utf-8")
+    paragraph = text[text.index("**Errors** have"):].split("\n\n", 1)[0]
+    documented = set(re.findall(r"\b\d{3} `(\w+)`", paragraph))
+    assert {"unauthorized", "timeout", "too_large", "validation", "overloaded", "unhealthy"} <= documented, documented
+    sent = {reason for code, reason in REASONS.items() if code != 499}  # 499: the client left, nothing is sent
+    assert documented | sent | {"backend"} <= allowed, (documented | sent) - allowed
+
+
+def test_service_info_publishes_limits_as_the_options_give_them() -> None:
+    """The README's `--max-texts 128` is published in /info as 128, not 128.0 (the response model once made every
+    limit a float)."""
+    from dataclasses import asdict
+
+    pytest.importorskip("fastapi")
+    from zstc.server.app import Limits
+    from zstc.server.schemas import InfoResponse
+
+    info = InfoResponse(model="m", family="embedding", score_type="cosine", temperature=1.0, scorer={},
+                        limits=asdict(Limits()), batching={}, version="0")
+    limits = json.loads(info.model_dump_json())["limits"]
+    assert limits == asdict(Limits()) and all(type(limits[k]) is type(v) for k, v in asdict(Limits()).items()), limits
+
+
+NOT_ZSTC_OPTIONS = {
+    "--no-deps": "pip's",
+    "--max-concurrent-requests": "TEI's, compared with",
+    "--max-batch-tokens": "TEI's, compared with (also a benchmarks/ script's)",
+    "--backend": "the option zstc says it does not have (`--backend onnx`)",
+    "--option": "the placeholder in `error: --option must be ...`",
+}
+"""Options the README names that no zstc command or script of this repository takes, and whose they are."""
+
+
+def test_readme_options_exist() -> None:
+    """Every `--option` the README names is taken by a zstc command or by a script of benchmarks/ or scripts/
+    (or is one of NOT_ZSTC_OPTIONS): a renamed option leaves no stale spelling behind."""
+    from typing import Any
+
+    from typer.main import get_command
+
+    from zstc.cli import app
+
+    def options(command: Any) -> set[str]:  # typer's own vendored click Command
+        names = {name for param in command.params for name in [*param.opts, *getattr(param, "secondary_opts", [])]}
+        for sub in getattr(command, "commands", {}).values():
+            names |= options(sub)
+        return names
+
+    taken = options(get_command(app)) | {"--help"}  # click adds --help to every command outside its params
+    for script in [*(REPO / "benchmarks").glob("*.py"), *(REPO / "scripts").glob("*.py")]:
+        taken |= set(re.findall(r"[\"'](--[a-z][a-z0-9-]*)[\"'=]", script.read_text(encoding="utf-8")))
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", README.read_text(encoding="utf-8")))
+    assert "--max-queued-pairs" in taken and "--no-yesno" in taken  # a command's option and a script's
+    assert sorted(named - taken - set(NOT_ZSTC_OPTIONS)) == []
+
+
+def test_readme_paths_exist() -> None:
+    """Every file of this repository the README names (`tests/...`, `benchmarks/...`, `docs/...`) is there."""
+    named = set(re.findall(r"\b((?:tests|src|docs|scripts|benchmarks|examples)/[\w./-]+\.[a-z]+)\b",
+                           README.read_text(encoding="utf-8")))
+    assert len(named) > 20 and sorted(path for path in named if not (REPO / path).exists()) == []
+
+
+def test_dotted_names_in_docs_and_comments_resolve() -> None:
+    """Every dotted name such as `zstc.api.Classifier` that the README, the Makefile, scripts/, benchmarks/, tests/
+    or src/ writes is a module or an attribute of one: after the layout moved, a comment in scripts/ still gave the
+    WordNet module's old path."""
+    import importlib
+
+    sources = [README, REPO / "Makefile", *(REPO / "scripts").iterdir(), *(REPO / "benchmarks").glob("*.py"),
+               *(REPO / "tests").glob("*.py"), *(REPO / "src" / "zstc").rglob("*.py")]
+    names = {name for path in sources if path.is_file()
+             for name in re.findall(r"\bzstc(?:\.[a-z_]\w*)+", path.read_text(encoding="utf-8"))}
+
+    def resolves(name: str) -> bool:
+        parts = name.split(".")
+        for split in range(len(parts), 0, -1):
+            try:
+                found: object = importlib.import_module(".".join(parts[:split]))
+            except ModuleNotFoundError as error:
+                if not (error.name or "").startswith("zstc"):
+                    return True  # an optional dependency missing here (fastapi, ...): the module exists
+                continue
+            for part in parts[split:]:
+                if part in ("json", "py"):  # `zstc.json`-like file names in prose
+                    return True
+                if not hasattr(found, part):
+                    return False
+                found = getattr(found, part)
+            return True
+        return False
+
+    assert len(names) > 50 and sorted(name for name in names if not resolves(name)) == []
+
+
+def test_readme_lists_every_extra_that_pyproject_declares() -> None:
+    """The Setup section's "Extras:" sentence once left out `ray`, `onnx` and `dev`."""
+    import tomllib
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    text = README.read_text(encoding="utf-8")
+    sentence = text[text.index("\nExtras: "):].split("\n\n", 1)[0]
+    listed = set(re.findall(r"(?:^|, )`([\w-]+)`", sentence.replace("\n", " ").removeprefix(" Extras: ")))
+    assert listed == extras, (listed, extras)
 
 
 def test_readme_states_the_python_that_pyproject_requires() -> None:

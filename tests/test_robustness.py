@@ -478,6 +478,18 @@ def test_rules_are_data() -> None:
         check_options({"max_samples": 1}, {**OPTION_RULES, "max_samples": Rule(2, integer=True)})
 
 
+def test_calibrate_help_states_the_sample_floor_it_enforces() -> None:
+    """`calibrate --help` showed `--max-samples [x>=1]` while the command refuses 1 (it needs a text to fit on and
+    one to test on): the help states the floor the command checks."""
+    from typer.main import get_command
+
+    from zstc.cli import app
+
+    command = get_command(app).commands["calibrate"]  # type: ignore[attr-defined]
+    option = next(param for param in command.params if param.name == "max_samples")
+    assert option.min in (None, 2) and "N >= 2" in (option.help or "")
+
+
 def test_no_model_lookup_matches_an_empty_name() -> None:
     from zstc.errors import OptionError
     from zstc.models.registry import _REGISTRY, _lookup, get_model_spec

@@ -90,6 +90,8 @@ def test_cache_commands(tmp_path, btzsc_dir, zstc_cli):
     assert status == 0, err
     shown = json.loads(out)
     assert shown["dataset"] == "financialphrasebank" and shown["record"]["scores_shape"] == [12, 3]
+    status, out, err = zstc_cli("cache", "show", f"financialphrasebank/{fingerprint}")  # the form its help offers
+    assert status == 0 and json.loads(out) == shown, err
     status, _, err = zstc_cli("cache", "show", "nothing-like-this")
     assert status == 2 and err.startswith("error: ")
     status, _, err = zstc_cli("cache", "clear", "--yes")

@@ -9,6 +9,7 @@ on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import os
@@ -213,6 +214,17 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     one = client.post("/classify", json={"texts": TEXTS[:1], "labels": ["sports"], "multi_label": True,
                                          "label_thresholds": {"sports": -1.0}})
     assert one.status_code == 200 and one.json()["results"][0]["labels"] == ["sports"]
+    # One label set per text: a label's threshold applies to the texts whose set has it; a label in no set is an error.
+    per_text = {"texts": TEXTS[:2], "labels": [["sports", "cooking"], ["economy", "cooking"]], "multi_label": True}
+    response = client.post("/classify", json={**per_text, "label_thresholds": {"sports": 0.99, "economy": -1.0}})
+    assert response.status_code == 200, response.text
+    for result, names, overrides in zip(response.json()["results"], per_text["labels"], ({"sports": 0.99}, {"economy": -1.0})):
+        (expected,) = minilm.predict_multi_label([result["text"]], names, per_label=overrides)
+        assert result["labels"] == expected.labels
+    first, second = (result["labels"] for result in response.json()["results"])
+    assert "sports" not in first and "economy" in second  # each text got its own set's override
+    unknown = client.post("/classify", json={**per_text, "label_thresholds": {"football": 0.3}})
+    assert unknown.status_code == 422 and "threshold given for 'football'" in unknown.json()["error"]
 
 
 def test_default_descriptions_and_multi_label_rule_are_the_librarys(client: TestClient, minilm: Classifier) -> None:
@@ -261,6 +273,12 @@ def test_hugging_face_default_template_is_the_pipelines(client: TestClient, mini
     answer = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS}}).json()
     raw = minilm.scores([TEXTS[0]], LABELS, [f"This example is {label}." for label in LABELS])[0]
     assert answer[0]["label"] == LABELS[int(raw.argmax())]
+    # null is "not given": the pipeline's defaults apply, not a 422
+    nulls = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, "hypothesis_template": None,
+                                                                       "multi_label": None}})
+    assert nulls.status_code == 200 and nulls.json() == answer, nulls.text
+    missing = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": None}})
+    assert missing.status_code == 422 and "candidate_labels" in missing.text
 
 
 @pytest.mark.parametrize("path", ["/rerank", "/v1/rerank"])
@@ -358,7 +376,8 @@ def test_413_limits(client: TestClient) -> None:
     long_text = client.post("/classify", json={"texts": ["ok", "x" * 501], "labels": LABELS})
     assert long_text.status_code == 413 and "text 2 has 501 characters; the limit is 500" in long_text.json()["error"]
     documents = client.post("/rerank", json={"query": "q", "documents": ["d"] * 25})
-    assert documents.status_code == 413
+    assert documents.status_code == 413  # documents are held to max_labels, which /info publishes: the message names it
+    assert documents.json()["error"] == "25 documents in one request; the limit is 24 (max_labels in GET /info)"
 
 
 def test_sizes_are_checked_before_any_message_quotes_the_input(client: TestClient) -> None:
@@ -371,6 +390,10 @@ def test_sizes_are_checked_before_any_message_quotes_the_input(client: TestClien
                           ({"inputs": "a", "parameters": {"candidate_labels": [long, "y"]}}, "candidate label 1 has 501")]:
         response = client.post("/classify", json=body)
         assert response.status_code == 413 and message in response.json()["error"], response.text
+    for field in ("k" * 100_000, "key\n" * 10):  # a field the client named: quoted and cut, not echoed whole
+        unknown = client.post("/classify", json={"texts": ["a"], "labels": ["y", "z"], field: 1})
+        assert unknown.status_code == 422 and unknown.json()["error"].endswith(": Extra inputs are not permitted"), unknown.text[:300]
+        assert len(unknown.text) < 300 and unknown.json()["error"].startswith(repr(field[:60]))
     single = client.post("/classify", json={"texts": ["a"], "labels": ["y" * 500]}).json()["error"]
     assert single.startswith("only one label given ('yyyy") and "(500 characters)" in single and len(single) < 200
 
@@ -386,6 +409,13 @@ def test_a_body_not_sent_as_json_is_415_and_bad_json_says_why(client: TestClient
         response = client.post("/classify", content=sent, headers=as_json)
         assert response.status_code == 422 and message in response.json()["error"], response.text
     assert client.post("/classify", content=body, headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
+    # A compressed body is refused by its Content-Encoding (nothing decodes it), not read as plain JSON or called "not JSON".
+    for sent, encoding in ((gzip.compress(body), "gzip"), (body, "gzip"), (body, "br")):
+        response = client.post("/classify", content=sent, headers={**as_json, "content-encoding": encoding})
+        assert response.status_code == 415 and response.json() == {
+            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed", "error_type": "validation"}
+        assert response.headers["accept-encoding"] == "identity"
+    assert client.post("/classify", content=body, headers={**as_json, "content-encoding": "identity"}).status_code == 200
 
 
 def test_hugging_face_scores_a_single_candidate_label_on_its_own(client: TestClient) -> None:
@@ -523,6 +553,11 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     components = schema["components"]["schemas"]
     assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
     assert "softmax" in schema["info"]["description"]
+    # Every error_type an error answer has (408's "timeout" too) is one the schema lists.
+    from zstc.server.app import ERROR_MEANINGS
+
+    sent = {meaning.partition(":")[0] for meaning in ERROR_MEANINGS.values()}
+    assert sent <= set(components["ErrorResponse"]["properties"]["error_type"]["enum"]), sent
     # The answers as they are: POST / gives a list, or a list per text; each route lists only the errors it can give.
     hf = schema["paths"]["/"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]
     assert {json.dumps(alternative, sort_keys=True) for alternative in hf} == {
@@ -886,6 +921,32 @@ def test_probabilities_follow_a_calibration_file(minilm: Classifier) -> None:
     assert probabilities == pytest.approx(np.exp(raw / 0.5) / np.exp(raw / 0.5).sum(), abs=1e-4)
 
 
+def test_multi_label_with_a_platt_calibration_is_classifier_predict_multi_label(minilm: Classifier) -> None:
+    """serve --calibration with a Platt file: multi-label decides on its probabilities (default cut 0.5, no margin)
+    and shows them, as Classifier.predict_multi_label does; a threshold is a probability there too."""
+    from zstc.yin.calibration import Calibration
+
+    platt = Calibration("platt", {"slope": 20.0, "intercept": -4.0}, family="embedding")
+    calibrated = Classifier(minilm.scorer, calibration=platt)
+    labels = ["sports", "football", "economy", "cooking"]
+    with TestClient(create_app(calibrated, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as test_client:
+        wait_ready(test_client)
+        for options in ({}, {"threshold": 0.5}, {"label_thresholds": {"sports": 0.1}}):
+            response = test_client.post("/classify", json={"texts": TEXTS[:2], "labels": labels, "multi_label": True, **options})
+            assert response.status_code == 200, response.text
+            expected = calibrated.predict_multi_label(TEXTS[:2], labels, threshold=options.get("threshold"),
+                                                      per_label=options.get("label_thresholds"))
+            for result, prediction in zip(response.json()["results"], expected):
+                assert result["labels"] == prediction.labels, options
+                probabilities = {entry["label"]: entry["probability"] for entry in result["scores"]}
+                assert probabilities == pytest.approx(prediction.scores, abs=1e-5)  # predict_multi_label shows Platt's probabilities
+        assert expected[0].labels == ["football", "sports"]  # the per-label cut let a second label in: the check can fail
+        hf = test_client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": labels, "multi_label": True,
+                                                                            "hypothesis_template": "This is {}."}}).json()
+    assert {entry["label"]: entry["score"] for entry in hf} == pytest.approx(
+        calibrated.predict_multi_label(TEXTS[:1], labels)[0].scores, abs=1e-5)
+
+
 def test_settings_are_checked_in_parameter_names() -> None:
     """The service's settings go through zstc.validation like every other option: the message names the
     parameter (the CLI turns it into --drain-timeout, see test_robustness.test_option_ranges)."""
@@ -895,11 +956,23 @@ def test_settings_are_checked_in_parameter_names() -> None:
     with pytest.raises(OptionError, match="api_key is empty") as empty:  # an empty ZSTC_API_KEY must not turn authentication off
         ServeSettings(api_key=" ")
     assert empty.value.parameters == ("api_key",)
+    for unsendable in ("clé", "s3cret\n", " s3cret", "s3\tcret"):  # no client could send these as they are: every request a 401
+        with pytest.raises(OptionError, match="api_key must be printable ASCII"):
+            ServeSettings(api_key=unsendable)
+    assert ServeSettings(api_key="s3-cr.et_~+/=").api_key == "s3-cr.et_~+/="
     with pytest.raises(OptionError, match="drain_timeout must be >= 0, got -1") as refused:
         ServeSettings(drain_timeout=-1)
     assert refused.value.parameters == ("drain_timeout",)
     with pytest.raises(OptionError, match="drain_timeout must be finite"):
         ServeSettings(drain_timeout=float("nan"))
+
+
+def test_a_classifier_built_for_other_hypotheses_is_refused_not_ignored(minilm: Classifier) -> None:
+    from zstc.errors import OptionError
+
+    with pytest.raises(OptionError, match="hypotheses='name' is not served") as refused:
+        create_app(Classifier(minilm.scorer, hypotheses="name"))
+    assert refused.value.parameters == ("hypotheses",)
 
 
 def test_model_thread_returns_freed_heap_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:

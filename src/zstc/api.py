@@ -74,6 +74,7 @@ class MultiLabelPrediction:
 
     @property
     def none(self) -> bool:
+        """True when no label passed its threshold (``labels`` is ``["none"]``)."""
         return self.labels == [NONE_LABEL]
 
 
@@ -186,6 +187,7 @@ class Classifier:
 
     @property
     def family(self) -> str:
+        """The scorer's family (``embedding``, ``nli``, ...; empty for a scorer that names none)."""
         return getattr(self.scorer, "family", "")
 
     def temperature(self) -> float:

@@ -63,6 +63,7 @@ def families() -> dict[str, list[str]]:
 
 
 def get_task_spec(name: str) -> TaskSpec:
+    """The catalog entry of one BTZSC dataset; an unknown name is an error with a "did you mean"."""
     try:
         return catalog()[name]
     except KeyError:

@@ -111,6 +111,7 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_leaderboard(summary: dict[str, Any], out: str | Path) -> dict[str, Any]:
+    """Write a bench summary as a public leaderboard file (:func:`export_leaderboard`, atomically); returns it."""
     content = export_leaderboard(summary)
     write_json(Path(out), content)
     return content

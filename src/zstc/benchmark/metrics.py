@@ -17,6 +17,7 @@ METRICS: tuple[str, ...] = ("macro_f1", "accuracy", "macro_precision", "macro_re
 
 
 def dataset_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """The paper's four metrics of one dataset: scikit-learn macro scores with ``zero_division=0`` and no ``labels=``."""
     return {
         "macro_f1": float(f1_score(gold, predicted, average="macro", zero_division=0)),
         "accuracy": float(accuracy_score(gold, predicted)),
@@ -37,6 +38,7 @@ def aggregate(by_dataset: Mapping[str, Mapping[str, float]]) -> dict[str, float]
 
 
 def aggregate_by_family(by_dataset: Mapping[str, Mapping[str, float]], family_of: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    """:func:`aggregate` over each task family's datasets (``family_of`` maps a dataset to its family)."""
     grouped: dict[str, dict[str, Mapping[str, float]]] = {}
     for name, scores in by_dataset.items():
         grouped.setdefault(family_of[name], {})[name] = scores

@@ -38,7 +38,7 @@ def list_entries(model: ModelFilter = None) -> None:
 
 
 @cache_app.command("show")
-def show(entry: Annotated[str, typer.Argument(help="An entry's path or key as `zstc cache list` prints it (model/revision/dataset/fingerprint, or a unique fingerprint).")]) -> None:
+def show(entry: Annotated[str, typer.Argument(help="An entry's fingerprint as `zstc cache list` prints it; DATASET/FINGERPRINT (or more of its path: MODEL_FOLDER/REVISION/DATASET/FINGERPRINT) where a fingerprint alone names several; or its path.")]) -> None:
     """Print one entry's record (metrics, settings, timing) as JSON, after checking its checksums."""
     from zstc.benchmark.result_cache import ResultCache
     from zstc.errors import DataError
@@ -46,7 +46,7 @@ def show(entry: Annotated[str, typer.Argument(help="An entry's path or key as `z
     cache = ResultCache(on_note=lambda note: console.print(f"[yellow]note[/]: {note}"))
     matches = [e for e in cache.entries() if entry in (e["path"], e["fingerprint"]) or Path(e["path"]).with_suffix("").as_posix().endswith(entry)]
     if len(matches) != 1:
-        raise DataError(f"{entry!r} names {len(matches)} cache entries; give a path or key from `zstc cache list`")
+        raise DataError(f"{entry!r} names {len(matches)} cache entries; give a fingerprint from `zstc cache list`, DATASET/FINGERPRINT, or the entry's path")
     path = Path(matches[0]["path"])
     model, revision, dataset = json.loads(path.read_text(encoding="utf-8"))["model"], path.parts[-3], path.parts[-2]
     result = cache.get(model, None if revision == "no_revision_available" else revision, dataset, path.stem)

@@ -17,6 +17,9 @@ console = Console(stderr=True)
 Data = Annotated[str, typer.Option(help="A directory of dataset files, or 'hub' for btzsc/btzsc.")]
 Task = Annotated[str, typer.Option(help="One BTZSC dataset.")]
 MaxSamples = Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N texts.")]
+CalibrationSamples = Annotated[Optional[int], typer.Option(
+    help="Use a stratified sample of at most N texts; N >= 2 (one to fit on, one to test on).")]
+"""calibrate's --max-samples: its floor is checked with the other options (one `--max-samples must be >= 2` line)."""
 Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
 Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
 
@@ -109,7 +112,7 @@ def calibrate(
     dev_fraction: Annotated[float, typer.Option(min=0.05, max=0.95, help="Share of the texts (stratified) used to fit; the rest is the test set.")] = 0.5,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
-    max_samples: MaxSamples = None,
+    max_samples: CalibrationSamples = None,
     seed: Seed = 0,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the calibration file here (JSON: the fitted parameters, model and settings, ECE and Brier); `classify --calibration F` and `serve --calibration F` use it.")] = None,
     family: Family = None,

@@ -1,4 +1,5 @@
-"""``zstc report``, ``zstc export`` and ``zstc validate``: turn result files into things people read and share."""
+"""``zstc report``, ``zstc export``, ``zstc validate`` and ``zstc schema``: turn result files into things people read
+and share, and describe them."""
 
 from __future__ import annotations
 

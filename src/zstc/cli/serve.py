@@ -25,7 +25,7 @@ def serve(
     scoring: ScorerOptions,
     host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities.")] = None,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities; a Platt file, the multi-label ones (thresholds then apply to them).")] = None,
     api_key: Annotated[Optional[str], typer.Option(envvar="ZSTC_API_KEY", show_envvar=True,
                                                    help="Require 'Authorization: Bearer KEY' (401 without); /health, /metrics and the docs stay open.")] = None,
     max_batch_pairs: Annotated[int, typer.Option(help="(text, label) pairs per batch formed across requests.", rich_help_panel=_BATCHING)] = 1024,

@@ -152,6 +152,7 @@ def register(spec: ModelSpec) -> None:
 
 
 def registered_models() -> list[ModelSpec]:
+    """Every registered model, in registration order (what `zstc models` lists)."""
     return list(_REGISTRY.values())
 
 

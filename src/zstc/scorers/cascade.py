@@ -239,6 +239,7 @@ class CascadeScorer:
         return self._score_pairs([(texts, labels, ranks[i], cuts[i]) for i, (texts, labels) in enumerate(calls)], show_progress=False)
 
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+        """The (texts x labels) matrix: the main model's scores for each text's shortlist, placeholders below them."""
         return self.score_with_notes(texts, labels, show_progress=show_progress).scores
 
     def _pairs_path(self) -> bool:

@@ -122,6 +122,7 @@ def unregister_family(name: str) -> None:
 
 
 def get_family(name: str) -> Family:
+    """The registered family of this name; an unknown name is an error with a "did you mean"."""
     try:
         return _FAMILIES[name]
     except KeyError:

@@ -23,7 +23,9 @@ classification, exactly what :meth:`zstc.api.Classifier.probabilities` gives (``
 softmax over the text's labels at the family's measured temperature (``zstc.yin.calibration.DEFAULT_TEMPERATURES``)
 or a calibration file's (``serve --calibration``). For multi-label and rerank, each label's own probability is
 ``sigmoid((score - t0) / T)`` with t0 the default multi-label threshold (``zstc.multilabel.default_threshold``: the family's measured one),
-so 0.5 sits at the default cut; probabilities pass through unchanged.
+so 0.5 sits at the default cut; probabilities pass through unchanged. With a Platt calibration file (``serve
+--calibration``), multi-label probabilities are its own and thresholds apply to them (default 0.5), as in
+:meth:`zstc.api.Classifier.predict_multi_label`.
 """
 
 # No `from __future__ import annotations` here: FastAPI reads the route signatures' annotations at runtime.
@@ -106,6 +108,12 @@ class ServeSettings:
         check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": OptionSpec(float, low=0)}, context="zstc serve")
         if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
             raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
+        # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline
+        # read from a file), a control character or a non-ASCII one (curl sends UTF-8, requests latin-1) would
+        # turn every request away with a 401 that no client can fix.
+        if self.api_key is not None and not (self.api_key == self.api_key.strip() and self.api_key.isascii() and self.api_key.isprintable()):
+            raise OptionError("api_key must be printable ASCII without leading or trailing whitespace, as an "
+                              "'Authorization: Bearer' header carries it", "api_key")
 
 
 class ServiceError(Exception):
@@ -143,7 +151,7 @@ ERROR_MEANINGS = {
     401: "unauthorized: no or a wrong API key (`Authorization: Bearer KEY`)",
     408: "timeout: the body did not arrive within max_body_seconds (GET /info) of the headers",
     413: "too_large: the body, or texts, labels, characters or pairs per request, past the limits in GET /info",
-    415: "validation: the body was not sent as JSON (`Content-Type: application/json`)",
+    415: "validation: the body was not sent as JSON (`Content-Type: application/json`), or was compressed (`Content-Encoding`)",
     422: "validation: the body is not valid JSON or not a valid request; the message names the field",
     429: "overloaded: the queue is full; retry after `Retry-After` seconds",
     500: "backend: the model failed (see the server's log)",
@@ -164,7 +172,7 @@ class Gate:
     In order: counts the request; 401 without the API key (``/health``, ``/metrics``, the docs and the
     playground page stay open); 503 while the model is loading or the server drains; 413 when the body is
     larger than the limit, decided from Content-Length before the body is read (a body without one is read up
-    to the limit and no further); 408 when the body takes longer than ``max_body_seconds`` to arrive. It also
+    to the limit and no further); 415 for a compressed body (Content-Encoding), which nothing here decodes; 408 when the body takes longer than ``max_body_seconds`` to arrive. It also
     turns any exception that escaped the app into a 500 without closing the connection, so the next request on
     a keep-alive connection still works.
     """
@@ -234,6 +242,10 @@ class Gate:
             if int(length) > self.settings.limits.max_body_bytes:
                 return 413, "too_large", (f"the request body has {int(length)} bytes; the limit is "
                                           f"{self.settings.limits.max_body_bytes} (GET /info)"), {"connection": "close"}
+        encoding = headers.get("content-encoding", "").strip().lower()
+        if is_work and encoding not in ("", "identity"):  # nothing here decodes a body: gzip bytes read as JSON say "not JSON"
+            return 415, "validation", (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"), {
+                "accept-encoding": "identity"}
         return None
 
     async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
@@ -287,6 +299,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     settings = settings or ServeSettings()
     limits = settings.limits
     scorer = classifier.scorer if isinstance(classifier, Classifier) else classifier
+    if isinstance(classifier, Classifier) and classifier.hypotheses != "dataset":
+        # Requests describe their labels (descriptions, a template, or the classifier's template); the service
+        # has no per-request hypotheses choice, so a Classifier built for another one would be ignored silently.
+        raise OptionError(f"hypotheses={classifier.hypotheses!r} is not served: the service describes labels by each request's "
+                          "descriptions or template; build the Classifier with hypotheses='dataset'", "hypotheses")
     # Single-label probabilities are the library's (family temperature or calibration file), not the server's own.
     probability_model = classifier if isinstance(classifier, Classifier) else Classifier(scorer, template=None)
 
@@ -296,6 +313,13 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     engine = BatchingEngine(scorer, settings.engine, telemetry)
     score_type = score_type_of(scorer)
     model_id, family = scorer.spec.model_id, scorer.family
+    calibration = probability_model.calibration
+    platt = calibration if calibration is not None and calibration.method == "platt" else None
+
+    def multi_label_probabilities(row: np.ndarray) -> np.ndarray:
+        """Each label's own probability for multi-label: a Platt calibration file's (``serve --calibration``), on
+        which Classifier.predict_multi_label also decides; else :func:`own_probabilities`."""
+        return platt.multi_label(row) if platt is not None else own_probabilities(row, score_type, family)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -342,7 +366,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         specific = [e for e in errors if e.get("type") == "value_error"] or errors
         problems: list[str] = []
         for error in specific:
-            where = ".".join(str(part) for part in error.get("loc", ())
+            where = ".".join(_place(part) for part in error.get("loc", ())
                              if part not in ("body", "zstc", "hf") and "[" not in str(part))  # drop pydantic's union tags
             message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
             problem = f"{where}: {message}" if where else message
@@ -367,9 +391,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # -- queueing one request's work ----------------------------------------------------------------------------
 
-    def check_size(what: str, count: int, limit: int) -> None:
-        if count > limit:
-            raise ServiceError(413, "too_large", f"{count} {what} in one request; the limit is {limit} (GET /info)")
+    def check_size(what: str, count: int, limit: str) -> None:
+        """``count`` of ``what`` within the limit named ``limit`` (documents are held to max_labels: the message names it)."""
+        if count > getattr(limits, limit):
+            raise ServiceError(413, "too_large", f"{count} {what} in one request; the limit is {getattr(limits, limit)} ({limit} in GET /info)")
 
     def check_chars(what: str, strings: Sequence[str]) -> None:
         """Each of ``strings`` (``text``: "text 3 has ...") within ``max_chars``."""
@@ -450,7 +475,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def classify_zstc(request: Request, body: ClassifyRequest) -> JSONResponse:
         started = time.perf_counter()
         texts = [body.texts] if isinstance(body.texts, str) else list(body.texts)
-        check_size("texts", len(texts), limits.max_texts)
+        check_size("texts", len(texts), "max_texts")
         check_chars("text", texts)  # every size before any other check: no message quotes a string past the limits
         if body.template is not None:
             check_field_chars("template", body.template)
@@ -469,7 +494,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise LabelError(f"{len(label_lists)} label sets for {len(texts)} texts: give one label set per text, or one list for all")
         names_per_set, descriptions_per_set = [], []
         for names, given in zip(label_lists, given_lists):
-            check_size("labels", len(names), limits.max_labels)
+            check_size("labels", len(names), "max_labels")
             check_chars("label", names)
             if given is not None:
                 check_chars("label description", given)
@@ -488,21 +513,28 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if (body.threshold is not None or body.label_thresholds) and not body.multi_label:
             raise LabelError("threshold and label_thresholds apply to multi_label classification")
         if body.multi_label:
-            threshold = default_threshold(score_type, family) if body.threshold is None else body.threshold
+            # The library's default: the family's raw-score cut, or 0.5 on a Platt calibration's probabilities.
+            threshold = probability_model.default_threshold() if body.threshold is None else body.threshold
             if body.threshold is None and not body.label_thresholds:  # the default rule, as Classifier.predict_multi_label's
                 margin = probability_model.default_margin()
             items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
-            per_label = [parse_label_thresholds(items, names) for names in names_per_set]
+            # With one label set per text, a threshold names a label of any set and applies where that label is.
+            given = parse_label_thresholds(items, list(dict.fromkeys(name for names in names_per_set for name in names)))
+            per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)
         if threshold is not None and margin is None:  # a plain cut per label: bf16 rechecks the pairs near it
-            cuts = [tuple(label_thresholds(len(names), threshold, names, overrides)) if len(described) == len(names) else None
+            cuts = [tuple(raw_cuts(label_thresholds(len(names), threshold, names, overrides))) if len(described) == len(names) else None
                     for names, described, overrides in zip(names_per_set, descriptions_per_set, per_label)]
         rows, job = await score(request, texts, descriptions_per_set, cuts)
         results = [text_result(text, label_scores(row, len(names)), names, body.multi_label, threshold, overrides, body.precision, margin)
                    for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
         content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results}
         return JSONResponse(content, headers=timing_headers(job, started))
+
+    def raw_cuts(thresholds: np.ndarray) -> np.ndarray:
+        """Thresholds on what multi-label decides on -> the raw scores where they cut (through Platt's inverse)."""
+        return platt.score_at(thresholds) if platt is not None else thresholds
 
     def text_result(text: str, row: np.ndarray, names: list[str], multi_label: bool, threshold: float | None,
                     per_label: dict[str, float] | None, decimals: int | None, margin: float | None = None) -> dict[str, Any]:
@@ -512,8 +544,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         order = np.argsort(-row, kind="stable")  # highest first; ties keep the label order
         if multi_label:
             assert threshold is not None
-            passed = decide(row[None, :], names, threshold, per_label, margin)[0]
-            probabilities = own_probabilities(row, score_type, family)
+            probabilities = multi_label_probabilities(row)
+            # As Classifier.predict_multi_label: with a Platt calibration the thresholds apply to its probabilities.
+            passed = decide((probabilities if platt is not None else row)[None, :], names, threshold, per_label, margin)[0]
             scored = probability_model.scored(row)
             if scored is not None:  # behind --shortlist: labels outside the text's shortlist were never scored
                 passed, probabilities = passed & scored[0], np.where(scored[0], probabilities, 0.0)
@@ -529,11 +562,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         started = time.perf_counter()
         single = isinstance(body.inputs, str)
         texts: list[str] = [body.inputs] if isinstance(body.inputs, str) else list(body.inputs)
-        check_size("texts", len(texts), limits.max_texts)
+        check_size("texts", len(texts), "max_texts")
         texts = check_texts(texts)
         given = body.parameters.candidate_labels
         candidates = [label for label in given.split(",") if label.strip()] if isinstance(given, str) else list(given)
-        check_size("labels", len(candidates), limits.max_labels)
+        check_size("labels", len(candidates), "max_labels")
         check_chars("text", texts)
         check_chars("candidate label", candidates)
         check_field_chars("hypothesis_template", body.parameters.hypothesis_template)
@@ -546,7 +579,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         answers = []
         for row in (label_scores(row, len(names)) for row in rows):
             if multi_label:
-                probabilities = own_probabilities(row, score_type, family)  # each label on its own, as the pipeline's multi_label
+                probabilities = multi_label_probabilities(row)  # each label on its own, as the pipeline's multi_label
                 scored = probability_model.scored(row)
                 if scored is not None:
                     probabilities = np.where(scored[0], probabilities, 0.0)
@@ -588,7 +621,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if not body.query.strip():
             raise DataError("query is empty")
         documents = [d if isinstance(d, str) else d.text for d in body.documents]
-        check_size("documents", len(documents), limits.max_labels)
+        check_size("documents", len(documents), "max_labels")
         check_field_chars("query", body.query)
         check_chars("document", documents)
         if not documents:
@@ -662,6 +695,13 @@ async def _client_gone(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
+
+
+def _place(part: object) -> str:
+    """One step of a validation error's place (``labels``, ``0``): a key the client chose (an unknown field, a
+    label_thresholds name) is quoted and cut like any input a message names, not echoed whole."""
+    text = str(part)
+    return text if len(text) <= 60 and text.isascii() and text.isprintable() else quoted(part)
 
 
 def _jsonable(value: Any) -> Any:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 
 def _valid_unicode(value: str) -> str:
@@ -42,7 +42,7 @@ class ErrorResponse(BaseModel):
     """Every error, in text-embeddings-inference's shape: ``{"error": ..., "error_type": ...}``."""
 
     error: str
-    error_type: Literal["validation", "too_large", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
+    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
 
 
 # -- zstc's own shape ---------------------------------------------------------------------------------------
@@ -67,10 +67,12 @@ class ClassifyRequest(BaseModel):
     multi_label: bool = Field(default=False, description="Every label whose score reaches the threshold, or 'none'.")
     threshold: float | None = Field(
         default=None, allow_inf_nan=False,
-        description="Multi-label threshold on the raw score; default: the score type's (see GET /info).",
+        description="Multi-label threshold on the raw score (on the probability when the server has a Platt calibration "
+        "file); default: the score type's (see GET /info), 0.5 with a Platt calibration.",
     )
     label_thresholds: dict[Text, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
-        default=None, description="Multi-label: a threshold per label name, overriding `threshold`."
+        default=None, description="Multi-label: a threshold per label name, overriding `threshold` (with one label set "
+        "per text, for the texts whose set has that label)."
     )
     precision: int | None = Field(default=None, ge=0, le=12, description="Round scores and probabilities to this many decimals.")
 
@@ -80,7 +82,7 @@ class LabelScore(BaseModel):
     score: float = Field(description="The model's raw score (see score_type in GET /info).")
     probability: float = Field(
         description="Single-label: softmax over this text's labels of score / temperature. Multi-label: this label's "
-        "own probability, sigmoid((score - default threshold) / temperature)."
+        "own probability, sigmoid((score - default threshold) / temperature), or a Platt calibration file's."
     )
     passed: bool | None = Field(default=None, description="Multi-label: whether the score reached its threshold.")
 
@@ -109,6 +111,15 @@ class HFParameters(BaseModel):
     candidate_labels: list[Text] | Text = Field(description="Labels, as a list or one comma-separated string (as the pipeline takes them).")
     hypothesis_template: Text = Field(default="This example is {}.", description="The pipeline's default is 'This example is {}.'")
     multi_label: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_the_default(cls, data: Any) -> Any:
+        # Clients built from the task's spec send optional parameters as null ("hypothesis_template": null);
+        # null says "not given", so the pipeline's default applies rather than a 422.
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if not (value is None and key in ("hypothesis_template", "multi_label"))}
+        return data
 
 
 class HFZeroShotRequest(BaseModel):
@@ -189,6 +200,6 @@ class InfoResponse(BaseModel):
     score_type: str | None
     temperature: float
     scorer: dict[str, Any]
-    limits: dict[str, float]
+    limits: dict[str, int | float]  # as Limits holds them: 128 texts, not 128.0
     batching: dict[str, Any]
     version: str

@@ -33,6 +33,7 @@ ECE_BINS = 15
 
 
 def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> float:
+    """ECE: the mean over equal-width confidence bins of |accuracy - mean confidence|, weighted by each bin's share."""
     confidence = np.asarray(confidence, dtype=np.float64).ravel()
     correct = np.asarray(correct, dtype=np.float64).ravel()
     # Bin i holds (i/bins, (i+1)/bins]; confidence 0 goes to the first bin.
@@ -66,9 +67,12 @@ def multi_label_report(probabilities: np.ndarray, gold: np.ndarray) -> dict[str,
 
 @dataclass
 class TemperatureScaling:
+    """Single-label calibration: a softmax over the labels of scores / T, with T fitted by minimum NLL."""
+
     temperature: float = 1.0
 
     def fit(self, scores: np.ndarray, gold: np.ndarray) -> TemperatureScaling:
+        """Fit T on (texts, labels) scores and gold label indices."""
         rows = np.arange(len(gold))
 
         def nll(log_t: float) -> float:
@@ -79,15 +83,19 @@ class TemperatureScaling:
         return self
 
     def transform(self, scores: np.ndarray) -> np.ndarray:
+        """Each text's probabilities over its labels."""
         return softmax(scores / self.temperature, axis=1)
 
 
 @dataclass
 class PlattScaling:
+    """Multi-label calibration: each (text, label) score on its own, sigmoid(slope * score + intercept)."""
+
     slope: float = 1.0
     intercept: float = 0.0
 
     def fit(self, scores: np.ndarray, gold: np.ndarray) -> PlattScaling:
+        """Fit slope and intercept by logistic regression of every pair's score on whether its label is gold."""
         from sklearn.linear_model import LogisticRegression
 
         truth = gold_matrix(gold, scores.shape[1]).ravel()
@@ -96,6 +104,7 @@ class PlattScaling:
         return self
 
     def transform(self, scores: np.ndarray) -> np.ndarray:
+        """Each (text, label) pair's own probability."""
         return expit(self.slope * scores + self.intercept)
 
 
