@@ -387,6 +387,8 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["demo", "--data", str(btzsc_dir), "--max-samples", "0", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["demo", "--data", str(btzsc_dir), "--max-samples", "-5", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
+        (["classify", str(texts), "-l", "a,b", "--chunk-size", str(2**70)],  # islice's ValueError traceback
+         f"--chunk-size must be >= 1 and <= {sys.maxsize}, got {2**70}"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
         # Flags that would do nothing are said, not ignored.

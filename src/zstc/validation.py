@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 import string
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -275,6 +276,7 @@ OPTION_RULES: dict[str, Rule] = {
     "batch_size": COUNT,
     "max_length": COUNT,
     "device": Rule(device=True),
+    "chunk_size": Rule(1, sys.maxsize, integer=True),  # classify: itertools.islice takes no larger count
     # Ray: what an actor reserves (0 is Ray's own "none of it")
     "actors": COUNT,
     "cpus_per_actor": Rule(0),

@@ -69,7 +69,7 @@ def classify(
     from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
     from zstc.scale.planner import ENGINES
-    from zstc.validation import check_choice, check_labels
+    from zstc.validation import check_choice, check_labels, check_options
 
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
@@ -92,6 +92,7 @@ def classify(
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty,
                              scores=scores)
     check_choice("engine", engine, ENGINES)
+    check_options({"chunk_size": chunk_size})
     ray_only = {"--address": address is not None, "--actors": actors != 1, "--cpus-per-actor": cpus_per_actor != 1.0,
                 "--gpus-per-actor": gpus_per_actor != 0.0}
     if engine == "local" and any(ray_only.values()):  # said, not ignored: the user expected them to do something
