@@ -228,6 +228,16 @@ def test_non_utf8_input_names_the_file_and_offset(zstc_cli, tmp_path: Path, name
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), str(path), f"byte offset {offset}")
 
 
+def test_utf16_input_is_told_to_convert_from_utf16(zstc_cli, tmp_path: Path) -> None:
+    """A UTF-16 file (its byte-order mark says so) was told to convert from latin1, which gives garbage."""
+    path = tmp_path / "t.txt"
+    path.write_bytes("first\nsecond\n".encode("utf-16"))
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"{path}: not UTF-8 text (byte offset 0: 0x",
+                      "iconv -f utf-16 -t utf-8")
+    path.write_bytes("caf\u00e9\n".encode("latin-1"))
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), "iconv -f latin1 -t utf-8")
+
+
 def test_non_utf8_labels_and_results_files(zstc_cli, texts: Path, tmp_path: Path) -> None:
     labels = tmp_path / "labels.txt"
     labels.write_bytes("caf\u00e9\nthé\n".encode("latin-1"))

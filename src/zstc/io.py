@@ -38,9 +38,11 @@ def decode_utf8(data: bytes, source: str, *, offset: int = 0) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
+        # A UTF-16 byte-order mark says what the file is (Windows tools save "Unicode" so): latin1 would be wrong advice.
+        encoding = "utf-16" if offset == 0 and data[:2] in (b"\xff\xfe", b"\xfe\xff") else "latin1"
         raise DataError(
             f"{source}: not UTF-8 text (byte offset {offset + error.start}: 0x{data[error.start]:02x}, {error.reason}); "
-            "save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+            f"save it as UTF-8, e.g. iconv -f {encoding} -t utf-8"
         ) from None
 
 
