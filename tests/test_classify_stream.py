@@ -106,8 +106,8 @@ def test_a_run_resumed_under_another_version_of_the_scoring_starts_over(tmp_path
     args = classify_args(source, out, "--chunk-size", "2")
     real_write = ResumableWriter.write_chunk
 
-    def one_chunk_then_killed(self, rows):
-        real_write(self, rows)
+    def one_chunk_then_killed(self, rows, *digest):
+        real_write(self, rows, *digest)
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patched:
@@ -136,8 +136,8 @@ def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_o
 
     real_write = ResumableWriter.write_chunk
 
-    def one_chunk_then_killed(self, rows):
-        real_write(self, rows)
+    def one_chunk_then_killed(self, rows, *digest):
+        real_write(self, rows, *digest)
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patched:  # an fp32 machine: interrupted after its first chunk
@@ -252,3 +252,137 @@ def test_an_out_that_is_not_a_regular_file_is_written_not_replaced(tmp_path, zst
     from zstc.io import is_special_file
 
     assert is_special_file(Path("/dev/stdout")) and is_special_file(Path("/proc/self/fd/1")) and not is_special_file(real)
+
+
+def test_a_fifo_input_is_read_once_as_it_streams(tmp_path, zstc_cli):
+    """A FIFO as the input (a named pipe, ``mkfifo``): its rows arrive once. Reading it a first time for a
+    checksum and then again for the rows waited forever for a second writer."""
+    import threading
+
+    source = tmp_path / "in.jsonl"
+    os.mkfifo(source)
+    content = write_texts(tmp_path / "texts.jsonl", 3).read_bytes()
+    done = threading.Event()
+
+    def feed() -> None:
+        source.write_bytes(content)  # waits for zstc to open the FIFO
+        # Should zstc open it a second time, give it an empty writer: the test then fails instead of hanging.
+        while not done.is_set():
+            try:
+                os.close(os.open(source, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader waiting
+                pass
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--template", TEMPLATE)
+    finally:
+        done.set()
+        writer.join(10)
+    assert status == 0, err
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["t0", "t1", "t2"]
+
+
+def test_a_resumed_stdin_keeps_only_the_predictions_of_rows_it_gives_again(tmp_path, zstc_cli, monkeypatch):
+    """stdin (like a FIFO) has no checksum: an interrupted run's predictions were kept whatever the next run's
+    stdin held, so its first rows' predictions ended up beside another input's later rows. Each chunk's input
+    rows now have a digest in the marker: a resumed run keeps the chunks it reads again unchanged, cuts the
+    output back at the first that differs and scores from there on; the file equals an uninterrupted run's."""
+    import io
+
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = ["classify", "-", "--labels", ",".join(LABELS), "--template", TEMPLATE, "--out", str(out), "--chunk-size", "2"]
+    first = SENTENCES[:6]
+    changed = first[:2] + ["The orchestra played Mahler.", "Taxes on fuel went up."] + first[4:]
+
+    def feed(texts: list[str]) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(t + "\n" for t in texts).encode())))
+
+    references = {}
+    for name, texts in (("first", first), ("changed", changed)):
+        feed(texts)
+        status, _, err = zstc_cli(*args[:-4], "--out", str(tmp_path / f"{name}.jsonl"), "--chunk-size", "2")
+        assert status == 0, err
+        references[name] = (tmp_path / f"{name}.jsonl").read_bytes()
+
+    real_write = ResumableWriter.write_chunk
+
+    def killed_after(chunks: int):
+        def write(self, rows, *digest):
+            real_write(self, rows, *digest)
+            if self.state["chunks"] == chunks:
+                raise KeyboardInterrupt
+        return write
+
+    for resumed_with, kept in ((first, 4), (changed, 2)):
+        with monkeypatch.context() as patched:  # interrupted after two chunks of the first input
+            patched.setattr(ResumableWriter, "write_chunk", killed_after(2))
+            feed(first)
+            status, _, _ = zstc_cli(*args)
+        assert status == 130 and json.loads(marker.read_text())["rows"] == 4
+        feed(resumed_with)
+        status, _, err = zstc_cli(*args)
+        assert status == 0, err
+        assert f"resuming {out}: 4 predictions" in err
+        assert ("is not the interrupted run's input" in err) == (kept < 4)
+        if kept < 4:
+            assert f"<stdin> is not the interrupted run's input from row {kept + 1} on: {kept} of its 4 predictions are kept" in err
+        assert out.read_bytes() == references["first" if resumed_with is first else "changed"] and not marker.exists()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+@pytest.mark.parametrize("kept", [0, 1])
+def test_keep_cuts_a_resumed_output_back_to_its_first_chunks(tmp_path, fmt, kept):
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    chunks = [[{"n": 1}, {"n": 2}], [{"n": 3}], [{"n": 4}]]
+    identity = {"input_sha256": None, "settings": "s"}
+    writer = ResumableWriter(tmp_path / f"cut.{fmt}", fmt, identity)
+    for index, rows in enumerate(chunks):
+        writer.write_chunk(rows, f"d{index}")
+    resumed = ResumableWriter(tmp_path / f"cut.{fmt}", fmt, identity)
+    assert resumed.resumed_rows == 4 and resumed.chunk_inputs == ["d0", "d1", "d2"]
+    resumed.keep(kept)
+    assert resumed.resumed_rows == [0, 2][kept] and resumed.chunk_inputs == ["d0"][:kept]
+    again = ResumableWriter(tmp_path / f"cut.{fmt}", fmt, identity)  # the marker says the same
+    assert again.resumed_rows == resumed.resumed_rows
+    again.write_chunk([{"n": 9}], "d9")
+    again.finish()
+    reference = ResumableWriter(tmp_path / f"reference.{fmt}", fmt, identity)
+    for rows in [*chunks[:kept], [{"n": 9}]]:
+        reference.write_chunk(rows)
+    reference.finish()
+    assert (tmp_path / f"cut.{fmt}").read_bytes() == (tmp_path / f"reference.{fmt}").read_bytes()
+
+
+def test_an_empty_stdin_leaves_no_partial_output(tmp_path, zstc_cli, monkeypatch):
+    import io
+
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    status, _, err = zstc_cli("classify", "-", "--labels", ",".join(LABELS), "--out", str(out))
+    assert status == 2 and err == "error: <stdin>: no texts\n"
+    assert list(tmp_path.iterdir()) == []  # no out.jsonl.partial.json left behind
+
+
+def test_parquet_columns_json_has_no_type_for(tmp_path, zstc_cli):
+    """A Parquet input's timestamps and decimals are written to JSON Lines as their exact text; binary data is a
+    one-line error naming the column. All three ended in json's TypeError traceback."""
+    import datetime
+    import decimal
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": SENTENCES[:2], "at": [datetime.datetime(2020, 1, 2, 3, 4, 5), None],
+                             "price": [decimal.Decimal("1.50"), None], "blob": [b"\x00\x01", b"\xff"]}), source)
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--keep-columns", "at,price")
+    assert status == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(row["at"], row["price"]) for row in rows] == [("2020-01-02T03:04:05", "1.50"), (None, None)]
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS))
+    assert status == 2 and out == ""
+    assert err == ("error: column 'blob' holds bytes values, which JSON Lines cannot hold: leave it out with --keep-columns, "
+                   "or write .parquet\n")

@@ -33,6 +33,8 @@ def texts_file(tmp_path):
         (["classify", "missing.jsonl", "--labels", "a,b"], "missing.jsonl: no such file"),
         (["classify", "{texts}", "--labels", ""], "no labels given"),
         (["classify", "{texts}", "--labels", "sports"], "only one label given"),
+        # Multi-label, one label is a yes/no question, but the embedding default rule (near the best label) says yes to all.
+        (["classify", "{texts}", "--labels", "sports", "--multi-label"], "a single label would pass on every text; give --threshold"),
         (["classify", "{texts}", "--labels", "a,b,a"], "duplicate labels: 'a'"),
         # Read alike (the same opinion phrases): they would tie on every text, the first always winning.
         (["classify", "{texts}", "--labels", "positive,Positive"], "labels 'positive' and 'Positive' have the same description"),
@@ -40,6 +42,8 @@ def texts_file(tmp_path):
         (["classify", "{texts}", "--labels", "a,b", "--family", "nonsense"], "unknown family 'nonsense'"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "foo/not-a-model", "--family", "embedding"], "cannot load model 'foo/not-a-model'"),
         (["classify", "{texts}", "--labels", "a,b", "--template", "no slot"], "exactly one '{}'"),
+        # Not "unknown --pooling 'mean': --pooling must be ...": the CLI writes the parameter's name as its flag everywhere.
+        (["classify", "{texts}", "--labels", "a,b", "--pooling", "mean"], "--pooling must be one of native, cls, got 'mean'"),
         (["classify", "{empty}", "--labels", "a,b"], "empty text"),
         (["classify", "{malformed}", "--labels", "a,b"], "malformed JSON"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnewz"], "unknown task 'agnewz'"),
@@ -47,6 +51,13 @@ def texts_file(tmp_path):
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{tmp}", "--tasks", "agnews"], "no file for task 'agnews'"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--score-type", "prob"], "--score-type does not apply to embedding"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--unlabelled", "drop"], "--unlabelled must be one of"),
+        # What a Ray actor reserves: Ray's own ValueError traceback, after Ray had started, before these were checked.
+        (["classify", "{texts}", "--labels", "a,b", "--engine", "ray", "--out", "{tmp}", "--cpus-per-actor", "-1"],
+         "--cpus-per-actor must be >= 0, got -1"),
+        (["classify", "{texts}", "--labels", "a,b", "--engine", "ray", "--out", "{tmp}", "--gpus-per-actor", "nan"],
+         "--gpus-per-actor must be a finite number, got nan"),
+        (["sweep", "--models", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "financialphrasebank", "--out", "{tmp}",
+          "--engine", "ray", "--cpus-per-model", "-2"], "--cpus-per-model must be >= 0, got -2"),
     ],
 )
 def test_user_errors_are_one_line(args, message, capsys, monkeypatch, tmp_path, texts_file, btzsc_dir):
@@ -89,3 +100,72 @@ def test_the_demo_runs_where_there_is_no_runs_folder(zstc_cli, monkeypatch, tmp_
     assert "Manchester United" in out and json.loads((tmp_path / "runs" / "demo.json").read_text())["results"]["by_dataset"]
     status, out, err = zstc_cli("demo", "--out", str(tmp_path / "missing" / "d.json"))
     assert status == 2 and "folder" in err and "does not exist" in err and "Manchester United" not in out
+    # So is a --data without the demo's datasets (it failed only after the example classification).
+    status, out, err = zstc_cli("demo", "--data", str(tmp_path), "--out", str(tmp_path / "d.json"))
+    assert status == 2 and f"{tmp_path}: no file for task 'financialphrasebank'" in err and "Manchester United" not in out
+
+
+def test_multi_label_takes_one_label_from_a_labels_file_as_from_labels(capsys, monkeypatch, tmp_path, texts_file):
+    """One label is a yes/no question under --multi-label, whichever option gives it; a labels file holding one
+    was refused ("zero-shot classification needs at least two") where --labels was not."""
+    labels = tmp_path / "labels.txt"
+    labels.write_text("sports\tThis text is about sports.\n")
+    code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels), "--multi-label", "--threshold", "0.12"],
+                             capsys, monkeypatch)
+    assert code in (0, None), err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["labels"] for row in rows] == [["sports"], ["none"]] and all(set(row["scores"]) == {"sports"} for row in rows)
+    code, _, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels)], capsys, monkeypatch)
+    assert code == 2 and "only one label given ('sports')" in err
+
+
+def test_a_missing_gpu_is_said_in_words_the_flag_rewriting_leaves_alone(capsys, monkeypatch, texts_file):
+    """The CLI writes a parameter's name as its flag wherever an error says it: "no CUDA device is available"
+    read "no CUDA --device is available"."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, _, err = run_cli(["classify", str(texts_file), "--labels", "a,b", "--device", "cuda"], capsys, monkeypatch)
+    assert code == 2 and err == "error: --device asks for 'cuda', but this machine has no CUDA GPU\n"
+
+
+def test_a_blank_label_description_is_refused(capsys, monkeypatch, tmp_path, texts_file):
+    """A labels file may describe a label with "" (JSON) or spaces: the model read nothing for it, and
+    all-MiniLM-L6-v2 gave that label both texts, silently."""
+    from zstc.api import Classifier
+    from zstc.errors import LabelError
+
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"sports": "  ", "economy": "This text is about the economy."}))
+    code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels)], capsys, monkeypatch)
+    assert code == 2 and out == ""
+    assert err == "error: the description of 'sports' is empty: describe the label, or give no description to use its name\n"
+    with pytest.raises(LabelError, match="the description of 'economy' is NoneType, expected a string"):
+        Classifier().scores(["a text"], ["sports", "economy"], ["This text is about sports.", None])  # type: ignore[list-item]
+
+
+def test_label_descriptions_with_a_name_based_hypothesis_variant_are_refused(capsys, monkeypatch, tmp_path, texts_file):
+    """--hypotheses name/definition/both/ensemble describe the labels from their names: the descriptions of a
+    --labels-file were dropped, silently."""
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("sports\tThis text is about football and tennis.\neconomy\tThis text is about prices and jobs.\n")
+    code, _, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels), "--hypotheses", "name"], capsys, monkeypatch)
+    assert code == 2 and err == ("error: --hypotheses name describes each label from its name, so the labels' own descriptions "
+                                 "would go unused: give --hypotheses dataset to use them, or the labels alone\n")
+    names = tmp_path / "names.txt"  # a labels file of names alone has nothing to lose
+    names.write_text("sports\neconomy\n")
+    code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(names), "--hypotheses", "name"], capsys, monkeypatch)
+    assert code in (0, None), err
+    assert [json.loads(line)["label"] for line in out.splitlines()] == ["sports", "economy"]
+
+
+def test_a_quoted_label_may_hold_a_comma(capsys, monkeypatch, texts_file):
+    """--labels is read as one CSV row: '"sports, games",economy' is two labels, not '"sports' and 'games"' and
+    'economy' (a plain split, silently); an unterminated quote is an error naming --labels."""
+    code, out, err = run_cli(["classify", str(texts_file), "--labels", '"sports, games", economy', "--template", "This text is about {}."],
+                             capsys, monkeypatch)
+    assert code in (0, None), err
+    assert [set(json.loads(line)["scores"]) for line in out.splitlines()] == [{"sports, games", "economy"}] * 2
+    code, _, err = run_cli(["classify", str(texts_file), "--labels", '"sports, economy'], capsys, monkeypatch)
+    assert code == 2 and err.startswith("error: --labels '\"sports, economy': unexpected end of data")

@@ -67,8 +67,11 @@ def test_defaults_per_score_type() -> None:
     assert default_threshold("prob") == 0.5 and default_threshold("logodds") == 0.0
     assert score_type_of(WordOverlapScorer()) == "cosine"
     assert default_threshold("cosine") == DEFAULT_THRESHOLDS["cosine"]
-    with pytest.raises(UnknownNameError, match="--threshold"):
-        default_threshold(None)
+    # Named as the parameter (the CLI prints it as --threshold), and an LLM's scores as what they are, not "type None".
+    with pytest.raises(UnknownNameError, match=r"^llm models' scores \(a distribution over the labels\) have no default "
+                                               r"multi-label cut; give threshold ") as missing:
+        default_threshold(None, "llm")
+    assert missing.value.parameters == ("threshold",)
 
 
 def test_parse_label_thresholds() -> None:
@@ -91,6 +94,19 @@ def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
         classifier.predict_multi_label(["x"], ["none", "sports"])
     single = classifier.predict_multi_label(["sports"], ["sports"], threshold=0.5)  # one yes/no label is fine
     assert single[0].labels == ["sports"]
+    # ... but not under the embedding family's default rule (labels near the best one): it said yes to every text.
+    with pytest.raises(LabelError, match=r"one label \('sports'\) with the default multi-label rule .* give threshold") as refused:
+        classifier.predict_multi_label(["sports", "cooking"], ["sports"])
+    assert refused.value.parameters == ("threshold",)
+    assert classifier.predict_multi_label(["cooking"], ["sports"], per_label={"sports": 0.5})[0].labels == ["none"]
+    # per_label is checked as --label-threshold is: a NaN made its label never pass, silently; an unknown label
+    # was a ValueError, not a zstc error.
+    from zstc.errors import OptionError
+
+    with pytest.raises(OptionError, match=r"per_label\['sports'\] must be a finite number, got nan"):
+        classifier.predict_multi_label(["sports"], ["sports", "politics"], per_label={"sports": float("nan")})
+    with pytest.raises(LabelError, match="per_label: threshold given for 'cooking', which is not one of the labels"):
+        classifier.predict_multi_label(["sports"], ["sports", "politics"], per_label={"cooking": 0.5})
 
 
 def test_api_fits_thresholds_on_labelled_texts() -> None:

@@ -89,9 +89,13 @@ def test_published_schemas_are_current(name: str) -> None:
     assert published == json_schema(name)
 
 
-def test_schema_command(zstc_cli) -> None:
+def test_schema_command(zstc_cli, tmp_path) -> None:
     status, out, _ = zstc_cli("schema", "leaderboard")
     assert status == 0 and json.loads(out)["title"] == "LeaderboardEntry"
+    status, _, err = zstc_cli("schema", "summary", "--out", str(tmp_path / "missing" / "s.json"))  # was a FileNotFoundError traceback
+    assert status == 2 and err == f"error: --out {tmp_path / 'missing' / 's.json'}: folder {tmp_path / 'missing'} does not exist\n"
+    status, _, err = zstc_cli("schema", "summary", "--out", str(tmp_path / "s.json"))
+    assert status == 0 and json.loads((tmp_path / "s.json").read_text())["title"] == "RunSummary"
     status, _, err = zstc_cli("schema", "board")
     assert status == 2 and err.strip() == "error: unknown schema 'board'; expected one of result, summary, leaderboard"
     with pytest.raises(UnknownNameError):

@@ -91,6 +91,14 @@ def test_txt_input_and_labels_file_are_inputs_too(zstc_cli, tmp_path: Path) -> N
     assert_user_error(zstc_cli("classify", str(plain), "--labels", "a,b", "-o", str(plain), "--format", "jsonl"), "is the input")
     assert_user_error(zstc_cli("classify", str(plain), "--labels-file", str(labels), "-o", str(labels), "--format", "jsonl"), "is the input")
     assert plain.read_text() == "one\ntwo\n" and labels.read_text() == "a\nb\n"
+    # The --calibration file is read too: an --out there replaced it with the predictions.
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5},
+                                       "model": MINILM}))
+    before = calibration.read_bytes()
+    assert_user_error(zstc_cli("classify", str(plain), "--labels", "a,b", "--calibration", str(calibration), "-o", str(calibration)),
+                      f"--out {calibration}: is the input {calibration}")
+    assert calibration.read_bytes() == before
 
 
 def test_export_report_and_bench_refuse_their_inputs(zstc_cli, result_file: Path, tmp_path: Path, btzsc_dir: Path) -> None:
@@ -119,6 +127,17 @@ def test_unwritable_out_fails_before_the_texts_are_read(zstc_cli, tmp_path: Path
     # The input does not exist: a failure about the input would mean --out was checked too late.
     out = where.format(tmp=tmp_path)
     assert_user_error(zstc_cli("classify", str(tmp_path / "absent.jsonl"), "-l", "a,b", "--out", out, "--format", "jsonl"), "--out", message)
+
+
+def test_bench_refuses_a_file_where_its_details_folder_goes(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
+    """bench --out r.json writes r.details/: a file of that name was found only when the first dataset had been
+    scored, as a FileExistsError traceback that lost it. Refused up front now, before the model loads."""
+    details = tmp_path / "r.details"
+    details.write_text("someone's notes")
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6",
+                               "--no-cache", "--out", str(tmp_path / "r.json")),
+                      f"--out {tmp_path / 'r.json'}: its details folder {details}: is a file, expected a folder")
+    assert details.read_text() == "someone's notes" and not (tmp_path / "r.json").exists()
 
 
 def test_full_disk_is_one_line(zstc_cli, result_file: Path) -> None:
@@ -207,6 +226,16 @@ def test_non_utf8_input_names_the_file_and_offset(zstc_cli, tmp_path: Path, name
     path = tmp_path / name
     path.write_bytes(content)
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), str(path), f"byte offset {offset}")
+
+
+def test_utf16_input_is_told_to_convert_from_utf16(zstc_cli, tmp_path: Path) -> None:
+    """A UTF-16 file (its byte-order mark says so) was told to convert from latin1, which gives garbage."""
+    path = tmp_path / "t.txt"
+    path.write_bytes("first\nsecond\n".encode("utf-16"))
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"{path}: not UTF-8 text (byte offset 0: 0x",
+                      "iconv -f utf-16 -t utf-8")
+    path.write_bytes("caf\u00e9\n".encode("latin-1"))
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), "iconv -f latin1 -t utf-8")
 
 
 def test_non_utf8_labels_and_results_files(zstc_cli, texts: Path, tmp_path: Path) -> None:
@@ -331,7 +360,11 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     cases = [
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "nan"], "--threshold must be a finite number"),
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--threshold", "inf"], "--threshold must be a finite number"),
-        (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=nan"], "LABEL=NUMBER"),
+        (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=nan"],
+         "--label-threshold: each must look like LABEL=NUMBER, got 'a=nan'"),
+        # Repeated for one label: the last one won, silently.
+        (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=0.1", "--label-threshold", "a=0.2"],
+         "--label-threshold: two thresholds for 'a' (0.1 and 0.2); give one"),
         (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "nan",
           "--out", str(tmp_path / "b.json")], "--threshold"),
         ([*train, "--backbone-lr", "-1e-5"], "--backbone-lr must be > 0"),
@@ -345,6 +378,17 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
         (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        # Seeds: numpy's generators refuse a negative one, and transformers' set_seed one past 32 bits (tracebacks).
+        *[(args, "--seed must be >= 0 and <= 4294967295, got -1") for args in [
+            ["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--out", str(tmp_path / "b.json"), "--seed", "-1"],
+            ["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--out", str(tmp_path), "--seed", "-1"],
+            ["calibrate", "-m", MINILM, *data, "--seed", "-1"],
+            ["template-robustness", "-m", MINILM, *data, "--seed", "-1"],
+            ["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--seed", "-1"],
+            ["nli-probe", "-m", MINILM, "--data", str(tmp_path), "--seed", "-1"],
+            ["report", str(tmp_path / "r.json"), "--out", str(tmp_path / "report"), "--seed", "-1"],
+            [*train, "--seed", "-1"]]],
+        ([*train, "--seed", str(2**70)], f"--seed must be >= 0 and <= 4294967295, got {2**70}"),
         # --task takes one dataset: a family is named as one, never "unknown task 'sentiment' (did you mean 'sentiment'?)".
         *[([command, "-m", MINILM, "--data", str(btzsc_dir), "--task", "sentiment", *extra],
            "--task takes one dataset; 'sentiment' is a family (its datasets: amazonpolarity, imdb,")
@@ -353,6 +397,8 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["demo", "--data", str(btzsc_dir), "--max-samples", "0", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["demo", "--data", str(btzsc_dir), "--max-samples", "-5", "--out", str(tmp_path / "b.json")], "--max-samples must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--batch-size", "0"], "--batch-size must be >= 1"),
+        (["classify", str(texts), "-l", "a,b", "--chunk-size", str(2**70)],  # islice's ValueError traceback
+         f"--chunk-size must be >= 1 and <= {sys.maxsize}, got {2**70}"),
         (["classify", str(texts), "-l", "a,b", "--max-length", "-1"], "--max-length must be >= 1"),
         (["classify", str(texts), "-l", "a,b", "--device", "bogus"], "--device must be"),
         # Flags that would do nothing are said, not ignored.
@@ -360,6 +406,8 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["classify", str(texts), "-l", "a,b", "--address", "auto", "--gpus-per-actor", "1"], "--address, --gpus-per-actor apply to --engine ray"),
         (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "0.3",
           "--out", str(tmp_path / "b.json")], "--threshold applies to --multi-label decisions"),
+        (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--fresh", "--overwrite", "never",
+          "--out", str(tmp_path / "b.json")], "--fresh (the same as --overwrite always) contradicts --overwrite never"),
         # An empty --tasks is an error, not "every dataset at full size" (a folder without datasets: that error, quickly).
         *[(["bench", "-m", MINILM, "--data", str(no_datasets), "--tasks", empty, "--out", str(tmp_path / "b.json")],
            f"--tasks {empty!r} names no dataset") for empty in ("", " ", ",")],

@@ -260,3 +260,37 @@ def test_evaluate_pairs_gives_the_dev_metrics_that_training_recorded(trained: Tr
     metrics = evaluate_pairs(model, tokenizer, dev, device=torch.device("cpu"))
     recorded = {name: trained.best_dev[f"dev_{name}"] for name in ("loss", "accuracy", "auroc")}
     assert metrics == pytest.approx(recorded, abs=1e-5)
+
+
+def test_a_stop_during_the_trainers_own_save_leaves_a_checkpoint_to_resume_from(tiny_backbone: Path, train_file: Path, tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the Trainer wrote a periodic checkpoint left it without trainer_state.json (written last); the
+    interrupt took it for saved, and the next run's resume ended in a FileNotFoundError traceback. A checkpoint
+    without a readable state is passed over now: the interrupt saves it again, a resume starts from the one before."""
+    from transformers import Trainer
+
+    real_save_rng_state = Trainer._save_rng_state
+    stopped_in: list[Path] = []
+
+    def stopped_once(self: Trainer, output_dir: str) -> None:
+        if not stopped_in:  # after the model and optimizer were written, before the trainer state
+            stopped_in.append(Path(output_dir))
+            raise KeyboardInterrupt
+        real_save_rng_state(self, output_dir)
+
+    out = tmp_path / "out"
+    lines: list[str] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(Trainer, "_save_rng_state", stopped_once)
+        with pytest.raises(KeyboardInterrupt):
+            train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lines.append)
+    step = int(stopped_in[0].name.rpartition("-")[2])
+    assert lines[-1].startswith(f"interrupted at step {step}; checkpoint saved")
+    assert json.loads((stopped_in[0] / "trainer_state.json").read_text())["global_step"] == step  # saved again, whole
+
+    partial = out / "checkpoint" / f"checkpoint-{step + 5}"  # as a kill during a save leaves one
+    partial.mkdir()
+    (partial / "model.safetensors").write_bytes(b"")
+    lines.clear()
+    train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lines.append)
+    assert lines[0].startswith(f"resuming from step {step} of ") and is_zstc_nli_model(out)

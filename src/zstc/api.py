@@ -27,7 +27,7 @@ from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
-from zstc.multilabel import NONE_LABEL, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.validation import OptionSpec, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
@@ -132,6 +132,10 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     hypotheses = check_option("hypotheses", hypotheses, HYPOTHESES)
     if hypotheses == "dataset":
         return describe_labels(list(descriptions) if descriptions is not None else labels, template)
+    if descriptions is not None and list(descriptions) != list(labels):  # said, not dropped
+        raise LabelError(f"hypotheses {hypotheses} describes each label from its name, so the labels' own "
+                         "descriptions would go unused: give hypotheses dataset to use them, or the labels alone",
+                         parameters=("hypotheses",))
     return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
 
 
@@ -272,6 +276,7 @@ class Classifier:
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
+        per_label = check_label_thresholds(per_label or {}, labels)  # a NaN one would make its label never pass
         platt = self._platt()
         kind = scores or ("probs" if platt is not None else "raw")
         check_score_kind(kind)
@@ -280,6 +285,7 @@ class Classifier:
                              "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
         # The default rule (no threshold of the user's) keeps labels near the best one; a given threshold is a plain cut.
         margin = self.default_margin() if threshold is None and not per_label else None
+        check_margin_rule(labels, margin)
         cut = self.default_threshold() if threshold is None else threshold
         # Where the decision is a plain cut, bf16 rechecks the pairs near it (in raw scores: through Platt's inverse).
         cuts = None if margin is not None else label_thresholds(len(labels), cut, labels, per_label)

@@ -38,9 +38,11 @@ def decode_utf8(data: bytes, source: str, *, offset: int = 0) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
+        # A UTF-16 byte-order mark says what the file is (Windows tools save "Unicode" so): latin1 would be wrong advice.
+        encoding = "utf-16" if offset == 0 and data[:2] in (b"\xff\xfe", b"\xfe\xff") else "latin1"
         raise DataError(
             f"{source}: not UTF-8 text (byte offset {offset + error.start}: 0x{data[error.start]:02x}, {error.reason}); "
-            "save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+            f"save it as UTF-8, e.g. iconv -f {encoding} -t utf-8"
         ) from None
 
 
@@ -471,11 +473,12 @@ def check_encodable(text: str, where: str) -> str:
     return text
 
 
-def read_label_descriptions(path: str | Path) -> dict[str, str]:
+def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> dict[str, str]:
     """Labels and their descriptions from a file.
 
     ``.json``: an object ``{label: description}`` or a list of labels; otherwise one label per line,
     optionally ``label<TAB>description``. A label without a description is described by its own name.
+    ``allow_single`` admits one label, as :func:`zstc.validation.check_labels` does (multi-label: yes or no).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -493,7 +496,7 @@ def read_label_descriptions(path: str | Path) -> dict[str, str]:
                 continue
             label, _, description = line.partition("\t")
             pairs.append((label.strip(), description.strip() or label.strip()))
-    labels = check_labels([label for label, _ in pairs], what=f"labels in {path}")
+    labels = check_labels([label for label, _ in pairs], what=f"labels in {path}", allow_single=allow_single)
     return dict(zip(labels, (description for _, description in pairs)))
 
 

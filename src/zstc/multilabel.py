@@ -72,11 +72,22 @@ def default_threshold(score_type: str | None, family: str | None = None) -> floa
     if family in FAMILY_THRESHOLDS and score_type in (None, FAMILY_SCORE_TYPE.get(family)):
         return FAMILY_THRESHOLDS[family]
     if score_type not in DEFAULT_THRESHOLDS:
+        # No score type: an LLM's scores, a distribution over the labels (see DEFAULT_THRESHOLDS).
+        what = f"scores of type {score_type!r}" if score_type is not None else f"{family or 'these'} models' scores (a distribution over the labels)"
         raise UnknownNameError(
-            f"no default multi-label threshold for scores of type {score_type!r}; give one with --threshold "
-            f"(or fit one on a labelled dev set); defaults exist for {', '.join(DEFAULT_THRESHOLDS)}"
+            f"{what} have no default multi-label cut; give threshold (or fit one on labelled texts); "
+            f"defaults exist for score types {', '.join(DEFAULT_THRESHOLDS)}", parameters=("threshold",)
         )
     return DEFAULT_THRESHOLDS[score_type]
+
+
+def check_margin_rule(labels: Sequence[str], margin: float | None) -> None:
+    """Refuse one label under a margin rule (:func:`default_margin`, the embedding family's default): the rule
+    keeps the labels near a text's best one, and a single label is its own best, so it would pass on every text."""
+    if margin is not None and len(labels) == 1:
+        raise LabelError(f"one label ({quoted(labels[0])}) with the default multi-label rule of embedding models, which "
+                         "keeps the labels near a text's best one: a single label would pass on every text; give threshold "
+                         "(or a cut per label, or one fitted on labelled texts), or more labels", parameters=("threshold",))
 
 
 def check_multilabel_names(labels: Sequence[str]) -> None:
@@ -84,8 +95,8 @@ def check_multilabel_names(labels: Sequence[str]) -> None:
         raise LabelError(f"{NONE_LABEL!r} is what multi-label classification predicts when no label applies; rename that label")
 
 
-def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
-    """``["sports=0.4", ...]`` -> ``{"sports": 0.4}``, each label checked against ``labels``."""
+def parse_label_thresholds(items: Sequence[str], labels: Sequence[str], parameter: str = "label_thresholds") -> dict[str, float]:
+    """``["sports=0.4", ...]`` -> ``{"sports": 0.4}``, each label checked against ``labels``; errors name ``parameter``."""
     parsed: dict[str, float] = {}
     for item in items:
         name, sep, value = item.rpartition("=")
@@ -94,12 +105,26 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str]) -> dict[
         except ValueError:
             threshold = None
         if not sep or not name or threshold is None or not math.isfinite(threshold):
-            raise LabelError(f"a per-label threshold must look like LABEL=NUMBER, got {quoted(item)}")
+            raise LabelError(f"{parameter}: each must look like LABEL=NUMBER, got {quoted(item)}", parameters=(parameter,))
         if name not in labels:
             known = ', '.join(labels)
-            raise LabelError(f"threshold given for {quoted(name)}, which is not one of the labels ({known if len(known) <= 300 else known[:300] + '...'})")
+            raise LabelError(f"{parameter}: threshold given for {quoted(name)}, which is not one of the labels "
+                             f"({known if len(known) <= 300 else known[:300] + '...'})", parameters=(parameter,))
+        if name in parsed and parsed[name] != threshold:  # the last would win, silently
+            raise LabelError(f"{parameter}: two thresholds for {quoted(name)} ({parsed[name]:g} and {threshold:g}); give one",
+                             parameters=(parameter,))
         parsed[name] = threshold
     return parsed
+
+
+def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str], parameter: str = "per_label") -> dict[str, float]:
+    """A mapping of per-label thresholds checked as :func:`parse_label_thresholds` checks ``LABEL=NUMBER`` items
+    (each label one of ``labels``, each threshold a finite number)."""
+    from zstc.validation import Rule
+
+    for name, value in per_label.items():
+        Rule().check(f"{parameter}[{name!r}]", value)  # "per_label['a'] must be a finite number, got nan"
+    return parse_label_thresholds([f"{name}={value!r}" for name, value in per_label.items()], labels, parameter)
 
 
 def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None,

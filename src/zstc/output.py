@@ -7,12 +7,18 @@ once its bytes are on disk and the marker says so, so a run killed at any moment
 prefix of complete chunks, possibly followed by a torn chunk that the next run cuts off. Run again with the
 same input and settings, classification continues after the last complete chunk; the finished file is
 byte-equal to one written without interruption. A changed input or setting starts over.
+
+An input with no checksum (stdin, a FIFO: read once, as it streams) is checked a chunk at a time instead: the
+marker holds a digest of each chunk's input rows (:func:`input_digest`), and a resumed run keeps the chunks
+whose rows it reads again unchanged and continues from the first that differs (:meth:`ResumableWriter.keep`).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime
+import decimal
 import io
 import json
 import os
@@ -95,8 +101,29 @@ def _flat(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
 
 
-def encode_jsonl(rows: Iterable[Row]) -> bytes:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+def _json_value(value: Any) -> Any:
+    """A kept column's value that JSON has no type for (a Parquet input's dates, times and decimals): its exact
+    text, ISO 8601 for dates and times. Anything else (bytes) is a TypeError."""
+    if isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    raise TypeError(type(value).__name__)
+
+
+def encode_jsonl(rows: Sequence[Row]) -> bytes:
+    """JSON Lines; a column JSON cannot hold (binary data) is a :class:`DataError` naming it."""
+    try:
+        return "".join(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n" for row in rows).encode("utf-8")
+    except TypeError:
+        for row in rows:
+            for name, value in row.items():
+                try:
+                    json.dumps(value, default=_json_value)
+                except TypeError as error:
+                    raise DataError(f"column {name!r} holds {error} values, which JSON Lines cannot hold: leave it out "
+                                    "with --keep-columns, or write .parquet") from None
+        raise
 
 
 def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
@@ -121,7 +148,7 @@ class StdoutWriter:
         self.fmt, self.stream, self.name = fmt, stream, name
         self.columns: list[str] | None = None
 
-    def write_chunk(self, rows: Sequence[Row]) -> None:
+    def write_chunk(self, rows: Sequence[Row], input_digest: str | None = None) -> None:
         if self.fmt == "jsonl":
             data = encode_jsonl(rows).decode("utf-8")
         else:
@@ -136,12 +163,23 @@ class StdoutWriter:
                 raise
             raise write_failed(self.name, error) from None
 
+    def discard(self) -> None:
+        """Nothing was written (no texts): nothing to clean up."""
+
     def finish(self) -> None:
         if self.stream is not sys.stdout:  # a stream the writer opened (--out /dev/stdout, a FIFO)
             try:
                 self.stream.close()
             except OSError as error:
                 raise write_failed(self.name, error) from None
+
+
+def input_digest(records: Iterable[Row]) -> str:
+    """A digest of a chunk's input rows, to tell on a resume whether a stream gives the rows it gave before."""
+    import hashlib
+
+    data = json.dumps(list(records), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class ResumableWriter:
@@ -154,7 +192,9 @@ class ResumableWriter:
         self.path, self.fmt, self.identity = Path(path), fmt, identity
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.marker = self.path.with_name(self.path.name + ".partial.json")
-        self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None}
+        # "ends": (rows, bytes) after each chunk, and "inputs" each chunk's input_digest: what keep() cuts back to.
+        self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
+                                      "ends": [], "inputs": []}
         previous = self._read_marker()
         if previous is not None and previous.get("identity") == identity and self._partial_intact(previous):
             self.state = previous
@@ -170,6 +210,37 @@ class ResumableWriter:
     @property
     def resumed_rows(self) -> int:
         return int(self.state["rows"])
+
+    def _per_chunk(self, key: str) -> list[Any]:
+        """The marker's list ``key`` with one entry per chunk written; empty where it has not (a marker of a
+        zstc that recorded none)."""
+        entries = self.state.get(key)
+        return list(entries) if isinstance(entries, list) and len(entries) == self.state["chunks"] else []
+
+    @property
+    def chunk_inputs(self) -> list[str | None]:
+        """The input digest of each chunk written (None where none was given); see :meth:`_per_chunk`."""
+        return self._per_chunk("inputs")
+
+    def keep(self, chunks: int) -> None:
+        """Keep only the first ``chunks`` chunks (a resumed stream whose later rows differ from the interrupted
+        run's): the output is cut back to them and writing continues after them."""
+        if chunks >= self.state["chunks"]:
+            return
+        ends = self._per_chunk("ends")
+        if not ends:  # a marker without chunk ends: nothing can be kept
+            chunks = 0
+        rows, size = ends[chunks - 1] if chunks else (0, 0)
+        if self.fmt == "parquet":
+            for index in range(chunks, self.state["chunks"]):
+                self._chunk_path(index).unlink(missing_ok=True)
+        elif self.partial.exists():
+            with self.partial.open("r+b") as handle:
+                handle.truncate(size)
+        self.state.update(rows=rows, chunks=chunks, bytes=size, ends=ends[:chunks], inputs=self.chunk_inputs[:chunks])
+        if not chunks:
+            self.state["columns"] = None  # the CSV header goes with the first chunk
+        write_json(self.marker, self.state)
 
     def _read_marker(self) -> dict[str, Any] | None:
         try:
@@ -202,8 +273,9 @@ class ResumableWriter:
         else:
             self.partial.unlink(missing_ok=True)
 
-    def write_chunk(self, rows: Sequence[Row]) -> None:
-        """Append one chunk durably, then record it in the marker (in that order: the marker never runs ahead)."""
+    def write_chunk(self, rows: Sequence[Row], input_digest: str | None = None) -> None:
+        """Append one chunk durably, then record it in the marker (in that order: the marker never runs ahead);
+        ``input_digest``: the chunk's input rows' (:func:`input_digest`), for a resumed stream to check."""
         if not rows:
             return
         if self.fmt == "parquet":
@@ -220,8 +292,13 @@ class ResumableWriter:
                 handle.flush()
                 os.fsync(handle.fileno())
             self.state["bytes"] += len(data)
+        inputs, ends = self._per_chunk("inputs"), self._per_chunk("ends")
         self.state["rows"] += len(rows)
         self.state["chunks"] += 1
+        if inputs or self.state["chunks"] == 1:  # a marker that lacks them for earlier chunks never gets them
+            self.state["inputs"] = [*inputs, input_digest]
+        if ends or self.state["chunks"] == 1:
+            self.state["ends"] = [*ends, [self.state["rows"], self.state["bytes"]]]
         write_json(self.marker, self.state)
 
     def _write_parquet_chunk(self, rows: Sequence[Row]) -> None:
@@ -234,6 +311,11 @@ class ResumableWriter:
         with temporary.open("rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temporary, target)
+
+    def discard(self) -> None:
+        """Remove the partial output and its marker: an input with no rows at all (an empty stdin) leaves nothing."""
+        self._remove_partial()
+        self.marker.unlink(missing_ok=True)
 
     def finish(self) -> None:
         """Move the complete output into place and remove the partial state."""

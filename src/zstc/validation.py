@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 import string
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -124,9 +125,15 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
 def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[str]) -> None:
     """Refuse two labels that the model would read the same way (``positive`` and ``Positive`` both become the
     same opinion phrases; a labels file may give two labels one description): their scores tie on every text,
-    and the first would always win, silently."""
+    and the first would always win, silently. Refuse a blank description too: the model reads nothing for its
+    label, whose score then means nothing (all-MiniLM-L6-v2 gave it nearly every text)."""
     first: dict[str, str] = {}
     for label, description in zip(labels, descriptions):
+        if not isinstance(description, str):
+            raise LabelError(f"the description of {quoted(label)} is {type(description).__name__}, expected a string")
+        if not description.strip():
+            raise LabelError(f"the description of {quoted(label)} is empty: describe the label, or give no description "
+                             "to use its name")
         if description in first:
             raise LabelError(f"labels {quoted(first[description])} and {quoted(label)} have the same description "
                              f"({quoted(description)}): no model can tell them apart; describe them differently or merge them")
@@ -205,7 +212,8 @@ class Rule:
             return f"must be a whole number, got {value}"
         too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        return f"must be {self.range_text()}, got {value:g}" if too_low or too_high else None
+        shown = value if isinstance(value, int) else f"{value:g}"  # a whole number as typed, not as 1e+23
+        return f"must be {self.range_text()}, got {shown}" if too_low or too_high else None
 
     def check(self, name: str, value: Any) -> Any:
         """``value`` if it keeps the rule, else :class:`OptionError` naming ``name``."""
@@ -218,9 +226,9 @@ class Rule:
         """``"> 0"``, ``">= 0 and <= 1"``: the bounds as a message states them."""
         bounds = []
         if self.low is not None:
-            bounds.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+            bounds.append(f"{'>' if self.low_open else '>='} {_number(self.low)}")
         if self.high is not None:
-            bounds.append(f"{'<' if self.high_open else '<='} {self.high:g}")
+            bounds.append(f"{'<' if self.high_open else '<='} {_number(self.high)}")
         return " and ".join(bounds) or "a number"
 
 
@@ -234,9 +242,10 @@ def _device_problem(value: Any) -> str | None:
     except (RuntimeError, TypeError, ValueError):
         return f"must be cpu, cuda, cuda:N, mps or auto, got {value!r}"
     if device.type == "cuda" and not torch.cuda.is_available():
-        return f"asks for {value!r}, but no CUDA device is available"
+        # "GPU", not "device": the CLI writes the parameter's name as its flag wherever the message says it.
+        return f"asks for {value!r}, but this machine has no CUDA GPU"
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        return f"asks for {value!r}, but there are {torch.cuda.device_count()} CUDA device(s)"
+        return f"asks for {value!r}, but this machine has {torch.cuda.device_count()} CUDA GPU(s)"
     return None
 
 
@@ -255,6 +264,7 @@ OPTION_RULES: dict[str, Rule] = {
     "dev_size": COUNT,
     "negatives": Rule(0, integer=True),
     "bootstrap": Rule(100, integer=True),
+    "seed": Rule(0, 2**32 - 1, integer=True),  # numpy takes no negative seed, and its legacy one (transformers' set_seed) none past 32 bits
     # training (train-nli and unseen's fine-tuning)
     "backbone_lr": POSITIVE,
     "head_lr": POSITIVE,
@@ -266,6 +276,14 @@ OPTION_RULES: dict[str, Rule] = {
     "batch_size": COUNT,
     "max_length": COUNT,
     "device": Rule(device=True),
+    "chunk_size": Rule(1, sys.maxsize, integer=True),  # classify: itertools.islice takes no larger count
+    # Ray: what an actor reserves (0 is Ray's own "none of it")
+    "actors": COUNT,
+    "cpus_per_actor": Rule(0),
+    "gpus_per_actor": Rule(0),
+    "cpus_per_model": Rule(0),
+    "gpus_per_model": Rule(0),
+    "max_retries": Rule(0, integer=True),
 }
 """The range of every non-scorer option, by parameter name. A command checks its options with
 :func:`check_options` before loading anything; a command whose option is narrower passes its own rule."""

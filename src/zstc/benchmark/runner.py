@@ -24,7 +24,7 @@ from zstc.benchmark.result_cache import ResultCache
 from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, ZstcError
-from zstc.io import GROUPED_SUFFIXES, check_output_path
+from zstc.io import GROUPED_SUFFIXES, check_output_dir, check_output_path
 from zstc.validation import OptionSpec
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
@@ -266,6 +266,8 @@ class Bench:
             spec = get_model_spec(config.model, config.family)
             make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
             check_output_path(Path(config.out), inputs=_data_files(config))
+            # The details folder beside it too: a file of that name failed only when the first dataset was saved.
+            check_output_dir(self.store.directory, inputs=_data_files(config), option=f"--out {config.out}: its details folder")
             if str(config.data) != "hub":  # every dataset file is found before the first one is scored
                 for name in config.tasks:
                     find_task_file(data_directory(config.data), name)

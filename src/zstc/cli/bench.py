@@ -48,11 +48,15 @@ def bench(
     from zstc.validation import check_choice, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
-    check_options({"threshold": threshold, "max_samples": max_samples})
+    check_options({"threshold": threshold, "max_samples": max_samples, "seed": seed})
     if threshold is not None and not multi_label:  # as classify: said, not ignored
         from zstc.errors import LabelError
 
         raise LabelError("--threshold applies to --multi-label decisions")
+    if fresh and overwrite == "never":  # --fresh won, silently: everything was recomputed
+        from zstc.errors import OptionError
+
+        raise OptionError("--fresh (the same as --overwrite always) contradicts --overwrite never; give one of them")
     config = BenchConfig(
         model=model,
         family=family,

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 @with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
-    labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels.")] = None,
+    labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels; double-quote one that holds a comma: '\"Food, drink\",Travel'.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
     template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are.")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
@@ -69,15 +69,15 @@ def classify(
     from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
     from zstc.scale.planner import ENGINES
-    from zstc.validation import check_choice, check_labels
+    from zstc.validation import check_choice, check_labels, check_options
 
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
-        names = check_labels(labels.split(",") if labels.strip() else [], allow_single=multi_label)
+        names = check_labels(_split_labels(labels) if labels.strip() else [], allow_single=multi_label)
         given = names
     else:
-        mapping = read_label_descriptions(labels_file)  # type: ignore[arg-type]  # set: exactly one of the two is given
+        mapping = read_label_descriptions(labels_file, allow_single=multi_label)  # type: ignore[arg-type]  # set: exactly one of the two is given
         names, given = list(mapping), list(mapping.values())
     if template is None and given == names and hypotheses == "dataset":  # label names: the measured default template
         template = DEFAULT_TEMPLATE
@@ -92,6 +92,7 @@ def classify(
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty,
                              scores=scores)
     check_choice("engine", engine, ENGINES)
+    check_options({"chunk_size": chunk_size})
     ray_only = {"--address": address is not None, "--actors": actors != 1, "--cpus-per-actor": cpus_per_actor != 1.0,
                 "--gpus-per-actor": gpus_per_actor != 0.0}
     if engine == "local" and any(ray_only.values()):  # said, not ignored: the user expected them to do something
@@ -108,7 +109,7 @@ def classify(
         fmt = output_format(out, format_)
         if out is not None:
             # Before anything is read or loaded: an output that is an input would destroy it.
-            check_output_path(out, inputs=[input, labels_file, fit_thresholds])
+            check_output_path(out, inputs=[input, labels_file, fit_thresholds, calibration])
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
     # The Ray engine loads the model in its actors; here only to fit a threshold.
     if engine == "ray" and calibration is not None:
@@ -194,6 +195,19 @@ def _calibration_for(path: Path, *, multi_label: bool, scores: str | None, margi
     return calibration
 
 
+def _split_labels(value: str) -> list[str]:
+    """``--labels``: comma-separated, a label holding a comma in double quotes (``'"Food, drink",Travel'``), as
+    in a CSV row; a plain split made ``"Food`` and ``drink"`` two labels."""
+    import csv
+
+    from zstc.errors import LabelError
+
+    try:
+        return next(csv.reader([value], skipinitialspace=True, strict=True))
+    except csv.Error as error:
+        raise LabelError(f"--labels {value!r}: {error} (quote a label that holds a comma: '\"a, b\",c')") from None
+
+
 def _kept_columns(value: str) -> list[str] | None:
     if value.strip().lower() == "all":
         return None
@@ -213,7 +227,8 @@ def _describe(labeller: Any) -> dict[str, Any]:
 
 
 class _Input:
-    """The input's rows as ``(where, record)``, its sha256 (None for stdin) and, when cheap, its row count."""
+    """The input's rows as ``(where, record)``, its sha256 (None for stdin and other streams) and, when cheap,
+    its row count."""
 
     def __init__(self, source: str, text_column: str) -> None:
         self.source, self.text_column = source, text_column
@@ -226,6 +241,8 @@ class _Input:
             raise DataError(f"{path}: no such file")
         if path.is_dir():
             raise DataError(f"{path}: is a directory, expected a file")
+        if not path.is_file():  # a FIFO, /dev/stdin: its rows can be read once only, as they stream (like stdin's)
+            return
         digest, lines = hashlib.sha256(), 0
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -273,26 +290,54 @@ def _open_input(source: str, text_column: str) -> _Input:
     return _Input(source, text_column)
 
 
+def _resume_stream(rows: Iterator[tuple[str, dict[str, Any]]], writer: Any, chunk_size: int,
+                   source: str) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """Resume from an input read once (stdin, a FIFO), which has no checksum to compare: read again the chunks
+    the interrupted run finished, keep the predictions of those whose rows are unchanged (their digests) and
+    cut the output back to them. Returns the first chunk not kept (to be scored) and the rows kept."""
+    from zstc.output import input_digest
+
+    recorded, kept = writer.chunk_inputs, 0
+    chunk = list(itertools.islice(rows, chunk_size))
+    while kept < len(recorded) and chunk and input_digest(record for _, record in chunk) == recorded[kept]:
+        kept += 1
+        chunk = list(itertools.islice(rows, chunk_size))
+    finished = writer.resumed_rows
+    writer.keep(kept)
+    if writer.resumed_rows < finished:
+        name = "<stdin>" if source == "-" else source
+        _note(f"{name} is not the interrupted run's input from row {writer.resumed_rows + 1} on: "
+              f"{writer.resumed_rows} of its {finished} predictions are kept, the rest are made again")
+    return chunk, writer.resumed_rows
+
+
 def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chunk_size: int) -> tuple[int, list[list[str]]]:
     """Score and write ``source`` a chunk at a time after the rows ``writer`` already holds; returns the row
     count and the scorer's notes of each chunk."""
     from tqdm.auto import tqdm
 
+    from zstc.output import input_digest
+
     rows = source.rows()
     done = writer.resumed_rows
-    for _ in itertools.islice(rows, done):  # rows a previous run finished: read past, never re-scored
-        pass
+    pending: list[tuple[str, dict[str, Any]]] = []
+    if done and source.sha256 is not None:  # the same file (its checksum is the marker's)
+        for _ in itertools.islice(rows, done):  # rows a previous run finished: read past, never re-scored
+            pass
+    elif done:
+        pending, done = _resume_stream(rows, writer, chunk_size, source.source)
     progress = tqdm(total=source.total, initial=done, unit=" texts", file=sys.stderr, disable=not sys.stderr.isatty(),
                     dynamic_ncols=True, desc="classify")
     notes: list[list[str]] = []
     with progress:
-        while chunk := list(itertools.islice(rows, chunk_size)):
-            chunk_notes: list[str] = []
-            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes))
+        while chunk := pending or list(itertools.islice(rows, chunk_size)):
+            pending, chunk_notes = [], list[str]()
+            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes), input_digest(record for _, record in chunk))
             notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))
-    if done == 0:
+    if done == 0:  # a stream with no rows (a file without any is refused before the writer is made)
+        writer.discard()
         raise DataError(f"{source.source if source.source != '-' else '<stdin>'}: no texts")
     writer.finish()
     return done, notes

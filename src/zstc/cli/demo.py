@@ -51,6 +51,13 @@ def demo(
     if out == DEMO_OUT:
         DEMO_OUT.parent.mkdir(exist_ok=True)
     check_output_path(out)  # bench's rule too, before the example classification rather than after it
+    data = data or find_data()
+    bench = None
+    if data is not None:  # a --data without the demo's datasets fails now too, not after the example classification
+        config = BenchConfig(model=DEFAULT_MODEL, tasks=resolve_task_names(DEMO_TASKS), data=str(data),
+                             scorer_options={"pooling": "cls"}, max_samples=max_samples, out=out)
+        bench = Bench(config, show_progress=False)
+        bench.validate()
     console = Console()
     console.rule(f"classify with {DEFAULT_MODEL}")
     classifier = Classifier(DEFAULT_MODEL, template="This text is about {}.")
@@ -59,11 +66,8 @@ def demo(
         table.add_row(prediction.text, prediction.label, f"{prediction.scores[prediction.label]:.3f}")
     console.print(table)
 
-    data = data or find_data()
-    if data is None:
+    if bench is None:
         console.print("No BTZSC data found (set ZSTC_DATA or pass --data); skipping the benchmark.")
         return
     console.rule(f"benchmark on {data} ({max_samples} texts per dataset, the paper's [CLS] pooling)")
-    config = BenchConfig(model=DEFAULT_MODEL, tasks=resolve_task_names(DEMO_TASKS), data=str(data),
-                         scorer_options={"pooling": "cls"}, max_samples=max_samples, out=out)
-    print_summary(Bench(config, show_progress=False).run())
+    print_summary(bench.run())

@@ -83,7 +83,7 @@ def template_robustness(
 
     for given in template or []:
         check_template(given, what="--template")
-    _check_before_work(task, out, data, {"max_samples": max_samples})
+    _check_before_work(task, out, data, {"max_samples": max_samples, "seed": seed})
     scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
@@ -136,7 +136,7 @@ def calibrate(
     if template is not None:
         check_template(template, what="--template")
     # Two texts at least: one to fit on, one to test on.
-    _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction},
+    _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
                        {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
@@ -203,7 +203,8 @@ def unseen(
     if template is not None:
         check_template(template, what="--template")
     _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
-                                   "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples})
+                                   "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples,
+                                   "seed": seed})
     if finetune:
         check_output_dir(work_dir, option="--work-dir")
     scorer = _scorer(model, family, scoring)

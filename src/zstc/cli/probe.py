@@ -35,7 +35,9 @@ def nli_probe(
     from zstc.cli.verbosity import show_progress
 
     from zstc.io import check_output_path
+    from zstc.validation import check_options
 
+    check_options({"seed": seed})
     sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
     if out is not None:
         check_output_path(out, inputs=list(sets.values()))

@@ -27,7 +27,9 @@ def report(
     """The paper's Table 2, per-dataset tables, figures (speed vs accuracy, scaling, heatmap, confusion matrices),
     bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
     from zstc.reports.build import build_report
+    from zstc.validation import check_options
 
+    check_options({"seed": seed})
     written = build_report(list[str | Path](results), out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
     for note in written.notes:
         console.print(f"[dim]note: {note}[/]")
@@ -77,12 +79,15 @@ def schema(
     import json
 
     from zstc.benchmark.leaderboard import json_schema
+    from zstc.io import atomic_write, check_output_path
 
     text = json.dumps(json_schema(name), indent=2) + "\n"
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        check_output_path(out)  # a missing folder was a FileNotFoundError traceback
+        with atomic_write(out) as handle:  # as every file zstc writes: the old one or the whole new one
+            handle.write(text)
         console.print(f"wrote {out}")
 
 

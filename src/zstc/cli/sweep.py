@@ -42,10 +42,11 @@ def sweep(
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
-    from zstc.validation import check_choice, check_labels
+    from zstc.validation import check_choice, check_labels, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
     check_choice("engine", engine, ENGINES)
+    check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "seed": seed})  # before planning
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(

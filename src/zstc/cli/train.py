@@ -43,7 +43,7 @@ def train_nli(
     # a bad option or --out must not cost a training run.
     check_options({"dev_size": dev_size, "epochs": epochs, "max_steps": max_steps, "max_minutes": max_minutes, "batch_size": batch_size,
                    "backbone_lr": backbone_lr, "head_lr": head_lr, "patience": patience, "eval_fraction": eval_fraction,
-                   "max_length": max_length, "device": device})
+                   "max_length": max_length, "device": device, "seed": seed})
     check_output_dir(out, inputs=[data, dev])
     get_model_spec(backbone, family="encoder", parameter="backbone")  # an empty name, before the data is read
     from zstc.training import TrainConfig

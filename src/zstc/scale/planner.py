@@ -23,7 +23,7 @@ from zstc.benchmark.result_cache import model_folder
 from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
 from zstc.benchmark.store import DatasetResult
 from zstc.io import check_output_dir
-from zstc.validation import check_choice
+from zstc.validation import check_choice, check_options
 
 ENGINES = ("local", "ray")
 
@@ -87,6 +87,7 @@ def run_sweep(plan: SweepPlan, *, engine: str = "local", address: str | None = N
               on_event: Callable[[str, Any], None] | None = None) -> dict[str, dict[str, Any]]:
     """Compute ``plan``'s pending units with ``engine``; returns each model's summary (also written to disk)."""
     check_choice("engine", engine, ENGINES)
+    check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "max_retries": max_retries})
     notify = on_event or (lambda kind, payload: None)
     results = {model: dict(found) for model, found in plan.reused.items()}
     bench_of = {bench.config.model: bench for bench in plan.benches}

@@ -33,6 +33,7 @@ from zstc.errors import DataError, ZstcError
 from zstc.io import read_records
 from zstc.output import ChunkLabeller, ResumableWriter
 from zstc.scale import connect_ray, require_ray
+from zstc.validation import check_options
 
 READERS = {".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet"}
 MANIFEST = "_zstc_classify.json"
@@ -93,6 +94,7 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
                       actors: int = 1, cpus_per_actor: float = 1.0, gpus_per_actor: float = 0.0,
                       on_note: Callable[[str], None] = lambda note: None) -> int:
     """Label every input into ``out_dir``; returns how many predictions the output folder holds."""
+    check_options({"actors": actors, "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor})  # before Ray starts
     files = input_files(sources)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():

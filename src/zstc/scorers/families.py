@@ -220,7 +220,7 @@ NLI_SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
 
 register_family(Family(
     "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
-    torch_options(64, pooling=OptionSpec(str, "native", choices=POOLINGS, meaning="pooling",
+    torch_options(64, pooling=OptionSpec(str, "native", choices=POOLINGS,  # no meaning: "unknown pooling" would read "unknown --pooling"
                                          help="'native' (the model's own configuration) or 'cls' (the paper's)")),
     "Embedding models: cosine similarity of text and label-description embeddings.",
 ))

@@ -39,7 +39,7 @@ from transformers import (
     TrainerState,
     TrainingArguments,
 )
-from transformers.trainer_utils import get_last_checkpoint as _untyped_last_checkpoint
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from zstc.errors import DataError, ModelError
 from zstc.io import atomic_directory
@@ -347,9 +347,23 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def get_last_checkpoint(folder: str) -> str | None:
-    """The Trainer's newest ``checkpoint-<step>`` folder in ``folder`` (None when there is none)."""
-    last: str | None = _untyped_last_checkpoint(folder)  # type: ignore[no-untyped-call]
-    return last
+    """The Trainer's newest complete ``checkpoint-<step>`` folder in ``folder`` (None when there is none).
+
+    A checkpoint the Trainer was writing when the run was stopped (Ctrl-C or a kill during its periodic save)
+    lacks a readable ``trainer_state.json``, the file it writes last: it is passed over for the one before (resuming
+    from it failed with a FileNotFoundError traceback, and an interrupt took it for saved)."""
+    checkpoints: dict[int, Path] = {}
+    for entry in Path(folder).iterdir() if Path(folder).is_dir() else ():
+        prefix, _, number = entry.name.rpartition("-")
+        if prefix == PREFIX_CHECKPOINT_DIR and number.isdigit() and entry.is_dir():
+            checkpoints[int(number)] = entry
+    for step in sorted(checkpoints, reverse=True):
+        try:
+            TrainerState.load_from_json(str(checkpoints[step] / "trainer_state.json"))
+        except (OSError, ValueError):  # missing, or cut short
+            continue
+        return str(checkpoints[step])
+    return None
 
 
 def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None, int, float]:
