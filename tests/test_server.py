@@ -34,6 +34,7 @@ import uvicorn  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from zstc.api import Classifier  # noqa: E402
+from zstc.errors import LabelError  # noqa: E402
 from zstc.models.registry import ModelSpec  # noqa: E402
 from zstc.multilabel import default_threshold  # noqa: E402
 from zstc.server.app import Limits, ServeSettings, create_app  # noqa: E402
@@ -214,6 +215,13 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     one = client.post("/classify", json={"texts": TEXTS[:1], "labels": ["sports"], "multi_label": True,
                                          "label_thresholds": {"sports": -1.0}})
     assert one.status_code == 200 and one.json()["results"][0]["labels"] == ["sports"]
+    # One label under the embedding family's default rule (near the best label) would pass on every text: a 422
+    # naming threshold, as Classifier.predict_multi_label refuses it.
+    for labels_field in (["sports"], [["sports", "cooking"], ["economy"]]):
+        alone = client.post("/classify", json={"texts": TEXTS[:2], "labels": labels_field, "multi_label": True})
+        assert alone.status_code == 422 and "give threshold" in alone.json()["error"], alone.text
+    with pytest.raises(LabelError, match="give threshold"):
+        minilm.predict_multi_label(TEXTS[:1], ["sports"])
     # One label set per text: a label's threshold applies to the texts whose set has it; a label in no set is an error.
     per_text = {"texts": TEXTS[:2], "labels": [["sports", "cooking"], ["economy", "cooking"]], "multi_label": True}
     response = client.post("/classify", json={**per_text, "label_thresholds": {"sports": 0.99, "economy": -1.0}})

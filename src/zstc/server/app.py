@@ -53,7 +53,7 @@ from zstc.api import Classifier, describe_labels
 from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, OptionError, ZstcError, quoted
-from zstc.multilabel import check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
+from zstc.multilabel import check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
 from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
@@ -517,6 +517,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             threshold = probability_model.default_threshold() if body.threshold is None else body.threshold
             if body.threshold is None and not body.label_thresholds:  # the default rule, as Classifier.predict_multi_label's
                 margin = probability_model.default_margin()
+                for names in names_per_set[:1] if not per_text else names_per_set:  # one label under it passes every text
+                    check_margin_rule(names, margin)
             items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
             # With one label set per text, a threshold names a label of any set and applies where that label is.
             given = parse_label_thresholds(items, list(dict.fromkeys(name for names in names_per_set for name in names)))
