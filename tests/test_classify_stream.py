@@ -254,6 +254,28 @@ def test_an_out_that_is_not_a_regular_file_is_written_not_replaced(tmp_path, zst
     assert is_special_file(Path("/dev/stdout")) and is_special_file(Path("/proc/self/fd/1")) and not is_special_file(real)
 
 
+def test_a_stream_with_no_suffix_is_text_one_per_line(tmp_path, zstc_cli):
+    """``zstc classify <(cut -f2 data.tsv)`` or ``/dev/stdin``: a stream with no suffix is read as stdin is, a text
+    per line (it was 'unsupported file type', after the model had loaded); Parquet from a stream is refused up front."""
+    import threading
+
+    source = tmp_path / "texts"
+    os.mkfifo(source)
+    texts = ["The central bank raised rates again.", "A late goal won the derby."]
+    writer = threading.Thread(target=lambda: source.write_text("\n".join(texts) + "\n"), daemon=True)
+    writer.start()
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--template", TEMPLATE)
+    writer.join(10)
+    assert status == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["text"] for row in rows] == texts and [row["label"] for row in rows] == ["economy", "sports"]
+
+    parquet = tmp_path / "texts.parquet"
+    os.mkfifo(parquet)  # nobody writes it: refused before it is opened, or the test would hang
+    status, _, err = zstc_cli("classify", str(parquet), "--labels", ",".join(LABELS))
+    assert status == 2 and "Parquet needs a file" in err.strip().splitlines()[-1]
+
+
 def test_a_fifo_input_is_read_once_as_it_streams(tmp_path, zstc_cli):
     """A FIFO as the input (a named pipe, ``mkfifo``): its rows arrive once. Reading it a first time for a
     checksum and then again for the rows waited forever for a second writer."""

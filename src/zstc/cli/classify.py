@@ -226,6 +226,10 @@ def _describe(labeller: Any) -> dict[str, Any]:
     return described
 
 
+_STREAM_SUFFIXES = ("", ".txt", ".jsonl", ".json", ".ndjson", ".csv", ".tsv")  # not .parquet: its reader seeks
+"""What a streamed input (a FIFO, /dev/stdin) may be named: no suffix is text, one per line, as stdin is."""
+
+
 class _Input:
     """The input's rows as ``(where, record)``, its sha256 (None for stdin and other streams) and, when cheap,
     its row count."""
@@ -241,7 +245,10 @@ class _Input:
             raise DataError(f"{path}: no such file")
         if path.is_dir():
             raise DataError(f"{path}: is a directory, expected a file")
-        if not path.is_file():  # a FIFO, /dev/stdin: its rows can be read once only, as they stream (like stdin's)
+        if not path.is_file():  # a FIFO, /dev/stdin, <(cmd): its rows can be read once only, as they stream (like stdin's)
+            if path.suffix.lower() not in _STREAM_SUFFIXES:  # refused now, not after the model loads
+                raise DataError(f"{path}: unsupported type {path.suffix.lower()!r} for a stream; expected .txt, .jsonl, .csv or .tsv "
+                                "(Parquet needs a file), or no suffix: text, one per line")
             return
         digest, lines = hashlib.sha256(), 0
         with path.open("rb") as handle:
@@ -264,7 +271,9 @@ class _Input:
             raise DataError(f"{path}: no texts")
 
     def rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        if self.source == "-" or Path(self.source).suffix.lower() == ".txt":
+        # Text, one per line: stdin, a .txt file, and a stream with no suffix (/dev/stdin, <(cmd)) as stdin is.
+        if self.source == "-" or Path(self.source).suffix.lower() == ".txt" or (
+                Path(self.source).suffix == "" and self.sha256 is None):
             return self._lines()
         from zstc.io import read_records
 
