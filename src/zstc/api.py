@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from zstc.decisions import argmax_decisions, label_thresholds
-from zstc.errors import LabelError, OptionError
+from zstc.errors import LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
@@ -30,7 +30,7 @@ from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
-from zstc.validation import OptionSpec, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
+from zstc.validation import OptionSpec, check_sequence, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
 HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
@@ -149,7 +149,7 @@ class Classifier:
     (threshold 0.5).
     """
 
-    def __init__(self, model: str | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
+    def __init__(self, model: str | Path | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
                  hypotheses: str = "dataset", precision: str | None = "auto", shortlist: str | int | None = None,
                  calibration: str | Path | Calibration | None = None, **options: Any) -> None:
         """``model``: a hub id, paper name or local folder, or a scorer already built (:func:`make_scorer`,
@@ -165,6 +165,11 @@ class Classifier:
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
+        if isinstance(model, Path):  # a local folder, as its name would say it
+            model = str(model)
+        if not isinstance(model, str) and not callable(getattr(model, "score", None)):
+            raise ModelError(f"model must be a hub id, paper name or local folder, or a scorer with score(texts, labels); "
+                             f"got {type(model).__name__} {quoted(model)}", parameters=("model",))
         if isinstance(model, str):
             spec = get_model_spec(model, family)
             if "precision" in get_family(spec.family).options:
@@ -228,7 +233,13 @@ class Classifier:
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
             descriptions = label_hypotheses(labels, hypotheses=self.hypotheses, template=self.template)
-        elif len(descriptions) != len(labels):
+        elif not isinstance(descriptions, HypothesisSet):
+            # One string would be read as one description per character; a generator has no len().
+            if isinstance(descriptions, str):
+                raise LabelError(f"descriptions must be a sequence of strings, one per label, got one string {quoted(descriptions)}",
+                                 parameters=("descriptions",))
+            descriptions = check_sequence(descriptions, "descriptions", LabelError)
+        if len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
         check_distinct_descriptions(labels, descriptions)
         # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
@@ -334,7 +345,7 @@ def check_score_kind(kind: str) -> None:
     OptionSpec(str, choices=SCORE_KINDS, meaning="score kind").check("scores", kind)
 
 
-def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer = DEFAULT_MODEL, family: str | None = None,
+def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path | Scorer = DEFAULT_MODEL, family: str | None = None,
              template: str | None = DEFAULT_TEMPLATE, hypotheses: str = "dataset", multi_label: bool = False,
              threshold: float | None = None, shortlist: str | int | None = None, scores: str | None = None,
              calibration: str | Path | Calibration | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
