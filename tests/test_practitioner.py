@@ -342,3 +342,14 @@ def test_classify_refuses_a_threshold_it_would_not_use() -> None:
     with pytest.raises(OptionError, match="threshold applies to multi-label classification") as caught:
         classify(["The match ended 2-1."], ["sports", "politics"], threshold=0.3)
     assert caught.value.parameters == ("threshold",)
+
+
+def test_fit_thresholds_and_records_refuse_or_read_what_users_give(classifier: Classifier) -> None:
+    texts, labels = ["The match ended 2-1.", "The senate passed the bill."], ["sports", "politics"]
+    # One label per text as a plain string was read as its characters ("dev text 1 has label 's'").
+    assert classifier.fit_thresholds(texts, ["sports", "politics"], labels) == classifier.fit_thresholds(texts, [["sports"], ["politics"]], labels)
+    with pytest.raises(LabelError, match="gold must be a sequence of strings, got NoneType"):
+        classifier.fit_thresholds(texts, None, labels)
+    prediction = classifier.predict(texts, labels)[0]
+    with pytest.raises(LabelError, match="labels: 'sport' not among the prediction's labels"):  # was KeyError: 'sport'
+        prediction_record(prediction, flat=True, labels=["sport", "politics"])

@@ -99,6 +99,10 @@ def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: 
         record["label"] = prediction.label
         record["score"] = scores[prediction.label]
     if flat:
+        missing = [label for label in labels or () if label not in scores]
+        if missing:
+            raise LabelError(f"labels: {', '.join(quoted(label) for label in missing)} not among the prediction's labels "
+                             f"({', '.join(scores)})", parameters=("labels",))
         record.update({f"score_{label}": scores[label] for label in (labels or scores)})
     else:
         record["scores"] = scores
@@ -318,17 +322,20 @@ class Classifier:
     def fit_thresholds(self, texts: Sequence[str], gold: Sequence[Sequence[str]], labels: Sequence[str],
                        descriptions: Sequence[str] | None = None, *, per_label: bool = False) -> tuple[float, dict[str, float]]:
         """Thresholds for :meth:`predict_multi_label` fitted on labelled texts: ``gold`` holds each text's
-        labels (empty, or ``["none"]``, for a text with none of them). Returns the global threshold that
+        labels (empty, or ``["none"]``, for a text with none of them; one string: that one label). Returns the global threshold that
         maximises label-wise weighted F1 and, with ``per_label``, each label's own (see
         :func:`zstc.multilabel.fit_thresholds`)."""
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
+        gold = check_sequence(gold, "gold", LabelError)
         if len(gold) != len(texts):
             raise LabelError(f"{len(texts)} dev texts but {len(gold)} gold label sets")
         position = {label: j for j, label in enumerate(labels)}
         truth = np.zeros((len(texts), len(labels)), dtype=bool)
         for i, names in enumerate(gold):
+            if isinstance(names, str):  # one label (as a labelled file gives it), not its characters
+                names = [names]
             for name in names:
                 if name == NONE_LABEL:
                     continue
