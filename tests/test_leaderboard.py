@@ -68,6 +68,17 @@ def test_partial_and_sampled_runs_are_flagged() -> None:
     assert not any("is not the mean" in p for p in problems)  # the averages of what is there are consistent
 
 
+def test_runs_off_the_protocol_are_flagged() -> None:
+    """Other hypotheses or another unlabelled policy gave a file that validated as a complete BTZSC entry."""
+    entry = export_leaderboard(bench_summary(hypotheses="name", template="this text is about {label}", unlabelled_policy="exclude"))
+    assert entry["evaluation"]["hypotheses"] == "name" and entry["evaluation"]["template"] == "this text is about {label}"
+    assert validate_leaderboard(entry) == [
+        "evaluation.hypotheses is 'name' (template 'this text is about {label}'); a leaderboard entry scores BTZSC's own hypotheses ('dataset')",
+        "evaluation.unlabelled_policy is 'exclude'; a leaderboard entry counts texts whose class has no hypothesis as class 0, "
+        "as the benchmark does ('paper')"]
+    assert validate_leaderboard(export_leaderboard(bench_summary(hypotheses="dataset", template=None))) == []
+
+
 def test_every_problem_is_listed(entry: dict[str, Any]) -> None:
     broken = copy.deepcopy(entry)
     broken["schema_version"] = "0.9"

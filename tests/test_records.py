@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from zstc.benchmark.leaderboard import json_schema
+from zstc.benchmark.metrics import dataset_metrics
 from zstc.benchmark.records import DatasetResult, RunSummary, Timing
 from zstc.benchmark.store import DamagedResult, ResultStore, load_summary
 from zstc.errors import DataError, UnknownNameError
@@ -19,11 +20,12 @@ METRICS = {"macro_f1": 0.5, "accuracy": 0.6, "macro_precision": 0.55, "macro_rec
 
 
 def result(**overrides: object) -> DatasetResult:
+    gold, predicted = np.array([0, 1, 1, 0]), np.array([1, 1, 1, 1])
     fields: dict[str, object] = dict(
-        dataset="imdb", family="sentiment", metrics=METRICS, n_texts=4, label_names=["negative", "positive"],
+        dataset="imdb", family="sentiment", metrics=dataset_metrics(gold, predicted), n_texts=4, label_names=["negative", "positive"],
         hypotheses=["bad", "good"], unlabelled_policy="paper", unlabelled_texts=0, wall_time_s=2.0, fingerprint="f" * 16,
         timing=Timing(warmup_s=0.1, batch_texts=2, batch_latencies_s=[1.0, 1.0]), source_texts=10,
-        scores=np.arange(8, dtype=np.float32).reshape(4, 2), gold=np.array([0, 1, 1, 0]), predicted=np.array([1, 1, 1, 1]),
+        scores=np.arange(8, dtype=np.float32).reshape(4, 2), gold=gold, predicted=predicted,
     )
     fields.update(overrides)
     return DatasetResult(**fields)  # type: ignore[arg-type]
@@ -66,6 +68,18 @@ def test_invalid_results_are_refused_on_write_and_recomputed_on_read(tmp_path: P
     path.write_text(json.dumps({**json.loads(path.read_text()), "n_texts": "four"}))
     with pytest.raises(DamagedResult, match="n_texts: Input should be a valid integer"):  # named; bench recomputes it
         store.load("imdb")
+
+
+def test_an_edited_metric_is_a_damaged_result_not_a_reused_one(tmp_path: Path) -> None:
+    """A details file whose macro-F1 was edited was reused on resume and reported as computed."""
+    store = ResultStore(tmp_path / "r.json")
+    store.save(result())
+    path = store.directory / "imdb.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "metrics": {**record["metrics"], "macro_f1": 0.99}}))
+    with pytest.raises(DamagedResult, match="its macro_f1 0.99 is not that of its stored predictions"):
+        store.finished("imdb", record["fingerprint"])
+    assert store.load("imdb", with_arrays=False) is not None  # without the arrays there is nothing to check against
 
 
 def test_a_summary_that_is_not_one_is_a_one_line_error_naming_the_field(tmp_path: Path) -> None:

@@ -380,3 +380,33 @@ def test_without_the_papers_files_the_report_shows_only_the_runs(runs: dict[str,
     assert any("published scores were not found" in note for note in written.notes)
     table2 = (tmp_path / "r" / "tables" / "table2_families.csv").read_text().splitlines()
     assert len(table2) == 2  # header and the one run
+
+
+def test_report_says_when_runs_scored_different_texts(tmp_path: Path) -> None:
+    """Runs on another data file's content, or another sample, were tabled side by side without a word."""
+    from zstc.reports.build import _run_notes
+    from zstc.reports.rows import load_runs
+
+    metrics = {"macro_f1": 0.5, "accuracy": 0.5, "macro_precision": 0.5, "macro_recall": 0.5}
+
+    def write(folder: str, sha: str, max_samples: int | None, n_texts: int = 40) -> Path:
+        path = tmp_path / folder / "results.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
+                                    "evaluation": {"max_samples": max_samples, "sampling": "stratified", "seed": 0,
+                                                   "unlabelled_policy": "paper", "data_sha256": {"imdb": sha}},
+                                    "results": {"overall": metrics, "by_task": {"sentiment": metrics},
+                                                "by_dataset": {"imdb": {**metrics, "n_texts": n_texts, "unlabelled_texts": 0}}}}))
+        return path
+
+    same = load_runs([write("a", "1" * 64, 40), write("b", "1" * 64, 40)])
+    assert not any("same texts" in note for note in _run_notes(same, ["imdb"]))
+    other_data = load_runs([write("c", "1" * 64, 40), write("d", "2" * 64, 40)])
+    [note] = [note for note in _run_notes(other_data, ["imdb"]) if "same texts" in note]
+    assert note.startswith("imdb: the runs did not score the same texts") and "data sha256 111111111111" in note
+    assert "sample" not in note.split("(", 1)[1]
+    other_sample = load_runs([write("e", "1" * 64, 40), write("f", "1" * 64, 20, n_texts=20)])
+    assert any("sample stratified 20 seed 0" in note for note in _run_notes(other_sample, ["imdb"]))
+    # A cap above the dataset's size scores every text, as no cap does.
+    whole = load_runs([write("g", "1" * 64, None, n_texts=30), write("h", "1" * 64, 1000, n_texts=30)])
+    assert not any("same texts" in note for note in _run_notes(whole, ["imdb"]))

@@ -105,6 +105,10 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
             "partial": len(by_dataset) < len(catalog()),
             "sampled": bool(evaluation.get("sampled")),
             "unlabelled_policy": evaluation.get("unlabelled_policy"),
+            # What else changes the numbers: hypotheses other than BTZSC's own, and scorer options (pooling, ...).
+            "hypotheses": evaluation.get("hypotheses"),
+            "template": evaluation.get("template"),
+            "scorer_options": {k: v for k, v in (model.get("options") or {}).items() if k != "precision"},
         },
         "results": {"overall": overall, "by_task": by_task, "by_dataset": by_dataset},
     }
@@ -255,6 +259,13 @@ def _cross_field_problems(content: dict[str, Any]) -> list[str]:
         problems.append(f"sampled run: evaluation.max_samples is {evaluation['max_samples']}; a leaderboard entry scores every text")
     elif evaluation.get("sampled"):
         problems.append("sampled run: evaluation.sampled is true; a leaderboard entry scores every text")
+    # Absent in files from other harnesses (which score BTZSC's own hypotheses and count unlabelled texts as class 0).
+    if evaluation.get("hypotheses") not in (None, "dataset") or evaluation.get("template") is not None:
+        problems.append(f"evaluation.hypotheses is {evaluation.get('hypotheses')!r} (template {evaluation.get('template')!r}); "
+                        "a leaderboard entry scores BTZSC's own hypotheses ('dataset')")
+    if evaluation.get("unlabelled_policy") not in (None, "paper"):
+        problems.append(f"evaluation.unlabelled_policy is {evaluation['unlabelled_policy']!r}; a leaderboard entry counts texts "
+                        "whose class has no hypothesis as class 0, as the benchmark does ('paper')")
     by_dataset, by_task = _section(content, "results", "by_dataset"), _section(content, "results", "by_task")
     if _section(content, "results").get("by_dataset") == {}:  # absent or malformed: the model has said so
         problems.append("results.by_dataset: missing or empty")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zipfile
 import zlib
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from zstc.benchmark.metrics import METRICS, dataset_metrics
 from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
 from zstc.errors import DataError
 from zstc.io import atomic_write, read_json, remove_orphan_temps, umask_mode  # noqa: F401  (umask_mode: kept importable from here)
@@ -96,6 +98,7 @@ class ResultStore:
             except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
                 # zero bytes: EOFError; garbage or cut short: BadZipFile/ValueError; bit flips: zlib.error or a CRC BadZipFile
                 raise DamagedResult(npz_path, type(error).__name__) from None
+            _check_metrics(result, json_path)
         return result
 
     def stored(self) -> list[DatasetResult]:
@@ -121,6 +124,18 @@ class ResultStore:
         if result is None or result.fingerprint != expected_fingerprint or result.scores is None:
             return None
         return result
+
+
+def _check_metrics(result: DatasetResult, json_path: Path) -> None:
+    """The recorded metrics must be those of the stored gold labels and predictions: an edited number in the
+    JSON was otherwise reused on resume and reported as if computed."""
+    if result.gold is None or result.predicted is None:
+        return
+    recomputed = dataset_metrics(result.gold, result.predicted)
+    for metric in METRICS:
+        recorded = result.metrics.get(metric)
+        if recorded is not None and not math.isclose(recorded, recomputed[metric], rel_tol=0, abs_tol=1e-9):
+            raise DamagedResult(json_path, f"its {metric} {recorded} is not that of its stored predictions ({recomputed[metric]})")
 
 
 class DamagedResult(DataError):

@@ -58,7 +58,8 @@ def export(
 @app.command()
 def validate(file: Annotated[Path, typer.Argument(help="A leaderboard JSON file (schema 1.0).")]) -> None:
     """Check a leaderboard file: schema 1.0, all 22 datasets and 4 task families, metrics in [0, 1], averages
-    consistent with the per-dataset numbers, no partial or sampled run. Lists every problem; exit 1 if any."""
+    consistent with the per-dataset numbers, no partial or sampled run, BTZSC's own hypotheses and unlabelled policy.
+    Lists every problem; exit 1 if any."""
     from zstc.benchmark.leaderboard import validate_file
 
     problems = validate_file(file)

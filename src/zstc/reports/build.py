@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -246,11 +247,44 @@ def _run_notes(runs: list[Run], datasets: list[str]) -> list[str]:
     if not published("macro_f1"):
         notes.append("The paper's published scores were not found (set ZSTC_BASELINES to a folder of the BTZSC result "
                      "files, f1_scores.csv and the rest): the report shows only these runs.")
+    notes += _different_texts_notes(runs, datasets)
     for run in runs:
         evaluation = run.summary.get("evaluation", {})
         if evaluation.get("sampled"):
             notes.append(f"{run.label} is a sampled run (at most {evaluation.get('max_samples')} texts per dataset): "
                          "see the confidence intervals before reading small differences.")
+    return notes
+
+
+def _scored_texts(run: Run, dataset: str) -> dict[str, Any]:
+    """What decides which texts and gold labels a run scored on ``dataset``: the data file's content, the
+    unlabelled policy and the sample (the seed only matters to a stratified sample)."""
+    evaluation = run.summary.get("evaluation", {})
+    sampling = evaluation.get("sampling") or "stratified"
+    max_samples = evaluation.get("max_samples")
+    row = run.by_dataset.get(dataset, {})
+    n_texts = row.get("n_texts")
+    whole = max_samples is None or (n_texts is not None and n_texts < max_samples)  # a cap above its size took every text
+    sample = "all texts" if whole else f"{sampling} {max_samples}" + (
+        f" seed {evaluation.get('seed')}" if sampling == "stratified" else "")
+    sha = (evaluation.get("data_sha256") or {}).get(dataset)
+    # The policy changes nothing on a dataset without unlabelled texts (but yahootopics' harness quirk goes with 'paper').
+    policy = evaluation.get("unlabelled_policy") if row.get("unlabelled_texts") != 0 or dataset == "yahootopics" else None
+    return {"data sha256": sha[:12] if sha else None, "unlabelled policy": policy, "sample": sample}
+
+
+def _different_texts_notes(runs: list[Run], datasets: list[str]) -> list[str]:
+    """A note per dataset the runs scored on different data (another file content, unlabelled policy or sample):
+    their numbers sit side by side in the tables but do not measure the same thing."""
+    notes = []
+    for name in datasets:
+        scored = [_scored_texts(run, name) for run in runs]
+        # An unknown checksum (a summary from before they were recorded) is not taken as a difference.
+        differing = [key for key in scored[0] if len({repr(s[key]) for s in scored}) > 1
+                     and (key != "data sha256" or all(s[key] for s in scored))]
+        if differing:
+            described = "; ".join(f"{run.label}: " + ", ".join(f"{key} {s[key]}" for key in differing) for run, s in zip(runs, scored))
+            notes.append(f"{name}: the runs did not score the same texts ({described}): their numbers are not directly comparable.")
     return notes
 
 
