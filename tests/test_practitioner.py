@@ -353,3 +353,9 @@ def test_fit_thresholds_and_records_refuse_or_read_what_users_give(classifier: C
     prediction = classifier.predict(texts, labels)[0]
     with pytest.raises(LabelError, match="labels: 'sport' not among the prediction's labels"):  # was KeyError: 'sport'
         prediction_record(prediction, flat=True, labels=["sport", "politics"])
+
+
+def test_probabilities_refuse_a_row_that_is_not_a_matrix(classifier: Classifier) -> None:
+    with pytest.raises(DataError, match=r"matrix must be a \(texts, labels\) score matrix, got 1 dimension"):  # was numpy's AxisError
+        classifier.probabilities(np.array([0.2, 0.1]))
+    np.testing.assert_allclose(classifier.probabilities(np.array([[0.2, 0.1]])).sum(), 1.0)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from zstc.decisions import argmax_decisions, label_thresholds
-from zstc.errors import LabelError, ModelError, OptionError, quoted
+from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
@@ -49,6 +49,8 @@ def _ranked(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Prediction:
+    """A single-label prediction: the text's best ``label`` and every label's score."""
+
     text: str
     label: str
     scores: dict[str, float]
@@ -65,6 +67,8 @@ class Prediction:
 
 @dataclass(frozen=True)
 class MultiLabelPrediction:
+    """A multi-label prediction: every label of the text that passed its threshold, and every label's score."""
+
     text: str
     labels: list[str]
     """Every label whose score passed its threshold, highest score first, or ``["none"]``."""
@@ -208,6 +212,9 @@ class Classifier:
     def probabilities(self, matrix: np.ndarray) -> np.ndarray:
         """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature` (behind a
         shortlist, over each text's shortlisted labels; the others get 0)."""
+        if np.ndim(matrix) != 2:  # one text's row is still a (1, labels) matrix; a 1-D row is ambiguous
+            raise DataError(f"matrix must be a (texts, labels) score matrix, got {np.ndim(matrix)} dimension(s)",
+                            parameters=("matrix",))
         scale = score_scale(self.family, score_type_of(self.scorer))
         calibration = self.calibration if self.calibration is not None and self.calibration.method == "temperature" else default_calibration(self.family)
         probabilities = calibration.single_label(matrix, scale)
