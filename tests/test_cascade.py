@@ -175,7 +175,18 @@ def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path
     status, _, err = zstc_cli(*args, "--shortlist", "3")
     assert status == 2 and "other settings" in err and ":3" in err
     status, _, err = zstc_cli(*args, "--shortlist", "0")
-    assert status == 2 and "error:" in err
+    assert status == 2 and "error: --shortlist K must be at least 1, got 0" in err
+
+
+@pytest.mark.parametrize("shortlist", ["x", 0, True, ":3"])
+def test_a_bad_shortlist_names_the_python_parameter(shortlist) -> None:
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+
+    # The Python API said "--shortlist ...", a flag its caller never typed; the CLI writes the flag itself.
+    with pytest.raises(OptionError, match=r"^shortlist ") as caught:
+        Classifier(shortlist=shortlist)
+    assert caught.value.parameters == ("shortlist",)
 
 
 def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:

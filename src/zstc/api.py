@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from zstc.decisions import argmax_decisions, label_thresholds
-from zstc.errors import LabelError, OptionError
+from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
@@ -30,7 +30,7 @@ from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
-from zstc.validation import OptionSpec, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
+from zstc.validation import OptionSpec, check_sequence, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
 HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
@@ -49,6 +49,8 @@ def _ranked(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Prediction:
+    """A single-label prediction: the text's best ``label`` and every label's score."""
+
     text: str
     label: str
     scores: dict[str, float]
@@ -65,6 +67,8 @@ class Prediction:
 
 @dataclass(frozen=True)
 class MultiLabelPrediction:
+    """A multi-label prediction: every label of the text that passed its threshold, and every label's score."""
+
     text: str
     labels: list[str]
     """Every label whose score passed its threshold, highest score first, or ``["none"]``."""
@@ -99,6 +103,10 @@ def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: 
         record["label"] = prediction.label
         record["score"] = scores[prediction.label]
     if flat:
+        missing = [label for label in labels or () if label not in scores]
+        if missing:
+            raise LabelError(f"labels: {', '.join(quoted(label) for label in missing)} not among the prediction's labels "
+                             f"({', '.join(scores)})", parameters=("labels",))
         record.update({f"score_{label}": scores[label] for label in (labels or scores)})
     else:
         record["scores"] = scores
@@ -149,7 +157,7 @@ class Classifier:
     (threshold 0.5).
     """
 
-    def __init__(self, model: str | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
+    def __init__(self, model: str | Path | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
                  hypotheses: str = "dataset", precision: str | None = "auto", shortlist: str | int | None = None,
                  calibration: str | Path | Calibration | None = None, **options: Any) -> None:
         """``model``: a hub id, paper name or local folder, or a scorer already built (:func:`make_scorer`,
@@ -165,6 +173,11 @@ class Classifier:
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
+        if isinstance(model, Path):  # a local folder, as its name would say it
+            model = str(model)
+        if not isinstance(model, str) and not callable(getattr(model, "score", None)):
+            raise ModelError(f"model must be a hub id, paper name or local folder, or a scorer with score(texts, labels); "
+                             f"got {type(model).__name__} {quoted(model)}", parameters=("model",))
         if isinstance(model, str):
             spec = get_model_spec(model, family)
             if "precision" in get_family(spec.family).options:
@@ -199,6 +212,9 @@ class Classifier:
     def probabilities(self, matrix: np.ndarray) -> np.ndarray:
         """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature` (behind a
         shortlist, over each text's shortlisted labels; the others get 0)."""
+        if np.ndim(matrix) != 2:  # one text's row is still a (1, labels) matrix; a 1-D row is ambiguous
+            raise DataError(f"matrix must be a (texts, labels) score matrix, got {np.ndim(matrix)} dimension(s)",
+                            parameters=("matrix",))
         scale = score_scale(self.family, score_type_of(self.scorer))
         calibration = self.calibration if self.calibration is not None and self.calibration.method == "temperature" else default_calibration(self.family)
         probabilities = calibration.single_label(matrix, scale)
@@ -228,7 +244,13 @@ class Classifier:
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
             descriptions = label_hypotheses(labels, hypotheses=self.hypotheses, template=self.template)
-        elif len(descriptions) != len(labels):
+        elif not isinstance(descriptions, HypothesisSet):
+            # One string would be read as one description per character; a generator has no len().
+            if isinstance(descriptions, str):
+                raise LabelError(f"descriptions must be a sequence of strings, one per label, got one string {quoted(descriptions)}",
+                                 parameters=("descriptions",))
+            descriptions = check_sequence(descriptions, "descriptions", LabelError)
+        if len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
         check_distinct_descriptions(labels, descriptions)
         # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
@@ -307,17 +329,20 @@ class Classifier:
     def fit_thresholds(self, texts: Sequence[str], gold: Sequence[Sequence[str]], labels: Sequence[str],
                        descriptions: Sequence[str] | None = None, *, per_label: bool = False) -> tuple[float, dict[str, float]]:
         """Thresholds for :meth:`predict_multi_label` fitted on labelled texts: ``gold`` holds each text's
-        labels (empty, or ``["none"]``, for a text with none of them). Returns the global threshold that
+        labels (empty, or ``["none"]``, for a text with none of them; one string: that one label). Returns the global threshold that
         maximises label-wise weighted F1 and, with ``per_label``, each label's own (see
         :func:`zstc.multilabel.fit_thresholds`)."""
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
+        gold = check_sequence(gold, "gold", LabelError)
         if len(gold) != len(texts):
             raise LabelError(f"{len(texts)} dev texts but {len(gold)} gold label sets")
         position = {label: j for j, label in enumerate(labels)}
         truth = np.zeros((len(texts), len(labels)), dtype=bool)
         for i, names in enumerate(gold):
+            if isinstance(names, str):  # one label (as a labelled file gives it), not its characters
+                names = [names]
             for name in names:
                 if name == NONE_LABEL:
                     continue
@@ -334,7 +359,7 @@ def check_score_kind(kind: str) -> None:
     OptionSpec(str, choices=SCORE_KINDS, meaning="score kind").check("scores", kind)
 
 
-def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer = DEFAULT_MODEL, family: str | None = None,
+def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path | Scorer = DEFAULT_MODEL, family: str | None = None,
              template: str | None = DEFAULT_TEMPLATE, hypotheses: str = "dataset", multi_label: bool = False,
              threshold: float | None = None, shortlist: str | int | None = None, scores: str | None = None,
              calibration: str | Path | Calibration | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
@@ -342,6 +367,8 @@ def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Scorer
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
     when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`).
     See :class:`Classifier` to reuse a model."""
+    if threshold is not None and not multi_label:  # said, not dropped (as the CLI's --threshold)
+        raise OptionError("threshold applies to multi-label classification: give multi_label=True, or no threshold", "threshold")
     classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
                             calibration=calibration, **options)
     if multi_label:

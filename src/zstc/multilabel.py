@@ -22,7 +22,7 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 from sklearn.preprocessing import MultiLabelBinarizer
 
 from zstc.decisions import threshold_decisions
-from zstc.errors import LabelError, UnknownNameError, quoted
+from zstc.errors import LabelError, OptionError, UnknownNameError, quoted
 from zstc.scorers.families import FamilyTable
 
 NONE_LABEL = "none"
@@ -122,6 +122,8 @@ def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str]
     (each label one of ``labels``, each threshold a finite number)."""
     from zstc.validation import Rule
 
+    if not isinstance(per_label, Mapping):  # a list of numbers has no label names to match
+        raise OptionError(f"{parameter} must be a mapping of label to threshold, got {type(per_label).__name__}", parameter)
     for name, value in per_label.items():
         Rule().check(f"{parameter}[{name!r}]", value)  # "per_label['a'] must be a finite number, got nan"
     return parse_label_thresholds([f"{name}={value!r}" for name, value in per_label.items()], labels, parameter)

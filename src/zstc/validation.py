@@ -17,11 +17,11 @@ import numbers
 import string
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError, did_you_mean, quoted
+from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError, ZstcError, did_you_mean, quoted
 
 _TYPE_WORDS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
@@ -100,6 +100,15 @@ def _number(value: float) -> str:
 
 
 
+def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: str = "") -> list[Any]:
+    """``values`` as a list (any iterable: a list, tuple, numpy array, pandas Series, generator), else ``error``
+    naming ``what``: ``None`` or a number is the user's mistake, not a TypeError from deep inside."""
+    if values is None or isinstance(values, (bytes, bytearray)) or not isinstance(values, Iterable):
+        prefix = f"{source}: " if source else ""
+        raise error(f"{prefix}{what} must be a sequence of strings, got {type(values).__name__}", parameters=(what,))
+    return list(values)
+
+
 def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False) -> list[str]:
     """Return the labels as a list of stripped strings, or raise :class:`LabelError`.
 
@@ -108,7 +117,14 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
     """
     if isinstance(labels, str):
         raise LabelError(f"{what} must be a sequence of strings, got one string {quoted(labels)}")
-    cleaned = [str(label).strip() for label in labels]
+    given = check_sequence(labels, what, LabelError)
+    for i, label in enumerate(given):
+        # A whole number reads as its digits; None, NaN (a missing cell) or bytes would become the label 'None',
+        # 'nan' or "b'x'" and be scored as that, silently.
+        if isinstance(label, bool) or not isinstance(label, (str, numbers.Integral)):
+            raise LabelError(f"{what}: entry {i + 1} is {type(label).__name__} {quoted(label)}, expected a string",
+                             parameters=(what,))
+    cleaned = [str(label).strip() for label in given]
     if not cleaned:
         raise LabelError(f"no {what} given: expected at least two")
     empty = [i for i, label in enumerate(cleaned) if not label]
@@ -144,7 +160,7 @@ def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     """Return the texts as a list, or raise :class:`DataError` naming the first empty one."""
     if isinstance(texts, str):
         raise DataError(f"{source}: texts must be a sequence of strings, got one string")
-    result = list(texts)
+    result = check_sequence(texts, "texts", DataError, source=source)
     if not result:
         raise DataError(f"{source}: no texts to classify")
     for i, text in enumerate(result):

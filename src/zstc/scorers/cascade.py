@@ -31,7 +31,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from zstc.errors import ZstcError
+from zstc.errors import OptionError
 from zstc.scorers.base import PairScorer, Scorer, ScoreResult, offers, rechecks_thresholds, score_with_notes
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -65,7 +65,7 @@ def parse_shortlist(value: str | int | ShortlistSpec | None) -> ShortlistSpec | 
     if value is None or isinstance(value, ShortlistSpec):
         return value
     if isinstance(value, bool):
-        raise ZstcError(f"--shortlist takes K or MODEL:K, got {value!r}")
+        raise OptionError(f"shortlist takes K or MODEL:K, got {value!r}", "shortlist")
     if isinstance(value, int):
         model, count = DEFAULT_SHORTLISTER, str(value)
     else:
@@ -74,11 +74,11 @@ def parse_shortlist(value: str | int | ShortlistSpec | None) -> ShortlistSpec | 
     try:
         k = int(count)
     except ValueError:
-        raise ZstcError(f"--shortlist takes K or MODEL:K with K a whole number, got {value!r}") from None
+        raise OptionError(f"shortlist takes K or MODEL:K with K a whole number, got {value!r}", "shortlist") from None
     if k < 1:
-        raise ZstcError(f"--shortlist K must be at least 1, got {k}")
+        raise OptionError(f"shortlist K must be at least 1, got {k}", "shortlist")
     if not model:
-        raise ZstcError(f"--shortlist {value!r} names no model before ':'")
+        raise OptionError(f"shortlist {value!r} names no model before ':'", "shortlist")
     return ShortlistSpec(get_model_spec(model).model_id, k)
 
 
@@ -151,7 +151,7 @@ class CascadeScorer:
 
     def __init__(self, main: Scorer, shortlister: Scorer, k: int) -> None:
         if k < 1:
-            raise ZstcError(f"--shortlist K must be at least 1, got {k}")
+            raise OptionError(f"shortlist K must be at least 1, got {k}", "shortlist")
         self.main = main
         self.shortlister = shortlister
         self.k = int(k)
