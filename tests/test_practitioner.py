@@ -342,6 +342,24 @@ def test_classify_refuses_a_threshold_it_would_not_use() -> None:
     with pytest.raises(OptionError, match="threshold applies to multi-label classification") as caught:
         classify(["The match ended 2-1."], ["sports", "politics"], threshold=0.3)
     assert caught.value.parameters == ("threshold",)
+    # multi_label="false" is truthy: it would have run multi-label; refused before the model loads.
+    for not_a_bool in ("false", 1, None):
+        with pytest.raises(OptionError, match="multi_label must be True or False") as caught:
+            classify(["The match ended 2-1."], ["sports", "politics"], multi_label=not_a_bool)  # type: ignore[arg-type]
+        assert caught.value.parameters == ("multi_label",)
+
+
+def test_prediction_record_digits_are_checked(classifier: Classifier) -> None:
+    from zstc.api import prediction_record
+    from zstc.errors import OptionError
+
+    (prediction,) = classifier.predict(["The match ended 2-1."], ["sports", "politics"])
+    assert prediction_record(prediction, digits=2)["score"] == round(prediction.score, 2) != 0.0
+    assert prediction_record(prediction, digits=2.0) == prediction_record(prediction, digits=2)
+    for bad in (-1, "2", 1.5):  # round(x, -1) made every score 0.0; round(x, "2") a TypeError
+        with pytest.raises(OptionError, match="^digits must be") as caught:
+            prediction_record(prediction, digits=bad)  # type: ignore[arg-type]
+        assert caught.value.parameters == ("digits",)
 
 
 def test_fit_thresholds_and_records_refuse_or_read_what_users_give(classifier: Classifier) -> None:

@@ -15,7 +15,6 @@ _LAZY = {
     "Classifier": "zstc.api",
     "Prediction": "zstc.api",
     "MultiLabelPrediction": "zstc.api",
-    "Classifier": "zstc.api",
     "prediction_record": "zstc.api",
     "make_scorer": "zstc.scorers",
     "Family": "zstc.scorers.families",

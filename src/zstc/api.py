@@ -30,7 +30,7 @@ from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
-from zstc.validation import OptionSpec, check_sequence, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
+from zstc.validation import OptionSpec, Rule, check_sequence, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
 HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
@@ -92,6 +92,9 @@ def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: 
     every row; default: the ranking), and multi-label ``labels`` one string joined by ``"; "``. ``digits`` rounds the scores (None: full precision); ``text=False`` leaves the text
     out (when the caller carries the input row through).
     """
+    if digits is not None:  # round(x, -1) would make every score 0.0, round(x, "2") a TypeError
+        digits = int(check_option("digits", digits, Rule(0, integer=True)))
+
     def rounded(value: float) -> float:
         return value if digits is None else round(value, digits)
 
@@ -367,6 +370,8 @@ def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path |
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
     when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`).
     See :class:`Classifier` to reuse a model."""
+    if not isinstance(multi_label, bool):  # "yes", "false" or 0 would be read by truth value, silently
+        raise OptionError(f"multi_label must be True or False, got {quoted(multi_label)}", "multi_label")
     if threshold is not None and not multi_label:  # said, not dropped (as the CLI's --threshold)
         raise OptionError("threshold applies to multi-label classification: give multi_label=True, or no threshold", "threshold")
     classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
