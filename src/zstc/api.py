@@ -234,7 +234,8 @@ class Classifier:
 
         return scored_by(self.scorer, matrix)
 
-    def _platt(self) -> Calibration | None:
+    def platt(self) -> Calibration | None:
+        """The Platt calibration multi-label decides on (``calibration`` when it is one), else None."""
         return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
@@ -280,14 +281,14 @@ class Classifier:
     def default_threshold(self) -> float:
         """The multi-label threshold without options: 0.5 on Platt probabilities, else the family's
         (see :data:`zstc.multilabel.FAMILY_THRESHOLDS`)."""
-        if self._platt() is not None:
+        if self.platt() is not None:
             return 0.5
         return default_threshold(score_type_of(self.scorer), self.family)
 
     def default_margin(self) -> float | None:
         """The multi-label margin without options (:func:`zstc.multilabel.default_margin`): for the embedding
         family, labels at least half as probable as the best one at :meth:`temperature`; None otherwise."""
-        return None if self._platt() is not None else default_margin(self.family, self.temperature())
+        return None if self.platt() is not None else default_margin(self.family, self.temperature())
 
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
@@ -302,7 +303,7 @@ class Classifier:
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
         per_label = check_label_thresholds(per_label or {}, labels)  # a NaN one would make its label never pass
-        platt = self._platt()
+        platt = self.platt()
         kind = scores or ("probs" if platt is not None else "raw")
         check_score_kind(kind)
         if kind == "probs" and platt is None and score_type_of(self.scorer) != "prob":
@@ -353,7 +354,7 @@ class Classifier:
                     raise LabelError(f"dev text {i + 1} has label {name!r}, which is not one of the labels: {', '.join(labels)}")
                 truth[i, position[name]] = True
         matrix = self.scores(texts, labels, descriptions, allow_single=True)
-        platt = self._platt()
+        platt = self.platt()
         return fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels, per_label=per_label)
 
 

@@ -106,10 +106,7 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str], paramete
             threshold = None
         if not sep or not name or threshold is None or not math.isfinite(threshold):
             raise LabelError(f"{parameter}: each must look like LABEL=NUMBER, got {quoted(item)}", parameters=(parameter,))
-        if name not in labels:
-            known = ', '.join(labels)
-            raise LabelError(f"{parameter}: threshold given for {quoted(name)}, which is not one of the labels "
-                             f"({known if len(known) <= 300 else known[:300] + '...'})", parameters=(parameter,))
+        _check_label_named(name, labels, parameter)
         if name in parsed and parsed[name] != threshold:  # the last would win, silently
             raise LabelError(f"{parameter}: two thresholds for {quoted(name)} ({parsed[name]:g} and {threshold:g}); give one",
                              parameters=(parameter,))
@@ -126,7 +123,18 @@ def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str]
         raise OptionError(f"{parameter} must be a mapping of label to threshold, got {type(per_label).__name__}", parameter)
     for name, value in per_label.items():
         Rule().check(f"{parameter}[{name!r}]", value)  # "per_label['a'] must be a finite number, got nan"
-    return parse_label_thresholds([f"{name}={value!r}" for name, value in per_label.items()], labels, parameter)
+    checked = {str(name): float(value) for name, value in per_label.items()}
+    for name in checked:
+        _check_label_named(name, labels, parameter)
+    return checked
+
+
+def _check_label_named(name: str, labels: Sequence[str], parameter: str) -> None:
+    """A per-label threshold's label must be one of ``labels``."""
+    if name not in labels:
+        known = ', '.join(labels)
+        raise LabelError(f"{parameter}: threshold given for {quoted(name)}, which is not one of the labels "
+                         f"({known if len(known) <= 300 else known[:300] + '...'})", parameters=(parameter,))
 
 
 def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None,

@@ -53,7 +53,7 @@ from zstc.api import Classifier, describe_labels
 from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, OptionError, ZstcError, quoted
-from zstc.multilabel import check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
+from zstc.multilabel import check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
 from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
@@ -313,8 +313,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     engine = BatchingEngine(scorer, settings.engine, telemetry)
     score_type = score_type_of(scorer)
     model_id, family = scorer.spec.model_id, scorer.family
-    calibration = probability_model.calibration
-    platt = calibration if calibration is not None and calibration.method == "platt" else None
+    platt = probability_model.platt()
 
     def multi_label_probabilities(row: np.ndarray) -> np.ndarray:
         """Each label's own probability for multi-label: a Platt calibration file's (``serve --calibration``), on
@@ -519,9 +518,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
                 margin = probability_model.default_margin()
                 for names in names_per_set[:1] if not per_text else names_per_set:  # one label under it passes every text
                     check_margin_rule(names, margin)
-            items = [f"{name}={value!r}" for name, value in (body.label_thresholds or {}).items()]
             # With one label set per text, a threshold names a label of any set and applies where that label is.
-            given = parse_label_thresholds(items, list(dict.fromkeys(name for names in names_per_set for name in names)))
+            given = check_label_thresholds(body.label_thresholds or {}, list(dict.fromkeys(name for names in names_per_set for name in names)),
+                                           "label_thresholds")
             per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)
