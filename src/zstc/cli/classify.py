@@ -341,7 +341,9 @@ def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chu
     with progress:
         while chunk := pending or list(itertools.islice(rows, chunk_size)):
             pending, chunk_notes = [], list[str]()
-            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes), input_digest(record for _, record in chunk))
+            # A file is checked whole by its sha256 on resume; only a stream's chunks need their own digests.
+            digest = input_digest(record for _, record in chunk) if source.sha256 is None else None
+            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes), digest)
             notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))
