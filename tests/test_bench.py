@@ -129,6 +129,22 @@ def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, bt
     assert _identity(btzsc_dir, tmp_path) == base
 
 
+def test_sampling_settings_that_sample_nothing_are_not_other_settings(tmp_path, btzsc_dir):
+    """Without --max-samples every text is scored: --seed and --sampling change nothing, so they must not split
+    the fingerprint (a --seed 3 on full data was refused beside the default run's results and cached apart)."""
+    full = _identity(btzsc_dir, tmp_path, max_samples=None)
+    assert _identity(btzsc_dir, tmp_path, max_samples=None, seed=3) == full
+    assert _identity(btzsc_dir, tmp_path, max_samples=None, sampling="paper") == full
+    from zstc.models.registry import get_model_spec
+
+    spec = get_model_spec(MINILM, None)
+    # The record the default command always wrote: results stored before keep their fingerprint.
+    assert config(tmp_path, btzsc_dir, max_samples=None, seed=3).run_identity(spec, {"precision": "fp32"})["sampling"] == \
+        {"method": "stratified", "max_samples": None, "seed": 0}
+    assert _identity(btzsc_dir, tmp_path, seed=3) != _identity(btzsc_dir, tmp_path)  # a sample: the seed matters
+    assert _identity(btzsc_dir, tmp_path, sampling="paper", seed=3) == _identity(btzsc_dir, tmp_path, sampling="paper")
+
+
 def test_the_packaged_model_is_pinned_by_a_cached_content_hash(tmp_path, monkeypatch):
     from zstc.benchmark.provenance import model_identity
     from zstc.models.loading import model_source

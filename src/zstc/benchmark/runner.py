@@ -98,10 +98,20 @@ class BenchConfig:
             "device_type": device.type,
             "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},
             "hypotheses": {"variant": self.hypotheses, "template": self.template},
-            "sampling": {"method": self.sampling, "max_samples": self.max_samples,
-                         "seed": self.seed if self.sampling == "stratified" else None},
+            "sampling": sampling_identity(self.sampling, self.max_samples, self.seed),
             "unlabelled": self.unlabelled,
         }
+
+
+def sampling_identity(method: str, max_samples: int | None, seed: int | None) -> dict[str, Any]:
+    """What a run's sampling settings record: only what can change which texts are scored. Without
+    ``max_samples`` every text is scored whatever ``--sampling`` and ``--seed`` say, so such a run records the
+    defaults (the record the default command always wrote, which results stored before keep matching): a
+    ``--seed 3`` on full data was otherwise a run of other settings, refused beside the default's results and
+    cached apart from them. The paper's draw has no seed."""
+    if max_samples is None:
+        return {"method": "stratified", "max_samples": None, "seed": 0}
+    return {"method": method, "max_samples": max_samples, "seed": seed if method == "stratified" else None}
 
 
 OVERWRITE_STRATEGIES: tuple[str, ...] = ("only-missing", "always", "never")
@@ -465,6 +475,7 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
     if described.get("parameters"):  # counted from the loaded weights beats the registry's rounded figure
         model_facts.parameters_millions = round(described["parameters"] / 1e6, 2)
     published = paper_rows(spec)
+    drawn = sampling_identity(config.sampling, config.max_samples, config.seed)  # as the run identity records it
     return RunSummary(
         model=model_facts,
         evaluation=Evaluation(
@@ -473,9 +484,9 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
             unlabelled_policy=config.unlabelled,
             hypotheses=config.hypotheses,
             template=config.template,
-            sampling=config.sampling,
+            sampling=drawn["method"],
             max_samples=config.max_samples,
-            seed=config.seed,
+            seed=drawn["seed"],
             precision=described.get("precision"),
             device=described.get("device"),
             partial=len(results) < len(catalog()),
@@ -532,8 +543,7 @@ def _legacy_identity(summary: dict[str, Any]) -> dict[str, Any]:
     if evaluation.get("hypotheses"):
         identity["hypotheses"] = {"variant": evaluation["hypotheses"], "template": evaluation.get("template")}
     if evaluation.get("sampling"):
-        identity["sampling"] = {"method": evaluation["sampling"], "max_samples": evaluation.get("max_samples"),
-                                "seed": evaluation.get("seed") if evaluation["sampling"] == "stratified" else None}
+        identity["sampling"] = sampling_identity(evaluation["sampling"], evaluation.get("max_samples"), evaluation.get("seed"))
     if evaluation.get("unlabelled_policy"):
         identity["unlabelled"] = evaluation["unlabelled_policy"]
     return identity
