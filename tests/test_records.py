@@ -82,6 +82,28 @@ def test_an_edited_metric_is_a_damaged_result_not_a_reused_one(tmp_path: Path) -
     assert store.load("imdb", with_arrays=False) is not None  # without the arrays there is nothing to check against
 
 
+def test_scores_whose_argmax_is_not_the_stored_predictions_are_a_damaged_result(tmp_path: Path) -> None:
+    """The score matrix is what the multi-label, calibration and cascade reports read: one edited or swapped
+    apart from the predictions (and so from every metric) was reused on resume as if computed."""
+    store = ResultStore(tmp_path / "r.json")
+    store.save(result())
+    fingerprint = json.loads((store.directory / "imdb.json").read_text())["fingerprint"]
+    assert store.finished("imdb", fingerprint) is not None
+    npz = store.directory / "imdb.npz"
+    with np.load(npz) as stored:
+        arrays = dict(stored)
+    np.savez_compressed(npz, **{**arrays, "scores": arrays["scores"][:, ::-1]})  # the label columns swapped
+    with pytest.raises(DamagedResult, match=r"imdb\.npz: damaged result file \(its predictions are not the argmax of its "
+                                            r"scores \(4 of 4 texts, the first at row 0\)\)"):
+        store.finished("imdb", fingerprint)
+    np.savez_compressed(npz, **{**arrays, "scores": arrays["scores"][:3]})
+    with pytest.raises(DamagedResult, match=r"its scores have shape \(3, 2\), not \(4, labels\)"):
+        store.finished("imdb", fingerprint)
+    tied = np.zeros((4, 2), dtype=np.float32)  # ties: the first label, as bench decides
+    store.save(result(scores=tied, predicted=np.zeros(4, dtype=int), metrics=dataset_metrics(np.array([0, 1, 1, 0]), np.zeros(4, dtype=int))))
+    assert store.finished("imdb", fingerprint) is not None
+
+
 def test_a_summary_that_is_not_one_is_a_one_line_error_naming_the_field(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "m"},

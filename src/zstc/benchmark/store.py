@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from zstc.benchmark.metrics import METRICS, dataset_metrics
 from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
+from zstc.decisions import argmax_decisions
 from zstc.errors import DataError
 from zstc.io import atomic_write, read_json, remove_orphan_temps, umask_mode  # noqa: F401  (umask_mode: kept importable from here)
 
@@ -98,7 +99,7 @@ class ResultStore:
             except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
                 # zero bytes: EOFError; garbage or cut short: BadZipFile/ValueError; bit flips: zlib.error or a CRC BadZipFile
                 raise DamagedResult(npz_path, type(error).__name__) from None
-            _check_metrics(result, json_path)
+            _check_arrays(result, json_path, npz_path)
         return result
 
     def stored(self) -> list[DatasetResult]:
@@ -126,11 +127,20 @@ class ResultStore:
         return result
 
 
-def _check_metrics(result: DatasetResult, json_path: Path) -> None:
-    """The recorded metrics must be those of the stored gold labels and predictions: an edited number in the
-    JSON was otherwise reused on resume and reported as if computed."""
+def _check_arrays(result: DatasetResult, json_path: Path, npz_path: Path) -> None:
+    """The stored predictions must be the argmax of the stored scores (what bench decides; the first label on
+    ties), and the recorded metrics those of the stored gold labels and predictions: an edited score matrix
+    (which the multi-label, calibration and cascade reports read) or an edited number in the JSON was otherwise
+    reused on resume and reported as if computed."""
     if result.gold is None or result.predicted is None:
         return
+    if result.scores is not None:
+        if result.scores.ndim != 2 or result.scores.shape[0] != len(result.predicted) or result.scores.shape[1] == 0:
+            raise DamagedResult(npz_path, f"its scores have shape {result.scores.shape}, not ({len(result.predicted)}, labels)")
+        differ = np.flatnonzero(argmax_decisions(result.scores) != result.predicted)
+        if len(differ):
+            raise DamagedResult(npz_path, f"its predictions are not the argmax of its scores ({len(differ)} of "
+                                          f"{len(result.predicted)} texts, the first at row {differ[0]})")
     recomputed = dataset_metrics(result.gold, result.predicted)
     for metric in METRICS:
         recorded = result.metrics.get(metric)
