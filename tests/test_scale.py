@@ -168,6 +168,22 @@ def test_local_sweep_equals_bench_and_skips_what_is_cached(tmp_path, btzsc_dir, 
     assert calls == []
 
 
+def test_sweep_draws_the_papers_sample_as_bench_does(tmp_path, btzsc_dir, zstc_cli):
+    """--sampling paper is how the paper's 1000-text samples are drawn: a sweep had no way to ask for it."""
+    common = ["--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6", "--sampling", "paper"]
+    assert zstc_cli("bench", "--model", MINILM, *common, "--out", str(tmp_path / "b.json"), "--no-cache")[0] == 0
+    code, _, err = zstc_cli("sweep", "--models", MINILM, *common, "--out", str(tmp_path / "sweep"))
+    assert code == 0, err
+    bench = json.loads((tmp_path / "b.json").read_text())["evaluation"]
+    swept = json.loads((tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.json").read_text())["evaluation"]
+    assert swept["sampling"] == "paper" and swept["run_identity"] == bench["run_identity"]
+    assert swept["fingerprints"] == bench["fingerprints"]  # the same texts, scored the same way
+    with np.load(tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.details" / "financialphrasebank.npz") as arrays:
+        assert arrays["source_index"][:2].tolist() == [0, 1]  # the harness's two fixed texts
+    code, _, err = zstc_cli("sweep", "--models", MINILM, *common[:-1], "papre", "--out", str(tmp_path / "typo"))
+    assert code == 2 and "sampling" in err and "paper" in err and not (tmp_path / "typo").exists()
+
+
 def run_child(*args: str, timeout: int = 540, status: int = 0) -> subprocess.CompletedProcess:
     pytest.importorskip("ray")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}

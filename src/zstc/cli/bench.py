@@ -42,12 +42,13 @@ def bench(
     family and overall means, side by side with the paper's published numbers."""
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names
-    from zstc.benchmark.tasks import UNLABELLED_POLICIES
+    from zstc.benchmark.tasks import SAMPLING_METHODS, UNLABELLED_POLICIES
 
     from zstc.errors import Terminated
     from zstc.validation import check_choice, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
+    check_choice("sampling", sampling, SAMPLING_METHODS)
     check_options({"threshold": threshold, "max_samples": max_samples, "seed": seed})
     if threshold is not None and not multi_label:  # as classify: said, not ignored
         from zstc.errors import LabelError

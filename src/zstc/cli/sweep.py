@@ -26,7 +26,8 @@ def sweep(
     gpus_per_model: Annotated[float, typer.Option(help="--engine ray: GPUs each model's actor reserves.")] = 0.0,
     cpus_per_model: Annotated[float, typer.Option(help="--engine ray: CPUs each model's actor reserves.")] = 1.0,
     max_retries: Annotated[int, typer.Option(min=0, help="--engine ray: restarts of a dead worker (its unfinished units are re-run).")] = 3,
-    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a stratified sample of at most N texts per dataset.")] = None,
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
+    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw, the paper's own sample), as in `zstc bench`.")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="'paper' or 'exclude' (see `zstc bench --help`).")] = "paper",
     fresh: Annotated[bool, typer.Option(help="Recompute every unit instead of reusing finished ones.")] = False,
@@ -39,19 +40,20 @@ def sweep(
     is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
-    from zstc.benchmark.tasks import UNLABELLED_POLICIES
+    from zstc.benchmark.tasks import SAMPLING_METHODS, UNLABELLED_POLICIES
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
     from zstc.validation import check_choice, check_labels, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
+    check_choice("sampling", sampling, SAMPLING_METHODS)
     check_choice("engine", engine, ENGINES)
     check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "seed": seed})  # before planning
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(
-        model=names[0], tasks=resolve_task_names(tasks), data=data, unlabelled=unlabelled, max_samples=max_samples, seed=seed,
-        overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,
+        model=names[0], tasks=resolve_task_names(tasks), data=data, unlabelled=unlabelled, max_samples=max_samples, sampling=sampling,
+        seed=seed, overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,
         scorer_options=scoring.kwargs(),
     )
     plan = plan_sweep(template_config, names, out, on_event=_report)
