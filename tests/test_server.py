@@ -505,6 +505,7 @@ def test_401_with_an_api_key(minilm: Classifier) -> None:
         assert secured.post("/rerank", json={"query": "q", "documents": ["a"]}).status_code == 401
         for open_path in ("/health", "/metrics", "/", "/openapi.json"):
             assert secured.get(open_path).status_code == 200, open_path
+        assert secured.head("/info").status_code == 401 and secured.head("/info", headers={"Authorization": "Bearer s3cret"}).status_code == 200
         wait_ready(secured)
         assert secured.post("/classify", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
 
@@ -520,9 +521,10 @@ def test_404_and_405(client: TestClient) -> None:
 def test_health_info_and_metrics(client: TestClient) -> None:
     assert client.get("/health").json() == {"status": "ok", "model": MINILM, "family": "embedding"}
     assert client.get("/health/ready").json()["status"] == "ready"
-    for path in ("/health", "/health/ready"):  # a load balancer's HEAD probe: the status, no body
+    for path in ("/health", "/health/ready", "/info", "/metrics", "/"):  # a load balancer's HEAD probe: the status, no body
         head = client.head(path)
         assert head.status_code == 200 and head.content == b"", path
+        assert head.headers["content-type"] == client.get(path).headers["content-type"], path
     assert "head" not in client.get("/openapi.json").json()["paths"]["/health"]
     info = client.get("/info").json()
     assert info["limits"]["max_texts"] == 16 and info["batching"]["max_batch_pairs"] == 1024

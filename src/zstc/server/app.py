@@ -661,10 +661,6 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             return JSONResponse({"status": "ready", "model": model_id, "family": family})
         return error_response(503, "unhealthy", engine.unavailable_reason())
 
-    # Load balancers and uptime checkers often probe with HEAD (the same answer without a body): not a 405.
-    app.head("/health", include_in_schema=False)(health)
-    app.head("/health/ready", include_in_schema=False)(ready)
-
     @app.get("/info", response_model=InfoResponse, responses=errors(401) if settings.api_key else {}, dependencies=keyed,
              tags=["operations"])
     async def info() -> dict[str, Any]:
@@ -686,6 +682,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def playground() -> HTMLResponse:
         return HTMLResponse(PLAYGROUND_HTML)
+
+    # Load balancers, uptime checkers and scrapers' availability checks often probe with HEAD (the same answer
+    # without a body): not a 405. /info keeps its key.
+    for path, endpoint, dependencies in (("/health", health, []), ("/health/ready", ready, []), ("/info", info, keyed),
+                                         ("/metrics", metrics, []), ("/", playground, [])):
+        app.head(path, include_in_schema=False, dependencies=dependencies)(endpoint)
 
     return app
 
