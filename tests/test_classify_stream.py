@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import signal
@@ -312,7 +313,6 @@ def test_a_resumed_stdin_keeps_only_the_predictions_of_rows_it_gives_again(tmp_p
     stdin held, so its first rows' predictions ended up beside another input's later rows. Each chunk's input
     rows now have a digest in the marker: a resumed run keeps the chunks it reads again unchanged, cuts the
     output back at the first that differs and scores from there on; the file equals an uninterrupted run's."""
-    import io
 
     out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
     args = ["classify", "-", "--labels", ",".join(LABELS), "--template", TEMPLATE, "--out", str(out), "--chunk-size", "2"]
@@ -380,8 +380,6 @@ def test_keep_cuts_a_resumed_output_back_to_its_first_chunks(tmp_path, fmt, kept
 
 
 def test_an_empty_stdin_leaves_no_partial_output(tmp_path, zstc_cli, monkeypatch):
-    import io
-
     out = tmp_path / "out.jsonl"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
     status, _, err = zstc_cli("classify", "-", "--labels", ",".join(LABELS), "--out", str(out))
@@ -408,3 +406,11 @@ def test_parquet_columns_json_has_no_type_for(tmp_path, zstc_cli):
     assert status == 2 and out == ""
     assert err == ("error: column 'blob' holds bytes values, which JSON Lines cannot hold: leave it out with --keep-columns, "
                    "or write .parquet\n")
+    # CSV: the same text for dates, times and decimals (str() wrote '2020-01-02 03:04:05'), and binary data is the same
+    # error (the csv module wrote the repr "b'\\x00\\x01'", which reads back as that text).
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--keep-columns", "at,price", "--format", "csv")
+    assert status == 0, err
+    assert [(row["at"], row["price"]) for row in csv.DictReader(io.StringIO(out))] == [("2020-01-02T03:04:05", "1.50"), ("", "")]
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--format", "csv")
+    assert status == 2 and out == ""
+    assert err == "error: column 'blob' holds bytes values, which CSV cannot hold: leave it out with --keep-columns, or write .parquet\n"

@@ -96,9 +96,18 @@ def output_row(kept: Row, record: Row) -> Row:
     return row
 
 
-def _flat(value: Any) -> Any:
-    """CSV cells: lists and mappings as JSON, everything else as is."""
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
+def _cell(name: str, value: Any) -> Any:
+    """A CSV cell as JSON Lines writes the value: lists and mappings as JSON, dates and times as ISO 8601,
+    decimals as their exact text. Binary data is a :class:`DataError` naming the column (Python's csv wrote
+    ``b'\\x00\\x01'``, the repr, which reads back as that text)."""
+    try:
+        if isinstance(value, (list, dict)):
+            return json.dumps(value, ensure_ascii=False, default=_json_value)
+        if isinstance(value, (datetime.date, datetime.time, decimal.Decimal, bytes, bytearray, memoryview)):
+            return _json_value(value)
+    except TypeError as error:
+        raise _unwritable(name, str(error), "CSV") from None
+    return value
 
 
 def _json_value(value: Any) -> Any:
@@ -121,9 +130,13 @@ def encode_jsonl(rows: Sequence[Row]) -> bytes:
                 try:
                     json.dumps(value, default=_json_value)
                 except TypeError as error:
-                    raise DataError(f"column {name!r} holds {error} values, which JSON Lines cannot hold: leave it out "
-                                    "with --keep-columns, or write .parquet") from None
+                    raise _unwritable(name, str(error), "JSON Lines") from None
         raise
+
+
+def _unwritable(column: str, kind: str, fmt: str) -> DataError:
+    return DataError(f"column {column!r} holds {kind} values, which {fmt} cannot hold: leave it out with --keep-columns, "
+                     "or write .parquet")
 
 
 def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
@@ -132,7 +145,7 @@ def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> 
     if header:
         writer.writeheader()
     for row in rows:
-        writer.writerow({name: _flat(value) for name, value in row.items()})
+        writer.writerow({name: _cell(name, value) for name, value in row.items()})
     return buffer.getvalue().encode("utf-8")
 
 
