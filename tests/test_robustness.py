@@ -270,6 +270,18 @@ def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Pa
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), str(path), "malformed CSV")
 
 
+@pytest.mark.parametrize("rows, line, problem", [
+    ("first,1\nsecond\n", 3, "1 field, the header has 2"),  # a missing cell read as None: written as an empty cell
+    ("first,1\nsecond,2,extra\n", 3, "more fields than the header's 2"),
+])
+def test_a_csv_row_of_another_width_than_the_header_is_named(zstc_cli, tmp_path: Path, rows: str, line: int, problem: str) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("text,id\n" + rows)
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b", "--keep-columns", "id", "-o", str(tmp_path / "out.jsonl")),
+                      f"{path}:{line}: {problem}")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 @pytest.mark.parametrize("name, header", [("dup.csv", "text,text"), ("dup.tsv", "id\ttext\tid"), ("later.csv", "text,label,label")])
 def test_a_repeated_csv_column_is_an_error_not_a_dropped_column(zstc_cli, tmp_path: Path, name: str, header: str) -> None:
     path = tmp_path / name

@@ -379,6 +379,10 @@ def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
             for record in reader:
                 if None in record:  # more fields than the header has
                     raise DataError(f"{path}:{reader.line_num}: more fields than the header's {len(reader.fieldnames)}")
+                if None in record.values():  # fewer: Python's csv fills the rest with None, which read as missing cells
+                    given = sum(value is not None for value in record.values())
+                    raise DataError(f"{path}:{reader.line_num}: {given} field{'s' if given != 1 else ''}, the header has "
+                                    f"{len(reader.fieldnames)} (a cell left out, or a delimiter missing?)")
                 yield reader.line_num, record
         except csv.Error as error:
             # The csv reader's own line count: the DictReader's stops at the last complete row.
