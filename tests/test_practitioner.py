@@ -304,6 +304,10 @@ def test_family_thresholds_take_precedence_for_their_own_score_type() -> None:
     (lambda c: c.predict(["x"], ["a", None]), LabelError, "labels: entry 2 is NoneType None, expected a string"),
     (lambda c: c.predict(["x"], [float("nan"), "b"]), LabelError, "labels: entry 1 is float nan"),
     (lambda c: c.predict(["x"], [b"a", b"b"]), LabelError, "labels: entry 1 is bytes"),
+    # A set iterates in hash order, new in every process: columns, rows and tie-breaks changed from run to run.
+    (lambda c: c.predict(["x"], {"a", "b"}), LabelError, "labels is a set, which has no order"),
+    (lambda c: c.predict(frozenset({"x", "y"}), ["a", "b"]), DataError, "texts is a frozenset, which has no order"),
+    (lambda c: c.predict(["x"], ["a", "b"], descriptions={"A", "B"}), LabelError, "pass a list, e.g. sorted(descriptions)"),
     # One string was read as one description per character.
     (lambda c: c.predict(["x"], ["a", "b"], descriptions="ab"), LabelError, "descriptions must be a sequence of strings, one per label"),
     (lambda c: c.predict_multi_label(["x"], ["a", "b"], per_label=[0.5, 0.5]), ZstcError,

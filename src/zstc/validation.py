@@ -106,6 +106,12 @@ def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: st
     if values is None or isinstance(values, (bytes, bytearray)) or not isinstance(values, Iterable):
         prefix = f"{source}: " if source else ""
         raise error(f"{prefix}{what} must be a sequence of strings, got {type(values).__name__}", parameters=(what,))
+    if isinstance(values, (set, frozenset)):
+        # A set of strings iterates in hash order, which changes with every process (PYTHONHASHSEED): the
+        # score columns, the text rows and which label wins a tie would change from run to run.
+        prefix = f"{source}: " if source else ""
+        raise error(f"{prefix}{what} is a {type(values).__name__}, which has no order: the results would follow one that "
+                    f"changes from run to run; pass a list, e.g. sorted({what})", parameters=(what,))
     return list(values)
 
 
