@@ -129,6 +129,31 @@ def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, bt
     assert _identity(btzsc_dir, tmp_path) == base
 
 
+def test_hub_data_is_identified_by_its_content(tmp_path, shared_data, monkeypatch):
+    """The hub's btzsc/btzsc can change under the same name: its identity was the name alone, so a result scored
+    on the old rows was reused (from the details folder or the shared cache) as if it were the new rows'."""
+    datasets = pytest.importorskip("datasets")
+    rows = [json.loads(line) for line in (shared_data / "btzsc-paired" / "financialphrasebank.jsonl").read_text().splitlines()]
+    served = {"rows": rows}
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, config, split: list(served["rows"]))  # the hub, offline
+    calls = []
+    real_evaluate = bench_module.evaluate_task
+    monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
+    hub = dict(data="hub", tasks=["financialphrasebank"], max_samples=6)
+    first = Bench(config(tmp_path, "hub", **hub), show_progress=False).run()
+    Bench(config(tmp_path, "hub", **hub), show_progress=False).run()
+    assert calls == ["financialphrasebank"]  # the same rows: reused
+    digest = first["evaluation"]["data_sha256"]["financialphrasebank"]
+    assert len(digest) == 64 and digest != "hub:btzsc/btzsc/financialphrasebank"
+    first_text = [row for row in rows if row["text"] == rows[0]["text"]]
+    moved = [row["labels"] for row in first_text[1:] + first_text[:1]]  # its gold class moves to another hypothesis
+    assert moved != [row["labels"] for row in first_text]
+    served["rows"] = [{**row, "labels": label} for row, label in zip(first_text, moved)] + rows[len(first_text):]
+    second = Bench(config(tmp_path, "hub", **hub), show_progress=False).run()
+    assert calls == ["financialphrasebank"] * 2  # other rows: scored again, not taken from the details folder or cache
+    assert second["evaluation"]["data_sha256"]["financialphrasebank"] != digest
+
+
 def test_sampling_settings_that_sample_nothing_are_not_other_settings(tmp_path, btzsc_dir):
     """Without --max-samples every text is scored: --seed and --sampling change nothing, so they must not split
     the fingerprint (a --seed 3 on full data was refused beside the default run's results and cached apart)."""

@@ -15,7 +15,10 @@ Every malformed input raises :class:`zstc.errors.DataError` naming the file, the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -198,7 +201,17 @@ def _load_from_hub(spec: TaskSpec) -> Task:
         rows = datasets.load_dataset(HUB_DATASET, spec.name, split="test")
     except Exception as error:  # network, auth and missing-config errors all land here
         raise DataError(f"cannot load {HUB_DATASET} config {spec.name!r} from the hub: {type(error).__name__}: {error}") from None
-    return load_paired(enumerate(rows, start=1), spec, source=f"hub:{HUB_DATASET}/{spec.name}")
+    # The hub's dataset can change under the same name: its content, digested as it is read, is its identity
+    # (what a file's sha256 is for a folder of files), so a result from other rows is never taken for this one.
+    digest = hashlib.sha256()
+
+    def digested(records: Iterable[Record]) -> Iterator[Record]:
+        for record in records:
+            digest.update(json.dumps(record, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass") + b"\n")
+            yield record
+
+    task = load_paired(enumerate(digested(rows), start=1), spec, source=f"hub:{HUB_DATASET}/{spec.name}")
+    return replace(task, content_sha256=digest.hexdigest())
 
 
 def _apply_harness_sampling_quirks(task: Task) -> Task:

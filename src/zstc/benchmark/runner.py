@@ -117,12 +117,18 @@ def sampling_identity(method: str, max_samples: int | None, seed: int | None) ->
 OVERWRITE_STRATEGIES: tuple[str, ...] = ("only-missing", "always", "never")
 
 
+def data_sha256(task: Task) -> str | None:
+    """The sha256 of the data ``task`` was read from: its file's, or the hub rows' (see ``Task.content_sha256``);
+    None for a task built in memory."""
+    return task.content_sha256 or (file_sha256(task.source) if task.source else None)
+
+
 def dataset_identity(task: Task, descriptions: Sequence[str]) -> dict[str, Any]:
     """What determines one dataset's numbers beyond the run's settings: its data's content and hypotheses."""
     variants = getattr(descriptions, "variants", None)  # an ensemble: every variant's hypotheses
     return {
         "dataset": task.name,
-        "data_sha256": (file_sha256(task.source) or task.source) if task.source else None,
+        "data_sha256": (data_sha256(task) or task.source) if task.source else None,
         "hypotheses": {k: list(v) for k, v in variants.items()} if variants else list(descriptions),
     }
 
@@ -221,7 +227,7 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, sh
         timing=timed.record(),
         peak_rss_mb=peak_rss_mb(),
         peak_cuda_mb=peak_cuda_mb(device),
-        data_sha256=file_sha256(task.source) if task.source else None,
+        data_sha256=data_sha256(task),
         scorer=scorer.describe(),
         scores=timed.scores,
         gold=task.gold,

@@ -40,6 +40,9 @@ class Task:
     hypotheses: list[str]
     family: str | None = None
     source: str = ""
+    content_sha256: str | None = None
+    """The sha256 of the rows a task was read from when no file holds them (the hub: its rows as sorted-key JSON
+    lines, in order); a file's own sha256 identifies it otherwise."""
     source_index: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     """What loading did that a reader of the numbers should know (quirks applied, texts dropped)."""
