@@ -308,7 +308,9 @@ def test_family_thresholds_take_precedence_for_their_own_score_type() -> None:
     (lambda c: c.predict(["x"], {"a", "b"}), LabelError, "labels is a set, which has no order"),
     (lambda c: c.predict(frozenset({"x", "y"}), ["a", "b"]), DataError, "texts is a frozenset, which has no order"),
     (lambda c: c.predict(["x"], ["a", "b"], descriptions={"A", "B"}), LabelError, "pass a list, e.g. sorted(descriptions)"),
-    # One string was read as one description per character.
+    # One string would be read as one entry per character.
+    (lambda c: c.predict("one text", ["a", "b"]), DataError, "input: texts must be a sequence of strings, got one string 'one text'"),
+    (lambda c: c.predict(["x"], "ab"), LabelError, "labels must be a sequence of strings, got one string 'ab'"),
     (lambda c: c.predict(["x"], ["a", "b"], descriptions="ab"), LabelError, "descriptions must be a sequence of strings, one per label"),
     (lambda c: c.predict_multi_label(["x"], ["a", "b"], per_label=[0.5, 0.5]), ZstcError,
      "per_label must be a mapping of label to threshold, got list"),

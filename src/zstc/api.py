@@ -249,11 +249,8 @@ class Classifier:
         if descriptions is None:
             descriptions = label_hypotheses(labels, hypotheses=self.hypotheses, template=self.template)
         elif not isinstance(descriptions, HypothesisSet):
-            # One string would be read as one description per character; a generator has no len().
-            if isinstance(descriptions, str):
-                raise LabelError(f"descriptions must be a sequence of strings, one per label, got one string {quoted(descriptions)}",
-                                 parameters=("descriptions",))
-            descriptions = check_sequence(descriptions, "descriptions", LabelError)
+            # A list: a generator has no len().
+            descriptions = check_sequence(descriptions, "descriptions", LabelError, each="one per label")
         if len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
         check_distinct_descriptions(labels, descriptions)

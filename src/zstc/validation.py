@@ -100,16 +100,18 @@ def _number(value: float) -> str:
 
 
 
-def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: str = "") -> list[Any]:
+def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: str = "", each: str = "") -> list[Any]:
     """``values`` as a list (any iterable: a list, tuple, numpy array, pandas Series, generator), else ``error``
-    naming ``what``: ``None`` or a number is the user's mistake, not a TypeError from deep inside."""
+    naming ``what``: ``None`` or a number is the user's mistake, not a TypeError from deep inside. ``each`` says
+    what the entries must match (``one per label``)."""
+    prefix, expected = f"{source}: " if source else "", f"a sequence of strings{', ' + each if each else ''}"
+    if isinstance(values, str):  # iterable, but as one entry per character
+        raise error(f"{prefix}{what} must be {expected}, got one string {quoted(values)}", parameters=(what,))
     if values is None or isinstance(values, (bytes, bytearray)) or not isinstance(values, Iterable):
-        prefix = f"{source}: " if source else ""
-        raise error(f"{prefix}{what} must be a sequence of strings, got {type(values).__name__}", parameters=(what,))
+        raise error(f"{prefix}{what} must be {expected}, got {type(values).__name__}", parameters=(what,))
     if isinstance(values, (set, frozenset)):
         # A set of strings iterates in hash order, which changes with every process (PYTHONHASHSEED): the
         # score columns, the text rows and which label wins a tie would change from run to run.
-        prefix = f"{source}: " if source else ""
         raise error(f"{prefix}{what} is a {type(values).__name__}, which has no order: the results would follow one that "
                     f"changes from run to run; pass a list, e.g. sorted({what})", parameters=(what,))
     return list(values)
@@ -121,8 +123,6 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
     A zero-shot decision among fewer than two candidates is meaningless for argmax; multi-label
     scoring (one label, yes or no) passes ``allow_single=True``.
     """
-    if isinstance(labels, str):
-        raise LabelError(f"{what} must be a sequence of strings, got one string {quoted(labels)}")
     given = check_sequence(labels, what, LabelError)
     for i, label in enumerate(given):
         # A whole number reads as its digits; None, NaN (a missing cell) or bytes would become the label 'None',
@@ -164,8 +164,6 @@ def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[st
 
 def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     """Return the texts as a list, or raise :class:`DataError` naming the first empty one."""
-    if isinstance(texts, str):
-        raise DataError(f"{source}: texts must be a sequence of strings, got one string")
     result = check_sequence(texts, "texts", DataError, source=source)
     if not result:
         raise DataError(f"{source}: no texts to classify")
