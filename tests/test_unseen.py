@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from yin_helpers import SHARED_DATA, WordOverlapScorer
+from yin_helpers import MINILM, SHARED_DATA, WordOverlapScorer
 
 from zstc.benchmark.tasks import Task
 from zstc.yin.unseen import (
@@ -96,3 +96,25 @@ def test_banking77_training_pairs_from_the_real_training_split(tmp_path) -> None
     seen_hypotheses = {train.hypotheses[i] for i in first.seen}
     assert {p["hypothesis"] for p in pairs} <= seen_hypotheses
     assert sum(p["label"] == "entailment" for p in pairs) * 5 == len(pairs)
+
+
+def _banking77_folders(tmp_path, btzsc_dir, rows: int = 400):
+    """A test folder and a training folder, each with its own (small) banking77.jsonl."""
+    lines = (btzsc_dir / "banking77.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:rows]
+    test_dir, train_dir = tmp_path / "test", tmp_path / "train"
+    for folder in (test_dir, train_dir):
+        folder.mkdir()
+        (folder / "banking77.jsonl").write_text("".join(lines), encoding="utf-8")
+    return test_dir, train_dir
+
+
+def test_unseen_out_may_not_be_the_training_file(zstc_cli, tmp_path, btzsc_dir) -> None:
+    """--out was checked against --data's files only: `-o TRAIN/banking77.jsonl` replaced the training split with
+    the report. It is now refused, naming --out, before any work, and the file is untouched."""
+    test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir)
+    training = train_dir / "banking77.jsonl"
+    before = training.read_bytes()
+    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir),
+                            "--task", "banking77", "--no-finetune", "--max-samples", "20", "-o", str(training))
+    assert code != 0 and err.startswith("error: ") and "--out" in err and "is the input" in err, err
+    assert training.read_bytes() == before

@@ -36,10 +36,11 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
     return load_btzsc_sample(task, data, max_samples=max_samples, seed=seed, unlabelled=unlabelled)[0]
 
 
-def _check_before_work(task: str, out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:
+def _check_before_work(task: str, out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None,
+                       *, more_data: tuple[str, ...] = ()) -> None:
     """Everything checkable without the model, before it loads: --task names one dataset (not a family), option
     ranges (``rules`` adds or narrows :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be
-    one of ``data``'s files."""
+    one of the files of ``data`` or of the other data folders read (``more_data``: unseen's --train-data)."""
     from zstc.benchmark.catalog import one_dataset
     from zstc.benchmark.data import data_directory
     from zstc.io import GROUPED_SUFFIXES, check_output_path
@@ -48,7 +49,8 @@ def _check_before_work(task: str, out: Path | None, data: str, options: dict[str
     one_dataset(task)
     check_options(options, {**OPTION_RULES, **(rules or {})})
     if out is not None:
-        inputs = [f for f in data_directory(data).iterdir() if f.suffix in GROUPED_SUFFIXES] if data != "hub" else []
+        inputs = [f for folder in (data, *more_data) if folder != "hub"
+                  for f in data_directory(folder).iterdir() if f.suffix in GROUPED_SUFFIXES]
         check_output_path(out, inputs=inputs)
 
 
@@ -204,7 +206,7 @@ def unseen(
         check_template(template, what="--template")
     _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
                                    "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples,
-                                   "seed": seed})
+                                   "seed": seed}, more_data=(train_data,))
     if finetune:
         check_output_dir(work_dir, option="--work-dir")
     scorer = _scorer(model, family, scoring)
