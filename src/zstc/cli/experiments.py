@@ -80,11 +80,13 @@ def template_robustness(
     scoring: ScorerOptions,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
-    from zstc.validation import check_template
+    from zstc.hypotheses.variants import ENSEMBLE_MEMBERS
+    from zstc.validation import check_choice, check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
     for given in template or []:
         check_template(given, what="--template")
+    check_choice("hypotheses", hypotheses, ENSEMBLE_MEMBERS)  # before the model loads: each template needs a filler
     _check_before_work(task, out, data, {"max_samples": max_samples, "seed": seed})
     scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
@@ -132,11 +134,13 @@ def calibrate(
     from zstc.multilabel import score_type_of
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
-    from zstc.validation import Rule, check_template
+    from zstc.hypotheses.variants import VARIANTS
+    from zstc.validation import Rule, check_choice, check_template
     from zstc.yin.calibration import METHODS
 
     if template is not None:
         check_template(template, what="--template")
+    check_choice("hypotheses", hypotheses, VARIANTS)
     # Two texts at least: one to fit on, one to test on.
     _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
                        {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
@@ -198,12 +202,15 @@ def unseen(
     scoring: ScorerOptions,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider
     from zstc.io import check_output_dir
-    from zstc.validation import check_template
+    from zstc.validation import check_choice, check_template
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
     if template is not None:
         check_template(template, what="--template")
+    # One hypothesis per label: the fine-tuning pairs hold one, so the ensemble (three averaged) is no choice here.
+    check_choice("hypotheses", hypotheses, tuple(v for v in VARIANTS if v != "ensemble"))
     _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
                                    "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples,
                                    "seed": seed}, more_data=(train_data,))
@@ -212,7 +219,7 @@ def unseen(
     scorer = _scorer(model, family, scoring)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)
-    descriptions = list(_single_variant(hypotheses, template, test))
+    descriptions = list(make_hypothesis_provider(hypotheses, template)(test))
     config = UnseenConfig(alpha=alpha, negatives_per_text=negatives, seed=seed, work_dir=work_dir)
 
     def finetuned(split: Any, pairs_path: Path) -> Any:
@@ -226,15 +233,6 @@ def unseen(
     report["model"] = model
     _print_unseen(report)
     _write(report, out, scorer)
-
-
-def _single_variant(hypotheses: str, template: str | None, task: Any) -> Any:
-    from zstc.errors import UnknownNameError
-    from zstc.hypotheses.variants import make_hypothesis_provider
-
-    if hypotheses == "ensemble":
-        raise UnknownNameError("the unseen protocol trains on one hypothesis per label: choose dataset, name, definition or both")
-    return make_hypothesis_provider(hypotheses, template)(task)
 
 
 def _print_unseen(report: dict[str, Any]) -> None:
