@@ -87,6 +87,16 @@ def test_template_robustness_summary() -> None:
     assert report["templates"][0]["example"] == "This text is about sports."
 
 
+def test_a_template_given_twice_is_refused(zstc_cli, btzsc_dir) -> None:
+    """A repeated template was scored twice and counted twice in the mean and the standard deviation (spread
+    over the wrong set of templates). It is refused, by the API and, before the model loads, by the command."""
+    with pytest.raises(LabelError, match="duplicate templates"):
+        template_robustness(WordOverlapScorer(), small_task(), ["{}", "This text is about {}.", "{}"])
+    code, _, err = zstc_cli("template-robustness", "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "rottentomatoes",
+                            "--template", "{}", "--template", "It is {}.", "--template", "{}")
+    assert code != 0 and err.startswith("error: duplicate --template: '{}'"), err
+
+
 # --- WordNet ------------------------------------------------------------------------------------------
 
 
