@@ -3,6 +3,8 @@ from zstc.errors import UnknownNameError
 
 import pytest
 
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
 
 def test_catalog_has_the_22_datasets_in_four_families():
     assert len(catalog()) == 22
@@ -54,3 +56,16 @@ def test_tasks_with_a_damaged_file_is_a_one_line_error(zstc_cli, tmp_path, name,
     (tmp_path / name).write_bytes(content)
     code, _, err = zstc_cli("tasks", "--data", str(tmp_path))
     assert code != 0 and err.startswith("error: ") and name in err and "Traceback" not in err, err
+
+
+def test_sweep_finds_the_datasets_of_a_data_folder(zstc_cli, tmp_path, btzsc_dir):
+    """sweep resolved --tasks without --data: `--tasks available` was refused as if --data were the hub, and the
+    default ('all') failed on the first of the 22 datasets missing from a folder. As in bench, both now mean the
+    datasets found in the folder."""
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = (btzsc_dir / "rottentomatoes.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (data / "rottentomatoes.jsonl").write_text("".join(lines[:4] + lines[-4:]), encoding="utf-8")
+    for tasks in ([], ["--tasks", "available"]):
+        code, _, err = zstc_cli("sweep", "--models", MINILM, "--data", str(data), *tasks, "--out", str(tmp_path / "s"))
+        assert code == 0 and "1 units" in err and "over 1 datasets" in err, err
