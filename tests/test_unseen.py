@@ -118,3 +118,29 @@ def test_unseen_out_may_not_be_the_training_file(zstc_cli, tmp_path, btzsc_dir) 
                             "--task", "banking77", "--no-finetune", "--max-samples", "20", "-o", str(training))
     assert code != 0 and err.startswith("error: ") and "--out" in err and "is the input" in err, err
     assert training.read_bytes() == before
+
+
+def test_a_finished_fine_tune_is_reused_only_when_trained_as_asked(tmp_path) -> None:
+    """A model already in --work-dir was reused whatever it had been trained with: another --base-model,
+    --max-steps or seed, or other training pairs (another sample or --hypotheses) silently gave the old model's
+    numbers. It is reused only when its training record matches; otherwise the run stops, naming what differs."""
+    from zstc.benchmark.provenance import sha256_file
+    from zstc.errors import DataError
+    from zstc.yin.unseen import finetune_on_seen
+
+    pairs = tmp_path / "pairs-even.jsonl"
+    pairs.write_text('{"premise": "t", "hypothesis": "h", "label": "entailment"}\n', encoding="utf-8")
+    model = tmp_path / "model-pairs-even"
+    model.mkdir()
+    options = {"seed": 0, "max_steps": 300, "dev_size": 300, "eval_fraction": 0.05, "device": None, "precision": "fp32"}
+    record = {"config": {"backbone": "base", "variant": "binary", **options, "device": "cpu"},
+              "data": {"train": {"sha256": sha256_file(pairs)}}}
+    (model / "zstc_training.json").write_text(json.dumps(record), encoding="utf-8")
+    assert finetune_on_seen(pairs, "base", model, **options) == str(model)  # as asked: reused
+    with pytest.raises(DataError, match="max_steps 300 .now 10."):
+        finetune_on_seen(pairs, "base", model, **{**options, "max_steps": 10})
+    with pytest.raises(DataError, match="backbone 'base' .now 'other'."):
+        finetune_on_seen(pairs, "other", model, **options)
+    pairs.write_text('{"premise": "t", "hypothesis": "h2", "label": "entailment"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="training pairs"):
+        finetune_on_seen(pairs, "base", model, **options)
