@@ -144,3 +144,20 @@ def test_a_finished_fine_tune_is_reused_only_when_trained_as_asked(tmp_path) -> 
     pairs.write_text('{"premise": "t", "hypothesis": "h2", "label": "entailment"}\n', encoding="utf-8")
     with pytest.raises(DataError, match="training pairs"):
         finetune_on_seen(pairs, "base", model, **options)
+
+
+def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> None:
+    """The unseen report recorded alpha and the negatives but not the sample sizes, seed, hypotheses, template or
+    the data's content: two reports with different numbers could not say why. They are now under settings."""
+    from zstc.benchmark.provenance import sha256_file
+
+    test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir)
+    out = tmp_path / "unseen.json"
+    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir),
+                            "--task", "banking77", "--no-finetune", "--hypotheses", "name", "--template", "It is {}.",
+                            "--max-samples", "30", "--max-train-samples", "60", "--seed", "3", "-o", str(out))
+    assert code == 0, err
+    settings = json.loads(out.read_text(encoding="utf-8"))["settings"]
+    assert settings["max_samples"] == 30 and settings["max_train_samples"] == 60 and settings["seed"] == 3
+    assert settings["hypotheses"] == "name" and settings["template"] == "It is {}." and settings["finetune"] is False
+    assert settings["data_sha256"] == sha256_file(test_dir / "banking77.jsonl") == settings["train_data_sha256"]

@@ -204,6 +204,7 @@ def unseen(
     scoring: ScorerOptions,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.benchmark.runner import data_sha256
     from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider
     from zstc.io import check_output_dir
     from zstc.validation import check_choice, check_template
@@ -233,6 +234,14 @@ def unseen(
 
     report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
     report["model"] = model
+    # What else determines the numbers: the samples, the hypotheses, the data's content and the fine-tuning.
+    report["settings"] = {
+        "task": task, "data": data, "data_sha256": data_sha256(test), "train_data": train_data,
+        "train_data_sha256": data_sha256(train), "hypotheses": hypotheses, "template": template, "max_samples": max_samples,
+        "max_train_samples": max_train_samples, "seed": seed, "finetune": finetune,
+        **({"base_model": base_model or model, "max_steps": max_steps, "dev_size": dev_size, "eval_fraction": eval_fraction}
+           if finetune else {}),
+    }
     _print_unseen(report)
     _write(report, out, scorer)
 
