@@ -80,6 +80,7 @@ def template_robustness(
     scoring: ScorerOptions,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
+    from zstc.benchmark.runner import data_sha256
     from zstc.hypotheses.variants import ENSEMBLE_MEMBERS
     from zstc.validation import check_choice, check_labels, check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
@@ -94,7 +95,8 @@ def template_robustness(
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
     report = {"model": model, "scorer": scorer.describe(),
-              "settings": {"task": task, "data": data, "hypotheses": hypotheses, "max_samples": max_samples, "seed": seed},
+              "settings": {"task": task, "data": data, "data_sha256": data_sha256(loaded), "hypotheses": hypotheses,
+                           "max_samples": max_samples, "seed": seed},
               **report}
     table = Table(title=f"{model} on {task} ({len(loaded)} texts): macro-F1 by template")
     table.add_column("template")
@@ -134,6 +136,7 @@ def calibrate(
     from zstc.yin.calibration import calibrate as fit_and_report, calibration_record, score_scale, as_logits
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
+    from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
     from zstc.hypotheses.variants import VARIANTS
@@ -159,7 +162,7 @@ def calibrate(
         scores = as_logits(scores, score_scale(scorer.family, kind))
     report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=kind)
     report = calibration_record(report, model=model, family=scorer.family, score_type=kind, settings={
-        "task": task, "data": data, "dev_fraction": dev_fraction, "hypotheses": hypotheses, "template": template,
+        "task": task, "data": data, "data_sha256": data_sha256(loaded), "dev_fraction": dev_fraction, "hypotheses": hypotheses, "template": template,
         "max_samples": max_samples, "seed": seed, "scorer": scorer.describe()})
     table = Table(title=f"{method} scaling of {model} on {task}: fitted on {report['n_dev']} texts, tested on {report['n_test']}")
     for column in ("", "ECE", "Brier"):
