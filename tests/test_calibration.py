@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy.special import softmax
@@ -53,3 +55,20 @@ def test_platt_scaling_on_cosine_like_scores() -> None:
 def test_unknown_method() -> None:
     with pytest.raises(UnknownNameError, match="temperature"):
         calibrate(np.zeros((2, 2)), np.array([0, 1]), np.zeros((2, 2)), np.array([0, 1]), method="isotonic")
+
+
+@pytest.mark.parametrize("command, extra", [("calibrate", []), ("template-robustness", ["--template", "It is {}."])])
+def test_experiment_reports_record_the_datas_content(zstc_cli, tmp_path, btzsc_dir, command, extra) -> None:
+    """calibrate and template-robustness recorded the data folder's path only: a file edited or replaced under the
+    same name gave other numbers with the same record. The file's sha256 is now in the settings."""
+    from zstc.benchmark.provenance import sha256_file
+
+    lines = (btzsc_dir / "rottentomatoes.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rottentomatoes.jsonl").write_text("".join(lines[:6] + lines[-6:]), encoding="utf-8")
+    out = tmp_path / "report.json"
+    code, _, err = zstc_cli(command, "-m", "sentence-transformers/all-MiniLM-L6-v2", "--data", str(data),
+                            "--task", "rottentomatoes", *extra, "-o", str(out))
+    assert code == 0, err
+    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["data_sha256"] == sha256_file(data / "rottentomatoes.jsonl")

@@ -3,6 +3,8 @@ from zstc.errors import UnknownNameError
 
 import pytest
 
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
 
 def test_catalog_has_the_22_datasets_in_four_families():
     assert len(catalog()) == 22
@@ -32,3 +34,38 @@ def test_resolve_task_names_expands_families_and_rejects_unknown_names():
     assert len(resolve_task_names(None)) == 22
     with pytest.raises(UnknownNameError, match="unknown task 'agnewz'"):
         resolve_task_names("agnewz")
+
+
+def test_tasks_counts_the_texts_bench_loads_from_a_csv_with_blank_lines(zstc_cli, tmp_path):
+    """`zstc tasks` counted a CSV's blank lines as texts (4 here) where bench's reader skips them (2 texts)."""
+    from zstc.benchmark.data import load_btzsc_task
+
+    (tmp_path / "imdb.csv").write_text("text,label\ngreat film,1\n\ndull film,0\n\n", encoding="utf-8")
+    loaded, _ = load_btzsc_task("imdb", tmp_path, unlabelled="exclude")
+    code, stdout, err = zstc_cli("tasks", "--data", str(tmp_path), "--family", "sentiment")
+    row = next(line for line in stdout.splitlines() if "imdb.csv" in line)
+    assert code == 0 and len(loaded) == 2 and row.split("│")[6].strip() == "2", stdout + err
+
+
+@pytest.mark.parametrize("name, content", [
+    ("imdb.parquet", b"not a parquet file"),
+    ("agnews.csv", b"text,label\n\xff\xfe,1\n"),  # not UTF-8
+])
+def test_tasks_with_a_damaged_file_is_a_one_line_error(zstc_cli, tmp_path, name, content):
+    """A damaged dataset file made `zstc tasks` end in a pyarrow or UnicodeDecodeError traceback."""
+    (tmp_path / name).write_bytes(content)
+    code, _, err = zstc_cli("tasks", "--data", str(tmp_path))
+    assert code != 0 and err.startswith("error: ") and name in err and "Traceback" not in err, err
+
+
+def test_sweep_finds_the_datasets_of_a_data_folder(zstc_cli, tmp_path, btzsc_dir):
+    """sweep resolved --tasks without --data: `--tasks available` was refused as if --data were the hub, and the
+    default ('all') failed on the first of the 22 datasets missing from a folder. As in bench, both now mean the
+    datasets found in the folder."""
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = (btzsc_dir / "rottentomatoes.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (data / "rottentomatoes.jsonl").write_text("".join(lines[:4] + lines[-4:]), encoding="utf-8")
+    for tasks in ([], ["--tasks", "available"]):
+        code, _, err = zstc_cli("sweep", "--models", MINILM, "--data", str(data), *tasks, "--out", str(tmp_path / "s"))
+        assert code == 0 and "1 units" in err and "over 1 datasets" in err, err

@@ -87,6 +87,16 @@ def test_template_robustness_summary() -> None:
     assert report["templates"][0]["example"] == "This text is about sports."
 
 
+def test_a_template_given_twice_is_refused(zstc_cli, btzsc_dir) -> None:
+    """A repeated template was scored twice and counted twice in the mean and the standard deviation (spread
+    over the wrong set of templates). It is refused, by the API and, before the model loads, by the command."""
+    with pytest.raises(LabelError, match="duplicate templates"):
+        template_robustness(WordOverlapScorer(), small_task(), ["{}", "This text is about {}.", "{}"])
+    code, _, err = zstc_cli("template-robustness", "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "rottentomatoes",
+                            "--template", "{}", "--template", "It is {}.", "--template", "{}")
+    assert code != 0 and err.startswith("error: duplicate --template: '{}'"), err
+
+
 # --- WordNet ------------------------------------------------------------------------------------------
 
 
@@ -170,3 +180,18 @@ def test_bench_cli_ensemble_and_multi_label(tmp_path) -> None:
     assert summary["multi_label"]["threshold"] == 0.2 and 0.0 <= report["weighted_f1"] <= 1.0
     details = json.loads((tmp_path / "r.details" / "financialphrasebank.json").read_text())
     assert details["hypotheses"][0].startswith("This text expresses negative. | ")  # sentiment -> emotion aspect
+
+
+@pytest.mark.parametrize("command, value, extra", [
+    ("template-robustness", "dataset", []),  # no template to fill: this command fills name, definition or both
+    ("calibrate", "bogus", []),
+    ("unseen", "ensemble", ["--train-data", "TRAIN", "--no-finetune"]),  # trains on one hypothesis per label
+])
+def test_experiment_hypotheses_are_checked_before_the_model_loads(zstc_cli, btzsc_dir, command, value, extra) -> None:
+    """A --hypotheses these commands cannot use was refused only after the model had loaded (and the data been
+    read), and template-robustness's message named no option. Now it is refused first, naming --hypotheses: with
+    a model that cannot load, the --hypotheses error is the one shown."""
+    extra = [str(btzsc_dir) if arg == "TRAIN" else arg for arg in extra]
+    code, _, err = zstc_cli(command, "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "banking77",
+                            "--hypotheses", value, *extra)
+    assert code != 0 and err.startswith("error: ") and "--hypotheses" in err and "no-such/model" not in err, err

@@ -277,6 +277,24 @@ def test_nli_probe_errors(tmp_path: Path) -> None:
         load_nli_set("anli_r1", tmp_path / "anli_r1.jsonl")
 
 
+def test_nli_probe_checks_every_set_before_scoring_any(nli_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe read each set just before scoring it: a damaged file late in the folder stopped the run after the
+    earlier sets had been scored (minutes with a large model), and nothing was written. Every set is now read
+    first, so the error comes before any scoring."""
+    from zstc.benchmark.nli_probe import find_nli_sets, run_probe
+
+    rows = [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}]
+    _write_jsonl(tmp_path / "anli_r1.jsonl", rows)
+    (tmp_path / "wanli_test.jsonl").write_text(json.dumps(rows[0]) + "\n{not json\n")  # last in the paper's order
+    scorer = make_scorer(str(nli_folder), "nli")
+    scored: list[int] = []
+    monkeypatch.setattr(type(scorer), "score_pairs_with_notes", lambda self, premises, *a, **k: scored.append(len(premises)))
+    with pytest.raises(DataError, match="wanli_test.jsonl:2"):
+        run_probe(scorer, find_nli_sets(tmp_path))
+    assert scored == []
+
+
 def test_nli_probe_refuses_a_bi_encoder() -> None:
     from zstc.benchmark.nli_probe import probe_scorer
 

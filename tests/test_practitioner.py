@@ -276,6 +276,8 @@ def test_unseen_without_finetuning_writes_nothing(tmp_path) -> None:
 
 
 def test_template_robustness_table_and_json(zstc_cli, tmp_path, btzsc_dir) -> None:
+    from zstc.benchmark.provenance import sha256_file
+
     out = tmp_path / "robust.json"
     code, stdout, err = zstc_cli("template-robustness", "-m", MINILM, "--data", str(btzsc_dir), "--task", "rottentomatoes",
                                  "--max-samples", "30", "--template", "This text is {}.", "--template", "{}", "--out", str(out))
@@ -283,7 +285,8 @@ def test_template_robustness_table_and_json(zstc_cli, tmp_path, btzsc_dir) -> No
     assert "macro-F1" in stdout and "spread" in stdout
     report = json.loads(out.read_text())
     assert report["model"] == MINILM and report["scorer"]["family"] == "embedding"
-    assert report["settings"] == {"task": "rottentomatoes", "data": str(btzsc_dir), "hypotheses": "name", "max_samples": 30, "seed": 0}
+    assert report["settings"] == {"task": "rottentomatoes", "data": str(btzsc_dir), "hypotheses": "name", "max_samples": 30, "seed": 0,
+                                  "data_sha256": sha256_file(btzsc_dir / "rottentomatoes.jsonl")}
     assert [row["template"] for row in report["templates"]] == ["This text is {}.", "{}"]
 
 

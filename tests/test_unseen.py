@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from yin_helpers import SHARED_DATA, WordOverlapScorer
+from yin_helpers import MINILM, SHARED_DATA, WordOverlapScorer
 
 from zstc.benchmark.tasks import Task
 from zstc.yin.unseen import (
@@ -96,3 +96,68 @@ def test_banking77_training_pairs_from_the_real_training_split(tmp_path) -> None
     seen_hypotheses = {train.hypotheses[i] for i in first.seen}
     assert {p["hypothesis"] for p in pairs} <= seen_hypotheses
     assert sum(p["label"] == "entailment" for p in pairs) * 5 == len(pairs)
+
+
+def _banking77_folders(tmp_path, btzsc_dir, rows: int = 400):
+    """A test folder and a training folder, each with its own (small) banking77.jsonl."""
+    lines = (btzsc_dir / "banking77.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:rows]
+    test_dir, train_dir = tmp_path / "test", tmp_path / "train"
+    for folder in (test_dir, train_dir):
+        folder.mkdir()
+        (folder / "banking77.jsonl").write_text("".join(lines), encoding="utf-8")
+    return test_dir, train_dir
+
+
+def test_unseen_out_may_not_be_the_training_file(zstc_cli, tmp_path, btzsc_dir) -> None:
+    """--out was checked against --data's files only: `-o TRAIN/banking77.jsonl` replaced the training split with
+    the report. It is now refused, naming --out, before any work, and the file is untouched."""
+    test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir)
+    training = train_dir / "banking77.jsonl"
+    before = training.read_bytes()
+    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir),
+                            "--task", "banking77", "--no-finetune", "--max-samples", "20", "-o", str(training))
+    assert code != 0 and err.startswith("error: ") and "--out" in err and "is the input" in err, err
+    assert training.read_bytes() == before
+
+
+def test_a_finished_fine_tune_is_reused_only_when_trained_as_asked(tmp_path) -> None:
+    """A model already in --work-dir was reused whatever it had been trained with: another --base-model,
+    --max-steps or seed, or other training pairs (another sample or --hypotheses) silently gave the old model's
+    numbers. It is reused only when its training record matches; otherwise the run stops, naming what differs."""
+    from zstc.benchmark.provenance import sha256_file
+    from zstc.errors import DataError
+    from zstc.yin.unseen import finetune_on_seen
+
+    pairs = tmp_path / "pairs-even.jsonl"
+    pairs.write_text('{"premise": "t", "hypothesis": "h", "label": "entailment"}\n', encoding="utf-8")
+    model = tmp_path / "model-pairs-even"
+    model.mkdir()
+    options = {"seed": 0, "max_steps": 300, "dev_size": 300, "eval_fraction": 0.05, "device": None, "precision": "fp32"}
+    record = {"config": {"backbone": "base", "variant": "binary", **options, "device": "cpu"},
+              "data": {"train": {"sha256": sha256_file(pairs)}}}
+    (model / "zstc_training.json").write_text(json.dumps(record), encoding="utf-8")
+    assert finetune_on_seen(pairs, "base", model, **options) == str(model)  # as asked: reused
+    with pytest.raises(DataError, match="max_steps 300 .now 10."):
+        finetune_on_seen(pairs, "base", model, **{**options, "max_steps": 10})
+    with pytest.raises(DataError, match="backbone 'base' .now 'other'."):
+        finetune_on_seen(pairs, "other", model, **options)
+    pairs.write_text('{"premise": "t", "hypothesis": "h2", "label": "entailment"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="training pairs"):
+        finetune_on_seen(pairs, "base", model, **options)
+
+
+def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> None:
+    """The unseen report recorded alpha and the negatives but not the sample sizes, seed, hypotheses, template or
+    the data's content: two reports with different numbers could not say why. They are now under settings."""
+    from zstc.benchmark.provenance import sha256_file
+
+    test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir)
+    out = tmp_path / "unseen.json"
+    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir),
+                            "--task", "banking77", "--no-finetune", "--hypotheses", "name", "--template", "It is {}.",
+                            "--max-samples", "30", "--max-train-samples", "60", "--seed", "3", "-o", str(out))
+    assert code == 0, err
+    settings = json.loads(out.read_text(encoding="utf-8"))["settings"]
+    assert settings["max_samples"] == 30 and settings["max_train_samples"] == 60 and settings["seed"] == 3
+    assert settings["hypotheses"] == "name" and settings["template"] == "It is {}." and settings["finetune"] is False
+    assert settings["data_sha256"] == sha256_file(test_dir / "banking77.jsonl") == settings["train_data_sha256"]

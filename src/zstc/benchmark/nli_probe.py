@@ -139,8 +139,10 @@ def run_probe(
     scorer = probe_scorer(scorer)
     report = on_event or (lambda kind, payload: None)
     results: dict[str, dict[str, Any]] = {}
-    for name, path in sets.items():
-        nli_set = load_nli_set(name, path, max_samples=max_samples, seed=seed)
+    # Every set read (and checked) before any is scored: a damaged last file must not cost the scoring of the others.
+    loaded = [load_nli_set(name, path, max_samples=max_samples, seed=seed) for name, path in sets.items()]
+    for nli_set in loaded:
+        name, path = nli_set.name, nli_set.path
         report("start", nli_set)
         scored = scorer.score_pairs_with_notes(nli_set.premises, nli_set.hypotheses, show_progress=show_progress)
         scores = scored.scores

@@ -36,10 +36,11 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
     return load_btzsc_sample(task, data, max_samples=max_samples, seed=seed, unlabelled=unlabelled)[0]
 
 
-def _check_before_work(task: str, out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None) -> None:
+def _check_before_work(task: str, out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None,
+                       *, more_data: tuple[str, ...] = ()) -> None:
     """Everything checkable without the model, before it loads: --task names one dataset (not a family), option
     ranges (``rules`` adds or narrows :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be
-    one of ``data``'s files."""
+    one of the files of ``data`` or of the other data folders read (``more_data``: unseen's --train-data)."""
     from zstc.benchmark.catalog import one_dataset
     from zstc.benchmark.data import data_directory
     from zstc.io import GROUPED_SUFFIXES, check_output_path
@@ -48,7 +49,8 @@ def _check_before_work(task: str, out: Path | None, data: str, options: dict[str
     one_dataset(task)
     check_options(options, {**OPTION_RULES, **(rules or {})})
     if out is not None:
-        inputs = [f for f in data_directory(data).iterdir() if f.suffix in GROUPED_SUFFIXES] if data != "hub" else []
+        inputs = [f for folder in (data, *more_data) if folder != "hub"
+                  for f in data_directory(folder).iterdir() if f.suffix in GROUPED_SUFFIXES]
         check_output_path(out, inputs=inputs)
 
 
@@ -78,17 +80,23 @@ def template_robustness(
     scoring: ScorerOptions,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
-    from zstc.validation import check_template
+    from zstc.benchmark.runner import data_sha256
+    from zstc.hypotheses.variants import ENSEMBLE_MEMBERS
+    from zstc.validation import check_choice, check_labels, check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
     for given in template or []:
         check_template(given, what="--template")
+    if template:  # a template given twice would count twice in the mean and the standard deviation
+        check_labels(template, what="--template", allow_single=True)
+    check_choice("hypotheses", hypotheses, ENSEMBLE_MEMBERS)  # before the model loads: each template needs a filler
     _check_before_work(task, out, data, {"max_samples": max_samples, "seed": seed})
     scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
     report = {"model": model, "scorer": scorer.describe(),
-              "settings": {"task": task, "data": data, "hypotheses": hypotheses, "max_samples": max_samples, "seed": seed},
+              "settings": {"task": task, "data": data, "data_sha256": data_sha256(loaded), "hypotheses": hypotheses,
+                           "max_samples": max_samples, "seed": seed},
               **report}
     table = Table(title=f"{model} on {task} ({len(loaded)} texts): macro-F1 by template")
     table.add_column("template")
@@ -128,13 +136,16 @@ def calibrate(
     from zstc.yin.calibration import calibrate as fit_and_report, calibration_record, score_scale, as_logits
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
+    from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
-    from zstc.validation import Rule, check_template
+    from zstc.hypotheses.variants import VARIANTS
+    from zstc.validation import Rule, check_choice, check_template
     from zstc.yin.calibration import METHODS
 
     if template is not None:
         check_template(template, what="--template")
+    check_choice("hypotheses", hypotheses, VARIANTS)
     # Two texts at least: one to fit on, one to test on.
     _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
                        {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
@@ -151,7 +162,7 @@ def calibrate(
         scores = as_logits(scores, score_scale(scorer.family, kind))
     report = fit_and_report(scores[: len(dev)], dev.gold, scores[len(dev):], test.gold, method=method, score_type=kind)
     report = calibration_record(report, model=model, family=scorer.family, score_type=kind, settings={
-        "task": task, "data": data, "dev_fraction": dev_fraction, "hypotheses": hypotheses, "template": template,
+        "task": task, "data": data, "data_sha256": data_sha256(loaded), "dev_fraction": dev_fraction, "hypotheses": hypotheses, "template": template,
         "max_samples": max_samples, "seed": seed, "scorer": scorer.describe()})
     table = Table(title=f"{method} scaling of {model} on {task}: fitted on {report['n_dev']} texts, tested on {report['n_test']}")
     for column in ("", "ECE", "Brier"):
@@ -196,21 +207,25 @@ def unseen(
     scoring: ScorerOptions,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.benchmark.runner import data_sha256
+    from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider
     from zstc.io import check_output_dir
-    from zstc.validation import check_template
+    from zstc.validation import check_choice, check_template
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
     if template is not None:
         check_template(template, what="--template")
+    # One hypothesis per label: the fine-tuning pairs hold one, so the ensemble (three averaged) is no choice here.
+    check_choice("hypotheses", hypotheses, tuple(v for v in VARIANTS if v != "ensemble"))
     _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
                                    "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples,
-                                   "seed": seed})
+                                   "seed": seed}, more_data=(train_data,))
     if finetune:
         check_output_dir(work_dir, option="--work-dir")
     scorer = _scorer(model, family, scoring)
     test = _load(task, data, max_samples, seed)
     train = _load(task, train_data, max_train_samples, seed)
-    descriptions = list(_single_variant(hypotheses, template, test))
+    descriptions = list(make_hypothesis_provider(hypotheses, template)(test))
     config = UnseenConfig(alpha=alpha, negatives_per_text=negatives, seed=seed, work_dir=work_dir)
 
     def finetuned(split: Any, pairs_path: Path) -> Any:
@@ -222,17 +237,16 @@ def unseen(
 
     report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
     report["model"] = model
+    # What else determines the numbers: the samples, the hypotheses, the data's content and the fine-tuning.
+    report["settings"] = {
+        "task": task, "data": data, "data_sha256": data_sha256(test), "train_data": train_data,
+        "train_data_sha256": data_sha256(train), "hypotheses": hypotheses, "template": template, "max_samples": max_samples,
+        "max_train_samples": max_train_samples, "seed": seed, "finetune": finetune,
+        **({"base_model": base_model or model, "max_steps": max_steps, "dev_size": dev_size, "eval_fraction": eval_fraction}
+           if finetune else {}),
+    }
     _print_unseen(report)
     _write(report, out, scorer)
-
-
-def _single_variant(hypotheses: str, template: str | None, task: Any) -> Any:
-    from zstc.errors import UnknownNameError
-    from zstc.hypotheses.variants import make_hypothesis_provider
-
-    if hypotheses == "ensemble":
-        raise UnknownNameError("the unseen protocol trains on one hypothesis per label: choose dataset, name, definition or both")
-    return make_hypothesis_provider(hypotheses, template)(task)
 
 
 def _print_unseen(report: dict[str, Any]) -> None:

@@ -14,26 +14,35 @@ from zstc.cli import app
 
 def count_texts(path: Path, n_labels: int) -> int:
     """Texts in a dataset file without parsing it: JSONL lines, CSV records, Parquet rows from the footer.
-    A paired file (one row per text and candidate label, a ``hypothesis`` column) holds rows / labels texts."""
+    A paired file (one row per text and candidate label, a ``hypothesis`` column) holds rows / labels texts.
+    Blank lines are not texts (the readers skip them); a file that cannot be read is a :class:`DataError`."""
+    import csv
+
+    from zstc.errors import DataError
+    from zstc.io import utf8_lines
+
     suffix = path.suffix
-    if suffix == ".jsonl":
-        with path.open("rb") as handle:
-            lines = [line for line in handle if line.strip()]
-        paired = bool(lines) and b'"hypothesis"' in lines[0]
-        rows = len(lines)
-    elif suffix == ".csv":
-        import csv
+    try:
+        if suffix == ".jsonl":
+            with path.open("rb") as handle:
+                lines = [line for line in handle if line.strip()]
+            paired = bool(lines) and b'"hypothesis"' in lines[0]
+            rows = len(lines)
+        elif suffix == ".csv":
+            with path.open("rb") as handle:
+                reader = csv.reader(utf8_lines(handle, str(path)))
+                header = next(reader, [])
+                rows = sum(1 for row in reader if row)  # a blank line is [] (csv.DictReader skips it too)
+            paired = "hypothesis" in header
+        else:
+            import pyarrow.parquet as pq
 
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle)
-            header = next(reader, [])
-            rows = sum(1 for _ in reader)
-        paired = "hypothesis" in header
-    else:
-        import pyarrow.parquet as pq
-
-        metadata = pq.ParquetFile(path)
-        rows, paired = metadata.metadata.num_rows, "hypothesis" in metadata.schema_arrow.names
+            metadata = pq.ParquetFile(path)
+            rows, paired = metadata.metadata.num_rows, "hypothesis" in metadata.schema_arrow.names
+    except DataError:
+        raise
+    except Exception as error:  # OSError, csv.Error, pyarrow's several types for a damaged file
+        raise DataError(f"{path}: cannot be read ({type(error).__name__}: {error})") from None
     return rows // n_labels if paired else rows
 
 

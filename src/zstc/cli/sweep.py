@@ -19,7 +19,7 @@ console = Console(stderr=True)
 def sweep(
     models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders).")],
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
-    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, or 'all' (default).")] = None,
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for one summary per model (<model>.json, as `zstc bench` writes it) and its details.")] = Path("sweep"),
     engine: Annotated[str, typer.Option(help="'local' (this process, one model at a time) or 'ray' (an actor per model).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join, e.g. 'auto' or 'ray://head:10001' (default: a local Ray).")] = None,
@@ -52,7 +52,7 @@ def sweep(
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(
-        model=names[0], tasks=resolve_task_names(tasks), data=data, unlabelled=unlabelled, max_samples=max_samples, sampling=sampling,
+        model=names[0], tasks=resolve_task_names(tasks, data), data=data, unlabelled=unlabelled, max_samples=max_samples, sampling=sampling,
         seed=seed, overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,
         scorer_options=scoring.kwargs(),
     )

@@ -137,9 +137,33 @@ def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, **train_optio
         raise DataError("fine-tuning needs zstc.training (the train-nli command); run with --no-finetune without it") from None
     options = {"variant": "binary", **train_options}
     if (out / "zstc_training.json").exists():
-        return str(out)  # finished earlier: the trainer refuses to overwrite a trained model
+        # Finished earlier (the trainer refuses to overwrite a trained model): reused only when it was trained
+        # as asked now, else the numbers would silently be another model's.
+        _check_finished_model(out, pairs_path, {"backbone": base_model, **options})
+        return str(out)
     train_nli(TrainConfig(backbone=base_model, data=str(pairs_path), out=str(out), **options))
     return str(out)
+
+
+_RUNTIME_ONLY = ("device", "precision")
+"""Training options that may differ for a finished model to be reused (precision ``auto`` resolves per machine)."""
+
+
+def _check_finished_model(folder: Path, pairs_path: Path, wanted: dict[str, Any]) -> None:
+    """:class:`DataError` unless the model in ``folder`` was trained on ``pairs_path``'s pairs (same content) with
+    the ``wanted`` training options."""
+    from zstc.benchmark.provenance import sha256_file
+    from zstc.models.nli_head import read_training_record
+
+    record = read_training_record(folder)
+    config = record.get("config", {})
+    differ = [f"{name} {config.get(name)!r} (now {value!r})" for name, value in wanted.items()
+              if name not in _RUNTIME_ONLY and config.get(name) != value]
+    if record.get("data", {}).get("train", {}).get("sha256") != sha256_file(pairs_path):
+        differ.append("its training pairs (other data, sample, hypotheses, negatives or seed)")
+    if differ:
+        raise DataError(f"{folder}: a model fine-tuned earlier with other settings: {'; '.join(differ)}; "
+                        "use another --work-dir or remove that folder")
 
 
 ScorerFactory = Callable[[LabelSplit, Path], Any]
