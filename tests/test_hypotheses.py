@@ -92,6 +92,8 @@ def test_a_template_given_twice_is_refused(zstc_cli, btzsc_dir) -> None:
     over the wrong set of templates). It is refused, by the API and, before the model loads, by the command."""
     with pytest.raises(LabelError, match="duplicate templates"):
         template_robustness(WordOverlapScorer(), small_task(), ["{}", "This text is about {}.", "{}"])
+    padded = template_robustness(WordOverlapScorer(), small_task(), ["{} ", "{}"])  # as given, not stripped like a label
+    assert [row["template"] for row in padded["templates"]] == ["{} ", "{}"]
     code, _, err = zstc_cli("template-robustness", "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "rottentomatoes",
                             "--template", "{}", "--template", "It is {}.", "--template", "{}")
     assert code != 0 and err.startswith("error: duplicate --template: '{}'"), err

@@ -138,10 +138,17 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
         raise LabelError(f"{what} contain an empty entry (position {empty[0] + 1})")
     if len(cleaned) < 2 and not allow_single:
         raise LabelError(f"only one label given ({quoted(cleaned[0])}): zero-shot classification needs at least two")
-    duplicates = [label for label, count in Counter(cleaned).items() if count > 1]
+    return check_distinct(cleaned, what)
+
+
+def check_distinct(values: list[str], what: str, *, parameter: str | None = None) -> list[str]:
+    """``values`` unchanged if no entry repeats, else :class:`LabelError` naming the repeated ones and ``what``
+    (``parameter``: the option ``what`` is, for the CLI to write as its flag)."""
+    duplicates = [value for value, count in Counter(values).items() if count > 1]
     if duplicates:
-        raise LabelError(f"duplicate {what}: {', '.join(quoted(d) for d in duplicates)}")
-    return cleaned
+        raise LabelError(f"duplicate {what}: {', '.join(quoted(d) for d in duplicates)}",
+                         parameters=(parameter,) if parameter else ())
+    return values
 
 
 def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[str]) -> None:

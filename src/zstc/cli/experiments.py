@@ -82,13 +82,13 @@ def template_robustness(
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
     from zstc.benchmark.runner import data_sha256
     from zstc.hypotheses.variants import ENSEMBLE_MEMBERS
-    from zstc.validation import check_choice, check_labels, check_template
+    from zstc.validation import check_choice, check_distinct, check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
 
     for given in template or []:
         check_template(given, what="--template")
     if template:  # a template given twice would count twice in the mean and the standard deviation
-        check_labels(template, what="--template", allow_single=True)
+        check_distinct(template, "template", parameter="template")
     check_choice("hypotheses", hypotheses, ENSEMBLE_MEMBERS)  # before the model loads: each template needs a filler
     _check_before_work(task, out, data, {"max_samples": max_samples, "seed": seed})
     scorer = _scorer(model, family, scoring)

@@ -11,7 +11,7 @@ from zstc.benchmark.metrics import dataset_metrics
 from zstc.decisions import argmax_decisions
 from zstc.errors import UnknownNameError
 from zstc.hypotheses.variants import ENSEMBLE_MEMBERS, build_hypotheses, score_hypotheses
-from zstc.validation import check_labels
+from zstc.validation import check_distinct
 
 DEFAULT_ROBUSTNESS_TEMPLATES: tuple[str, ...] = (
     "This text is about {}.",
@@ -30,7 +30,7 @@ def template_robustness(scorer: Any, task: Any, templates: Sequence[str], *, var
     if variant not in ENSEMBLE_MEMBERS:
         raise UnknownNameError(f"template robustness fills templates with 'name', 'definition' or 'both', got {variant!r}")
     # Each template once: a repeated one would weigh twice in the mean and the standard deviation.
-    templates = check_labels(templates, what="templates", allow_single=True)
+    templates = check_distinct(list(templates), "templates")  # as given: a template is not stripped like a label
     rows = []
     for template in templates:
         hypotheses = build_hypotheses(task.label_names, variant, template)
