@@ -206,6 +206,27 @@ def test_interrupted_run_resumes_from_its_step(trained: TrainResult, tiny_backbo
         train_nli(tiny_config(tiny_backbone, train_file, tmp_path / "other"), progress=False, log=lambda line: None)
 
 
+def test_a_checkpoint_is_not_continued_on_other_training_data(tiny_backbone: Path, tmp_path: Path) -> None:
+    """The resume key held the data's path, not its content: a run interrupted and resumed after its pairs file
+    was edited or replaced continued a checkpoint trained on the old pairs, as if they were the same."""
+    data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(96))
+
+    def interrupt_at_step_4(line: str) -> None:
+        if line.startswith("step 4/"):
+            raise KeyboardInterrupt
+
+    out = tmp_path / "model"
+    with pytest.raises(KeyboardInterrupt):
+        train_nli(tiny_config(tiny_backbone, data, out, max_steps=9), progress=False, log=interrupt_at_step_4)
+    write_jsonl(data, synthetic_pairs(96, seed=1))  # the same path, other pairs
+    with pytest.raises(ModelError, match=r"another configuration \(the content of the training data differ"):
+        train_nli(tiny_config(tiny_backbone, data, out, max_steps=9), progress=False, log=lambda line: None)
+    write_jsonl(data, synthetic_pairs(96))  # the pairs it was trained on: continued
+    lines: list[str] = []
+    train_nli(tiny_config(tiny_backbone, data, out, max_steps=9), progress=False, log=lines.append)
+    assert lines[0].startswith("resuming from step 4 of 9")
+
+
 def test_build_rejects_unknown_variant(tiny_backbone: Path) -> None:
     from transformers import AutoModel
 

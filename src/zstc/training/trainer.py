@@ -367,11 +367,20 @@ def get_last_checkpoint(folder: str) -> str | None:
 
 
 def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None, int, float]:
-    """(last checkpoint or None, its step, training seconds before it); refuses another configuration's checkpoint."""
+    """(last checkpoint or None, its step, training seconds before it); refuses another configuration's checkpoint,
+    naming what differs. A key written before the data's content was part of it is compared without it."""
     key_file = folder / RESUME_KEY_FILE
-    if key_file.exists() and json.loads(key_file.read_text(encoding="utf-8")) != json.loads(json.dumps(resume_key)):
-        raise ModelError(f"{folder}: was written by a run with another configuration; "
-                         "use the same options to continue it, or another --out")
+    if key_file.exists():
+        stored, wanted = json.loads(key_file.read_text(encoding="utf-8")), json.loads(json.dumps(resume_key))
+        if not isinstance(stored, dict):
+            stored = {}
+        if "data_sha256" not in stored:
+            wanted.pop("data_sha256", None)
+        differ = [name for name in {**stored, **wanted} if stored.get(name) != wanted.get(name)]
+        if differ:
+            named = ", ".join("the content of the training data" if name == "data_sha256" else name for name in differ)
+            raise ModelError(f"{folder}: was written by a run with another configuration ({named} differ); "
+                             "use the same options and data to continue it, or another --out")
     folder.mkdir(parents=True, exist_ok=True)
     key_file.write_text(json.dumps(resume_key, indent=2), encoding="utf-8")
     last = get_last_checkpoint(str(folder))
@@ -417,7 +426,9 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     warmup_steps = round(config.warmup_fraction * total_steps)
 
     folder = out / CHECKPOINT_DIR
-    resume_from, resumed_step, seconds_before = _resume_point(folder, config.resume_key())
+    # The files' content too: a resumed run on edited or replaced pairs would continue a checkpoint trained on others.
+    content = {part: record["sha256"] for part, record in data_records.items()}
+    resume_from, resumed_step, seconds_before = _resume_point(folder, {**config.resume_key(), "data_sha256": content})
     if resume_from is not None:
         log(f"resuming from step {resumed_step} of {total_steps} ({folder})")
     log(
