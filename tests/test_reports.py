@@ -139,6 +139,18 @@ def test_confusion_matrix_names_every_class_of_banking77() -> None:
     assert axes.get_yticklabels()[1].get_text() == "activate_my_card"
 
 
+def test_saved_figures_are_byte_identical_across_saves(tmp_path: Path) -> None:
+    """The SVG's clip-path ids were random on every save, so re-running a report changed every SVG file."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.figures import confusion, save
+
+    gold = np.array([0, 1, 2, 1])
+    first = save(confusion(gold, gold[::-1], ["a", "b", "c"], "t"), tmp_path / "one", "confusion_1_x", "t")
+    second = save(confusion(gold, gold[::-1], ["a", "b", "c"], "t"), tmp_path / "two", "confusion_1_x", "t")
+    assert b"clip-path" in first.svg.read_bytes()
+    assert first.svg.read_bytes() == second.svg.read_bytes() and first.png.read_bytes() == second.png.read_bytes()
+
+
 def test_every_paper_model_has_a_size() -> None:
     import os
 
