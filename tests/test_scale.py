@@ -134,6 +134,26 @@ def test_cache_clear_removes_only_cache_entries(tmp_path, monkeypatch, zstc_cli)
     assert json.loads((cache.root / "index.json").read_text())["entries"] == {}
 
 
+def test_cache_list_and_show_report_a_damaged_entry(zstc_cli):
+    """A damaged entry's JSON made `cache show` a JSONDecodeError traceback and `cache list` an AttributeError or
+    ValueError one; `show` also named any entry whose path merely ended with the characters given."""
+    cache = ResultCache()
+    good = cached_entry(cache, fingerprint="a" * 16)
+    garbage, misshapen, wrong_type = (cached_entry(cache, dataset=name, fingerprint="b" * 16) for name in ("agnews", "imdb2", "imdb3"))
+    garbage.write_text("garbage{")
+    misshapen.write_text(json.dumps({**json.loads(misshapen.read_text()), "record": []}))
+    wrong_type.write_text(json.dumps({**json.loads(wrong_type.read_text()), "record": {"metrics": {"macro_f1": "high"}}}))
+    status, out, err = zstc_cli("cache", "list")
+    assert status == 0 and "4 cached results" in out and out.count("corrupt") == 3, err
+    status, _, err = zstc_cli("cache", "show", "agnews/" + "b" * 16)
+    assert status == 2 and err.splitlines()[-1] == f"error: {garbage}: corrupt entry, removed; the next bench or sweep recomputes it"
+    assert not garbage.exists() and "Traceback" not in err
+    status, _, err = zstc_cli("cache", "show", "a" * 15)  # not a whole fingerprint
+    assert status == 2 and err.startswith(f"error: {'a' * 15!r} names 0 cache entries")
+    status, out, err = zstc_cli("cache", "show", "a" * 16)
+    assert status == 0 and json.loads(out)["fingerprint"] == "a" * 16 and good.exists(), err
+
+
 def test_report_finds_details_in_the_cache(tmp_path, btzsc_dir):
     import shutil
 

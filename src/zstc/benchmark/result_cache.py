@@ -148,7 +148,7 @@ class ResultCache:
             try:
                 entry = json.loads(json_path.read_text(encoding="utf-8"))
                 summary = self._summary(entry)
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 summary = {"model": json_path.parts[-4], "dataset": json_path.parts[-2], "fingerprint": json_path.stem, "corrupt": True}
             summary["path"] = str(json_path)
             if model is None or summary["model"] in (model, model_folder(model)) or json_path.parts[-4] == model_folder(model):
@@ -186,9 +186,13 @@ class ResultCache:
 
     @staticmethod
     def _summary(entry: dict[str, Any]) -> dict[str, Any]:
+        """An entry's key and headline numbers; TypeError when the entry is not shaped as :meth:`put` writes it."""
         record = entry["record"]
+        f1 = record.get("metrics", {}).get("macro_f1")
+        if f1 is not None and (isinstance(f1, bool) or not isinstance(f1, (int, float))):
+            raise TypeError(f"macro_f1 is {f1!r}")  # listed as corrupt rather than a crash of `cache list`
         return {"model": entry["model"], "revision": entry["revision"], "dataset": entry["dataset"], "fingerprint": entry["fingerprint"],
-                "created": entry.get("created"), "n_texts": record.get("n_texts"), "macro_f1": record.get("metrics", {}).get("macro_f1")}
+                "created": entry.get("created"), "n_texts": record.get("n_texts"), "macro_f1": f1}
 
     @contextlib.contextmanager
     def _index(self) -> Iterator[dict[str, Any]]:
