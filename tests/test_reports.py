@@ -422,3 +422,43 @@ def test_report_says_when_runs_scored_different_texts(tmp_path: Path) -> None:
     # A cap above the dataset's size scores every text, as no cap does.
     whole = load_runs([write("g", "1" * 64, None, n_texts=30), write("h", "1" * 64, 1000, n_texts=30)])
     assert not any("same texts" in note for note in _run_notes(whole, ["imdb"]))
+
+
+def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None = None, fingerprint: str = "f" * 16) -> Path:
+    """A bench result file on imdb (four texts) and its details folder, made without a model; ``details_of``
+    stores another run's predictions (and settings fingerprint) beside the summary."""
+    from zstc.benchmark.metrics import dataset_metrics
+    from zstc.benchmark.records import DatasetResult
+    from zstc.benchmark.store import ResultStore
+
+    gold = np.array([0, 1, 1, 0])
+
+    def result(guesses: list[int], stamp: str) -> DatasetResult:
+        return DatasetResult(dataset="imdb", family="sentiment", metrics=dataset_metrics(gold, np.array(guesses)), n_texts=4,
+                             label_names=["negative", "positive"], hypotheses=["bad", "good"], unlabelled_policy="paper",
+                             unlabelled_texts=0, wall_time_s=1.0, fingerprint=stamp, gold=gold, predicted=np.array(guesses),
+                             source_index=np.arange(4), scores=np.eye(2, dtype=np.float32)[guesses])
+
+    metrics = result(predicted, fingerprint).metrics
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
+                                "evaluation": {"fingerprints": {"imdb": fingerprint}},
+                                "results": {"overall": metrics, "by_task": {"sentiment": metrics},
+                                            "by_dataset": {"imdb": {**metrics, "n_texts": 4, "unlabelled_texts": 0}}}}))
+    ResultStore(path).save(result(details_of if details_of is not None else predicted, "e" * 16 if details_of else fingerprint))
+    return path
+
+
+def test_report_does_not_use_another_runs_details(tmp_path: Path) -> None:
+    """Details beside a summary that are another run's (a moved or copied file) gave its bootstrap interval, as this
+    run's macro-F1, next to the summary's own different number in Table 2."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    own = build_report([write_run(tmp_path / "own" / "r.json", [0, 1, 1, 1])], tmp_path / "a", draws=100, include_paper=False)
+    assert any(t.name.startswith("ci_") for t in own.tables)
+    mixed = build_report([write_run(tmp_path / "mixed" / "r.json", [0, 1, 1, 1], details_of=[1, 1, 1, 1])], tmp_path / "b",
+                         draws=100, include_paper=False)
+    assert not any(t.name.startswith("ci_") for t in mixed.tables) and not any(f.name.startswith("confusion") for f in mixed.figures)
+    assert any("imdb.json is not this run's result for imdb" in note for note in mixed.notes)
+    assert "is not this run's result" in (tmp_path / "b" / "report.md").read_text()

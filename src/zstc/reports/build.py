@@ -87,7 +87,10 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     run_rows = [run.row() for run in runs]
     published_by_name = {row.label: row for row in paper_rows()}
     rows = run_rows + (list(published_by_name.values()) if include_paper else [])
-    report = Report(directory, directory / "index.html", notes=_run_notes(runs, datasets))
+    for run in runs:  # read every run's details first, so the overview can say which were not used
+        for name in datasets:
+            run.details(name)
+    report = Report(directory, directory / "index.html", notes=_run_notes(runs, datasets) + [n for run in runs for n in run.notes])
 
     overview = Section("overview", "Overview", " ".join(report.notes))
     overview.tables.append(family_table(rows, datasets))
