@@ -462,3 +462,15 @@ def test_report_does_not_use_another_runs_details(tmp_path: Path) -> None:
     assert not any(t.name.startswith("ci_") for t in mixed.tables) and not any(f.name.startswith("confusion") for f in mixed.figures)
     assert any("imdb.json is not this run's result for imdb" in note for note in mixed.notes)
     assert "is not this run's result" in (tmp_path / "b" / "report.md").read_text()
+
+
+def test_runs_whose_labels_differ_in_punctuation_keep_their_own_tables(tmp_path: Path) -> None:
+    """run-1.json and run_1.json gave both runs the file name ci_all_minilm_l6_v2_run_1: one run's intervals were lost."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    runs = [write_run(tmp_path / "run-1.json", [0, 1, 1, 1]), write_run(tmp_path / "run_1.json", [0, 0, 1, 1])]
+    written = build_report(runs, tmp_path / "r", draws=100, include_paper=False, confusion_matrices=False)
+    names = [t.name for t in written.tables]
+    assert sum(name.startswith("ci_") for name in names) == 2 and len(set(names)) == len(names)
+    assert len(list((tmp_path / "r" / "tables").glob("*.csv"))) == len(names)

@@ -136,7 +136,7 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     sections = [overview, figure_section, per_dataset, comparison, statistics, confusion_section,
                 Section("runs", "Runs", tables=[run_facts_table(runs)])]
     sections = [s for s in sections if s.tables or s.figures or s.anchor == "overview"]
-    report.tables = [t for s in sections for t in s.tables]
+    report.tables = _unique_names([t for s in sections for t in s.tables])
     report.figures = [f for s in sections for f in s.figures]
     _write(report, sections, runs, datasets)
     return report
@@ -236,6 +236,19 @@ def confusion_figures(runs: list[Run], datasets: list[str], directory: Path) -> 
             saved.append(fig.save(fig.confusion(*labelled(details), details.label_names, title), directory,
                                   f"confusion_{run_number}_{name}", title))
     return saved
+
+
+def _unique_names(tables: list[Table]) -> list[Table]:
+    """Tables named apart: runs whose labels differ only in punctuation ("run-1", "run_1"; templates ending in
+    "." or "!") gave one file name, so one run's tables overwrote the other's. Returns ``tables``."""
+    seen: set[str] = set()
+    for table in tables:
+        name, number = table.name, 1
+        while table.name in seen:
+            number += 1
+            table.name = f"{name}_{number}"
+        seen.add(table.name)
+    return tables
 
 
 def _unsized_note(rows: list[ModelRow]) -> str:
