@@ -474,3 +474,19 @@ def test_runs_whose_labels_differ_in_punctuation_keep_their_own_tables(tmp_path:
     names = [t.name for t in written.tables]
     assert sum(name.startswith("ci_") for name in names) == 2 and len(set(names)) == len(names)
     assert len(list((tmp_path / "r" / "tables").glob("*.csv"))) == len(names)
+
+
+def test_report_refuses_to_replace_the_users_own_folders(tmp_path: Path, zstc_cli) -> None:
+    """`zstc report r.json --out .` in a project deleted its own figures/ and tables/ folders (a report replaces them whole)."""
+    pytest.importorskip("matplotlib")
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "diagram.png").write_bytes(b"mine")
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path), "--no-paper", "--bootstrap", "100")
+    assert status == 2 and err == (f"error: --out {tmp_path}: its figures/ folder is not from a zstc report and a report "
+                                   "replaces it whole; choose another folder\n")
+    assert (tmp_path / "figures" / "diagram.png").read_bytes() == b"mine" and not (tmp_path / "index.html").exists()
+    # A folder that holds an earlier report is replaced, as before.
+    for _ in range(2):
+        status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+        assert status == 0, err

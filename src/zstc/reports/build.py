@@ -46,11 +46,14 @@ from zstc.reports.tables import (
     run_facts_table,
 )
 from zstc.benchmark.store import DatasetResult
+from zstc.errors import OutputError
 from zstc.io import atomic_directory, atomic_write, check_output_dir
 
 INTERVAL_METRICS = ("macro_f1", "accuracy")
 REPORT_FILES = ("index.html", "report.md")
 """Files a report writes at the top of its folder (tables/ and figures/ hold the rest)."""
+REPORT_FOLDERS = ("tables", "figures")
+"""Folders a report replaces whole (an old report's tables and figures must not outlive it)."""
 
 
 @dataclass
@@ -70,6 +73,7 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
     failure (a full disk) or an interrupt leaves ``out`` as it was, never half a new report over an old one.
     """
     directory = check_output_dir(Path(out), inputs=list(result_files), files=REPORT_FILES)
+    _check_not_the_users_folders(directory)
     runs = load_runs(list(result_files))
     with atomic_directory(directory, last=REPORT_FILES[::-1]) as staging:
         built = _build(runs, staging, include_paper=include_paper, draws=draws, seed=seed, confusion_matrices=confusion_matrices)
@@ -79,6 +83,18 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
 
     return Report(directory, moved(built.index), built.tables, notes=built.notes,
                   figures=[replace(f, png=moved(f.png), svg=moved(f.svg)) for f in built.figures])
+
+
+def _check_not_the_users_folders(directory: Path) -> None:
+    """Refuse an ``--out`` whose tables/ or figures/ hold files that no earlier report wrote: a report replaces
+    those folders whole, which deleted a user's own (``--out .`` in a project with a figures/ folder)."""
+    if all((directory / name).is_file() for name in REPORT_FILES):
+        return  # an earlier report: its tables and figures are replaced by the new ones
+    for name in REPORT_FOLDERS:
+        folder = directory / name
+        if folder.is_dir() and any(folder.iterdir()):
+            raise OutputError(f"--out {directory}: its {name}/ folder is not from a zstc report and a report replaces it whole; "
+                              "choose another folder")
 
 
 def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int, seed: int, confusion_matrices: bool) -> Report:
