@@ -490,3 +490,17 @@ def test_report_refuses_to_replace_the_users_own_folders(tmp_path: Path, zstc_cl
     for _ in range(2):
         status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
         assert status == 0, err
+
+
+def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
+    """A per-dataset n_texts of null, which the summary schema allows, was an int(None) TypeError traceback."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    summary = json.loads(result.read_text())
+    summary["results"]["by_dataset"]["imdb"]["n_texts"] = None
+    result.write_text(json.dumps(summary))
+    written = build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
+    [table] = [t for t in written.tables if t.name.startswith("ci_")]
+    assert table.rows[0][:2] == ["imdb", None] and table.rows[-1][:2] == ["overall", None]  # not a total of 0 texts

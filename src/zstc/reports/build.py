@@ -123,7 +123,7 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     statistics = Section("statistics", "Statistics")
     for run in runs:
         if intervals[run.label]:
-            n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if "n_texts" in run.by_dataset[name]}
+            n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if run.by_dataset[name].get("n_texts") is not None}
             statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws))
     pairs = {(a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))}
     if pairs:
