@@ -143,3 +143,15 @@ def test_export_and_validate_commands(tmp_path: Path, zstc_cli) -> None:
 
     status, _, err = zstc_cli("validate", str(tmp_path / "nope.json"))
     assert status == 2 and err.strip() == f"error: {tmp_path / 'nope.json'}: no such file"
+
+
+def test_export_of_a_summary_without_text_counts(tmp_path: Path, zstc_cli) -> None:
+    """A per-dataset n_texts of null, which the summary schema allows, was an int(None) TypeError traceback."""
+    summary = bench_summary()
+    summary["results"]["by_dataset"]["imdb"]["n_texts"] = None
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(summary))
+    status, _, err = zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "board.json"))
+    assert status == 0 and "problem" not in err, err
+    board = json.loads((tmp_path / "board.json").read_text())
+    assert "n_texts" not in board["results"]["by_dataset"]["imdb"] and board["results"]["by_dataset"]["agnews"]["n_texts"] == 1000

@@ -139,6 +139,18 @@ def test_confusion_matrix_names_every_class_of_banking77() -> None:
     assert axes.get_yticklabels()[1].get_text() == "activate_my_card"
 
 
+def test_saved_figures_are_byte_identical_across_saves(tmp_path: Path) -> None:
+    """The SVG's clip-path ids were random on every save, so re-running a report changed every SVG file."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.figures import confusion, save
+
+    gold = np.array([0, 1, 2, 1])
+    first = save(confusion(gold, gold[::-1], ["a", "b", "c"], "t"), tmp_path / "one", "confusion_1_x", "t")
+    second = save(confusion(gold, gold[::-1], ["a", "b", "c"], "t"), tmp_path / "two", "confusion_1_x", "t")
+    assert b"clip-path" in first.svg.read_bytes()
+    assert first.svg.read_bytes() == second.svg.read_bytes() and first.png.read_bytes() == second.png.read_bytes()
+
+
 def test_every_paper_model_has_a_size() -> None:
     import os
 
@@ -410,3 +422,85 @@ def test_report_says_when_runs_scored_different_texts(tmp_path: Path) -> None:
     # A cap above the dataset's size scores every text, as no cap does.
     whole = load_runs([write("g", "1" * 64, None, n_texts=30), write("h", "1" * 64, 1000, n_texts=30)])
     assert not any("same texts" in note for note in _run_notes(whole, ["imdb"]))
+
+
+def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None = None, fingerprint: str = "f" * 16) -> Path:
+    """A bench result file on imdb (four texts) and its details folder, made without a model; ``details_of``
+    stores another run's predictions (and settings fingerprint) beside the summary."""
+    from zstc.benchmark.metrics import dataset_metrics
+    from zstc.benchmark.records import DatasetResult
+    from zstc.benchmark.store import ResultStore
+
+    gold = np.array([0, 1, 1, 0])
+
+    def result(guesses: list[int], stamp: str) -> DatasetResult:
+        return DatasetResult(dataset="imdb", family="sentiment", metrics=dataset_metrics(gold, np.array(guesses)), n_texts=4,
+                             label_names=["negative", "positive"], hypotheses=["bad", "good"], unlabelled_policy="paper",
+                             unlabelled_texts=0, wall_time_s=1.0, fingerprint=stamp, gold=gold, predicted=np.array(guesses),
+                             source_index=np.arange(4), scores=np.eye(2, dtype=np.float32)[guesses])
+
+    metrics = result(predicted, fingerprint).metrics
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
+                                "evaluation": {"fingerprints": {"imdb": fingerprint}},
+                                "results": {"overall": metrics, "by_task": {"sentiment": metrics},
+                                            "by_dataset": {"imdb": {**metrics, "n_texts": 4, "unlabelled_texts": 0}}}}))
+    ResultStore(path).save(result(details_of if details_of is not None else predicted, "e" * 16 if details_of else fingerprint))
+    return path
+
+
+def test_report_does_not_use_another_runs_details(tmp_path: Path) -> None:
+    """Details beside a summary that are another run's (a moved or copied file) gave its bootstrap interval, as this
+    run's macro-F1, next to the summary's own different number in Table 2."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    own = build_report([write_run(tmp_path / "own" / "r.json", [0, 1, 1, 1])], tmp_path / "a", draws=100, include_paper=False)
+    assert any(t.name.startswith("ci_") for t in own.tables)
+    mixed = build_report([write_run(tmp_path / "mixed" / "r.json", [0, 1, 1, 1], details_of=[1, 1, 1, 1])], tmp_path / "b",
+                         draws=100, include_paper=False)
+    assert not any(t.name.startswith("ci_") for t in mixed.tables) and not any(f.name.startswith("confusion") for f in mixed.figures)
+    assert any("imdb.json is not this run's result for imdb" in note for note in mixed.notes)
+    assert "is not this run's result" in (tmp_path / "b" / "report.md").read_text()
+
+
+def test_runs_whose_labels_differ_in_punctuation_keep_their_own_tables(tmp_path: Path) -> None:
+    """run-1.json and run_1.json gave both runs the file name ci_all_minilm_l6_v2_run_1: one run's intervals were lost."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    runs = [write_run(tmp_path / "run-1.json", [0, 1, 1, 1]), write_run(tmp_path / "run_1.json", [0, 0, 1, 1])]
+    written = build_report(runs, tmp_path / "r", draws=100, include_paper=False, confusion_matrices=False)
+    names = [t.name for t in written.tables]
+    assert sum(name.startswith("ci_") for name in names) == 2 and len(set(names)) == len(names)
+    assert len(list((tmp_path / "r" / "tables").glob("*.csv"))) == len(names)
+
+
+def test_report_refuses_to_replace_the_users_own_folders(tmp_path: Path, zstc_cli) -> None:
+    """`zstc report r.json --out .` in a project deleted its own figures/ and tables/ folders (a report replaces them whole)."""
+    pytest.importorskip("matplotlib")
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "diagram.png").write_bytes(b"mine")
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path), "--no-paper", "--bootstrap", "100")
+    assert status == 2 and err == (f"error: --out {tmp_path}: its figures/ folder is not from a zstc report and a report "
+                                   "replaces it whole; choose another folder\n")
+    assert (tmp_path / "figures" / "diagram.png").read_bytes() == b"mine" and not (tmp_path / "index.html").exists()
+    # A folder that holds an earlier report is replaced, as before.
+    for _ in range(2):
+        status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+        assert status == 0, err
+
+
+def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
+    """A per-dataset n_texts of null, which the summary schema allows, was an int(None) TypeError traceback."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    summary = json.loads(result.read_text())
+    summary["results"]["by_dataset"]["imdb"]["n_texts"] = None
+    result.write_text(json.dumps(summary))
+    written = build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
+    [table] = [t for t in written.tables if t.name.startswith("ci_")]
+    assert table.rows[0][:2] == ["imdb", None] and table.rows[-1][:2] == ["overall", None]  # not a total of 0 texts

@@ -98,6 +98,62 @@ def test_cache_commands(tmp_path, btzsc_dir, zstc_cli):
     assert status == 0 and "removed 1 cached results" in err and ResultCache().entries() == []
 
 
+def cached_entry(cache: ResultCache, model: str = MINILM, dataset: str = "imdb", fingerprint: str = "f" * 16) -> Path:
+    """Put a small real result into ``cache`` (no model needed); returns its JSON path."""
+    from zstc.benchmark.metrics import dataset_metrics
+    from zstc.benchmark.records import DatasetResult
+
+    gold, predicted = np.array([0, 1, 1, 0]), np.array([0, 1, 0, 0])
+    result = DatasetResult(dataset=dataset, family="sentiment", metrics=dataset_metrics(gold, predicted), n_texts=4,
+                           label_names=["negative", "positive"], hypotheses=["bad", "good"], fingerprint=fingerprint,
+                           unlabelled_policy="paper", unlabelled_texts=0, wall_time_s=1.0,
+                           scores=np.eye(2, dtype=np.float32)[predicted], gold=gold, predicted=predicted)
+    return cache.put(result, model, None)
+
+
+def test_cache_clear_removes_only_cache_entries(tmp_path, monkeypatch, zstc_cli):
+    """`cache clear --model .` removed every cached result and `--model ..` the cache's parent folder (the rest of
+    $ZSTC_CACHE: models, hub downloads), both saying "removed 0"; a plain clear removed any folder under the root."""
+    monkeypatch.setenv("ZSTC_RESULTS_CACHE", str(tmp_path / "cache" / "results"))
+    cache = ResultCache()
+    mine, other = cached_entry(cache), cached_entry(cache, model="org/other")
+    (tmp_path / "cache" / "models").mkdir()
+    (tmp_path / "cache" / "models" / "weights.bin").write_bytes(b"keep")
+    (cache.root / "notes").mkdir()
+    (cache.root / "notes" / "todo.txt").write_text("keep")
+    for name in (".", ".."):
+        status, _, err = zstc_cli("cache", "clear", "--model", name, "--yes")
+        assert status == 0 and "removed 0 cached results" in err
+        assert mine.exists() and other.exists() and (tmp_path / "cache" / "models" / "weights.bin").exists()
+    status, _, err = zstc_cli("cache", "clear", "--model", "org/other", "--yes")
+    assert status == 0 and "removed 1 cached results" in err
+    assert mine.exists() and mine.with_suffix(".npz").exists() and not (cache.root / "org__other").exists()
+    status, _, err = zstc_cli("cache", "clear", "--yes")
+    assert status == 0 and "removed 1 cached results" in err and cache.entries() == []
+    assert (cache.root / "notes" / "todo.txt").read_text() == "keep" and (tmp_path / "cache" / "models" / "weights.bin").exists()
+    assert json.loads((cache.root / "index.json").read_text())["entries"] == {}
+
+
+def test_cache_list_and_show_report_a_damaged_entry(zstc_cli):
+    """A damaged entry's JSON made `cache show` a JSONDecodeError traceback and `cache list` an AttributeError or
+    ValueError one; `show` also named any entry whose path merely ended with the characters given."""
+    cache = ResultCache()
+    good = cached_entry(cache, fingerprint="a" * 16)
+    garbage, misshapen, wrong_type = (cached_entry(cache, dataset=name, fingerprint="b" * 16) for name in ("agnews", "imdb2", "imdb3"))
+    garbage.write_text("garbage{")
+    misshapen.write_text(json.dumps({**json.loads(misshapen.read_text()), "record": []}))
+    wrong_type.write_text(json.dumps({**json.loads(wrong_type.read_text()), "record": {"metrics": {"macro_f1": "high"}}}))
+    status, out, err = zstc_cli("cache", "list")
+    assert status == 0 and "4 cached results" in out and out.count("corrupt") == 3, err
+    status, _, err = zstc_cli("cache", "show", "agnews/" + "b" * 16)
+    assert status == 2 and err.splitlines()[-1] == f"error: {garbage}: corrupt entry, removed; the next bench or sweep recomputes it"
+    assert not garbage.exists() and "Traceback" not in err
+    status, _, err = zstc_cli("cache", "show", "a" * 15)  # not a whole fingerprint
+    assert status == 2 and err.startswith(f"error: {'a' * 15!r} names 0 cache entries")
+    status, out, err = zstc_cli("cache", "show", "a" * 16)
+    assert status == 0 and json.loads(out)["fingerprint"] == "a" * 16 and good.exists(), err
+
+
 def test_report_finds_details_in_the_cache(tmp_path, btzsc_dir):
     import shutil
 

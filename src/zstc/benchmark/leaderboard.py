@@ -80,7 +80,7 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
     if not by_dataset:
         raise DataError("the result has none of the 22 BTZSC datasets: nothing to put on the leaderboard")
     for name, row in by_dataset.items():
-        if "n_texts" in rows[name]:
+        if rows[name].get("n_texts") is not None:  # null where the summary did not record it (the schema allows it)
             row["n_texts"] = int(rows[name]["n_texts"])
     overall, by_task = _averages({name: {m: row[m] for m in METRICS} for name, row in by_dataset.items()})
     name = str(model.get("name", ""))

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -51,8 +50,9 @@ def results_root() -> Path:
 
 def model_folder(model: str) -> str:
     """A model id (or local path) as one folder name: ``org/name`` -> ``org__name``."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "__", str(model).strip("/"))
-    return cleaned.strip("_") or "model"
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "__", str(model).strip("/")).strip("_")
+    # "." and ".." would name the cache root and its parent, not a folder of their own.
+    return cleaned if cleaned.strip(".") else "model"
 
 
 def _record_sha256(record: dict[str, Any]) -> str:
@@ -148,7 +148,7 @@ class ResultCache:
             try:
                 entry = json.loads(json_path.read_text(encoding="utf-8"))
                 summary = self._summary(entry)
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 summary = {"model": json_path.parts[-4], "dataset": json_path.parts[-2], "fingerprint": json_path.stem, "corrupt": True}
             summary["path"] = str(json_path)
             if model is None or summary["model"] in (model, model_folder(model)) or json_path.parts[-4] == model_folder(model):
@@ -156,14 +156,20 @@ class ResultCache:
         return found
 
     def clear(self, model: str | None = None) -> int:
-        """Remove every entry (or one model's); returns how many entries went."""
+        """Remove every entry (or one model's); returns how many entries went.
+
+        Only the files of the entries :meth:`entries` lists go (and an entry's score matrix left without its
+        record by a crash), then the folders they leave empty: never a whole folder, which removed the cache
+        root or its parent for ``--model .`` or ``..``, and anything else a user kept under the root."""
         removed = self.entries(model)
-        if model is None:
-            for child in self.root.glob("*"):
-                if child.is_dir():
-                    shutil.rmtree(child)
-        else:
-            shutil.rmtree(self.root / model_folder(model), ignore_errors=True)
+        orphans = [npz for npz in self.root.glob("*/*/*/*.npz")
+                   if not npz.with_suffix(".json").exists() and (model is None or npz.parts[-4] == model_folder(model))]
+        for json_path in [Path(entry["path"]) for entry in removed] + orphans:
+            for path in (json_path.with_suffix(".json"), json_path.with_suffix(".npz")):
+                path.unlink(missing_ok=True)
+            for folder in json_path.parents[:3]:  # dataset, revision, model: each once empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
         with self._index() as index:
             for key in [k for k in index if model is None or k.split("/", 1)[0] == model_folder(model)]:
                 del index[key]
@@ -180,9 +186,13 @@ class ResultCache:
 
     @staticmethod
     def _summary(entry: dict[str, Any]) -> dict[str, Any]:
+        """An entry's key and headline numbers; TypeError when the entry is not shaped as :meth:`put` writes it."""
         record = entry["record"]
+        f1 = record.get("metrics", {}).get("macro_f1")
+        if f1 is not None and (isinstance(f1, bool) or not isinstance(f1, (int, float))):
+            raise TypeError(f"macro_f1 is {f1!r}")  # listed as corrupt rather than a crash of `cache list`
         return {"model": entry["model"], "revision": entry["revision"], "dataset": entry["dataset"], "fingerprint": entry["fingerprint"],
-                "created": entry.get("created"), "n_texts": record.get("n_texts"), "macro_f1": record.get("metrics", {}).get("macro_f1")}
+                "created": entry.get("created"), "n_texts": record.get("n_texts"), "macro_f1": f1}
 
     @contextlib.contextmanager
     def _index(self) -> Iterator[dict[str, Any]]:

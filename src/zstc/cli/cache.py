@@ -31,7 +31,7 @@ def list_entries(model: ModelFilter = None) -> None:
         table.add_column(column, justify="right" if column in ("texts", "macro-F1") else "left")
     for entry in entries:
         f1 = entry.get("macro_f1")
-        table.add_row(str(entry["model"]), str(entry.get("revision", "?"))[:12], entry["dataset"], entry["fingerprint"],
+        table.add_row(str(entry["model"]), str(entry.get("revision", "?"))[:12], str(entry["dataset"]), str(entry["fingerprint"]),
                       str(entry.get("n_texts", "")), "corrupt" if entry.get("corrupt") else (f"{f1:.4f}" if f1 is not None else ""),
                       str(entry.get("created") or ""))
     Console(width=max(Console().width, 140)).print(table)
@@ -40,16 +40,19 @@ def list_entries(model: ModelFilter = None) -> None:
 @cache_app.command("show")
 def show(entry: Annotated[str, typer.Argument(help="An entry's fingerprint as `zstc cache list` prints it; DATASET/FINGERPRINT (or more of its path: MODEL_FOLDER/REVISION/DATASET/FINGERPRINT) where a fingerprint alone names several; or its path.")]) -> None:
     """Print one entry's record (metrics, settings, timing) as JSON, after checking its checksums."""
-    from zstc.benchmark.result_cache import ResultCache
+    from zstc.benchmark.result_cache import NO_REVISION, ResultCache
     from zstc.errors import DataError
 
     cache = ResultCache(on_note=lambda note: console.print(f"[yellow]note[/]: {note}"))
-    matches = [e for e in cache.entries() if entry in (e["path"], e["fingerprint"]) or Path(e["path"]).with_suffix("").as_posix().endswith(entry)]
+    # Whole path components only: a bare suffix ("3", "ank/FINGERPRINT") named whichever entry ended with it.
+    matches = [e for e in cache.entries() if entry in (e["path"], e["fingerprint"])
+               or ("/" + Path(e["path"]).with_suffix("").as_posix()).endswith("/" + entry.strip("/"))]
     if len(matches) != 1:
         raise DataError(f"{entry!r} names {len(matches)} cache entries; give a fingerprint from `zstc cache list`, DATASET/FINGERPRINT, or the entry's path")
     path = Path(matches[0]["path"])
-    model, revision, dataset = json.loads(path.read_text(encoding="utf-8"))["model"], path.parts[-3], path.parts[-2]
-    result = cache.get(model, None if revision == "no_revision_available" else revision, dataset, path.stem)
+    # The entry's own folders name it: its JSON may be the damaged part (it was read first, a traceback).
+    folder, revision, dataset = path.parts[-4:-1]
+    result = cache.get(folder, None if revision == NO_REVISION else revision, dataset, path.stem)
     if result is None:
         raise DataError(f"{path}: corrupt entry, removed; the next bench or sweep recomputes it")
     record = json.loads(path.read_text(encoding="utf-8"))

@@ -46,11 +46,14 @@ from zstc.reports.tables import (
     run_facts_table,
 )
 from zstc.benchmark.store import DatasetResult
+from zstc.errors import OutputError
 from zstc.io import atomic_directory, atomic_write, check_output_dir
 
 INTERVAL_METRICS = ("macro_f1", "accuracy")
 REPORT_FILES = ("index.html", "report.md")
 """Files a report writes at the top of its folder (tables/ and figures/ hold the rest)."""
+REPORT_FOLDERS = ("tables", "figures")
+"""Folders a report replaces whole (an old report's tables and figures must not outlive it)."""
 
 
 @dataclass
@@ -70,6 +73,7 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
     failure (a full disk) or an interrupt leaves ``out`` as it was, never half a new report over an old one.
     """
     directory = check_output_dir(Path(out), inputs=list(result_files), files=REPORT_FILES)
+    _check_not_the_users_folders(directory)
     runs = load_runs(list(result_files))
     with atomic_directory(directory, last=REPORT_FILES[::-1]) as staging:
         built = _build(runs, staging, include_paper=include_paper, draws=draws, seed=seed, confusion_matrices=confusion_matrices)
@@ -81,13 +85,28 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
                   figures=[replace(f, png=moved(f.png), svg=moved(f.svg)) for f in built.figures])
 
 
+def _check_not_the_users_folders(directory: Path) -> None:
+    """Refuse an ``--out`` whose tables/ or figures/ hold files that no earlier report wrote: a report replaces
+    those folders whole, which deleted a user's own (``--out .`` in a project with a figures/ folder)."""
+    if all((directory / name).is_file() for name in REPORT_FILES):
+        return  # an earlier report: its tables and figures are replaced by the new ones
+    for name in REPORT_FOLDERS:
+        folder = directory / name
+        if folder.is_dir() and any(folder.iterdir()):
+            raise OutputError(f"--out {directory}: its {name}/ folder is not from a zstc report and a report replaces it whole; "
+                              "choose another folder")
+
+
 def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int, seed: int, confusion_matrices: bool) -> Report:
     """Write the report of ``runs`` into ``directory`` (see :func:`build_report`)."""
     datasets = compared_datasets(runs)
     run_rows = [run.row() for run in runs]
     published_by_name = {row.label: row for row in paper_rows()}
     rows = run_rows + (list(published_by_name.values()) if include_paper else [])
-    report = Report(directory, directory / "index.html", notes=_run_notes(runs, datasets))
+    for run in runs:  # read every run's details first, so the overview can say which were not used
+        for name in datasets:
+            run.details(name)
+    report = Report(directory, directory / "index.html", notes=_run_notes(runs, datasets) + [n for run in runs for n in run.notes])
 
     overview = Section("overview", "Overview", " ".join(report.notes))
     overview.tables.append(family_table(rows, datasets))
@@ -104,7 +123,7 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     statistics = Section("statistics", "Statistics")
     for run in runs:
         if intervals[run.label]:
-            n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if "n_texts" in run.by_dataset[name]}
+            n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if run.by_dataset[name].get("n_texts") is not None}
             statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws))
     pairs = {(a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))}
     if pairs:
@@ -133,7 +152,7 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     sections = [overview, figure_section, per_dataset, comparison, statistics, confusion_section,
                 Section("runs", "Runs", tables=[run_facts_table(runs)])]
     sections = [s for s in sections if s.tables or s.figures or s.anchor == "overview"]
-    report.tables = [t for s in sections for t in s.tables]
+    report.tables = _unique_names([t for s in sections for t in s.tables])
     report.figures = [f for s in sections for f in s.figures]
     _write(report, sections, runs, datasets)
     return report
@@ -233,6 +252,19 @@ def confusion_figures(runs: list[Run], datasets: list[str], directory: Path) -> 
             saved.append(fig.save(fig.confusion(*labelled(details), details.label_names, title), directory,
                                   f"confusion_{run_number}_{name}", title))
     return saved
+
+
+def _unique_names(tables: list[Table]) -> list[Table]:
+    """Tables named apart: runs whose labels differ only in punctuation ("run-1", "run_1"; templates ending in
+    "." or "!") gave one file name, so one run's tables overwrote the other's. Returns ``tables``."""
+    seen: set[str] = set()
+    for table in tables:
+        name, number = table.name, 1
+        while table.name in seen:
+            number += 1
+            table.name = f"{name}_{number}"
+        seen.add(table.name)
+    return tables
 
 
 def _unsized_note(rows: list[ModelRow]) -> str:

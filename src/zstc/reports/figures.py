@@ -51,10 +51,13 @@ class SavedFigure:
 def save(figure: Figure, directory: Path, name: str, title: str, caption: str = "") -> SavedFigure:
     directory.mkdir(parents=True, exist_ok=True)
     png, svg = directory / f"{name}.png", directory / f"{name}.svg"
-    # Fixed metadata keeps the files byte-identical across re-runs of the same report.
+    # Fixed metadata keeps the files byte-identical across re-runs of the same report; so does a fixed salt
+    # for the SVG's clip-path ids, which matplotlib otherwise draws at random on every save.
+    from matplotlib import rc_context
+
     with atomic_write(png, "wb") as handle:
         figure.savefig(handle, format="png", dpi=DPI, metadata={"Software": None})
-    with atomic_write(svg, "wb") as handle:
+    with atomic_write(svg, "wb") as handle, rc_context({"svg.hashsalt": name}):
         figure.savefig(handle, format="svg", metadata={"Date": None, "Creator": None})
     return SavedFigure(name, title, caption, png, svg)
 

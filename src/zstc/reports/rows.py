@@ -57,6 +57,8 @@ class Run:
     summary: dict[str, Any]
     label: str = ""
     store: ResultStore = field(init=False, repr=False)
+    notes: list[str] = field(init=False, repr=False, default_factory=list)
+    """What the report must say about this run's details (those of another run, left unused)."""
     _details: dict[str, DatasetResult | None] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -106,10 +108,24 @@ class Run:
         """Per-text gold labels and predictions of one dataset, or None when the details are gone."""
         if dataset not in self._details:
             result = self.store.load(dataset)
+            if result is not None and not self._same_run(result):
+                # Another run's details beside this summary (a moved or copied file): their intervals, McNemar
+                # tests and confusion matrices would sit beside this run's numbers as if they were its own.
+                self.notes.append(f"{self.label}: {self.store.directory / dataset}.json is not this run's result for {dataset} "
+                                  "(another settings fingerprint or other metrics): its per-text details are not used")
+                result = None
             if result is None:
                 result = self._cached(dataset)
             self._details[dataset] = result if result is not None and result.gold is not None and result.predicted is not None else None
         return self._details[dataset]
+
+    def _same_run(self, result: DatasetResult) -> bool:
+        """Whether stored details are this summary's: the fingerprint it recorded (when it did) and its metrics."""
+        expected = self.summary.get("evaluation", {}).get("fingerprints", {}).get(result.dataset)
+        if expected and result.fingerprint and result.fingerprint != expected:
+            return False
+        row = self.by_dataset.get(result.dataset, {})
+        return all(row.get(m) is None or result.metrics.get(m) is None or abs(row[m] - result.metrics[m]) <= 1e-6 for m in METRICS)
 
     def _cached(self, dataset: str) -> DatasetResult | None:
         """The dataset's entry in the shared result cache, for a run whose details folder is gone."""

@@ -218,8 +218,10 @@ def interval_table(label: str, intervals: dict[str, dict[str, Interval]], n_text
     table = Table(f"ci_{_slug(label)}", f"{label}: bootstrap 95% confidence intervals",
                   ["dataset", "texts", *(METRIC_TITLES[m] for m in metrics)],
                   caption=f"Percentile bootstrap over texts, {draws} seeded draws; the overall interval resamples each dataset independently.")
-    for name in [n for n in intervals[metrics[0]] if n != "overall"] + ["overall"]:
-        table.rows.append([name, n_texts.get(name, sum(n_texts.values()) if name == "overall" else None),
+    names = [n for n in intervals[metrics[0]] if n != "overall"]
+    total = sum(n_texts.values()) if all(n in n_texts for n in names) else None  # not a sum that leaves a dataset out
+    for name in names + ["overall"]:
+        table.rows.append([name, n_texts.get(name, total if name == "overall" else None),
                            *(intervals[m].get(name) for m in metrics)])
     table.highlight.add(len(table.rows) - 1)
     return table
