@@ -180,3 +180,19 @@ def test_validate_refuses_counts_that_are_not_counts(entry: dict[str, Any], tmp_
     board.write_text(json.dumps(broken))
     status, out, _ = zstc_cli("validate", str(board))
     assert status == 1 and out.splitlines() == [f"{board}: 1 problem(s)", f"  - {problem}"]
+
+
+def test_export_errors_name_the_input_file(tmp_path: Path, zstc_cli) -> None:
+    """"model family None has no leaderboard model_type" did not say which result file it was about."""
+    no_family = bench_summary()
+    no_family["model"]["family"] = None
+    no_btzsc = bench_summary([])
+    half = {m: 0.5 for m in METRICS}
+    no_btzsc["results"] = {"by_dataset": {"my_task": half}, "overall": half, "by_task": {"custom": half}}
+    for name, summary, message in (("no_family.json", no_family, "model family None has no leaderboard model_type"),
+                                   ("no_btzsc.json", no_btzsc, "the result has none of the 22 BTZSC datasets")):
+        result = tmp_path / name
+        result.write_text(json.dumps(summary))
+        status, _, err = zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "board.json"))
+        assert status == 2 and err.startswith(f"error: {result}: {message}") and err.count("\n") == 1, err
+        assert not (tmp_path / "board.json").exists()

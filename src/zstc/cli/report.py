@@ -44,10 +44,15 @@ def export(
     """Write a bench result in the public BTZSC leaderboard schema 1.0 (then check it as `zstc validate` does)."""
     from zstc.benchmark.leaderboard import validate_leaderboard, write_leaderboard
     from zstc.benchmark.store import load_summary
+    from zstc.errors import DataError
     from zstc.io import check_output_path
 
     check_output_path(out, inputs=[leaderboard])
-    content = write_leaderboard(load_summary(leaderboard), out)
+    summary = load_summary(leaderboard)  # its errors name the file already
+    try:
+        content = write_leaderboard(summary, out)
+    except DataError as error:  # what export finds wrong names a field of the result, not which result file
+        raise DataError(f"{leaderboard}: {error}") from None
     console.print(f"wrote {out}")
     problems = validate_leaderboard(content)
     if problems:
