@@ -504,3 +504,16 @@ def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
     written = build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
     [table] = [t for t in written.tables if t.name.startswith("ci_")]
     assert table.rows[0][:2] == ["imdb", None] and table.rows[-1][:2] == ["overall", None]  # not a total of 0 texts
+
+
+def test_report_refuses_the_same_result_file_twice(tmp_path: Path, zstc_cli) -> None:
+    """`zstc report r.json r.json` (or two paths to one file) compared the run with itself, McNemar and Kendall
+    included, without a word."""
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    other = write_run(tmp_path / "other" / "r.json", [0, 0, 1, 1])
+    (tmp_path / "link.json").symlink_to(result)
+    for second, also in ((result, ""), (tmp_path / "other" / ".." / "r.json", f" (also as {result})"),
+                         (tmp_path / "link.json", f" (also as {result})")):
+        status, _, err = zstc_cli("report", str(result), str(other), str(second), "--out", str(tmp_path / "report"), "--no-paper")
+        assert status == 2 and err == f"error: {second}: the same result file given twice{also}; a report compares different runs\n"
+        assert not (tmp_path / "report").exists()

@@ -17,7 +17,7 @@ console = Console(stderr=True)
 
 @app.command()
 def report(
-    results: Annotated[list[Path], typer.Argument(help="Result files written by `zstc bench` (their <stem>.details/ folders add statistics and confusion matrices).")],
+    results: Annotated[list[Path], typer.Argument(help="Result files written by `zstc bench`, each once (their <stem>.details/ folders add statistics and confusion matrices).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html, report.md, tables/ and figures/ (an earlier report there is replaced; tables/ or figures/ folders of anything else are refused).")] = Path("report"),
     paper: Annotated[bool, typer.Option("--paper/--no-paper", help="Include the paper's 38 published models in tables and figures.")] = True,
     bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap draws for the 95% confidence intervals.")] = 1000,

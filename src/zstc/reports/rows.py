@@ -154,10 +154,18 @@ def labelled(result: DatasetResult) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_runs(paths: list[str | Path]) -> list[Run]:
-    """Read bench result files; labels are made unique when two files hold the same model."""
+    """Read bench result files; labels are made unique when two files hold the same model. One file given twice
+    (by the same path, another spelling of it or a link) is refused: the report would compare the run with itself."""
     runs: list[Run] = []
-    for path in paths:
+    seen: dict[tuple[int, int], int] = {}
+    for i, path in enumerate(paths):
         summary = load_summary(path)
+        stat = Path(path).stat()
+        first_index = seen.setdefault((stat.st_dev, stat.st_ino), i)
+        if first_index != i:
+            first = paths[first_index]
+            also = "" if str(first) == str(path) else f" (also as {first})"
+            raise DataError(f"{path}: the same result file given twice{also}; a report compares different runs")
         if not isinstance(summary["results"], dict) or not summary["results"].get("by_dataset"):
             raise DataError(f"{path}: no per-dataset results in 'results.by_dataset'")
         runs.append(Run(Path(path), summary))
