@@ -517,3 +517,30 @@ def test_report_refuses_the_same_result_file_twice(tmp_path: Path, zstc_cli) -> 
         status, _, err = zstc_cli("report", str(result), str(other), str(second), "--out", str(tmp_path / "report"), "--no-paper")
         assert status == 2 and err == f"error: {second}: the same result file given twice{also}; a report compares different runs\n"
         assert not (tmp_path / "report").exists()
+
+
+def _as_paper_model(result: Path, **evaluation: object) -> Path:
+    """``result`` (from :func:`write_run`) as a run of the paper's all-MiniLM-L6-v2, with ``evaluation`` settings."""
+    summary = json.loads(result.read_text())
+    summary["model"]["paper_name"] = "all-MiniLM-L6-v2"
+    summary["evaluation"].update(evaluation)
+    result.write_text(json.dumps(summary))
+    return result
+
+
+@requires_baselines
+def test_no_paper_leaves_out_everything_read_from_the_papers_numbers(tmp_path: Path, zstc_cli) -> None:
+    """--no-paper left out the 38 published rows but kept the run-vs-published tables and the BTZSC vs MTEB Kendall row."""
+    pytest.importorskip("matplotlib")
+    result = _as_paper_model(write_run(tmp_path / "r.json", [0, 1, 1, 1]))
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "with"), "--bootstrap", "100", "--no-confusion")
+    assert status == 0, err
+    names = {p.stem for p in (tmp_path / "with" / "tables").glob("*.csv")}
+    assert any(name.startswith("paper_delta_") for name in names) and "kendall" in names  # the paper's numbers are read
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "without"), "--no-paper", "--bootstrap", "100",
+                              "--no-confusion")
+    assert status == 0, err
+    names = {p.stem for p in (tmp_path / "without" / "tables").glob("*.csv")}
+    assert not any(name.startswith("paper_delta_") for name in names) and "kendall" not in names, names
+    markdown = (tmp_path / "without" / "report.md").read_text()
+    assert "published" not in markdown and "MTEB" not in markdown and "source | paper" not in markdown

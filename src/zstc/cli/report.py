@@ -19,7 +19,7 @@ console = Console(stderr=True)
 def report(
     results: Annotated[list[Path], typer.Argument(help="Result files written by `zstc bench`, each once (their <stem>.details/ folders add statistics and confusion matrices).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html, report.md, tables/ and figures/ (an earlier report there is replaced; tables/ or figures/ folders of anything else are refused).")] = Path("report"),
-    paper: Annotated[bool, typer.Option("--paper/--no-paper", help="Include the paper's 38 published models in tables and figures.")] = True,
+    paper: Annotated[bool, typer.Option("--paper/--no-paper", help="Include the paper's published numbers: its 38 models in tables and figures, each run against the paper's number for the same model, and the Kendall tau rankings made from them (--no-paper: only your runs).")] = True,
     bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap draws for the 95% confidence intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap draws.")] = 0,
     confusion: Annotated[bool, typer.Option("--confusion/--no-confusion", help="A confusion matrix per run and dataset.")] = True,
