@@ -108,8 +108,9 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     for run in runs:  # read every run's details first, so the overview can say which were not used
         for name in datasets:
             run.details(name)
+    off_protocol = {run.label: _off_protocol_note(run) for run in runs if run.paper_name in published_by_name and run.protocol_differences()}
     report = Report(directory, directory / "index.html",
-                    notes=_run_notes(runs, datasets, include_paper) + [n for run in runs for n in run.notes])
+                    notes=_run_notes(runs, datasets, include_paper) + list(off_protocol.values()) + [n for run in runs for n in run.notes])
 
     overview = Section("overview", "Overview", " ".join(report.notes))
     overview.tables.append(family_table(rows, datasets))
@@ -121,7 +122,8 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
                          "For runs of one of the paper's 38 models: this run minus the published value, per dataset.")
     for run, row in zip(runs, run_rows):
         if run.paper_name in published_by_name:
-            comparison.tables.append(paper_comparison_table(row, published_by_name[run.paper_name], datasets, intervals[run.label].get("macro_f1")))
+            comparison.tables.append(paper_comparison_table(row, published_by_name[run.paper_name], datasets, intervals[run.label].get("macro_f1"),
+                                                            note=off_protocol.get(run.label, "")))
 
     statistics = Section("statistics", "Statistics")
     for run in runs:
@@ -291,6 +293,13 @@ def _run_notes(runs: list[Run], datasets: list[str], include_paper: bool = True)
             notes.append(f"{run.label} is a sampled run (at most {evaluation.get('max_samples')} texts per dataset): "
                          "see the confidence intervals before reading small differences.")
     return notes
+
+
+def _off_protocol_note(run: Run) -> str:
+    """Why a run's deltas against the paper's published numbers are not only the model's doing: comparing is
+    legitimate, but the reader must know what was done otherwise than in the paper."""
+    return (f"{run.label} is compared with the paper's {run.paper_name} but was not run by the paper's protocol: "
+            f"{'; '.join(run.protocol_differences())}. Its differences from the published numbers include the effect of these.")
 
 
 def _scored_texts(run: Run, dataset: str) -> dict[str, Any]:

@@ -104,6 +104,29 @@ class Run:
         chosen.update({k: evaluation.get(k) for k in ("hypotheses", "template", "unlabelled_policy", "max_samples", "seed") if k in evaluation})
         return chosen
 
+    def protocol_differences(self) -> list[str]:
+        """How this run was made otherwise than the paper's published numbers were (BTZSC's own hypotheses, texts
+        whose class has no hypothesis counted as class 0, every text, the scorer's defaults): one phrase each,
+        none for a run made as the paper's were. Read from the recorded run identity, else the evaluation fields."""
+        evaluation = self.summary.get("evaluation", {})
+        identity = evaluation.get("run_identity") or {}
+        hypotheses = identity.get("hypotheses") or {"variant": evaluation.get("hypotheses"), "template": evaluation.get("template")}
+        differences = []
+        if hypotheses.get("variant") not in (None, "dataset") or hypotheses.get("template") is not None:
+            template = f" with template {hypotheses['template']!r}" if hypotheses.get("template") is not None else ""
+            differences.append(f"hypotheses {hypotheses.get('variant')!r}{template} instead of BTZSC's own")
+        policy = identity.get("unlabelled", evaluation.get("unlabelled_policy"))
+        if policy not in (None, "paper"):
+            differences.append(f"unlabelled policy {policy!r} instead of 'paper'")
+        # "sampled" is true only when a cap left texts out; summaries from before it was recorded have only the cap.
+        if evaluation["sampled"] if "sampled" in evaluation else evaluation.get("max_samples") is not None:
+            differences.append(f"a sample of at most {evaluation.get('max_samples')} texts per dataset")
+        options = identity["scorer_options"] if "scorer_options" in identity else {
+            k: v for k, v in (self.model.get("options") or {}).items() if v is not None and k not in ("precision", "device")}
+        if options:
+            differences.append("scorer options " + ", ".join(f"{k}={v}" for k, v in sorted(options.items())) + " (not zstc's defaults)")
+        return differences
+
     def details(self, dataset: str) -> DatasetResult | None:
         """Per-text gold labels and predictions of one dataset, or None when the details are gone."""
         if dataset not in self._details:
