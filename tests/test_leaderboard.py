@@ -155,3 +155,44 @@ def test_export_of_a_summary_without_text_counts(tmp_path: Path, zstc_cli) -> No
     assert status == 0 and "problem" not in err, err
     board = json.loads((tmp_path / "board.json").read_text())
     assert "n_texts" not in board["results"]["by_dataset"]["imdb"] and board["results"]["by_dataset"]["agnews"]["n_texts"] == 1000
+
+
+@pytest.mark.parametrize(("where", "value", "problem"), [
+    (("evaluation", "batch_size"), True, "evaluation.batch_size: expected an integer, found True"),
+    (("evaluation", "batch_size"), 0, "evaluation.batch_size: 0 is below 1"),
+    (("results", "by_dataset", "imdb", "n_texts"), -5, "results.by_dataset.imdb.n_texts: -5 is below 0"),
+    (("results", "by_dataset", "imdb", "n_texts"), 12.5, "results.by_dataset.imdb.n_texts: expected an integer, found 12.5"),
+    (("results", "by_dataset", "imdb", "n_texts"), "1000", "results.by_dataset.imdb.n_texts: expected an integer, found '1000'"),
+])
+def test_validate_refuses_counts_that_are_not_counts(entry: dict[str, Any], tmp_path: Path, zstc_cli,
+                                                     where: tuple[str, ...], value: Any, problem: str) -> None:
+    """A batch size of true (pydantic made it 1) and a negative or fractional n_texts validated as a leaderboard entry."""
+    board = tmp_path / "board.json"
+    board.write_text(json.dumps(entry))
+    status, out, _ = zstc_cli("validate", str(board))
+    assert status == 0, out  # the file as exported is valid, n_texts and batch size included
+    broken = copy.deepcopy(entry)
+    *parents, key = where
+    inner = broken
+    for part in parents:
+        inner = inner[part]
+    inner[key] = value
+    board.write_text(json.dumps(broken))
+    status, out, _ = zstc_cli("validate", str(board))
+    assert status == 1 and out.splitlines() == [f"{board}: 1 problem(s)", f"  - {problem}"]
+
+
+def test_export_errors_name_the_input_file(tmp_path: Path, zstc_cli) -> None:
+    """"model family None has no leaderboard model_type" did not say which result file it was about."""
+    no_family = bench_summary()
+    no_family["model"]["family"] = None
+    no_btzsc = bench_summary([])
+    half = {m: 0.5 for m in METRICS}
+    no_btzsc["results"] = {"by_dataset": {"my_task": half}, "overall": half, "by_task": {"custom": half}}
+    for name, summary, message in (("no_family.json", no_family, "model family None has no leaderboard model_type"),
+                                   ("no_btzsc.json", no_btzsc, "the result has none of the 22 BTZSC datasets")):
+        result = tmp_path / name
+        result.write_text(json.dumps(summary))
+        status, _, err = zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "board.json"))
+        assert status == 2 and err.startswith(f"error: {result}: {message}") and err.count("\n") == 1, err
+        assert not (tmp_path / "board.json").exists()

@@ -504,3 +504,72 @@ def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
     written = build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
     [table] = [t for t in written.tables if t.name.startswith("ci_")]
     assert table.rows[0][:2] == ["imdb", None] and table.rows[-1][:2] == ["overall", None]  # not a total of 0 texts
+
+
+def test_report_refuses_the_same_result_file_twice(tmp_path: Path, zstc_cli) -> None:
+    """`zstc report r.json r.json` (or two paths to one file) compared the run with itself, McNemar and Kendall
+    included, without a word."""
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    other = write_run(tmp_path / "other" / "r.json", [0, 0, 1, 1])
+    (tmp_path / "link.json").symlink_to(result)
+    for second, also in ((result, ""), (tmp_path / "other" / ".." / "r.json", f" (also as {result})"),
+                         (tmp_path / "link.json", f" (also as {result})")):
+        status, _, err = zstc_cli("report", str(result), str(other), str(second), "--out", str(tmp_path / "report"), "--no-paper")
+        assert status == 2 and err == f"error: {second}: the same result file given twice{also}; a report compares different runs\n"
+        assert not (tmp_path / "report").exists()
+
+
+def _as_paper_model(result: Path, **evaluation: object) -> Path:
+    """``result`` (from :func:`write_run`) as a run of the paper's all-MiniLM-L6-v2, with ``evaluation`` settings."""
+    summary = json.loads(result.read_text())
+    summary["model"]["paper_name"] = "all-MiniLM-L6-v2"
+    summary["evaluation"].update(evaluation)
+    result.write_text(json.dumps(summary))
+    return result
+
+
+@requires_baselines
+def test_no_paper_leaves_out_everything_read_from_the_papers_numbers(tmp_path: Path, zstc_cli) -> None:
+    """--no-paper left out the 38 published rows but kept the run-vs-published tables and the BTZSC vs MTEB Kendall row."""
+    pytest.importorskip("matplotlib")
+    result = _as_paper_model(write_run(tmp_path / "r.json", [0, 1, 1, 1]))
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "with"), "--bootstrap", "100", "--no-confusion")
+    assert status == 0, err
+    names = {p.stem for p in (tmp_path / "with" / "tables").glob("*.csv")}
+    assert any(name.startswith("paper_delta_") for name in names) and "kendall" in names  # the paper's numbers are read
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "without"), "--no-paper", "--bootstrap", "100",
+                              "--no-confusion")
+    assert status == 0, err
+    names = {p.stem for p in (tmp_path / "without" / "tables").glob("*.csv")}
+    assert not any(name.startswith("paper_delta_") for name in names) and "kendall" not in names, names
+    markdown = (tmp_path / "without" / "report.md").read_text()
+    assert "published" not in markdown and "MTEB" not in markdown and "source | paper" not in markdown
+
+
+@requires_baselines
+def test_paper_comparison_says_how_a_run_is_off_the_protocol(tmp_path: Path) -> None:
+    """A run with other hypotheses, another unlabelled policy, a sample or non-default scorer options was set against
+    the paper's published numbers with no note."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    identity = {"scorer_options": {"pooling": "cls"}, "hypotheses": {"variant": "name", "template": "This text is about {}."},
+                "sampling": {"method": "stratified", "max_samples": 3, "seed": 0}, "unlabelled": "exclude"}
+    off = _as_paper_model(write_run(tmp_path / "off.json", [0, 1, 1, 1]), run_identity=identity, hypotheses="name",
+                          template="This text is about {}.", unlabelled_policy="exclude", max_samples=3, sampled=True)
+    written = build_report([off], tmp_path / "report", draws=100, confusion_matrices=False)
+    expected = ("all-MiniLM-L6-v2 (off) is compared with the paper's all-MiniLM-L6-v2 but was not run by the paper's protocol: "
+                "hypotheses 'name' with template 'This text is about {}.' instead of BTZSC's own; unlabelled policy 'exclude' "
+                "instead of 'paper'; a sample of at most 3 texts per dataset; scorer options pooling=cls (not zstc's defaults). "
+                "Its differences from the published numbers include the effect of these.")
+    assert expected in written.notes
+    [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]
+    assert "not run by the paper's protocol: hypotheses 'name'" in table.caption
+    assert expected in (tmp_path / "report" / "report.md").read_text()
+    # A run made as the paper's were (a summary from before run identities were recorded too) has no such note.
+    on = _as_paper_model(write_run(tmp_path / "on.json", [0, 1, 1, 1]), hypotheses="dataset", template=None,
+                         unlabelled_policy="paper", max_samples=None, sampled=False)
+    written = build_report([on], tmp_path / "report2", draws=100, confusion_matrices=False)
+    assert not any("protocol" in note for note in written.notes)
+    [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]
+    assert "protocol" not in table.caption

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from pydantic_core import ErrorDetails
 
 from zstc import __version__
@@ -125,6 +125,9 @@ def write_leaderboard(summary: dict[str, Any], out: str | Path) -> dict[str, Any
 
 ModelType = Literal["embedding", "llm", "nli", "reranker"]
 NonEmpty = Annotated[str, Field(min_length=1)]
+# Strict: pydantic's default turned a batch size of true into 1 and "12" or 12.0 into 12, so they validated.
+Count = Annotated[StrictInt, Field(ge=0)]
+Positive = Annotated[StrictInt, Field(ge=1)]
 
 
 class Metrics(BaseModel):
@@ -135,6 +138,13 @@ class Metrics(BaseModel):
     accuracy: Metric
     macro_precision: Metric
     macro_recall: Metric
+
+
+class DatasetMetrics(Metrics):
+    """A ``results.by_dataset`` row: the four metrics and how many texts were scored."""
+
+    n_texts: Count | None = None
+    """Texts scored on the dataset (absent or null where the run did not record it)."""
 
 
 class BoardModel(BaseModel):
@@ -156,8 +166,8 @@ class BoardEvaluation(BaseModel):
     timestamp: str | None = None
     device: str | None = None
     precision: str | None = None
-    batch_size: int | None = None
-    max_samples: int | None = None
+    batch_size: Positive | None = None
+    max_samples: Positive | None = None
     """None: every text was scored (required of an entry)."""
     partial: bool = False
     sampled: bool = False
@@ -182,7 +192,7 @@ class BoardResults(BaseModel):
     overall: Metrics
     """The unweighted mean over all datasets (not over families)."""
     by_task: ByTask
-    by_dataset: dict[str, Metrics]
+    by_dataset: dict[str, DatasetMetrics]
 
 
 class LeaderboardEntry(BaseModel):
@@ -215,8 +225,12 @@ def _problem(error: ErrorDetails, content: dict[str, Any]) -> str:
         return f"{where}: expected {_choices(error.get('ctx', {}).get('expected', ''))}, found {found!r}{hint}"
     if kind in ("float_type", "finite_number"):
         return f"{where}: expected a number, found {found!r}"
-    if kind in ("greater_than_equal", "less_than_equal"):
+    if kind in ("greater_than_equal", "less_than_equal") and error["loc"][-1] in METRICS:
         return f"{where}: {found} is outside [0, 1]"
+    if kind == "greater_than_equal":  # a count (n_texts, batch_size)
+        return f"{where}: {found} is below {error.get('ctx', {}).get('ge')}"
+    if kind == "int_type":
+        return f"{where}: expected an integer, found {found!r}"
     if kind == "model_type" or kind == "dict_type":
         return f"{where}: expected an object, found {type(found).__name__}"
     if kind == "extra_forbidden" and where.startswith("results.by_task."):

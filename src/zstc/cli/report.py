@@ -17,9 +17,9 @@ console = Console(stderr=True)
 
 @app.command()
 def report(
-    results: Annotated[list[Path], typer.Argument(help="Result files written by `zstc bench` (their <stem>.details/ folders add statistics and confusion matrices).")],
+    results: Annotated[list[Path], typer.Argument(help="Result files written by `zstc bench`, each once (their <stem>.details/ folders add statistics and confusion matrices).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html, report.md, tables/ and figures/ (an earlier report there is replaced; tables/ or figures/ folders of anything else are refused).")] = Path("report"),
-    paper: Annotated[bool, typer.Option("--paper/--no-paper", help="Include the paper's 38 published models in tables and figures.")] = True,
+    paper: Annotated[bool, typer.Option("--paper/--no-paper", help="Include the paper's published numbers: its 38 models in tables and figures, each run against the paper's number for the same model, and the Kendall tau rankings made from them (--no-paper: only your runs).")] = True,
     bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap draws for the 95% confidence intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap draws.")] = 0,
     confusion: Annotated[bool, typer.Option("--confusion/--no-confusion", help="A confusion matrix per run and dataset.")] = True,
@@ -44,10 +44,15 @@ def export(
     """Write a bench result in the public BTZSC leaderboard schema 1.0 (then check it as `zstc validate` does)."""
     from zstc.benchmark.leaderboard import validate_leaderboard, write_leaderboard
     from zstc.benchmark.store import load_summary
+    from zstc.errors import DataError
     from zstc.io import check_output_path
 
     check_output_path(out, inputs=[leaderboard])
-    content = write_leaderboard(load_summary(leaderboard), out)
+    summary = load_summary(leaderboard)  # its errors name the file already
+    try:
+        content = write_leaderboard(summary, out)
+    except DataError as error:  # what export finds wrong names a field of the result, not which result file
+        raise DataError(f"{leaderboard}: {error}") from None
     console.print(f"wrote {out}")
     problems = validate_leaderboard(content)
     if problems:

@@ -101,12 +101,16 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     """Write the report of ``runs`` into ``directory`` (see :func:`build_report`)."""
     datasets = compared_datasets(runs)
     run_rows = [run.row() for run in runs]
-    published_by_name = {row.label: row for row in paper_rows()}
-    rows = run_rows + (list(published_by_name.values()) if include_paper else [])
+    # Without the paper, nothing read from its published numbers is shown: not its rows, not a run against the
+    # paper's number for the same model, not a ranking of its models (--no-paper left the last two in).
+    published_by_name = {row.label: row for row in paper_rows()} if include_paper else {}
+    rows = run_rows + list(published_by_name.values())
     for run in runs:  # read every run's details first, so the overview can say which were not used
         for name in datasets:
             run.details(name)
-    report = Report(directory, directory / "index.html", notes=_run_notes(runs, datasets) + [n for run in runs for n in run.notes])
+    off_protocol = {run.label: _off_protocol_note(run) for run in runs if run.paper_name in published_by_name and run.protocol_differences()}
+    report = Report(directory, directory / "index.html",
+                    notes=_run_notes(runs, datasets, include_paper) + list(off_protocol.values()) + [n for run in runs for n in run.notes])
 
     overview = Section("overview", "Overview", " ".join(report.notes))
     overview.tables.append(family_table(rows, datasets))
@@ -118,7 +122,8 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
                          "For runs of one of the paper's 38 models: this run minus the published value, per dataset.")
     for run, row in zip(runs, run_rows):
         if run.paper_name in published_by_name:
-            comparison.tables.append(paper_comparison_table(row, published_by_name[run.paper_name], datasets, intervals[run.label].get("macro_f1")))
+            comparison.tables.append(paper_comparison_table(row, published_by_name[run.paper_name], datasets, intervals[run.label].get("macro_f1"),
+                                                            note=off_protocol.get(run.label, "")))
 
     statistics = Section("statistics", "Statistics")
     for run in runs:
@@ -140,8 +145,9 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
                  "Pareto front. Throughput is measured on each run's own "
                  "device (see the runs table): compare runs made on the same hardware. The paper's speeds are not published per model."),
         fig.save(fig.scaling(rows, datasets), figure_dir, "scaling", "macro-F1 against parameter count (Fig. 2b)",
-                 "circles: the paper's models; stars: this report's runs; lines and bands: least-squares fit of the paper's models "
-                 f"on log parameters per model family (at least {fig.MIN_POINTS_FOR_BAND}) with its 95% confidence band. " + _unsized_note(rows)),
+                 ("circles: the paper's models; stars: this report's runs; lines and bands: least-squares fit of the paper's models "
+                  f"on log parameters per model family (at least {fig.MIN_POINTS_FOR_BAND}) with its 95% confidence band. "
+                  if published_by_name else "stars: this report's runs. ") + _unsized_note(rows)),
         fig.save(fig.heatmap(rows, datasets), figure_dir, "heatmap", "macro-F1 per model and dataset"),
     ]
     confusion_section = Section("confusion", "Confusion matrices", "Rows: gold class, normalised to 1; columns: predicted class.",
@@ -213,10 +219,11 @@ def mteb_columns() -> list[str]:
 
 def rank_agreements(runs: list[Run], run_rows: list[ModelRow], published_by_name: dict[str, ModelRow],
                     datasets: list[str]) -> list[tuple[str, RankAgreement | None]]:
-    """Kendall tau: BTZSC vs MTEB over the paper's models; this report's runs vs the paper's numbers."""
+    """Kendall tau: BTZSC vs MTEB over the paper's models; this report's runs vs the paper's numbers (none of
+    them when ``published_by_name`` is empty: a report without the paper)."""
     all_btzsc = list(catalog())
     mteb = mteb_columns()
-    f1 = published("macro_f1")
+    f1 = published("macro_f1") if published_by_name else {}
     agreements = [(
         f"BTZSC vs MTEB: the paper's {len(f1)} models by mean macro-F1 on the 22 BTZSC datasets vs on the {len(mteb)} MTEB sets "
         f"in its baseline files ({', '.join(mteb)})",
@@ -272,11 +279,11 @@ def _unsized_note(rows: list[ModelRow]) -> str:
     return f"Not shown (parameter count not in the model registry): {', '.join(unsized)}." if unsized else ""
 
 
-def _run_notes(runs: list[Run], datasets: list[str]) -> list[str]:
+def _run_notes(runs: list[Run], datasets: list[str], include_paper: bool = True) -> list[str]:
     """What a reader must know before trusting a comparison: partial and sampled runs."""
-    notes = [f"Compared on {len(datasets)} of {len(catalog())} BTZSC datasets (those every result file has); "
-             "the paper's averages are recomputed on the same datasets."] if len(datasets) < len(catalog()) else []
-    if not published("macro_f1"):
+    notes = [f"Compared on {len(datasets)} of {len(catalog())} BTZSC datasets (those every result file has)"
+             + ("; the paper's averages are recomputed on the same datasets." if include_paper else ".")] if len(datasets) < len(catalog()) else []
+    if include_paper and not published("macro_f1"):
         notes.append("The paper's published scores were not found (set ZSTC_BASELINES to a folder of the BTZSC result "
                      "files, f1_scores.csv and the rest): the report shows only these runs.")
     notes += _different_texts_notes(runs, datasets)
@@ -286,6 +293,13 @@ def _run_notes(runs: list[Run], datasets: list[str]) -> list[str]:
             notes.append(f"{run.label} is a sampled run (at most {evaluation.get('max_samples')} texts per dataset): "
                          "see the confidence intervals before reading small differences.")
     return notes
+
+
+def _off_protocol_note(run: Run) -> str:
+    """Why a run's deltas against the paper's published numbers are not only the model's doing: comparing is
+    legitimate, but the reader must know what was done otherwise than in the paper."""
+    return (f"{run.label} is compared with the paper's {run.paper_name} but was not run by the paper's protocol: "
+            f"{'; '.join(run.protocol_differences())}. Its differences from the published numbers include the effect of these.")
 
 
 def _scored_texts(run: Run, dataset: str) -> dict[str, Any]:

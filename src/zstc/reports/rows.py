@@ -104,6 +104,29 @@ class Run:
         chosen.update({k: evaluation.get(k) for k in ("hypotheses", "template", "unlabelled_policy", "max_samples", "seed") if k in evaluation})
         return chosen
 
+    def protocol_differences(self) -> list[str]:
+        """How this run was made otherwise than the paper's published numbers were (BTZSC's own hypotheses, texts
+        whose class has no hypothesis counted as class 0, every text, the scorer's defaults): one phrase each,
+        none for a run made as the paper's were. Read from the recorded run identity, else the evaluation fields."""
+        evaluation = self.summary.get("evaluation", {})
+        identity = evaluation.get("run_identity") or {}
+        hypotheses = identity.get("hypotheses") or {"variant": evaluation.get("hypotheses"), "template": evaluation.get("template")}
+        differences = []
+        if hypotheses.get("variant") not in (None, "dataset") or hypotheses.get("template") is not None:
+            template = f" with template {hypotheses['template']!r}" if hypotheses.get("template") is not None else ""
+            differences.append(f"hypotheses {hypotheses.get('variant')!r}{template} instead of BTZSC's own")
+        policy = identity.get("unlabelled", evaluation.get("unlabelled_policy"))
+        if policy not in (None, "paper"):
+            differences.append(f"unlabelled policy {policy!r} instead of 'paper'")
+        # "sampled" is true only when a cap left texts out; summaries from before it was recorded have only the cap.
+        if evaluation["sampled"] if "sampled" in evaluation else evaluation.get("max_samples") is not None:
+            differences.append(f"a sample of at most {evaluation.get('max_samples')} texts per dataset")
+        options = identity["scorer_options"] if "scorer_options" in identity else {
+            k: v for k, v in (self.model.get("options") or {}).items() if v is not None and k not in ("precision", "device")}
+        if options:
+            differences.append("scorer options " + ", ".join(f"{k}={v}" for k, v in sorted(options.items())) + " (not zstc's defaults)")
+        return differences
+
     def details(self, dataset: str) -> DatasetResult | None:
         """Per-text gold labels and predictions of one dataset, or None when the details are gone."""
         if dataset not in self._details:
@@ -154,10 +177,18 @@ def labelled(result: DatasetResult) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_runs(paths: list[str | Path]) -> list[Run]:
-    """Read bench result files; labels are made unique when two files hold the same model."""
+    """Read bench result files; labels are made unique when two files hold the same model. One file given twice
+    (by the same path, another spelling of it or a link) is refused: the report would compare the run with itself."""
     runs: list[Run] = []
-    for path in paths:
+    seen: dict[tuple[int, int], int] = {}
+    for i, path in enumerate(paths):
         summary = load_summary(path)
+        stat = Path(path).stat()
+        first_index = seen.setdefault((stat.st_dev, stat.st_ino), i)
+        if first_index != i:
+            first = paths[first_index]
+            also = "" if str(first) == str(path) else f" (also as {first})"
+            raise DataError(f"{path}: the same result file given twice{also}; a report compares different runs")
         if not isinstance(summary["results"], dict) or not summary["results"].get("by_dataset"):
             raise DataError(f"{path}: no per-dataset results in 'results.by_dataset'")
         runs.append(Run(Path(path), summary))

@@ -165,17 +165,19 @@ def dataset_table(rows: list[ModelRow], datasets: list[str], metric: str) -> Tab
     return table
 
 
-def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], intervals: dict[str, Interval] | None = None) -> Table:
+def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], intervals: dict[str, Interval] | None = None,
+                           note: str = "") -> Table:
     """A run against the paper's published row for the same model: delta per dataset.
 
     With bootstrap intervals, "in CI" says whether the published macro-F1 lies inside this run's 95%
-    interval, which is what "reproduced" can honestly mean for a sampled run.
+    interval, which is what "reproduced" can honestly mean for a sampled run. ``note`` (how the run is off the
+    paper's protocol) goes into the caption, beside the numbers it qualifies.
     """
     intervals = intervals or {}
     table = Table(
         f"paper_delta_{_slug(run.label)}", f"{run.label} against the paper's {paper.label}",
         ["dataset", "family", "macro-F1", "paper F1", "delta F1", "paper F1 in 95% CI", "accuracy", "paper accuracy", "delta accuracy"],
-        caption="delta = this run minus the published value.",
+        caption="delta = this run minus the published value." + (f" {note}" if note else ""),
     )
     family_of = {name: spec.family for name, spec in catalog().items()}
     for name in datasets:
