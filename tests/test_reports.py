@@ -560,16 +560,21 @@ def test_paper_comparison_says_how_a_run_is_off_the_protocol(tmp_path: Path) -> 
     written = build_report([off], tmp_path / "report", draws=100, confusion_matrices=False)
     expected = ("all-MiniLM-L6-v2 (off) is compared with the paper's all-MiniLM-L6-v2 but was not run by the paper's protocol: "
                 "hypotheses 'name' with template 'This text is about {}.' instead of BTZSC's own; unlabelled policy 'exclude' "
-                "instead of 'paper'; a sample of at most 3 texts per dataset; scorer options pooling=cls (not zstc's defaults). "
+                "instead of 'paper'; a stratified sample of at most 3 texts per dataset, where the paper scored the public "
+                "harness's draw of 1000 (--sampling paper --max-samples 1000). "
                 "Its differences from the published numbers include the effect of these.")
     assert expected in written.notes
     [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]
     assert "not run by the paper's protocol: hypotheses 'name'" in table.caption
     assert expected in (tmp_path / "report" / "report.md").read_text()
     # A run made as the paper's were (a summary from before run identities were recorded too) has no such note.
-    on = _as_paper_model(write_run(tmp_path / "on.json", [0, 1, 1, 1]), hypotheses="dataset", template=None,
-                         unlabelled_policy="paper", max_samples=None, sampled=False)
-    written = build_report([on], tmp_path / "report2", draws=100, confusion_matrices=False)
-    assert not any("protocol" in note for note in written.notes)
-    [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]
-    assert "protocol" not in table.caption
+    # So has the paper's own sample (the harness's draw of 1000), and a scorer option: the protocol fixes none per
+    # model, and --pooling cls is how the paper's all-MiniLM-L6-v2 row was made.
+    for name, sample in (("all.json", dict(max_samples=None, sampled=False)), ("drawn.json", dict(sampling="paper", max_samples=1000, sampled=True))):
+        on = _as_paper_model(write_run(tmp_path / name, [0, 1, 1, 1]), hypotheses="dataset", template=None,
+                             unlabelled_policy="paper", **sample,
+                             run_identity={"scorer_options": {"pooling": "cls"}, "hypotheses": {"variant": "dataset", "template": None}})
+        written = build_report([on], tmp_path / f"report-{name}", draws=100, confusion_matrices=False)
+        assert not any("protocol" in note for note in written.notes), name
+        [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]
+        assert "protocol" not in table.caption

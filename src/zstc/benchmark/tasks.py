@@ -141,6 +141,10 @@ def stratified_sample(task: Task, max_samples: int | None, seed: int = 0) -> Tas
     return task.subset(indices, f"stratified sample of {max_samples} of {len(task)} texts (seed {seed})")
 
 
+PAPER_SAMPLE_SIZE = 1000
+"""Texts per dataset the paper scored: the public harness's draw (:func:`paper_sample`) of this many, or every
+text of a smaller dataset."""
+
 PAPER_FIXED_TEXTS = 2
 """The harness always keeps the first two texts of the grouped file, then draws the rest."""
 
