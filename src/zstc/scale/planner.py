@@ -14,6 +14,7 @@ saved by this process into both as it arrives.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -59,7 +60,20 @@ def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path
     """The sweep of ``models`` over ``template``'s datasets and settings; summaries go to ``out_dir``."""
     # The rule of every --out folder: new or existing, in a folder that exists; never an existing file.
     out_dir = check_output_dir(Path(out_dir))
-    out_dir.mkdir(exist_ok=True)
+    try:
+        out_dir.mkdir()
+    except FileExistsError:
+        return _plan(template, models, out_dir, on_event)
+    # Each bench checks its model, data and hypotheses against a summary path inside the folder, so the folder
+    # comes first; a plan refused there (or interrupted) takes the folder it created with it, as it found nothing.
+    try:
+        return _plan(template, models, out_dir, on_event)
+    except BaseException:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
+def _plan(template: BenchConfig, models: Sequence[str], out_dir: Path, on_event: Callable[[str, Any], None] | None) -> SweepPlan:
     configs: list[Any] = []
     benches: list[Any] = []
     pending: list[Any] = []
