@@ -17,7 +17,7 @@ console = Console(stderr=True)
 @app.command()
 @with_scorer_options("batch_size", "precision", "device", "max_length", precision="fp32")
 def sweep(
-    models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders).")],
+    models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders), each model once under one name.")],
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for one summary per model (<model>.json, as `zstc bench` writes it) and its details.")] = Path("sweep"),
