@@ -302,6 +302,31 @@ def test_nli_probe_refuses_a_bi_encoder() -> None:
         probe_scorer(make_scorer("sentence-transformers/all-MiniLM-L6-v2"))
 
 
+def test_nli_probe_refuses_a_bi_encoder_before_loading_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli) -> None:
+    """The registry knows all-MiniLM-L6-v2 is an embedding model, yet the probe loaded it before refusing it."""
+    import zstc.scorers
+
+    rows = [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}]
+    _write_jsonl(tmp_path / "anli_r1.jsonl", rows)
+    loaded: list[str] = []
+    monkeypatch.setattr(zstc.scorers, "make_scorer", lambda model, *a, **k: loaded.append(model))
+    for family in ([], ["--family", "embedding"]):
+        code, _, err = zstc_cli("nli-probe", "-m", "all-MiniLM-L6-v2", "--data", str(tmp_path), *family)
+        assert code == 2 and err.startswith("error: ") and "cross-encoder" in err and len(err.splitlines()) == 1, err
+    assert loaded == []
+
+
+def test_nli_probe_says_an_empty_set_has_no_pairs(tmp_path: Path) -> None:
+    """An empty file was refused as holding "only others", as if it had pairs of one kind."""
+    from zstc.benchmark.nli_probe import load_nli_set
+
+    (tmp_path / "anli_r1.jsonl").write_text("")
+    with pytest.raises(DataError, match=r"anli_r1.jsonl: no premise-hypothesis pairs") as raised:
+        load_nli_set("anli_r1", tmp_path / "anli_r1.jsonl")
+    assert "only" not in str(raised.value)
+
+
 # -- the command line ------------------------------------------------------------------------------------------
 
 
