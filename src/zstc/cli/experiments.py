@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
+from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, check_hypotheses_template, with_scorer_options
 
 console = Console(stderr=True)
 
@@ -143,6 +143,7 @@ def calibrate(
     from zstc.validation import Rule, check_choice, check_template
     from zstc.yin.calibration import METHODS
 
+    check_hypotheses_template(hypotheses, template)
     if template is not None:
         check_template(template, what="--template")
     check_choice("hypotheses", hypotheses, VARIANTS)
@@ -213,6 +214,7 @@ def unseen(
     from zstc.validation import check_choice, check_template
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
+    check_hypotheses_template(hypotheses, template)
     if template is not None:
         check_template(template, what="--template")
     # One hypothesis per label: the fine-tuning pairs hold one, so the ensemble (three averaged) is no choice here.

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from zstc.cli import app
-from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
+from zstc.cli.options import Hypotheses, ScorerOptions, Template, check_hypotheses_template, with_scorer_options
 
 console = Console(stderr=True)
 
@@ -49,6 +49,7 @@ def sweep(
     check_choice("sampling", sampling, SAMPLING_METHODS)
     check_choice("engine", engine, ENGINES)
     check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "seed": seed})  # before planning
+    check_hypotheses_template(hypotheses, template)
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(
