@@ -99,6 +99,26 @@ def test_a_template_given_twice_is_refused(zstc_cli, btzsc_dir) -> None:
     assert code != 0 and err.startswith("error: duplicate --template: '{}'"), err
 
 
+@pytest.mark.parametrize("command", ["bench", "sweep", "calibrate", "unseen"])
+def test_a_template_with_the_datasets_own_hypotheses_is_refused(zstc_cli, btzsc_dir, tmp_path, command) -> None:
+    """--hypotheses dataset (the default) uses the dataset's own hypotheses, which have no slot: a --template
+    beside them was silently ignored. Every command with both options refuses it, naming both, before the
+    model is even looked up."""
+    data = ["--data", str(btzsc_dir)]
+    args = {
+        "bench": ["-m", "no-such/model", *data, "--tasks", "financialphrasebank", "--out", str(tmp_path / "r.json")],
+        "sweep": ["--models", "no-such/model", *data, "--tasks", "financialphrasebank", "--out", str(tmp_path / "sweep")],
+        "calibrate": ["-m", "no-such/model", *data, "--task", "financialphrasebank"],
+        "unseen": ["-m", "no-such/model", *data, "--train-data", str(btzsc_dir.parent / "btzsc-train"), "--task", "banking77",
+                   "--no-finetune"],
+    }[command]
+    for hypotheses in ([], ["--hypotheses", "dataset"]):
+        code, _, err = zstc_cli(command, *args, *hypotheses, "--template", "It is about {}.")
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith("error: --template ") and "--hypotheses dataset" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- WordNet ------------------------------------------------------------------------------------------
 
 

@@ -302,6 +302,50 @@ def test_nli_probe_refuses_a_bi_encoder() -> None:
         probe_scorer(make_scorer("sentence-transformers/all-MiniLM-L6-v2"))
 
 
+def test_nli_probe_refuses_a_bi_encoder_before_loading_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli) -> None:
+    """The registry knows all-MiniLM-L6-v2 is an embedding model, yet the probe loaded it before refusing it."""
+    import zstc.scorers
+
+    rows = [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}]
+    _write_jsonl(tmp_path / "anli_r1.jsonl", rows)
+    loaded: list[str] = []
+    monkeypatch.setattr(zstc.scorers, "make_scorer", lambda model, *a, **k: loaded.append(model))
+    for family in ([], ["--family", "embedding"]):
+        code, _, err = zstc_cli("nli-probe", "-m", "all-MiniLM-L6-v2", "--data", str(tmp_path), *family)
+        assert code == 2 and err.startswith("error: ") and "cross-encoder" in err and len(err.splitlines()) == 1, err
+    assert loaded == []
+
+
+def test_nli_probe_says_an_empty_set_has_no_pairs(tmp_path: Path) -> None:
+    """An empty file was refused as holding "only others", as if it had pairs of one kind."""
+    from zstc.benchmark.nli_probe import load_nli_set
+
+    (tmp_path / "anli_r1.jsonl").write_text("")
+    with pytest.raises(DataError, match=r"anli_r1.jsonl: no premise-hypothesis pairs") as raised:
+        load_nli_set("anli_r1", tmp_path / "anli_r1.jsonl")
+    assert "only" not in str(raised.value)
+
+
+def test_nli_probe_out_never_overwrites_a_file_in_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli) -> None:
+    """Training files are skipped as test sets, so -o only protected the sets probed: it could overwrite
+    lingnli_train.jsonl. Every file in --data is now refused as -o, before any model loads."""
+    import zstc.scorers
+
+    rows = [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}]
+    _write_jsonl(tmp_path / "anli_r1.jsonl", rows)
+    _write_jsonl(tmp_path / "lingnli_train.jsonl", rows)
+    (tmp_path / "README.txt").write_text("where the data came from")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    loaded: list[str] = []
+    monkeypatch.setattr(zstc.scorers, "make_scorer", lambda model, *a, **k: loaded.append(model))
+    for name in before:
+        code, _, err = zstc_cli("nli-probe", "-m", "some/nli-model", "-f", "nli", "--data", str(tmp_path), "-o", str(tmp_path / name))
+        assert code == 2 and err.startswith("error: --out ") and "input" in err and len(err.splitlines()) == 1, err
+    assert loaded == [] and {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
 # -- the command line ------------------------------------------------------------------------------------------
 
 

@@ -240,6 +240,37 @@ def test_sweep_draws_the_papers_sample_as_bench_does(tmp_path, btzsc_dir, zstc_c
     assert code == 2 and "sampling" in err and "paper" in err and not (tmp_path / "typo").exists()
 
 
+def test_a_refused_sweep_creates_no_out_folder(tmp_path, btzsc_dir, zstc_cli):
+    """--out was created before the models, data and hypotheses were checked: a refused sweep left it behind, empty."""
+    common = ["--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6"]
+    refused = {
+        "model": ["--models", "no-such-model-xyz", *common],
+        "data": ["--models", MINILM, "--data", str(tmp_path / "nonexistent")],
+        "template": ["--models", MINILM, *common, "--hypotheses", "name", "--template", "no slot"],
+    }
+    for name, args in refused.items():
+        code, _, err = zstc_cli("sweep", *args, "--out", str(tmp_path / name))
+        assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+        assert not (tmp_path / name).exists(), name
+    kept = tmp_path / "kept"  # a folder that was there stays, with what it held
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    assert zstc_cli("sweep", *refused["template"], "--out", str(kept))[0] == 2
+    assert [path.name for path in kept.iterdir()] == ["notes.txt"]
+
+
+def test_sweep_refuses_one_model_under_two_names(tmp_path, btzsc_dir, zstc_cli):
+    """A paper short name and its hub id (or a folder with and without a trailing slash) were two models: the
+    sweep computed the model twice, into two summaries. Now one error line names both, and nothing is created."""
+    folder = minilm_folder()
+    common = ["--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6"]
+    for first, second in [("all-MiniLM-L6-v2", MINILM), (folder, folder + "/"), (MINILM, folder)]:
+        code, _, err = zstc_cli("sweep", "--models", f"{first},{second}", *common, "--out", str(tmp_path / "sweep"))
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith("error: --models ") and "same model" in err and err.count("'") >= 4, err
+        assert not (tmp_path / "sweep").exists()
+
+
 def run_child(*args: str, timeout: int = 540, status: int = 0) -> subprocess.CompletedProcess:
     pytest.importorskip("ray")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -92,6 +92,8 @@ def load_nli_set(name: str, path: Path, *, max_samples: int | None = None, seed:
         premises.append(str(record["premise"]))
         hypotheses.append(str(record["hypothesis"]))
         entailed.append(label == ENTAILMENT)
+    if not premises:  # not "found only others": there is nothing in it at all
+        raise DataError(f"{path}: no premise-hypothesis pairs; expected rows with premise, hypothesis and label")
     keep = np.arange(len(premises))
     if max_samples is not None and max_samples < len(keep):
         keep = np.sort(np.random.default_rng(seed).choice(len(keep), size=max_samples, replace=False))
@@ -104,24 +106,32 @@ def load_nli_set(name: str, path: Path, *, max_samples: int | None = None, seed:
 def probe_scorer(scorer: Scorer) -> PairScorer:
     """The scorer, if it can score aligned pairs; the probe's pairs are not a texts x labels grid."""
     if not isinstance(scorer, PairScorer):
-        raise ModelError(
-            f"the NLI probe scores premise-hypothesis pairs with a cross-encoder (families nli, reranker); "
-            f"{scorer.spec.model_id} is scored as family {scorer.spec.family!r}"
-        )
+        raise _not_a_cross_encoder(scorer.spec.model_id, scorer.spec.family)
     return scorer
+
+
+def _not_a_cross_encoder(model: str, family: str) -> ModelError:
+    return ModelError(
+        f"the NLI probe scores premise-hypothesis pairs with a cross-encoder (families nli, reranker); "
+        f"{model} is scored as family {family!r}"
+    )
 
 
 def probe_family(model: str, family: str | None = None) -> str:
     """The family to probe ``model`` as: ``family`` if given, else the registry's (or its folder's), else
-    ``nli``, the family the probe is for (elsewhere an unknown model without a family is an error)."""
-    if family is not None:
-        return family
+    ``nli``, the family the probe is for (elsewhere an unknown model without a family is an error). A family
+    whose scorer cannot score pairs (a bi-encoder) is refused here, before its model loads."""
     from zstc.models.registry import get_model_spec
+    from zstc.scorers.families import get_family
 
-    try:
-        return get_model_spec(model).family
-    except ModelError:
-        return "nli"
+    if family is None:
+        try:
+            family = get_model_spec(model).family
+        except ModelError:
+            family = "nli"
+    if not callable(getattr(get_family(family).scorer_class(), "score_pairs_with_notes", None)):
+        raise _not_a_cross_encoder(model, family)
+    return family
 
 
 def run_probe(

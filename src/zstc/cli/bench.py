@@ -11,7 +11,7 @@ from rich.table import Table
 
 from zstc.cli import app
 from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
-from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
+from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold, check_hypotheses_template
 
 console = Console(stderr=True)
 
@@ -50,6 +50,7 @@ def bench(
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
     check_choice("sampling", sampling, SAMPLING_METHODS)
     check_options({"threshold": threshold, "max_samples": max_samples, "seed": seed})
+    check_hypotheses_template(hypotheses, template)
     if threshold is not None and not multi_label:  # as classify: said, not ignored
         from zstc.errors import LabelError
 

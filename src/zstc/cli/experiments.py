@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
+from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, check_hypotheses_template, with_scorer_options
 
 console = Console(stderr=True)
 
@@ -18,7 +18,7 @@ Data = Annotated[str, typer.Option(help="A directory of dataset files, or 'hub' 
 Task = Annotated[str, typer.Option(help="One BTZSC dataset.")]
 MaxSamples = Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N texts.")]
 CalibrationSamples = Annotated[Optional[int], typer.Option(
-    help="Use a stratified sample of at most N texts; N >= 2 (one to fit on, one to test on).")]
+    help="Use a stratified sample of at most N texts; N >= 2, and the part fitted on (--dev-fraction) needs at least 2 texts of 2 classes.")]
 """calibrate's --max-samples: its floor is checked with the other options (one `--max-samples must be >= 2` line)."""
 Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
 Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
@@ -117,7 +117,7 @@ def calibrate(
     data: Data,
     task: Task,
     method: Annotated[str, typer.Option(help="'temperature' (single-label softmax) or 'platt' (per-label sigmoid).")] = "temperature",
-    dev_fraction: Annotated[float, typer.Option(min=0.05, max=0.95, help="Share of the texts (stratified) used to fit; the rest is the test set.")] = 0.5,
+    dev_fraction: Annotated[float, typer.Option(min=0.05, max=0.95, help="Share of the texts (stratified) used to fit (at least 2 texts of 2 classes); the rest is the test set.")] = 0.5,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     max_samples: CalibrationSamples = None,
@@ -143,6 +143,7 @@ def calibrate(
     from zstc.validation import Rule, check_choice, check_template
     from zstc.yin.calibration import METHODS
 
+    check_hypotheses_template(hypotheses, template)
     if template is not None:
         check_template(template, what="--template")
     check_choice("hypotheses", hypotheses, VARIANTS)
@@ -154,6 +155,12 @@ def calibrate(
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
     if len(dev) == 0 or len(test) == 0:
         raise DataError(f"{task}: {len(loaded)} texts leave {len(dev)} to fit and {len(test)} to test on; calibration needs both")
+    # One text (or one class) fits nothing: the temperature ran to its bound of 100, silently.
+    dev_classes = len(np.unique(dev.gold[dev.gold >= 0]))
+    if len(dev) < 2 or dev_classes < 2:
+        raise DataError(f"{task}: the dev part (--max-samples {max_samples}, --dev-fraction {dev_fraction:g}) has {len(dev)} "
+                        f"text(s) of {dev_classes} class(es); fitting needs at least 2 texts of 2 classes: raise "
+                        "--max-samples or --dev-fraction")
     scorer = _scorer(model, family, scoring)
     descriptions = make_hypothesis_provider(hypotheses, template)(loaded)
     scores = score_hypotheses(scorer, [*dev.texts, *test.texts], descriptions)
@@ -171,6 +178,8 @@ def calibrate(
         table.add_row(phase, f"{report[phase]['ece']:.4f}", f"{report[phase]['brier']:.4f}")
     table.caption = ", ".join(f"{name} {value:.4g}" for name, value in report["parameters"].items())
     Console().print(table)
+    for note in report["notes"]:
+        console.print(f"[yellow]note[/]: {note}")
     _write(report, out, scorer)
 
 
@@ -213,6 +222,7 @@ def unseen(
     from zstc.validation import check_choice, check_template
     from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
 
+    check_hypotheses_template(hypotheses, template)
     if template is not None:
         check_template(template, what="--template")
     # One hypothesis per label: the fine-tuning pairs hold one, so the ensemble (three averaged) is no choice here.

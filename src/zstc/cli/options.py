@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from zstc.defaults import DEFAULT_MODEL
-from zstc.errors import ZstcError
+from zstc.errors import OptionError, ZstcError
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
 ModelWithDefault = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
@@ -54,7 +54,8 @@ Hypotheses = Annotated[
 Template = Annotated[
     Optional[str],
     typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
-                 "(topic 'This text is about {}.', emotion 'This text expresses {}.', situation 'The people there need {}.')."),
+                 "(topic 'This text is about {}.', emotion 'This text expresses {}.', situation 'The people there need {}.'). "
+                 "Not with --hypotheses dataset, whose hypotheses are the dataset's own."),
 ]
 MultiLabel = Annotated[bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")]
 Threshold = Annotated[Optional[float], typer.Option(help="Multi-label threshold; default: the score type's (see `zstc.multilabel`).")]
@@ -64,6 +65,15 @@ LabelThresholds = Annotated[
 ]
 
 DEFAULT = DEFAULT_MODEL
+
+
+def check_hypotheses_template(hypotheses: str, template: str | None) -> None:
+    """Refuse ``--template`` with ``--hypotheses dataset`` (bench, sweep, calibrate, unseen): the dataset's own
+    hypotheses are whole sentences with no slot, so the template was silently ignored."""
+    if template is not None and hypotheses == "dataset":
+        raise OptionError("--template fills label names into hypotheses, but --hypotheses dataset (the default) uses the "
+                          "dataset's own, which have no template; drop --template or give --hypotheses name, definition, "
+                          "both or ensemble")
 
 
 def requested_precision(precision: str | None, bf16: bool | None, default: str) -> str:

@@ -22,7 +22,7 @@ def nli_probe(
     data: Annotated[Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")],
     max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a seeded random sample of at most N pairs per set.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the results as JSON here.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the results as JSON here (never a file in --data).")] = None,
     family: Annotated[Optional[str], typer.Option("--family", "-f", help="nli or reranker; default: the registry's, else nli.")] = None,
     *,
     scoring: ScorerOptions,
@@ -40,7 +40,8 @@ def nli_probe(
     check_options({"seed": seed})
     sets = find_nli_sets(data)  # before loading the model: a wrong folder fails at once
     if out is not None:
-        check_output_path(out, inputs=list(sets.values()))
+        # Every file in --data, not only the sets probed: the training files it skips are data too.
+        check_output_path(out, inputs=[path for path in data.expanduser().iterdir() if path.is_file()])
     scorer = make_scorer(model, probe_family(model, family), **scoring.kwargs())
     summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress())
     print_probe(summary)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from zstc.cli import app
-from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
+from zstc.cli.options import Hypotheses, ScorerOptions, Template, check_hypotheses_template, with_scorer_options
 
 console = Console(stderr=True)
 
@@ -17,7 +17,7 @@ console = Console(stderr=True)
 @app.command()
 @with_scorer_options("batch_size", "precision", "device", "max_length", precision="fp32")
 def sweep(
-    models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders).")],
+    models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders), each model once under one name.")],
     data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for one summary per model (<model>.json, as `zstc bench` writes it) and its details.")] = Path("sweep"),
@@ -49,6 +49,7 @@ def sweep(
     check_choice("sampling", sampling, SAMPLING_METHODS)
     check_choice("engine", engine, ENGINES)
     check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "seed": seed})  # before planning
+    check_hypotheses_template(hypotheses, template)
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
     template_config = BenchConfig(

@@ -14,6 +14,7 @@ saved by this process into both as it arrives.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,9 @@ from typing import Any
 from zstc.benchmark.result_cache import model_folder
 from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
 from zstc.benchmark.store import DatasetResult
+from zstc.errors import LabelError, quoted
 from zstc.io import check_output_dir
+from zstc.models.registry import get_model_spec
 from zstc.validation import check_choice, check_options
 
 ENGINES = ("local", "ray")
@@ -59,7 +62,39 @@ def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path
     """The sweep of ``models`` over ``template``'s datasets and settings; summaries go to ``out_dir``."""
     # The rule of every --out folder: new or existing, in a folder that exists; never an existing file.
     out_dir = check_output_dir(Path(out_dir))
-    out_dir.mkdir(exist_ok=True)
+    check_distinct_models(models, template.family)  # before the folder exists: a refused sweep leaves nothing behind
+    try:
+        out_dir.mkdir()
+    except FileExistsError:
+        return _plan(template, models, out_dir, on_event)
+    # Each bench checks its model, data and hypotheses against a summary path inside the folder, so the folder
+    # comes first; a plan refused there (or interrupted) takes the folder it created with it, as it found nothing.
+    try:
+        return _plan(template, models, out_dir, on_event)
+    except BaseException:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
+def check_distinct_models(models: Sequence[str], family: str | None = None) -> None:
+    """Refuse two names of one model (a paper short name and its hub id, a local folder with and without a
+    trailing slash, a registered model and its local copy): the sweep would compute it twice, into two
+    summaries. Unknown names are refused here too, before anything is created."""
+    seen: dict[str, str] = {}
+    for model in models:
+        spec = get_model_spec(model, family, parameter="models")
+        folder = Path(model).expanduser()
+        if not folder.is_dir() and spec.offline_source is not None:  # the installed copy of a registered model
+            folder = spec.offline_source(locate_only=True) or folder
+        names = [spec.model_id, *([str(folder.resolve())] if folder.is_dir() else [])]
+        for name in names:
+            if name in seen:
+                raise LabelError(f"models {quoted(seen[name])} and {quoted(model)} are the same model ({name}); give it once",
+                                 parameters=("models",))
+        seen.update(dict.fromkeys(names, model))
+
+
+def _plan(template: BenchConfig, models: Sequence[str], out_dir: Path, on_event: Callable[[str, Any], None] | None) -> SweepPlan:
     configs: list[Any] = []
     benches: list[Any] = []
     pending: list[Any] = []

@@ -31,6 +31,9 @@ from zstc.multilabel import gold_matrix
 METHODS: tuple[str, ...] = ("temperature", "platt")
 ECE_BINS = 15
 
+TEMPERATURE_BOUNDS: tuple[float, float] = (1e-2, 1e2)
+"""The range T is searched in: from 1/100 to 100 covers cosine similarities (tiny spread) and logits (large spread)."""
+
 
 def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> float:
     """ECE: the mean over equal-width confidence bins of |accuracy - mean confidence|, weighted by each bin's share."""
@@ -78,9 +81,17 @@ class TemperatureScaling:
         def nll(log_t: float) -> float:
             return float(-log_softmax(scores / np.exp(log_t), axis=1)[rows, gold].mean())
 
-        # T from 1/100 to 100 covers cosine similarities (tiny spread) and logits (large spread).
-        self.temperature = float(np.exp(minimize_scalar(nll, bounds=(np.log(1e-2), np.log(1e2)), method="bounded").x))
+        bounds = (np.log(TEMPERATURE_BOUNDS[0]), np.log(TEMPERATURE_BOUNDS[1]))
+        self.temperature = float(np.exp(minimize_scalar(nll, bounds=bounds, method="bounded").x))
         return self
+
+    def at_bound(self) -> float | None:
+        """The bound of :data:`TEMPERATURE_BOUNDS` the fitted T lies on (the search stopped there, so the dev
+        data did not pin T down), else None."""
+        for bound in TEMPERATURE_BOUNDS:
+            if abs(np.log(self.temperature) - np.log(bound)) < 1e-3:
+                return bound
+        return None
 
     def transform(self, scores: np.ndarray) -> np.ndarray:
         """Each text's probabilities over its labels."""
@@ -124,6 +135,7 @@ def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndar
     """
     if method not in METHODS:
         raise UnknownNameError(f"unknown calibration method {method!r}; expected one of {', '.join(METHODS)}")
+    notes: list[str] = []
     if method == "temperature":
         dev_keep, test_keep = dev_gold >= 0, test_gold >= 0
         dev_scores, dev_gold = dev_scores[dev_keep], dev_gold[dev_keep]
@@ -132,6 +144,11 @@ def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndar
         scaler: TemperatureScaling | PlattScaling = temperature
         report = single_label_report
         parameters = {"temperature": temperature.temperature}
+        bound = temperature.at_bound()
+        if bound is not None:  # said, not silent: such a T is where the search stopped, not a fitted value
+            notes.append(f"the fitted temperature {temperature.temperature:.4g} lies on the bound {bound:g} of its search "
+                         f"range ({TEMPERATURE_BOUNDS[0]:g} to {TEMPERATURE_BOUNDS[1]:g}): the dev texts do not determine it "
+                         "(too few of them, or scores that do not separate the labels)")
     else:
         scaler = PlattScaling().fit(dev_scores, dev_gold)
         report = multi_label_report
@@ -143,6 +160,7 @@ def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndar
         "n_test": int(len(test_gold)),
         "before": report(uncalibrated(test_scores, method, score_type), test_gold),
         "after": report(scaler.transform(test_scores), test_gold),
+        "notes": notes,
     }
 
 
