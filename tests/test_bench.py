@@ -129,6 +129,15 @@ def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, bt
     assert _identity(btzsc_dir, tmp_path) == base
 
 
+def test_a_template_beside_the_datasets_own_hypotheses_is_refused_by_the_library_too(tmp_path, btzsc_dir):
+    """The CLI refuses it; BenchConfig(template=...) with the default hypotheses ran, the template silently ignored."""
+    from zstc.errors import OptionError
+
+    with pytest.raises(OptionError, match=r"^template cannot be used with hypotheses dataset \(the default\)") as refused:
+        Bench(config(tmp_path, btzsc_dir, template="It is about {}."), show_progress=False).run()
+    assert refused.value.parameters == ("template", "hypotheses") and not (tmp_path / "r.json").exists()
+
+
 def test_hub_data_is_identified_by_its_content(tmp_path, shared_data, monkeypatch):
     """The hub's btzsc/btzsc can change under the same name: its identity was the name alone, so a result scored
     on the old rows was reused (from the details folder or the shared cache) as if it were the new rows'."""

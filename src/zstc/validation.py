@@ -186,6 +186,16 @@ def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     return result
 
 
+def check_hypotheses_template(hypotheses: str, template: str | None) -> None:
+    """Refuse a ``template`` beside ``hypotheses="dataset"`` (bench, sweep, calibrate, unseen): the dataset's own
+    hypotheses are whole sentences with no slot, so the template was silently ignored."""
+    if template is not None and hypotheses == "dataset":
+        # Worded so that the CLI's rewrite of the parameter names into flags reads right.
+        raise OptionError("template cannot be used with hypotheses dataset (the default), whose sentences are the dataset's "
+                          "own with no slot to fill; leave template out, or choose hypotheses name, definition, both or ensemble",
+                          "template", "hypotheses")
+
+
 def check_template(template: str, *, what: str = "template") -> str:
     """A hypothesis template: exactly one ``{}`` where the label goes; other braces doubled (``{{``).
 

@@ -25,7 +25,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, ZstcError
 from zstc.io import GROUPED_SUFFIXES, check_output_dir, check_output_path
-from zstc.validation import OptionSpec
+from zstc.validation import OptionSpec, check_hypotheses_template
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
@@ -278,6 +278,7 @@ class Bench:
         config = self.config
         OptionSpec(str, choices=OVERWRITE_STRATEGIES).check("overwrite", config.overwrite)
         OptionSpec(str, choices=SAMPLING_METHODS).check("sampling", config.sampling)
+        check_hypotheses_template(config.hypotheses, config.template)
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)
             make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from zstc.cli import app
 from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
-from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold, check_hypotheses_template
+from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
+from zstc.validation import check_hypotheses_template
 
 console = Console(stderr=True)
 

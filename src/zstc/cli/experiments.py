@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, check_hypotheses_template, with_scorer_options
+from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
+from zstc.validation import check_hypotheses_template
 
 console = Console(stderr=True)
 

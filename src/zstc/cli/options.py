@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from zstc.defaults import DEFAULT_MODEL
-from zstc.errors import OptionError, ZstcError
+from zstc.errors import ZstcError
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
 ModelWithDefault = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
@@ -65,15 +65,6 @@ LabelThresholds = Annotated[
 ]
 
 DEFAULT = DEFAULT_MODEL
-
-
-def check_hypotheses_template(hypotheses: str, template: str | None) -> None:
-    """Refuse ``--template`` with ``--hypotheses dataset`` (bench, sweep, calibrate, unseen): the dataset's own
-    hypotheses are whole sentences with no slot, so the template was silently ignored."""
-    if template is not None and hypotheses == "dataset":
-        raise OptionError("--template fills label names into hypotheses, but --hypotheses dataset (the default) uses the "
-                          "dataset's own, which have no template; drop --template or give --hypotheses name, definition, "
-                          "both or ensemble")
 
 
 def requested_precision(precision: str | None, bf16: bool | None, default: str) -> str:

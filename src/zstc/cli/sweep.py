@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 
 from zstc.cli import app
-from zstc.cli.options import Hypotheses, ScorerOptions, Template, check_hypotheses_template, with_scorer_options
+from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
+from zstc.validation import check_hypotheses_template
 
 console = Console(stderr=True)
 
