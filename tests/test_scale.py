@@ -271,6 +271,15 @@ def test_sweep_refuses_one_model_under_two_names(tmp_path, btzsc_dir, zstc_cli):
         assert not (tmp_path / "sweep").exists()
 
 
+def test_sweep_names_an_unknown_model_without_advising_an_option_it_lacks(tmp_path, btzsc_dir, zstc_cli):
+    """The registry's advice for an unknown model is --family, which sweep does not have."""
+    code, _, err = zstc_cli("sweep", "--models", f"{MINILM},no-such/model", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+                            "--out", str(tmp_path / "sweep"))
+    assert code != 0 and len(err.splitlines()) == 1, err
+    assert err.startswith("error: unknown model 'no-such/model' in --models") and "zstc bench --family" in err
+    assert "pass --family" not in err and not (tmp_path / "sweep").exists()
+
+
 def run_child(*args: str, timeout: int = 540, status: int = 0) -> subprocess.CompletedProcess:
     pytest.importorskip("ray")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
