@@ -389,7 +389,7 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         ([*train, "--variant", "binry"], "--variant must be one of triplet, binary, got 'binry' (did you mean 'binary'?)"),
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--alpha", "-5"], "--alpha must be >= 0"),
         (["calibrate", "-m", MINILM, *data, "--method", "bogus"], "--method must be one of temperature, platt"),
-        (["calibrate", "-m", MINILM, *data, "--max-samples", "1"], "--max-samples must be >= 2"),
+        (["calibrate", "-m", MINILM, *data, "--max-samples", "2"], "--max-samples must be >= 3"),  # 2 to fit on, 1 to test on
         # Seeds: numpy's generators refuse a negative one, and transformers' set_seed one past 32 bits (tracebacks).
         *[(args, "--seed must be >= 0 and <= 4294967295, got -1") for args in [
             ["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--out", str(tmp_path / "b.json"), "--seed", "-1"],
@@ -448,7 +448,7 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["serve", "--port", "70000"], "--port must be between 0 and 65535"),
         # The commands that take the scorer options as one bundle check them as every command does.
         (["serve", "--drain-timeout", "-1"], "--drain-timeout must be >= 0"),
-        (["nli-probe", "-m", MINILM, "--data", str(btzsc_dir.parent / "nli"), "--batch-size", "0"], "--batch-size must be >= 1"),
+        (["nli-probe", "-m", MINILM, "--data", str(btzsc_dir.parent / "nli"), "--family", "nli", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--batch-size", "0",
           "--out", str(tmp_path / "sweep")], "--batch-size must be >= 1"),
         (["unseen", "-m", MINILM, *data, "--train-data", str(btzsc_dir), "--no-finetune", "--max-length", "0"], "--max-length must be >= 1"),
@@ -511,7 +511,7 @@ def test_calibrate_help_states_the_sample_floor_it_enforces() -> None:
 
     command = get_command(app).commands["calibrate"]  # type: ignore[attr-defined]
     option = next(param for param in command.params if param.name == "max_samples")
-    assert option.min in (None, 2) and "N >= 2" in (option.help or "")
+    assert option.min in (None, 3) and "N >= 3" in (option.help or "")
 
 
 def test_no_model_lookup_matches_an_empty_name() -> None:

@@ -19,8 +19,8 @@ Data = Annotated[str, typer.Option(help="A directory of dataset files, or 'hub' 
 Task = Annotated[str, typer.Option(help="One BTZSC dataset.")]
 MaxSamples = Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N texts.")]
 CalibrationSamples = Annotated[Optional[int], typer.Option(
-    help="Use a stratified sample of at most N texts; N >= 2, and the part fitted on (--dev-fraction) needs at least 2 texts of 2 classes.")]
-"""calibrate's --max-samples: its floor is checked with the other options (one `--max-samples must be >= 2` line)."""
+    help="Use a stratified sample of at most N texts; N >= 3 (2 to fit on, 1 to test on), and the part fitted on (--dev-fraction) needs at least 2 texts of 2 classes.")]
+"""calibrate's --max-samples: its floor is checked with the other options (one `--max-samples must be >= 3` line)."""
 Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
 Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
 
@@ -148,9 +148,9 @@ def calibrate(
     if template is not None:
         check_template(template, what="--template")
     check_choice("hypotheses", hypotheses, VARIANTS)
-    # Two texts at least: one to fit on, one to test on.
+    # Three texts at least: two to fit on (one fits nothing: the temperature runs to its bound), one to test on.
     _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
-                       {"method": Rule(choices=METHODS), "max_samples": Rule(2, integer=True)})
+                       {"method": Rule(choices=METHODS), "max_samples": Rule(3, integer=True)})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
