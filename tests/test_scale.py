@@ -291,7 +291,11 @@ def run_child(*args: str, timeout: int = 540, status: int = 0) -> subprocess.Com
 
 @pytest.mark.slow
 def test_ray_sweep_survives_a_killed_worker_and_equals_bench(tmp_path, btzsc_dir):
-    models = [MINILM, minilm_folder()]
+    import shutil
+
+    # Two models: MiniLM by its hub id and a copy of it in a folder of its own (the installed folder itself is the
+    # registered model's own files, which a sweep refuses as the same model under two names).
+    models = [MINILM, str(shutil.copytree(minilm_folder(), tmp_path / "minilm-copy"))]
     marker = tmp_path / "killed"
     run_child("sweep", str(btzsc_dir), str(tmp_path / "sweep"), ",".join(models), str(marker))
     assert marker.exists()  # a worker really died mid-unit, and the sweep still finished
