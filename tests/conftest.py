@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_data import shared_path
+from shared_data import REPO, shared_path
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
