@@ -200,6 +200,10 @@ def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:
     classifier = Classifier(str(nli_folder), family="nli", shortlist=2, precision="fp32")
     predictions = classifier.predict(TEXTS[:2], LABELS)
     assert all(p.label in LABELS and len(p.scores) == len(LABELS) for p in predictions)
+    # Taken, not only accepted: the main model scored each text's 2 shortlisted labels, the other 4 get probability 0.
+    for prediction in predictions:
+        scored = [label for label, probability in prediction.scores.items() if probability > 0]
+        assert len(scored) == 2 and prediction.label in scored, prediction.scores
 
 
 def test_scored_labels_are_each_rows_shortlist() -> None:
