@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_data import shared_path
+from shared_data import REPO, shared_path
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -27,6 +27,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "hub" in item.keywords:
             item.add_marker(skip_hub)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_result_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The session-scoped fixtures' result cache (their bench runs): set up before any function-scoped fixture,
+    they wrote into ~/.cache/zstc/results, and the next session's 'real' runs were read back from there."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ZSTC_RESULTS_CACHE", str(tmp_path_factory.mktemp("session-results-cache")))
+        yield
 
 
 @pytest.fixture(autouse=True)

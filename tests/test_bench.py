@@ -55,8 +55,22 @@ def test_an_interrupted_run_keeps_finished_datasets_and_resumes(tmp_path, btzsc_
 
     calls.clear()
     monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
-    Bench(config(tmp_path, btzsc_dir), show_progress=False).run()
+    resumed = Bench(config(tmp_path, btzsc_dir), show_progress=False).run()
     assert calls == ["banking77"]  # financialphrasebank was reused
+    # ... and the resumed run is the uninterrupted one: every dataset in the summary, the same numbers and scores.
+    whole = Bench(config(tmp_path, btzsc_dir, out=tmp_path / "whole.json", cache=False), show_progress=False).run()
+    timing = {"wall_time_s", "texts_per_second", "latency_p50_s", "latency_p95_s"}
+
+    def numbers(summary):
+        return {name: {k: v for k, v in row.items() if k not in timing} for name, row in summary["results"]["by_dataset"].items()}
+
+    assert list(resumed["results"]["by_dataset"]) == ["financialphrasebank", "banking77"]
+    assert numbers(resumed) == numbers(whole) and resumed["results"]["overall"] == whole["results"]["overall"]
+    assert resumed["results"]["by_task"] == whole["results"]["by_task"]
+    assert resumed["evaluation"]["fingerprints"] == whole["evaluation"]["fingerprints"]
+    for name in ("financialphrasebank", "banking77"):
+        kept, fresh = ResultStore(tmp_path / "r.json").load(name), ResultStore(tmp_path / "whole.json").load(name)
+        assert (kept.scores == fresh.scores).all() and (kept.predicted == fresh.predicted).all()
 
     calls.clear()
     with pytest.raises(DataError, match=r"other settings .*sampling.*--overwrite always"):

@@ -8,12 +8,13 @@ run SmolLM2-135M-Instruct.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from zstc.errors import ZstcError
+from zstc.errors import OptionError
 from zstc.scorers import make_scorer
 from zstc.scorers.cascade import DEFAULT_SHORTLISTER, CascadeScorer, fill_unlisted, parse_shortlist, shortlist_ranks
 
@@ -54,9 +55,13 @@ def test_shortlist_setting_is_canonical() -> None:
     assert parse_shortlist("8").canonical == f"{DEFAULT_SHORTLISTER}:8"
     assert parse_shortlist(8) == parse_shortlist("all-MiniLM-L6-v2:8") == parse_shortlist(f"{DEFAULT_SHORTLISTER}:8")
     assert parse_shortlist(None) is None
-    for bad in ("0", "x", "all-MiniLM-L6-v2:", ":3", "-2"):
-        with pytest.raises(ZstcError):
+    # Each refusal its own reason: a bare ZstcError also passed where ':3' reached the registry's "model is empty".
+    refusals = {"0": "K must be at least 1, got 0", "-2": "K must be at least 1, got -2", "x": "K a whole number, got 'x'",
+                "all-MiniLM-L6-v2:": "K a whole number, got 'all-MiniLM-L6-v2:'", ":3": "':3' names no model before ':'"}
+    for bad, reason in refusals.items():
+        with pytest.raises(OptionError, match=f"^shortlist .*{re.escape(reason)}$") as refused:
             parse_shortlist(bad)
+        assert refused.value.parameters == ("shortlist",)
 
 
 def test_shortlist_is_deterministic_under_ties() -> None:
@@ -195,6 +200,10 @@ def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:
     classifier = Classifier(str(nli_folder), family="nli", shortlist=2, precision="fp32")
     predictions = classifier.predict(TEXTS[:2], LABELS)
     assert all(p.label in LABELS and len(p.scores) == len(LABELS) for p in predictions)
+    # Taken, not only accepted: the main model scored each text's 2 shortlisted labels, the other 4 get probability 0.
+    for prediction in predictions:
+        scored = [label for label, probability in prediction.scores.items() if probability > 0]
+        assert len(scored) == 2 and prediction.label in scored, prediction.scores
 
 
 def test_scored_labels_are_each_rows_shortlist() -> None:

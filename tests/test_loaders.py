@@ -1,11 +1,12 @@
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from zstc.benchmark.catalog import get_task_spec
-from zstc.errors import DataError
+from zstc.errors import DataError, LabelError
 from zstc.benchmark.data import load_btzsc_task, load_grouped, load_paired, load_user_task
 from zstc.io import read_label_descriptions, read_records, read_texts
 from zstc.benchmark.tasks import NO_HYPOTHESIS, apply_unlabelled_policy, stratified_sample
@@ -112,8 +113,8 @@ def test_user_files(tmp_path):
     labels.write_text("sports\tThis text is about sport.\npolitics\n")
     assert read_label_descriptions(labels) == {"sports": "This text is about sport.", "politics": "politics"}
     (tmp_path / "dup.txt").write_text("a\na\n")
-    with pytest.raises(Exception, match="duplicate"):
-        read_label_descriptions(tmp_path / "dup.txt")
+    with pytest.raises(LabelError, match=rf"^duplicate labels in {re.escape(str(tmp_path / 'dup.txt'))}: 'a'$"):
+        read_label_descriptions(tmp_path / "dup.txt")  # a user error (one line on the CLI), naming the file and the label
     data = write_jsonl(tmp_path / "mine.jsonl", [{"text": "x", "label_text": "b"}, {"text": "y", "label_text": "a"}])
     task = load_user_task(data)
     assert task.label_names == ["a", "b"] and task.gold.tolist() == [1, 0]
