@@ -250,9 +250,15 @@ def test_default_descriptions_and_multi_label_rule_are_the_librarys(client: Test
 
 
 def test_precision_rounds_scores(client: TestClient) -> None:
+    """To the digits asked for: a score rounded to fewer (or not at all) is not the full score rounded to 2."""
+    full = client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS}).json()["results"][0]["scores"]
     response = client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS, "precision": 2})
-    for entry in response.json()["results"][0]["scores"]:
-        assert entry["score"] == round(entry["score"], 2) and entry["probability"] == round(entry["probability"], 2)
+    assert response.status_code == 200, response.text
+    rounded = response.json()["results"][0]["scores"]
+    assert [(e["label"], e["score"], e["probability"]) for e in rounded] == [
+        (e["label"], round(e["score"], 2), round(e["probability"], 2)) for e in full]
+    assert any(e["score"] != round(e["score"], 1) for e in rounded)  # 0.17, 0.09, 0.06: 2 digits differ from 1
+    assert any(e["score"] != round(e["score"], 2) for e in full)
 
 
 # -- the Hugging Face and Cohere shapes ---------------------------------------------------------------------------
