@@ -79,9 +79,13 @@ def test_single_variant_is_scored_once_and_ensemble_averages() -> None:
 
 
 def test_template_robustness_summary() -> None:
-    report = template_robustness(WordOverlapScorer(), small_task(), ["This text is about {}.", "{}", "xyz {}"])
+    # "{}s" fills in words no text has ("sportss"): every text ties and goes to the first label, sports (macro-F1
+    # (0.8 + 0) / 2); the others name the label a text shares: every text right.
+    report = template_robustness(WordOverlapScorer(), small_task(), ["This text is about {}.", "{}s", "{}"])
     values = [row["macro_f1"] for row in report["templates"]]
-    assert report["best"] == max(values) and report["worst"] == min(values)
+    assert values == pytest.approx([1.0, 0.4, 1.0])
+    assert (report["best"], report["best_template"], report["worst"], report["worst_template"]) == (
+        max(values), "This text is about {}.", min(values), "{}s")
     assert report["spread"] == pytest.approx(max(values) - min(values))
     assert report["mean"] == pytest.approx(np.mean(values))
     assert report["templates"][0]["example"] == "This text is about sports."
