@@ -166,13 +166,23 @@ def test_yesno_answer_tokens_come_from_the_tokenizer(yesno: YesNoScorer) -> None
     assert yesno.loaded.facts == [tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")]
 
 
-def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer) -> None:
+def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> None:
     labels = LABELS[1:]  # two long labels and a short one
+    prefix_runs: list[int] = []  # texts whose shared prefix ran on its own: the two runs must take different paths
+    run_prefixes = yesno._run_prefixes
+
+    def counted(loaded, prefixes):  # the real prefix run, counted
+        prefix_runs.append(len(prefixes))
+        return run_prefixes(loaded, prefixes)
+
+    monkeypatch.setattr(yesno, "_run_prefixes", counted)
     yesno.prefix_cache = True
     cached = yesno.score(TEXTS, labels)
+    assert sum(prefix_runs) == len(TEXTS)
     yesno.prefix_cache = False
     full = yesno.score(TEXTS, labels)
     yesno.prefix_cache = True
+    assert sum(prefix_runs) == len(TEXTS), "prefix_cache=False ran every pair's whole prompt"
     assert cached.shape == (3, 3) and cached.dtype == np.float32
     assert ((cached > 0) & (cached < 1)).all()
     assert np.abs(cached - full).max() <= 1e-4
