@@ -251,9 +251,9 @@ def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
     saved = llm.max_length
     llm.max_length = 300
     try:
-        scores, notes = dataclasses.astuple(llm.score_with_notes([LONG_TEXT], LABELS))
+        scores, notes = dataclasses.astuple(llm.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS))
         assert np.isfinite(scores).all()
-        assert notes and "truncated" in notes[0]
+        assert notes == ["1 of 2 texts exceed 300 tokens with their prompt and were truncated"]  # the short text is not
         (ids,) = llm._fit_text(LONG_TEXT, lambda t: [llm._prompt_ids(t, LABELS)])
         decoded = llm.loaded.tokenizer.decode(ids)
         assert len(ids) <= 300
