@@ -166,13 +166,23 @@ def test_yesno_answer_tokens_come_from_the_tokenizer(yesno: YesNoScorer) -> None
     assert yesno.loaded.facts == [tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")]
 
 
-def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer) -> None:
+def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> None:
     labels = LABELS[1:]  # two long labels and a short one
+    prefix_runs: list[int] = []  # texts whose shared prefix ran on its own: the two runs must take different paths
+    run_prefixes = yesno._run_prefixes
+
+    def counted(loaded, prefixes):  # the real prefix run, counted
+        prefix_runs.append(len(prefixes))
+        return run_prefixes(loaded, prefixes)
+
+    monkeypatch.setattr(yesno, "_run_prefixes", counted)
     yesno.prefix_cache = True
     cached = yesno.score(TEXTS, labels)
+    assert sum(prefix_runs) == len(TEXTS)
     yesno.prefix_cache = False
     full = yesno.score(TEXTS, labels)
     yesno.prefix_cache = True
+    assert sum(prefix_runs) == len(TEXTS), "prefix_cache=False ran every pair's whole prompt"
     assert cached.shape == (3, 3) and cached.dtype == np.float32
     assert ((cached > 0) & (cached < 1)).all()
     assert np.abs(cached - full).max() <= 1e-4
@@ -241,9 +251,9 @@ def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
     saved = llm.max_length
     llm.max_length = 300
     try:
-        scores, notes = dataclasses.astuple(llm.score_with_notes([LONG_TEXT], LABELS))
+        scores, notes = dataclasses.astuple(llm.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS))
         assert np.isfinite(scores).all()
-        assert notes and "truncated" in notes[0]
+        assert notes == ["1 of 2 texts exceed 300 tokens with their prompt and were truncated"]  # the short text is not
         (ids,) = llm._fit_text(LONG_TEXT, lambda t: [llm._prompt_ids(t, LABELS)])
         decoded = llm.loaded.tokenizer.decode(ids)
         assert len(ids) <= 300

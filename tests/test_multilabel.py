@@ -159,10 +159,12 @@ def test_classify_cli_multi_label(tmp_path) -> None:
     from zstc.cli import app
 
     texts = tmp_path / "t.txt"
-    texts.write_text("The match ended 2-1 after extra time.\nMy card still hasn't arrived.\n")
+    # The third text's cooking score (0.31 with the bare name) passes --threshold 0.12: only its --label-threshold stops it.
+    texts.write_text("The match ended 2-1 after extra time.\nMy card still hasn't arrived.\nBake the bread for forty minutes.\n")
     result = CliRunner().invoke(app, ["classify", str(texts), "-l", "sports,banking,cooking", "-m", MINILM, "--multi-label",
                                       "--template", "{}", "--threshold", "0.12", "--label-threshold", "cooking=0.99", "--precision", "fp32"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert rows[0]["labels"] == ["sports"] and rows[1]["labels"] == ["banking"]
+    assert [row["labels"] for row in rows] == [["sports"], ["banking"], ["none"]]
     assert set(rows[0]["scores"]) == {"sports", "banking", "cooking"}
+    assert 0.12 < rows[2]["scores"]["cooking"] < 0.99  # the override, not the threshold, made it "none"

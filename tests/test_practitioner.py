@@ -128,7 +128,9 @@ def test_default_multi_label_rule_on_topics(classifier: Classifier) -> None:
     texts = ["The striker scored twice in the second half.", "The central bank raised interest rates again.",
              "The striker scored twice, and the club's shares rose on the stock market."]
     multi = classifier.predict_multi_label(texts, ["sports", "economy", "cooking"])
-    assert [p.labels for p in multi[:2]] == [["sports"], ["economy"]]
+    # The third text is about both: economy (0.158) is within the margin (T ln 2 = 0.042) of sports (0.194), cooking
+    # (0.044) is not; the first two are about one topic each (cooking 0.113 is 0.058 below sports in the first).
+    assert [p.labels for p in multi] == [["sports"], ["economy"], ["sports", "economy"]]
     assert classifier.default_margin() == pytest.approx(classifier.temperature() * np.log(2))
     assert Classifier(classifier.scorer, calibration=Calibration("platt", {"slope": 1.0, "intercept": 0.0})).default_margin() is None
 
@@ -189,10 +191,13 @@ def test_classify_refuses_a_calibration_it_would_not_use(zstc_cli, tmp_path, met
     code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib), *flags)
     assert code == 2 and err.startswith("error: ") and message in err and out == "", err
     # Where each is used: Platt in multi-label (raw scores shown, the cut on its probabilities); a temperature in the
-    # embedding family's default multi-label rule (its margin).
+    # embedding family's default multi-label rule (its margin). Cosines positive 0.399, negative 0.272: without a file
+    # the label set is ["positive"] (margin 0.042); at temperature 0.5 the margin is 0.347, so both labels; Platt's
+    # sigmoid(2 * 0.399 - 1) = 0.45 is below its 0.5 cut, so none.
     code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib),
                               "--multi-label", *(["--scores", "raw"] if method == "platt" else []))
     assert code == 0, err
+    assert json.loads(out)["labels"] == {"temperature": ["positive", "negative"], "platt": ["none"]}[method]
 
 
 @pytest.mark.parametrize("content, message", [

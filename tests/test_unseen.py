@@ -67,15 +67,20 @@ def test_run_unseen_without_and_with_a_finetuned_scorer(tmp_path) -> None:
     texts = ["sports game", "politics vote", "cooking pasta", "music song"] * 3
     task = Task("toy", texts, np.array([0, 1, 2, 3] * 3), labels, labels)
     trained: list[str] = []
+    scorers: list[WordOverlapScorer] = []
 
     def finetuned(split: LabelSplit, pairs_path):
         trained.append(pairs_path.name)
         assert all(json.loads(line)["hypothesis"] in [labels[i] for i in split.seen] for line in pairs_path.open())
-        return WordOverlapScorer()
+        scorers.append(WordOverlapScorer())
+        return scorers[-1]
 
     config = UnseenConfig(work_dir=tmp_path)
-    report = run_unseen(task, task, labels, WordOverlapScorer(), config, finetuned)
+    base = WordOverlapScorer()
+    report = run_unseen(task, task, labels, base, config, finetuned)
     assert trained == ["pairs-even.jsonl", "pairs-odd.jsonl"]
+    # Each split's partially-unseen numbers are its own fine-tuned scorer's (the base scorer scores once, for fully unseen).
+    assert base.calls == [labels] and [scorer.calls for scorer in scorers] == [[labels], [labels]]
     assert report["fully_unseen"]["macro_f1"] == 1.0
     assert report["partially_unseen"]["mean"]["unseen_weighted_f1"] == 1.0
     without = run_unseen(task, task, labels, WordOverlapScorer(), config)
