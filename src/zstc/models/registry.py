@@ -190,12 +190,22 @@ def get_model_spec(model: str, family: str | None = None, *, parameter: str = "m
         family = _family_from_files(model)
     if family is None:
         names = [name for spec in _REGISTRY.values() for name in (spec.model_id, spec.paper_name) if name]
-        raise ModelError(
-            f"unknown model {model!r}{did_you_mean(model, names)}: it is not in zstc's registry (see `zstc models`); "
-            f"pass family ({', '.join(FAMILIES)}) to score any hub model or local folder",
-            parameters=("family",),
+        raise UnknownModelError(
+            f"unknown model {model!r}{did_you_mean(model, names)}",
+            f"it is not in zstc's registry (see `zstc models`); pass family ({', '.join(FAMILIES)}) to score any hub "
+            "model or local folder",
         )
     return ModelSpec(model, family)
+
+
+class UnknownModelError(ModelError):
+    """A model that is neither registered nor a local folder whose family zstc can read, given without a family.
+    ``named`` says which (with a "did you mean"), so that a caller with other advice than the family (a sweep
+    has none) can say it without taking the message apart."""
+
+    def __init__(self, named: str, advice: str) -> None:
+        super().__init__(f"{named}: {advice}", parameters=("family",))
+        self.named = named
 
 
 def _family_from_files(model: str) -> str | None:

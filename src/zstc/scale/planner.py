@@ -25,7 +25,7 @@ from zstc.benchmark.runner import Bench, BenchConfig, PreparedTask
 from zstc.benchmark.store import DatasetResult
 from zstc.errors import LabelError, ModelError, quoted
 from zstc.io import check_output_dir
-from zstc.models.registry import get_model_spec
+from zstc.models.registry import UnknownModelError, get_model_spec
 from zstc.validation import check_choice, check_options
 
 ENGINES = ("local", "ray")
@@ -84,13 +84,11 @@ def check_distinct_models(models: Sequence[str], family: str | None = None) -> N
     for model in models:
         try:
             spec = get_model_spec(model, family, parameter="models")
-        except ModelError as unknown:
-            if family is not None or unknown.parameters != ("family",):
-                raise
+        except UnknownModelError as unknown:
             # The registry's advice is a family for the model; a sweep has one family for all its models, so none.
-            raise ModelError(f"{str(unknown).split(': it is not', 1)[0]} in --models: it is not in zstc's registry (see "
-                             "`zstc models`) and not a local folder whose family zstc can read; a sweep takes no --family "
-                             "(its models may be of several), so score it with `zstc bench --family ...`") from None
+            raise ModelError(f"{unknown.named} in --models: it is not in zstc's registry (see `zstc models`) and not a "
+                             "local folder whose family zstc can read; a sweep takes no --family (its models may be of "
+                             "several), so score it with `zstc bench --family ...`") from None
         folder = Path(model).expanduser()
         if not folder.is_dir() and spec.offline_source is not None:  # the installed copy of a registered model
             folder = spec.offline_source(locate_only=True) or folder
