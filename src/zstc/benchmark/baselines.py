@@ -30,10 +30,15 @@ def baselines_dir() -> Path | None:
     return find_shared_data("baselines", METRIC_FILES["macro_f1"], override_env="ZSTC_BASELINES")
 
 
-@cache
 def published(metric: str) -> dict[str, dict[str, float]]:
     """Paper short name -> column (dataset or NLI set) -> published value; empty when the files are not found."""
-    folder = baselines_dir()
+    # Found afresh, read once per folder: the folder depends on $ZSTC_BASELINES and the working directory, and a
+    # cache keyed on the metric alone kept "not found" (or another folder's scores) after either changed.
+    return _read_published(baselines_dir(), metric)
+
+
+@cache
+def _read_published(folder: Path | None, metric: str) -> dict[str, dict[str, float]]:
     if folder is None or not (folder / METRIC_FILES[metric]).is_file():
         return {}
     with (folder / METRIC_FILES[metric]).open(encoding="utf-8", newline="") as handle:
