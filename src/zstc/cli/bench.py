@@ -12,7 +12,6 @@ from rich.table import Table
 from zstc.cli import app
 from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
-from zstc.validation import check_hypotheses_template
 
 console = Console(stderr=True)
 
@@ -43,15 +42,13 @@ def bench(
     family and overall means, side by side with the paper's published numbers."""
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names
-    from zstc.benchmark.tasks import SAMPLING_METHODS, UNLABELLED_POLICIES
+    from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
     from zstc.errors import Terminated
     from zstc.validation import check_choice, check_options
 
-    check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
-    check_choice("sampling", sampling, SAMPLING_METHODS)
+    check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)  # --sampling and the template rule: Bench.validate's
     check_options({"threshold": threshold, "max_samples": max_samples, "seed": seed})
-    check_hypotheses_template(hypotheses, template)
     if threshold is not None and not multi_label:  # as classify: said, not ignored
         from zstc.errors import LabelError
 
