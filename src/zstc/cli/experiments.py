@@ -135,12 +135,11 @@ def calibrate(
     import numpy as np
 
     from zstc.yin.calibration import calibrate as fit_and_report, calibration_record, score_scale, as_logits
-    from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
+    from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
     from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
-    from zstc.hypotheses.variants import VARIANTS
     from zstc.validation import Rule, check_choice, check_template
     from zstc.yin.calibration import METHODS
 
