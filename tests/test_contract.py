@@ -386,3 +386,21 @@ def test_models_loaded_from_several_threads_load_one_at_a_time(tmp_path_factory:
     assert PreTrainedModel.tie_weights is original_tie_weights
     smollm2 = loaded[2].model
     assert smollm2.lm_head.weight is smollm2.model.embed_tokens.weight and not smollm2.lm_head.weight.is_meta
+
+
+# -- the code itself -------------------------------------------------------------------------------------------
+
+
+def test_every_public_function_and_class_has_a_docstring() -> None:
+    """Public functions and classes (module level, names without a leading underscore) say what they are:
+    mypy's strict mode checks their type hints, nothing else checks this."""
+    import ast
+
+    source = Path(__file__).resolve().parents[1] / "src" / "zstc"
+    missing = []
+    for path in sorted(source.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_")
+                    and ast.get_docstring(node) is None):
+                missing.append(f"{path.relative_to(source)}:{node.lineno} {node.name}")
+    assert not missing, "public names without a docstring:\n" + "\n".join(missing)

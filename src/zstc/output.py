@@ -140,6 +140,8 @@ def _unwritable(column: str, kind: str, fmt: str) -> DataError:
 
 
 def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
+    """``rows`` as UTF-8 CSV with ``columns`` (others dropped, missing ones empty); lists, mappings, dates and
+    decimals written as JSON Lines writes them (:func:`_cell`)."""
     buffer = io.StringIO(newline="")
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", restval="", lineterminator="\n")
     if header:

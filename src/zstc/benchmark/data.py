@@ -96,6 +96,8 @@ def _first_difference(expected: Sequence[str], found: Sequence[str]) -> str:
 
 
 def load_paired(rows: Iterable[tuple[int, Record]], spec: TaskSpec, *, source: str) -> Task:
+    """A BTZSC dataset in the published paired layout (one row per text and hypothesis, grouped by text),
+    checked against the catalog's hypotheses for ``spec``."""
     texts, gold, hypotheses = group_paired_rows(rows, name=spec.name, source=source)
     if tuple(hypotheses) != spec.hypotheses:
         raise DataError(f"{source}: {spec.name}: hypotheses differ from the catalog's ({_first_difference(spec.hypotheses, hypotheses)})")
@@ -144,6 +146,8 @@ def _is_paired_file(path: Path) -> bool:
 
 
 def find_task_file(directory: Path, name: str) -> Path:
+    """The file of task ``name`` in ``directory`` (``.jsonl``, ``.csv`` or ``.parquet``); a :class:`DataError`
+    that lists the dataset files there when there is none."""
     found = local_task_file(directory, name)
     if found is not None:
         return found

@@ -148,6 +148,8 @@ class DatasetMetrics(Metrics):
 
 
 class BoardModel(BaseModel):
+    """The model of a leaderboard entry: its name, type, parameter count and where it comes from."""
+
     model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")
     name: NonEmpty
     model_type: ModelType
@@ -158,6 +160,8 @@ class BoardModel(BaseModel):
 
 
 class BoardEvaluation(BaseModel):
+    """How a leaderboard entry's numbers were produced: the code, machine, precision and sampling."""
+
     model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")
     btzsc_version: NonEmpty
     """The code that produced the numbers (``zstc 0.1.0`` for a zstc export)."""
@@ -188,6 +192,8 @@ assert tuple(ByTask.model_fields) == tuple(FAMILY_ORDER), "ByTask lists the cata
 
 
 class BoardResults(BaseModel):
+    """A leaderboard entry's metrics: overall, per task family and per dataset."""
+
     model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")
     overall: Metrics
     """The unweighted mean over all datasets (not over families)."""

@@ -40,6 +40,8 @@ NOT_ENTAILMENT: frozenset[str] = frozenset({"neutral", "contradiction", "not_ent
 
 @dataclass(frozen=True)
 class NliSet:
+    """One NLI test set of the probe: its premise/hypothesis pairs and which of them are entailed."""
+
     name: str
     """The paper's column name (or the file's stem)."""
     path: Path

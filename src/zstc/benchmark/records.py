@@ -238,6 +238,8 @@ class Aggregate(FourMetrics):
 
 
 class Results(BaseModel):
+    """A run's metrics: overall (the mean over datasets), per task family and per dataset."""
+
     model_config = _CONFIG
     overall: Aggregate
     by_task: dict[str, Aggregate]

@@ -59,6 +59,9 @@ HypothesisProvider = Callable[[Task], Sequence[str]]
 
 @dataclass
 class BenchConfig:
+    """What a bench run is asked for: the model, datasets, data source, sampling, hypotheses, and what to do
+    with results already stored. Checked by :meth:`Bench.validate` before any model loads."""
+
     model: str
     tasks: Sequence[str]
     data: str

@@ -112,6 +112,8 @@ def _report_event(kind: str, payload: Any) -> None:
 
 
 def print_summary(summary: dict[str, Any]) -> None:
+    """Print a run summary: one row per dataset (beside the paper's macro-F1 where published), the task
+    families' means and the overall row."""
     results = summary["results"]
     paper = summary.get("paper", {}).get("macro_f1", {})
     model = summary["model"]
@@ -136,6 +138,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 
 def print_multi_label(report: dict[str, Any]) -> None:
+    """Print the multi-label view of a run (threshold decisions, "none" when no label passes), one row per dataset."""
     table = Table(title=f"multi-label decisions (threshold {report['threshold']:g}; 'none' when no label passes)")
     for column in ("dataset", "weighted F1", "micro F1", "macro F1", "none predicted", "none gold"):
         table.add_column(column, justify="left" if column == "dataset" else "right")

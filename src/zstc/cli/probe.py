@@ -61,6 +61,7 @@ def _report_event(kind: str, payload: Any) -> None:
 
 
 def print_probe(summary: dict[str, Any]) -> None:
+    """Print an NLI probe summary: AUROC per set, beside the paper's where published."""
     from zstc.benchmark.nli_probe import PAPER_COLUMNS
 
     sets = summary["sets"]

@@ -77,6 +77,8 @@ class HypothesisSet(Sequence[str]):
 
 
 def aspect_template(family: str | None) -> str:
+    """The aspect template of a task family (:data:`FAMILY_ASPECT`); a family it does not name gets the
+    :data:`DEFAULT_ASPECT`'s."""
     return ASPECT_TEMPLATES[FAMILY_ASPECT.get(family or "", DEFAULT_ASPECT)]
 
 

@@ -72,6 +72,7 @@ def wordnet_dir() -> Path:
 
 
 def wordnet_available() -> bool:
+    """Whether WordNet's noun files are installed (the definition hypotheses need them)."""
     directory = wordnet_dir()
     return (directory / "data.noun").is_file() and (directory / "index.noun").is_file()
 

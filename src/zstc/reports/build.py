@@ -58,6 +58,8 @@ REPORT_FOLDERS = ("tables", "figures")
 
 @dataclass
 class Report:
+    """What :func:`build_report` wrote: the report's folder, its index page, and the tables, figures and notes in it."""
+
     directory: Path
     index: Path
     tables: list[Table] = field(default_factory=list)
@@ -249,6 +251,7 @@ def rank_agreements(runs: list[Run], run_rows: list[ModelRow], published_by_name
 
 
 def confusion_figures(runs: list[Run], datasets: list[str], directory: Path) -> list[fig.SavedFigure]:
+    """One confusion-matrix figure per run and dataset whose details are stored, saved into ``directory``."""
     saved = []
     for run_number, run in enumerate(runs, start=1):
         for name in datasets:

@@ -41,6 +41,8 @@ def _figure(width: float, height: float) -> Figure:
 
 @dataclass(frozen=True)
 class SavedFigure:
+    """A figure written as PNG and SVG, with the title and caption the report shows with it."""
+
     name: str
     title: str
     caption: str
@@ -49,6 +51,7 @@ class SavedFigure:
 
 
 def save(figure: Figure, directory: Path, name: str, title: str, caption: str = "") -> SavedFigure:
+    """Write ``figure`` into ``directory`` as ``name``.png and ``name``.svg, byte-identical across re-runs."""
     directory.mkdir(parents=True, exist_ok=True)
     png, svg = directory / f"{name}.png", directory / f"{name}.svg"
     # Fixed metadata keeps the files byte-identical across re-runs of the same report; so does a fixed salt

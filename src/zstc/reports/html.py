@@ -65,6 +65,7 @@ def _section_html(section: Section) -> str:
 
 
 def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
+    """The report's HTML page: title, subtitle, a navigation bar and ``sections`` in order (text escaped)."""
     nav = " ".join(f'<a href="#{s.anchor}">{html.escape(s.title)}</a>' for s in sections)
     body = "\n".join(_section_html(s) for s in sections)
     return (

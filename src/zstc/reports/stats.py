@@ -69,6 +69,7 @@ def macro_f1_from_confusions(confusions: np.ndarray) -> np.ndarray:
 
 
 def accuracy_from_confusions(confusions: np.ndarray) -> np.ndarray:
+    """Accuracy of each confusion matrix in a stack (gold x predicted on the last two axes)."""
     return np.trace(confusions, axis1=-2, axis2=-1) / confusions.sum(axis=(-2, -1))
 
 
@@ -103,6 +104,7 @@ def bootstrap_draws(gold: np.ndarray, predicted: np.ndarray, metric: str, *, dra
 
 
 def point_estimate(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
+    """``metric`` of one dataset's predictions, computed the way the bootstrap computes each draw's."""
     gold_codes, predicted_codes, k = _encode(np.asarray(gold), np.asarray(predicted))
     return float(_statistic(metric, k)(gold_codes, predicted_codes))
 
@@ -161,6 +163,8 @@ def combine_mcnemar(tests: Sequence[McNemar]) -> McNemar:
 
 @dataclass(frozen=True)
 class RankAgreement:
+    """Kendall's tau-b between two rankings over the ``n`` items both score, with its p-value."""
+
     n: int
     tau: float
     p_value: float

@@ -22,6 +22,8 @@ from zstc.reports.stats import Interval, McNemar, RankAgreement
 
 @dataclass(frozen=True)
 class MeanStd:
+    """A mean with its standard deviation across datasets, shown as ``0.1234 (0.056)``."""
+
     mean: float
     std: float
 
@@ -100,6 +102,8 @@ def _column_kind(rows: Sequence[Sequence[Cell]], j: int) -> type | None:
 
 
 def format_cell(cell: Cell) -> str:
+    """A table cell as text: scores to 4 decimals, larger quantities to 5 significant digits, intervals
+    as ``value [low, high]`` and means as ``mean (std)``; nothing for a missing value."""
     if cell is None:
         return ""
     if isinstance(cell, MeanStd):
@@ -244,6 +248,7 @@ def mcnemar_table(pairs: dict[tuple[str, str], dict[str, McNemar]]) -> Table:
 
 
 def kendall_table(agreements: list[tuple[str, RankAgreement | None]]) -> Table:
+    """The rank-agreement table: one row per pair of rankings compared."""
     table = Table("kendall", "Rank agreement (Kendall's tau-b)", ["rankings compared", "items", "tau", "p-value"])
     for what, agreement in agreements:
         if agreement is None:

@@ -36,6 +36,8 @@ UnitHook = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class Unit:
+    """One (model, dataset) result a sweep still has to compute, known by its fingerprint."""
+
     model: str
     dataset: str
     fingerprint: str

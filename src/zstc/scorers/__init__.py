@@ -22,6 +22,7 @@ FAMILY_SCORERS: FamilyTable[str] = FamilyTable(
 
 
 def scorer_class(family: str) -> type:
+    """The scorer class of a model family (its module is imported on first use)."""
     return get_family(family).scorer_class()
 
 

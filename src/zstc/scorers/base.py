@@ -117,6 +117,7 @@ class LoadedModel(Generic[F]):
 
 
 def count_parameters(model: torch.nn.Module) -> int:
+    """How many parameters ``model`` has, trainable or not."""
     return sum(parameter.numel() for parameter in model.parameters())
 
 
@@ -245,6 +246,7 @@ class TorchScorer(Generic[F]):
 
 
 def empty_scores(n_texts: int, n_labels: int) -> np.ndarray:
+    """The score matrix of a call with nothing to score: zeros of the float32 every scorer returns."""
     return np.zeros((n_texts, n_labels), dtype=np.float32)
 
 

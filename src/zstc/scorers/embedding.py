@@ -29,6 +29,10 @@ __all__ = ["POOLINGS", "EmbeddingScorer", "EncoderScorer"]
 
 
 class EmbeddingScorer(TorchScorer[None]):
+    """Embedding models and base encoders: cosine similarity of the text's and each label's embedding, with
+    the model's own query/document prefixes or instruction (PROTOCOL.md section 2). Label embeddings are cached
+    per label set."""
+
     family: ClassVar[str] = "embedding"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""

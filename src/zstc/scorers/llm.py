@@ -39,6 +39,9 @@ Symbols = list[tuple[str, int]]
 
 
 class LLMScorer(CausalLMScorer[Symbols]):
+    """Instruction-tuned LLMs: one prompt per text listing every label as a lettered option (the paper's
+    appendix C.3), one forward pass, softmax over the option symbols' final-position logits."""
+
     family: ClassVar[str] = "llm"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""

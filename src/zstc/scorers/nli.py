@@ -49,6 +49,9 @@ def entailment_scores(logits: torch.Tensor, entailment: int, score_type: str = "
 
 
 class NliScorer(CrossEncoderScorer):
+    """NLI cross-encoders: premise = text, hypothesis = label description; the score is chosen by
+    ``score_type`` (see the module's docstring), by default the paper's log-odds of entailment."""
+
     family: ClassVar[str] = "nli"
     SCORING_VERSION: ClassVar[str] = "3"  # 2: passes of 64 pairs / 4,096 tokens; 3: bf16 rechecks near ties in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""

@@ -50,8 +50,10 @@ LLM_OPTION_LINE = "{symbol}) {label}"
 
 
 def yesno_prompt(text: str, label: str, instruction: str = YESNO_INSTRUCTION) -> str:
+    """The paper's yes/no reranker prompt for one (text, label) pair, byte for byte."""
     return YESNO_TEMPLATE.format(instruction=instruction, text=text, label=label)
 
 
 def llm_options(symbols: list[str], labels: list[str]) -> str:
+    """The ``{options}`` block of the LLM prompt: one ``A) label`` line per label, in order."""
     return "\n".join(LLM_OPTION_LINE.format(symbol=s, label=label) for s, label in zip(symbols, labels, strict=True))

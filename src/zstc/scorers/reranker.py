@@ -18,6 +18,8 @@ RELEVANT_NAMES: frozenset[str] = frozenset({"relevant"})
 
 
 class RerankerScorer(CrossEncoderScorer):
+    """Cross-encoder rerankers: query = text, document = label description; the score is the relevance logit."""
+
     family: ClassVar[str] = "reranker"
     SCORING_VERSION: ClassVar[str] = "3"  # 2: passes of 64 pairs / 4,096 tokens; 3: bf16 rechecks near ties in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""

@@ -31,6 +31,10 @@ AnswerIds = list[int]
 
 
 class YesNoScorer(CausalLMScorer[AnswerIds]):
+    """Generative yes/no rerankers (Qwen3-Reranker): one prompt per (text, label), scored
+    ``p_yes = exp(v_yes) / (exp(v_yes) + exp(v_no))``; by default the prompt up to the label is run once per text
+    (``prefix_cache``)."""
+
     family: ClassVar[str] = "yesno"
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""

@@ -95,6 +95,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class ServeSettings:
+    """How ``zstc serve`` runs: request limits, the batching engine's settings, authentication and draining."""
+
     limits: Limits = field(default_factory=Limits)
     engine: EngineConfig = field(default_factory=EngineConfig)
     api_key: str | None = None

@@ -78,6 +78,8 @@ class ClassifyRequest(BaseModel):
 
 
 class LabelScore(BaseModel):
+    """One label's score for one text."""
+
     label: str
     score: float = Field(description="The model's raw score (see score_type in GET /info).")
     probability: float = Field(
@@ -88,6 +90,8 @@ class LabelScore(BaseModel):
 
 
 class TextResult(BaseModel):
+    """One text's answer: its labels, highest score first, and the decision."""
+
     text: str
     label: str | None = Field(default=None, description="Single-label: the best label (the first on ties).")
     labels: list[str] | None = Field(default=None, description="Multi-label: every label that passed, or ['none'].")
@@ -95,6 +99,8 @@ class TextResult(BaseModel):
 
 
 class ClassifyResponse(BaseModel):
+    """The answer of ``POST /classify`` in zstc's shape: one result per text, in request order."""
+
     model: str
     family: str
     score_type: str | None
@@ -106,6 +112,8 @@ class ClassifyResponse(BaseModel):
 
 
 class HFParameters(BaseModel):
+    """The ``parameters`` of the Hugging Face zero-shot classification task."""
+
     model_config = ConfigDict(extra="ignore", strict=True)  # hub clients send more (e.g. options) than zero-shot needs
 
     candidate_labels: list[Text] | Text = Field(description="Labels, as a list or one comma-separated string (as the pipeline takes them).")
@@ -133,6 +141,8 @@ class HFZeroShotRequest(BaseModel):
 
 
 class HFLabelScore(BaseModel):
+    """One label of a Hugging Face answer (a list of these per text, highest score first)."""
+
     label: str
     score: float
 
@@ -158,6 +168,8 @@ AnyClassifyRequest = Annotated[
 
 
 class RerankDocument(BaseModel):
+    """A document given as an object, as Cohere and Jina clients may send it."""
+
     text: Text
 
 
@@ -174,12 +186,16 @@ class RerankRequest(BaseModel):
 
 
 class RerankResult(BaseModel):
+    """One document's place in a rerank answer: its index in the request and its relevance."""
+
     index: int
     relevance_score: float = Field(description="sigmoid((score - default threshold) / temperature): order as the raw score.")
     document: RerankDocument | None = None
 
 
 class RerankResponse(BaseModel):
+    """The answer of ``POST /rerank`` in the Cohere/Jina shape: documents best first."""
+
     id: str
     model: str
     results: list[RerankResult]
@@ -189,12 +205,16 @@ class RerankResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
+    """The state of the server and the model it serves."""
+
     status: Literal["ok", "ready", "loading", "draining", "failed"]
     model: str
     family: str
 
 
 class InfoResponse(BaseModel):
+    """What the server serves and the limits it enforces."""
+
     model: str
     family: str
     score_type: str | None

@@ -73,6 +73,9 @@ assert VARIANT_LABELS["triplet"] == NLI_CLASSES, "triplet outputs are indexed li
 
 @dataclass
 class TrainResult:
+    """What a training run did: where the model is, the steps taken, the best dev evaluation and whether it
+    stopped early."""
+
     out: Path
     steps: int
     total_steps: int

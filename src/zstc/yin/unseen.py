@@ -82,6 +82,7 @@ def seen_label_pairs(texts: Sequence[str], gold: np.ndarray, hypotheses: Sequenc
 
 
 def write_pairs(pairs: Sequence[dict[str, str]], path: str | Path) -> Path:
+    """Write NLI training pairs to ``path`` as JSON lines, atomically; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as handle:
@@ -172,6 +173,9 @@ ScorerFactory = Callable[[LabelSplit, Path], Any]
 
 @dataclass
 class UnseenConfig:
+    """Settings of the label-unseen evaluations: the harsh rule's margin ``alpha``, the negative pairs per
+    training text, the seed, and where training pairs and fine-tuned models go."""
+
     alpha: float = DEFAULT_ALPHA
     negatives_per_text: int | None = DEFAULT_NEGATIVES
     seed: int = 0
