@@ -634,11 +634,26 @@ def test_atomic_write_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
 
 
 def test_atomic_write_to_a_device_writes_directly(tmp_path: Path) -> None:
+    """A target that is not a regular file is opened and written, never replaced by a temporary renamed over it.
+    A FIFO first, in a folder of the test's own: a temporary would be left beside it or would replace it (and a
+    broken rule is caught there, before the write to /dev/null, which as root it would replace with a file)."""
+    import stat
+
     from zstc.io import atomic_write
 
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open first, so that the writer's open does not block
+    try:
+        with atomic_write(fifo) as handle:
+            handle.write("through the pipe")
+        assert os.listdir(tmp_path) == ["pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+        assert os.read(reader, 100) == b"through the pipe"
+    finally:
+        os.close(reader)
     with atomic_write(Path(os.devnull)) as handle:
         handle.write("discarded")
-    assert os.listdir(tmp_path) == []
+    assert Path(os.devnull).is_char_device()
 
 
 # -- 7. interruption -----------------------------------------------------------------------------------
