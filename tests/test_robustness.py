@@ -377,8 +377,9 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         # Repeated for one label: the last one won, silently.
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=0.1", "--label-threshold", "a=0.2"],
          "--label-threshold: two thresholds for 'a' (0.1 and 0.2); give one"),
+        # The whole message: "--threshold" alone is also in bench's "--threshold applies to --multi-label decisions".
         (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "nan",
-          "--out", str(tmp_path / "b.json")], "--threshold"),
+          "--out", str(tmp_path / "b.json")], "--threshold must be a finite number, got nan"),
         ([*train, "--backbone-lr", "-1e-5"], "--backbone-lr must be > 0"),
         ([*train, "--head-lr", "0"], "--head-lr must be > 0"),
         ([*train, "--batch-size", "0"], "--batch-size must be >= 1"),
