@@ -261,10 +261,19 @@ def test_nli_probe_finds_sets_and_computes_auroc(nli_folder: Path, tmp_path: Pat
     _write_jsonl(tmp_path / "lingnli_train.jsonl", rows)  # training data: skipped
     sets = find_nli_sets(tmp_path)
     assert list(sets) == ["lingnli", "mnli_m"]  # the paper's column names, in its order
-    summary = run_probe(make_scorer(str(nli_folder), "nli"), sets)
+    scorer = make_scorer(str(nli_folder), "nli")
+    summary = run_probe(scorer, sets)
     assert set(summary["auroc"]) == {"lingnli", "mnli_m"}
     assert summary["auroc"]["lingnli"] == pytest.approx(summary["auroc"]["mnli_m"])  # same pairs, other order
-    assert all(0.0 <= value <= 1.0 for value in summary["auroc"].values()) and summary["paper"] is None
+    # The AUROC by its definition: the share of (entailment, other) pairs of pairs that the score orders right, ties
+    # counting half. Not 0.5 here, so a probe that swapped the classes (1 - AUROC) would be caught.
+    scores = scorer.score_pairs([row["premise"] for row in rows], [row["hypothesis"] for row in rows])
+    entailed = [s for s, row in zip(scores, rows) if row["label"] == "entailment"]
+    others = [s for s, row in zip(scores, rows) if row["label"] != "entailment"]
+    by_hand = np.mean([1.0 if e > o else 0.5 if e == o else 0.0 for e in entailed for o in others])
+    assert by_hand != 0.5 and summary["auroc"]["mnli_m"] == pytest.approx(by_hand)
+    assert summary["sets"]["mnli_m"]["pairs"] == 4 and summary["sets"]["mnli_m"]["entailment_share"] == 0.5
+    assert summary["paper"] is None
 
 
 def test_nli_probe_errors(tmp_path: Path) -> None:
