@@ -367,10 +367,16 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
     texts = tmp_path / "texts.txt"
     texts.write_text("I lost my card\nHow do I top up?\n")
     result = runner.invoke(app, ["classify", str(texts), "--labels", "card,top up", "--model", str(nli_folder), "--family", "nli",
-                                 "--template", "This is about {}.", "--score-type", "logit", "--entailment-index", "0"])
+                                 "--template", "This is about {}.", "--score-type", "logit", "--entailment-index", "2",
+                                 "--scores", "raw"])
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [line["text"] for line in lines] == ["I lost my card", "How do I top up?"]
+    # The options reach the scorer: output 2's logit (not entailment's log-odds) of the templated descriptions.
+    expected = make_scorer(str(nli_folder), "nli", score_type="logit", entailment_index=2).score(
+        ["I lost my card", "How do I top up?"], ["This is about card.", "This is about top up."])
+    shown = [[line["scores"][label] for label in ("card", "top up")] for line in lines]
+    np.testing.assert_allclose(shown, expected, atol=1e-4)  # printed to 4 decimals
     from shared_data import shared_path
 
     data = shared_path("btzsc/financialphrasebank.jsonl").parent
