@@ -57,6 +57,7 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
     assert first.low < first.value < first.high
     overall = stats.overall_interval([(gold, predicted), (gold[:50], predicted[:50])], draws=300)
     assert overall.value == pytest.approx((first.value + stats.point_estimate(gold[:50], predicted[:50], "macro_f1")) / 2)
+    assert overall.low < overall.value < overall.high
 
 
 def test_mcnemar_exact() -> None:
@@ -302,11 +303,14 @@ def test_report_writes_tables_figures_and_statistics(report) -> None:
 def test_bootstrap_interval_of_a_run_brackets_its_score(report, runs: dict[str, Path]) -> None:
     summary = json.loads(runs["native"].read_text())
     table = next(t for t in report.tables if t.name.startswith("ci_") and "native" in t.name)
+    assert sorted(row[0] for row in table.rows[:-1]) == sorted(TASKS) and table.rows[-1][0] == "overall"
     for row in table.rows:
         interval = row[2]
         expected = summary["results"]["overall" if row[0] == "overall" else "by_dataset"]
         value = expected["macro_f1"] if row[0] == "overall" else expected[row[0]]["macro_f1"]
-        assert interval.value == pytest.approx(value) and interval.low <= value <= interval.high
+        # Strictly inside: 40 texts per dataset leave the bootstrap room on both sides; a collapsed interval
+        # (low = value = high) is not an interval.
+        assert interval.value == pytest.approx(value) and interval.low < value < interval.high, (row[0], interval)
 
 
 def test_index_html_is_self_contained(report) -> None:
