@@ -71,7 +71,10 @@ def copy_result(result_file: Path, directory: Path) -> Path:
 @pytest.mark.parametrize("spelling", ["same", "dotted", "symlink", "hardlink"])
 def test_classify_refuses_to_overwrite_its_input(zstc_cli, texts: Path, spelling: str) -> None:
     before = digest(texts)
-    out = {"same": texts, "dotted": texts.parent / "." / texts.name}.get(spelling)
+    # pathlib drops a "." ("dir/./t.jsonl" is "dir/t.jsonl"): the other spelling goes down a folder and back up.
+    (texts.parent / "sub").mkdir()
+    out = {"same": texts, "dotted": texts.parent / "sub" / ".." / texts.name}.get(spelling)
+    assert spelling != "dotted" or str(out) != str(texts)
     if spelling == "symlink":
         out = texts.parent / "link.jsonl"
         out.symlink_to(texts)
