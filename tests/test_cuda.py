@@ -56,8 +56,9 @@ def test_nli_fp32_on_cuda_is_the_cpus(briefly_trained_nli: Path, btzsc_dir: Path
     task = sample_task(btzsc_dir, "banking77", 72)
     model = str(briefly_trained_nli)
     cpu = make_scorer(model, "nli", precision="fp32", device="cpu").score(task.texts, task.hypotheses)
-    gpu = make_scorer(model, "nli", precision="fp32", device="cuda").score(task.texts, task.hypotheses)
-    _agreement(cpu, gpu, record_property)
+    gpu = make_scorer(model, "nli", precision="fp32", device="cuda")
+    assert gpu.describe()["device"].startswith("cuda")  # else the CPU agrees with itself
+    _agreement(cpu, gpu.score(task.texts, task.hypotheses), record_property)
 
 
 def test_bf16_on_cuda_keeps_the_cpus_fp32_decisions(briefly_trained_nli: Path, btzsc_dir: Path) -> None:
@@ -72,6 +73,7 @@ def test_bf16_on_cuda_keeps_the_cpus_fp32_decisions(briefly_trained_nli: Path, b
     cpu = Classifier(model, family="nli", precision="fp32", device="cpu")
     alone = Classifier(model, family="nli", precision="bf16", device="cuda", recheck_margin=0)
     checked = Classifier(model, family="nli", precision="bf16", device="cuda")
+    assert all(c.scorer.describe()["device"].startswith("cuda") for c in (alone, checked))
     cut = float(np.median(cpu.scores(task.texts, labels, hypotheses)))
 
     def label_sets(classifier: Classifier) -> list[set[str]]:
@@ -109,6 +111,7 @@ def test_tf32_set_by_the_process_does_not_reach_fp32_scores(briefly_trained_nli:
 
     task = sample_task(btzsc_dir, "banking77", 72)
     scorer = make_scorer(str(briefly_trained_nli), "nli", precision="fp32", device="cuda")
+    assert scorer.describe()["device"].startswith("cuda")  # on a CPU, TF32 could not reach the scores anyway
     expected = scorer.score(task.texts, task.hypotheses)
     a = torch.randn(256, 384, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
     exact = a @ a.T

@@ -261,10 +261,19 @@ def test_nli_probe_finds_sets_and_computes_auroc(nli_folder: Path, tmp_path: Pat
     _write_jsonl(tmp_path / "lingnli_train.jsonl", rows)  # training data: skipped
     sets = find_nli_sets(tmp_path)
     assert list(sets) == ["lingnli", "mnli_m"]  # the paper's column names, in its order
-    summary = run_probe(make_scorer(str(nli_folder), "nli"), sets)
+    scorer = make_scorer(str(nli_folder), "nli")
+    summary = run_probe(scorer, sets)
     assert set(summary["auroc"]) == {"lingnli", "mnli_m"}
     assert summary["auroc"]["lingnli"] == pytest.approx(summary["auroc"]["mnli_m"])  # same pairs, other order
-    assert all(0.0 <= value <= 1.0 for value in summary["auroc"].values()) and summary["paper"] is None
+    # The AUROC by its definition: the share of (entailment, other) pairs of pairs that the score orders right, ties
+    # counting half. Not 0.5 here, so a probe that swapped the classes (1 - AUROC) would be caught.
+    scores = scorer.score_pairs([row["premise"] for row in rows], [row["hypothesis"] for row in rows])
+    entailed = [s for s, row in zip(scores, rows) if row["label"] == "entailment"]
+    others = [s for s, row in zip(scores, rows) if row["label"] != "entailment"]
+    by_hand = np.mean([1.0 if e > o else 0.5 if e == o else 0.0 for e in entailed for o in others])
+    assert by_hand != 0.5 and summary["auroc"]["mnli_m"] == pytest.approx(by_hand)
+    assert summary["sets"]["mnli_m"]["pairs"] == 4 and summary["sets"]["mnli_m"]["entailment_share"] == 0.5
+    assert summary["paper"] is None
 
 
 def test_nli_probe_errors(tmp_path: Path) -> None:
@@ -358,10 +367,16 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
     texts = tmp_path / "texts.txt"
     texts.write_text("I lost my card\nHow do I top up?\n")
     result = runner.invoke(app, ["classify", str(texts), "--labels", "card,top up", "--model", str(nli_folder), "--family", "nli",
-                                 "--template", "This is about {}.", "--score-type", "logit", "--entailment-index", "0"])
+                                 "--template", "This is about {}.", "--score-type", "logit", "--entailment-index", "2",
+                                 "--scores", "raw"])
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [line["text"] for line in lines] == ["I lost my card", "How do I top up?"]
+    # The options reach the scorer: output 2's logit (not entailment's log-odds) of the templated descriptions.
+    expected = make_scorer(str(nli_folder), "nli", score_type="logit", entailment_index=2).score(
+        ["I lost my card", "How do I top up?"], ["This is about card.", "This is about top up."])
+    shown = [[line["scores"][label] for label in ("card", "top up")] for line in lines]
+    np.testing.assert_allclose(shown, expected, atol=1e-4)  # printed to 4 decimals
     from shared_data import shared_path
 
     data = shared_path("btzsc/financialphrasebank.jsonl").parent

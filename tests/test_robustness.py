@@ -71,7 +71,10 @@ def copy_result(result_file: Path, directory: Path) -> Path:
 @pytest.mark.parametrize("spelling", ["same", "dotted", "symlink", "hardlink"])
 def test_classify_refuses_to_overwrite_its_input(zstc_cli, texts: Path, spelling: str) -> None:
     before = digest(texts)
-    out = {"same": texts, "dotted": texts.parent / "." / texts.name}.get(spelling)
+    # pathlib drops a "." ("dir/./t.jsonl" is "dir/t.jsonl"): the other spelling goes down a folder and back up.
+    (texts.parent / "sub").mkdir()
+    out = {"same": texts, "dotted": texts.parent / "sub" / ".." / texts.name}.get(spelling)
+    assert spelling != "dotted" or str(out) != str(texts)
     if spelling == "symlink":
         out = texts.parent / "link.jsonl"
         out.symlink_to(texts)
@@ -377,8 +380,9 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         # Repeated for one label: the last one won, silently.
         (["classify", str(texts), "-l", "a,b", "--multi-label", "--label-threshold", "a=0.1", "--label-threshold", "a=0.2"],
          "--label-threshold: two thresholds for 'a' (0.1 and 0.2); give one"),
+        # The whole message: "--threshold" alone is also in bench's "--threshold applies to --multi-label decisions".
         (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "nan",
-          "--out", str(tmp_path / "b.json")], "--threshold"),
+          "--out", str(tmp_path / "b.json")], "--threshold must be a finite number, got nan"),
         ([*train, "--backbone-lr", "-1e-5"], "--backbone-lr must be > 0"),
         ([*train, "--head-lr", "0"], "--head-lr must be > 0"),
         ([*train, "--batch-size", "0"], "--batch-size must be >= 1"),
@@ -634,11 +638,26 @@ def test_atomic_write_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
 
 
 def test_atomic_write_to_a_device_writes_directly(tmp_path: Path) -> None:
+    """A target that is not a regular file is opened and written, never replaced by a temporary renamed over it.
+    A FIFO first, in a folder of the test's own: a temporary would be left beside it or would replace it (and a
+    broken rule is caught there, before the write to /dev/null, which as root it would replace with a file)."""
+    import stat
+
     from zstc.io import atomic_write
 
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open first, so that the writer's open does not block
+    try:
+        with atomic_write(fifo) as handle:
+            handle.write("through the pipe")
+        assert os.listdir(tmp_path) == ["pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+        assert os.read(reader, 100) == b"through the pipe"
+    finally:
+        os.close(reader)
     with atomic_write(Path(os.devnull)) as handle:
         handle.write("discarded")
-    assert os.listdir(tmp_path) == []
+    assert Path(os.devnull).is_char_device()
 
 
 # -- 7. interruption -----------------------------------------------------------------------------------
