@@ -153,12 +153,8 @@ def test_saved_figures_are_byte_identical_across_saves(tmp_path: Path) -> None:
     assert first.svg.read_bytes() == second.svg.read_bytes() and first.png.read_bytes() == second.png.read_bytes()
 
 
+@requires_baselines
 def test_every_paper_model_has_a_size() -> None:
-    import os
-
-    if not any(p.exists() for p in (DATA.parent / "baselines",)):
-        pytest.skip("needs the paper's baseline files")
-    os.environ.setdefault("ZSTC_SHARED_DATA", str(DATA.parent))
     rows = paper_rows()
     assert len(rows) == 38 and all(row.params_millions for row in rows), [r.label for r in rows if not r.params_millions]
 
