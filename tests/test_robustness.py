@@ -109,6 +109,12 @@ def test_export_report_and_bench_refuse_their_inputs(zstc_cli, result_file: Path
     before = digest(result)
     assert_user_error(zstc_cli("export", "--leaderboard", str(result), "--out", str(result)), "is the input")
     assert_user_error(zstc_cli("report", str(result), "--out", str(tmp_path / "r.json")), "is a file")
+    # A results file where the report writes one of its own files (report.md, index.html) in --out.
+    folder = tmp_path / "report"
+    folder.mkdir()
+    named_like_the_report = shutil.copy(result, folder / "report.md")
+    assert_user_error(zstc_cli("report", str(named_like_the_report), "--out", str(folder)), "would overwrite the input", "with its report.md")
+    assert digest(named_like_the_report) == before
     data = tmp_path / "data"
     data.mkdir()
     shutil.copy(btzsc_dir / "financialphrasebank.jsonl", data)
