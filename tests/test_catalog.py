@@ -69,3 +69,35 @@ def test_sweep_finds_the_datasets_of_a_data_folder(zstc_cli, tmp_path, btzsc_dir
     for tasks in ([], ["--tasks", "available"]):
         code, _, err = zstc_cli("sweep", "--models", MINILM, "--data", str(data), *tasks, "--out", str(tmp_path / "s"))
         assert code == 0 and "1 units" in err and "over 1 datasets" in err, err
+
+
+PROTOCOL_FAMILIES = {  # PROTOCOL.md s.1, verbatim and in its order
+    "sentiment": ["amazonpolarity", "imdb", "appreviews", "yelpreviews", "rottentomatoes", "financialphrasebank"],
+    "emotion": ["emotiondair", "empathetic"],
+    "intent": ["banking77", "biasframes_intent", "massive"],
+    "topic": ["agnews", "yahootopics", "trueteacher", "manifesto", "capsotu", "biasframes_offensive", "biasframes_sex",
+              "wikitoxic_toxicaggregated", "wikitoxic_obscene", "wikitoxic_threat", "wikitoxic_insult"],
+}
+
+
+def test_datasets_families_and_order_are_the_protocols():
+    assert list(families().items()) == list(PROTOCOL_FAMILIES.items())  # dict equality would ignore the order
+    assert list(catalog()) == [name for names in PROTOCOL_FAMILIES.values() for name in names]
+    assert resolve_task_names("topic") == PROTOCOL_FAMILIES["topic"]
+    # massive has 59 hypotheses: general_quirky has none (banking77's 72 of 77 are checked above).
+    assert len(get_task_spec("massive").hypotheses) == 59
+
+
+def test_packaged_definitions_are_the_shared_tasks_json(shared_data):
+    """Every dataset's family, domain, class names (class order), hypotheses (byte for byte, typos included) and
+    classes without a hypothesis are those of data/btzsc/tasks.json, in its order."""
+    import json
+
+    published = json.loads((shared_data / "btzsc" / "tasks.json").read_text(encoding="utf-8"))
+    assert list(catalog()) == list(published)
+    for name, entry in published.items():
+        spec = catalog()[name]
+        assert (spec.family, spec.domain) == (entry["family"], entry["domain"]), name
+        assert list(spec.labels) == entry["labels"], name
+        assert list(spec.hypotheses) == entry["hypotheses"], name
+        assert list(spec.labels_without_hypothesis) == entry.get("labels_without_hypothesis", []), name

@@ -18,6 +18,13 @@ def test_cls_pooling_reproduces_the_papers_financialphrasebank_row(btzsc_dir, mi
     assert metrics["accuracy"] == pytest.approx(0.4232, abs=5e-4)
 
 
+def test_cls_pooling_reproduces_the_papers_rottentomatoes_row_on_all_1066_texts(btzsc_dir, minilm_cls):
+    """PROTOCOL.md s.2: [CLS] pooling gives the paper's rottentomatoes 0.338, scored on every one of its 1066 texts."""
+    task, _ = load_btzsc_task("rottentomatoes", btzsc_dir)
+    metrics = dataset_metrics(task.gold, minilm_cls.score(task.texts, task.hypotheses).argmax(1))
+    assert len(task) == 1066 and round(metrics["macro_f1"], 3) == 0.338  # published 0.33784
+
+
 def test_native_pooling_gives_the_models_real_quality(btzsc_dir, minilm_native):
     task, _ = load_btzsc_task("rottentomatoes", btzsc_dir)
     metrics = dataset_metrics(task.gold, minilm_native.score(task.texts, task.hypotheses).argmax(1))
@@ -141,3 +148,32 @@ def test_batch_size_zero_ends_in_one_line_on_the_command_line(zstc_cli, tmp_path
     for model, family in (("sentence-transformers/all-MiniLM-L6-v2", "embedding"), ("HuggingFaceTB/SmolLM2-135M-Instruct", "llm")):
         code, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--model", model, "--family", family, "--batch-size", "0")
         assert code == 2 and err == "error: --batch-size must be >= 1, got 0\n", err
+
+
+PROTOCOL_INSTRUCTION_QUERY = "Instruct: Given a piece of text, retrieve relevant label descriptions that best match the text\nQuery: {text}"
+
+
+@pytest.mark.parametrize("model, query, document", [
+    ("intfloat/e5-base-v2", "query: {text}", "passage: {text}"),
+    ("intfloat/e5-large-v2", "query: {text}", "passage: {text}"),
+    ("intfloat/e5-mistral-7b-instruct", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
+    ("Qwen/Qwen3-Embedding-0.6B", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
+    ("Qwen/Qwen3-Embedding-8B", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
+    ("sentence-transformers/all-MiniLM-L6-v2", "{text}", "{text}"),
+])
+def test_every_paper_embedder_formats_text_and_hypothesis_as_the_protocol_says(model, query, document):
+    """PROTOCOL.md s.2: e5 ``query: `` / ``passage: ``; Qwen3-Embedding and e5-mistral-7b-instruct embed the text
+    inside the BTZSC instruction and the hypotheses plain. The text holds braces so a second format pass would show."""
+    spec = get_model_spec(model)
+    text = "a {b} text"
+    assert (spec.format_query(text), spec.format_document(text)) == (query.replace("{text}", text), document.replace("{text}", text))
+
+
+def test_base_encoders_are_scored_by_cls_pooling():
+    """PROTOCOL.md s.2: the base encoders are scored by final-layer [CLS] cosine, whatever the embedding default."""
+    from zstc.scorers import make_scorer
+
+    for model in ("google-bert/bert-large-uncased", "microsoft/deberta-v3-large", "answerdotai/ModernBERT-large"):
+        assert get_model_spec(model).family == "encoder", model
+    scorer = make_scorer("sentence-transformers/all-MiniLM-L6-v2", "encoder", precision="fp32")
+    assert scorer.pooling == "cls" and scorer.describe()["pooling"] == "cls"

@@ -260,3 +260,34 @@ def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
         assert decoded.endswith("OPTIONS:\n" + llm_options([*"ABCD"], LABELS) + "<|im_end|>\n<|im_start|>assistant\nAnswer: The correct option is letter")
     finally:
         llm.max_length = saved
+
+
+def test_yesno_score_is_p_yes_at_the_final_position(yesno: YesNoScorer) -> None:
+    """PROTOCOL.md s.2: p_yes = exp(v_yes) / (exp(v_yes) + exp(v_no)), the final-position logits of "yes" and "no"
+    after the whole prompt, computed here by hand from one plain forward pass per pair."""
+    import torch
+
+    tokenizer, model = yesno.loaded.tokenizer, yesno.loaded.model
+    yes, no = tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")
+    expected = []
+    for label in LABELS[:3]:
+        ids = tokenizer(PROTOCOL_YESNO.format(text=TEXTS[0], label=label), add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            final = model(torch.tensor([ids])).logits[0, -1].double()
+        expected.append(float(torch.exp(final[yes]) / (torch.exp(final[yes]) + torch.exp(final[no]))))
+    np.testing.assert_allclose(yesno.score(TEXTS[:1], LABELS[:3])[0], expected, atol=1e-4)
+
+
+def test_llm_scores_are_the_softmax_over_the_option_symbols_only(llm: LLMScorer) -> None:
+    """PROTOCOL.md s.2: one forward pass per text; softmax over the final-position logits of the option symbols
+    only (" A", " B", ... right after "letter"), label j's score being option j's."""
+    import torch
+
+    tokenizer, model = llm.loaded.tokenizer, llm.loaded.model
+    symbols = [tokenizer.encode(f" {s}", add_special_tokens=False) for s in "ABCD"]
+    assert all(len(ids) == 1 for ids in symbols)
+    ids = tokenizer(llm.prompt(TEXTS[0], LABELS), add_special_tokens=False)["input_ids"]  # the chat template holds the specials
+    with torch.no_grad():
+        final = model(torch.tensor([ids])).logits[0, -1].double()
+    expected = torch.softmax(final[[s[0] for s in symbols]], dim=-1).numpy()
+    np.testing.assert_allclose(llm.score(TEXTS[:1], LABELS)[0], expected, atol=1e-5)

@@ -118,3 +118,30 @@ def test_user_files(tmp_path):
     data = write_jsonl(tmp_path / "mine.jsonl", [{"text": "x", "label_text": "b"}, {"text": "y", "label_text": "a"}])
     task = load_user_task(data)
     assert task.label_names == ["a", "b"] and task.gold.tolist() == [1, 0]
+
+
+def test_the_paper_policy_counts_texts_without_a_hypothesis_as_class_0_exactly(btzsc_dir):
+    """The public harness's ``true_idx = ... else 0``: each of banking77's 200 such texts becomes class 0
+    (Refund_not_showing_up), the others keep their class; policy 'exclude' drops exactly those 200."""
+    raw = load_grouped(btzsc_dir / "banking77.jsonl", get_task_spec("banking77"))
+    unlabelled = raw.gold == NO_HYPOTHESIS
+    paper, _ = load_btzsc_task("banking77", btzsc_dir, unlabelled="paper")
+    assert unlabelled.sum() == 200 and paper.texts == raw.texts
+    np.testing.assert_array_equal(paper.gold, np.where(unlabelled, 0, raw.gold))
+    np.testing.assert_array_equal(paper.counted_as_class0, unlabelled)
+    excluded, _ = load_btzsc_task("banking77", btzsc_dir, unlabelled="exclude")
+    np.testing.assert_array_equal(excluded.source_index, np.flatnonzero(~unlabelled))
+
+
+def test_yahootopics_keeps_two_business_and_finance_texts_as_the_harness_does(tmp_path):
+    """PROTOCOL.md s.1: the harness drops yahootopics texts of class "Business & Finance" except the first two, but
+    keeps the hypothesis as a candidate. Faithful under policy 'paper' (reported in the notes); 'exclude' keeps all."""
+    spec = get_task_spec("yahootopics")
+    classes = ["Health", "Business & Finance", "Sports", "Business & Finance", "Business & Finance", "Health", "Business & Finance"]
+    write_jsonl(tmp_path / "yahootopics.jsonl", [{"text": f"t{i}", "label_text": c} for i, c in enumerate(classes)])
+    paper, _ = load_btzsc_task("yahootopics", tmp_path, unlabelled="paper")
+    assert paper.texts == ["t0", "t1", "t2", "t3", "t5"] and paper.source_index.tolist() == [0, 1, 2, 3, 5]
+    assert paper.hypotheses == list(spec.hypotheses) and paper.label_names[0] == "Business & Finance"
+    assert any("dropped 2 'Business & Finance' texts" in note for note in paper.notes)
+    excluded, _ = load_btzsc_task("yahootopics", tmp_path, unlabelled="exclude")
+    assert len(excluded) == len(classes)

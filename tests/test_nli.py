@@ -276,6 +276,24 @@ def test_nli_probe_finds_sets_and_computes_auroc(nli_folder: Path, tmp_path: Pat
     assert summary["paper"] is None
 
 
+def test_nli_probe_auroc_is_entailment_against_the_rest_by_hand(nli_folder: Path, tmp_path: Path) -> None:
+    """PROTOCOL.md s.4: AUROC of the entailment score, entailment (positive) against neutral and contradiction."""
+    from sklearn.metrics import roc_auc_score
+
+    from zstc.benchmark.nli_probe import find_nli_sets, run_probe
+
+    rows = [{"premise": p, "hypothesis": h, "label": label} for p, h, label in [
+        ("A man plays a guitar.", "A man plays music.", "entailment"), ("A man plays a guitar.", "A man sleeps.", "contradiction"),
+        ("A dog runs.", "An animal moves.", "entailment"), ("A dog runs.", "The dog is brown.", "neutral"),
+        ("Two kids eat.", "Children are eating.", "entailment"), ("Two kids eat.", "The kids are hungry.", "neutral"),
+    ]]
+    _write_jsonl(tmp_path / "mnli_matched.jsonl", rows)
+    scorer = make_scorer(str(nli_folder), "nli")
+    scores = scorer.score_pairs([r["premise"] for r in rows], [r["hypothesis"] for r in rows])
+    by_hand = roc_auc_score([r["label"] == "entailment" for r in rows], scores)
+    assert by_hand != 0.5 and run_probe(scorer, find_nli_sets(tmp_path))["auroc"]["mnli_m"] == pytest.approx(by_hand)
+
+
 def test_nli_probe_errors(tmp_path: Path) -> None:
     from zstc.benchmark.nli_probe import find_nli_sets, load_nli_set
 

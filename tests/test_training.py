@@ -318,3 +318,50 @@ def test_a_stop_during_the_trainers_own_save_leaves_a_checkpoint_to_resume_from(
     lines.clear()
     train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lines.append)
     assert lines[0].startswith(f"resuming from step {step} of ") and is_zstc_nli_model(out)
+
+
+PAPER_RECIPE = {"batch_size": 32, "epochs": 3.0, "adam_betas": (0.9, 0.999), "adam_eps": 1e-8, "weight_decay": 0.01,
+                "warmup_fraction": 0.1, "eval_fraction": 0.01, "patience": 10, "head_dropout": 0.1}
+"""PROTOCOL.md s.5 (paper appendix C.1)."""
+
+
+def test_the_recipes_defaults_are_the_papers() -> None:
+    import inspect
+
+    from zstc.cli.train import train_nli as train_command
+
+    config = TrainConfig(backbone="b", data="d", out="o")
+    assert {name: getattr(config, name) for name in PAPER_RECIPE} == PAPER_RECIPE
+    command = inspect.signature(train_command).parameters  # `zstc train-nli` states its own defaults
+    assert {name: command[name].default for name in ("batch_size", "epochs", "patience", "eval_fraction")} == {
+        name: PAPER_RECIPE[name] for name in ("batch_size", "epochs", "patience", "eval_fraction")}
+
+
+def test_learning_rates_warm_up_linearly_then_decay_by_cosine_to_zero_per_part(tiny_backbone: Path, tmp_path: Path) -> None:
+    """Linear warm-up over the first 10% of the steps, then cosine decay to 0, the backbone and the head each from
+    its own rate; AdamW (0.9, 0.999, eps 1e-8) with weight decay 0.01 on the weight matrices."""
+    from transformers import AutoModel
+
+    from zstc.training.trainer import NliTrainer, _arguments
+
+    total, warmup, backbone_lr, head_lr = 100, round(PAPER_RECIPE["warmup_fraction"] * 100), 2e-5, 1e-4
+    config = TrainConfig(backbone=str(tiny_backbone), data="d", out=str(tmp_path), backbone_lr=backbone_lr, head_lr=head_lr)
+    arguments = _arguments(tmp_path / "checkpoint", config, torch.device("cpu"), "fp32", total_steps=total, warmup_steps=warmup)
+    model = build_nli_model(AutoModel.from_pretrained(tiny_backbone), "triplet")
+    trainer = NliTrainer(model=model, args=arguments, eval_dataset=[], variant="triplet", backbone_lr=backbone_lr, head_lr=head_lr)
+    trainer.create_optimizer_and_scheduler(num_training_steps=total)
+    optimizer, scheduler = trainer.optimizer, trainer.lr_scheduler
+    assert type(optimizer) is torch.optim.AdamW and optimizer.defaults["betas"] == (0.9, 0.999) and optimizer.defaults["eps"] == 1e-8
+    head = {id(p) for p in model.head.parameters()}
+    rates = [head_lr if id(group["params"][0]) in head else backbone_lr for group in optimizer.param_groups]
+    assert sorted(set(rates)) == [backbone_lr, head_lr]
+    assert {group["weight_decay"] for group in optimizer.param_groups if group["params"][0].ndim == 2} == {0.01}
+
+    def factor(step: int) -> float:
+        return step / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / (total - warmup)))
+
+    for step in range(total + 1):
+        if step in (0, 3, 10, 11, 55, 99, 100):
+            assert scheduler.get_last_lr() == pytest.approx([rate * factor(step) for rate in rates], abs=1e-12), step
+        optimizer.step()
+        scheduler.step()

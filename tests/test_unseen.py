@@ -166,3 +166,30 @@ def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> No
     assert settings["max_samples"] == 30 and settings["max_train_samples"] == 60 and settings["seed"] == 3
     assert settings["hypotheses"] == "name" and settings["template"] == "It is {}." and settings["finetune"] is False
     assert settings["data_sha256"] == sha256_file(test_dir / "banking77.jsonl") == settings["train_data_sha256"]
+
+
+def test_unseen_applies_the_harsh_margin_of_005_to_entailment_probabilities(zstc_cli, tmp_path, btzsc_dir, nli_folder, monkeypatch) -> None:
+    """PROTOCOL.md s.7: a seen label is preferred over an unseen one only if its *probability* is higher by alpha
+    (0.05). `zstc unseen` scores the fine-tuned model as probabilities (score type 'prob', not the NLI default
+    log-odds, on which 0.05 would be another rule) with alpha 0.05 unless told otherwise."""
+    import zstc.yin.unseen as unseen_module
+
+    assert unseen_module.DEFAULT_ALPHA == 0.05 and UnseenConfig().alpha == 0.05
+    seen: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def run_unseen_spy(test, train, hypotheses, base_scorer, config, finetuned, *, log):
+        split = label_halves(len(test.label_names))[0]
+        scorer = finetuned(split, tmp_path / "pairs-even.jsonl")
+        seen.update(alpha=config.alpha, score_type=scorer.score_type, family=scorer.family)
+        raise Stop
+
+    monkeypatch.setattr(unseen_module, "finetune_on_seen", lambda pairs, base, out, **options: str(nli_folder))
+    monkeypatch.setattr(unseen_module, "run_unseen", run_unseen_spy)
+    test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir, rows=40)
+    with pytest.raises(Stop):
+        zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir), "--task", "banking77",
+                 "--work-dir", str(tmp_path / "work"))
+    assert seen == {"alpha": 0.05, "score_type": "prob", "family": "nli"}
