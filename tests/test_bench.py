@@ -337,17 +337,46 @@ def test_the_papers_own_sample_is_the_harness_draw(btzsc_dir):
     assert sample_task(task, "paper", None) is task and len(sample_task(task, "paper", 5000)) == 2000
 
 
-@pytest.mark.xfail(strict=True, reason="known divergence, not fixed: --sampling paper --max-samples 1000 draws 1000 of "
-                   "rottentomatoes' 1066 texts, where the paper scored all of them (every published rottentomatoes accuracy is "
-                   "a multiple of 1/1066). Fixing it changes the texts scored under an unchanged fingerprint, so cached "
-                   "1000-text results would be reused silently: it needs a change to the run identity first.")
 def test_the_papers_sample_of_rottentomatoes_is_every_text(btzsc_dir):
-    """PROTOCOL.md s.1: the paper scored all 1066 rottentomatoes texts (and 1000 of every larger dataset)."""
+    """PROTOCOL.md s.1: the paper scored all 1066 rottentomatoes texts (every published accuracy is a multiple of
+    1/1066) and 1000 of every larger dataset; the public harness's current code draws 1000 of rottentomatoes too.
+    --sampling paper gives the paper's texts, --sampling harness the harness's."""
+    import random
+
     from zstc.benchmark.data import load_btzsc_task
     from zstc.benchmark.tasks import PAPER_SAMPLE_SIZE, sample_task
 
     task, _ = load_btzsc_task("rottentomatoes", btzsc_dir)
-    assert len(task) == 1066 and len(sample_task(task, "paper", PAPER_SAMPLE_SIZE)) == 1066
+    assert len(task) == 1066
+    paper = sample_task(task, "paper", PAPER_SAMPLE_SIZE)
+    assert paper.source_index.tolist() == list(range(1066)) and paper.texts == task.texts
+    assert any("as the paper scored rottentomatoes" in note for note in paper.notes)
+    harness = sample_task(task, "harness", PAPER_SAMPLE_SIZE)
+    assert harness.source_index.tolist() == [0, 1, *random.Random(0).sample(range(2, 1066), 998)]
+    # Below the paper's size there is no paper's sample to follow: both are the harness's draw.
+    assert sample_task(task, "paper", 500).source_index.tolist() == sample_task(task, "harness", 500).source_index.tolist()
+    emotion, _ = load_btzsc_task("emotiondair", btzsc_dir)  # every other dataset: the paper's sample is the harness's draw
+    assert sample_task(emotion, "paper", 1000).source_index.tolist() == sample_task(emotion, "harness", 1000).source_index.tolist()
+
+
+def test_rottentomatoes_scored_whole_is_not_taken_for_the_earlier_draw(btzsc_dir, tmp_path):
+    """--sampling paper --max-samples 1000 drew 1000 rottentomatoes texts before it kept all 1066, under the same
+    run identity: rottentomatoes' fingerprint must differ from that draw's, so neither a stored result nor the
+    shared cache hands the old numbers back. No other dataset's fingerprint changes."""
+    def prepared(sampling: str, name: str):
+        config = BenchConfig(model=MINILM, tasks=[name], data=str(btzsc_dir), max_samples=1000, sampling=sampling,
+                             out=tmp_path / f"{sampling}.json")
+        return Bench(config, show_progress=False).prepare(name)
+
+    whole = prepared("paper", "rottentomatoes")
+    assert len(whole.task) == whole.source_texts == 1066
+    assert whole.identity["dataset"]["sample"] == "every text, as the paper scored it"
+    earlier = {**whole.identity, "dataset": {k: v for k, v in whole.identity["dataset"].items() if k != "sample"}}
+    assert whole.fingerprint == fingerprint(whole.identity) != fingerprint(earlier)
+    for name in ("emotiondair", "financialphrasebank"):
+        unchanged = prepared("paper", name)
+        assert "sample" not in unchanged.identity["dataset"] and unchanged.fingerprint == fingerprint(unchanged.identity)
+    assert "sample" not in prepared("harness", "rottentomatoes").identity["dataset"]
 
 
 @pytest.mark.slow

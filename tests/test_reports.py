@@ -27,6 +27,8 @@ from zstc.reports.tables import MeanStd, Table, family_table
 
 from shared_data import BTZSC_DIR as DATA, requires_baselines
 
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ["financialphrasebank", "rottentomatoes"]
 SAMPLES = 40
@@ -173,6 +175,31 @@ def test_saved_figures_are_byte_identical_across_saves(tmp_path: Path) -> None:
 def test_every_paper_model_has_a_size() -> None:
     rows = paper_rows()
     assert len(rows) == 38 and all(row.params_millions for row in rows), [r.label for r in rows if not r.params_millions]
+
+
+@pytest.mark.parametrize("sampling, rottentomatoes_texts, expected", [
+    ("paper", 1066, []),  # the paper's sample: rottentomatoes whole, agnews drawn
+    ("paper", 1000, ["a draw of 1000 texts of rottentomatoes, which the paper scored whole (--sampling paper --max-samples 1000 does)"]),
+    ("harness", 1000, ["a draw of 1000 texts of rottentomatoes, which the paper scored whole (--sampling paper --max-samples 1000 does)"]),
+    ("stratified", 1000, ["a stratified sample of at most 1000 texts per dataset, where the paper scored its own sample of 1000 "
+                          "(--sampling paper --max-samples 1000)"]),
+])
+def test_a_draw_of_rottentomatoes_is_off_the_papers_protocol(tmp_path: Path, sampling: str, rottentomatoes_texts: int,
+                                                              expected: list[str]) -> None:
+    """The paper scored every rottentomatoes text: a run that drew 1000 of them (the harness's draw, or the paper's
+    sample as zstc drew it before) is not the paper's protocol, even with --sampling paper --max-samples 1000."""
+    from zstc.reports.rows import load_runs
+
+    metrics = {"macro_f1": 0.5, "accuracy": 0.5, "macro_precision": 0.5, "macro_recall": 0.5}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": MINILM_ID, "paper_name": "all-MiniLM-L6-v2"},
+                                "evaluation": {"hypotheses": "dataset", "sampling": sampling, "max_samples": 1000, "sampled": True,
+                                               "datasets": ["rottentomatoes", "agnews"]},
+                                "results": {"overall": metrics, "by_task": {"sentiment": metrics, "topic": metrics},
+                                            "by_dataset": {"rottentomatoes": {**metrics, "n_texts": rottentomatoes_texts},
+                                                           "agnews": {**metrics, "n_texts": 1000}}}}))
+    [run] = load_runs([path])
+    assert run.protocol_differences() == expected
 
 
 def test_runs_that_differ_in_settings_are_named_by_them(tmp_path: Path) -> None:
@@ -582,8 +609,8 @@ def test_paper_comparison_says_how_a_run_is_off_the_protocol(tmp_path: Path) -> 
     written = build_report([off], tmp_path / "report", draws=100, confusion_matrices=False)
     expected = ("all-MiniLM-L6-v2 (off) is compared with the paper's all-MiniLM-L6-v2 but was not run by the paper's protocol: "
                 "hypotheses 'name' with template 'This text is about {}.' instead of BTZSC's own; unlabelled policy 'exclude' "
-                "instead of 'paper'; a stratified sample of at most 3 texts per dataset, where the paper scored the public "
-                "harness's draw of 1000 (--sampling paper --max-samples 1000). "
+                "instead of 'paper'; a stratified sample of at most 3 texts per dataset, where the paper scored its own "
+                "sample of 1000 (--sampling paper --max-samples 1000). "
                 "Its differences from the published numbers include the effect of these.")
     assert expected in written.notes
     [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]

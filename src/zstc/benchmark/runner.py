@@ -50,7 +50,7 @@ from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
-from zstc.benchmark.tasks import SAMPLING_METHODS, Task
+from zstc.benchmark.tasks import SAMPLING_METHODS, Task, paper_scores_whole
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
@@ -74,7 +74,8 @@ class BenchConfig:
     template: str | None = None
     """Template of the name/definition/both/ensemble hypotheses; None: the task family's aspect template."""
     sampling: str = "stratified"
-    """How ``max_samples`` texts are drawn: ``stratified`` (seeded, per class) or ``paper`` (the harness's draw)."""
+    """How ``max_samples`` texts are drawn: ``stratified`` (seeded, per class), ``paper`` (the texts the paper
+    scored) or ``harness`` (the public harness's draw); see :data:`zstc.benchmark.tasks.SAMPLING_METHODS`."""
     out: str | Path = "results.json"
     overwrite: str = "only-missing"
     """What to do with results already in the details folder: ``only-missing`` (reuse those with these
@@ -111,7 +112,7 @@ def sampling_identity(method: str, max_samples: int | None, seed: int | None) ->
     ``max_samples`` every text is scored whatever ``--sampling`` and ``--seed`` say, so such a run records the
     defaults (the record the default command always wrote, which results stored before keep matching): a
     ``--seed 3`` on full data was otherwise a run of other settings, refused beside the default's results and
-    cached apart from them. The paper's draw has no seed."""
+    cached apart from them. The paper's and the harness's draws have no seed."""
     if max_samples is None:
         return {"method": "stratified", "max_samples": None, "seed": 0}
     return {"method": method, "max_samples": max_samples, "seed": seed if method == "stratified" else None}
@@ -303,6 +304,10 @@ class Bench:
                                                          unlabelled=config.unlabelled, sampling=config.sampling)
         descriptions = self.hypothesis_provider(task)
         identity = {"run": run_identity, "dataset": dataset_identity(task, descriptions)}
+        if config.sampling == "paper" and paper_scores_whole(name, source_texts, config.max_samples):
+            # Earlier versions drew 1000 of rottentomatoes' texts here under the same run identity: this key keeps
+            # a stored or cached result of that draw from being reused as the whole dataset's.
+            identity["dataset"]["sample"] = "every text, as the paper scored it"
         return PreparedTask(task, descriptions, affected, source_texts, identity, fingerprint(identity), run_key)
 
     def cache_key(self) -> tuple[str, str | None]:

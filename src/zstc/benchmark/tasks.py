@@ -20,8 +20,10 @@ NO_HYPOTHESIS = -1
 UnlabelledPolicy = Literal["paper", "exclude"]
 UNLABELLED_POLICIES: tuple[str, ...] = ("paper", "exclude")
 
-SAMPLING_METHODS: tuple[str, ...] = ("stratified", "paper")
-"""How ``--max-samples`` draws: a seeded stratified sample, or the public harness's own draw (:func:`paper_sample`)."""
+SAMPLING_METHODS: tuple[str, ...] = ("stratified", "paper", "harness")
+"""How ``--max-samples`` draws: a seeded stratified sample; the texts the paper scored (:func:`paper_sample`); or
+the public harness's draw as its current code makes it (:func:`harness_sample`), which differs from the paper's
+only on rottentomatoes (:data:`PAPER_WHOLE_DATASETS`)."""
 
 
 @dataclass(frozen=True)
@@ -142,18 +144,31 @@ def stratified_sample(task: Task, max_samples: int | None, seed: int = 0) -> Tas
 
 
 PAPER_SAMPLE_SIZE = 1000
-"""Texts per dataset the paper scored: the public harness's draw (:func:`paper_sample`) of this many, or every
-text of a smaller dataset."""
+"""Texts per dataset the paper scored: the public harness's draw (:func:`harness_sample`) of this many, or every
+text of a smaller dataset, or of one in :data:`PAPER_WHOLE_DATASETS`."""
 
 PAPER_FIXED_TEXTS = 2
 """The harness always keeps the first two texts of the grouped file, then draws the rest."""
 
+PAPER_WHOLE_DATASETS: frozenset[str] = frozenset({"rottentomatoes"})
+"""Datasets the paper scored whole although they hold more than its 1000 texts. Every published rottentomatoes
+accuracy (38 models) is a multiple of 1/1066, so the paper scored all 1066 texts, where the public harness's
+current code draws 1000 of them (PROTOCOL.md section 1): the harness and the paper disagree here."""
 
-def paper_sample(task: Task, max_samples: int | None) -> Task:
-    """The public BTZSC harness's draw (its ``data.py``): texts 0 and 1 of the file, plus
+
+def paper_scores_whole(name: str, n_texts: int, max_samples: int | None) -> bool:
+    """Whether the paper's sample of dataset ``name`` (``n_texts`` texts) is every text where the harness's draw
+    of ``max_samples`` would leave some out: a dataset of :data:`PAPER_WHOLE_DATASETS`, drawn at the paper's size
+    or more."""
+    return name in PAPER_WHOLE_DATASETS and max_samples is not None and PAPER_SAMPLE_SIZE <= max_samples < n_texts
+
+
+def harness_sample(task: Task, max_samples: int | None) -> Task:
+    """The public BTZSC harness's draw (its current ``data.py``): texts 0 and 1 of the file, plus
     ``random.Random(0).sample(range(2, N), n - 2)``, in the harness's order (N texts in BTZSC file order).
 
-    No seed: the harness's is fixed at 0. On a file in exact BTZSC order this is the paper's own sample.
+    No seed: the harness's is fixed at 0. On a file in exact BTZSC order this is the paper's own sample, except
+    for :data:`PAPER_WHOLE_DATASETS` (see :func:`paper_sample`).
     """
     if max_samples is None or max_samples >= len(task):
         return task
@@ -164,10 +179,22 @@ def paper_sample(task: Task, max_samples: int | None) -> Task:
     return task.subset(indices, f"the public harness's sample of {max_samples} of {len(task)} texts (texts 0 and 1, then random.Random(0))")
 
 
+def paper_sample(task: Task, max_samples: int | None) -> Task:
+    """The texts the paper scored: the harness's draw (:func:`harness_sample`), except that a dataset the paper
+    scored whole (:data:`PAPER_WHOLE_DATASETS`) keeps every text when ``max_samples`` is the paper's size or more."""
+    if paper_scores_whole(task.name, len(task), max_samples):
+        note = (f"every one of the {len(task)} texts, as the paper scored {task.name} (its published accuracies are multiples "
+                f"of 1/{len(task)}); the public harness's current code draws {max_samples}")
+        return replace(task, notes=[*task.notes, note])
+    return harness_sample(task, max_samples)
+
+
 def sample_task(task: Task, method: str, max_samples: int | None, seed: int = 0) -> Task:
     """At most ``max_samples`` texts of ``task`` by ``method`` (see :data:`SAMPLING_METHODS`)."""
     if method == "stratified":
         return stratified_sample(task, max_samples, seed)
     if method == "paper":
         return paper_sample(task, max_samples)
+    if method == "harness":
+        return harness_sample(task, max_samples)
     raise UnknownNameError(f"unknown sampling {method!r}; expected one of {', '.join(SAMPLING_METHODS)}")

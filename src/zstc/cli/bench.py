@@ -25,7 +25,7 @@ def bench(
     out: Annotated[Path, typer.Option("--out", "-o", help="Summary JSON; per-dataset details go to <stem>.details/.")] = Path("results.json"),
     family: Family = None,
     max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
-    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw: texts 0 and 1 plus random.Random(0), the paper's own sample).")] = "stratified",
+    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class), 'paper' (the texts the paper scored: the public harness's draw, texts 0 and 1 plus random.Random(0), but rottentomatoes whole) or 'harness' (the harness's draw on every dataset).")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="Texts whose gold class has no hypothesis: 'paper' (count as class 0, like the public harness) or 'exclude'.")] = "paper",
     overwrite: Annotated[str, typer.Option(help="Results already in <stem>.details/: 'only-missing' (reuse those of these settings, from there or the result cache, compute the rest, refuse other settings'), 'always' (recompute all, replacing them) or 'never' (compute nothing).")] = "only-missing",

@@ -28,7 +28,7 @@ def sweep(
     cpus_per_model: Annotated[float, typer.Option(help="--engine ray: CPUs each model's actor reserves.")] = 1.0,
     max_retries: Annotated[int, typer.Option(min=0, help="--engine ray: restarts of a dead worker (its unfinished units are re-run).")] = 3,
     max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
-    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class) or 'paper' (the public harness's draw, the paper's own sample), as in `zstc bench`.")] = "stratified",
+    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class), 'paper' (the texts the paper scored) or 'harness' (the public harness's draw), as in `zstc bench`.")] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="'paper' or 'exclude' (see `zstc bench --help`).")] = "paper",
     fresh: Annotated[bool, typer.Option(help="Recompute every unit instead of reusing finished ones.")] = False,

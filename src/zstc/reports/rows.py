@@ -18,7 +18,7 @@ from zstc.errors import DataError
 from zstc.benchmark.metrics import METRICS
 from zstc.models.registry import PAPER_MODELS_WITHOUT_HUB_ID, PAPER_MODELS_WITHOUT_HUB_ID_SIZES, registered_models
 from zstc.benchmark.store import DatasetResult, ResultStore, load_summary
-from zstc.benchmark.tasks import PAPER_SAMPLE_SIZE
+from zstc.benchmark.tasks import PAPER_SAMPLE_SIZE, PAPER_WHOLE_DATASETS
 
 Source = Literal["run", "paper"]
 
@@ -107,7 +107,7 @@ class Run:
 
     def protocol_differences(self) -> list[str]:
         """How this run was made otherwise than the paper's published numbers were (BTZSC's own hypotheses, texts
-        whose class has no hypothesis counted as class 0, the harness's draw of 1000 texts or every text): one
+        whose class has no hypothesis counted as class 0, the paper's sample of 1000 texts or every text): one
         phrase each, none for a run made as the paper's were. Read from the recorded run identity, else the
         evaluation fields."""
         evaluation = self.summary.get("evaluation", {})
@@ -121,12 +121,20 @@ class Run:
         if policy not in (None, "paper"):
             differences.append(f"unlabelled policy {policy!r} instead of 'paper'")
         # "sampled" is true only when a cap left texts out; summaries from before it was recorded have only the cap.
-        # The paper itself scored the public harness's draw of 1000 texts (--sampling paper --max-samples 1000).
+        # The paper scored the public harness's draw of 1000 texts, but rottentomatoes whole (--sampling paper
+        # --max-samples 1000); the harness's own draw differs from it there only.
         method, cap = evaluation.get("sampling") or "stratified", evaluation.get("max_samples")
         sampled = evaluation["sampled"] if "sampled" in evaluation else cap is not None
-        if sampled and not (method == "paper" and cap == PAPER_SAMPLE_SIZE):
-            differences.append(f"a {method} sample of at most {cap} texts per dataset, where the paper scored the public "
-                               f"harness's draw of {PAPER_SAMPLE_SIZE} (--sampling paper --max-samples {PAPER_SAMPLE_SIZE})")
+        if method in ("paper", "harness") and cap == PAPER_SAMPLE_SIZE:
+            # The harness's draw, or the paper's sample as zstc drew it before it kept rottentomatoes whole.
+            by_dataset = (self.summary.get("results") or {}).get("by_dataset") or {}
+            drawn = sorted(name for name in PAPER_WHOLE_DATASETS if (by_dataset.get(name) or {}).get("n_texts") == cap)
+            if drawn:
+                differences.append(f"a draw of {cap} texts of {', '.join(drawn)}, which the paper scored whole "
+                                   f"(--sampling paper --max-samples {PAPER_SAMPLE_SIZE} does)")
+        elif sampled:
+            differences.append(f"a {method} sample of at most {cap} texts per dataset, where the paper scored its own sample "
+                               f"of {PAPER_SAMPLE_SIZE} (--sampling paper --max-samples {PAPER_SAMPLE_SIZE})")
         # Scorer options are not named: the protocol fixes none per model (which pooling a published row used is
         # known for one model only, all-MiniLM-L6-v2's [CLS]), so no choice of them can be called off the protocol.
         return differences
