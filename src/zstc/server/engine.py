@@ -396,7 +396,6 @@ class BatchingEngine:
         self._running_pairs = 0
         self._pairs_per_second: float | None = None
         self._wakeup: asyncio.Event | None = None
-        self._idle: asyncio.Event | None = None
         self._thread: ModelThread | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -404,8 +403,7 @@ class BatchingEngine:
 
     def start(self) -> None:
         """Start the model thread and the batching worker, and warm up (a tiny forward pass) in the background."""
-        self._wakeup, self._idle = asyncio.Event(), asyncio.Event()
-        self._idle.set()
+        self._wakeup = asyncio.Event()
         self._thread = ModelThread(self.config.threads)
         self._tasks = [asyncio.create_task(self._warm_up()), asyncio.create_task(self._run())]
 
@@ -429,21 +427,6 @@ class BatchingEngine:
         """Take no new work; what is queued still runs (SIGTERM)."""
         if self.state in ("loading", "ready"):
             self.state = "draining"
-
-    async def drained(self, timeout: float) -> bool:
-        """Wait until the queue is empty and no batch runs; False when ``timeout`` passed first."""
-        assert self._idle is not None
-        deadline = time.monotonic() + timeout
-        while self._pending or not self._idle.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(self._idle.wait(), remaining)
-            except TimeoutError:
-                return False
-            await asyncio.sleep(0)
-        return True
 
     async def stop(self, grace: float = STOP_GRACE_S) -> None:
         """Stop the worker and the model thread; requests still queued get :class:`Unavailable`. Waits up to
@@ -528,7 +511,7 @@ class BatchingEngine:
     # -- the worker -----------------------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        assert self._wakeup is not None and self._idle is not None
+        assert self._wakeup is not None
         while True:
             while not self._pending:
                 self._wakeup.clear()
@@ -546,12 +529,10 @@ class BatchingEngine:
                     break
             batch = self._take_batch()
             if batch:
-                self._idle.clear()
                 try:
                     await self._execute(batch)
                 finally:
                     self._running_pairs = 0
-                    self._idle.set()
 
     def _take_batch(self) -> list[ScoreJob]:
         batch: list[ScoreJob] = []
