@@ -731,6 +731,44 @@ def test_a_failing_request_does_not_fail_its_batch() -> None:
         assert good.result(30).status_code == 200
 
 
+def test_a_request_cancelled_while_its_batch_fails_is_not_run_again() -> None:
+    """When a batch fails, its requests are run again one by one to find the failing one; a request whose client
+    left while the batch ran is dropped, not scored a second time."""
+    import asyncio
+
+    from zstc.errors import ModelError
+    from zstc.server.engine import BatchingEngine
+
+    class FailsOnTooLong(GatedScorer):
+        def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+            if "too long" in labels:
+                raise ModelError("a label description is too long")
+            return super().score(texts, labels)
+
+    scorer = FailsOnTooLong()
+
+    async def scenario() -> None:
+        engine = BatchingEngine(scorer, EngineConfig(max_wait_ms=0))
+        engine.start()
+        try:
+            while engine.state != "ready":
+                await asyncio.sleep(0.01)
+            # One batch: the leaver's label set is scored first (and blocks), then the other's fails.
+            leaver = engine.submit(["leaver"], [("x", "y")])
+            failing = engine.submit(["failing"], [("x", "too long")])
+            assert await asyncio.to_thread(scorer.entered.wait, 30)
+            engine.cancel(leaver)
+            scorer.gate.set()
+            with pytest.raises(ModelError):
+                await asyncio.wait_for(failing.future, 30)
+            assert leaver.future.cancelled()
+        finally:
+            await engine.stop()
+
+    asyncio.run(scenario())
+    assert [texts for texts, _ in scorer.calls] == [["warm-up"], ["leaver"]], "the cancelled request was scored again"
+
+
 # -- a real server: keep-alive, disconnects, SIGTERM, the playground ------------------------------------------------------
 
 

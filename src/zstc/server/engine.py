@@ -566,6 +566,9 @@ class BatchingEngine:
             else:  # find the request that failed: each alone, so the others still get their rows
                 results = []
                 for job in batch:
+                    if job.future.done():  # cancelled while the batch ran: its rows would be discarded
+                        results.append(asyncio.CancelledError())
+                        continue
                     try:
                         results.extend(await asyncio.wrap_future(self._thread.submit(self.backend.score, [job])))
                     except Exception as single_error:
