@@ -769,6 +769,34 @@ def test_a_request_cancelled_while_its_batch_fails_is_not_run_again() -> None:
     assert [texts for texts, _ in scorer.calls] == [["warm-up"], ["leaver"]], "the cancelled request was scored again"
 
 
+def test_stop_answers_the_requests_of_a_batch_still_running() -> None:
+    """Stopping the engine answers every request it holds with Unavailable: the queued ones and the ones whose
+    batch is still in the model, whose rows would never come."""
+    import asyncio
+
+    from zstc.server.engine import BatchingEngine, Unavailable
+
+    scorer = GatedScorer()
+
+    async def scenario() -> None:
+        engine = BatchingEngine(scorer, EngineConfig(max_wait_ms=0))
+        engine.start()
+        while engine.state != "ready":
+            await asyncio.sleep(0.01)
+        running = engine.submit(["running"], [("x", "y")])
+        assert await asyncio.to_thread(scorer.entered.wait, 30)
+        queued = engine.submit(["queued"], [("x", "y")])
+        await engine.stop(grace=0.05)
+        for job in (running, queued):
+            assert job.future.done(), "a request of the engine was left unanswered"
+            assert isinstance(job.future.exception(), Unavailable)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        scorer.gate.set()
+
+
 # -- a real server: keep-alive, disconnects, SIGTERM, the playground ------------------------------------------------------
 
 

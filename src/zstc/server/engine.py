@@ -392,6 +392,8 @@ class BatchingEngine:
         self.state: EngineState = "loading"
         self.failure: str | None = None
         self._pending: collections.deque[ScoreJob] = collections.deque()
+        self._running: list[ScoreJob] = []
+        """The batch in the model thread (or the last one, all answered)."""
         self._pending_pairs = 0
         self._running_pairs = 0
         self._pairs_per_second: float | None = None
@@ -429,16 +431,17 @@ class BatchingEngine:
             self.state = "draining"
 
     async def stop(self, grace: float = STOP_GRACE_S) -> None:
-        """Stop the worker and the model thread; requests still queued get :class:`Unavailable`. Waits up to
-        ``grace`` seconds for a model call in progress to return (see :attr:`model_running`)."""
+        """Stop the worker and the model thread; requests still queued, or in a batch still running, get
+        :class:`Unavailable`. Waits up to ``grace`` seconds for a model call in progress to return (see
+        :attr:`model_running`)."""
         self.state = "stopped"
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        while self._pending:
-            job = self._pending.popleft()
+        for job in [*self._running, *self._pending]:
             if not job.future.done():
                 job.future.set_exception(Unavailable("the server is shutting down"))
+        self._pending.clear()
         self._pending_pairs = 0
         if self._thread is not None:
             self._thread.stop()
@@ -529,6 +532,7 @@ class BatchingEngine:
                     break
             batch = self._take_batch()
             if batch:
+                self._running = batch
                 try:
                     await self._execute(batch)
                 finally:
