@@ -263,6 +263,8 @@ class ResumableWriter:
         return content if isinstance(content, dict) else None
 
     def _partial_intact(self, state: dict[str, Any]) -> bool:
+        if not int(state.get("chunks", 0)):  # no chunk was complete: nothing to lose, whatever is (or is not) there
+            return True
         if self.fmt == "parquet":
             return all(self._chunk_path(i).exists() for i in range(int(state.get("chunks", 0))))
         return self.partial.is_file() and self.partial.stat().st_size >= int(state.get("bytes", 0))
@@ -272,6 +274,8 @@ class ResumableWriter:
 
     def _cut_torn_chunk(self) -> None:
         """Drop whatever a killed run wrote after its last complete chunk."""
+        if not self.partial.exists():  # killed before its first chunk reached the disk
+            return
         if self.fmt == "parquet":
             for stray in self.partial.iterdir():
                 if stray.name not in {self._chunk_path(i).name for i in range(self.state["chunks"])}:
