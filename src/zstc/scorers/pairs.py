@@ -534,7 +534,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             raise ValueError(f"{len(groups)} groups for {len(firsts)} pairs")
         pair_cuts = None if cuts is None else np.asarray(cuts, dtype=np.float64)
         if pair_cuts is not None and pair_cuts.shape != (len(firsts),):
-            raise ValueError(f"{len(pair_cuts)} cuts for {len(firsts)} pairs")
+            raise ValueError(f"{pair_cuts.size} cuts for {len(firsts)} pairs")
         loaded = self.loaded
         distinct_firsts, first_index = _distinct(firsts)
         distinct_seconds, second_index = _distinct(seconds)
