@@ -140,6 +140,8 @@ def _unwritable(column: str, kind: str, fmt: str) -> DataError:
 
 
 def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
+    """CSV of ``rows`` in ``columns`` (a row's other keys are left out, a missing one is empty), cells as
+    :func:`_cell` writes them, after a header row when ``header``."""
     buffer = io.StringIO(newline="")
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", restval="", lineterminator="\n")
     if header:

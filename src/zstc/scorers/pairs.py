@@ -82,6 +82,8 @@ class PairTemplate:
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any) -> PairTemplate:
+        """The layout ``tokenizer`` gives a pair; :class:`ModelError` when its pair encoding does not reproduce
+        the two sequences' own tokens."""
         first = tokenizer("first", add_special_tokens=False)["input_ids"]
         second = tokenizer("second", add_special_tokens=False)["input_ids"]
         encoded = tokenizer("first", "second", return_special_tokens_mask=True, return_token_type_ids=True)
@@ -130,6 +132,7 @@ class Padding:
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any, *, step: int = 1, limit: int | None = None) -> Padding:
+        """How ``tokenizer`` pads; :class:`ModelError` when it has no padding token."""
         if tokenizer.pad_token_id is None:
             raise ModelError(f"the tokenizer ({type(tokenizer).__name__}) has no padding token, so pairs of different "
                              "lengths cannot share a forward pass; a cross-encoder's tokenizer needs one")
@@ -193,6 +196,7 @@ class PairPlan:
         return len(self.firsts)
 
     def batches(self) -> Iterator[PairBatch]:
+        """The forward passes of the plan, longest first, each padded when it is reached."""
         for start, stop in self.bounds:
             yield self._batch(start, stop)
 
@@ -528,6 +532,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
 
     def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                                cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+        """:meth:`score_pairs`'s scores with the notes of the call (premises truncated, pairs rescored in fp32)."""
         if len(firsts) != len(seconds):
             raise ValueError(f"{len(firsts)} first sequences for {len(seconds)} second sequences")
         if groups is not None and len(groups) != len(firsts):

@@ -191,11 +191,13 @@ class ModelThread:
         self._thread.start()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        """Queue ``fn(*args)`` behind the calls already queued; its future holds the result or the exception."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._calls.put((fn, args, future))
         return future
 
     def stop(self) -> None:
+        """End the thread once the calls queued before this one have run."""
         self._calls.put(None)
 
     @property
@@ -233,6 +235,7 @@ class Backend:
         self.scorer = scorer
 
     def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
+        """Per job, one float32 row per text: its labels' (descriptions') scores, in their order."""
         raise NotImplementedError
 
     def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
@@ -484,6 +487,7 @@ class BatchingEngine:
         return job
 
     def unavailable_reason(self) -> str:
+        """Why the engine takes no work in its present state (the message of a 503)."""
         return {
             "loading": "the model is loading",
             "draining": "the server is shutting down",
