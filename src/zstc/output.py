@@ -54,7 +54,7 @@ def output_format(path: Path | None, forced: str | None = None) -> str:
 
 def prediction_record(prediction: Any) -> Row:
     """The fields of one prediction as written to a file: :func:`zstc.api.prediction_record` (labels ranked by
-    score, scores rounded to 4 decimals), the one record every zstc output writes."""
+    score, scores rounded to 4 decimals), the record ``zstc classify`` writes."""
     from zstc.api import prediction_record as record_of
 
     return record_of(prediction)

@@ -407,7 +407,8 @@ RECHECK_PROBES = 4
 they are near ties (and this many pairs closest to their cuts): the bf16 error is then measured on every call, so
 a margin set below it widens."""
 RECHECK_ROUNDS = 8
-"""The margin at most doubles this many times in one call (from 0.1: to 25.6, beyond any score's rounding)."""
+"""The margin widens at most this many times in one call, at least doubling each time (from 0.1: to 25.6 or more,
+beyond any score's rounding)."""
 RECHECK_MAX_PAIRS = 16
 """Pairs per fp32 pass of a small recheck. Rechecked pairs are few and of every length, so the passes are cut
 small to keep their padding small: 82 banking77 pairs took 0.41-0.51 s in passes of 16 against 0.73-0.75 s in
