@@ -333,12 +333,14 @@ class EmbeddingBackend(MatrixBackend):
         self.label_cache: LruCache[Any] = LruCache(cache_size)
         self._on_lookup = on_lookup
         self._encoded: list[str] = []
-        """Descriptions encoded since the last :meth:`count_tokens` (this backend runs in the model thread only)."""
+        """Descriptions encoded since the last :meth:`count_tokens` (this backend runs in the model thread only);
+        kept only with ``on_lookup``, which an engine passes with its telemetry, the one reader of the count."""
 
     def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> list[np.ndarray]:
         spec = self.scorer.spec
         described = dict.fromkeys(spec.format_document(label) for _, labels, _ in calls for label in labels)
-        self._encoded += [d for d in described if d not in self.label_cache]
+        if self._on_lookup is not None:  # without telemetry nothing reads them: they would pile up for ever
+            self._encoded += [d for d in described if d not in self.label_cache]
         hits, misses = self.label_cache.hits, self.label_cache.misses
         results = self.scorer.score_requests([(texts, labels) for texts, labels, _ in calls], label_cache=self.label_cache)
         if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
