@@ -96,6 +96,23 @@ def test_a_torn_chunk_is_cut_and_a_changed_input_starts_over(tmp_path):
     assert changed.resumed_rows == 0 and "starting" in notes[-1] and "changed" in notes[-1]
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_run_killed_before_its_first_chunk_resumes(tmp_path, fmt):
+    """The marker is written before any chunk: a run killed while it scored its first chunk (loading the model, say)
+    leaves a marker and no partial output. Run again, it continues (with nothing to keep), neither failing on the
+    missing partial output nor saying that the input or the settings changed."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    out, identity = tmp_path / f"out.{fmt}", {"input_sha256": "a", "settings": "s"}
+    ResumableWriter(out, fmt, identity)  # killed here
+    notes: list[str] = []
+    resumed = ResumableWriter(out, fmt, identity, on_note=notes.append)
+    assert resumed.resumed_rows == 0 and notes == []
+    resumed.write_chunk([{"n": 1}])
+    resumed.finish()
+    assert out.exists() and not resumed.marker.exists()
+
+
 def test_a_run_resumed_under_another_version_of_the_scoring_starts_over(tmp_path, zstc_cli, monkeypatch):
     """The family's SCORING_VERSION and classify's LABELLING_VERSION are part of the run's identity: rows written by
     one version of the scoring are never continued by another (the marker of an interrupted run says which)."""

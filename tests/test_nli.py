@@ -139,6 +139,16 @@ def test_pair_scores_match_the_matrix(nli_folder: Path) -> None:
     np.testing.assert_allclose(pairs, np.diag(matrix), atol=1e-5)
 
 
+def test_pair_arguments_of_another_length_are_value_errors(nli_folder: Path) -> None:
+    """Checked before the model loads; a single number for the cuts is one cut, not one per pair."""
+    scorer = make_scorer(str(nli_folder), "nli")
+    for given, message in (({"cuts": 0.0}, "1 cuts for 2 pairs"), ({"cuts": [0.0]}, "1 cuts for 2 pairs"),
+                           ({"groups": [0]}, "1 groups for 2 pairs")):
+        with pytest.raises(ValueError, match=message):
+            scorer.score_pairs(TEXTS[:2], LABELS[:2], **given)
+    assert scorer._loaded is None
+
+
 def test_pairs_are_built_as_the_tokenizer_builds_them(nli_folder: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(nli_folder)
     template = PairTemplate.from_tokenizer(tokenizer)

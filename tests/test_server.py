@@ -731,6 +731,102 @@ def test_a_failing_request_does_not_fail_its_batch() -> None:
         assert good.result(30).status_code == 200
 
 
+def test_an_embedding_backend_without_telemetry_keeps_no_record_of_its_batches() -> None:
+    """The label descriptions a batch encoded are kept for the batch-tokens metric until it reads them; an engine
+    without telemetry never reads them, so keeping them grew without end (one string per new description)."""
+    from zstc.scorers.base import ScoreResult
+    from zstc.server.engine import EmbeddingBackend, ScoreJob
+
+    class Embeddings:
+        family: ClassVar[str] = "embedding"
+
+        def __init__(self) -> None:
+            self.spec = ModelSpec(model_id="test/embeddings", family="embedding")
+
+        def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+            return np.zeros((len(texts), len(labels)), dtype=np.float32)
+
+        def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None) -> list[ScoreResult]:
+            for _, labels in requests:
+                label_cache.get_many(list(labels), lambda missing: [0.0] * len(missing))
+            return [ScoreResult(self.score(texts, labels)) for texts, labels in requests]
+
+        def describe(self) -> dict[str, Any]:
+            return {"name": self.spec.model_id}
+
+    backend = EmbeddingBackend(Embeddings(), cache_size=4)
+    for batch in range(20):
+        job = ScoreJob(["a text"], [(f"label {batch}", f"other {batch}")], None, [None])  # type: ignore[arg-type]  # a future only the engine resolves
+        assert [row.shape for row in backend.score([job])[0]] == [(2,)]
+    assert backend._encoded == []
+
+
+def test_a_request_cancelled_while_its_batch_fails_is_not_run_again() -> None:
+    """When a batch fails, its requests are run again one by one to find the failing one; a request whose client
+    left while the batch ran is dropped, not scored a second time."""
+    import asyncio
+
+    from zstc.errors import ModelError
+    from zstc.server.engine import BatchingEngine
+
+    class FailsOnTooLong(GatedScorer):
+        def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+            if "too long" in labels:
+                raise ModelError("a label description is too long")
+            return super().score(texts, labels)
+
+    scorer = FailsOnTooLong()
+
+    async def scenario() -> None:
+        engine = BatchingEngine(scorer, EngineConfig(max_wait_ms=0))
+        engine.start()
+        try:
+            while engine.state != "ready":
+                await asyncio.sleep(0.01)
+            # One batch: the leaver's label set is scored first (and blocks), then the other's fails.
+            leaver = engine.submit(["leaver"], [("x", "y")])
+            failing = engine.submit(["failing"], [("x", "too long")])
+            assert await asyncio.to_thread(scorer.entered.wait, 30)
+            engine.cancel(leaver)
+            scorer.gate.set()
+            with pytest.raises(ModelError):
+                await asyncio.wait_for(failing.future, 30)
+            assert leaver.future.cancelled()
+        finally:
+            await engine.stop()
+
+    asyncio.run(scenario())
+    assert [texts for texts, _ in scorer.calls] == [["warm-up"], ["leaver"]], "the cancelled request was scored again"
+
+
+def test_stop_answers_the_requests_of_a_batch_still_running() -> None:
+    """Stopping the engine answers every request it holds with Unavailable: the queued ones and the ones whose
+    batch is still in the model, whose rows would never come."""
+    import asyncio
+
+    from zstc.server.engine import BatchingEngine, Unavailable
+
+    scorer = GatedScorer()
+
+    async def scenario() -> None:
+        engine = BatchingEngine(scorer, EngineConfig(max_wait_ms=0))
+        engine.start()
+        while engine.state != "ready":
+            await asyncio.sleep(0.01)
+        running = engine.submit(["running"], [("x", "y")])
+        assert await asyncio.to_thread(scorer.entered.wait, 30)
+        queued = engine.submit(["queued"], [("x", "y")])
+        await engine.stop(grace=0.05)
+        for job in (running, queued):
+            assert job.future.done(), "a request of the engine was left unanswered"
+            assert isinstance(job.future.exception(), Unavailable)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        scorer.gate.set()
+
+
 # -- a real server: keep-alive, disconnects, SIGTERM, the playground ------------------------------------------------------
 
 

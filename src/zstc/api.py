@@ -8,7 +8,7 @@
 
 Single-label scores are probabilities by default (a softmax over the labels at the family's measured
 temperature, or a calibration file's), highest first; ``scores="raw"`` gives the model's own numbers, which
-``raw_scores`` always holds. :func:`prediction_record` turns a prediction into the record every zstc output
+``raw_scores`` always holds. :func:`prediction_record` turns a prediction into the record ``zstc classify``
 writes.
 """
 
@@ -84,7 +84,8 @@ class MultiLabelPrediction:
 
 def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: int | None = 4, flat: bool = False,
                       text: bool = True, labels: Sequence[str] | None = None) -> dict[str, Any]:
-    """One output record of a prediction, as every zstc output writes it (CLI, server).
+    """One output record of a prediction, as ``zstc classify`` writes it (either engine; the HTTP service answers
+    in its own shapes, with each label's probability beside its score).
 
     Nested (JSONL, JSON): ``{"text", "label", "score", "scores": {label: score, highest first}}``, or for
     multi-label ``{"text", "labels": [...], "scores": {...}}``. ``flat`` (CSV, Parquet): the scores become

@@ -407,8 +407,8 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
 
 
 def text_of(record: Record, where: str, column: str = "text") -> str:
-    """The ``column`` field of an input record as a text to classify; a :class:`DataError` naming ``where`` when
-    it is missing, not a string, empty or not encodable."""
+    """The text in ``record[column]``, or :class:`DataError` naming ``where`` (the row) when it is missing, not a
+    string, blank, or not encodable (:func:`check_encodable`)."""
     if column not in record:
         raise DataError(f"{where}: no {column!r} field (fields: {', '.join(map(str, record))})")
     text = record[column]

@@ -91,7 +91,7 @@ def check_margin_rule(labels: Sequence[str], margin: float | None) -> None:
 
 
 def check_multilabel_names(labels: Sequence[str]) -> None:
-    """Refuse a label named like the "none" decision: its predictions could not be told apart."""
+    """Refuse a label named ``none``: multi-label predicts it for a text that no label passes."""
     if NONE_LABEL in labels:
         raise LabelError(f"{NONE_LABEL!r} is what multi-label classification predicts when no label applies; rename that label")
 

@@ -54,7 +54,7 @@ def output_format(path: Path | None, forced: str | None = None) -> str:
 
 def prediction_record(prediction: Any) -> Row:
     """The fields of one prediction as written to a file: :func:`zstc.api.prediction_record` (labels ranked by
-    score, scores rounded to 4 decimals), the one record every zstc output writes."""
+    score, scores rounded to 4 decimals), the record ``zstc classify`` writes."""
     from zstc.api import prediction_record as record_of
 
     return record_of(prediction)
@@ -140,8 +140,8 @@ def _unwritable(column: str, kind: str, fmt: str) -> DataError:
 
 
 def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
-    """``rows`` as UTF-8 CSV with ``columns`` (others dropped, missing ones empty); lists, mappings, dates and
-    decimals written as JSON Lines writes them (:func:`_cell`)."""
+    """CSV of ``rows`` in ``columns`` (a row's other keys are left out, a missing one is empty), cells as
+    :func:`_cell` writes them, after a header row when ``header``."""
     buffer = io.StringIO(newline="")
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", restval="", lineterminator="\n")
     if header:
@@ -265,6 +265,8 @@ class ResumableWriter:
         return content if isinstance(content, dict) else None
 
     def _partial_intact(self, state: dict[str, Any]) -> bool:
+        if not int(state.get("chunks", 0)):  # no chunk was complete: nothing to lose, whatever is (or is not) there
+            return True
         if self.fmt == "parquet":
             return all(self._chunk_path(i).exists() for i in range(int(state.get("chunks", 0))))
         return self.partial.is_file() and self.partial.stat().st_size >= int(state.get("bytes", 0))
@@ -274,6 +276,8 @@ class ResumableWriter:
 
     def _cut_torn_chunk(self) -> None:
         """Drop whatever a killed run wrote after its last complete chunk."""
+        if not self.partial.exists():  # killed before its first chunk reached the disk
+            return
         if self.fmt == "parquet":
             for stray in self.partial.iterdir():
                 if stray.name not in {self._chunk_path(i).name for i in range(self.state["chunks"])}:

@@ -69,6 +69,7 @@ class PairScorer(Scorer, Protocol):
 
     def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                                cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+        """:meth:`score_pairs`'s scores with the notes of the call (sequences truncated, pairs rescored in fp32)."""
         ...
 
 
@@ -117,7 +118,7 @@ class LoadedModel(Generic[F]):
 
 
 def count_parameters(model: torch.nn.Module) -> int:
-    """How many parameters ``model`` has, trainable or not."""
+    """The number of weights in ``model`` (every parameter tensor's elements)."""
     return sum(parameter.numel() for parameter in model.parameters())
 
 
@@ -228,6 +229,7 @@ class TorchScorer(Generic[F]):
         return self.score_with_notes(texts, labels, show_progress=show_progress).scores
 
     def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+        """:meth:`score`'s matrix with the notes of the call (texts truncated, ...); each family defines it."""
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
@@ -246,7 +248,7 @@ class TorchScorer(Generic[F]):
 
 
 def empty_scores(n_texts: int, n_labels: int) -> np.ndarray:
-    """The score matrix of a call with nothing to score: zeros of the float32 every scorer returns."""
+    """A float32 ``(n_texts, n_labels)`` matrix of zeros, to be filled in."""
     return np.zeros((n_texts, n_labels), dtype=np.float32)
 
 

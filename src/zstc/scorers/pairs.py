@@ -82,6 +82,8 @@ class PairTemplate:
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any) -> PairTemplate:
+        """The layout ``tokenizer`` gives a pair; :class:`ModelError` when its pair encoding does not reproduce
+        the two sequences' own tokens."""
         first = tokenizer("first", add_special_tokens=False)["input_ids"]
         second = tokenizer("second", add_special_tokens=False)["input_ids"]
         encoded = tokenizer("first", "second", return_special_tokens_mask=True, return_token_type_ids=True)
@@ -130,6 +132,7 @@ class Padding:
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any, *, step: int = 1, limit: int | None = None) -> Padding:
+        """How ``tokenizer`` pads; :class:`ModelError` when it has no padding token."""
         if tokenizer.pad_token_id is None:
             raise ModelError(f"the tokenizer ({type(tokenizer).__name__}) has no padding token, so pairs of different "
                              "lengths cannot share a forward pass; a cross-encoder's tokenizer needs one")
@@ -193,6 +196,7 @@ class PairPlan:
         return len(self.firsts)
 
     def batches(self) -> Iterator[PairBatch]:
+        """The forward passes of the plan, longest first, each padded when it is reached."""
         for start, stop in self.bounds:
             yield self._batch(start, stop)
 
@@ -403,7 +407,8 @@ RECHECK_PROBES = 4
 they are near ties (and this many pairs closest to their cuts): the bf16 error is then measured on every call, so
 a margin set below it widens."""
 RECHECK_ROUNDS = 8
-"""The margin at most doubles this many times in one call (from 0.1: to 25.6, beyond any score's rounding)."""
+"""The margin widens at most this many times in one call, at least doubling each time (from 0.1: to 25.6 or more,
+beyond any score's rounding)."""
 RECHECK_MAX_PAIRS = 16
 """Pairs per fp32 pass of a small recheck. Rechecked pairs are few and of every length, so the passes are cut
 small to keep their padding small: 82 banking77 pairs took 0.41-0.51 s in passes of 16 against 0.73-0.75 s in
@@ -528,13 +533,14 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
 
     def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                                cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+        """:meth:`score_pairs`'s scores with the notes of the call (premises truncated, pairs rescored in fp32)."""
         if len(firsts) != len(seconds):
             raise ValueError(f"{len(firsts)} first sequences for {len(seconds)} second sequences")
         if groups is not None and len(groups) != len(firsts):
             raise ValueError(f"{len(groups)} groups for {len(firsts)} pairs")
         pair_cuts = None if cuts is None else np.asarray(cuts, dtype=np.float64)
         if pair_cuts is not None and pair_cuts.shape != (len(firsts),):
-            raise ValueError(f"{len(pair_cuts)} cuts for {len(firsts)} pairs")
+            raise ValueError(f"{pair_cuts.size} cuts for {len(firsts)} pairs")
         loaded = self.loaded
         distinct_firsts, first_index = _distinct(firsts)
         distinct_seconds, second_index = _distinct(seconds)

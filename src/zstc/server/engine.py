@@ -191,11 +191,13 @@ class ModelThread:
         self._thread.start()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        """Queue ``fn(*args)`` behind the calls already queued; its future holds the result or the exception."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._calls.put((fn, args, future))
         return future
 
     def stop(self) -> None:
+        """End the thread once the calls queued before this one have run."""
         self._calls.put(None)
 
     @property
@@ -233,6 +235,7 @@ class Backend:
         self.scorer = scorer
 
     def score(self, jobs: Sequence[ScoreJob]) -> list[list[np.ndarray]]:
+        """Per job, one float32 row per text: its labels' (descriptions') scores, in their order."""
         raise NotImplementedError
 
     def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
@@ -330,12 +333,14 @@ class EmbeddingBackend(MatrixBackend):
         self.label_cache: LruCache[Any] = LruCache(cache_size)
         self._on_lookup = on_lookup
         self._encoded: list[str] = []
-        """Descriptions encoded since the last :meth:`count_tokens` (this backend runs in the model thread only)."""
+        """Descriptions encoded since the last :meth:`count_tokens` (this backend runs in the model thread only);
+        kept only with ``on_lookup``, which an engine passes with its telemetry, the one reader of the count."""
 
     def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> list[np.ndarray]:
         spec = self.scorer.spec
         described = dict.fromkeys(spec.format_document(label) for _, labels, _ in calls for label in labels)
-        self._encoded += [d for d in described if d not in self.label_cache]
+        if self._on_lookup is not None:  # without telemetry nothing reads them: they would pile up for ever
+            self._encoded += [d for d in described if d not in self.label_cache]
         hits, misses = self.label_cache.hits, self.label_cache.misses
         results = self.scorer.score_requests([(texts, labels) for texts, labels, _ in calls], label_cache=self.label_cache)
         if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
@@ -392,11 +397,12 @@ class BatchingEngine:
         self.state: EngineState = "loading"
         self.failure: str | None = None
         self._pending: collections.deque[ScoreJob] = collections.deque()
+        self._running: list[ScoreJob] = []
+        """The batch in the model thread (or the last one, all answered)."""
         self._pending_pairs = 0
         self._running_pairs = 0
         self._pairs_per_second: float | None = None
         self._wakeup: asyncio.Event | None = None
-        self._idle: asyncio.Event | None = None
         self._thread: ModelThread | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -404,8 +410,7 @@ class BatchingEngine:
 
     def start(self) -> None:
         """Start the model thread and the batching worker, and warm up (a tiny forward pass) in the background."""
-        self._wakeup, self._idle = asyncio.Event(), asyncio.Event()
-        self._idle.set()
+        self._wakeup = asyncio.Event()
         self._thread = ModelThread(self.config.threads)
         self._tasks = [asyncio.create_task(self._warm_up()), asyncio.create_task(self._run())]
 
@@ -430,32 +435,18 @@ class BatchingEngine:
         if self.state in ("loading", "ready"):
             self.state = "draining"
 
-    async def drained(self, timeout: float) -> bool:
-        """Wait until the queue is empty and no batch runs; False when ``timeout`` passed first."""
-        assert self._idle is not None
-        deadline = time.monotonic() + timeout
-        while self._pending or not self._idle.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(self._idle.wait(), remaining)
-            except TimeoutError:
-                return False
-            await asyncio.sleep(0)
-        return True
-
     async def stop(self, grace: float = STOP_GRACE_S) -> None:
-        """Stop the worker and the model thread; requests still queued get :class:`Unavailable`. Waits up to
-        ``grace`` seconds for a model call in progress to return (see :attr:`model_running`)."""
+        """Stop the worker and the model thread; requests still queued, or in a batch still running, get
+        :class:`Unavailable`. Waits up to ``grace`` seconds for a model call in progress to return (see
+        :attr:`model_running`)."""
         self.state = "stopped"
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        while self._pending:
-            job = self._pending.popleft()
+        for job in [*self._running, *self._pending]:
             if not job.future.done():
                 job.future.set_exception(Unavailable("the server is shutting down"))
+        self._pending.clear()
         self._pending_pairs = 0
         if self._thread is not None:
             self._thread.stop()
@@ -498,6 +489,7 @@ class BatchingEngine:
         return job
 
     def unavailable_reason(self) -> str:
+        """Why the engine takes no work in its present state (the message of a 503)."""
         return {
             "loading": "the model is loading",
             "draining": "the server is shutting down",
@@ -528,7 +520,7 @@ class BatchingEngine:
     # -- the worker -----------------------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        assert self._wakeup is not None and self._idle is not None
+        assert self._wakeup is not None
         while True:
             while not self._pending:
                 self._wakeup.clear()
@@ -546,12 +538,11 @@ class BatchingEngine:
                     break
             batch = self._take_batch()
             if batch:
-                self._idle.clear()
+                self._running = batch
                 try:
                     await self._execute(batch)
                 finally:
                     self._running_pairs = 0
-                    self._idle.set()
 
     def _take_batch(self) -> list[ScoreJob]:
         batch: list[ScoreJob] = []
@@ -585,6 +576,9 @@ class BatchingEngine:
             else:  # find the request that failed: each alone, so the others still get their rows
                 results = []
                 for job in batch:
+                    if job.future.done():  # cancelled while the batch ran: its rows would be discarded
+                        results.append(asyncio.CancelledError())
+                        continue
                     try:
                         results.extend(await asyncio.wrap_future(self._thread.submit(self.backend.score, [job])))
                     except Exception as single_error:
