@@ -391,3 +391,23 @@ def test_probabilities_refuse_a_row_that_is_not_a_matrix(classifier: Classifier)
     with pytest.raises(DataError, match=r"matrix must be a \(texts, labels\) score matrix, got 1 dimension"):  # was numpy's AxisError
         classifier.probabilities(np.array([0.2, 0.1]))
     np.testing.assert_allclose(classifier.probabilities(np.array([[0.2, 0.1]])).sum(), 1.0)
+
+
+def test_a_model_that_gives_nan_scores_is_an_error_not_a_label() -> None:
+    """A broken model (here all-MiniLM-L6-v2 with one weight made NaN) scored every label NaN, and argmax
+    silently picked the first label for every text; multi-label thresholds passed none."""
+    import torch
+
+    from zstc.errors import NonFiniteScoresError
+    from zstc.scorers import make_scorer
+
+    scorer = make_scorer(MINILM, precision="fp32")
+    broken = Classifier(scorer)
+    assert broken.predict(["I loved it"], ["positive", "negative"])[0].label == "positive"
+    with torch.no_grad():
+        next(scorer.loaded.model.parameters())[scorer.loaded.tokenizer.cls_token_id, 0] = float("nan")  # every text's [CLS]
+    for call in (lambda: broken.predict(["I loved it", "it was dull"], ["positive", "negative"]),
+                 lambda: broken.predict_multi_label(["I loved it"], ["positive", "negative"])):
+        with pytest.raises(NonFiniteScoresError, match=r"non-finite scores \(NaN or infinite\) for \d+ of \d+ \(text, label\) "
+                                                      r"pairs, the first for text 1 and label 1"):
+            call()

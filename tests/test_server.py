@@ -731,6 +731,36 @@ def test_a_failing_request_does_not_fail_its_batch() -> None:
         assert good.result(30).status_code == 200
 
 
+def test_a_request_the_model_scores_nan_gets_500_and_its_batch_neighbour_its_scores() -> None:
+    """NaN scores are the model's fault (500, never a label picked from them); a request batched with one that
+    met them is answered as if alone."""
+
+    class NanOnSome(GatedScorer):
+        def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+            scores = super().score(texts, labels)
+            scores[[text == "nan" for text in texts]] = np.nan
+            return scores
+
+    scorer = NanOnSome()
+    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_wait_ms=0)))
+    with TestClient(app) as gated:
+        wait_ready(gated)
+        blocker = post_in_background(gated, {"texts": ["first"], "labels": ["x", "y"]})
+        assert scorer.entered.wait(30)
+        bad = post_in_background(gated, {"texts": ["nan"], "labels": ["x", "yy"]})
+        good = post_in_background(gated, {"texts": ["g"], "labels": ["x", "yy"]})  # the same label set: one call with "nan"
+        deadline = time.monotonic() + 30
+        while len(app.state.engine._pending) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        scorer.gate.set()
+        assert blocker.result(30).status_code == 200
+        assert bad.result(30).status_code == 500
+        assert bad.result().json() == {"error": "the model produced a non-finite score", "error_type": "backend"}
+        assert good.result(30).status_code == 200 and scores_of(good.result().json()["results"][0]) == {"x": 1.0, "yy": 2.0}
+        assert (["nan", "g"], ["x", "yy"]) in scorer.calls, "the two requests were not batched together"
+
+
 def test_an_embedding_backend_without_telemetry_keeps_no_record_of_its_batches() -> None:
     """The label descriptions a batch encoded are kept for the batch-tokens metric until it reads them; an engine
     without telemetry never reads them, so keeping them grew without end (one string per new description)."""

@@ -44,6 +44,11 @@ class DescriptionTooLongError(ModelError):
         self.limit = limit
 
 
+class NonFiniteScoresError(ModelError):
+    """A model gave NaN or infinite scores: a fault of its weights or its precision, not of the input (the
+    service answers 500). Decided on, they would pick a label silently: argmax takes the first NaN."""
+
+
 class UnknownNameError(ZstcError):
     """A task, family or option value is not one zstc knows."""
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, run
 
 import numpy as np
 
-from zstc.errors import ZstcError
+from zstc.errors import NonFiniteScoresError, ZstcError
 from zstc.models.loading import LOADING_LOCK
 from zstc.models.registry import ModelSpec
 from zstc.scorers.families import get_family
@@ -89,9 +89,22 @@ def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str]
     if method is not None:
         given = {"thresholds": thresholds} if thresholds is not None and rechecks_thresholds(scorer) else {}
         result: ScoreResult = method(texts, labels, show_progress=show_progress, **given)
-        return result
-    matrix = scorer.score(texts, labels, show_progress=show_progress)
-    return ScoreResult(matrix, list(getattr(scorer, "notes", [])))
+    else:
+        result = ScoreResult(scorer.score(texts, labels, show_progress=show_progress), list(getattr(scorer, "notes", [])))
+    check_finite_scores(result.scores)
+    return result
+
+
+def check_finite_scores(scores: np.ndarray) -> None:
+    """Refuse a score matrix that holds NaN or infinite scores (:class:`NonFiniteScoresError`), naming how many
+    and the first (text, label) by position."""
+    finite = np.isfinite(scores)
+    if not finite.all():
+        text, label = (int(i) + 1 for i in np.argwhere(~finite)[0])
+        raise NonFiniteScoresError(
+            f"the model gave non-finite scores (NaN or infinite) for {int((~finite).sum())} of {scores.size} (text, label) "
+            f"pairs, the first for text {text} and label {label}: its weights or its precision cannot score them "
+            "(in bf16, try precision fp32)")
 
 
 def add_note(notes: list[str], message: str) -> None:

@@ -52,7 +52,7 @@ from zstc import __version__
 from zstc.api import Classifier, describe_labels
 from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
-from zstc.errors import DataError, DescriptionTooLongError, LabelError, OptionError, ZstcError, quoted
+from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
 from zstc.multilabel import check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
 from zstc.server.engine import BatchingEngine, EngineConfig, Overloaded, ScoreJob, Unavailable
 from zstc.server.playground import PLAYGROUND_HTML
@@ -436,6 +436,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise ServiceError(499, "validation", "the client closed the connection")
         try:
             rows = job.future.result()
+        except NonFiniteScoresError as error:  # the model's fault, not the request's
+            logger.error("scoring failed: %s", error)
+            raise ServiceError(500, "backend", "the model produced a non-finite score") from None
         except ZstcError:
             raise
         except Unavailable as error:
@@ -443,8 +446,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         except Exception as error:
             logger.exception("scoring failed", exc_info=error)
             raise ServiceError(500, "backend", f"the model failed: {type(error).__name__}") from None
-        if not all(np.isfinite(row).all() for row in rows):
-            raise ServiceError(500, "backend", "the model produced a non-finite score")
+        if not all(np.isfinite(row).all() for row in rows):  # the pair, embedding and cascade paths batch requests
+            raise ServiceError(500, "backend", "the model produced a non-finite score")  # without score_with_notes
         return rows, job
 
     def timing_headers(job: ScoreJob, started: float) -> dict[str, str]:
