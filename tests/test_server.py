@@ -658,6 +658,24 @@ def post_in_background(client: TestClient, body: dict[str, Any]) -> Any:
     return future
 
 
+def batched_behind_a_blocker(scorer: GatedScorer, *bodies: dict[str, Any]) -> list[Any]:
+    """The responses to ``bodies``, posted while a first request holds the model, so that they wait together and
+    are scored as one batch once the gate opens (the first request must succeed)."""
+    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_wait_ms=0)))
+    with TestClient(app) as gated:
+        wait_ready(gated)
+        blocker = post_in_background(gated, {"texts": ["first"], "labels": ["x", "y"]})
+        assert scorer.entered.wait(30)
+        waiting = [post_in_background(gated, body) for body in bodies]
+        deadline = time.monotonic() + 30
+        while len(app.state.engine._pending) < len(bodies):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        scorer.gate.set()
+        assert blocker.result(30).status_code == 200
+        return [response.result(30) for response in waiting]
+
+
 def test_429_when_the_queue_is_full_and_413_when_a_request_could_never_fit() -> None:
     scorer = GatedScorer()
     app = create_app(scorer, ServeSettings(engine=EngineConfig(max_queued_pairs=10, max_wait_ms=0)))
@@ -713,22 +731,9 @@ def test_a_failing_request_does_not_fail_its_batch() -> None:
                 raise ModelError("a label description is too long")
             return super().score(texts, labels)
 
-    scorer = Picky()
-    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_wait_ms=0)))
-    with TestClient(app) as gated:
-        wait_ready(gated)
-        blocker = post_in_background(gated, {"texts": ["first"], "labels": ["x", "y"]})
-        assert scorer.entered.wait(30)
-        bad = post_in_background(gated, {"texts": ["b"], "labels": ["x", "too long"]})
-        good = post_in_background(gated, {"texts": ["g"], "labels": ["x", "y"]})
-        deadline = time.monotonic() + 30
-        while len(app.state.engine._pending) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        scorer.gate.set()
-        assert blocker.result(30).status_code == 200
-        assert bad.result(30).status_code == 422 and "too long" in bad.result().json()["error"]
-        assert good.result(30).status_code == 200
+    bad, good = batched_behind_a_blocker(Picky(), {"texts": ["b"], "labels": ["x", "too long"]}, {"texts": ["g"], "labels": ["x", "y"]})
+    assert bad.status_code == 422 and "too long" in bad.json()["error"]
+    assert good.status_code == 200
 
 
 def test_a_request_the_model_scores_nan_gets_500_and_its_batch_neighbour_its_scores() -> None:
@@ -742,23 +747,11 @@ def test_a_request_the_model_scores_nan_gets_500_and_its_batch_neighbour_its_sco
             return scores
 
     scorer = NanOnSome()
-    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_wait_ms=0)))
-    with TestClient(app) as gated:
-        wait_ready(gated)
-        blocker = post_in_background(gated, {"texts": ["first"], "labels": ["x", "y"]})
-        assert scorer.entered.wait(30)
-        bad = post_in_background(gated, {"texts": ["nan"], "labels": ["x", "yy"]})
-        good = post_in_background(gated, {"texts": ["g"], "labels": ["x", "yy"]})  # the same label set: one call with "nan"
-        deadline = time.monotonic() + 30
-        while len(app.state.engine._pending) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        scorer.gate.set()
-        assert blocker.result(30).status_code == 200
-        assert bad.result(30).status_code == 500
-        assert bad.result().json() == {"error": "the model produced a non-finite score", "error_type": "backend"}
-        assert good.result(30).status_code == 200 and scores_of(good.result().json()["results"][0]) == {"x": 1.0, "yy": 2.0}
-        assert (["nan", "g"], ["x", "yy"]) in scorer.calls, "the two requests were not batched together"
+    # The same label set: one score call holds "nan" and "g".
+    bad, good = batched_behind_a_blocker(scorer, {"texts": ["nan"], "labels": ["x", "yy"]}, {"texts": ["g"], "labels": ["x", "yy"]})
+    assert (["nan", "g"], ["x", "yy"]) in scorer.calls, "the two requests were not batched together"
+    assert bad.status_code == 500 and bad.json() == {"error": "the model produced a non-finite score", "error_type": "backend"}
+    assert good.status_code == 200 and scores_of(good.json()["results"][0]) == {"x": 1.0, "yy": 2.0}
 
 
 def test_an_embedding_backend_without_telemetry_keeps_no_record_of_its_batches() -> None:
