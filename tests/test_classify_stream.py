@@ -57,6 +57,37 @@ def test_jsonl_keeps_columns_and_every_row(tmp_path, zstc_cli):
     assert list(json.loads((tmp_path / "ids.jsonl").read_text().splitlines()[0])) == ["id", "text", "label", "score", "scores"]
 
 
+def test_csv_refuses_a_column_that_only_later_rows_have(tmp_path, zstc_cli):
+    """JSON Lines rows may differ in their keys; CSV's header comes from the first row, and a key only a later row
+    had was left out of the file without a word. Now an error naming the row and the column (a key a later row
+    lacks is an empty cell, as before)."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 1, "text": "The match ended 2-1.", "lang": "en"}\n{"id": 2, "text": "Rates were raised."}\n'
+                      '{"id": 3, "text": "Stir the sauce.", "note": "from the cookbook"}\n')
+    message = ("error: row 3 has the column 'note', which earlier rows lack and the CSV header (the first row's columns) does "
+               "not name: CSV gives every row the same columns. Choose them with --keep-columns, or write --format jsonl or parquet\n")
+    for chunk_size in ("1", "8"):  # the row in a later chunk, or in the first chunk
+        status, _, err = zstc_cli(*classify_args(source, tmp_path / f"out-{chunk_size}.csv", "--chunk-size", chunk_size))
+        assert (status, err) == (2, message), chunk_size
+    # The finished chunks are kept, as for any interrupted run.
+    assert [row["id"] for row in csv.DictReader(io.StringIO((tmp_path / "out-1.csv.partial").read_text()))] == ["1", "2"]
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--format", "csv")  # to stdout
+    assert (status, err.splitlines()[-1] + "\n") == (2, message)
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "kept.csv", "--keep-columns", "id"))
+    assert status == 0, err
+    with (tmp_path / "kept.csv").open(newline="") as handle:
+        assert [row["id"] for row in csv.DictReader(handle)] == ["1", "2", "3"]
+    lacking = tmp_path / "lacking.jsonl"  # a key later rows lack: an empty cell
+    lacking.write_text('{"id": 1, "text": "The match ended 2-1.", "lang": "en"}\n{"id": 2, "text": "Rates were raised."}\n')
+    status, _, err = zstc_cli(*classify_args(lacking, tmp_path / "lacking.csv"))
+    assert status == 0, err
+    with (tmp_path / "lacking.csv").open(newline="") as handle:
+        assert [(row["id"], row["lang"]) for row in csv.DictReader(handle)] == [("1", "en"), ("2", "")]
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "all.jsonl"))
+    assert status == 0, err
+    assert json.loads((tmp_path / "all.jsonl").read_text().splitlines()[2])["note"] == "from the cookbook"
+
+
 def test_csv_and_parquet_hold_the_same_predictions(tmp_path, zstc_cli):
     pq = pytest.importorskip("pyarrow.parquet")
     source = write_texts(tmp_path / "in.jsonl", 7)

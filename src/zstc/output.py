@@ -139,11 +139,20 @@ def _unwritable(column: str, kind: str, fmt: str) -> DataError:
                      "or write .parquet")
 
 
-def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool) -> bytes:
-    """CSV of ``rows`` in ``columns`` (a row's other keys are left out, a missing one is empty), cells as
-    :func:`_cell` writes them, after a header row when ``header``."""
+def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool, first_row: int = 1) -> bytes:
+    """CSV of ``rows`` in ``columns`` (a missing one is empty), cells as :func:`_cell` writes them, after a header
+    row when ``header``. A row with a key ``columns`` lacks is a :class:`DataError` naming it (``first_row``: the
+    number of ``rows[0]`` in the output): CSV cannot add a column after its header, and leaving the key out
+    lost that row's value without a word (JSON Lines input whose rows differ in their keys)."""
+    known = set(columns)
+    for number, row in enumerate(rows, start=first_row):
+        extra = [name for name in row if name not in known]
+        if extra:
+            raise DataError(f"row {number} has the column {extra[0]!r}, which earlier rows lack and the CSV header (the first "
+                            "row's columns) does not name: CSV gives every row the same columns. Choose them with "
+                            "--keep-columns, or write --format jsonl or parquet")
     buffer = io.StringIO(newline="")
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", restval="", lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), restval="", lineterminator="\n")
     if header:
         writer.writeheader()
     for row in rows:
@@ -162,6 +171,7 @@ class StdoutWriter:
             raise DataError(f"Parquet cannot be streamed to {name}: give --out FILE.parquet")
         self.fmt, self.stream, self.name = fmt, stream, name
         self.columns: list[str] | None = None
+        self.rows = 0
 
     def write_chunk(self, rows: Sequence[Row], input_digest: str | None = None) -> None:
         if self.fmt == "jsonl":
@@ -169,7 +179,8 @@ class StdoutWriter:
         else:
             header = self.columns is None
             columns = self.columns = self.columns or list(rows[0])
-            data = encode_csv(rows, columns, header=header).decode("utf-8")
+            data = encode_csv(rows, columns, header=header, first_row=self.rows + 1).decode("utf-8")
+        self.rows += len(rows)
         try:
             self.stream.write(data)
             self.stream.flush()
@@ -303,7 +314,7 @@ class ResumableWriter:
             if self.fmt == "csv":
                 header = self.state["columns"] is None
                 self.state["columns"] = self.state["columns"] or list(rows[0])
-                data = encode_csv(rows, self.state["columns"], header=header)
+                data = encode_csv(rows, self.state["columns"], header=header, first_row=self.state["rows"] + 1)
             else:
                 data = encode_jsonl(rows)
             with self.partial.open("ab") as handle:
