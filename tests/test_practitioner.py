@@ -172,6 +172,29 @@ def test_classify_cli_reads_stdin_with_calibration(zstc_cli, tmp_path, monkeypat
     raw = Classifier(MINILM).predict(["I loved it"], ["positive", "negative"], scores="raw")[0].raw_scores
     expected = softmax(np.array([raw["positive"], raw["negative"]]) / 0.5)
     assert row["scores"]["positive"] == pytest.approx(round(float(expected[0]), 4), abs=1e-4)
+    assert "note:" not in err  # fitted on the model in use
+
+
+def test_a_calibration_fitted_on_another_model_is_said(zstc_cli, tmp_path, monkeypatch, classifier) -> None:
+    """A calibration file fitted on another model was applied without a word by classify and serve (the note was
+    built but never printed), and a note compared names as written: the paper name of the model in use, or the
+    scorer object it was built into, was "another model"."""
+    import io
+
+    temperature = {"temperature": 0.5}
+    for same in (MINILM, "all-MiniLM-L6-v2"):  # the hub id and the paper name of the model in use
+        assert Classifier(MINILM, calibration=Calibration("temperature", temperature, same, "embedding")).notes == []
+        assert Classifier(classifier.scorer, calibration=Calibration("temperature", temperature, same, "embedding")).notes == []
+    other = "cross-encoder/nli-deberta-v3-xsmall"
+    expected = (f"the calibration was fitted on {other}, not on {MINILM}: its probabilities are that model's, not this one's")
+    assert Classifier(classifier.scorer, calibration=Calibration("temperature", temperature, other, "nli")).notes == [expected]
+    calib = tmp_path / "c.json"
+    calib.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": temperature, "model": other,
+                                 "family": "nli"}))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("I loved it\n"))
+    code, _, err = zstc_cli("classify", "-", "--labels", "positive,negative", "--calibration", str(calib))
+    assert code == 0, err
+    assert f"note: {expected}" in err.splitlines()
 
 
 @pytest.mark.parametrize("method, flags, message", [

@@ -944,8 +944,13 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     log = (tmp_path / "serve.log").open("w")
+    # Also started with a calibration fitted on another model, which serve must say at start-up (it changes only
+    # single-label probabilities, which this test does not read).
+    calibration = tmp_path / "other.json"
+    calibration.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5},
+                                       "model": "cross-encoder/nli-deberta-v3-xsmall", "family": "nli"}))
     server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--precision", "fp32",
-                               "--drain-timeout", "0.2"], env=env, stdout=log, stderr=subprocess.STDOUT)
+                               "--drain-timeout", "0.2", "--calibration", str(calibration)], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 900
         while True:
@@ -977,6 +982,7 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
         log.flush()
         text = (tmp_path / "serve.log").read_text()
         assert "Finished server process" in text and "terminated (SIGTERM)" in text
+        assert f"note: the calibration was fitted on cross-encoder/nli-deberta-v3-xsmall, not on {MINILM}" in text
         assert "Traceback" not in text and "Exception in ASGI application" not in text, text[-3000:]
     finally:
         if server.poll() is None:

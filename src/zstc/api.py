@@ -151,6 +151,19 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
 
 
+def _calibrated_model(calibration: Calibration) -> str | None:
+    """The model id of the model a calibration was fitted on, resolved as the registry resolves a name (a paper
+    name, a hub id and an alias of one model agree); the name as written when the registry cannot resolve it."""
+    from zstc.errors import ZstcError
+
+    if calibration.model is None:
+        return None
+    try:
+        return get_model_spec(calibration.model, calibration.family).model_id
+    except ZstcError:
+        return calibration.model
+
+
 class Classifier:
     """A loaded model plus a fixed way of describing labels; reuse it to classify many batches.
 
@@ -196,11 +209,13 @@ class Classifier:
             if given:
                 raise OptionError(f"{', '.join(given)} cannot be given with a scorer object: build the scorer with them", *given)
             self.scorer = model
-        model_name = model if isinstance(model, str) else None
         self.notes: list[str] = []
-        """What the user should hear about this classifier (e.g. a calibration fitted on another model)."""
-        if calibration is not None and calibration.model not in (None, model_name):
-            self.notes.append(f"the calibration was fitted on {calibration.model}, not {model_name}")
+        """What the user should hear about this classifier (``classify`` and ``serve`` print it): a calibration
+        fitted on another model."""
+        own = getattr(getattr(self.scorer, "spec", None), "model_id", None)  # None: a scorer that names no model
+        if calibration is not None and calibration.model is not None and own is not None and _calibrated_model(calibration) != own:
+            self.notes.append(f"the calibration was fitted on {calibration.model}, not on {own}: its probabilities are "
+                              "that model's, not this one's")
 
     @property
     def family(self) -> str:

@@ -122,6 +122,8 @@ def classify(
         loaded_calibration = _calibration_for(calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule)
     classifier = (Classifier(model, family=family, template=None, calibration=loaded_calibration, **options)
                   if engine == "local" or (multi_label and fit_thresholds) else None)
+    for note in classifier.notes if classifier is not None else ():
+        _note(note)
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.

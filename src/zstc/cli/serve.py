@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import socket
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -68,6 +69,8 @@ def serve(
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
 
     classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs())
+    for note in classifier.notes:
+        print(f"note: {note}", file=sys.stderr)
     classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
     application = create_app(classifier, settings)
     engine = application.state.engine
@@ -94,7 +97,6 @@ def _leave_if_model_running(engine: Any, signum: int | None) -> None:
     thread is inside torch aborts (see :attr:`zstc.server.engine.BatchingEngine.model_running`)."""
     import logging
     import os
-    import sys
 
     from zstc.entry import STOPS
 
