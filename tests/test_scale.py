@@ -348,6 +348,11 @@ def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
     repeated.write_text("id,text,id\n1,The striker scored.,2\n")
     status, _, err = zstc_cli("classify", str(repeated), *labels, "--out", str(tmp_path / "out-csv"), "--engine", "ray")
     assert status == 2 and f"{repeated}:1: column 'id' is repeated in the header" in err  # before Ray starts
+    nothing = tmp_path / "nothing.jsonl"  # Ray wrote no output for it and said "wrote 0 predictions", exit 0
+    nothing.write_text("")
+    status, _, err = zstc_cli("classify", str(nothing), *labels, "--out", str(tmp_path / "out-nothing"), "--engine", "ray")
+    assert (status, err) == (2, f"error: {nothing}: no texts\n")  # before Ray starts
+    assert not (tmp_path / "out-csv").exists() and not (tmp_path / "out-nothing").exists()  # a refused run leaves no folder
     rows = [{"text": "The striker scored."}, {"text": "Inflation rose."}]
     cases = {"key.jsonl": ('{"text": "a", "text": "b"}', ":3: key 'text' appears twice in one object"), "empty.jsonl": ('{"text": ""}', ":3: empty text")}
     for name, (line, message) in cases.items():

@@ -99,7 +99,6 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise DataError(f"--out {out_dir}: --engine ray writes a folder of Parquet files, and this is a file")
-    out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -113,8 +112,10 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     pending = [path for path in files if not finished(path)]
     if len(pending) < len(files):
         on_note(f"{len(files) - len(pending)} of {len(files)} inputs are finished already in {out_dir}")
-    for path in pending:
-        next(read_records(path), None)  # the header (a repeated column would be silently dropped) and the first row
+    for path in pending:  # the header (a repeated column would be silently dropped) and the first row
+        if next(read_records(path), None) is None:  # as classify says it (Ray wrote no output and said nothing)
+            raise DataError(f"{path}: no texts")
+    out_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves no folder behind
     if pending:
         ray = require_ray()
         started_here = connect_ray(address)
