@@ -471,6 +471,26 @@ def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> 
         assert chunked.getresponse().status == 413
 
 
+@pytest.mark.parametrize("length, status", [("12", None), ("\xb2", 400), ("1\xb9", 400), ("-1", 400), ("5000000", 413)])
+def test_a_content_length_of_other_than_ascii_digits_is_a_400(length: str, status: int | None) -> None:
+    """uvicorn's parsers refuse such a header before the app sees it, but an in-process client (TestClient, an ASGI
+    server without that check) does not. Header bytes are read as Latin-1, where superscript one, two and three
+    pass str.isdigit(), and int() of them raised: a 500."""
+    from types import SimpleNamespace
+
+    from zstc.server.app import Gate
+    from zstc.server.telemetry import Telemetry
+
+    async def never(*_: Any) -> None:
+        raise AssertionError("the gate decides from the headers alone")
+
+    gate = Gate(never, settings=ServeSettings(limits=Limits(max_body_bytes=1000)), engine=SimpleNamespace(state="ready"),  # type: ignore[arg-type]
+                telemetry=Telemetry())
+    scope = {"headers": [(b"content-length", length.encode("latin-1"))]}
+    refusal = gate._refusal("/classify", "POST", scope)
+    assert (refusal[0] if refusal else None) == status, refusal
+
+
 def test_408_when_the_body_stalls_or_trickles(minilm: Classifier) -> None:
     """A client that sends its headers and then stalls, or trickles its body a few bytes at a time, gets a 408 once
     max_body_seconds have passed (uvicorn has no such limit: it held the connection and buffer for as long as the

@@ -239,7 +239,7 @@ class Gate:
             return 503, "unhealthy", self.engine.unavailable_reason(), extra
         length = headers.get("content-length")
         if length is not None:
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):  # "²".isdigit() is true, and int() refuses it
                 return 400, "validation", f"Content-Length {length[:40]!r} is not a number", {}
             if int(length) > self.settings.limits.max_body_bytes:
                 return 413, "too_large", (f"the request body has {int(length)} bytes; the limit is "
