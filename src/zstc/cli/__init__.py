@@ -7,8 +7,11 @@ Ctrl-C (SIGINT) exits 130 and SIGTERM 143, each with a message, after the comman
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -55,9 +58,31 @@ _signals: list[int] = []
 """The signals received, in order: typer turns the KeyboardInterrupt they raise into a bare exit code 130."""
 
 
-def _on_signal(signum: int, frame: Any) -> None:
+SIGNAL_RETRY_S = 0.05
+"""How soon a signal that arrived during an import is delivered again (:func:`_on_signal`)."""
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _importing(frame):
+        # Raised inside an import, the interrupt became that module's ImportError ("initialization failed": a
+        # traceback, exit 1), or a try/except ImportError around an optional import swallowed it and the command
+        # went on as if never interrupted. Commands import their libraries lazily, so a signal early in a run
+        # often lands in one: it is sent again until it arrives after the import, where it unwinds as any other.
+        retry = threading.Timer(SIGNAL_RETRY_S, os.kill, (os.getpid(), signum))
+        retry.daemon = True
+        retry.start()
+        return
     _signals.append(signum)
     raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (where a signal interrupted the main thread) runs inside an import."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _install_signal_handlers() -> None:
