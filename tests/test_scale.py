@@ -238,7 +238,7 @@ def test_sweep_draws_the_papers_sample_as_bench_does(tmp_path, btzsc_dir, zstc_c
         assert arrays["source_index"][:2].tolist() == [0, 1]  # the harness's two fixed texts
     code, _, err = zstc_cli("sweep", "--models", MINILM, *common[:-1], "papre", "--out", str(tmp_path / "typo"))
     assert code == 2 and not (tmp_path / "typo").exists()
-    assert err == "error: --sampling must be one of stratified, paper, got 'papre' (did you mean 'paper'?)\n", err
+    assert err == "error: --sampling must be one of stratified, paper, harness, got 'papre' (did you mean 'paper'?)\n", err
 
 
 def test_a_refused_sweep_creates_no_out_folder(tmp_path, btzsc_dir, zstc_cli):
