@@ -286,6 +286,24 @@ def test_nli_probe_finds_sets_and_computes_auroc(nli_folder: Path, tmp_path: Pat
     assert summary["paper"] is None
 
 
+def test_nli_probe_refuses_nan_scores(nli_folder: Path, tmp_path: Path) -> None:
+    """A model that scores NaN: sklearn's roc_auc_score refused the scores with a ValueError, a traceback."""
+    import torch
+
+    from zstc.benchmark.nli_probe import find_nli_sets, run_probe
+    from zstc.errors import NonFiniteScoresError
+
+    _write_jsonl(tmp_path / "mnli_matched.jsonl", [
+        {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+        {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"},
+    ])
+    scorer = make_scorer(str(nli_folder), "nli")
+    with torch.no_grad():
+        next(scorer.loaded.model.parameters())[scorer.loaded.tokenizer.cls_token_id, 0] = float("nan")  # every pair's [CLS]
+    with pytest.raises(NonFiniteScoresError, match=r"non-finite scores \(NaN or infinite\) for 2 of 2 pairs, the first for pair 1"):
+        run_probe(scorer, find_nli_sets(tmp_path))
+
+
 def test_nli_probe_auroc_is_entailment_against_the_rest_by_hand(nli_folder: Path, tmp_path: Path) -> None:
     """PROTOCOL.md s.4: AUROC of the entailment score, entailment (positive) against neutral and contradiction."""
     from sklearn.metrics import roc_auc_score

@@ -148,6 +148,8 @@ def run_probe(
     """AUROC per NLI set, with the paper's published row when the model is one of its 38."""
     from sklearn.metrics import roc_auc_score
 
+    from zstc.scorers.base import check_finite_scores
+
     scorer = probe_scorer(scorer)
     report = on_event or (lambda kind, payload: None)
     results: dict[str, dict[str, Any]] = {}
@@ -158,6 +160,7 @@ def run_probe(
         report("start", nli_set)
         scored = scorer.score_pairs_with_notes(nli_set.premises, nli_set.hypotheses, show_progress=show_progress)
         scores = scored.scores
+        check_finite_scores(scores)  # sklearn's own refusal of NaN was a traceback
         results[name] = {
             "auroc": float(roc_auc_score(nli_set.entailed, scores)),
             "pairs": len(nli_set),

@@ -96,14 +96,15 @@ def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str]
 
 
 def check_finite_scores(scores: np.ndarray) -> None:
-    """Refuse a score matrix that holds NaN or infinite scores (:class:`NonFiniteScoresError`), naming how many
-    and the first (text, label) by position."""
+    """Refuse scores that hold NaN or infinite values (:class:`NonFiniteScoresError`), naming how many and the
+    first by position: a (text, label) of a matrix, or a pair of a vector of pair scores."""
     finite = np.isfinite(scores)
     if not finite.all():
-        text, label = (int(i) + 1 for i in np.argwhere(~finite)[0])
+        first = [int(i) + 1 for i in np.argwhere(~finite)[0]]
+        where = f"text {first[0]} and label {first[1]}" if len(first) == 2 else f"pair {first[0]}"
         raise NonFiniteScoresError(
-            f"the model gave non-finite scores (NaN or infinite) for {int((~finite).sum())} of {scores.size} (text, label) "
-            f"pairs, the first for text {text} and label {label}: its weights or its precision cannot score them "
+            f"the model gave non-finite scores (NaN or infinite) for {int((~finite).sum())} of {scores.size} "
+            f"{'(text, label) pairs' if len(first) == 2 else 'pairs'}, the first for {where}: its weights or its precision cannot score them "
             "(in bf16, try precision fp32)")
 
 
