@@ -774,6 +774,47 @@ def test_a_request_the_model_scores_nan_gets_500_and_its_batch_neighbour_its_sco
     assert good.status_code == 200 and scores_of(good.json()["results"][0]) == {"x": 1.0, "yy": 2.0}
 
 
+def test_a_batched_backend_that_scores_nan_fails_only_that_request() -> None:
+    """The embedding backend (like the pair and cascade ones) scores requests together without score_with_notes,
+    which checks scores: the engine checks each request's rows, so NaN rows are the model's error for that
+    request (a 500 in the service) and the request batched with it gets its rows."""
+    import asyncio
+
+    from zstc.errors import NonFiniteScoresError
+    from zstc.scorers.base import ScoreResult
+    from zstc.server.engine import BatchingEngine
+
+    class Embeddings:
+        family: ClassVar[str] = "embedding"
+
+        def __init__(self) -> None:
+            self.spec = ModelSpec(model_id="test/embeddings", family="embedding")
+
+        def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+            return np.array([[np.nan if text == "nan" else 1.0 for _ in labels] for text in texts], dtype=np.float32)
+
+        def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None) -> list[ScoreResult]:
+            return [ScoreResult(self.score(texts, labels)) for texts, labels in requests]
+
+        def describe(self) -> dict[str, Any]:
+            return {"name": self.spec.model_id}
+
+    async def scenario() -> None:
+        engine = BatchingEngine(Embeddings(), EngineConfig(max_wait_ms=50))
+        engine.start()
+        try:
+            while engine.state != "ready":
+                await asyncio.sleep(0.01)
+            bad, good = engine.submit(["fine", "nan"], [("x", "y")] * 2), engine.submit(["fine"], [("x", "y")])
+            with pytest.raises(NonFiniteScoresError, match=r"for 2 of 4 pairs, the first for pair 3"):
+                await asyncio.wait_for(bad.future, 30)
+            assert [row.tolist() for row in await asyncio.wait_for(good.future, 30)] == [[1.0, 1.0]]
+        finally:
+            await engine.stop()
+
+    asyncio.run(scenario())
+
+
 def test_an_embedding_backend_without_telemetry_keeps_no_record_of_its_batches() -> None:
     """The label descriptions a batch encoded are kept for the batch-tokens metric until it reads them; an engine
     without telemetry never reads them, so keeping them grew without end (one string per new description)."""

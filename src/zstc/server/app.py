@@ -446,8 +446,6 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         except Exception as error:
             logger.exception("scoring failed", exc_info=error)
             raise ServiceError(500, "backend", f"the model failed: {type(error).__name__}") from None
-        if not all(np.isfinite(row).all() for row in rows):  # the pair, embedding and cascade paths batch requests
-            raise ServiceError(500, "backend", "the model produced a non-finite score")  # without score_with_notes
         return rows, job
 
     def timing_headers(job: ScoreJob, started: float) -> dict[str, str]:

@@ -66,7 +66,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from zstc.scorers.base import LruCache, offers, rechecks_thresholds, score_with_notes
+from zstc.errors import NonFiniteScoresError
+from zstc.scorers.base import LruCache, check_finite_scores, offers, rechecks_thresholds, score_with_notes
 from zstc.scorers.pairs import pair_cuts
 
 
@@ -591,6 +592,11 @@ class BatchingEngine:
             job.inference_s = elapsed
             if job.future.done():  # cancelled while its batch ran
                 continue
+            if not isinstance(result, BaseException):
+                try:  # the pair, embedding and cascade backends score without score_with_notes, which checks
+                    check_finite_scores(np.concatenate(result))
+                except NonFiniteScoresError as error:
+                    result = error
             if isinstance(result, BaseException):
                 job.future.set_exception(result)
             else:
