@@ -19,6 +19,7 @@ from zstc.cli import app
 from zstc.errors import DataError
 from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
+from zstc.cli.verbosity import note
 
 if TYPE_CHECKING:
     from zstc.yin.calibration import Calibration
@@ -122,13 +123,13 @@ def classify(
         loaded_calibration = _calibration_for(calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule)
     classifier = (Classifier(model, family=family, template=None, calibration=loaded_calibration, **options)
                   if engine == "local" or (multi_label and fit_thresholds) else None)
-    for note in classifier.notes if classifier is not None else ():
-        _note(note)
+    for message in classifier.notes if classifier is not None else ():
+        note(message)
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
         labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
-        _note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
+        note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
     versions = {"scoring": get_family(get_model_spec(model, family).family).scoring_version, "labelling": LABELLING_VERSION}
     settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
                             "chunk_size": chunk_size, "versions": versions})
@@ -138,7 +139,7 @@ def classify(
         assert out is not None  # --engine ray without --out is refused above
         written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
                                     address=address, actors=actors, cpus_per_actor=cpus_per_actor,
-                                    gpus_per_actor=gpus_per_actor, on_note=_note)
+                                    gpus_per_actor=gpus_per_actor, on_note=note)
         if not quiet():
             print(f"wrote {written} predictions to {out}", file=sys.stderr)
         return
@@ -150,11 +151,11 @@ def classify(
         # The precision as resolved on this machine (never "auto"), readable in the marker and part of the
         # settings: a resume where auto means the other precision starts over instead of mixing the two.
         identity = {"input_sha256": source.sha256, "settings": settings, "precision": options["precision"]}  # type: ignore[union-attr]  # local engine: opened
-        writer = ResumableWriter(write_target(out), fmt, identity, on_note=_note)
+        writer = ResumableWriter(write_target(out), fmt, identity, on_note=note)
     written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
-    for note in notes:
-        _note(note)
+    for message in notes:
+        note(message)
     if not quiet() and (out is not None or show_progress()):  # a pipeline reading stdout gets only the records
         print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
 
@@ -166,13 +167,6 @@ def _open_stream(path: Path) -> Any:
         return path.open("w", encoding="utf-8")
     except OSError as error:
         raise write_failed(path, error) from None
-
-
-def _note(message: str) -> None:
-    from zstc.cli.verbosity import quiet
-
-    if not quiet():
-        print(f"note: {message}", file=sys.stderr)
 
 
 def _calibration_for(path: Path, *, multi_label: bool, scores: str | None, margin_rule: bool) -> Calibration:
@@ -317,7 +311,7 @@ def _resume_stream(rows: Iterator[tuple[str, dict[str, Any]]], writer: Any, chun
     writer.keep(kept)
     if writer.resumed_rows < finished:
         name = "<stdin>" if source == "-" else source
-        _note(f"{name} is not the interrupted run's input from row {writer.resumed_rows + 1} on: "
+        note(f"{name} is not the interrupted run's input from row {writer.resumed_rows + 1} on: "
               f"{writer.resumed_rows} of its {finished} predictions are kept, the rest are made again")
     return chunk, writer.resumed_rows
 

@@ -69,8 +69,10 @@ def serve(
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
 
     classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs())
-    for note in classifier.notes:
-        print(f"note: {note}", file=sys.stderr)
+    from zstc.cli.verbosity import note
+
+    for message in classifier.notes:
+        note(message)
     classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
     application = create_app(classifier, settings)
     engine = application.state.engine

@@ -48,3 +48,9 @@ def show_progress() -> bool:
 def quiet() -> bool:
     """Whether notes and summary lines on stderr are wanted (``--quiet`` turns them off)."""
     return _level == LEVEL["quiet"]
+
+
+def note(message: str) -> None:
+    """Print ``note: message`` on stderr, unless ``--quiet``."""
+    if not quiet():
+        print(f"note: {message}", file=sys.stderr)
