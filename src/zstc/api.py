@@ -151,17 +151,15 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
 
 
-def _calibrated_model(calibration: Calibration) -> str | None:
-    """The model id of the model a calibration was fitted on, resolved as the registry resolves a name (a paper
-    name, a hub id and an alias of one model agree); the name as written when the registry cannot resolve it."""
+def _model_id(name: str, family: str | None) -> str:
+    """``name`` (a calibration file's model) as the registry resolves it, so that a paper name, a hub id and an
+    alias of one model agree; the name as written when the registry cannot resolve it."""
     from zstc.errors import ZstcError
 
-    if calibration.model is None:
-        return None
     try:
-        return get_model_spec(calibration.model, calibration.family).model_id
+        return get_model_spec(name, family).model_id
     except ZstcError:
-        return calibration.model
+        return name
 
 
 class Classifier:
@@ -213,7 +211,7 @@ class Classifier:
         """What the user should hear about this classifier (``classify`` and ``serve`` print it): a calibration
         fitted on another model."""
         own = getattr(getattr(self.scorer, "spec", None), "model_id", None)  # None: a scorer that names no model
-        if calibration is not None and calibration.model is not None and own is not None and _calibrated_model(calibration) != own:
+        if calibration is not None and calibration.model is not None and own is not None and _model_id(calibration.model, calibration.family) != own:
             self.notes.append(f"the calibration was fitted on {calibration.model}, not on {own}: its probabilities are "
                               "that model's, not this one's")
 

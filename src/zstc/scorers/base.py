@@ -101,10 +101,10 @@ def check_finite_scores(scores: np.ndarray) -> None:
     finite = np.isfinite(scores)
     if not finite.all():
         first = [int(i) + 1 for i in np.argwhere(~finite)[0]]
-        where = f"text {first[0]} and label {first[1]}" if len(first) == 2 else f"pair {first[0]}"
+        pairs, where = ("(text, label) pairs", f"text {first[0]} and label {first[1]}") if scores.ndim == 2 else ("pairs", f"pair {first[0]}")
         raise NonFiniteScoresError(
-            f"the model gave non-finite scores (NaN or infinite) for {int((~finite).sum())} of {scores.size} "
-            f"{'(text, label) pairs' if len(first) == 2 else 'pairs'}, the first for {where}: its weights or its precision cannot score them "
+            f"the model gave non-finite scores (NaN or infinite) for {int((~finite).sum())} of {scores.size} {pairs}, "
+            f"the first for {where}: its weights or its precision cannot score them "
             "(in bf16, try precision fp32)")
 
 
