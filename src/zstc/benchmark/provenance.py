@@ -21,17 +21,19 @@ from typing import Any
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+"""The ``zstc`` package folder: a local change anywhere in it (not only in ``benchmark/``) makes a run ``+dirty``."""
+
 
 @cache
 def git_commit() -> str | None:
-    """The commit of the zstc checkout this code runs from (``+dirty`` when it has local changes)."""
-    package_dir = Path(__file__).resolve().parent
+    """The commit of the zstc checkout this code runs from (``+dirty`` when its package has local changes)."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=package_dir, capture_output=True, text=True, timeout=5)
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=5)
         if head.returncode != 0:
             return None
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
-                                cwd=package_dir, capture_output=True, text=True, timeout=5)
+                                cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     commit = head.stdout.strip()
