@@ -1,15 +1,18 @@
-"""``zstc tasks`` and ``zstc models``: what zstc knows, and what is found on this machine."""
+"""``zstc tasks``, ``zstc models`` and ``zstc dataset-similarity``: what zstc knows, and what is found on this machine."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
+
+if TYPE_CHECKING:
+    from zstc.benchmark.similarity import DatasetSimilarity
 
 
 def count_texts(path: Path, n_labels: int) -> int:
@@ -97,3 +100,92 @@ def models(family: Annotated[Optional[str], typer.Option(help="Only this model f
             table.add_row(spec.model_id, spec.family, spec.paper_name or "", params, offline)
     Console(width=max(Console().width, 120)).print(table)
     Console().print("Any other hub model or local folder works with --family.", style="dim")
+
+
+@app.command("dataset-similarity")
+def dataset_similarity(
+    data: Annotated[Optional[str], typer.Option(help="A directory of dataset files, or 'hub'; default: as `zstc tasks` finds one.")] = None,
+    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
+    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Read a sample of at most N texts per dataset (see --sampling); default: every text.")] = None,
+    sampling: Annotated[str, typer.Option(help="How --max-samples draws, as in `zstc bench`: 'stratified', 'paper' or 'harness'.")] = "stratified",
+    seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the matrix as CSV here.")] = None,
+    figure: Annotated[Optional[Path], typer.Option(help="Also draw the matrix as a heatmap here (.png or .svg).")] = None,
+) -> None:
+    """Weighted Jaccard similarity of the token distributions of every pair of datasets (the paper's dataset
+    similarity analysis): each dataset's most similar one, the most similar pairs, and the whole matrix."""
+    from zstc.benchmark.catalog import default_data_dir, resolve_task_names
+    from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
+    from zstc.benchmark.similarity import check_dataset_count, dataset_similarity as compute
+    from zstc.benchmark.tasks import SAMPLING_METHODS
+    from zstc.errors import DataError, OptionError
+    from zstc.io import check_output_path
+    from zstc.reports.figures import FIGURE_FORMATS
+    from zstc.validation import check_choice, check_options
+
+    check_choice("sampling", sampling, SAMPLING_METHODS)
+    check_options({"max_samples": max_samples, "seed": seed})
+    if data is None:
+        found = default_data_dir()
+        if found is None:
+            raise DataError("no data directory found: give --data DIR (a folder of BTZSC dataset files) or --data hub")
+        data = str(found)
+    local = data != "hub"
+    if local:
+        data_directory(data)  # a missing folder is said as such, not as "no dataset files in it"
+    names = resolve_task_names(tasks, data)
+    check_dataset_count(len(names))  # before reading any text
+    inputs = [find_task_file(Path(data), name) for name in names] if local else []
+    for path, option in ((out, "--out"), (figure, "--figure")):
+        if path is not None:
+            check_output_path(path, inputs=inputs, option=option)
+    if figure is not None and figure.suffix.lower() not in FIGURE_FORMATS:
+        raise OptionError(f"--figure {figure}: expected a path ending in {' or '.join(FIGURE_FORMATS)}", "figure")
+    if out is not None and figure is not None and out.resolve() == figure.resolve():
+        raise OptionError("--out and --figure name the same file; give two paths", "out")
+    texts: dict[str, list[str]] = {}
+    for name in names:
+        task, _, _ = load_btzsc_sample(name, data, max_samples=max_samples, seed=seed, sampling=sampling)
+        texts[name] = task.texts
+    similarity = compute(texts)
+    _print_similarity(similarity)
+    if out is not None:
+        _write_similarity_csv(similarity, out)
+        Console(stderr=True).print(f"wrote {out}")
+    if figure is not None:
+        from zstc.reports import figures
+
+        figures.write_figure(figures.dataset_similarity(similarity), figure)
+        Console(stderr=True).print(f"wrote {figure}")
+
+
+def _print_similarity(similarity: DatasetSimilarity) -> None:
+    console = Console(width=max(Console().width, 120))
+    nearest = Table("dataset", "texts", "distinct tokens", "most similar", "similarity",
+                    title="Weighted Jaccard similarity of token distributions")
+    for name in similarity.datasets:
+        other, value = similarity.most_similar(name)
+        nearest.add_row(name, f"{similarity.texts[name]:,}", f"{similarity.vocabulary[name]:,}", other, f"{value:.3f}")
+    console.print(nearest)
+    if len(similarity.datasets) <= 8:  # a wider matrix does not fit a terminal: --out and --figure hold it
+        matrix = Table("", *similarity.datasets, title="all pairs")
+        for name, row in zip(similarity.datasets, similarity.matrix):
+            matrix.add_row(name, *(f"{value:.3f}" for value in row))
+        console.print(matrix)
+    else:
+        pairs = Table("first", "second", "similarity", title="the 10 most similar pairs (--out or --figure: all)")
+        for first, second, value in similarity.pairs()[:10]:
+            pairs.add_row(first, second, f"{value:.3f}")
+        console.print(pairs)
+
+
+def _write_similarity_csv(similarity: DatasetSimilarity, path: Path) -> None:
+    import csv
+
+    from zstc.io import atomic_write
+
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["dataset", *similarity.datasets])
+        for name, row in zip(similarity.datasets, similarity.matrix):
+            writer.writerow([name, *(f"{value:.6f}" for value in row)])

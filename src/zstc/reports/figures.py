@@ -3,7 +3,8 @@
 * :func:`speed_accuracy`: macro-F1 against throughput, median quadrant lines and the Pareto front (Fig. 3a);
 * :func:`scaling`: macro-F1 against parameter count per model family, log scale, 95% bands (Fig. 2b);
 * :func:`heatmap`: macro-F1 per model and dataset;
-* :func:`confusion`: a run's confusion matrix on one dataset, rows normalised.
+* :func:`confusion`: a run's confusion matrix on one dataset, rows normalised;
+* :func:`dataset_similarity`: the weighted Jaccard similarity of every pair of datasets' token distributions.
 
 Each returns a :class:`matplotlib.figure.Figure`; :func:`save` writes it as PNG and SVG.
 """
@@ -22,6 +23,7 @@ from zstc.errors import ZstcError
 from zstc.models.registry import FAMILIES
 from zstc.scorers.families import FamilyTable
 from zstc.reports.rows import ModelRow
+from zstc.benchmark.similarity import DatasetSimilarity
 
 try:
     from matplotlib.figure import Figure
@@ -54,15 +56,31 @@ def save(figure: Figure, directory: Path, name: str, title: str, caption: str = 
     """Write ``figure`` into ``directory`` as ``name``.png and ``name``.svg, byte-identical across re-runs."""
     directory.mkdir(parents=True, exist_ok=True)
     png, svg = directory / f"{name}.png", directory / f"{name}.svg"
+    write_figure(figure, png)
+    write_figure(figure, svg)
+    return SavedFigure(name, title, caption, png, svg)
+
+
+FIGURE_FORMATS: tuple[str, ...] = (".png", ".svg")
+"""The file types :func:`write_figure` writes, by suffix."""
+
+
+def write_figure(figure: Figure, path: Path) -> Path:
+    """Write ``figure`` to ``path`` as PNG or SVG (by its suffix), atomically and byte-identical across re-runs."""
+    suffix = path.suffix.lower()
+    if suffix not in FIGURE_FORMATS:
+        raise ZstcError(f"{path}: a figure is written as {' or '.join(FIGURE_FORMATS)}; give a path ending in one")
     # Fixed metadata keeps the files byte-identical across re-runs of the same report; so does a fixed salt
     # for the SVG's clip-path ids, which matplotlib otherwise draws at random on every save.
     from matplotlib import rc_context
 
-    with atomic_write(png, "wb") as handle:
-        figure.savefig(handle, format="png", dpi=DPI, metadata={"Software": None})
-    with atomic_write(svg, "wb") as handle, rc_context({"svg.hashsalt": name}):
-        figure.savefig(handle, format="svg", metadata={"Date": None, "Creator": None})
-    return SavedFigure(name, title, caption, png, svg)
+    with atomic_write(path, "wb") as handle:
+        if suffix == ".png":
+            figure.savefig(handle, format="png", dpi=DPI, metadata={"Software": None})
+        else:
+            with rc_context({"svg.hashsalt": path.stem}):
+                figure.savefig(handle, format="svg", metadata={"Date": None, "Creator": None})
+    return path
 
 
 def _colour(row: ModelRow) -> str:
@@ -236,4 +254,22 @@ def confusion(gold: np.ndarray, predicted: np.ndarray, label_names: list[str], t
     axes.set_ylabel("gold")
     axes.set_title(title, fontsize=9)
     figure.colorbar(image, ax=axes, label="share of the gold class", shrink=0.6)
+    return figure
+
+
+def dataset_similarity(similarity: DatasetSimilarity) -> Figure:
+    """The weighted Jaccard similarity of every pair of datasets (a symmetric matrix, datasets in the order given),
+    each cell printed."""
+    names, values = similarity.datasets, similarity.matrix
+    side = max(4.0, 1.6 + 0.36 * len(names))
+    figure = _figure(side + 1.2, side)
+    axes = figure.subplots()
+    image = axes.imshow(values, cmap="viridis", vmin=0, vmax=1)
+    axes.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
+    axes.set_yticks(range(len(names)), names, fontsize=7)
+    for (i, j), value in np.ndenumerate(values):
+        axes.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=5 if len(names) > 12 else 7,
+                  color="white" if value < 0.55 else "black")
+    figure.colorbar(image, ax=axes, label="weighted Jaccard similarity", shrink=0.6)
+    axes.set_title("token distributions: weighted Jaccard similarity", fontsize=9)
     return figure
