@@ -263,7 +263,7 @@ register_family(Family(
     "llm", "zstc.scorers.llm:LLMScorer", None, "llm", "#ff7f0e",
     torch_options(
         8,
-        prompt_style=OptionSpec(str, "paper", choices=LLM_PROMPT_STYLES,  # no meaning: "unknown prompt style" would read "unknown --prompt-style"
+        prompt_style=OptionSpec(str, "paper", choices=LLM_PROMPT_STYLES,
                                 help="'paper' (appendix C.3 through the chat template, labels in their order) or 'harness' "
                                      "(the public BTZSC harness's code: its plain prompt, labels sorted, its 100 symbols)"),
     ),
