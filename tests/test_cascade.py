@@ -159,6 +159,20 @@ def test_llm_cascade_lists_only_the_shortlisted_options(smollm2_folder: Path, sh
     assert "prompt" in cascade.describe()["shortlist"]
 
 
+def test_llm_cascade_in_the_harness_style_sorts_each_shortlist(smollm2_folder: Path, shortlister) -> None:
+    main = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32", batch_size=4, prompt_style="harness")
+    texts, labels, k = TEXTS[:3], LABELS, 3
+    cascade = CascadeScorer(main, shortlister, k)
+    result = cascade.score_with_notes(texts, labels)
+    for i, text in enumerate(texts):
+        # Its own K-option prompt, sorted whatever order the shortlist comes in: given in reverse, the same scores.
+        options = sorted(result.ranks[i, :k].tolist(), key=lambda j: labels[j], reverse=True)
+        alone = main.score([text], [labels[j] for j in options])[0]
+        np.testing.assert_allclose(result.scores[i, options], alone, rtol=1e-4, atol=1e-6)
+    assert "sorted order (prompt_style harness)" in cascade.describe()["shortlist"]["prompt"]
+    assert cascade.describe()["prompt_style"] == "harness"
+
+
 # -- the command line and the API ---------------------------------------------------------------------------
 
 

@@ -50,6 +50,10 @@ def texts_file(tmp_path):
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "/no/such/dir", "--tasks", "agnews"], "no such directory"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{tmp}", "--tasks", "agnews"], "no file for task 'agnews'"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--score-type", "prob"], "--score-type does not apply to embedding"),
+        (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--prompt-style", "harness"],
+         "--prompt-style does not apply to embedding"),
+        (["classify", "{texts}", "--labels", "a,b", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--prompt-style", "harnes"],
+         "--prompt-style must be one of paper, harness, got 'harnes'"),
         (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--unlabelled", "drop"], "--unlabelled must be one of"),
         # What a Ray actor reserves: Ray's own ValueError traceback, after Ray had started, before these were checked.
         (["classify", "{texts}", "--labels", "a,b", "--engine", "ray", "--out", "{tmp}", "--cpus-per-actor", "-1"],

@@ -19,7 +19,9 @@ from zstc.models.registry import get_model_spec
 from zstc.scorers import make_scorer
 from zstc.scorers.causal import left_pad, positions
 from zstc.scorers.llm import OPTION_SYMBOL_POOL, LLMScorer, option_symbols
-from zstc.scorers.prompts import LLM_PLAIN_TEMPLATE, YESNO_TEMPLATE, llm_options, yesno_prompt
+from zstc.scorers.prompts import (
+    HARNESS_OPTION_SYMBOLS, LLM_HARNESS_TEMPLATE, LLM_PLAIN_TEMPLATE, YESNO_TEMPLATE, llm_options, yesno_prompt,
+)
 from zstc.scorers.yesno import YesNoScorer, shared_prefix_length
 
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -41,6 +43,9 @@ LONG_TEXT = " ".join(["My card payment was declined at the shop again today and 
 
 PROTOCOL_YESNO = '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a piece of text, retrieve relevant label descriptions that best match the text\n<Query>: {text}\n<Document>: {label}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n'
 PROTOCOL_LLM = "You are a text classifier.\nYou will be given a text and several mutually exclusive options.\nEach option is prefixed by a single letter (e.g. A, b, ...).\nYour task is to choose the single best option.\n\nIMPORTANT:\n- Answer with EXACTLY ONE LETTER used to prefix the options.\n- Do NOT output any words, punctuation, or explanation.\n\nTEXT:\n{text}\n\nOPTIONS:\n{options}\n\nAnswer: The correct option is letter"
+# The public harness's (btzsc, src/btzsc/models/llm.py): "γ" in the example and a space after "letter".
+HARNESS_LLM = "You are a text classifier.\nYou will be given a text and several mutually exclusive options.\nEach option is prefixed by a single letter (e.g. A, b, γ, ...).\nYour task is to choose the single best option.\n\nIMPORTANT:\n- Answer with EXACTLY ONE LETTER used to prefix the options.\n- Do NOT output any words, punctuation, or explanation.\n\nTEXT:\n{text}\n\nOPTIONS:\n{options}\n\nAnswer: The correct option is letter "
+HARNESS_SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzαβγδεζηθικλμνξοπρστυφχψωΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩ"
 
 
 def test_yesno_prompt_is_the_protocols() -> None:
@@ -51,6 +56,12 @@ def test_yesno_prompt_is_the_protocols() -> None:
 def test_llm_prompt_is_the_papers() -> None:
     assert LLM_PLAIN_TEMPLATE == PROTOCOL_LLM
     assert llm_options(["A", "b"], ["x", "y"]) == "A) x\nb) y"
+
+
+def test_llm_harness_prompt_and_symbols_are_the_harnesss() -> None:
+    assert LLM_HARNESS_TEMPLATE == HARNESS_LLM
+    assert HARNESS_LLM == PROTOCOL_LLM.replace("(e.g. A, b, ...)", "(e.g. A, b, γ, ...)") + " "  # the only two differences
+    assert HARNESS_OPTION_SYMBOLS == tuple(HARNESS_SYMBOLS) and len(HARNESS_OPTION_SYMBOLS) == len(set(HARNESS_OPTION_SYMBOLS)) == 100
 
 
 # -- option symbols ------------------------------------------------------------------------------------
@@ -291,3 +302,123 @@ def test_llm_scores_are_the_softmax_over_the_option_symbols_only(llm: LLMScorer)
         final = model(torch.tensor([ids])).logits[0, -1].double()
     expected = torch.softmax(final[[s[0] for s in symbols]], dim=-1).numpy()
     np.testing.assert_allclose(llm.score(TEXTS[:1], LABELS)[0], expected, atol=1e-5)
+
+
+# -- prompt_style="harness": the public harness's code, fact by fact ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def harness(smollm2_folder: Path) -> LLMScorer:
+    scorer = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32", batch_size=3, prompt_style="harness")
+    assert isinstance(scorer, LLMScorer)
+    return scorer
+
+
+def test_llm_harness_prompt_lists_the_distinct_labels_sorted_with_no_chat_template(harness: LLMScorer, llm: LLMScorer) -> None:
+    # Python's sort (code points: upper case first), repeats listed once, symbols A, B, ... in the sorted order.
+    assert harness.prompt("a {text}", ["b) x", "a", "B", "a"]) == HARNESS_LLM.format(text="a {text}", options="A) B\nB) a\nC) b) x")
+    assert harness.listed(["b", "a", "b"]) == (["a", "b"], [1, 0, 1])
+    described = harness.describe()
+    assert described["prompt_style"] == "harness" and described["prompt_format"] == "plain"
+    assert llm.describe()["prompt_style"] == "paper"  # the default, recorded too
+
+
+def test_llm_harness_symbols_are_read_alone_after_the_final_space(harness: LLMScorer, llm: LLMScorer) -> None:
+    tokenizer = harness.loaded.tokenizer
+    symbols = harness.symbols_for(4)
+    assert symbols == [(s, tokenizer(s, add_special_tokens=False)["input_ids"][0]) for s in "ABCD"]
+    assert [token for _, token in symbols] != [token for _, token in llm.symbols_for(4)]  # "A", not the paper's " A"
+    assert harness._prompt_ids("t", ["x", "y"])[-1] == tokenizer(" ", add_special_tokens=False)["input_ids"][-1]
+
+
+def test_llm_harness_symbols_past_52_labels_are_greek_and_refused_where_not_one_token(harness: LLMScorer) -> None:
+    labels = [f"label {i:03d}" for i in range(65)]  # already in sorted order
+    lines = harness.prompt("t", labels).split("OPTIONS:\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split(")")[0] for line in lines] == list(HARNESS_SYMBOLS[:65])
+    assert "".join(line[0] for line in lines[52:]) == "αβγδεζηθικλμν" and lines[64] == "ν) label 064"
+    # SmolLM2's tokenizer writes the 66th symbol, ξ, as two tokens: the harness raises a ValueError there.
+    with pytest.raises(ModelError, match=f"option symbol 'ξ' .* is 2 tokens for {SMOLLM2}'s tokenizer.* at most 65 distinct labels") as refused:
+        harness.score(["t"], [*labels, "label 065"])
+    assert refused.value.parameters == ("prompt_style",)
+    assert harness.symbols_for(65)[-1][0] == "ν"
+
+
+def test_llm_harness_takes_at_most_100_labels(harness: LLMScorer) -> None:
+    with pytest.raises(ModelError, match="too many labels for prompt_style 'harness': 101 distinct labels") as refused:
+        harness.score(["t"], [f"label {i:03d}" for i in range(101)])
+    assert refused.value.parameters == ("prompt_style",)
+    assert not isinstance(refused.value, ValueError)
+
+
+def test_llm_harness_columns_follow_the_callers_labels(harness: LLMScorer) -> None:
+    ab = harness.score(TEXTS, LABELS[:2])
+    assert np.array_equal(harness.score(TEXTS, LABELS[1::-1]), ab[:, ::-1])  # the same prompt, columns swapped
+    repeated = harness.score(TEXTS, [LABELS[1], LABELS[0], LABELS[1]])
+    assert np.array_equal(repeated, ab[:, [1, 0, 1]])  # one option, scored in both of its columns
+
+
+def test_llm_harness_score_is_the_harnesss_computation(harness: LLMScorer) -> None:
+    """By hand, as the harness computes it: the raw prompt tokenized with the tokenizer's special tokens, one
+    forward pass, softmax over the whole vocabulary at the last position, the symbols' columns renormalised;
+    label j's score is that of its option in the sorted list. Checked with and without a BOS token."""
+    import torch
+
+    tokenizer, model = harness.loaded.tokenizer, harness.loaded.model
+    ordered = sorted(LABELS)
+    assert ordered != LABELS
+    options = "\n".join(f"{symbol}) {label}" for symbol, label in zip("ABCD", ordered))
+    symbol_ids = [tokenizer(s, add_special_tokens=False)["input_ids"][0] for s in "ABCD"]
+    for bos in (False, True):  # SmolLM2 adds no special token; one that adds a BOS must get it in the harness's style
+        tokenizer.add_bos_token = bos
+        try:
+            ids = tokenizer(HARNESS_LLM.format(text=TEXTS[0], options=options))["input_ids"]
+            assert (ids[0] == tokenizer.bos_token_id) == bos
+            with torch.no_grad():
+                final = model(torch.tensor([ids])).logits[0, -1].double()
+            chosen = torch.softmax(final, dim=-1)[symbol_ids]
+            expected = (chosen / chosen.sum()).numpy()[[ordered.index(label) for label in LABELS]]
+            np.testing.assert_allclose(harness.score(TEXTS[:1], LABELS)[0], expected, atol=1e-5)
+        finally:
+            tokenizer.add_bos_token = False
+
+
+def test_llm_prompt_style_is_an_option_of_the_llm_family(smollm2_folder: Path) -> None:
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+
+    assert Classifier(SMOLLM2, family="llm", prompt_style="harness").scorer.prompt_style == "harness"
+    assert make_scorer(SMOLLM2, "llm").prompt_style == "paper"
+    with pytest.raises(OptionError, match=r"^prompt_style must be one of paper, harness, got 'harnes'") as refused:
+        make_scorer(SMOLLM2, "llm", prompt_style="harnes")
+    assert refused.value.parameters == ("prompt_style",)
+    with pytest.raises(OptionError, match="prompt_style does not apply to yesno models"):
+        make_scorer(SMOLLM2, "yesno", prompt_style="harness")
+
+
+def test_llm_prompt_style_is_part_of_a_results_identity(smollm2_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs that differ only in prompt_style never share a stored result: not in one --out's details folder, not
+    through the shared result cache (which the same settings do reuse)."""
+    import json
+
+    import zstc.benchmark.runner as bench_module
+
+    real_evaluate = bench_module.evaluate_task
+    styles: list[str] = []
+    monkeypatch.setattr(bench_module, "evaluate_task",
+                        lambda *a, **k: (styles.append(a[0].describe()["prompt_style"]), real_evaluate(*a, **k))[1])
+    bench = ["bench", "--model", SMOLLM2, "--family", "llm", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+             "--max-samples", "3", "--device", "cpu"]
+    paper, harness = tmp_path / "paper.json", tmp_path / "harness.json"
+    assert zstc_cli(*bench, "--out", str(paper))[0] == 0
+    status, _, err = zstc_cli(*bench, "--out", str(paper), "--prompt-style", "harness")
+    assert status == 2 and "other settings" in err and "scorer_options" in err, err
+    status, _, err = zstc_cli(*bench, "--out", str(harness), "--prompt-style", "harness")
+    assert status == 0, err
+    assert zstc_cli(*bench, "--out", str(tmp_path / "again.json"))[0] == 0  # the paper run's settings: from the cache
+    assert styles == ["paper", "harness"]
+    ran_paper, ran_harness = (json.loads(path.read_text()) for path in (paper, harness))
+    assert ran_harness["evaluation"]["run_identity"]["scorer_options"]["prompt_style"] == "harness"
+    assert "prompt_style" not in ran_paper["evaluation"]["run_identity"]["scorer_options"]
+    assert ran_harness["evaluation"]["fingerprints"] != ran_paper["evaluation"]["fingerprints"]
+    assert ran_harness["model"]["prompt_style"] == "harness" and ran_paper["model"]["prompt_style"] == "paper"

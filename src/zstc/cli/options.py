@@ -27,6 +27,11 @@ ScoreType = Annotated[
     typer.Option("--score-type", help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'."),
 ]
 EntailmentIndex = Annotated[Optional[int], typer.Option(help="NLI models: the output index of entailment, when id2label does not say.")]
+PromptStyle = Annotated[
+    Optional[str],
+    typer.Option(help="LLM models: 'paper' (appendix C.3 through the chat template, labels in their order; the default) or "
+                 "'harness' (the public BTZSC harness's code exactly: its plain prompt, labels sorted, its 100 symbols)."),
+]
 BatchSize = Annotated[Optional[int], typer.Option(help="Texts (or pairs) per forward pass; default: the family's (cross-encoders: 64 pairs on a CPU, 1,024 on a GPU).")]
 _PRECISION_HELP = "fp32, bf16 (autocast) or auto (bf16 where the hardware runs it fast: CUDA, AMX or AVX512-BF16)"
 PrecisionFp32 = Annotated[Optional[str], typer.Option("--precision", help=f"{_PRECISION_HELP}; default: fp32 (benchmark numbers are the same on every machine).")]
@@ -121,6 +126,7 @@ SCORER_OPTIONS: dict[str, Any] = {
     "pooling": Pooling,
     "score_type": ScoreType,
     "entailment_index": EntailmentIndex,
+    "prompt_style": PromptStyle,
     "batch_size": BatchSize,
     "precision": None,  # PrecisionFp32 or PrecisionAuto, by the command's default
     "bf16": Bf16,

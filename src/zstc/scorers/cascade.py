@@ -16,8 +16,9 @@ The result keeps the full ``(texts, labels)`` shape:
   defined), and ordered as the shortlister ranked them. Those values are placeholders, not probabilities;
   a multi-label threshold sees them as clearly below the row's lowest shortlisted score.
 * For the LLM family the prompt lists only the ``k`` shortlisted options (in the labels' own order, with
-  the symbols A, B, ...), so its scores are a softmax over those ``k`` options: that is a different prompt
-  from the full run's, and the scorer notes it.
+  the symbols A, B, ...; with ``prompt_style="harness"`` sorted, as the harness sorts any list of labels), so
+  its scores are a softmax over those ``k`` options: that is a different prompt from the full run's, and the
+  scorer notes it.
 
 ``k >= L`` runs the main scorer alone on all labels: exactly the full run. Ties in the shortlister's scores
 are broken by label position (the earlier label wins), so the shortlist is deterministic.
@@ -191,7 +192,8 @@ class CascadeScorer:
             "ties": "earlier label first",
         }
         if self.family == "llm":
-            facts["prompt"] = "lists only the K shortlisted options, in label order (differs from the full run's prompt)"
+            order = "sorted order (prompt_style harness)" if getattr(self.main, "prompt_style", None) == "harness" else "label order"
+            facts["prompt"] = f"lists only the K shortlisted options, in {order} (differs from the full run's prompt)"
         return {**self.main.describe(), "shortlist": facts}
 
     # -- scoring --------------------------------------------------------------------------------------

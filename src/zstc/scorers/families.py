@@ -217,6 +217,9 @@ def torch_options(batch_size: int | OptionSpec, **extra: OptionSpec) -> dict[str
 
 POOLINGS: tuple[str, ...] = ("native", "cls")
 NLI_SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
+LLM_PROMPT_STYLES: tuple[str, ...] = ("paper", "harness")
+"""The LLM family's prompts: the paper's appendix C.3 (the default) or the public BTZSC harness's, exactly as its
+code builds it (:mod:`zstc.scorers.llm`)."""
 
 register_family(Family(
     "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
@@ -258,6 +261,11 @@ register_family(Family(
 ))
 register_family(Family(
     "llm", "zstc.scorers.llm:LLMScorer", None, "llm", "#ff7f0e",
-    torch_options(8),
+    torch_options(
+        8,
+        prompt_style=OptionSpec(str, "paper", choices=LLM_PROMPT_STYLES,
+                                help="'paper' (appendix C.3 through the chat template, labels in their order) or 'harness' "
+                                     "(the public BTZSC harness's code: its plain prompt, labels sorted, its 100 symbols)"),
+    ),
     "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
 ))

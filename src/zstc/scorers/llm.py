@@ -4,6 +4,14 @@ The paper's prompt (PROTOCOL.md section 2) lists every label description as an o
 symbol and ends with "Answer: The correct option is letter"; the score of each label is the softmax, over
 the option symbols only, of the next-token logits. With a chat template the question is the user turn and
 the answer's beginning opens the assistant turn, so the model's very next token is its choice.
+
+``prompt_style="harness"`` does instead exactly what the public BTZSC harness's code does (``btzsc``,
+``src/btzsc/models/llm.py``), so that its numbers can be reproduced: its own prompt string with no chat
+template (:data:`~zstc.scorers.prompts.LLM_HARNESS_TEMPLATE`, tokenized with the tokenizer's special tokens),
+the distinct labels sorted before they are listed, its 100 symbols (:data:`~zstc.scorers.prompts.HARNESS_OPTION_SYMBOLS`)
+read as the symbol alone after the prompt's final space, and each caller's label scored by the option of its
+sorted place. One thing stays zstc's: only the text is ever cut to fit the model (the harness cuts the end
+of the prompt, its options and answer suffix, which leaves nothing meaningful to read).
 """
 
 from __future__ import annotations
@@ -17,10 +25,13 @@ import torch
 from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
+from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, ScoreResult, empty_scores
 from zstc.scorers.runtime import inference_context
 from zstc.scorers.causal import CausalLMScorer, next_token_id
-from zstc.scorers.prompts import LLM_ANSWER_START, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options
+from zstc.scorers.prompts import (
+    HARNESS_OPTION_SYMBOLS, LLM_ANSWER_START, LLM_HARNESS_TEMPLATE, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options,
+)
 
 OPTION_SYMBOL_POOL: tuple[str, ...] = (
     *string.ascii_uppercase,
@@ -46,8 +57,17 @@ class LLMScorer(CausalLMScorer[Symbols]):
     SCORING_VERSION: ClassVar[str] = "1"
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
+    def __init__(self, spec: ModelSpec, **options: Any) -> None:
+        super().__init__(spec, **options)
+        self.prompt_style: str = self.options["prompt_style"]
+        """``paper`` (appendix C.3, the default) or ``harness`` (the public harness's code); read at each call."""
+
+    @property
+    def _harness(self) -> bool:
+        return self.prompt_style == "harness"
+
     def describe(self) -> dict[str, Any]:
-        facts = super().describe()
+        facts = {**super().describe(), "prompt_style": self.prompt_style}
         if self._loaded is not None:
             facts["prompt_format"] = "chat template" if self._uses_chat(self._loaded) else "plain"
         return facts
@@ -55,14 +75,17 @@ class LLMScorer(CausalLMScorer[Symbols]):
     def _facts(self, tokenizer: Any) -> Symbols:
         return option_symbols(tokenizer)
 
-    @staticmethod
-    def _uses_chat(loaded: LoadedModel[Symbols]) -> bool:
-        return bool(getattr(loaded.tokenizer, "chat_template", None))
+    def _uses_chat(self, loaded: LoadedModel[Symbols]) -> bool:
+        # The harness never applies a chat template.
+        return not self._harness and bool(getattr(loaded.tokenizer, "chat_template", None))
 
     # -- prompts --------------------------------------------------------------------------------------
 
     def symbols_for(self, n_labels: int) -> Symbols:
-        """The first ``n_labels`` option symbols with their token ids."""
+        """The first ``n_labels`` option symbols with their token ids (for ``n_labels`` options, i.e. distinct
+        labels in the harness's style)."""
+        if self._harness:
+            return self._harness_symbols(n_labels)
         symbols = self.loaded.facts
         if n_labels > len(symbols):
             raise ModelError(
@@ -71,14 +94,52 @@ class LLMScorer(CausalLMScorer[Symbols]):
             )
         return symbols[:n_labels]
 
-    def prompt(self, text: str, labels: Sequence[str]) -> str:
-        """The exact string the model reads for ``text`` (its chat template applied, if it has one)."""
+    def _harness_symbols(self, n_labels: int) -> Symbols:
+        """The harness's first ``n_labels`` symbols, each with its token as the harness finds it: the symbol
+        alone, which must be one token (the harness's ValueErrors, here with what to do about them)."""
+        if n_labels > len(HARNESS_OPTION_SYMBOLS):
+            raise ModelError(
+                f"too many labels for prompt_style 'harness': {n_labels} distinct labels, and the harness has "
+                f"{len(HARNESS_OPTION_SYMBOLS)} option symbols: use at most {len(HARNESS_OPTION_SYMBOLS)} labels",
+                parameters=("prompt_style",))
         loaded = self.loaded
-        symbols = [symbol for symbol, _ in self.symbols_for(len(labels))]
-        options = llm_options(symbols, list(labels))
+        symbols: Symbols = []
+        for position, symbol in enumerate(HARNESS_OPTION_SYMBOLS[:n_labels], start=1):
+            ids = self._ids(loaded, symbol)
+            if len(ids) != 1:
+                raise ModelError(
+                    f"option symbol {symbol!r} (symbol {position} of the harness's {len(HARNESS_OPTION_SYMBOLS)}, used from "
+                    f"{position} distinct labels on) is {len(ids)} tokens for {self.spec.model_id}'s tokenizer, and the "
+                    f"harness requires single-token symbols: with prompt_style 'harness' this model takes at most "
+                    f"{position - 1} distinct labels", parameters=("prompt_style",))
+            symbols.append((symbol, ids[0]))
+        return symbols
+
+    def listed(self, labels: Sequence[str]) -> tuple[list[str], list[int]]:
+        """The labels as the prompt lists them, and for each of ``labels`` the option that scores it: the
+        labels as given ('paper'), or the distinct labels sorted, as the harness lists them (a label given
+        twice is one option, scored in both columns)."""
+        if not self._harness:
+            return list(labels), list(range(len(labels)))
+        options = sorted(set(labels))
+        option_of = {label: j for j, label in enumerate(options)}
+        return options, [option_of[label] for label in labels]
+
+    def prompt(self, text: str, labels: Sequence[str]) -> str:
+        """The exact string the model reads for ``text`` (its chat template applied, if it has one and the
+        style is 'paper'); with 'harness', ``labels`` are listed as :meth:`listed` says."""
+        return self._render(text, self.listed(labels)[0])
+
+    def _render(self, text: str, options: list[str]) -> str:
+        """The prompt listing ``options`` in this order."""
+        loaded = self.loaded
+        symbols = [symbol for symbol, _ in self.symbols_for(len(options))]
+        listing = llm_options(symbols, options)
+        if self._harness:
+            return LLM_HARNESS_TEMPLATE.format(text=text, options=listing)
         if not self._uses_chat(loaded):
-            return LLM_PLAIN_TEMPLATE.format(text=text, options=options)
-        question = LLM_INSTRUCTIONS.format(text=text, options=options)
+            return LLM_PLAIN_TEMPLATE.format(text=text, options=listing)
+        question = LLM_INSTRUCTIONS.format(text=text, options=listing)
         # enable_thinking=False: templates of reasoning models (Qwen3) otherwise open the answer with a
         # thinking block instead of the letter; templates without that switch ignore the variable.
         with loaded.tokenizer_lock:
@@ -87,24 +148,29 @@ class LLMScorer(CausalLMScorer[Symbols]):
             )
         return str(opening) + LLM_ANSWER_START
 
-    def _prompt_ids(self, text: str, labels: Sequence[str]) -> list[int]:
-        # A rendered chat template already contains the special tokens (BOS and turn markers).
+    def _prompt_ids(self, text: str, options: list[str]) -> list[int]:
+        """The token ids of the prompt listing ``options`` (already in the prompt's order)."""
+        # A rendered chat template already contains the special tokens (BOS and turn markers); the plain
+        # prompts take the tokenizer's own, as the harness's `tokenizer(prompts)` does.
         loaded = self.loaded
-        return self._ids(loaded, self.prompt(text, labels), special=not self._uses_chat(loaded))
+        return self._ids(loaded, self._render(text, options), special=not self._uses_chat(loaded))
 
     # -- scoring --------------------------------------------------------------------------------------
 
     def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
         loaded = self.loaded
         scores = empty_scores(len(texts), len(labels))
-        symbol_ids = [token for _, token in self.symbols_for(len(labels))]
+        options, columns = self.listed(labels)
+        symbol_ids = [token for _, token in self.symbols_for(len(options))]
         truncated = 0
         with inference_context(self.device, self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
             for batch in self._text_batches(texts):
-                fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, labels)]) for i in batch]
+                fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, options)]) for i in batch]
                 truncated += sum(cut for _, cut in fitted)
                 logits = self._answer_logits(loaded, [prompts[0] for prompts, _ in fitted], symbol_ids)
-                scores[batch] = torch.softmax(logits, dim=-1).numpy()
+                # The softmax over the symbols' logits is the harness's too: its softmax over the whole
+                # vocabulary, renormalised over the symbols' columns, is the same function (and cannot underflow).
+                scores[batch] = torch.softmax(logits, dim=-1).numpy()[:, columns]
                 bar.update(len(batch))
         return ScoreResult(scores, self._truncation_notes(loaded, truncated, len(texts)))
 

@@ -7,6 +7,8 @@ are tested against the literal strings of the protocol.
 
 from __future__ import annotations
 
+import string
+
 from zstc.models.registry import BTZSC_INSTRUCTION
 
 YESNO_TEMPLATE = (
@@ -47,6 +49,34 @@ LLM_PLAIN_TEMPLATE = LLM_INSTRUCTIONS + "\n\n" + LLM_ANSWER_START
 
 LLM_OPTION_LINE = "{symbol}) {label}"
 """One line of ``{options}``."""
+
+LLM_HARNESS_TEMPLATE = (
+    "You are a text classifier.\n"
+    "You will be given a text and several mutually exclusive options.\n"
+    "Each option is prefixed by a single letter (e.g. A, b, γ, ...).\n"
+    "Your task is to choose the single best option.\n\n"
+    "IMPORTANT:\n"
+    "- Answer with EXACTLY ONE LETTER used to prefix the options.\n"
+    "- Do NOT output any words, punctuation, or explanation.\n\n"
+    "TEXT:\n{text}\n\n"
+    "OPTIONS:\n{options}\n\n"
+    "Answer: The correct option is letter "
+)
+"""The public BTZSC harness's LLM prompt (``btzsc`` package, ``src/btzsc/models/llm.py``, ``LLMModel``), the
+whole string its model reads: no chat template, tokenized with the tokenizer's own special tokens. It is
+the paper's :data:`LLM_PLAIN_TEMPLATE` but for two things: "(e.g. A, b, γ, ...)" and a space after "letter".
+``{options}`` is :func:`llm_options` of :data:`HARNESS_OPTION_SYMBOLS` and the sorted labels."""
+
+HARNESS_OPTION_SYMBOLS: tuple[str, ...] = (
+    *string.ascii_uppercase,
+    *string.ascii_lowercase,
+    *"αβγδεζηθικλμνξοπρστυφχψω",
+    *"ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩ",
+)
+"""The harness's option symbols, in its order (100; more labels are an error there). Unlike
+:data:`zstc.scorers.llm.OPTION_SYMBOL_POOL` they include look-alikes: l beside I, Greek ο beside Latin o
+(from 67 labels), Α beside A (from 77). Each is looked up alone, ``tokenizer(symbol, add_special_tokens=False)``,
+and must be one token: the model is read for the symbol with no space before it, after the prompt's final space."""
 
 
 def yesno_prompt(text: str, label: str, instruction: str = YESNO_INSTRUCTION) -> str:
