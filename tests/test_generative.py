@@ -7,6 +7,7 @@ once into zstc's model cache (the session fixture), so a CI run pays the convers
 from __future__ import annotations
 
 import dataclasses
+import json
 import unicodedata
 from pathlib import Path
 
@@ -291,3 +292,81 @@ def test_llm_scores_are_the_softmax_over_the_option_symbols_only(llm: LLMScorer)
         final = model(torch.tensor([ids])).logits[0, -1].double()
     expected = torch.softmax(final[[s[0] for s in symbols]], dim=-1).numpy()
     np.testing.assert_allclose(llm.score(TEXTS[:1], LABELS)[0], expected, atol=1e-5)
+
+
+# -- aligned pairs (the NLI probe's premise-hypothesis pairs) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nli_rows() -> list[dict[str, str]]:
+    """Real LingNLI test rows: two short premises with one hypothesis each, and a long premise (439 characters)
+    with two, entailed and not (rows 0, 11, 17, 18)."""
+    from shared_data import shared_path
+
+    lines = shared_path("nli/lingnli_test.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(lines[i]) for i in (0, 11, 17, 18)]
+    assert rows[2]["premise"] == rows[3]["premise"] and len(rows[2]["premise"]) > 400
+    return rows
+
+
+def _premises_and_hypotheses(rows: list[dict[str, str]]) -> tuple[list[str], list[str]]:
+    return [row["premise"] for row in rows], [row["hypothesis"] for row in rows]
+
+
+@pytest.mark.parametrize("query", ["text", "label"])
+def test_yesno_pair_scores_are_its_grid_scores(yesno: YesNoScorer, nli_rows: list[dict[str, str]], query: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair's score is score_with_notes([first], [second])'s, whichever side is the <Query>; the two pairs that share
+    their premise share its prefix (one prefix run), the other two run whole."""
+    premises, hypotheses = _premises_and_hypotheses(nli_rows)
+    prefix_runs: list[int] = []
+    run_prefixes = yesno._run_prefixes
+
+    def counted(loaded, prefixes):
+        prefix_runs.append(len(prefixes))
+        return run_prefixes(loaded, prefixes)
+
+    monkeypatch.setattr(yesno, "_run_prefixes", counted)
+    monkeypatch.setattr(yesno, "query", query)
+    pairs = yesno.score_pairs_with_notes(premises, hypotheses)
+    assert prefix_runs == [1] and pairs.notes == []
+    grid = np.array([yesno.score_with_notes([p], [h]).scores[0, 0] for p, h in zip(premises, hypotheses)])
+    assert pairs.scores.shape == (4,) and pairs.scores.dtype == np.float32
+    np.testing.assert_allclose(pairs.scores, grid, rtol=0, atol=1e-5)
+    assert np.array_equal(yesno.score_pairs(premises, hypotheses), pairs.scores)
+    with pytest.raises(ValueError, match="4 first sequences for 3 second sequences"):
+        yesno.score_pairs(premises, hypotheses[:3])
+
+
+def test_yesno_pairs_from_many_threads(yesno: YesNoScorer, nli_rows: list[dict[str, str]]) -> None:
+    """Notes are the call's own: threads scoring pairs on one scorer, some with a premise to cut and some without,
+    each get their own scores and notes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    premises, hypotheses = _premises_and_hypotheses(nli_rows)
+    jobs = [([premises[i], premises[2]] if i % 2 else [premises[i]], [hypotheses[i], hypotheses[3]] if i % 2 else [hypotheses[i]])
+            for i in (0, 1, 0, 1)]
+    saved = yesno.max_length
+    yesno.max_length = 150
+    try:
+        expected = [yesno.score_pairs_with_notes(*job) for job in jobs[:2]] * 2
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(lambda job: yesno.score_pairs_with_notes(*job), jobs))
+    finally:
+        yesno.max_length = saved
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(got.scores, want.scores, atol=1e-5)
+        assert got.notes == want.notes
+    assert [bool(r.notes) for r in results] == [False, True, False, True]
+
+
+def test_probe_takes_yes_no_rerankers_and_the_service_still_scores_their_grids() -> None:
+    """probe_family and probe_scorer accept the family now that it scores pairs; the service keeps scoring a yes/no
+    reranker grid by grid (its pairs cut a long text otherwise than the grid Classifier.predict gives)."""
+    from zstc.benchmark.nli_probe import probe_family, probe_scorer
+    from zstc.server.engine import EngineConfig, MatrixBackend, backend_for
+
+    assert probe_family("Qwen/Qwen3-Reranker-0.6B") == "yesno" and probe_family(SMOLLM2, "yesno") == "yesno"
+    scorer = make_scorer(SMOLLM2, "yesno")  # not loaded: nothing here needs the weights
+    assert probe_scorer(scorer) is scorer
+    assert type(backend_for(scorer, EngineConfig())) is MatrixBackend
