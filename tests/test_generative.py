@@ -7,6 +7,7 @@ once into zstc's model cache (the session fixture), so a CI run pays the convers
 from __future__ import annotations
 
 import dataclasses
+import json
 import unicodedata
 from pathlib import Path
 
@@ -422,3 +423,205 @@ def test_llm_prompt_style_is_part_of_a_results_identity(smollm2_folder: Path, bt
     assert "prompt_style" not in ran_paper["evaluation"]["run_identity"]["scorer_options"]
     assert ran_harness["evaluation"]["fingerprints"] != ran_paper["evaluation"]["fingerprints"]
     assert ran_harness["model"]["prompt_style"] == "harness" and ran_paper["model"]["prompt_style"] == "paper"
+
+
+# -- aligned pairs (the NLI probe's premise-hypothesis pairs) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nli_rows() -> list[dict[str, str]]:
+    """Real LingNLI test rows: two short premises with one hypothesis each, and a long premise (439 characters)
+    with two, entailed and not (rows 0, 11, 17, 18)."""
+    from shared_data import shared_path
+
+    lines = shared_path("nli/lingnli_test.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(lines[i]) for i in (0, 11, 17, 18)]
+    assert rows[2]["premise"] == rows[3]["premise"] and len(rows[2]["premise"]) > 400
+    return rows
+
+
+def _premises_and_hypotheses(rows: list[dict[str, str]]) -> tuple[list[str], list[str]]:
+    return [row["premise"] for row in rows], [row["hypothesis"] for row in rows]
+
+
+@pytest.mark.parametrize("query", ["text", "label"])
+def test_yesno_pair_scores_are_its_grid_scores(yesno: YesNoScorer, nli_rows: list[dict[str, str]], query: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair's score is score_with_notes([first], [second])'s, whichever side is the <Query>; the two pairs that share
+    their premise share its prefix (one prefix run), the other two run whole."""
+    premises, hypotheses = _premises_and_hypotheses(nli_rows)
+    prefix_runs: list[int] = []
+    run_prefixes = yesno._run_prefixes
+
+    def counted(loaded, prefixes):
+        prefix_runs.append(len(prefixes))
+        return run_prefixes(loaded, prefixes)
+
+    monkeypatch.setattr(yesno, "_run_prefixes", counted)
+    monkeypatch.setattr(yesno, "query", query)
+    pairs = yesno.score_pairs_with_notes(premises, hypotheses)
+    assert prefix_runs == [1] and pairs.notes == []
+    grid = np.array([yesno.score_with_notes([p], [h]).scores[0, 0] for p, h in zip(premises, hypotheses)])
+    assert pairs.scores.shape == (4,) and pairs.scores.dtype == np.float32
+    np.testing.assert_allclose(pairs.scores, grid, rtol=0, atol=1e-5)
+    assert np.array_equal(yesno.score_pairs(premises, hypotheses), pairs.scores)
+    with pytest.raises(ValueError, match="4 first sequences for 3 second sequences"):
+        yesno.score_pairs(premises, hypotheses[:3])
+
+
+def test_yesno_pairs_from_many_threads(yesno: YesNoScorer, nli_rows: list[dict[str, str]]) -> None:
+    """Notes are the call's own: threads scoring pairs on one scorer, some with a premise to cut and some without,
+    each get their own scores and notes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    premises, hypotheses = _premises_and_hypotheses(nli_rows)
+    jobs = [([premises[i], premises[2]] if i % 2 else [premises[i]], [hypotheses[i], hypotheses[3]] if i % 2 else [hypotheses[i]])
+            for i in (0, 1, 0, 1)]
+    saved = yesno.max_length
+    yesno.max_length = 150
+    try:
+        expected = [yesno.score_pairs_with_notes(*job) for job in jobs[:2]] * 2
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(lambda job: yesno.score_pairs_with_notes(*job), jobs))
+    finally:
+        yesno.max_length = saved
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(got.scores, want.scores, atol=1e-5)
+        assert got.notes == want.notes
+    assert [bool(r.notes) for r in results] == [False, True, False, True]
+
+
+def test_probe_takes_yes_no_rerankers_and_the_service_still_scores_their_grids() -> None:
+    """probe_family and probe_scorer accept the family now that it scores pairs; the service keeps scoring a yes/no
+    reranker grid by grid (its pairs cut a long text otherwise than the grid Classifier.predict gives)."""
+    from zstc.benchmark.nli_probe import probe_family, probe_scorer
+    from zstc.server.engine import EngineConfig, MatrixBackend, backend_for
+
+    assert probe_family("Qwen/Qwen3-Reranker-0.6B") == "yesno" and probe_family(SMOLLM2, "yesno") == "yesno"
+    scorer = make_scorer(SMOLLM2, "yesno")  # not loaded: nothing here needs the weights
+    assert probe_scorer(scorer) is scorer
+    assert type(backend_for(scorer, EngineConfig())) is MatrixBackend
+
+
+# -- the NLI probe of a yes/no reranker (PROTOCOL.md s.2 and s.4) -----------------------------------------------
+
+NLI_INSTRUCTION = "Given a piece of text, retrieve the passage that entails the text"
+"""PROTOCOL.md s.2: the instruction of the paper's NLI probe for yes/no rerankers, written out, not imported."""
+
+
+def _nli_prompt(query: str, document: str, instruction: str = NLI_INSTRUCTION) -> str:
+    btzsc = "Given a piece of text, retrieve relevant label descriptions that best match the text"
+    return PROTOCOL_YESNO.replace(btzsc, instruction).replace("{text}", query).replace("{label}", document)
+
+
+def _probe_scorer(query: str | None = None, **options: object) -> YesNoScorer:
+    """SmolLM2 as `zstc nli-probe --family yesno` builds it."""
+    from zstc.benchmark.nli_probe import probe_options
+
+    scorer = make_scorer(SMOLLM2, "yesno", **probe_options("yesno", {"device": "cpu", "precision": "fp32", "batch_size": 5, **options}, query))
+    assert isinstance(scorer, YesNoScorer)
+    return scorer
+
+
+def _prompts_run(scorer: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The prompts the scorer's forward passes receive whole (not as a continuation of a cached prefix), decoded."""
+    run: list[str] = []
+    answer_logits = scorer._answer_logits
+
+    def recorded(loaded, sequences, answer_ids):
+        run.extend(loaded.tokenizer.decode(ids) for ids in sequences)
+        return answer_logits(loaded, sequences, answer_ids)
+
+    monkeypatch.setattr(scorer, "_answer_logits", recorded)
+    return run
+
+
+@pytest.mark.parametrize("query, layout", [(None, "hypothesis"), ("hypothesis", "hypothesis"), ("premise", "premise")])
+def test_probe_prompt_is_byte_for_byte(nli_rows: list[dict[str, str]], query: str | None, layout: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prompt the probe runs for one pair: the NLI instruction, and by default the hypothesis as the <Query>
+    (the instruction's literal reading), the premise as the <Document>; --query premise swaps them."""
+    premise, hypothesis = nli_rows[0]["premise"], nli_rows[0]["hypothesis"]
+    expected = _nli_prompt(hypothesis, premise) if layout == "hypothesis" else _nli_prompt(premise, hypothesis)
+    scorer = _probe_scorer(query)
+    assert scorer.instruction == NLI_INSTRUCTION and scorer.prompt(premise, hypothesis) == expected
+    run = _prompts_run(scorer, monkeypatch)
+    scorer.score_pairs([premise], [hypothesis])
+    assert run == [expected]
+
+
+def test_probe_instruction_given_wins(nli_rows: list[dict[str, str]]) -> None:
+    from zstc.benchmark.nli_probe import probe_options
+
+    premise, hypothesis = nli_rows[0]["premise"], nli_rows[0]["hypothesis"]
+    assert _probe_scorer(instruction="Is the text true?").prompt(premise, hypothesis) == _nli_prompt(hypothesis, premise, "Is the text true?")
+    assert probe_options("yesno", {"instruction": "Is the text true?"}) == {"instruction": "Is the text true?", "query": "label"}
+    assert probe_options("nli", {"batch_size": 2}) == {"batch_size": 2}  # nothing added where it means nothing
+
+
+@pytest.mark.parametrize("query", ["hypothesis", "premise"])
+def test_probe_cuts_only_the_premise(nli_rows: list[dict[str, str]], query: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a small max_length the long premise is cut at its end, in <Document> or in <Query>; the hypothesis, the
+    instruction and the prompt's suffix are whole, and the note is the grid's."""
+    short, long = nli_rows[0], nli_rows[2]
+    scorer = _probe_scorer(query, max_length=150)
+    run = _prompts_run(scorer, monkeypatch)
+    result = scorer.score_pairs_with_notes([long["premise"], short["premise"]], [long["hypothesis"], short["hypothesis"]])
+    assert result.notes == ["1 of 2 texts exceed 150 tokens with their prompt and were truncated"]
+    assert np.isfinite(result.scores).all()
+    (cut_prompt,) = [prompt for prompt in run if long["hypothesis"] in prompt]
+    assert len(scorer.loaded.tokenizer(cut_prompt, add_special_tokens=False)["input_ids"]) <= 150
+    slot = "<Document>: " if query == "hypothesis" else "<Query>: "
+    end = "<|im_end|>\n" if query == "hypothesis" else "\n<Document>: "
+    kept = cut_prompt.split(slot, 1)[1].split(end, 1)[0]
+    assert 20 < len(kept) < len(long["premise"]) and long["premise"].startswith(kept)
+    expected = _nli_prompt(long["hypothesis"], kept) if query == "hypothesis" else _nli_prompt(kept, long["hypothesis"])
+    assert cut_prompt == expected
+    assert _nli_prompt(short["hypothesis"], short["premise"]) in run or _nli_prompt(short["premise"], short["hypothesis"]) in run
+
+
+def _write_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def test_nli_probe_of_a_yes_no_reranker_end_to_end(nli_rows: list[dict[str, str]], tmp_path: Path, zstc_cli) -> None:
+    """`zstc nli-probe --family yesno`: AUROCs of the layout asked for, and the layout and instruction recorded in the
+    JSON summary and the table's title; --instruction given wins."""
+    from sklearn.metrics import roc_auc_score
+
+    data = tmp_path / "nli"
+    data.mkdir()
+    _write_rows(data / "lingnli_test.jsonl", nli_rows)
+    premises, hypotheses = _premises_and_hypotheses(nli_rows)
+    entailed = [row["label"] == "entailment" for row in nli_rows]
+    assert 0 < sum(entailed) < len(entailed)
+    for query, instruction in ((None, None), ("premise", "Does the passage support the text?")):
+        out = tmp_path / f"probe-{query}.json"
+        flags = [*(["--query", query] if query else []), *(["--instruction", instruction] if instruction else [])]
+        code, stdout, err = zstc_cli("nli-probe", "-m", SMOLLM2, "-f", "yesno", "--data", str(data), "--batch-size", "5",
+                                     "--device", "cpu", "--max-length", "150", "-o", str(out), *flags)
+        assert code == 0, err
+        summary = json.loads(out.read_text())
+        side = query or "hypothesis"
+        other = "hypothesis" if side == "premise" else "premise"
+        assert summary["evaluation"]["query"] == side and summary["evaluation"]["document"] == other
+        assert summary["evaluation"]["instruction"] == summary["model"]["instruction"] == (instruction or NLI_INSTRUCTION)
+        assert summary["model"]["family"] == "yesno" and summary["sets"]["lingnli"]["pairs"] == 4
+        assert summary["sets"]["lingnli"]["notes"] == ["2 of 4 texts exceed 150 tokens with their prompt and were truncated"]  # the long premise, in two pairs
+        scorer = _probe_scorer(query, max_length=150, **({"instruction": instruction} if instruction else {}))
+        by_hand = roc_auc_score(entailed, scorer.score_pairs(premises, hypotheses))
+        assert summary["auroc"] == {"lingnli": pytest.approx(by_hand)}
+        assert f"<Query>{side},<Document>{other}" in "".join(stdout.split())  # the table's title, however rich wraps it
+
+
+def test_nli_probe_query_is_refused_where_it_means_nothing(tmp_path: Path, zstc_cli) -> None:
+    """--query (and --instruction) only mean something to yes/no rerankers: for a cross-encoder they are an error
+    naming the flag, before any model loads; a side that is not one is an error too."""
+    _write_rows(tmp_path / "anli_r1.jsonl", [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+                                             {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}])
+    for family, flags, message in (("nli", ["--query", "premise"], "error: --query chooses which side"),
+                                   ("reranker", ["--query", "hypothesis"], "error: --query chooses which side"),
+                                   ("nli", ["--instruction", "x"], "error: --instruction does not apply to nli models"),
+                                   ("yesno", ["--query", "document"], "error: --query must be one of hypothesis, premise, got 'document'")):
+        code, _, err = zstc_cli("nli-probe", "-m", "some/model", "-f", family, "--data", str(tmp_path), *flags)
+        assert code == 2 and err.startswith(message) and len(err.splitlines()) == 1, err

@@ -5,11 +5,17 @@ for "entailment" against "neutral or contradiction". Files are matched to the co
 ``roc_scores.csv`` (``mnli_matched.jsonl`` -> ``mnli_m``, ``lingnli_test.jsonl`` -> ``lingnli``, ...), so a
 model that is one of the paper's 38 is shown beside its published row. Training files (``*train*``) are
 skipped; other files are probed under their own name.
+
+Generative yes/no rerankers (Qwen3-Reranker) are probed too, with the paper's NLI instruction
+(:data:`~zstc.scorers.prompts.YESNO_NLI_INSTRUCTION`) unless another is given. Which side of a pair fills their
+prompt's <Query> is published nowhere (:data:`QUERY_SIDES`): the instruction read literally ("retrieve the
+passage that entails the text") makes the premise the <Document> and the hypothesis the <Query>, the default;
+``query="premise"`` is the classification layout (the text as the query). Either way only the premise is cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from zstc.benchmark.baselines import paper_rows
-from zstc.errors import DataError, ModelError
+from zstc.errors import DataError, ModelError, UnknownOptionError
 from zstc.io import GROUPED_SUFFIXES, read_records
 from zstc.scorers.base import PairScorer, Scorer
+from zstc.validation import OptionSpec
 
 PAPER_COLUMNS: tuple[str, ...] = ("anli_r1", "anli_r2", "anli_r3", "fevernli", "lingnli", "mnli_m", "mnli_mm", "wanli")
 """The NLI sets of the paper's ``roc_scores.csv``, in its column order."""
@@ -36,6 +43,15 @@ COLUMN_OF_FILE: dict[str, str] = {
 
 ENTAILMENT = "entailment"
 NOT_ENTAILMENT: frozenset[str] = frozenset({"neutral", "contradiction", "not_entailment", "non-entailment"})
+
+QUERY_SIDES: tuple[str, ...] = ("hypothesis", "premise")
+"""Which member of an NLI pair a yes/no reranker's prompt reads as its <Query> (the other is its <Document>). The
+paper does not say; the first is the default (see the module docstring)."""
+SCORER_QUERY: dict[str, str] = {"hypothesis": "label", "premise": "text"}
+"""Probe side -> the yes/no scorer's ``query`` option: the probe scores premises as texts (first members of its
+pairs) and hypotheses as labels (second members)."""
+QUERY = OptionSpec(str, QUERY_SIDES[0], choices=QUERY_SIDES,  # no meaning: the CLI would write "unknown --query side"
+                   help="yes/no rerankers: which member of each pair fills the prompt's <Query>")
 
 
 @dataclass(frozen=True)
@@ -114,9 +130,46 @@ def probe_scorer(scorer: Scorer) -> PairScorer:
 
 def _not_a_cross_encoder(model: str, family: str) -> ModelError:
     return ModelError(
-        f"the NLI probe scores premise-hypothesis pairs with a cross-encoder (families nli, reranker); "
-        f"{model} is scored as family {family!r}"
+        f"the NLI probe scores premise-hypothesis pairs with a cross-encoder or a yes/no reranker "
+        f"(families {', '.join(pair_families())}); {model} is scored as family {family!r}"
     )
+
+
+def pair_families() -> list[str]:
+    """The registered families whose scorer scores aligned pairs (``score_pairs_with_notes``): those the probe takes."""
+    from zstc.scorers.families import families
+
+    return [family.name for family in families() if callable(getattr(family.scorer_class(), "score_pairs_with_notes", None))]
+
+
+def probe_options(family: str, options: Mapping[str, Any], query: str | None = None) -> dict[str, Any]:
+    """The scorer options of an NLI probe of a ``family`` model: ``options``, and for a family whose prompt has
+    an instruction and a <Query> (yes/no rerankers) the paper's NLI instruction unless ``options`` give one, and
+    ``query`` (:data:`QUERY_SIDES`, default ``hypothesis``) as the scorer's ``query`` option. Other families read
+    premise and hypothesis in fixed places, so ``query`` for them is an error naming it."""
+    from zstc.scorers.families import get_family
+    from zstc.scorers.prompts import YESNO_NLI_INSTRUCTION
+
+    taken = get_family(family).options
+    if "query" not in taken:
+        if query is not None:
+            raise UnknownOptionError(f"query chooses which side of a pair fills a yes/no reranker's prompt; {family} models "
+                                     "read the premise and the hypothesis in fixed places", "query")
+        return dict(options)
+    probed = {**options, "query": SCORER_QUERY[QUERY.check("query", QUERY.default if query is None else query)]}
+    if "instruction" in taken and probed.get("instruction") is None:
+        probed["instruction"] = YESNO_NLI_INSTRUCTION  # the probe's own, not BTZSC's classification instruction
+    return probed
+
+
+def probe_layout(described: Mapping[str, Any]) -> dict[str, str]:
+    """What a yes/no reranker's prompt read (from its ``describe()``): ``query`` and ``document``, the sides of the
+    pair in its <Query> and <Document>, and its ``instruction``; empty for other scorers."""
+    if "query" not in described:
+        return {}
+    query = next(side for side, option in SCORER_QUERY.items() if option == described["query"])
+    document = next(side for side in QUERY_SIDES if side != query)
+    return {"query": query, "document": document, "instruction": str(described.get("instruction"))}
 
 
 def probe_family(model: str, family: str | None = None) -> str:
@@ -170,9 +223,10 @@ def run_probe(
         }
         report("done", (name, results[name]))
     published = paper_rows(scorer.spec, "auroc")
+    described = scorer.describe()
     return {
-        "model": scorer.describe(),
-        "evaluation": {"probe": "NLI AUROC, entailment vs. rest", "max_samples": max_samples, "seed": seed},
+        "model": described,
+        "evaluation": {"probe": "NLI AUROC, entailment vs. rest", "max_samples": max_samples, "seed": seed, **probe_layout(described)},
         "auroc": {name: result["auroc"] for name, result in results.items()},
         "sets": results,
         "paper": {"model": scorer.spec.paper_name, "auroc": published} if published is not None else None,

@@ -44,6 +44,10 @@ Shortlist = Annotated[
                  "'K' (shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
 ]
 MaxLength = Annotated[Optional[int], typer.Option(help="Token limit per input; default: the model's own. Only texts are truncated.")]
+Instruction = Annotated[
+    Optional[str],
+    typer.Option(help="Yes/no rerankers: the prompt's <Instruct> line; default: BTZSC's (nli-probe: the paper's NLI probe instruction)."),
+]
 RecheckMargin = Annotated[
     Optional[float],
     typer.Option(help="bf16 cross-encoders (nli, reranker): labels within this margin of a text's best score are rescored "
@@ -133,12 +137,14 @@ SCORER_OPTIONS: dict[str, Any] = {
     "device": Device,
     "max_length": MaxLength,
     "recheck_margin": RecheckMargin,
+    "instruction": Instruction,
     "shortlist": Shortlist,
 }
 """The scorer options a command can take, in the order ``--help`` lists them."""
 
-SCORER_PARAMETERS: tuple[str, ...] = tuple(name for name in SCORER_OPTIONS if name != "shortlist")
-"""The options of the scorer itself (the cascade's ``shortlist`` is a command's choice on top)."""
+SCORER_PARAMETERS: tuple[str, ...] = tuple(name for name in SCORER_OPTIONS if name not in ("shortlist", "instruction"))
+"""The options of the scorer itself that every scoring command takes (the cascade's ``shortlist`` is a command's
+choice on top; ``instruction`` is taken only where a command names it: ``nli-probe``, whose default differs)."""
 
 
 @dataclass(frozen=True)

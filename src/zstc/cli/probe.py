@@ -1,4 +1,4 @@
-"""``zstc nli-probe``: AUROC of a cross-encoder's entailment score on NLI test sets, beside the paper's."""
+"""``zstc nli-probe``: AUROC of a cross-encoder's (or yes/no reranker's) entailment score on NLI test sets, beside the paper's."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from zstc.cli import app
@@ -16,20 +17,24 @@ console = Console(stderr=True)
 
 
 @app.command("nli-probe")
-@with_scorer_options("score_type", "entailment_index", "batch_size", "precision", "device", "max_length", precision="fp32")
+@with_scorer_options("score_type", "entailment_index", "batch_size", "precision", "device", "max_length", "instruction", precision="fp32")
 def nli_probe(
     model: Model,
     data: Annotated[Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")],
     max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a seeded random sample of at most N pairs per set.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the results as JSON here (never a file in --data).")] = None,
-    family: Annotated[Optional[str], typer.Option("--family", "-f", help="nli or reranker; default: the registry's, else nli.")] = None,
+    family: Annotated[Optional[str], typer.Option("--family", "-f", help="nli, reranker or yesno; default: the registry's, else nli.")] = None,
+    query: Annotated[Optional[str], typer.Option(
+        help="Yes/no rerankers: which side of each pair fills the prompt's <Query>, 'hypothesis' (the instruction's "
+             "literal reading; the default) or 'premise' (as in classification); the paper does not say which it used.")] = None,
     *,
     scoring: ScorerOptions,
 ) -> None:
     """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
-    --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model."""
-    from zstc.benchmark.nli_probe import find_nli_sets, probe_family, run_probe
+    --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model. Yes/no
+    rerankers are prompted with the paper's NLI instruction unless --instruction gives another."""
+    from zstc.benchmark.nli_probe import find_nli_sets, probe_family, probe_options, run_probe
     from zstc.benchmark.store import write_json
     from zstc.scorers import make_scorer
     from zstc.cli.verbosity import show_progress
@@ -42,7 +47,8 @@ def nli_probe(
     if out is not None:
         # Every file in --data, not only the sets probed: the training files it skips are data too.
         check_output_path(out, inputs=[path for path in data.expanduser().iterdir() if path.is_file()])
-    scorer = make_scorer(model, probe_family(model, family), **scoring.kwargs())
+    probed = probe_family(model, family)
+    scorer = make_scorer(model, probed, **probe_options(probed, scoring.kwargs(), query))
     summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress())
     print_probe(summary)
     if out is not None:
@@ -67,7 +73,11 @@ def print_probe(summary: dict[str, Any]) -> None:
     sets = summary["sets"]
     paper = (summary.get("paper") or {}).get("auroc") or {}
     model = summary["model"]
-    table = Table(title=f"{model['name']}: NLI AUROC ({model.get('score_type', 'score')}; {model.get('precision')}, {model.get('device')})")
+    layout = summary["evaluation"]
+    # A yes/no reranker's numbers depend on which side was its <Query>, which the paper's rows do not say.
+    read = f"; <Query> {layout['query']}, <Document> {layout['document']}" if "query" in layout else ""
+    table = Table(title=f"{model['name']}: NLI AUROC ({model.get('score_type', 'score')}{read}; {model.get('precision')}, {model.get('device')})",
+                  caption=f"instruction: {escape(layout['instruction'])}" if "instruction" in layout else None)
     for column in ("set", "pairs", "AUROC"):
         table.add_column(column, justify="left" if column == "set" else "right")
     if paper:

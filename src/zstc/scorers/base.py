@@ -73,6 +73,20 @@ class PairScorer(Scorer, Protocol):
         ...
 
 
+def check_pair_arguments(firsts: Sequence[str], seconds: Sequence[str], groups: Sequence[int] | np.ndarray | None = None,
+                         cuts: Sequence[float] | np.ndarray | None = None) -> np.ndarray | None:
+    """Check the arguments of a :meth:`PairScorer.score_pairs` call (one second sequence, group and cut per first
+    sequence; :class:`ValueError` otherwise) and return the cuts as a float64 array (``None`` stays ``None``)."""
+    if len(firsts) != len(seconds):
+        raise ValueError(f"{len(firsts)} first sequences for {len(seconds)} second sequences")
+    if groups is not None and len(groups) != len(firsts):
+        raise ValueError(f"{len(groups)} groups for {len(firsts)} pairs")
+    checked = None if cuts is None else np.asarray(cuts, dtype=np.float64)
+    if checked is not None and checked.shape != (len(firsts),):
+        raise ValueError(f"{checked.size} cuts for {len(firsts)} pairs")
+    return checked
+
+
 def rechecks_thresholds(scorer: Any) -> bool:
     """Whether ``scorer`` takes multi-label thresholds (``score_with_notes(..., thresholds=)``): a cross-encoder,
     whose bf16 run rescores in fp32 the pairs near them (:mod:`zstc.scorers.pairs`). Other scorers' decisions

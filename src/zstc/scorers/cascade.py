@@ -39,7 +39,11 @@ DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
 """The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
 
 PAIR_FAMILIES: frozenset[str] = frozenset({"nli", "reranker"})
-"""Families whose scorer scores arbitrary aligned (text, label) pairs in one batched run (``score_pairs``)."""
+"""Families whose grid may be flattened into aligned pairs: their scorer scores arbitrary (text, label) pairs in one
+batched run (``score_pairs``), each pair exactly as a texts x labels run scores it (each pair truncated on its own),
+so the cascade's shortlisted pairs and the service's requests are scored across texts and calls. Yes/no rerankers
+score pairs too (the NLI probe), but their grid cuts a text once for its longest label, so a flattened grid would
+score a long text differently: they are scored grid by grid."""
 
 
 @dataclass(frozen=True)

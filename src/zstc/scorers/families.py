@@ -220,6 +220,8 @@ NLI_SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
 LLM_PROMPT_STYLES: tuple[str, ...] = ("paper", "harness")
 """The LLM family's prompts: the paper's appendix C.3 (the default) or the public BTZSC harness's, exactly as its
 code builds it (:mod:`zstc.scorers.llm`)."""
+YESNO_QUERIES: tuple[str, ...] = ("text", "label")
+"""Which side of a (text, label) pair a yes/no reranker's prompt reads as its <Query> (the other is its <Document>)."""
 
 register_family(Family(
     "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
@@ -256,6 +258,10 @@ register_family(Family(
         16,
         instruction=OptionSpec(str, None, allow_none=True, help="the judge prompt's instruction; None: BTZSC's"),
         prefix_cache=OptionSpec(bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"),
+        query=OptionSpec(str, "text", choices=YESNO_QUERIES,  # no meaning: "unknown query side" would read "unknown --query side"
+                         help="which side fills the prompt's <Query>: 'text' (BTZSC's; a pair's first member) or 'label' "
+                              "(the label description, or a pair's second member; the text then fills <Document>); "
+                              "either way only the text is ever cut"),
     ),
     "Generative yes/no rerankers: p(yes) after a judge prompt per (text, label description).",
 ))

@@ -46,7 +46,7 @@ import torch
 
 from zstc.errors import DescriptionTooLongError, ModelError, quoted
 from zstc.models.loading import load_error, model_source
-from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, count_parameters, token_limit
+from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
 from zstc.scorers.runtime import Precision, inference_context
@@ -534,13 +534,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
     def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                                cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
         """:meth:`score_pairs`'s scores with the notes of the call (premises truncated, pairs rescored in fp32)."""
-        if len(firsts) != len(seconds):
-            raise ValueError(f"{len(firsts)} first sequences for {len(seconds)} second sequences")
-        if groups is not None and len(groups) != len(firsts):
-            raise ValueError(f"{len(groups)} groups for {len(firsts)} pairs")
-        pair_cuts = None if cuts is None else np.asarray(cuts, dtype=np.float64)
-        if pair_cuts is not None and pair_cuts.shape != (len(firsts),):
-            raise ValueError(f"{pair_cuts.size} cuts for {len(firsts)} pairs")
+        pair_cuts = check_pair_arguments(firsts, seconds, groups, cuts)
         loaded = self.loaded
         distinct_firsts, first_index = _distinct(firsts)
         distinct_seconds, second_index = _distinct(seconds)

@@ -6,11 +6,16 @@ pair. Here the prompts of one text are identical up to the label (system prompt,
 itself), so that shared prefix is run once per text, and its key/value cache is reused by every label's
 continuation, the labels batched. Cached and uncached scoring read the very same token sequences; only
 the order of floating-point operations differs (agreement to 1e-4 in fp32 is tested).
+
+Aligned pairs (:meth:`YesNoScorer.score_pairs`, the NLI probe's premise-hypothesis pairs) are one prompt each,
+the text fitted to that pair's prompt alone, so a pair's score is that of a one-text, one-label grid whatever
+else is in the call. Pairs that share their text still share its prefix; a text with a single prompt runs it
+whole (its prefix would leave a one-token continuation: two passes for the work of one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -20,7 +25,7 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.base import LoadedModel, ScoreResult
+from zstc.scorers.base import LoadedModel, ScoreResult, check_pair_arguments
 from zstc.scorers.runtime import inference_context
 from zstc.scorers.batching import length_batches
 from zstc.scorers.causal import CausalLMScorer, TokenIds, left_pad, positions
@@ -45,9 +50,11 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         super().__init__(spec, **options)
         self.instruction: str = self.options["instruction"] or YESNO_INSTRUCTION
         self.prefix_cache: bool = self.options["prefix_cache"]
+        self.query: str = self.options["query"]
+        """Which side fills the prompt's <Query>: ``text`` (BTZSC's) or ``label`` (see :meth:`prompt`)."""
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "instruction": self.instruction, "prefix_cache": self.prefix_cache}
+        return {**super().describe(), "instruction": self.instruction, "prefix_cache": self.prefix_cache, "query": self.query}
 
     def _facts(self, tokenizer: Any) -> AnswerIds:
         # Looked up as the words alone, as Qwen3-Reranker's reference code does: in context the prompt's final
@@ -65,12 +72,18 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
 
     # -- prompts --------------------------------------------------------------------------------------
 
+    def prompt(self, text: str, label: str) -> str:
+        """The judge prompt of one (text, label) pair (or a pair's first and second member), byte for byte:
+        the text fills <Query> and the label <Document>, or the other way round with ``query="label"``."""
+        query, document = (text, label) if self.query == "text" else (label, text)
+        return yesno_prompt(query, document, self.instruction)
+
     def _fitted_prompts(self, loaded: LoadedModel[AnswerIds], text: str, labels: Sequence[str]) -> tuple[list[TokenIds], bool]:
         """The token ids of every label's prompt for ``text``, the text cut so the longest one fits; and
-        whether it was cut."""
+        whether it was cut. The text is cut wherever it stands in the prompt (<Query> or <Document>)."""
 
         def tokenize(candidate: str) -> list[TokenIds]:
-            prompts = [yesno_prompt(candidate, label, self.instruction) for label in labels]
+            prompts = [self.prompt(candidate, label) for label in labels]
             return [list(ids) for ids in loaded.tokenizer(prompts, add_special_tokens=False)["input_ids"]]
 
         return self._fit(loaded, text, tokenize)
@@ -82,46 +95,97 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
 
     def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
         loaded = self.loaded
-        notes: list[str] = []
-        logits = torch.empty(len(texts), len(labels), 2)
+
+        def prompts_of(i: int) -> tuple[list[TokenIds], int]:  # every label's prompt; the text counts once if cut
+            prompts, cut = self._fitted_prompts(loaded, texts[i], labels)
+            return prompts, int(cut)
+
+        per_text, truncated, notes = self._text_logits(loaded, texts, prompts_of, len(texts) * len(labels), show_progress)
+        logits = torch.stack(per_text) if per_text else torch.empty(0, len(labels), 2)
+        notes += self._truncation_notes(loaded, truncated, len(texts))
+        return ScoreResult(p_yes(logits), notes)
+
+    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
+                    cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
+        """``p_yes`` of each aligned pair's prompt (``firsts[i]`` the text, ``seconds[i]`` the label: an NLI
+        probe's premise and hypothesis), float32, one per pair. ``groups`` and ``cuts`` are checked and otherwise
+        unused: they steer a cross-encoder's bf16 recheck, and this scorer makes none."""
+        return self.score_pairs_with_notes(firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress).scores
+
+    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
+                               cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+        """:meth:`score_pairs`'s scores with the notes of the call (first members truncated, prefix cache not used).
+
+        Each pair's prompt is fitted on its own, only its first member cut (wherever :attr:`query` puts it),
+        so its score is ``score_with_notes([first], [second])``'s; pairs that share a first member share its
+        prompt prefix (``prefix_cache``)."""
+        check_pair_arguments(firsts, seconds, groups, cuts)
+        loaded = self.loaded
+        members: dict[str, list[int]] = {}
+        for i, first in enumerate(firsts):
+            members.setdefault(first, []).append(i)
+        distinct = list(members)
+
+        def prompts_of(t: int) -> tuple[list[TokenIds], int]:  # one prompt per pair of this first member; each cut counts
+            fitted = [self._fitted_prompts(loaded, distinct[t], [seconds[i]]) for i in members[distinct[t]]]
+            return [prompts[0] for prompts, _ in fitted], sum(cut for _, cut in fitted)
+
+        per_text, truncated, notes = self._text_logits(loaded, distinct, prompts_of, len(firsts), show_progress)
+        logits = torch.empty(len(firsts), 2)
+        for first, values in zip(distinct, per_text):
+            logits[members[first]] = values
+        notes += self._truncation_notes(loaded, truncated, len(firsts))
+        return ScoreResult(p_yes(logits), notes)
+
+    def _text_logits(self, loaded: LoadedModel[AnswerIds], texts: Sequence[str], prompts_of: Callable[[int], tuple[list[TokenIds], int]],
+                     total: int, show_progress: bool) -> tuple[list[torch.Tensor], int, list[str]]:
+        """For each of ``texts``, the (yes, no) logits of its prompts, shape ``(prompts, 2)``; how many cuts of a
+        text were made; and the call's notes (prefix cache not used). ``prompts_of(i)``: text ``i``'s prompts'
+        token ids, and how many cuts they count as; ``total``: all the prompts, for the progress bar."""
         share_prefix = self.prefix_cache and self._prefix_states_suffice()
+        notes: list[str] = []
         if self.prefix_cache and not share_prefix:
             notes.append("prefix cache not used: this model's layers keep more state than keys and values "
                          "(sliding-window or recurrent attention), so every pair ran its whole prompt")
+        per_text: list[torch.Tensor] = [torch.empty(0, 2)] * len(texts)
         truncated = 0
-        with (
-            inference_context(self.device, self.precision),
-            tqdm(total=len(texts) * len(labels), unit="pair", disable=not show_progress) as bar,
-        ):
+        with inference_context(self.device, self.precision), tqdm(total=total, unit="pair", disable=not show_progress) as bar:
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
             for batch in self._text_batches(texts):
-                fitted = [self._fitted_prompts(loaded, texts[i], labels) for i in batch]
+                fitted = [prompts_of(i) for i in batch]
                 truncated += sum(cut for _, cut in fitted)
-                logits[batch] = self._pair_logits(loaded, [prompts for prompts, _ in fitted], bar, share_prefix=share_prefix)
-        notes += self._truncation_notes(loaded, truncated, len(texts))
-        return ScoreResult(torch.softmax(logits, dim=-1)[..., 0].numpy().astype(np.float32), notes)
+                prompts = [text_prompts for text_prompts, _ in fitted]
+                logits, start = self._pair_logits(loaded, prompts, bar, share_prefix=share_prefix), 0
+                for i, text_prompts in zip(batch, prompts):
+                    per_text[i], start = logits[start : start + len(text_prompts)], start + len(text_prompts)
+        return per_text, truncated, notes
 
     def _pair_logits(self, loaded: LoadedModel[AnswerIds], prompts: list[list[TokenIds]], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
-        """(yes, no) logits of every (text, label) pair, shape ``(texts, labels, 2)``.
+        """(yes, no) logits of every prompt of every text, shape ``(prompts, 2)``, text by text (texts may have
+        different numbers of prompts).
 
-        With ``share_prefix``, one forward pass runs all the texts' shared prefixes, and each pair then runs
-        only the rest of its prompt (its label and the suffix) from its text's prefix states; without it,
-        each pair runs its whole prompt. Either way, pairs of similar length are batched together.
+        With ``share_prefix``, one forward pass runs the shared prefixes of all the texts that have several
+        prompts, and each of their prompts then runs only the rest (its label and the suffix) from its text's
+        prefix states; a text with a single prompt, or any text without ``share_prefix``, runs its whole
+        prompt(s). Either way, prompts of similar length are batched together; a continuation and a whole
+        prompt never share a pass (one reads prefix states, the other none).
         """
-        shared = [shared_prefix_length(p) if share_prefix else 0 for p in prompts]
-        prefixes = self._run_prefixes(loaded, [p[0][:n] for p, n in zip(prompts, shared)]) if share_prefix else None
+        shared = [shared_prefix_length(p) if share_prefix and len(p) > 1 else 0 for p in prompts]
+        cached = [t for t, n in enumerate(shared) if n]
+        prefixes = self._run_prefixes(loaded, [prompts[t][0][: shared[t]] for t in cached]) if cached else None
+        row_of = {t: row for row, t in enumerate(cached)}
         pairs = [(t, j) for t, text_prompts in enumerate(prompts) for j in range(len(text_prompts))]
-        logits = torch.empty(len(prompts), len(prompts[0]), 2)
-        for batch in length_batches([len(prompts[t][j]) - shared[t] for t, j in pairs], self.batch_size):
-            chunk = [pairs[k] for k in batch]
-            rests = [prompts[t][j][shared[t]:] for t, j in chunk]
-            if prefixes is None:
-                out = self._answer_logits(loaded, rests, loaded.facts)
-            else:
-                out = self._continue(loaded, prefixes, [t for t, _ in chunk], rests)
-            for pair, values in zip(chunk, out):
-                logits[pair] = values
-            bar.update(len(chunk))
+        rests = [prompts[t][j][shared[t]:] for t, j in pairs]
+        logits = torch.empty(len(pairs), 2)
+        for continued in (True, False):
+            todo = [k for k, (t, _) in enumerate(pairs) if (shared[t] > 0) == continued]
+            for batch in length_batches([len(rests[k]) for k in todo], self.batch_size):
+                chunk = [todo[b] for b in batch]
+                if prefixes is not None and continued:
+                    logits[chunk] = self._continue(loaded, prefixes, [row_of[pairs[k][0]] for k in chunk], [rests[k] for k in chunk])
+                else:
+                    logits[chunk] = self._answer_logits(loaded, [rests[k] for k in chunk], loaded.facts)
+                bar.update(len(chunk))
         return logits
 
     def _prefix_states_suffice(self) -> bool:
@@ -182,6 +246,11 @@ class PrefixStates:
 
         index = rows.to(self.states[0][0].device)
         return DynamicCache([(keys[index], values[index]) for keys, values in self.states], config=config)
+
+
+def p_yes(logits: torch.Tensor) -> np.ndarray:
+    """``exp(v_yes) / (exp(v_yes) + exp(v_no))`` of (yes, no) logits in the last dimension, as float32."""
+    return torch.softmax(logits, dim=-1)[..., 0].numpy().astype(np.float32)
 
 
 def shared_prefix_length(sequences: Sequence[TokenIds]) -> int:

@@ -365,13 +365,14 @@ def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
 
 def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int], None] | None = None) -> Backend:
     """The backend that batches best for this scorer's family."""
-    from zstc.scorers.cascade import CascadeScorer
+    from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 
     # By what the scorer's class offers (`offers`), never by what an instance answers: a cascade answers for its
-    # main scorer's attributes.
+    # main scorer's attributes. Pairs only for the families whose pair scores are their grid's (a yes/no reranker
+    # scores pairs too, but cuts a long text otherwise than its grid, which Classifier.predict gives).
     if isinstance(scorer, CascadeScorer):
         return CascadeBackend(scorer)
-    if offers(scorer, "score_pairs"):
+    if offers(scorer, "score_pairs") and getattr(scorer, "family", None) in PAIR_FAMILIES:
         return PairBackend(scorer)
     if offers(scorer, "score_requests"):
         return EmbeddingBackend(scorer, config.label_cache_size, on_lookup)
