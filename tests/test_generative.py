@@ -7,6 +7,7 @@ once into zstc's model cache (the session fixture), so a CI run pays the convers
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import unicodedata
 from pathlib import Path
@@ -176,6 +177,20 @@ def test_smollm2_cache_is_a_plain_transformers_folder(smollm2_folder: Path) -> N
 def test_yesno_answer_tokens_come_from_the_tokenizer(yesno: YesNoScorer) -> None:
     tokenizer = yesno.loaded.tokenizer
     assert yesno.loaded.facts == [tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")]
+
+
+def test_prefix_cache_runs_without_transformers_deprecation_warnings(yesno: YesNoScorer) -> None:
+    """The key/value cache goes to the model under the name its forward takes: transformers 5.24 renamed
+    ``past_key_values`` to ``cache`` and warns on every call with the old name, which it drops in 5.40."""
+    import warnings
+
+    from zstc.scorers.causal import cache_keyword
+
+    assert cache_keyword(type(yesno.loaded.model)) in inspect.signature(type(yesno.loaded.model).forward).parameters
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yesno.score(TEXTS[:2], LABELS[1:])
+    assert not [str(w.message) for w in caught if "deprecated" in str(w.message)], [str(w.message) for w in caught]
 
 
 def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> None:

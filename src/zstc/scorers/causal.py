@@ -9,7 +9,9 @@ the token a model would emit for an answer string.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any, TypeVar
 
 import torch
@@ -132,12 +134,20 @@ class CausalLMScorer(TorchScorer[F]):
             input_ids=input_ids.to(self.device),
             attention_mask=attention_mask.to(self.device),
             position_ids=position_ids.to(self.device),
-            past_key_values=past_key_values,
             use_cache=past_key_values is not None,
             logits_to_keep=1,
+            **{cache_keyword(type(loaded.model)): past_key_values},
         )
         logits: torch.Tensor = output.logits[:, -1, answer_ids].float().cpu()
         return logits
+
+
+@cache
+def cache_keyword(model_class: type) -> str:
+    """The name of the key/value-cache argument of ``model_class.forward``: ``cache`` from transformers 5.24, which
+    still takes ``past_key_values`` but warns on every call that it goes in 5.40; ``past_key_values`` before."""
+    # inspect.signature follows the deprecation decorator's __wrapped__ to the forward it wraps.
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
 
 
 def next_token_id(tokenizer: Any, context: str, continuation: str) -> int | None:
