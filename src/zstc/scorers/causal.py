@@ -136,14 +136,14 @@ class CausalLMScorer(TorchScorer[F]):
             position_ids=position_ids.to(self.device),
             use_cache=past_key_values is not None,
             logits_to_keep=1,
-            **{cache_keyword(type(loaded.model)): past_key_values},
+            **{cache_keyword(loaded.model.__class__): past_key_values},
         )
         logits: torch.Tensor = output.logits[:, -1, answer_ids].float().cpu()
         return logits
 
 
 @cache
-def cache_keyword(model_class: type) -> str:
+def cache_keyword(model_class: Any) -> str:
     """The name of the key/value-cache argument of ``model_class.forward``: ``cache`` from transformers 5.24, which
     still takes ``past_key_values`` but warns on every call that it goes in 5.40; ``past_key_values`` before."""
     # inspect.signature follows the deprecation decorator's __wrapped__ to the forward it wraps.
