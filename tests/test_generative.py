@@ -626,7 +626,11 @@ def test_nli_probe_of_a_yes_no_reranker_end_to_end(nli_rows: list[dict[str, str]
         scorer = _probe_scorer(query, max_length=150, **({"instruction": instruction} if instruction else {}))
         by_hand = roc_auc_score(entailed, scorer.score_pairs(premises, hypotheses))
         assert summary["auroc"] == {"lingnli": pytest.approx(by_hand)}
-        assert f"<Query>{side},<Document>{other}" in "".join(stdout.split())  # the table's title, however rich wraps it
+        lines = [line.strip() for line in stdout.splitlines()]
+        # Lines of their own, whole: in the table's title rich wrapped them mid-word to the table's width.
+        assert f"<Query> {side}, <Document> {other}" in lines and "score: prob" in lines and "fp32, cpu" in lines
+        assert f"instruction: {instruction or NLI_INSTRUCTION}" in " ".join(lines)
+        assert f"{SMOLLM2}: NLI AUROC" in lines
 
 
 def test_nli_probe_query_is_refused_where_it_means_nothing(tmp_path: Path, zstc_cli) -> None:

@@ -74,10 +74,16 @@ def print_probe(summary: dict[str, Any]) -> None:
     paper = (summary.get("paper") or {}).get("auroc") or {}
     model = summary["model"]
     layout = summary["evaluation"]
-    # A yes/no reranker's numbers depend on which side was its <Query>, which the paper's rows do not say.
-    read = f"; <Query> {layout['query']}, <Document> {layout['document']}" if "query" in layout else ""
-    table = Table(title=f"{model['name']}: NLI AUROC ({model.get('score_type', 'score')}{read}; {model.get('precision')}, {model.get('device')})",
-                  caption=f"instruction: {escape(layout['instruction'])}" if "instruction" in layout else None)
+    # The model and how its numbers were made, on lines of their own above and below the table: in its title or
+    # caption rich wrapped them to the width of a three-column table, mid-word. A yes/no reranker's numbers depend on which side was its
+    # <Query>, which the paper's rows do not say.
+    how = [f"score: {model.get('score_type') or _family_score_type(model.get('family'))}",
+           f"{model.get('precision')}, {model.get('device')}"]
+    if "query" in layout:
+        how.append(f"<Query> {layout['query']}, <Document> {layout['document']}")
+    if "instruction" in layout:
+        how.append(f"instruction: {layout['instruction']}")
+    table = Table()
     for column in ("set", "pairs", "AUROC"):
         table.add_column(column, justify="left" if column == "set" else "right")
     if paper:
@@ -92,4 +98,19 @@ def print_probe(summary: dict[str, Any]) -> None:
             cells.append(f"{published:.4f}" if published is not None else "")
             cells.append(f"{result['auroc'] - published:+.4f}" if result and published is not None else "")
         table.add_row(*cells)
-    Console().print(table)
+    out = Console()
+    out.print(escape(f"{model['name']}: NLI AUROC"), style="bold")
+    out.print(table)
+    for line in how:
+        out.print(escape(line), style="dim")
+
+
+def _family_score_type(family: str | None) -> str:
+    """What a family's scores are, for a model whose description has no ``score_type`` of its own."""
+    from zstc.errors import UnknownNameError
+    from zstc.scorers.families import get_family
+
+    try:
+        return get_family(family or "").score_type or "score"
+    except UnknownNameError:
+        return "score"
