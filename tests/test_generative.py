@@ -281,7 +281,7 @@ def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
         scores, notes = dataclasses.astuple(llm.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS))
         assert np.isfinite(scores).all()
         assert notes == ["1 of 2 texts exceed 300 tokens with their prompt and were truncated"]  # the short text is not
-        (ids,) = llm._fit_text(LONG_TEXT, lambda t: [llm._prompt_ids(t, LABELS)])
+        (ids,) = llm._fit_text(LONG_TEXT, lambda t: [llm._prompt_ids(t, llm_options([*"ABCD"], LABELS))])
         decoded = llm.loaded.tokenizer.decode(ids)
         assert len(ids) <= 300
         assert decoded.endswith("OPTIONS:\n" + llm_options([*"ABCD"], LABELS) + "<|im_end|>\n<|im_start|>assistant\nAnswer: The correct option is letter")
@@ -344,7 +344,7 @@ def test_llm_harness_symbols_are_read_alone_after_the_final_space(harness: LLMSc
     symbols = harness.symbols_for(4)
     assert symbols == [(s, tokenizer(s, add_special_tokens=False)["input_ids"][0]) for s in "ABCD"]
     assert [token for _, token in symbols] != [token for _, token in llm.symbols_for(4)]  # "A", not the paper's " A"
-    assert harness._prompt_ids("t", ["x", "y"])[-1] == tokenizer(" ", add_special_tokens=False)["input_ids"][-1]
+    assert harness._prompt_ids("t", llm_options(["A", "B"], ["x", "y"]))[-1] == tokenizer(" ", add_special_tokens=False)["input_ids"][-1]
 
 
 def test_llm_harness_symbols_past_52_labels_are_greek_and_refused_where_not_one_token(harness: LLMScorer) -> None:

@@ -128,13 +128,13 @@ class LLMScorer(CausalLMScorer[Symbols]):
     def prompt(self, text: str, labels: Sequence[str]) -> str:
         """The exact string the model reads for ``text`` (its chat template applied, if it has one and the
         style is 'paper'); with 'harness', ``labels`` are listed as :meth:`listed` says."""
-        return self._render(text, self.listed(labels)[0])
+        options = self.listed(labels)[0]
+        return self._render(text, llm_options([symbol for symbol, _ in self.symbols_for(len(options))], options))
 
-    def _render(self, text: str, options: list[str]) -> str:
-        """The prompt listing ``options`` in this order."""
+    def _render(self, text: str, listing: str) -> str:
+        """The prompt for ``text`` with ``listing``, the ``{options}`` block (the same for every text of a call:
+        built once, with the symbols resolved once, not at each text or truncation step)."""
         loaded = self.loaded
-        symbols = [symbol for symbol, _ in self.symbols_for(len(options))]
-        listing = llm_options(symbols, options)
         if self._harness:
             return LLM_HARNESS_TEMPLATE.format(text=text, options=listing)
         if not self._uses_chat(loaded):
@@ -148,12 +148,12 @@ class LLMScorer(CausalLMScorer[Symbols]):
             )
         return str(opening) + LLM_ANSWER_START
 
-    def _prompt_ids(self, text: str, options: list[str]) -> list[int]:
-        """The token ids of the prompt listing ``options`` (already in the prompt's order)."""
+    def _prompt_ids(self, text: str, listing: str) -> list[int]:
+        """The token ids of the prompt for ``text`` with the ``{options}`` block ``listing``."""
         # A rendered chat template already contains the special tokens (BOS and turn markers); the plain
         # prompts take the tokenizer's own, as the harness's `tokenizer(prompts)` does.
         loaded = self.loaded
-        return self._ids(loaded, self._render(text, options), special=not self._uses_chat(loaded))
+        return self._ids(loaded, self._render(text, listing), special=not self._uses_chat(loaded))
 
     # -- scoring --------------------------------------------------------------------------------------
 
@@ -161,11 +161,13 @@ class LLMScorer(CausalLMScorer[Symbols]):
         loaded = self.loaded
         scores = empty_scores(len(texts), len(labels))
         options, columns = self.listed(labels)
-        symbol_ids = [token for _, token in self.symbols_for(len(options))]
+        symbols = self.symbols_for(len(options))
+        symbol_ids = [token for _, token in symbols]
+        listing = llm_options([symbol for symbol, _ in symbols], options)
         truncated = 0
         with inference_context(self.device, self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
             for batch in self._text_batches(texts):
-                fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, options)]) for i in batch]
+                fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, listing)]) for i in batch]
                 truncated += sum(cut for _, cut in fitted)
                 logits = self._answer_logits(loaded, [prompts[0] for prompts, _ in fitted], symbol_ids)
                 # The softmax over the symbols' logits is the harness's too: its softmax over the whole
