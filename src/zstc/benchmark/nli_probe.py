@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from zstc.errors import DataError, ModelError, UnknownOptionError
 from zstc.io import GROUPED_SUFFIXES, read_records
 from zstc.scorers.base import PairScorer, Scorer
 from zstc.validation import OptionSpec
+
+if TYPE_CHECKING:
+    from zstc.scorers.families import Family
 
 PAPER_COLUMNS: tuple[str, ...] = ("anli_r1", "anli_r2", "anli_r3", "fevernli", "lingnli", "mnli_m", "mnli_mm", "wanli")
 """The NLI sets of the paper's ``roc_scores.csv``, in its column order."""
@@ -131,15 +134,21 @@ def probe_scorer(scorer: Scorer) -> PairScorer:
 def _not_a_cross_encoder(model: str, family: str) -> ModelError:
     return ModelError(
         f"the NLI probe scores premise-hypothesis pairs with a cross-encoder or a yes/no reranker "
-        f"(families {', '.join(pair_families())}); {model} is scored as family {family!r}"
+        f"(families {', '.join(probe_families())}); {model} is scored as family {family!r}"
     )
 
 
-def pair_families() -> list[str]:
-    """The registered families whose scorer scores aligned pairs (``score_pairs_with_notes``): those the probe takes."""
+def probe_families() -> list[str]:
+    """The registered families the probe takes: those whose scorer scores aligned pairs (not the cascade's
+    :data:`~zstc.scorers.cascade.PAIR_FAMILIES`, whose grids may be flattened into pairs)."""
     from zstc.scorers.families import families
 
-    return [family.name for family in families() if callable(getattr(family.scorer_class(), "score_pairs_with_notes", None))]
+    return [family.name for family in families() if _scores_pairs(family)]
+
+
+def _scores_pairs(family: Family) -> bool:
+    """Whether the family's scorer scores aligned pairs (``score_pairs_with_notes``); imports only its own module."""
+    return callable(getattr(family.scorer_class(), "score_pairs_with_notes", None))
 
 
 def probe_options(family: str, options: Mapping[str, Any], query: str | None = None) -> dict[str, Any]:
@@ -184,7 +193,7 @@ def probe_family(model: str, family: str | None = None) -> str:
             family = get_model_spec(model).family
         except ModelError:
             family = "nli"
-    if not callable(getattr(get_family(family).scorer_class(), "score_pairs_with_notes", None)):
+    if not _scores_pairs(get_family(family)):
         raise _not_a_cross_encoder(model, family)
     return family
 
