@@ -170,7 +170,7 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, 
 
 
 def test_near_ties_are_the_scores_within_the_margin_of_their_groups_best() -> None:
-    from zstc.scorers.pairs import near_ties
+    from zstc.scorers.recheck import near_ties
 
     scores = np.array([1.0, 0.95, 0.5, 2.0, 1.0, 0.3, 0.31, 0.29])
     groups = np.array([0, 0, 0, 1, 1, 2, 2, 2])
@@ -182,7 +182,7 @@ def test_near_ties_are_the_scores_within_the_margin_of_their_groups_best() -> No
 
 
 def test_closest_calls_are_the_best_two_of_the_texts_whose_best_two_are_closest() -> None:
-    from zstc.scorers.pairs import closest_calls
+    from zstc.scorers.recheck import closest_calls
 
     scores = np.array([1.0, 0.95, 0.5, 2.0, 1.0, 0.3, 0.31, 0.29, 7.0])
     groups = np.array([0, 0, 0, 1, 1, 2, 2, 2, 3])  # gaps: 0.05, 1.0, 0.01; group 3 has one label
@@ -207,7 +207,7 @@ def _errors_the_rule_leaves(wrong_decisions) -> None:
 
 def test_rechecking_the_near_ties_gives_the_exact_argmax_whenever_errors_stay_below_half_the_margin() -> None:
     """The rule of zstc.scorers.pairs: the near ties take their fp32 scores; every group's argmax is then fp32's."""
-    from zstc.scorers.pairs import near_ties
+    from zstc.scorers.recheck import near_ties
 
     def wrong_decisions(rng: np.random.Generator, exact: np.ndarray, bound: float, margin: float) -> int:
         rounded = exact + rng.uniform(-bound, bound, exact.shape)
@@ -275,7 +275,7 @@ def test_bf16_pairs_recheck_each_group_on_its_own_labels(briefly_trained_nli: Pa
 
 
 def test_near_cuts_are_the_scores_within_the_margin_of_their_own_cut() -> None:
-    from zstc.scorers.pairs import closest_to_cuts, near_cuts, near_decisions
+    from zstc.scorers.recheck import closest_to_cuts, near_cuts, near_decisions
 
     scores = np.array([0.05, -0.2, 0.5, 0.31, 7.0, -3.0])
     cuts = np.array([0.0, 0.0, 0.45, np.inf, np.nan, -np.inf])  # an infinite cut no score sits at; nan: no cut
@@ -293,7 +293,7 @@ def test_near_cuts_are_the_scores_within_the_margin_of_their_own_cut() -> None:
 def test_rechecking_the_pairs_near_their_cut_gives_the_exact_decisions_whenever_errors_stay_below_half_the_margin() -> None:
     """The multi-label rule: the pairs within the margin of their cut take their fp32 scores; every pair is then on
     fp32's side of its cut."""
-    from zstc.scorers.pairs import near_cuts
+    from zstc.scorers.recheck import near_cuts
 
     def wrong_decisions(rng: np.random.Generator, exact: np.ndarray, bound: float, margin: float) -> int:
         rounded = exact + rng.uniform(-bound, bound, exact.shape)
@@ -406,3 +406,82 @@ def test_fp32_scores_ignore_a_reduced_precision_matmul_setting(how: str, process
     skip_unless_cpu_reduces_fp32_products()
     assert np.array_equal(scorer.score(texts, labels), expected)
     assert IEEE_MATMUL._read() == chosen
+
+
+# -- the generative families: the same recheck in their own decision spaces ----------------------------------------
+
+NOISE = 1e-5
+"""fp32 is not bit-reproducible across batch shapes (a rescored pair runs in another batch than in the fp32 run):
+scores move by ~1e-6. A decision fp32 makes by less than this is fp32's noise, not a decision to keep."""
+
+
+def _decided(fp32: np.ndarray) -> np.ndarray:
+    """The texts whose fp32 best label leads the second by more than :data:`NOISE`."""
+    ordered = np.sort(fp32, axis=1)
+    return ordered[:, -1] - ordered[:, -2] > NOISE
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_yesno_rechecks_make_fp32s_decisions(smollm2_folder: Path, btzsc_dir: Path, record_property) -> None:
+    """SmolLM2 as a yes/no judge barely tells AG News labels apart (p_yes a median 0.005 apart), so bf16 alone changes
+    many decisions (0.74 agreement on 100 texts); with the recheck every pair near its text's best, or near its
+    threshold, is rescored in fp32 and every decision fp32 makes above its own noise is kept."""
+    from zstc.scorers import make_scorer
+
+    task = sample_task(btzsc_dir, "agnews", 16)
+    make = lambda **options: make_scorer(str(smollm2_folder), "yesno", device="cpu", batch_size=8, **options)  # noqa: E731
+    fp32 = make(precision="fp32").score(task.texts, task.hypotheses)
+    alone = make(precision="bf16", recheck_margin=0)
+    plain = alone.score_with_notes(task.texts, task.hypotheses)
+    checked_scorer = make(precision="bf16")
+    checked = checked_scorer.score_with_notes(task.texts, task.hypotheses)
+    decided = _decided(fp32)
+    record_property("bf16_alone_agreement", float((plain.scores.argmax(1) == fp32.argmax(1)).mean()))
+    assert plain.notes == [] and np.abs(plain.scores - fp32).max() > 1e-3  # bf16 alone: its own scores
+    assert (checked.scores.argmax(1) == fp32.argmax(1))[decided].all()
+    note = checked.notes[0]
+    rescored = int(note.split()[0])
+    assert note == f"{rescored} of {fp32.size} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score"
+    # The rescored pairs hold fp32's scores (split into prefix and rest as the fp32 run split them); the others bf16's.
+    assert (np.abs(checked.scores - fp32) <= NOISE).sum() == rescored > 0
+    # Without the recheck the weights load in bf16 (half the memory); with it they stay fp32 and bf16 is autocast.
+    assert alone.loaded.model.dtype == torch.bfloat16 and checked_scorer.loaded.model.dtype == torch.float32
+    assert alone.describe()["weights"] == "bf16" and checked_scorer.describe()["weights"] == "fp32"
+    # Aligned pairs (the service's yes/no path batches grids, the NLI probe pairs): each text's labels compete.
+    firsts = [text for text in task.texts for _ in task.hypotheses]
+    seconds = [label for _ in task.texts for label in task.hypotheses]
+    pairs = checked_scorer.score_pairs_with_notes(firsts, seconds)
+    assert (pairs.scores.reshape(fp32.shape).argmax(1) == fp32.argmax(1))[decided].all()
+    assert pairs.notes[0].endswith("rescored in fp32: near ties of their text's best bf16 score")
+    # Multi-label: a cut at the median p_yes, where this judge's scores are densest. Every pair fp32 puts on either
+    # side of it by more than its noise stays there.
+    cut = float(np.median(fp32))
+    far = np.abs(fp32 - cut) > NOISE
+    multi = checked_scorer.score_with_notes(task.texts, task.hypotheses, thresholds=[cut] * len(task.hypotheses))
+    assert ((multi.scores > cut) == (fp32 > cut))[far].all()
+    assert multi.notes[0].endswith("rescored in fp32: near their threshold")
+    assert (((plain.scores > cut) != (fp32 > cut)) & far).any(), "bf16 alone crosses the cut somewhere (else this proves nothing)"
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_llm_rechecks_rescore_whole_texts_in_fp32(smollm2_folder: Path, btzsc_dir: Path) -> None:
+    """An LLM reads all its options in one pass, so a text with a near tie runs again in fp32, whole: its row is then
+    fp32's, and the others keep their bf16 scores. A margin past every gap rescores every text."""
+    from zstc.scorers import make_scorer
+
+    task = sample_task(btzsc_dir, "agnews", 16)
+    make = lambda **options: make_scorer(str(smollm2_folder), "llm", device="cpu", batch_size=8, **options)  # noqa: E731
+    fp32 = make(precision="fp32").score(task.texts, task.label_names)
+    alone = make(precision="bf16", recheck_margin=0)
+    assert alone.score_with_notes(task.texts, task.label_names).notes == [] and alone.loaded.model.dtype == torch.bfloat16
+    checked = make(precision="bf16").score_with_notes(task.texts, task.label_names)
+    rescored = int(checked.notes[0].split()[0])
+    assert checked.notes[0] == f"{rescored} of {len(task.texts)} texts rescored in fp32: near ties of their text's best bf16 score"
+    as_fp32 = np.abs(checked.scores - fp32).max(axis=1) <= NOISE
+    assert as_fp32.sum() == rescored >= 2  # at least the probes' texts (the closest calls), whole rows
+    assert (checked.scores.argmax(1) == fp32.argmax(1))[_decided(fp32)].all()
+    everything = make(precision="bf16", recheck_margin=50.0).score_with_notes(task.texts, task.label_names)
+    assert everything.notes[0].startswith(f"{len(task.texts)} of {len(task.texts)} texts rescored in fp32")
+    assert np.allclose(everything.scores, fp32, atol=NOISE)

@@ -271,7 +271,7 @@ class CascadeScorer:
         """The shortlisted pairs of every call in one batched run of the pair scorer (batches span texts and calls);
         each text's pairs compete as one decision, or are decided by their label's cut where the call gives
         thresholds (for bf16's recheck)."""
-        from zstc.scorers.pairs import label_cuts, pair_cuts
+        from zstc.scorers.recheck import label_cuts, pair_cuts
 
         spec = self.main.spec
         firsts: list[str] = []

@@ -14,12 +14,14 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
 
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
 from zstc.scorers.base import LoadedModel, TorchScorer, count_parameters, token_limit
 from zstc.scorers.batching import length_batches
+from zstc.scorers.recheck import recheck_in_fp32
 
 F = TypeVar("F")
 TokenIds = list[int]
@@ -34,16 +36,32 @@ class CausalLMScorer(TorchScorer[F]):
     ids, option symbols); it is kept on the loaded model, never on the scorer.
     """
 
+    def __init__(self, spec: Any, **options: Any) -> None:
+        super().__init__(spec, **options)
+        self.recheck_margin: float = self.options["recheck_margin"]
+        """bf16 only: scores within this margin of a decision (their text's best, or a threshold) are rescored in fp32,
+        in the family's own decision space (:mod:`zstc.scorers.recheck`); 0: none are, and the weights load in bf16."""
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **({"recheck_margin": self.recheck_margin, "weights": self.weights_dtype} if self.precision == "bf16" else {})}
+
+    @property
+    def weights_dtype(self) -> str:
+        """``bf16`` when the model runs in bf16 and nothing is rechecked (``recheck_margin`` 0), else ``fp32``: the
+        recheck rescores in fp32, which needs the fp32 weights, so bf16 is then autocast over them."""
+        return "bf16" if self.precision == "bf16" and self.recheck_margin <= 0 else "fp32"
+
     # -- loading --------------------------------------------------------------------------------------
 
     def _load_model(self) -> LoadedModel[F]:
-        """The model and tokenizer; weights are loaded in bf16 when precision is bf16 (an 8B model in fp32 is 32 GB)."""
+        """The model and tokenizer, the weights in :attr:`weights_dtype`: bf16 weights take half the memory (an 8B
+        model in fp32 is 32 GB), and ``recheck_margin=0`` asks for them."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source = model_source(self.spec)
         try:
             tokenizer = AutoTokenizer.from_pretrained(source)
-            model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.precision == "bf16" else torch.float32)
+            model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.weights_dtype == "bf16" else torch.float32)
         except Exception as error:
             raise load_error(self.spec, error) from None
         model.to(self.device).eval()
@@ -107,6 +125,14 @@ class CausalLMScorer(TorchScorer[F]):
         if not truncated:
             return []
         return [f"{truncated} of {n_texts} texts exceed {self.limit(loaded)} tokens with their prompt and were truncated"]
+
+    def _recheck(self, scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, rescore: Callable[[np.ndarray], np.ndarray],
+                 **how: Any) -> tuple[np.ndarray, list[str]]:
+        """In bf16, ``scores`` (in the family's decision space) with the near decisions rescored in fp32 and the notes
+        saying how many (:func:`~zstc.scorers.recheck.recheck_in_fp32`, which ``how`` goes to); in fp32, as they are."""
+        if self.precision != "bf16":
+            return scores, []
+        return recheck_in_fp32(scores, groups, cuts, self.recheck_margin, rescore, **how)
 
     def _text_batches(self, texts: Sequence[str]) -> list[list[int]]:
         """Indices of ``texts`` in batches of ``batch_size``, similar lengths together (less padding)."""

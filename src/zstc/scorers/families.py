@@ -190,13 +190,13 @@ MAX_LENGTH = OptionSpec(int, None, low=1, allow_none=True, help="token limit per
 MAX_BATCH_TOKENS = OptionSpec(int, None, low=1, allow_none=True,
                               help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, {GPU_MAX_BATCH_TOKENS:,} on a GPU")
 DEFAULT_RECHECK_MARGIN = 0.1
-"""Cross-encoders in bf16: labels within this margin of their text's best score are rescored in fp32, so that
-bf16 makes fp32's argmax decisions (zstc.scorers.pairs). Measured on a trained MiniLM NLI model, banking77
+"""Scorers in bf16 (cross-encoders, yes/no judges, LLMs): labels within this margin of their text's best score are
+rescored in fp32, so that bf16 makes fp32's decisions (zstc.scorers.recheck). Measured on a trained MiniLM NLI model, banking77
 (120 texts x 72 labels): bf16's largest error 0.034 logits (the margin must exceed twice it; it widens by
 itself when the rechecked pairs show more), 1.8% of pairs rescored, and argmax agreement 0.967 -> 1."""
 RECHECK_MARGIN = OptionSpec(float, DEFAULT_RECHECK_MARGIN, low=0.0, help=(
-    "bf16 only: labels whose score is within this margin of their text's best are rescored in fp32, so "
-    "decisions are fp32's; 0: none are"))
+    "bf16 only: labels whose score is within this margin of their text's best (or of their threshold) are rescored "
+    "in fp32, so decisions are fp32's; 0: none are (and yes/no and LLM weights load in bf16)"))
 
 
 PAIRS_PER_PASS = OptionSpec(int, None, low=1, allow_none=True,
@@ -262,6 +262,7 @@ register_family(Family(
                          help="which side fills the prompt's <Query>: 'text' (BTZSC's; a pair's first member) or 'label' "
                               "(the label description, or a pair's second member; the text then fills <Document>); "
                               "either way only the text is ever cut"),
+        recheck_margin=RECHECK_MARGIN,
     ),
     "Generative yes/no rerankers: p(yes) after a judge prompt per (text, label description).",
 ))
@@ -272,6 +273,7 @@ register_family(Family(
         prompt_style=OptionSpec(str, "paper", choices=LLM_PROMPT_STYLES,
                                 help="'paper' (appendix C.3 through the chat template, labels in their order) or 'harness' "
                                      "(the public BTZSC harness's code: its plain prompt, labels sorted, its 100 symbols)"),
+        recheck_margin=RECHECK_MARGIN,
     ),
     "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
 ))

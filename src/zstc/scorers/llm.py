@@ -26,8 +26,8 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.base import LoadedModel, ScoreResult, empty_scores
-from zstc.scorers.runtime import inference_context
+from zstc.scorers.base import LoadedModel, ScoreResult
+from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.causal import CausalLMScorer, next_token_id
 from zstc.scorers.prompts import (
     HARNESS_OPTION_SYMBOLS, LLM_ANSWER_START, LLM_HARNESS_TEMPLATE, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options,
@@ -54,7 +54,7 @@ class LLMScorer(CausalLMScorer[Symbols]):
     appendix C.3), one forward pass, softmax over the option symbols' final-position logits."""
 
     family: ClassVar[str] = "llm"
-    SCORING_VERSION: ClassVar[str] = "1"
+    SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 is autocast over fp32 weights and rechecks near ties in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
@@ -159,22 +159,39 @@ class LLMScorer(CausalLMScorer[Symbols]):
 
     def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
         loaded = self.loaded
-        scores = empty_scores(len(texts), len(labels))
         options, columns = self.listed(labels)
         symbols = self.symbols_for(len(options))
         symbol_ids = [token for _, token in symbols]
         listing = llm_options([symbol for symbol, _ in symbols], options)
+        logits, truncated = self._option_logits(loaded, texts, listing, symbol_ids, show_progress)
+        # In bf16, the texts whose best options are near ties run again in fp32, whole (one pass reads all options).
+        rows = np.repeat(np.arange(len(texts)), len(options))
+
+        def rescore(todo: np.ndarray) -> np.ndarray:
+            again = np.unique(rows[todo])
+            logits[again] = self._option_logits(loaded, [texts[i] for i in again], listing, symbol_ids, False, precision="fp32")[0]
+            return torch.log_softmax(logits, dim=-1).numpy().ravel()[todo]
+
+        log_probabilities = torch.log_softmax(logits, dim=-1).numpy().ravel()
+        notes = self._recheck(log_probabilities, rows, None, rescore, whole_groups=True, unit="texts")[1]
+        # The softmax over the symbols' logits is the harness's too: its softmax over the whole
+        # vocabulary, renormalised over the symbols' columns, is the same function (and cannot underflow).
+        scores = torch.softmax(logits, dim=-1).numpy()[:, columns].astype(np.float32)
+        return ScoreResult(scores, notes + self._truncation_notes(loaded, truncated, len(texts)))
+
+    def _option_logits(self, loaded: LoadedModel[Symbols], texts: Sequence[str], listing: str, symbol_ids: list[int],
+                       show_progress: bool, precision: Precision | None = None) -> tuple[torch.Tensor, int]:
+        """The option symbols' logits after each text's prompt, ``(len(texts), len(symbol_ids))`` float32, and how many
+        texts were cut to fit; in the scorer's precision, or ``precision`` (the recheck's fp32)."""
+        logits = torch.empty(len(texts), len(symbol_ids))
         truncated = 0
-        with inference_context(self.device, self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
+        with inference_context(self.device, precision or self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
             for batch in self._text_batches(texts):
                 fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, listing)]) for i in batch]
                 truncated += sum(cut for _, cut in fitted)
-                logits = self._answer_logits(loaded, [prompts[0] for prompts, _ in fitted], symbol_ids)
-                # The softmax over the symbols' logits is the harness's too: its softmax over the whole
-                # vocabulary, renormalised over the symbols' columns, is the same function (and cannot underflow).
-                scores[batch] = torch.softmax(logits, dim=-1).numpy()[:, columns]
+                logits[batch] = self._answer_logits(loaded, [prompts[0] for prompts, _ in fitted], symbol_ids)
                 bar.update(len(batch))
-        return ScoreResult(scores, self._truncation_notes(loaded, truncated, len(texts)))
+        return logits, truncated
 
 
 def option_symbols(tokenizer: Any) -> list[tuple[str, int]]:

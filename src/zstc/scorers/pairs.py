@@ -16,27 +16,17 @@ pair from scratch and by default runs one pair per forward pass. Here
   (an out-of-memory error happens at once, not an hour in);
 * padded tensors exist for one batch at a time: memory is bounded by the batch, not by texts x labels.
 
-In bf16 a cross-encoder runs about twice as fast on CPUs with bf16 instructions, but its rounding (a few
-hundredths of a logit on MiniLM) flips decisions that fp32 makes by less than that. So a bf16 call rechecks
-them: every label whose bf16 score is within ``recheck_margin`` of its text's best is scored again in fp32
-(:func:`near_ties`, :meth:`CrossEncoderScorer._recheck`). If every bf16 score is within half the margin of
-its fp32 value, the text's argmax is then exactly fp32's: fp32's best label ``i`` and bf16's best ``j`` have
-``b_i > f_i - m/2 >= f_j - m/2 > b_j - m``, so ``i`` is rechecked, and its fp32 score beats every label left
-in bf16 (``b_k < b_j - m < f_j - m/2 <= f_i``). The margin widens by itself when the rechecked pairs show a
-larger bf16 error than half of it. Measured on banking77 (120 texts x 72 labels, a trained MiniLM NLI model):
-bf16's largest error 0.034, 1.8% of pairs rechecked at the default margin 0.1.
-
-Multi-label decisions are cuts, not argmaxes: a caller that decides by thresholds passes them (``thresholds`` of
-:meth:`CrossEncoderScorer.score_with_notes`, ``cuts`` of :meth:`CrossEncoderScorer.score_pairs`), and every pair
-whose bf16 score is within the margin of its cut is rescored instead (:func:`near_cuts`). The same bound gives
-the same guarantee: a pair on the other side of its cut in fp32 has ``|b - t| <= |b - f| < m/2``. Measured on the
-same run with cut 0 (the NLI default): bf16 alone put 7 of the 120 texts in other label sets; 361 of the 8,640
-pairs are within 0.1 of the cut.
+In bf16 a cross-encoder rechecks in fp32 the pairs whose decision bf16's rounding could change (near ties of
+their text's best, or near their multi-label threshold), so that its decisions are fp32's
+(:mod:`zstc.scorers.recheck` has the rule and its proof; :meth:`CrossEncoderScorer._recheck` the rescoring).
+Measured on banking77 (120 texts x 72 labels, a trained MiniLM NLI model): bf16's largest error 0.034 logits,
+1.8% of pairs rechecked at the default margin 0.1, argmax agreement with fp32 0.967 -> 1; with cut 0 (the NLI
+default) bf16 alone put 7 of the 120 texts in other label sets, and 361 of the 8,640 pairs are within 0.1 of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -49,10 +39,10 @@ from zstc.models.loading import load_error, model_source
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
+from zstc.scorers.recheck import label_cuts, recheck_in_fp32
 from zstc.scorers.runtime import Precision, inference_context
 
-__all__ = ["DEFAULT_MAX_BATCH_TOKENS", "DEFAULT_MAX_PAIRS", "CrossEncoderScorer", "PairTemplate", "closest_calls", "closest_to_cuts",
-           "label_cuts", "near_cuts", "near_ties", "pair_cuts", "plan_pairs", "token_budget_batches"]
+__all__ = ["DEFAULT_MAX_BATCH_TOKENS", "DEFAULT_MAX_PAIRS", "CrossEncoderScorer", "PairTemplate", "plan_pairs", "token_budget_batches"]
 
 
 # -- assembling pairs from token ids -----------------------------------------------------------------------
@@ -323,101 +313,10 @@ def log_odds(logits: torch.Tensor, column: int) -> torch.Tensor:
     return logits[:, column] - torch.logsumexp(others, dim=-1)
 
 
-# -- bf16 near ties -----------------------------------------------------------------------------------------
-
-
-def near_ties(scores: np.ndarray, groups: np.ndarray, margin: float) -> np.ndarray:
-    """Which scores are within ``margin`` of the best score of their group, in groups where more than one is.
-
-    ``groups[i]`` says which decision score ``i`` competes in (a text's labels); a group whose best score
-    leads every other by more than ``margin`` has no near tie, and none of its scores is returned.
-    """
-    scores, groups = np.asarray(scores, dtype=np.float64), np.asarray(groups, dtype=np.int64)
-    if not len(scores):
-        return np.zeros(0, dtype=bool)
-    best = np.full(int(groups.max()) + 1, -np.inf)
-    np.maximum.at(best, groups, scores)
-    near = scores >= best[groups] - margin
-    contenders = np.bincount(groups[near], minlength=len(best))
-    return near & (contenders[groups] > 1)
-
-
-def closest_calls(scores: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
-    """The best two scores of the ``count`` groups whose best two are closest together (a mask; groups of
-    one score have no second and are never chosen)."""
-    scores, groups = np.asarray(scores, dtype=np.float64), np.asarray(groups, dtype=np.int64)
-    chosen = np.zeros(len(scores), dtype=bool)
-    if len(scores) < 2:
-        return chosen
-    order = np.lexsort((-scores, groups))  # by group, best score first
-    ordered_groups = groups[order]
-    heads = np.flatnonzero(np.r_[True, ordered_groups[1:] != ordered_groups[:-1]])
-    heads = heads[(heads + 1 < len(order)) & (ordered_groups[np.minimum(heads + 1, len(order) - 1)] == ordered_groups[heads])]
-    gaps = scores[order[heads]] - scores[order[heads + 1]]
-    closest = heads[np.argsort(gaps, kind="stable")[:count]]
-    chosen[order[closest]] = chosen[order[closest + 1]] = True
-    return chosen
-
-
-def near_cuts(scores: np.ndarray, cuts: np.ndarray, margin: float) -> np.ndarray:
-    """Which scores are within ``margin`` of their own cut (a multi-label threshold); a cut of ``nan`` or
-    ``+-inf`` is near no score."""
-    scores, cuts = np.asarray(scores, dtype=np.float64), np.asarray(cuts, dtype=np.float64)
-    with np.errstate(invalid="ignore"):  # inf - inf: a cut no score can reach
-        return np.isfinite(cuts) & (np.abs(scores - cuts) <= margin)
-
-
-def closest_to_cuts(scores: np.ndarray, cuts: np.ndarray, count: int) -> np.ndarray:
-    """The ``count`` scores closest to their own finite cut (a mask)."""
-    scores, cuts = np.asarray(scores, dtype=np.float64), np.asarray(cuts, dtype=np.float64)
-    chosen = np.zeros(len(scores), dtype=bool)
-    candidates = np.flatnonzero(np.isfinite(cuts))
-    distance = np.abs(scores[candidates] - cuts[candidates])
-    chosen[candidates[np.argsort(distance, kind="stable")[:count]]] = True
-    return chosen
-
-
-def near_decisions(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, margin: float) -> np.ndarray:
-    """The scores whose decision bf16's rounding could change: near ties of their group's best (:func:`near_ties`)
-    or, for a pair with a cut (not ``nan``), near its cut (:func:`near_cuts`)."""
-    return _by_decision(scores, groups, cuts, lambda s, g: near_ties(s, g, margin), lambda s, c: near_cuts(s, c, margin))
-
-
-def closest_decisions(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, count: int) -> np.ndarray:
-    """The probes of a recheck: the best two of the ``count`` closest calls (:func:`closest_calls`) and the
-    ``count`` pairs closest to their cuts (:func:`closest_to_cuts`)."""
-    return _by_decision(scores, groups, cuts, lambda s, g: closest_calls(s, g, count), lambda s, c: closest_to_cuts(s, c, count))
-
-
-def _by_decision(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None,
-                 by_group: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 by_cut: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
-    """A mask made by ``by_group`` for the pairs decided by their group's best, by ``by_cut`` for those with a cut."""
-    if cuts is None:
-        return by_group(scores, groups)
-    has_cut = ~np.isnan(cuts)
-    chosen = np.zeros(len(scores), dtype=bool)
-    chosen[has_cut] = by_cut(scores[has_cut], cuts[has_cut])
-    chosen[~has_cut] = by_group(scores[~has_cut], groups[~has_cut])
-    return chosen
-
-
-RECHECK_PROBES = 4
-"""Each recheck also rescores the best two labels of this many texts whose best two are closest, whether or not
-they are near ties (and this many pairs closest to their cuts): the bf16 error is then measured on every call, so
-a margin set below it widens."""
-RECHECK_ROUNDS = 8
-"""The margin widens at most this many times in one call, at least doubling each time (from 0.1: to 25.6 or more,
-beyond any score's rounding)."""
 RECHECK_MAX_PAIRS = 16
 """Pairs per fp32 pass of a small recheck. Rechecked pairs are few and of every length, so the passes are cut
 small to keep their padding small: 82 banking77 pairs took 0.41-0.51 s in passes of 16 against 0.73-0.75 s in
 passes of 64 (MiniLM, fp32, 2-core Zen 4). A recheck of more than 16 passes' worth uses the scorer's own."""
-RECHECK_COSTLY = 0.25
-"""Past this share of a call's pairs rescored, fp32 alone would have been about as fast, and the note says so.
-A model that barely tells its labels apart has near ties everywhere: with a random NLI head every pair is one."""
-
-
 # -- the scorer ---------------------------------------------------------------------------------------------
 
 
@@ -550,44 +449,19 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
     def _recheck(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str], first_index: np.ndarray,
                  second_index: np.ndarray, scores: np.ndarray, groups: np.ndarray,
                  cuts: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
-        """bf16 scores with every near tie or near cut (:func:`near_decisions`) replaced by its fp32 score, and a note
-        saying how many.
-
-        The margin starts at :attr:`recheck_margin` and doubles (or goes to three times the error seen) while
-        a rechecked pair's bf16 score is off its fp32 score by half the margin or more: the module docstring's
-        guarantee needs every error below half the margin, and the rechecked pairs are where it is measured
-        (with :data:`RECHECK_PROBES` close calls among them, so that it is measured even when none is a near tie).
-        """
-        if self.precision != "bf16" or self.recheck_margin <= 0 or not len(scores):
+        """In bf16, the scores with every near tie or near cut replaced by its fp32 score, and the notes saying how
+        many (:func:`~zstc.scorers.recheck.recheck_in_fp32`); in fp32, the scores as they are."""
+        if self.precision != "bf16":
             return scores, []
-        margin, exact = self.recheck_margin, scores.astype(np.float32, copy=True)
-        done = np.zeros(len(scores), dtype=bool)
-        largest_error = 0.0
-        for round_ in range(RECHECK_ROUNDS + 1):
-            todo = near_decisions(scores, groups, cuts, margin) & ~done
-            if round_ == 0:
-                todo |= closest_decisions(scores, groups, cuts, RECHECK_PROBES)
-            if todo.any():
-                pairs = _unique_pairs(first_index[todo], second_index[todo])
-                small = len(pairs[0]) <= 16 * RECHECK_MAX_PAIRS
-                plan = self._plan(loaded, firsts, seconds, pairs=pairs, max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS) if small else None)
-                fp32 = self._scores_by_pair(loaded, plan, show_progress=False, precision="fp32")
-                positions = np.flatnonzero(todo)
-                exact[positions] = [fp32[pair] for pair in zip(first_index[positions].tolist(), second_index[positions].tolist())]
-                done |= todo
-                largest_error = max(largest_error, float(np.abs(exact[todo] - scores[todo]).max()))
-            if 2 * largest_error < margin or round_ == RECHECK_ROUNDS:
-                break
-            margin = max(2 * margin, 3 * largest_error)
-        notes = [f"{int(done.sum())} of {len(scores)} (text, label) pairs rescored in fp32: {_near_what(cuts)}"]
-        if done.mean() > RECHECK_COSTLY:
-            notes.append(f"bf16 left more than {RECHECK_COSTLY:.0%} of the pairs near ties (the model barely tells these labels "
-                         "apart), so rescoring them cost a good part of an fp32 run: for this model --precision fp32 costs "
-                         "about as much, and --recheck-margin 0 less, with bf16's decisions")
-        if margin > self.recheck_margin:
-            notes.append(f"the bf16 recheck margin widened from {self.recheck_margin:g} to {margin:.3g}: a rechecked pair's bf16 "
-                         f"score was {largest_error:.3g} off its fp32 score")
-        return exact, notes
+
+        def rescore(todo: np.ndarray) -> np.ndarray:
+            pairs = _unique_pairs(first_index[todo], second_index[todo])
+            small = len(pairs[0]) <= 16 * RECHECK_MAX_PAIRS
+            plan = self._plan(loaded, firsts, seconds, pairs=pairs, max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS) if small else None)
+            fp32 = self._scores_by_pair(loaded, plan, show_progress=False, precision="fp32")
+            return np.array([fp32[pair] for pair in zip(first_index[todo].tolist(), second_index[todo].tolist())], dtype=np.float32)
+
+        return recheck_in_fp32(scores, groups, cuts, self.recheck_margin, rescore)
 
     def _plan(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str],
               pairs: tuple[np.ndarray, np.ndarray] | None, max_pairs: int | None = None) -> PairPlan:
@@ -632,34 +506,6 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
                 f"within {self.limit(loaded)} tokens and were truncated (label descriptions never are)"
             )
         return notes
-
-
-def _near_what(cuts: np.ndarray | None) -> str:
-    """What the recheck note says the rescored pairs were near: their text's best, their threshold, or either."""
-    by_cut = np.zeros(0, dtype=bool) if cuts is None else ~np.isnan(cuts)
-    if not by_cut.any():
-        return "near ties of their text's best bf16 score"
-    return "near their threshold" if by_cut.all() else "near ties of their text's best bf16 score or near their threshold"
-
-
-def label_cuts(thresholds: Sequence[float] | np.ndarray | None, n_labels: int) -> np.ndarray | None:
-    """``thresholds`` (one multi-label cut per label) as an array, checked against the number of labels; None stays None."""
-    if thresholds is None:
-        return None
-    cuts = np.asarray(thresholds, dtype=np.float64)
-    if cuts.shape != (n_labels,):
-        raise ValueError(f"{cuts.size} thresholds for {n_labels} labels")
-    return cuts
-
-
-def pair_cuts(cuts: Sequence[Sequence[float] | np.ndarray | None], counts: Sequence[int]) -> np.ndarray | None:
-    """The ``cuts`` of one :meth:`CrossEncoderScorer.score_pairs` call made of runs of pairs: run ``i`` holds
-    ``counts[i]`` pairs, decided by ``cuts[i]`` (one cut per pair) or, for None, by their group's best (``nan``).
-    None when no run has cuts: every pair is an argmax decision."""
-    if all(cut is None for cut in cuts):
-        return None
-    return np.concatenate([np.full(count, np.nan) if cut is None else np.asarray(cut, dtype=np.float64)
-                           for cut, count in zip(cuts, counts)])
 
 
 def _distinct(items: Sequence[str] | Iterator[str]) -> tuple[list[str], np.ndarray]:

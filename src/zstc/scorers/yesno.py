@@ -11,13 +11,19 @@ Aligned pairs (:meth:`YesNoScorer.score_pairs`, the NLI probe's premise-hypothes
 the text fitted to that pair's prompt alone, so a pair's score is that of a one-text, one-label grid whatever
 else is in the call. Pairs that share their text still share its prefix; a text with a single prompt runs it
 whole (its prefix would leave a one-token continuation: two passes for the work of one).
+
+In bf16 the pairs whose decision bf16's rounding could change (their log-odds ``v_yes - v_no`` near their text's
+best, or near their threshold's) are scored again in fp32, so decisions are fp32's (:mod:`zstc.scorers.recheck`).
+A small judge needs it: SmolLM2-135M scored 100 AG News texts x 4 labels with 0.74 argmax agreement between bf16
+alone and fp32 (its labels' ``p_yes`` lie a median 0.005 apart). The weights then stay fp32 (bf16 is autocast over
+them); ``recheck_margin=0`` loads them in bf16 instead, with bf16's own decisions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -26,7 +32,8 @@ from tqdm.auto import tqdm
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, ScoreResult, check_pair_arguments
-from zstc.scorers.runtime import inference_context
+from zstc.scorers.recheck import label_cuts, logit_cuts
+from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.batching import length_batches
 from zstc.scorers.causal import CausalLMScorer, TokenIds, left_pad, positions
 from zstc.scorers.prompts import YESNO_ANSWERS, YESNO_INSTRUCTION, yesno_prompt
@@ -41,8 +48,10 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
     (``prefix_cache``)."""
 
     family: ClassVar[str] = "yesno"
-    SCORING_VERSION: ClassVar[str] = "1"
+    SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 is autocast over fp32 weights and rechecks near ties and cuts in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
+    rechecks_thresholds: ClassVar[bool] = True
+    """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rechecks the pairs near them."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         """``batch_size`` counts (text, label) pairs per forward pass; ``prefix_cache=False`` runs every
@@ -93,84 +102,144 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
+                         thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+        """``p_yes`` of every (text, label) prompt: a ``(len(texts), len(labels))`` float32 matrix.
+
+        ``thresholds`` (one ``p_yes`` cut per label) says that the caller decides by cuts (multi-label): bf16 then
+        rechecks the pairs near their label's cut rather than the near ties of each text's best."""
+        cuts = label_cuts(thresholds, len(labels))
         loaded = self.loaded
 
-        def prompts_of(i: int) -> tuple[list[TokenIds], int]:  # every label's prompt; the text counts once if cut
+        def prompts_of(i: int) -> TextPrompts:  # every label's prompt; the text counts once if cut
             prompts, cut = self._fitted_prompts(loaded, texts[i], labels)
-            return prompts, int(cut)
+            return TextPrompts(prompts, int(cut))
 
-        per_text, truncated, notes = self._text_logits(loaded, texts, prompts_of, len(texts) * len(labels), show_progress)
-        logits = torch.stack(per_text) if per_text else torch.empty(0, len(labels), 2)
+        per_text, truncated, notes = self._text_logits(loaded, [len(text) for text in texts], prompts_of, len(texts) * len(labels), show_progress)
+        logits = torch.stack(per_text).reshape(-1, 2) if per_text else torch.empty(0, 2)
+        rows, columns = (grid.ravel() for grid in np.indices((len(texts), len(labels))))
+
+        def rescored_prompts(todo: np.ndarray) -> list[tuple[TokenIds, int]]:  # fitted and split as in the grid
+            fitted = {row: self._fitted_prompts(loaded, texts[row], labels)[0] for row in np.unique(rows[todo]).tolist()}
+            split = {row: self._prefix_length(prompts) for row, prompts in fitted.items()}
+            return [(fitted[row][column], split[row]) for row, column in zip(rows[todo].tolist(), columns[todo].tolist())]
+
+        notes += self._recheck_pairs(loaded, logits, rows, None if cuts is None else cuts[columns], rescored_prompts, text_of=rows)
         notes += self._truncation_notes(loaded, truncated, len(texts))
-        return ScoreResult(p_yes(logits), notes)
+        return ScoreResult(p_yes(logits).reshape(len(texts), len(labels)), notes)
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                     cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
         """``p_yes`` of each aligned pair's prompt (``firsts[i]`` the text, ``seconds[i]`` the label: an NLI
-        probe's premise and hypothesis), float32, one per pair. ``groups`` and ``cuts`` are checked and otherwise
-        unused: they steer a cross-encoder's bf16 recheck, and this scorer makes none."""
+        probe's premise and hypothesis), float32, one per pair. ``groups[i]`` names the decision pair ``i`` competes
+        in (by default the pairs that share their first member) and ``cuts[i]``, when not ``nan``, the ``p_yes``
+        threshold it is decided by instead: bf16 rechecks the pairs near them in fp32."""
         return self.score_pairs_with_notes(firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress).scores
 
     def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                                cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
-        """:meth:`score_pairs`'s scores with the notes of the call (first members truncated, prefix cache not used).
+        """:meth:`score_pairs`'s scores with the notes of the call (first members truncated, prefix cache not used,
+        pairs rescored in fp32).
 
         Each pair's prompt is fitted on its own, only its first member cut (wherever :attr:`query` puts it),
         so its score is ``score_with_notes([first], [second])``'s; pairs that share a first member share its
         prompt prefix (``prefix_cache``)."""
-        check_pair_arguments(firsts, seconds, groups, cuts)
+        pair_cuts = check_pair_arguments(firsts, seconds, groups, cuts)
         loaded = self.loaded
         members: dict[str, list[int]] = {}
         for i, first in enumerate(firsts):
             members.setdefault(first, []).append(i)
         distinct = list(members)
 
-        def prompts_of(t: int) -> tuple[list[TokenIds], int]:  # one prompt per pair of this first member; each cut counts
-            fitted = [self._fitted_prompts(loaded, distinct[t], [seconds[i]]) for i in members[distinct[t]]]
-            return [prompts[0] for prompts, _ in fitted], sum(cut for _, cut in fitted)
+        def fitted(first: str) -> list[tuple[list[TokenIds], bool]]:  # one prompt per pair of this first member
+            return [self._fitted_prompts(loaded, first, [seconds[i]]) for i in members[first]]
 
-        per_text, truncated, notes = self._text_logits(loaded, distinct, prompts_of, len(firsts), show_progress)
+        def prompts_of(t: int) -> TextPrompts:  # each cut counts
+            prompts = fitted(distinct[t])
+            return TextPrompts([ids[0] for ids, _ in prompts], sum(cut for _, cut in prompts))
+
+        per_text, truncated, notes = self._text_logits(loaded, [len(first) for first in distinct], prompts_of, len(firsts), show_progress)
         logits = torch.empty(len(firsts), 2)
         for first, values in zip(distinct, per_text):
             logits[members[first]] = values
+        first_index = np.empty(len(firsts), dtype=np.int64)
+        for t, first in enumerate(distinct):
+            first_index[members[first]] = t
+        competing = first_index if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+
+        def rescored_prompts(todo: np.ndarray) -> list[tuple[TokenIds, int]]:  # fitted and split as in the run
+            wanted = np.flatnonzero(todo).tolist()
+            again = {first: [ids[0] for ids, _ in fitted(first)] for first in {firsts[k] for k in wanted}}
+            split = {first: self._prefix_length(prompts) for first, prompts in again.items()}
+            slot = {k: j for first in again for j, k in enumerate(members[first])}
+            return [(again[firsts[k]][slot[k]], split[firsts[k]]) for k in wanted]
+
+        notes += self._recheck_pairs(loaded, logits, competing, pair_cuts, rescored_prompts, text_of=first_index)
         notes += self._truncation_notes(loaded, truncated, len(firsts))
         return ScoreResult(p_yes(logits), notes)
 
-    def _text_logits(self, loaded: LoadedModel[AnswerIds], texts: Sequence[str], prompts_of: Callable[[int], tuple[list[TokenIds], int]],
-                     total: int, show_progress: bool) -> tuple[list[torch.Tensor], int, list[str]]:
-        """For each of ``texts``, the (yes, no) logits of its prompts, shape ``(prompts, 2)``; how many cuts of a
-        text were made; and the call's notes (prefix cache not used). ``prompts_of(i)``: text ``i``'s prompts'
-        token ids, and how many cuts they count as; ``total``: all the prompts, for the progress bar."""
-        share_prefix = self.prefix_cache and self._prefix_states_suffice()
+    def _recheck_pairs(self, loaded: LoadedModel[AnswerIds], logits: torch.Tensor, groups: np.ndarray, cuts: np.ndarray | None,
+                       prompts_of: Callable[[np.ndarray], list[tuple[TokenIds, int]]], *, text_of: np.ndarray) -> list[str]:
+        """In bf16, replace in ``logits`` (one (yes, no) row per pair) those of the pairs whose decision bf16 could
+        change by their fp32 logits, and return the notes saying how many; in fp32, nothing.
+
+        The decision space is the log-odds ``v_yes - v_no`` (``p_yes`` is their sigmoid: the same order), and the
+        ``p_yes`` cuts are compared there through their logit (:func:`~zstc.scorers.recheck.logit_cuts`).
+        ``prompts_of(todo)``: the token ids of the prompts of the pairs of the mask ``todo``, in their order, each with
+        the length of the prefix its text's run shared (:meth:`_prefix_length`), so that a pair rescored alone reads
+        the same two passes as in an fp32 run of the whole call; ``text_of``: each pair's text."""
+
+        def rescore(todo: np.ndarray) -> np.ndarray:
+            positions, prompts = np.flatnonzero(todo), prompts_of(todo)
+            by_text: dict[int, list[int]] = {}
+            for k, text in enumerate(text_of[positions].tolist()):
+                by_text.setdefault(text, []).append(k)
+            picked = list(by_text.values())
+            per_text, _, _ = self._text_logits(loaded, [len(prompts[ks[0]][0]) for ks in picked],
+                                               lambda t: TextPrompts([prompts[k][0] for k in picked[t]], 0, prompts[picked[t][0]][1]),
+                                               len(prompts), False, precision="fp32")
+            for ks, values in zip(picked, per_text):
+                logits[positions[ks]] = values
+            return _log_odds(logits[positions])
+
+        return self._recheck(_log_odds(logits), groups, logit_cuts(cuts), rescore)[1]
+
+    def _text_logits(self, loaded: LoadedModel[AnswerIds], sizes: Sequence[int], prompts_of: Callable[[int], TextPrompts],
+                     total: int, show_progress: bool, precision: Precision | None = None) -> tuple[list[torch.Tensor], int, list[str]]:
+        """For each text (``sizes[i]``: text ``i``'s length, to batch similar ones together), the (yes, no) logits of
+        its prompts, shape ``(prompts, 2)``; how many cuts of a text were made; and the call's notes (prefix cache not
+        used). ``prompts_of(i)``: text ``i``'s prompts' token ids, and how many cuts they count as; ``total``: all the
+        prompts, for the progress bar; ``precision``: the recheck's fp32, else the scorer's."""
+        share_prefix = self._shares_prefix()
         notes: list[str] = []
         if self.prefix_cache and not share_prefix:
             notes.append("prefix cache not used: this model's layers keep more state than keys and values "
                          "(sliding-window or recurrent attention), so every pair ran its whole prompt")
-        per_text: list[torch.Tensor] = [torch.empty(0, 2)] * len(texts)
+        per_text: list[torch.Tensor] = [torch.empty(0, 2)] * len(sizes)
         truncated = 0
-        with inference_context(self.device, self.precision), tqdm(total=total, unit="pair", disable=not show_progress) as bar:
+        with inference_context(self.device, precision or self.precision), tqdm(total=total, unit="pair", disable=not show_progress) as bar:
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
-            for batch in self._text_batches(texts):
+            for batch in length_batches(sizes, self.batch_size):
                 fitted = [prompts_of(i) for i in batch]
-                truncated += sum(cut for _, cut in fitted)
-                prompts = [text_prompts for text_prompts, _ in fitted]
-                logits, start = self._pair_logits(loaded, prompts, bar, share_prefix=share_prefix), 0
-                for i, text_prompts in zip(batch, prompts):
-                    per_text[i], start = logits[start : start + len(text_prompts)], start + len(text_prompts)
+                truncated += sum(text.cuts for text in fitted)
+                logits, start = self._pair_logits(loaded, fitted, bar, share_prefix=share_prefix), 0
+                for i, text in zip(batch, fitted):
+                    per_text[i], start = logits[start : start + len(text.prompts)], start + len(text.prompts)
         return per_text, truncated, notes
 
-    def _pair_logits(self, loaded: LoadedModel[AnswerIds], prompts: list[list[TokenIds]], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
+    def _pair_logits(self, loaded: LoadedModel[AnswerIds], texts: list[TextPrompts], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
         """(yes, no) logits of every prompt of every text, shape ``(prompts, 2)``, text by text (texts may have
         different numbers of prompts).
 
         With ``share_prefix``, one forward pass runs the shared prefixes of all the texts that have several
         prompts, and each of their prompts then runs only the rest (its label and the suffix) from its text's
         prefix states; a text with a single prompt, or any text without ``share_prefix``, runs its whole
-        prompt(s). Either way, prompts of similar length are batched together; a continuation and a whole
-        prompt never share a pass (one reads prefix states, the other none).
+        prompt(s); a text whose :attr:`TextPrompts.prefix` is set is split there (a recheck's, as its run split it).
+        Either way, prompts of similar length are batched together; a continuation and a whole prompt never share a
+        pass (one reads prefix states, the other none).
         """
-        shared = [shared_prefix_length(p) if share_prefix and len(p) > 1 else 0 for p in prompts]
+        prompts = [text.prompts for text in texts]
+        shared = [run_prefix_length(text.prompts, share_prefix) if text.prefix is None else text.prefix for text in texts]
         cached = [t for t, n in enumerate(shared) if n]
         prefixes = self._run_prefixes(loaded, [prompts[t][0][: shared[t]] for t in cached]) if cached else None
         row_of = {t: row for row, t in enumerate(cached)}
@@ -187,6 +256,14 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
                     logits[chunk] = self._answer_logits(loaded, [rests[k] for k in chunk], loaded.facts)
                 bar.update(len(chunk))
         return logits
+
+    def _shares_prefix(self) -> bool:
+        """Whether the prompts of a text share their prefix's states: ``prefix_cache``, and a model whose states can."""
+        return self.prefix_cache and self._prefix_states_suffice()
+
+    def _prefix_length(self, prompts: list[TokenIds]) -> int:
+        """The prefix a text's prompts run once, when they are all run together (:func:`run_prefix_length`)."""
+        return run_prefix_length(prompts, self._shares_prefix())
 
     def _prefix_states_suffice(self) -> bool:
         """Whether a prefix is fully described by its keys and values in every layer (what
@@ -248,9 +325,31 @@ class PrefixStates:
         return DynamicCache([(keys[index], values[index]) for keys, values in self.states], config=config)
 
 
+def _log_odds(logits: torch.Tensor) -> np.ndarray:
+    """``v_yes - v_no`` of (yes, no) logits in the last dimension, as float32: the recheck's decision space."""
+    return (logits[..., 0] - logits[..., 1]).numpy().astype(np.float32)
+
+
 def p_yes(logits: torch.Tensor) -> np.ndarray:
     """``exp(v_yes) / (exp(v_yes) + exp(v_no))`` of (yes, no) logits in the last dimension, as float32."""
     return torch.softmax(logits, dim=-1)[..., 0].numpy().astype(np.float32)
+
+
+class TextPrompts(NamedTuple):
+    """One text's prompts, as a scoring pass takes them."""
+
+    prompts: list[TokenIds]
+    cuts: int = 0
+    """How many cuts of the text they count as (for the truncation note)."""
+    prefix: int | None = None
+    """The leading tokens run once for all of them; None: :func:`run_prefix_length`'s. A recheck sets it to the split
+    its text's run used, so that a pair rescored alone reads the same two passes."""
+
+
+def run_prefix_length(prompts: list[TokenIds], share_prefix: bool) -> int:
+    """The prefix a text's prompts run once: all they share (:func:`shared_prefix_length`) when prefixes are shared
+    and there are several prompts; else 0 (a single prompt runs whole: its prefix would leave a one-token rest)."""
+    return shared_prefix_length(prompts) if share_prefix and len(prompts) > 1 else 0
 
 
 def shared_prefix_length(sequences: Sequence[TokenIds]) -> int:

@@ -68,7 +68,7 @@ import numpy as np
 
 from zstc.errors import NonFiniteScoresError
 from zstc.scorers.base import LruCache, check_finite_scores, offers, rechecks_thresholds, score_with_notes
-from zstc.scorers.pairs import pair_cuts
+from zstc.scorers.recheck import pair_cuts
 
 
 logger = logging.getLogger("zstc.server")
