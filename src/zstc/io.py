@@ -483,7 +483,8 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
     """Labels and their descriptions from a file.
 
     ``.json``: an object ``{label: description}`` or a list of labels; otherwise one label per line,
-    optionally ``label<TAB>description``. A label without a description is described by its own name.
+    optionally ``label<TAB>description``; every non-blank line is a label (there are no comment lines: a leading
+    ``#`` is part of the label). A label without a description is described by its own name.
     ``allow_single`` admits one label, as :func:`zstc.validation.check_labels` does (multi-label: yes or no).
     """
     path = Path(path)
@@ -498,7 +499,7 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
     else:
         pairs = []
         for line in read_text(path).splitlines():
-            if not line.strip() or line.lstrip().startswith("#"):
+            if not line.strip():  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
                 continue
             label, _, description = line.partition("\t")
             pairs.append((label.strip(), description.strip() or label.strip()))
