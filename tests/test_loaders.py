@@ -120,6 +120,15 @@ def test_user_files(tmp_path):
     assert task.label_names == ["a", "b"] and task.gold.tolist() == [1, 0]
 
 
+def test_label_file_keeps_hashtag_labels(tmp_path):
+    """Lines starting with '#' were dropped from a labels file as comments, a syntax neither the README nor --help
+    mentions: '#sports' and '#politics' vanished, exit 0, while --labels kept them. Every non-blank line is a label."""
+    labels = tmp_path / "hashtags.tsv"
+    labels.write_text("#sports\n  #politics\tThis text is about politics.\n\neconomy\nweather\n")
+    assert read_label_descriptions(labels) == {"#sports": "#sports", "#politics": "This text is about politics.",
+                                               "economy": "economy", "weather": "weather"}
+
+
 def test_the_paper_policy_counts_texts_without_a_hypothesis_as_class_0_exactly(btzsc_dir):
     """The public harness's ``true_idx = ... else 0``: each of banking77's 200 such texts becomes class 0
     (Refund_not_showing_up), the others keep their class; policy 'exclude' drops exactly those 200."""

@@ -236,6 +236,20 @@ def test_bad_calibration_files(tmp_path, content: str, message: str) -> None:
         load_calibration(path)
 
 
+def test_calibration_file_with_byte_order_mark(tmp_path) -> None:
+    """A calibration file saved with a UTF-8 byte-order mark (a Windows editor) was refused as 'not readable JSON',
+    though every other text file zstc reads may carry one (README); a non-UTF-8 one names the byte offset."""
+    record = {"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5}, "model": MINILM}
+    path = tmp_path / "c.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(record).encode())
+    assert load_calibration(path) == Calibration("temperature", {"temperature": 0.5}, MINILM)
+    path.write_bytes(json.dumps({**record, "model": "caf\u00e9"}, ensure_ascii=False).encode("latin-1"))
+    with pytest.raises(DataError, match=rf"calibration file {re.escape(str(path))}: not UTF-8 text \(byte offset \d+"):
+        load_calibration(path)
+    with pytest.raises(DataError, match="does not exist"):
+        load_calibration(tmp_path / "missing.json")
+
+
 # --- the command line: tasks, suggestions, devices, quiet -----------------------------------------------------
 
 def test_tasks_shows_local_counts(zstc_cli, btzsc_dir) -> None:

@@ -345,6 +345,32 @@ def test_labels_json_values_must_be_strings(zstc_cli, texts: Path, tmp_path: Pat
     assert_user_error(zstc_cli("classify", str(texts), "--labels-file", str(labels)), message)
 
 
+def test_unsupported_input_names_every_accepted_type(zstc_cli, tmp_path: Path) -> None:
+    """classify's error for an unsupported input said '.jsonl, .csv, .tsv or .parquet', leaving out .txt (and the
+    .ndjson / .json that are read as JSON Lines), while --help listed another set. The error, --help and the README
+    now all word the list as zstc.io.TEXT_SUFFIXES gives it, and each suffix listed is read."""
+    import re
+
+    from zstc.errors import DataError
+    from zstc.io import TEXT_SUFFIXES, read_texts, suffix_list
+
+    listed = suffix_list(TEXT_SUFFIXES)
+    source = tmp_path / "t.md"
+    source.write_text("good\nbad\n")
+    assert_user_error(zstc_cli("classify", str(source), "--labels", "good,bad"),
+                      f"error: {source}: unsupported file type '.md'; expected {listed}\n")
+    with pytest.raises(DataError, match=re.escape(f"expected {listed}")):
+        read_texts(source)
+    status, help_text, _ = zstc_cli("classify", "--help")
+    assert status == 0 and listed in " ".join(help_text.replace("│", " ").split())
+    assert listed in (REPO / "README.md").read_text()
+    for suffix in TEXT_SUFFIXES:
+        if suffix != ".parquet":  # the others are text
+            content = "text\nhello\n" if suffix in (".csv", ".tsv") else '{"text": "hello"}\n' if "json" in suffix else "hello\n"
+            (tmp_path / f"t{suffix}").write_text(content)
+            assert read_texts(tmp_path / f"t{suffix}") == ["hello"], suffix
+
+
 def test_labels_file_that_is_a_directory(zstc_cli, texts: Path, tmp_path: Path) -> None:
     assert_user_error(zstc_cli("classify", str(texts), "--labels-file", str(tmp_path)), "is a directory")
 

@@ -338,6 +338,19 @@ def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
     assert status == 0 and "2 of 2 inputs are finished already" in err and "wrote 15 predictions" in err
 
 
+def test_ray_csv_reader_keeps_cells_text_past_a_byte_order_mark(tmp_path):
+    """--engine ray reads CSV cells as text (an id 007 stays "007"), by naming every header column string. A file with a
+    UTF-8 byte-order mark gave the name "\ufeffid", which Arrow (it drops the mark) has no column of: the id became 7."""
+    pacsv = pytest.importorskip("pyarrow.csv")
+    from zstc.scale.ray_classify import _csv_as_text
+
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfid,text\n007,hello\n")
+    options = _csv_as_text([str(path)])
+    assert set(options.column_types) == {"id", "text"}
+    assert pacsv.read_csv(path, convert_options=options).to_pylist() == [{"id": "007", "text": "hello"}]
+
+
 @pytest.mark.slow
 def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
     """A malformed input or an empty text fails as ``zstc classify`` fails (exit 2, the same line naming the file, the

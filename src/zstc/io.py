@@ -326,6 +326,22 @@ def _process_alive(pid: int) -> bool:
 
 GROUPED_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
 
+RECORD_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
+"""The files of rows :func:`read_records` reads: JSON Lines (``.jsonl``, ``.ndjson``, ``.json``), CSV, TSV, Parquet."""
+TEXT_SUFFIXES: tuple[str, ...] = (*RECORD_SUFFIXES, ".txt")
+"""The files of texts :func:`read_texts` and ``zstc classify`` read: those, and ``.txt``, one text per line."""
+
+
+def suffix_list(suffixes: Sequence[str]) -> str:
+    """``".a, .b or .c"``: the one wording of a list of accepted suffixes, for errors, ``--help`` and the README."""
+    return f"{', '.join(suffixes[:-1])} or {suffixes[-1]}" if len(suffixes) > 1 else "".join(suffixes)
+
+
+def unsupported_type(path: str | Path, suffixes: Sequence[str]) -> DataError:
+    """The error for a file whose suffix is none of ``suffixes``, naming the file and every accepted suffix."""
+    return DataError(f"{path}: unsupported file type {Path(path).suffix.lower()!r}; expected {suffix_list(suffixes)}")
+
+
 Record = dict[str, Any]
 
 def read_records(path: str | Path) -> Iterator[tuple[int, Record]]:
@@ -343,7 +359,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, Record]]:
     elif suffix == ".parquet":
         yield from _read_parquet(path)
     else:
-        raise DataError(f"{path}: unsupported file type {suffix!r}; expected .jsonl, .csv, .tsv or .parquet")
+        raise unsupported_type(path, RECORD_SUFFIXES)
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Record]]:
@@ -427,6 +443,8 @@ def read_texts(source: str | Path, *, text_column: str = "text") -> list[str]:
         stdin = getattr(sys.stdin, "buffer", None)
         return _plain_lines(utf8_lines(stdin, "<stdin>") if stdin is not None else sys.stdin, "<stdin>")
     path = Path(source)
+    if path.suffix.lower() not in TEXT_SUFFIXES and path.is_file():  # read_records would name its own list, less .txt
+        raise unsupported_type(path, TEXT_SUFFIXES)
     if path.suffix.lower() == ".txt":
         with _open_binary(path) as handle:
             return _plain_lines(utf8_lines(handle, str(path)), str(path))
@@ -483,7 +501,8 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
     """Labels and their descriptions from a file.
 
     ``.json``: an object ``{label: description}`` or a list of labels; otherwise one label per line,
-    optionally ``label<TAB>description``. A label without a description is described by its own name.
+    optionally ``label<TAB>description``; every non-blank line is a label (there are no comment lines: a leading
+    ``#`` is part of the label). A label without a description is described by its own name.
     ``allow_single`` admits one label, as :func:`zstc.validation.check_labels` does (multi-label: yes or no).
     """
     path = Path(path)
@@ -498,7 +517,7 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
     else:
         pairs = []
         for line in read_text(path).splitlines():
-            if not line.strip() or line.lstrip().startswith("#"):
+            if not line.strip():  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
                 continue
             label, _, description = line.partition("\t")
             pairs.append((label.strip(), description.strip() or label.strip()))

@@ -17,6 +17,7 @@ import typer
 
 from zstc.cli import app
 from zstc.errors import DataError
+from zstc.io import TEXT_SUFFIXES, suffix_list, unsupported_type
 from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 from zstc.cli.verbosity import note
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
 @app.command()
 @with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
-    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="A .jsonl, .csv, .parquet or .txt file of texts, or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help=f"A file of texts ({suffix_list(TEXT_SUFFIXES)}; .ndjson and .json are JSON Lines, .txt one text per line), or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels; double-quote one that holds a comma: '\"Food, drink\",Travel'.")] = None,
-    labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description), or JSON {label: description}.")] = None,
+    labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description; every non-blank line is a label, a leading # included), or JSON {label: description}.")] = None,
     template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are.")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
     hypotheses: Hypotheses = "dataset",
@@ -222,7 +223,7 @@ def _describe(labeller: Any) -> dict[str, Any]:
     return described
 
 
-_STREAM_SUFFIXES = ("", ".txt", ".jsonl", ".json", ".ndjson", ".csv", ".tsv")  # not .parquet: its reader seeks
+_STREAM_SUFFIXES = ("", *(suffix for suffix in TEXT_SUFFIXES if suffix != ".parquet"))  # not .parquet: its reader seeks
 """What a streamed input (a FIFO, /dev/stdin) may be named: no suffix is text, one per line, as stdin is."""
 
 
@@ -243,9 +244,11 @@ class _Input:
             raise DataError(f"{path}: is a directory, expected a file")
         if not path.is_file():  # a FIFO, /dev/stdin, <(cmd): its rows can be read once only, as they stream (like stdin's)
             if path.suffix.lower() not in _STREAM_SUFFIXES:  # refused now, not after the model loads
-                raise DataError(f"{path}: unsupported type {path.suffix.lower()!r} for a stream; expected .txt, .jsonl, .csv or .tsv "
+                raise DataError(f"{path}: unsupported type {path.suffix.lower()!r} for a stream; expected {suffix_list(_STREAM_SUFFIXES[1:])} "
                                 "(Parquet needs a file), or no suffix: text, one per line")
             return
+        if path.suffix.lower() not in TEXT_SUFFIXES:  # refused now, not after the model loads
+            raise unsupported_type(path, TEXT_SUFFIXES)
         digest, lines = hashlib.sha256(), 0
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):

@@ -227,10 +227,14 @@ def _csv_as_text(paths: list[str]) -> Any:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    from zstc.io import utf8_lines
+
     names: dict[str, None] = {}
     for path in paths:
-        with open(path, encoding="utf-8", newline="") as handle:
-            names.update(dict.fromkeys(next(csv.reader(handle), [])))
+        # zstc.io's decoding: a byte-order mark is not part of the first name (Arrow drops it, so "\ufeffid" named
+        # no column and an id of 007 became 7), and non-UTF-8 bytes are a DataError naming the offset.
+        with open(path, "rb") as handle:
+            names.update(dict.fromkeys(next(csv.reader(utf8_lines(handle, path)), [])))
     return pacsv.ConvertOptions(column_types={name: pa.string() for name in names}, strings_can_be_null=False,
                                 quoted_strings_can_be_null=False)
 

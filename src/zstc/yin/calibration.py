@@ -257,12 +257,17 @@ def load_calibration(path: str | Path) -> Calibration:
     """Read a file written by ``zstc calibrate --out``; every problem is one :class:`DataError`."""
     import json
 
+    from zstc.io import read_text
+
     path = Path(path)
+    if not path.exists():
+        raise DataError(f"calibration file {path} does not exist")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"calibration file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        # zstc.io's reader, as for every text file: a byte-order mark is dropped, non-UTF-8 bytes named by offset.
+        data = json.loads(read_text(path))
+    except DataError as error:
+        raise DataError(f"calibration file {error}") from None
+    except json.JSONDecodeError as error:
         raise DataError(f"calibration file {path} is not readable JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
         raise DataError(f"{path} is not a calibration file written by `zstc calibrate --out` (no \"format\": \"{CALIBRATION_FORMAT}\")")
