@@ -214,6 +214,41 @@ def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_o
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
 
 
+def _calibration(path: Path, temperature: float) -> Path:
+    path.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": temperature}}))
+    return path
+
+
+def test_a_resume_under_another_calibration_starts_over(tmp_path, zstc_cli, monkeypatch):
+    """--calibration's fitted parameters are part of the run's identity: a run interrupted without one (or with
+    another temperature) and resumed with it kept the finished rows' uncalibrated probabilities beside calibrated
+    ones. The content counts, not the path: the same temperature in another file resumes."""
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    warm, warm_copy, cool = (_calibration(tmp_path / name, temperature)
+                             for name, temperature in (("warm.json", 0.5), ("warm-copy.json", 0.5), ("cool.json", 2.0)))
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", "--calibration", str(warm)))
+    assert status == 0, err
+    real_write = ResumableWriter.write_chunk
+
+    def one_chunk_then_killed(self, rows, *digest):
+        real_write(self, rows, *digest)
+        raise KeyboardInterrupt
+
+    for interrupted_with, resumed in (([], False), (["--calibration", str(cool)], False), (["--calibration", str(warm_copy)], True)):
+        with monkeypatch.context() as patched:
+            patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
+            status, _, _ = zstc_cli(*args, *interrupted_with)
+        assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+        status, _, err = zstc_cli(*args, "--calibration", str(warm))
+        assert status == 0, err
+        assert (f"resuming {out}: 2 predictions" in err) == resumed, (interrupted_with, err)
+        assert (f"starting {out} over: the input or the settings changed" in err) != resumed, (interrupted_with, err)
+        assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+        out.unlink()
+
+
 def _run(args: list[str], **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.Popen([sys.executable, "-m", "zstc", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)

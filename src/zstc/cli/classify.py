@@ -131,8 +131,10 @@ def classify(
         labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
         note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
     versions = {"scoring": get_family(get_model_spec(model, family).family).scoring_version, "labelling": LABELLING_VERSION}
+    # The calibration by what it holds, not where: its fitted parameters turn scores into the probabilities written.
+    calibrated = None if loaded_calibration is None else {"method": loaded_calibration.method, "parameters": loaded_calibration.parameters}
     settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
-                            "chunk_size": chunk_size, "versions": versions})
+                            "chunk_size": chunk_size, "versions": versions, "calibration": calibrated})
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray
 
