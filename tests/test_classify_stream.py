@@ -249,6 +249,50 @@ def test_a_resume_under_another_calibration_starts_over(tmp_path, zstc_cli, monk
         out.unlink()
 
 
+def test_a_resume_after_the_models_weights_changed_starts_over(tmp_path, zstc_cli, monkeypatch, nli_folder):
+    """The weights are part of the run's identity (a local folder's content hash, as bench records it): a folder
+    retrained in place keeps its name, and a run resumed after its model.safetensors was replaced kept the old
+    weights' rows. The same folder unchanged still resumes."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))  # the file-hash cache, private to this test
+    folder = shutil.copytree(nli_folder, tmp_path / "model")
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    model_args = ("--model", str(folder), "--family", "nli", "--precision", "fp32", "--chunk-size", "2")
+    real_write = ResumableWriter.write_chunk
+
+    def one_chunk_then_killed(self, rows, *digest):
+        real_write(self, rows, *digest)
+        raise KeyboardInterrupt
+
+    def interrupted() -> None:
+        with monkeypatch.context() as patched:
+            patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
+            status, _, _ = zstc_cli(*classify_args(source, out, *model_args))
+        assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+
+    interrupted()
+    status, _, err = zstc_cli(*classify_args(source, out, *model_args))
+    assert status == 0 and f"resuming {out}: 2 predictions" in err, err
+    old_weights = out.read_bytes()
+    out.unlink()
+
+    interrupted()
+    weights = load_file(folder / "model.safetensors")
+    head = next(name for name in weights if name.startswith("classifier.") and name.endswith("weight"))
+    weights[head] = weights[head].flip(0).contiguous()  # entailment and contradiction swap rows: other scores, same size
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    status, _, err = zstc_cli(*classify_args(source, out, *model_args))
+    assert status == 0, err
+    assert f"starting {out} over: the input or the settings changed" in err and "resuming" not in err
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", *model_args))
+    assert status == 0, err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() != old_weights and not marker.exists()
+
+
 def _run(args: list[str], **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.Popen([sys.executable, "-m", "zstc", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
