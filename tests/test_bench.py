@@ -137,7 +137,7 @@ def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, bt
     monkeypatch.setattr(EmbeddingScorer, "SCORING_VERSION", "2")
     assert _identity(btzsc_dir, tmp_path) not in seen  # the scorer's math changed
     monkeypatch.undo()
-    monkeypatch.setattr(bench_module, "_model_identity", lambda spec: "sha256:other-weights")
+    monkeypatch.setattr(bench_module, "model_weights_identity", lambda spec: "sha256:other-weights")
     assert _identity(btzsc_dir, tmp_path) not in seen  # other weights under the same name
     monkeypatch.undo()
     assert _identity(btzsc_dir, tmp_path) == base

@@ -214,6 +214,85 @@ def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_o
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
 
 
+def _calibration(path: Path, temperature: float) -> Path:
+    path.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": temperature}}))
+    return path
+
+
+def test_a_resume_under_another_calibration_starts_over(tmp_path, zstc_cli, monkeypatch):
+    """--calibration's fitted parameters are part of the run's identity: a run interrupted without one (or with
+    another temperature) and resumed with it kept the finished rows' uncalibrated probabilities beside calibrated
+    ones. The content counts, not the path: the same temperature in another file resumes."""
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    warm, warm_copy, cool = (_calibration(tmp_path / name, temperature)
+                             for name, temperature in (("warm.json", 0.5), ("warm-copy.json", 0.5), ("cool.json", 2.0)))
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", "--calibration", str(warm)))
+    assert status == 0, err
+    real_write = ResumableWriter.write_chunk
+
+    def one_chunk_then_killed(self, rows, *digest):
+        real_write(self, rows, *digest)
+        raise KeyboardInterrupt
+
+    for interrupted_with, resumed in (([], False), (["--calibration", str(cool)], False), (["--calibration", str(warm_copy)], True)):
+        with monkeypatch.context() as patched:
+            patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
+            status, _, _ = zstc_cli(*args, *interrupted_with)
+        assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+        status, _, err = zstc_cli(*args, "--calibration", str(warm))
+        assert status == 0, err
+        assert (f"resuming {out}: 2 predictions" in err) == resumed, (interrupted_with, err)
+        assert (f"starting {out} over: the input or the settings changed" in err) != resumed, (interrupted_with, err)
+        assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+        out.unlink()
+
+
+def test_a_resume_after_the_models_weights_changed_starts_over(tmp_path, zstc_cli, monkeypatch, nli_folder):
+    """The weights are part of the run's identity (a local folder's content hash, as bench records it): a folder
+    retrained in place keeps its name, and a run resumed after its model.safetensors was replaced kept the old
+    weights' rows. The same folder unchanged still resumes."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))  # the file-hash cache, private to this test
+    folder = shutil.copytree(nli_folder, tmp_path / "model")
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    model_args = ("--model", str(folder), "--family", "nli", "--precision", "fp32", "--chunk-size", "2")
+    real_write = ResumableWriter.write_chunk
+
+    def one_chunk_then_killed(self, rows, *digest):
+        real_write(self, rows, *digest)
+        raise KeyboardInterrupt
+
+    def interrupted() -> None:
+        with monkeypatch.context() as patched:
+            patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
+            status, _, _ = zstc_cli(*classify_args(source, out, *model_args))
+        assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+
+    interrupted()
+    status, _, err = zstc_cli(*classify_args(source, out, *model_args))
+    assert status == 0 and f"resuming {out}: 2 predictions" in err, err
+    old_weights = out.read_bytes()
+    out.unlink()
+
+    interrupted()
+    weights = load_file(folder / "model.safetensors")
+    head = next(name for name in weights if name.startswith("classifier.") and name.endswith("weight"))
+    weights[head] = weights[head].flip(0).contiguous()  # entailment and contradiction swap rows: other scores, same size
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    status, _, err = zstc_cli(*classify_args(source, out, *model_args))
+    assert status == 0, err
+    assert f"starting {out} over: the input or the settings changed" in err and "resuming" not in err
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", *model_args))
+    assert status == 0, err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() != old_weights and not marker.exists()
+
+
 def _run(args: list[str], **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.Popen([sys.executable, "-m", "zstc", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)

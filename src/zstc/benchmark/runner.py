@@ -96,7 +96,7 @@ class BenchConfig:
         return {
             "model": spec.model_id,
             "family": spec.family,
-            "model_revision": _model_identity(spec),
+            "model_revision": model_weights_identity(spec),
             "scoring_version": get_family(spec.family).scoring_version,
             "precision": scorer_options["precision"],
             "device_type": device.type,
@@ -571,8 +571,9 @@ def _model_revision(spec: ModelSpec) -> str | None:
         return None
 
 
-def _model_identity(spec: ModelSpec) -> str | None:
-    """The hub revision, or a content hash of a local folder or packaged checkpoint (see :func:`model_identity`)."""
+def model_weights_identity(spec: ModelSpec) -> str | None:
+    """The weights ``spec`` loads: the hub revision, or a content hash of a local folder or packaged checkpoint
+    (see :func:`model_identity`, files hashed once and cached); None where neither is knowable."""
     try:
         return model_identity(model_source(spec))
     except ZstcError:

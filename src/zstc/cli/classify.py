@@ -62,7 +62,7 @@ def classify(
     from zstc.cli.verbosity import quiet, show_progress
     from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
-    from zstc.benchmark.runner import merge_batch_notes
+    from zstc.benchmark.runner import merge_batch_notes, model_weights_identity
     from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
@@ -131,9 +131,16 @@ def classify(
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
         labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
         note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
-    versions = {"scoring": get_family(get_model_spec(model, family).family).scoring_version, "labelling": LABELLING_VERSION}
+    spec = get_model_spec(model, family)
+    versions = {"scoring": get_family(spec.family).scoring_version, "labelling": LABELLING_VERSION}
+    # The calibration by what it holds, not where: its fitted parameters turn scores into the probabilities written.
+    calibrated = None if loaded_calibration is None else {"method": loaded_calibration.method, "parameters": loaded_calibration.parameters}
+    # The weights by their content (hub revision, or a local folder's hash): a folder retrained in place keeps its
+    # name. Only a run that can resume needs them (a folder is hashed once, then its files' hashes are cached).
+    resumable = out is not None and not is_special_file(out)
+    weights = model_weights_identity(spec) if resumable else None
     settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), "format": fmt,
-                            "chunk_size": chunk_size, "versions": versions})
+                            "chunk_size": chunk_size, "versions": versions, "calibration": calibrated, "model_revision": weights})
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray
 
