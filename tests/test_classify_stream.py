@@ -462,3 +462,26 @@ def test_parquet_columns_json_has_no_type_for(tmp_path, zstc_cli):
     status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--format", "csv")
     assert status == 2 and out == ""
     assert err == "error: column 'blob' holds bytes values, which CSV cannot hold: leave it out with --keep-columns, or write .parquet\n"
+
+
+def test_skip_empty_does_not_hide_a_missing_text_column(tmp_path, zstc_cli):
+    """--skip-empty took a row without the text column for an empty text: a misnamed --text-column wrote every row
+    unlabelled with exit 0. A missing column is the error it is without --skip-empty; only a present text that is
+    blank, whitespace or null is skipped."""
+    reviews = REPO / "tests" / "data" / "reviews.csv"
+    for extra in ((), ("--skip-empty",)):
+        status, out, err = zstc_cli("classify", str(reviews), "--labels", "positive,negative", "--text-column", "txt", *extra)
+        assert (status, out, err) == (2, "", f"error: {reviews}:2: no 'txt' field (fields: id, text, expected)\n"), extra
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "The match ended 2-1."}\n{"text": null}\n{"text": " "}\n{"body": "Stir the sauce."}\n')
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--skip-empty")
+    assert status == 2 and err == f"error: {source}:4: no 'text' field (fields: body)\n"
+    source.write_text('{"text": "The match ended 2-1."}\n{"text": null}\n{"text": " "}\n')
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--skip-empty")
+    assert status == 0, err
+    assert [json.loads(line)["label"] is None for line in out.splitlines()] == [False, True, True]
+    pa = pytest.importorskip("pyarrow")
+    parquet = tmp_path / "in.parquet"
+    pytest.importorskip("pyarrow.parquet").write_table(pa.table({"body": SENTENCES[:2]}), parquet)
+    status, out, err = zstc_cli("classify", str(parquet), "--labels", ",".join(LABELS), "--skip-empty")
+    assert (status, out, err) == (2, "", f"error: {parquet}:1: no 'text' field (fields: body)\n")

@@ -414,11 +414,13 @@ class ChunkLabeller:
             check_score_kind(self.scores)
 
     def text(self, record: Row, where: str) -> str | None:
-        """The record's text; None for an empty one under ``skip_empty``, else an error naming the row."""
+        """The record's text; None for an empty one under ``skip_empty`` (blank, only whitespace, or null: JSON
+        ``null``, a Parquet null cell), else an error naming the row. A record without the text column is an
+        error with ``skip_empty`` too: a misnamed ``--text-column`` wrote every row unlabelled, with exit 0."""
         from zstc.io import text_of
 
         value = record.get(self.text_column)
-        if self.skip_empty and (value is None or (isinstance(value, str) and not value.strip())):
+        if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and not value.strip())):
             return None
         return text_of(record, where, self.text_column)
 

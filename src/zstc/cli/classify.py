@@ -41,7 +41,7 @@ def classify(
     format_: Annotated[Optional[str], typer.Option("--format", help="jsonl, csv or parquet, whatever the --out extension says.")] = None,
     chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
     keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
-    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text gets a row with no label instead of stopping with an error.")] = False,
+    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text (blank, whitespace or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.")] = False,
     engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (Ray Data with a scorer actor pool; writes Parquet files into the --out folder).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")] = None,
     actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
