@@ -339,7 +339,7 @@ def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chu
             pending, chunk_notes = [], list[str]()
             # A file is checked whole by its sha256 on resume; only a stream's chunks need their own digests.
             digest = input_digest(record for _, record in chunk) if source.sha256 is None else None
-            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes), digest)
+            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes, getattr(writer, "check_chunk", None)), digest)
             notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))
