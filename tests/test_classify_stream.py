@@ -196,7 +196,7 @@ def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_o
     state = json.loads(marker.read_text())
     assert state["rows"] == 2 and state["identity"]["precision"] == "fp32"
 
-    def killed_before_scoring(self, classifier, chunk, notes):
+    def killed_before_scoring(self, classifier, chunk, notes, check=None):
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patched:  # a machine where auto means bf16: the fp32 rows are not kept
@@ -541,3 +541,90 @@ def test_parquet_columns_json_has_no_type_for(tmp_path, zstc_cli):
     status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--format", "csv")
     assert status == 2 and out == ""
     assert err == "error: column 'blob' holds bytes values, which CSV cannot hold: leave it out with --keep-columns, or write .parquet\n"
+
+
+def test_parquet_refuses_a_column_whose_type_changes_before_scoring_it(tmp_path, zstc_cli, monkeypatch):
+    """JSON Lines rows may give a column values of two types (``"id": 1`` then ``"id": "a2"``), which a Parquet column
+    cannot hold: pyarrow's traceback (exit 1) when both were in one chunk, and with the rows in two chunks every row
+    was scored and the final merge failed, on every resume again. Now an error naming the row and the column before
+    the chunk that holds it is scored; the finished chunks are kept and a resume stops at the same row."""
+    from zstc.api import Classifier
+
+    pytest.importorskip("pyarrow")
+    scored: list[str] = []
+    predict = Classifier.predict
+    monkeypatch.setattr(Classifier, "predict", lambda self, texts, *a, **k: (scored.extend(texts), predict(self, texts, *a, **k))[1])
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 1, "text": "The match ended 2-1."}\n{"id": "a2", "text": "Rates were raised."}\n'
+                      '{"id": 3, "text": "Stir the sauce."}\n')
+    message = (f"error: {source}:2: column 'id' holds str (\"a2\") where earlier rows hold int64: a Parquet column has one type. "
+               "Leave it out with --keep-columns, or write --format jsonl or csv\n")
+    for chunk_size in ("8", "1", "1"):  # in the first chunk; in a later one; resumed
+        scored.clear()
+        out = tmp_path / f"out-{chunk_size}.parquet"
+        status, _, err = zstc_cli(*classify_args(source, out, "--chunk-size", chunk_size))
+        assert (status, err.splitlines()[-1] + "\n") == (2, message), chunk_size
+        assert not out.exists()
+        assert scored == (["The match ended 2-1."] if chunk_size == "1" and "resuming" not in err else [])
+    assert "resuming" in err and sorted(p.name for p in (tmp_path / "out-1.parquet.partial").iterdir()) == ["chunk-000000.parquet"]
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "kept.parquet", "--keep-columns", "none", "--chunk-size", "1"))
+    assert status == 0, err
+
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"id": 1, "text": "The match ended 2-1."}\n{"id": 18446744073709551616, "text": "Rates were raised."}\n')
+    status, _, err = zstc_cli(*classify_args(big, tmp_path / "big.parquet"))
+    assert (status, err) == (2, f"error: {big}:2: column 'id' holds the integer 18446744073709551616, beyond the 64 bits of a "
+                                "Parquet integer. Leave it out with --keep-columns, or write --format jsonl or csv\n")
+
+    numbers = tmp_path / "numbers.jsonl"  # ints then floats (and a null): one float column, as before
+    numbers.write_text('{"x": 1, "text": "The match ended 2-1."}\n{"x": 2.5, "text": "Rates were raised."}\n'
+                       '{"x": null, "text": "Stir the sauce."}\n')
+    status, _, err = zstc_cli(*classify_args(numbers, tmp_path / "numbers.parquet", "--chunk-size", "1"))
+    assert status == 0, err
+    assert pytest.importorskip("pyarrow.parquet").read_table(tmp_path / "numbers.parquet")["x"].to_pylist() == [1.0, 2.5, None]
+
+
+def test_parquet_writer_refuses_mixed_types_when_a_chunk_is_written(tmp_path):
+    """Without the check before scoring (the Ray engine writes with write_chunk alone) the chunk that would break the
+    final merge is refused when it is written, naming its row; the chunks before it stay."""
+    from zstc.errors import DataError
+
+    pytest.importorskip("pyarrow")
+    writer = ResumableWriter(tmp_path / "out.parquet", "parquet", {"input_sha256": "a", "settings": "s"})
+    writer.write_chunk([{"id": 1}, {"id": None}])
+    with pytest.raises(DataError, match="^row 3: column 'id' holds str \\(\"a3\"\\) where earlier rows hold int64: "):
+        writer.write_chunk([{"id": "a3"}])
+    with pytest.raises(DataError, match="^row 4: column 'id' holds bool \\(true\\) where earlier rows hold int64: "):
+        writer.write_chunk([{"id": 4}, {"id": True}])
+    assert writer.resumed_rows == 2 and [p.name for p in writer.partial.iterdir()] == ["chunk-000000.parquet"]
+    # Chunks of an older zstc, whose merge failed on them: a resume names the chunk instead of pyarrow's traceback.
+    writer.write_chunk([{"other": 1}])
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pytest.importorskip("pyarrow").table({"id": ["x"]}), writer.partial / "chunk-000001.parquet")
+    resumed = ResumableWriter(tmp_path / "out.parquet", "parquet", {"input_sha256": "a", "settings": "s"})
+    with pytest.raises(DataError, match=f"^{writer.partial / 'chunk-000001.parquet'}: column 'id' holds string values where "
+                                        "earlier rows hold int64: "):
+        resumed.write_chunk([{"id": 5}])
+
+
+def test_skip_empty_does_not_hide_a_missing_text_column(tmp_path, zstc_cli):
+    """--skip-empty took a row without the text column for an empty text: a misnamed --text-column wrote every row
+    unlabelled with exit 0. A missing column is the error it is without --skip-empty; only a present text that is
+    blank, whitespace or null is skipped."""
+    reviews = REPO / "tests" / "data" / "reviews.csv"
+    for extra in ((), ("--skip-empty",)):
+        status, out, err = zstc_cli("classify", str(reviews), "--labels", "positive,negative", "--text-column", "txt", *extra)
+        assert (status, out, err) == (2, "", f"error: {reviews}:2: no 'txt' field (fields: id, text, expected)\n"), extra
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "The match ended 2-1."}\n{"text": null}\n{"text": " "}\n{"body": "Stir the sauce."}\n')
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--skip-empty")
+    assert status == 2 and err == f"error: {source}:4: no 'text' field (fields: body)\n"
+    source.write_text('{"text": "The match ended 2-1."}\n{"text": null}\n{"text": " "}\n')
+    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--skip-empty")
+    assert status == 0, err
+    assert [json.loads(line)["label"] is None for line in out.splitlines()] == [False, True, True]
+    pa = pytest.importorskip("pyarrow")
+    parquet = tmp_path / "in.parquet"
+    pytest.importorskip("pyarrow.parquet").write_table(pa.table({"body": SENTENCES[:2]}), parquet)
+    status, out, err = zstc_cli("classify", str(parquet), "--labels", ",".join(LABELS), "--skip-empty")
+    assert (status, out, err) == (2, "", f"error: {parquet}:1: no 'text' field (fields: body)\n")

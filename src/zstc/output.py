@@ -221,6 +221,8 @@ class ResumableWriter:
         # "ends": (rows, bytes) after each chunk, and "inputs" each chunk's input_digest: what keep() cuts back to.
         self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
                                       "ends": [], "inputs": []}
+        self._schema: Any = None
+        """Parquet: the columns' types over the chunks written (None: not known yet, read from them when needed)."""
         previous = self._read_marker()
         if previous is not None and previous.get("identity") == identity and self._partial_intact(previous):
             self.state = previous
@@ -264,6 +266,7 @@ class ResumableWriter:
             with self.partial.open("r+b") as handle:
                 handle.truncate(size)
         self.state.update(rows=rows, chunks=chunks, bytes=size, ends=ends[:chunks], inputs=self.chunk_inputs[:chunks])
+        self._schema = None  # the chunks cut off may have typed a column
         if not chunks:
             self.state["columns"] = None  # the CSV header goes with the first chunk
         write_json(self.marker, self.state)
@@ -331,16 +334,58 @@ class ResumableWriter:
             self.state["ends"] = [*ends, [self.state["rows"], self.state["bytes"]]]
         write_json(self.marker, self.state)
 
+    def check_chunk(self, rows: Sequence[Row], where: Sequence[str]) -> None:
+        """Refuse, before the chunk is scored, output rows (``rows``: the chunk's kept columns, with empty
+        predictions) that Parquet cannot write after the chunks written so far: a column whose values change type
+        (JSON Lines ``"id": 1`` then ``"id": "a2"``), an integer beyond 64 bits. A :class:`DataError` naming the
+        column and the row (``where``: each row's name). Other formats: nothing to check."""
+        if self.fmt == "parquet" and rows:
+            self._parquet_schema(_parquet_table(rows, where).schema, rows, where)
+
+    def _parquet_schema(self, schema: Any, rows: Sequence[Row], where: Sequence[str]) -> Any:
+        """The types of the chunks written so far unified with ``schema`` (the table of ``rows``, named by
+        ``where``), as :meth:`_merge_parquet` unifies them; a column whose types do not unify is a
+        :class:`DataError` naming it and the chunk's first row that has a value in it."""
+        if self._schema is None:
+            self._schema = self._written_schema()
+        pa = _pyarrow()[0]
+        try:
+            return _unify([self._schema, schema])
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        name = next(f.name for f in schema if f.name in self._schema.names and not _unifies(self._schema.field(f.name), f))
+        first = next(index for index, row in enumerate(rows) if row.get(name) is not None)
+        raise _mixed_types(name, f"{type(rows[first][name]).__name__} ({_short(rows[first][name])})",
+                           self._schema.field(name).type, where[first])
+
+    def _written_schema(self) -> Any:
+        """The unified types of the chunks on disk (a resumed run: read from their footers, not their rows)."""
+        pa, pq = _pyarrow()
+        schema = pa.schema([])
+        for index in range(self.state["chunks"]):
+            chunk = pq.read_schema(self._chunk_path(index))
+            try:
+                schema = _unify([schema, chunk])
+            except (pa.ArrowInvalid, pa.ArrowTypeError):  # chunks an older zstc wrote, which failed at its merge
+                name = next(f.name for f in chunk if f.name in schema.names
+                            and not _unifies(schema.field(f.name), f))
+                raise _mixed_types(name, f"{chunk.field(name).type} values", schema.field(name).type,
+                                   f"{self._chunk_path(index)}") from None
+        return schema
+
     def _write_parquet_chunk(self, rows: Sequence[Row]) -> None:
         pa, pq = _pyarrow()
+        where = [f"row {number}" for number in range(self.state["rows"] + 1, self.state["rows"] + len(rows) + 1)]
+        table = _parquet_table(rows, where)
+        schema = self._parquet_schema(table.schema, rows, where)  # never a chunk the final merge would refuse
         self.partial.mkdir(parents=True, exist_ok=True)
         target = self._chunk_path(self.state["chunks"])
         temporary = target.with_name("." + target.name + ".tmp")
-        names = list(dict.fromkeys(name for row in rows for name in row))  # rows of JSONL input may differ in keys
-        pq.write_table(pa.Table.from_pylist([{name: row.get(name) for name in names} for row in rows]), temporary)
+        pq.write_table(table, temporary)
         with temporary.open("rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temporary, target)
+        self._schema = schema
 
     def discard(self) -> None:
         """Remove the partial output and its marker: an input with no rows at all (an empty stdin) leaves nothing."""
@@ -364,7 +409,7 @@ class ResumableWriter:
         chunks = [self._chunk_path(i) for i in range(self.state["chunks"])]
         schemas = [pq.read_schema(chunk) for chunk in chunks]
         # A column that is all null in one chunk and typed in another: the permissive union types it.
-        schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([])
+        schema = _unify(schemas) if schemas else pa.schema([])
         temporary = self.path.with_name("." + self.path.name + ".tmp")
         with pq.ParquetWriter(temporary, schema) as writer:
             for chunk in chunks:
@@ -372,6 +417,70 @@ class ResumableWriter:
                 columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
                 writer.write_table(pa.Table.from_arrays(columns, schema=schema))
         os.replace(temporary, self.path)
+
+
+def _unify(schemas: Sequence[Any]) -> Any:
+    """The chunks' schemas as one: a column that is all null in one chunk and typed in another is typed, ints
+    and floats are floats; a column of two types (int and string) is pyarrow's ArrowTypeError."""
+    return _pyarrow()[0].unify_schemas(list(schemas), promote_options="permissive")
+
+
+def _unifies(first: Any, second: Any) -> bool:
+    """Whether two fields of one name unify (:func:`_unify`)."""
+    pa = _pyarrow()[0]
+    try:
+        _unify([pa.schema([first]), pa.schema([second])])
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return False
+    return True
+
+
+def _mixed_types(column: str, kind: Any, earlier: Any, where: str) -> DataError:
+    return DataError(f"{where}: column {column!r} holds {kind} where earlier rows hold {earlier}: a Parquet column "
+                     "has one type. Leave it out with --keep-columns, or write --format jsonl or csv")
+
+
+def _parquet_table(rows: Sequence[Row], where: Sequence[str]) -> Any:
+    """``rows`` as an Arrow table (rows of JSON Lines input may differ in keys: a missing one is null). A column
+    pyarrow cannot type (``1`` then ``"a2"``, an integer beyond 64 bits) is a :class:`DataError` naming it and
+    its first row that does not fit (``where``: each row's name), not pyarrow's traceback."""
+    pa = _pyarrow()[0]
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    failures = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)
+    try:
+        return pa.Table.from_pylist([{name: row.get(name) for name in names} for row in rows])
+    except failures:
+        pass
+    for name in names:
+        values = [row.get(name) for row in rows]
+        try:
+            pa.array(values)
+            continue
+        except failures:
+            pass
+        good, bad = 0, len(values)  # values[:good] convert, values[:bad] do not: the first row that breaks it
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            try:
+                pa.array(values[:middle])
+                good = middle
+            except failures:
+                bad = middle
+        value = values[bad - 1]
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                pa.array([value])
+            except OverflowError:
+                raise DataError(f"{where[bad - 1]}: column {name!r} holds the integer {value}, beyond the 64 bits of a "
+                                "Parquet integer. Leave it out with --keep-columns, or write --format jsonl or csv") from None
+        earlier = pa.array(values[:bad - 1]).type
+        raise _mixed_types(name, f"{type(value).__name__} ({_short(value)})", earlier, where[bad - 1])
+    raise AssertionError("Table.from_pylist failed on no single column")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _pyarrow() -> tuple[Any, Any]:
@@ -414,11 +523,13 @@ class ChunkLabeller:
             check_score_kind(self.scores)
 
     def text(self, record: Row, where: str) -> str | None:
-        """The record's text; None for an empty one under ``skip_empty``, else an error naming the row."""
+        """The record's text; None for an empty one under ``skip_empty`` (blank, only whitespace, or null: JSON
+        ``null``, a Parquet null cell), else an error naming the row. A record without the text column is an
+        error with ``skip_empty`` too: a misnamed ``--text-column`` wrote every row unlabelled, with exit 0."""
         from zstc.io import text_of
 
         value = record.get(self.text_column)
-        if self.skip_empty and (value is None or (isinstance(value, str) and not value.strip())):
+        if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and not value.strip())):
             return None
         return text_of(record, where, self.text_column)
 
@@ -430,10 +541,17 @@ class ChunkLabeller:
             raise DataError(f"--keep-columns: no column {missing[0]!r} in the input (columns: {', '.join(map(str, record))})")
         return {name: record[name] for name in self.keep_columns}
 
-    def rows(self, classifier: Any, records: Sequence[tuple[str, Row]], notes: list[str] | None = None) -> list[Row]:
+    def rows(self, classifier: Any, records: Sequence[tuple[str, Row]], notes: list[str] | None = None,
+             check: Callable[[list[Row], list[str]], None] | None = None) -> list[Row]:
         """Output rows for ``(where, record)`` pairs; ``where`` names the row in error messages; ``notes``
-        receives what the scorer had to say (truncated texts, ...)."""
+        receives what the scorer had to say (truncated texts, ...). ``check`` (:meth:`ResumableWriter.check_chunk`)
+        sees the rows with empty predictions before the texts are scored: a row the output cannot hold stops the
+        run before its chunk's work, not when it is written."""
         texts = [self.text(record, where) for where, record in records]
+        if check is not None:
+            check([output_row(self.kept(record), empty_record(text if text is not None else str(record.get(self.text_column) or ""),
+                                                              multi_label=self.multi_label))
+                   for (_, record), text in zip(records, texts)], [where for where, _ in records])
         present = [text for text in texts if text is not None]
         predicted: list[Any] = []
         if present:

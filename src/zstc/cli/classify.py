@@ -42,7 +42,7 @@ def classify(
     format_: Annotated[Optional[str], typer.Option("--format", help="jsonl, csv or parquet, whatever the --out extension says.")] = None,
     chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
     keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
-    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text gets a row with no label instead of stopping with an error.")] = False,
+    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text (blank, whitespace or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.")] = False,
     engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (Ray Data with a scorer actor pool; writes Parquet files into the --out folder).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")] = None,
     actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
@@ -349,7 +349,7 @@ def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chu
             pending, chunk_notes = [], list[str]()
             # A file is checked whole by its sha256 on resume; only a stream's chunks need their own digests.
             digest = input_digest(record for _, record in chunk) if source.sha256 is None else None
-            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes), digest)
+            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes, getattr(writer, "check_chunk", None)), digest)
             notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))
