@@ -353,7 +353,7 @@ class ResumableWriter:
             return _unify([self._schema, schema])
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             pass
-        name = next(f.name for f in schema if f.name in self._schema.names and not _unifies(self._schema.field(f.name), f))
+        name = _conflicting_column(self._schema, schema)
         first = next(index for index, row in enumerate(rows) if row.get(name) is not None)
         raise _mixed_types(name, f"{type(rows[first][name]).__name__} ({_short(rows[first][name])})",
                            self._schema.field(name).type, where[first])
@@ -367,8 +367,7 @@ class ResumableWriter:
             try:
                 schema = _unify([schema, chunk])
             except (pa.ArrowInvalid, pa.ArrowTypeError):  # chunks an older zstc wrote, which failed at its merge
-                name = next(f.name for f in chunk if f.name in schema.names
-                            and not _unifies(schema.field(f.name), f))
+                name = _conflicting_column(schema, chunk)
                 raise _mixed_types(name, f"{chunk.field(name).type} values", schema.field(name).type,
                                    f"{self._chunk_path(index)}") from None
         return schema
@@ -423,6 +422,12 @@ def _unify(schemas: Sequence[Any]) -> Any:
     """The chunks' schemas as one: a column that is all null in one chunk and typed in another is typed, ints
     and floats are floats; a column of two types (int and string) is pyarrow's ArrowTypeError."""
     return _pyarrow()[0].unify_schemas(list(schemas), promote_options="permissive")
+
+
+def _conflicting_column(earlier: Any, schema: Any) -> str:
+    """The first column of ``schema`` whose type does not unify with its type in ``earlier`` (two schemas that
+    :func:`_unify` refused)."""
+    return next(field.name for field in schema if field.name in earlier.names and not _unifies(earlier.field(field.name), field))
 
 
 def _unifies(first: Any, second: Any) -> bool:

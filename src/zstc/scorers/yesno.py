@@ -121,7 +121,8 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
 
         def rescored_prompts(todo: np.ndarray) -> list[tuple[TokenIds, int]]:  # fitted and split as in the grid
             fitted = {row: self._fitted_prompts(loaded, texts[row], labels)[0] for row in np.unique(rows[todo]).tolist()}
-            split = {row: self._prefix_length(prompts) for row, prompts in fitted.items()}
+            shares = self._shares_prefix()
+            split = {row: run_prefix_length(prompts, shares) for row, prompts in fitted.items()}
             return [(fitted[row][column], split[row]) for row, column in zip(rows[todo].tolist(), columns[todo].tolist())]
 
         notes += self._recheck_pairs(loaded, logits, rows, None if cuts is None else cuts[columns], rescored_prompts, text_of=rows)
@@ -170,7 +171,8 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         def rescored_prompts(todo: np.ndarray) -> list[tuple[TokenIds, int]]:  # fitted and split as in the run
             wanted = np.flatnonzero(todo).tolist()
             again = {first: [ids[0] for ids, _ in fitted(first)] for first in {firsts[k] for k in wanted}}
-            split = {first: self._prefix_length(prompts) for first, prompts in again.items()}
+            shares = self._shares_prefix()
+            split = {first: run_prefix_length(prompts, shares) for first, prompts in again.items()}
             slot = {k: j for first in again for j, k in enumerate(members[first])}
             return [(again[firsts[k]][slot[k]], split[firsts[k]]) for k in wanted]
 
@@ -186,7 +188,7 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         The decision space is the log-odds ``v_yes - v_no`` (``p_yes`` is their sigmoid: the same order), and the
         ``p_yes`` cuts are compared there through their logit (:func:`~zstc.scorers.recheck.logit_cuts`).
         ``prompts_of(todo)``: the token ids of the prompts of the pairs of the mask ``todo``, in their order, each with
-        the length of the prefix its text's run shared (:meth:`_prefix_length`), so that a pair rescored alone reads
+        the length of the prefix its text's run shared (:func:`run_prefix_length`), so that a pair rescored alone reads
         the same two passes as in an fp32 run of the whole call; ``text_of``: each pair's text."""
 
         def rescore(todo: np.ndarray) -> np.ndarray:
@@ -208,8 +210,9 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
                      total: int, show_progress: bool, precision: Precision | None = None) -> tuple[list[torch.Tensor], int, list[str]]:
         """For each text (``sizes[i]``: text ``i``'s length, to batch similar ones together), the (yes, no) logits of
         its prompts, shape ``(prompts, 2)``; how many cuts of a text were made; and the call's notes (prefix cache not
-        used). ``prompts_of(i)``: text ``i``'s prompts' token ids, and how many cuts they count as; ``total``: all the
-        prompts, for the progress bar; ``precision``: the recheck's fp32, else the scorer's."""
+        used). ``prompts_of(i)``: text ``i``'s prompts (:class:`TextPrompts`: token ids, the cuts they count as, and
+        where a recheck splits them); ``total``: all the prompts, for the progress bar; ``precision``: the recheck's
+        fp32, else the scorer's."""
         share_prefix = self._shares_prefix()
         notes: list[str] = []
         if self.prefix_cache and not share_prefix:
@@ -260,10 +263,6 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
     def _shares_prefix(self) -> bool:
         """Whether the prompts of a text share their prefix's states: ``prefix_cache``, and a model whose states can."""
         return self.prefix_cache and self._prefix_states_suffice()
-
-    def _prefix_length(self, prompts: list[TokenIds]) -> int:
-        """The prefix a text's prompts run once, when they are all run together (:func:`run_prefix_length`)."""
-        return run_prefix_length(prompts, self._shares_prefix())
 
     def _prefix_states_suffice(self) -> bool:
         """Whether a prefix is fully described by its keys and values in every layer (what
