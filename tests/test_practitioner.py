@@ -89,6 +89,17 @@ def test_default_answers_the_readme_example_with_probabilities(classifier: Class
     assert raw_p.scores == p.raw_scores and raw_p.score_kind == "raw"
 
 
+def test_texts_and_labels_no_tokenizer_can_take_are_refused_by_name(classifier: Classifier) -> None:
+    """The Python API refuses what a file read by the CLI refuses, with the same words: a NUL character, a lone
+    surrogate (each passed to the tokenizer before, which read a NUL as text and choked on a surrogate)."""
+    with pytest.raises(DataError, match="input: text 2 holds a NUL character"):
+        classifier.predict(["fine", "nul \x00 here"], ["positive", "negative"])
+    with pytest.raises(LabelError, match=r"labels: entry 1 holds a lone UTF-16 surrogate \(U\+D800\)"):
+        classifier.predict(["fine"], ["\ud800", "negative"])
+    with pytest.raises(LabelError, match="the description of 'negative' holds a NUL"):
+        classifier.predict(["fine"], ["positive", "negative"], ["good", "bad\x00"])
+
+
 @pytest.mark.parametrize("path", [REVIEWS, HELD_OUT_REVIEWS], ids=["reviews", "reviews_heldout"])
 def test_clear_reviews_single_and_multi_label(classifier: Classifier, path) -> None:
     """Clear reviews come out right with the defaults: every one single-label, and multi-label none is "none",

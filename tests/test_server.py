@@ -387,6 +387,20 @@ def test_hostile_bodies_are_4xx_never_500(client: TestClient, body: bytes) -> No
     assert client.post("/classify", json={"texts": ["x"], "labels": ["a", "b"]}).status_code == 200
 
 
+@pytest.mark.parametrize(("path", "payload", "message"), [
+    ("/classify", {"texts": ["fine", "nul \u0000 here"], "labels": ["a", "b"]}, "input: text 2 holds a NUL character"),
+    ("/classify", {"texts": ["x"], "labels": ["a", "b\u0000"]}, "labels: entry 2 holds a NUL character"),
+    ("/classify", {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "about \u0000"]}, "the description of 'b' holds a NUL"),
+    ("/rerank", {"query": "q\u0000", "documents": ["d", "e"]}, "query holds a NUL character"),
+    ("/rerank", {"query": "q", "documents": ["d", "\u0000e"]}, "documents: entry 2 holds a NUL character"),
+])
+def test_nul_characters_are_refused_as_the_cli_refuses_them(client: TestClient, path: str, payload: Any, message: str) -> None:
+    # JSON's "\u0000" decodes to a NUL; the CLI refuses one in a file ("binary data?"), the service said nothing.
+    response = client.post(path, json=payload)
+    assert response.status_code == 422, response.text
+    assert message in response.json()["error"]
+
+
 def test_413_limits(client: TestClient) -> None:
     too_many = client.post("/classify", json={"texts": [f"text {i}" for i in range(17)], "labels": LABELS})
     assert too_many.status_code == 413 and "17 texts in one request; the limit is 16" in too_many.json()["error"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from zstc.errors import DataError, OutputError
-from zstc.validation import check_labels
+from zstc.validation import check_encodable, check_labels
 
 BOM = "\ufeff"
 TEMP_SUFFIX = ".tmp"
@@ -484,17 +484,6 @@ def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
     if not texts:
         raise DataError(f"{source}: no texts")
     return texts
-
-
-def check_encodable(text: str, where: str) -> str:
-    """Refuse text no tokenizer can take: lone UTF-16 surrogates (a JSON ``"\\ud800"``) and NUL characters."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise DataError(f"{where}: text holds a lone UTF-16 surrogate (U+{ord(text[error.start]):04X}) at character {error.start}") from None
-    if "\x00" in text:
-        raise DataError(f"{where}: text holds a NUL character (binary data?)")
-    return text
 
 
 def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> dict[str, str]:

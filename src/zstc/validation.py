@@ -130,7 +130,7 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
         if isinstance(label, bool) or not isinstance(label, (str, numbers.Integral)):
             raise LabelError(f"{what}: entry {i + 1} is {type(label).__name__} {quoted(label)}, expected a string",
                              parameters=(what,))
-    cleaned = [str(label).strip() for label in given]
+    cleaned = [check_encodable(str(label).strip(), f"{what}: entry {i + 1}", LabelError) for i, label in enumerate(given)]
     if not cleaned:
         raise LabelError(f"no {what} given: expected at least two")
     empty = [i for i, label in enumerate(cleaned) if not label]
@@ -160,6 +160,7 @@ def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[st
     for label, description in zip(labels, descriptions):
         if not isinstance(description, str):
             raise LabelError(f"the description of {quoted(label)} is {type(description).__name__}, expected a string")
+        check_encodable(description, f"the description of {quoted(label)}", LabelError)
         if not description.strip():
             raise LabelError(f"the description of {quoted(label)} is empty: describe the label, or give no description "
                              "to use its name")
@@ -179,11 +180,20 @@ def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
             raise DataError(f"{source}: text {i + 1} is {type(text).__name__}, expected a string")
         if not text.strip():
             raise DataError(f"{source}: text {i + 1} is empty")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise DataError(f"{source}: text {i + 1} holds a lone UTF-16 surrogate at character {error.start}") from None
+        check_encodable(text, f"{source}: text {i + 1}")
     return result
+
+
+def check_encodable(text: str, where: str, error: type[ZstcError] = DataError) -> str:
+    """``text`` unchanged, or ``error`` naming ``where`` if no tokenizer can take it: a lone UTF-16 surrogate (a JSON
+    ``"\\ud800"``) or a NUL character (binary data). One rule for files, the Python API and the service."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as failure:
+        raise error(f"{where} holds a lone UTF-16 surrogate (U+{ord(text[failure.start]):04X}) at character {failure.start}") from None
+    if "\x00" in text:
+        raise error(f"{where} holds a NUL character (binary data?)")
+    return text
 
 
 def check_hypotheses_template(hypotheses: str, template: str | None) -> None:

@@ -61,7 +61,7 @@ from zstc.server.schemas import (
     InfoResponse, RerankRequest, RerankResponse,
 )
 from zstc.server.telemetry import Telemetry
-from zstc.validation import check_distinct_descriptions, check_labels, check_texts
+from zstc.validation import check_distinct_descriptions, check_encodable, check_labels, check_texts
 
 logger = logging.getLogger("zstc.server")
 
@@ -627,6 +627,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         documents = [d if isinstance(d, str) else d.text for d in body.documents]
         check_size("documents", len(documents), "max_labels")
         check_field_chars("query", body.query)
+        check_encodable(body.query, "query")
         check_chars("document", documents)
         if not documents:
             raise LabelError("no documents given")
