@@ -22,6 +22,7 @@ from zstc.errors import NonFiniteScoresError, ZstcError
 from zstc.models.loading import LOADING_LOCK
 from zstc.models.registry import ModelSpec
 from zstc.scorers.families import get_family
+from zstc.scorers.recheck import recheck_in_fp32
 
 if TYPE_CHECKING:
     import torch
@@ -225,6 +226,10 @@ class TorchScorer(Generic[F]):
         self.batch_size: int = self.options["batch_size"]
         self.max_length: int | None = self.options["max_length"]
         """As given (``None``: the model's own limit, in :attr:`LoadedModel.max_length` once loaded)."""
+        self.recheck_margin: float = self.options.get("recheck_margin", 0.0)
+        """bf16 only: scores within this margin of a decision (their text's best, or a threshold) are rescored in fp32,
+        in the family's own decision space (:mod:`zstc.scorers.recheck`); 0, and in a family without the option
+        (the embedding family's cosines), none are."""
         self._loaded: LoadedModel[F] | None = None
         self._load_lock = threading.Lock()
 
@@ -272,7 +277,16 @@ class TorchScorer(Generic[F]):
             "batch_size": self.batch_size,
             "max_length": self.max_length if loaded is None else self.limit(loaded),
             **({"parameters": loaded.parameters} if loaded is not None else {}),
+            **({"recheck_margin": self.recheck_margin} if self.precision == "bf16" and "recheck_margin" in self.options else {}),
         }
+
+    def _recheck(self, scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, rescore: Callable[[np.ndarray], np.ndarray],
+                 **how: Any) -> tuple[np.ndarray, list[str]]:
+        """In bf16, ``scores`` (in the family's decision space) with the near decisions rescored in fp32 and the notes
+        saying how many (:func:`~zstc.scorers.recheck.recheck_in_fp32`, which ``how`` goes to); in fp32, as they are."""
+        if self.precision != "bf16":
+            return scores, []
+        return recheck_in_fp32(scores, groups, cuts, self.recheck_margin, rescore, **how)
 
 
 def empty_scores(n_texts: int, n_labels: int) -> np.ndarray:

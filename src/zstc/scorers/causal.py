@@ -14,14 +14,12 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
-import numpy as np
 import torch
 
 from zstc.errors import ModelError
 from zstc.models.loading import load_error, model_source
 from zstc.scorers.base import LoadedModel, TorchScorer, count_parameters, token_limit
 from zstc.scorers.batching import length_batches
-from zstc.scorers.recheck import recheck_in_fp32
 
 F = TypeVar("F")
 TokenIds = list[int]
@@ -36,14 +34,8 @@ class CausalLMScorer(TorchScorer[F]):
     ids, option symbols); it is kept on the loaded model, never on the scorer.
     """
 
-    def __init__(self, spec: Any, **options: Any) -> None:
-        super().__init__(spec, **options)
-        self.recheck_margin: float = self.options["recheck_margin"]
-        """bf16 only: scores within this margin of a decision (their text's best, or a threshold) are rescored in fp32,
-        in the family's own decision space (:mod:`zstc.scorers.recheck`); 0: none are, and the weights load in bf16."""
-
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **({"recheck_margin": self.recheck_margin, "weights": self.weights_dtype} if self.precision == "bf16" else {})}
+        return {**super().describe(), **({"weights": self.weights_dtype} if self.precision == "bf16" else {})}
 
     @property
     def weights_dtype(self) -> str:
@@ -125,14 +117,6 @@ class CausalLMScorer(TorchScorer[F]):
         if not truncated:
             return []
         return [f"{truncated} of {n_texts} texts exceed {self.limit(loaded)} tokens with their prompt and were truncated"]
-
-    def _recheck(self, scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, rescore: Callable[[np.ndarray], np.ndarray],
-                 **how: Any) -> tuple[np.ndarray, list[str]]:
-        """In bf16, ``scores`` (in the family's decision space) with the near decisions rescored in fp32 and the notes
-        saying how many (:func:`~zstc.scorers.recheck.recheck_in_fp32`, which ``how`` goes to); in fp32, as they are."""
-        if self.precision != "bf16":
-            return scores, []
-        return recheck_in_fp32(scores, groups, cuts, self.recheck_margin, rescore, **how)
 
     def _text_batches(self, texts: Sequence[str]) -> list[list[int]]:
         """Indices of ``texts`` in batches of ``batch_size``, similar lengths together (less padding)."""

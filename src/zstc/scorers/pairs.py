@@ -39,7 +39,7 @@ from zstc.models.loading import load_error, model_source
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
-from zstc.scorers.recheck import label_cuts, recheck_in_fp32
+from zstc.scorers.recheck import label_cuts
 from zstc.scorers.runtime import Precision, inference_context
 
 __all__ = ["DEFAULT_MAX_BATCH_TOKENS", "DEFAULT_MAX_PAIRS", "CrossEncoderScorer", "PairTemplate", "plan_pairs", "token_budget_batches"]
@@ -349,12 +349,9 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         self.batch_size = self.options["batch_size"] or shape.max_pairs
         self.max_batch_tokens: int = self.options["max_batch_tokens"] or shape.max_batch_tokens
         self.length_step = shape.length_step
-        self.recheck_margin: float = self.options["recheck_margin"]
-        """bf16 only: labels within this margin of their text's best are rescored in fp32 (0: none are)."""
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "max_batch_tokens": self.max_batch_tokens,
-                **({"recheck_margin": self.recheck_margin} if self.precision == "bf16" else {})}
+        return {**super().describe(), "max_batch_tokens": self.max_batch_tokens}
 
     # -- loading --------------------------------------------------------------------------------------
 
@@ -416,7 +413,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             matrix[batch.firsts, batch.seconds] = scores
         notes = self._truncation_notes(loaded, np.isin(row_of_text, plan.truncated_firsts).sum(), len(texts), "texts")
         rows, columns = (grid.ravel() for grid in np.indices(matrix.shape))
-        rechecked, recheck_notes = self._recheck(loaded, distinct, documents, rows, columns, matrix.ravel(), groups=rows,
+        rechecked, recheck_notes = self._recheck_pairs(loaded, distinct, documents, rows, columns, matrix.ravel(), groups=rows,
                                                  cuts=None if cuts is None else cuts[columns])
         return ScoreResult(rechecked.reshape(matrix.shape)[row_of_text], notes + recheck_notes)
 
@@ -443,16 +440,14 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         notes = self._truncation_notes(loaded, np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")
         scores = np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
         competing = first_index if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
-        scores, recheck_notes = self._recheck(loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing, pair_cuts)
+        scores, recheck_notes = self._recheck_pairs(loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing, pair_cuts)
         return ScoreResult(scores, notes + recheck_notes)
 
-    def _recheck(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str], first_index: np.ndarray,
-                 second_index: np.ndarray, scores: np.ndarray, groups: np.ndarray,
-                 cuts: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
-        """In bf16, the scores with every near tie or near cut replaced by its fp32 score, and the notes saying how
-        many (:func:`~zstc.scorers.recheck.recheck_in_fp32`); in fp32, the scores as they are."""
-        if self.precision != "bf16":
-            return scores, []
+    def _recheck_pairs(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str], first_index: np.ndarray,
+                       second_index: np.ndarray, scores: np.ndarray, groups: np.ndarray,
+                       cuts: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+        """:meth:`_recheck` of the pairs ``(firsts[first_index], seconds[second_index])``, rescored as they were
+        planned (only the distinct ones, in passes no larger than :data:`RECHECK_MAX_PAIRS` when they are few)."""
 
         def rescore(todo: np.ndarray) -> np.ndarray:
             pairs = _unique_pairs(first_index[todo], second_index[todo])
@@ -461,7 +456,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             fp32 = self._scores_by_pair(loaded, plan, show_progress=False, precision="fp32")
             return np.array([fp32[pair] for pair in zip(first_index[todo].tolist(), second_index[todo].tolist())], dtype=np.float32)
 
-        return recheck_in_fp32(scores, groups, cuts, self.recheck_margin, rescore)
+        return self._recheck(scores, groups, cuts, rescore)
 
     def _plan(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str],
               pairs: tuple[np.ndarray, np.ndarray] | None, max_pairs: int | None = None) -> PairPlan:
