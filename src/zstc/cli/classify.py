@@ -156,9 +156,11 @@ def classify(
     elif is_special_file(out):  # /dev/stdout, a FIFO: written as a stream, never replaced by a file renamed over it
         writer = StdoutWriter(fmt, _open_stream(out), name=str(out))
     else:
-        # The precision as resolved on this machine (never "auto"), readable in the marker and part of the
-        # settings: a resume where auto means the other precision starts over instead of mixing the two.
-        identity = {"input_sha256": source.sha256, "settings": settings, "precision": options["precision"]}  # type: ignore[union-attr]  # local engine: opened
+        # The precision and the device as resolved on this machine (never "auto"), readable in the marker: a resume
+        # where auto means the other precision, or another device (a GPU that was busy or hidden, another GPU
+        # model), starts over instead of mixing rows whose numbers differ.
+        identity = {"input_sha256": source.sha256, "settings": settings, "precision": options["precision"],  # type: ignore[union-attr]  # local engine: opened
+                    "device": _device(classifier.scorer)}  # type: ignore[union-attr]  # local engine: built
         writer = ResumableWriter(write_target(out), fmt, identity, on_note=note)
     written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
@@ -166,6 +168,17 @@ def classify(
         note(message)
     if not quiet() and (out is not None or show_progress()):  # a pipeline reading stdout gets only the records
         print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
+
+
+def _device(scorer: Any) -> str | None:
+    """The device ``scorer`` computes on, by its kind (:func:`zstc.scorers.runtime.device_kind`); None for a scorer
+    that names none (a plugin family's without torch)."""
+    import torch
+
+    from zstc.scorers.runtime import device_kind
+
+    device = getattr(scorer, "device", None)
+    return device_kind(device) if isinstance(device, torch.device) else None if device is None else str(device)
 
 
 def _open_stream(path: Path) -> Any:
