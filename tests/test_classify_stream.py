@@ -251,6 +251,38 @@ def test_the_resolved_device_is_recorded_and_a_resume_on_another_starts_over(tmp
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
 
 
+NLI = "nli"
+"""Stands for the nli_folder fixture's model (an NLI family) in the parameters below."""
+
+
+@pytest.mark.parametrize("model, interrupted_with, resumed_with, resumes", [
+    (None, [], ["--batch-size", "64", "--device", "cpu", "--precision", "fp32"], True),
+    (None, [], ["--model", "all-MiniLM-L6-v2", "--family", "embedding", "--pooling", "native", "--scores", "probs"], True),
+    (None, ["--multi-label"], ["--multi-label", "--scores", "raw"], True),
+    (NLI, ["--multi-label"], ["--multi-label", "--threshold", "0", "--batch-size", "64", "--recheck-margin", "0.1"], True),
+    (None, [], ["--batch-size", "7"], False),  # other passes, other numbers (in bf16 visibly: see cli/classify.py)
+    (None, ["--multi-label"], ["--multi-label", "--threshold", "0"], False),  # the default is 0 *and* a margin
+], ids=["batch-device-precision", "model-family-pooling-scores", "multi-label-scores", "nli-threshold-batch-margin",
+        "another-batch-size", "embedding-threshold-without-margin"])
+def test_an_option_spelled_at_its_default_resumes(tmp_path, zstc_cli, monkeypatch, request, model, interrupted_with, resumed_with, resumes):
+    """The identity holds the settings as they take effect, not as they were typed: a run interrupted with the
+    defaults and resumed with the same values spelled out (or the model by its short name) resumed nowhere, it
+    started over and threw the finished chunks away. A setting that changes the numbers still starts over."""
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))  # the file-hash cache of a local model, private to this test
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    model_args = ["--model", str(request.getfixturevalue("nli_folder")), "--family", "nli"] if model == NLI else []
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", *model_args, *resumed_with))
+    assert status == 0, err
+    args = classify_args(source, out, "--chunk-size", "2", *model_args)
+    assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, [*args, *interrupted_with], marker)["rows"] == 2
+    status, _, err = zstc_cli(*args, *resumed_with)
+    assert status == 0, err
+    assert (f"resuming {out}: 2 predictions" in err) == resumes, err
+    assert (f"starting {out} over: the input or the settings changed" in err) != resumes, err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+
+
 def _calibration(path: Path, temperature: float) -> Path:
     path.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": temperature}}))
     return path
