@@ -283,6 +283,32 @@ def test_an_option_spelled_at_its_default_resumes(tmp_path, zstc_cli, monkeypatc
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
 
 
+def test_an_existing_output_is_said_to_be_replaced_and_kept_until_the_run_completes(tmp_path, zstc_cli, monkeypatch):
+    """--out naming a file that exists (an earlier run's finished output has no marker, so nothing says whose it
+    is) was replaced in silence at the end of the run. It is said before any work, and replaced only when the new
+    run completes: a run killed before that leaves the earlier file as it was (and resumes, saying it again)."""
+    earlier = ResumableWriter(tmp_path / "unit.jsonl", "jsonl", {"input_sha256": "a", "settings": "s"})
+    earlier.write_chunk([{"n": 1}])
+    earlier.finish()
+    notes: list[str] = []
+    ResumableWriter(tmp_path / "unit.jsonl", "jsonl", {"input_sha256": "b", "settings": "s"}, on_note=notes.append)
+    assert notes == [f"replacing {tmp_path / 'unit.jsonl'}, which exists already: it stays as it is until this run completes"]
+
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2"))
+    assert status == 0 and "replacing" not in err, err  # a new file: nothing to say
+    out.write_text('{"an": "earlier run"}\n')
+    assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, args, marker)["rows"] == 2
+    assert out.read_text() == '{"an": "earlier run"}\n'
+    status, _, err = zstc_cli(*args)
+    assert status == 0, err
+    assert err.startswith(f"note: replacing {out}, which exists already: it stays as it is until this run completes\n"
+                          f"note: resuming {out}: 2 predictions"), err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+
+
 def _calibration(path: Path, temperature: float) -> Path:
     path.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": temperature}}))
     return path

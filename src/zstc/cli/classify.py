@@ -38,7 +38,7 @@ def classify(
     threshold: Threshold = None,
     label_threshold: LabelThresholds = None,
     fit_thresholds: Annotated[Optional[Path], typer.Option(help="Multi-label: fit the threshold on this labelled file (text plus label: one label, 'none', or a JSON list of labels) instead of using the default; --label-threshold still overrides it per label.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of stdout (JSONL); the format follows the extension (.jsonl, .csv, .parquet). Resumable: run the same command again after an interrupt.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of stdout (JSONL); the format follows the extension (.jsonl, .csv, .parquet). Resumable: run the same command again after an interrupt. A file already there is replaced when the run completes (said at the start).")] = None,
     format_: Annotated[Optional[str], typer.Option("--format", help="jsonl, csv or parquet, whatever the --out extension says.")] = None,
     chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
     keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
