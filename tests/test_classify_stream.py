@@ -144,15 +144,8 @@ def test_a_run_killed_before_its_first_chunk_resumes(tmp_path, fmt):
     assert out.exists() and not resumed.marker.exists()
 
 
-def test_a_run_resumed_under_another_version_of_the_scoring_starts_over(tmp_path, zstc_cli, monkeypatch):
-    """The family's SCORING_VERSION and classify's LABELLING_VERSION are part of the run's identity: rows written by
-    one version of the scoring are never continued by another (the marker of an interrupted run says which)."""
-    import zstc.output
-    from zstc.output import ResumableWriter
-
-    source = write_texts(tmp_path / "in.jsonl", 4)
-    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
-    args = classify_args(source, out, "--chunk-size", "2")
+def _interrupted_after_first_chunk(zstc_cli, monkeypatch, args: list[str], marker: Path) -> dict:
+    """Run classify ``args``, killed (Ctrl-C) once its first chunk is written; returns the marker it leaves."""
     real_write = ResumableWriter.write_chunk
 
     def one_chunk_then_killed(self, rows, *digest):
@@ -161,8 +154,20 @@ def test_a_run_resumed_under_another_version_of_the_scoring_starts_over(tmp_path
 
     with monkeypatch.context() as patched:
         patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
-        status, _, _ = zstc_cli(*args)
-    assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+        status, _, err = zstc_cli(*args)
+    assert status == 130, err
+    return json.loads(marker.read_text())
+
+
+def test_a_run_resumed_under_another_version_of_the_scoring_starts_over(tmp_path, zstc_cli, monkeypatch):
+    """The family's SCORING_VERSION and classify's LABELLING_VERSION are part of the run's identity: rows written by
+    one version of the scoring are never continued by another (the marker of an interrupted run says which)."""
+    import zstc.output
+
+    source = write_texts(tmp_path / "in.jsonl", 4)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, args, marker)["rows"] == 2
     with monkeypatch.context() as patched:  # the same run under a later zstc, whose labelling changed
         patched.setattr(zstc.output, "LABELLING_VERSION", "999")
         status, _, err = zstc_cli(*args)
@@ -182,18 +187,8 @@ def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_o
     monkeypatch.setenv("ZSTC_AUTO_PRECISION", "fp32")
     status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2"))
     assert status == 0, err
-
-    real_write = ResumableWriter.write_chunk
-
-    def one_chunk_then_killed(self, rows, *digest):
-        real_write(self, rows, *digest)
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as patched:  # an fp32 machine: interrupted after its first chunk
-        patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
-        status, _, err = zstc_cli(*args)
-    assert status == 130 and not out.exists()
-    state = json.loads(marker.read_text())
+    state = _interrupted_after_first_chunk(zstc_cli, monkeypatch, args, marker)  # an fp32 machine
+    assert not out.exists()
     assert state["rows"] == 2 and state["identity"]["precision"] == "fp32"
 
     def killed_before_scoring(self, classifier, chunk, notes, check=None):
@@ -214,6 +209,106 @@ def test_auto_precision_is_recorded_resolved_and_a_resume_under_another_starts_o
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
 
 
+def test_the_resolved_device_is_recorded_and_a_resume_on_another_starts_over(tmp_path, zstc_cli, monkeypatch):
+    """The device is resolved before the marker is written (never "auto"): a run interrupted on the CPU and resumed
+    where the default device is a GPU (one that was busy, or hidden by CUDA_VISIBLE_DEVICES, is back) starts over
+    instead of mixing rows of two devices, whose numbers differ. The resolver stands in for a machine with a GPU;
+    no forward pass runs on it."""
+    import torch
+
+    import zstc.scorers.runtime as runtime
+    from zstc.output import ChunkLabeller
+
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2"))
+    assert status == 0, err
+    state = _interrupted_after_first_chunk(zstc_cli, monkeypatch, args, marker)
+    assert state["rows"] == 2 and state["identity"]["device"] == "cpu"
+
+    real_resolve = runtime.resolve_device
+
+    def a_gpu_by_default(device=None):
+        return torch.device("cuda") if device in (None, "auto") else real_resolve(device)
+
+    def killed_before_scoring(self, classifier, chunk, notes, check=None):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:  # the same command where auto means CUDA: the CPU's rows are not kept
+        patched.setattr(runtime, "resolve_device", a_gpu_by_default)
+        patched.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA Test GPU")
+        patched.setattr(ChunkLabeller, "rows", killed_before_scoring)
+        status, _, err = zstc_cli(*args)
+    assert status == 130
+    assert f"starting {out} over: the input or the settings changed" in err and "resuming" not in err
+    state = json.loads(marker.read_text())
+    assert state["rows"] == 0 and state["identity"]["device"] == "cuda (NVIDIA Test GPU)"
+
+    status, _, err = zstc_cli(*args)  # back on the CPU: starts over again, and the output is a clean CPU run's
+    assert status == 0, err
+    assert "starting" in err and "resuming" not in err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+
+
+NLI = "nli"
+"""Stands for the nli_folder fixture's model (an NLI family) in the parameters below."""
+
+
+@pytest.mark.parametrize("model, interrupted_with, resumed_with, resumes", [
+    (None, [], ["--batch-size", "64", "--device", "cpu", "--precision", "fp32"], True),
+    (None, [], ["--model", "all-MiniLM-L6-v2", "--family", "embedding", "--pooling", "native", "--scores", "probs"], True),
+    (None, ["--multi-label"], ["--multi-label", "--scores", "raw"], True),
+    (NLI, ["--multi-label"], ["--multi-label", "--threshold", "0", "--batch-size", "64", "--recheck-margin", "0.1"], True),
+    (None, [], ["--batch-size", "7"], False),  # other passes, other numbers (in bf16 visibly: see cli/classify.py)
+    (None, ["--multi-label"], ["--multi-label", "--threshold", "0"], False),  # the default is 0 *and* a margin
+], ids=["batch-device-precision", "model-family-pooling-scores", "multi-label-scores", "nli-threshold-batch-margin",
+        "another-batch-size", "embedding-threshold-without-margin"])
+def test_an_option_spelled_at_its_default_resumes(tmp_path, zstc_cli, monkeypatch, request, model, interrupted_with, resumed_with, resumes):
+    """The identity holds the settings as they take effect, not as they were typed: a run interrupted with the
+    defaults and resumed with the same values spelled out (or the model by its short name) resumed nowhere, it
+    started over and threw the finished chunks away. A setting that changes the numbers still starts over."""
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))  # the file-hash cache of a local model, private to this test
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    model_args = ["--model", str(request.getfixturevalue("nli_folder")), "--family", "nli"] if model == NLI else []
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", *model_args, *resumed_with))
+    assert status == 0, err
+    args = classify_args(source, out, "--chunk-size", "2", *model_args)
+    assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, [*args, *interrupted_with], marker)["rows"] == 2
+    status, _, err = zstc_cli(*args, *resumed_with)
+    assert status == 0, err
+    assert (f"resuming {out}: 2 predictions" in err) == resumes, err
+    assert (f"starting {out} over: the input or the settings changed" in err) != resumes, err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+
+
+def test_an_existing_output_is_said_to_be_replaced_and_kept_until_the_run_completes(tmp_path, zstc_cli, monkeypatch):
+    """--out naming a file that exists (an earlier run's finished output has no marker, so nothing says whose it
+    is) was replaced in silence at the end of the run. It is said before any work, and replaced only when the new
+    run completes: a run killed before that leaves the earlier file as it was (and resumes, saying it again)."""
+    earlier = ResumableWriter(tmp_path / "unit.jsonl", "jsonl", {"input_sha256": "a", "settings": "s"})
+    earlier.write_chunk([{"n": 1}])
+    earlier.finish()
+    notes: list[str] = []
+    ResumableWriter(tmp_path / "unit.jsonl", "jsonl", {"input_sha256": "b", "settings": "s"}, on_note=notes.append)
+    assert notes == [f"replacing {tmp_path / 'unit.jsonl'}, which exists already: it stays as it is until this run completes"]
+
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2")
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2"))
+    assert status == 0 and "replacing" not in err, err  # a new file: nothing to say
+    out.write_text('{"an": "earlier run"}\n')
+    assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, args, marker)["rows"] == 2
+    assert out.read_text() == '{"an": "earlier run"}\n'
+    status, _, err = zstc_cli(*args)
+    assert status == 0, err
+    assert err.startswith(f"note: replacing {out}, which exists already: it stays as it is until this run completes\n"
+                          f"note: resuming {out}: 2 predictions"), err
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
+
+
 def _calibration(path: Path, temperature: float) -> Path:
     path.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": temperature}}))
     return path
@@ -230,17 +325,8 @@ def test_a_resume_under_another_calibration_starts_over(tmp_path, zstc_cli, monk
                              for name, temperature in (("warm.json", 0.5), ("warm-copy.json", 0.5), ("cool.json", 2.0)))
     status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", "--calibration", str(warm)))
     assert status == 0, err
-    real_write = ResumableWriter.write_chunk
-
-    def one_chunk_then_killed(self, rows, *digest):
-        real_write(self, rows, *digest)
-        raise KeyboardInterrupt
-
     for interrupted_with, resumed in (([], False), (["--calibration", str(cool)], False), (["--calibration", str(warm_copy)], True)):
-        with monkeypatch.context() as patched:
-            patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
-            status, _, _ = zstc_cli(*args, *interrupted_with)
-        assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+        assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, [*args, *interrupted_with], marker)["rows"] == 2
         status, _, err = zstc_cli(*args, "--calibration", str(warm))
         assert status == 0, err
         assert (f"resuming {out}: 2 predictions" in err) == resumed, (interrupted_with, err)
@@ -262,17 +348,9 @@ def test_a_resume_after_the_models_weights_changed_starts_over(tmp_path, zstc_cl
     source = write_texts(tmp_path / "in.jsonl", 6)
     out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
     model_args = ("--model", str(folder), "--family", "nli", "--precision", "fp32", "--chunk-size", "2")
-    real_write = ResumableWriter.write_chunk
-
-    def one_chunk_then_killed(self, rows, *digest):
-        real_write(self, rows, *digest)
-        raise KeyboardInterrupt
 
     def interrupted() -> None:
-        with monkeypatch.context() as patched:
-            patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
-            status, _, _ = zstc_cli(*classify_args(source, out, *model_args))
-        assert status == 130 and json.loads(marker.read_text())["rows"] == 2
+        assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, classify_args(source, out, *model_args), marker)["rows"] == 2
 
     interrupted()
     status, _, err = zstc_cli(*classify_args(source, out, *model_args))

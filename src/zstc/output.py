@@ -6,7 +6,9 @@ sha256 and a fingerprint of every setting) and how much of the output is complet
 once its bytes are on disk and the marker says so, so a run killed at any moment (even SIGKILL) leaves a
 prefix of complete chunks, possibly followed by a torn chunk that the next run cuts off. Run again with the
 same input and settings, classification continues after the last complete chunk; the finished file is
-byte-equal to one written without interruption. A changed input or setting starts over.
+byte-equal to one written without interruption. A changed input or setting starts over. An ``OUT`` that exists
+already (an earlier run's finished output has no marker) is said to be replaced before any work, and is replaced
+only when the run completes: until then it is left as it is.
 
 An input with no checksum (stdin, a FIFO: read once, as it streams) is checked a chunk at a time instead: the
 marker holds a digest of each chunk's input rows (:func:`input_digest`), and a resumed run keeps the chunks
@@ -223,6 +225,8 @@ class ResumableWriter:
                                       "ends": [], "inputs": []}
         self._schema: Any = None
         """Parquet: the columns' types over the chunks written (None: not known yet, read from them when needed)."""
+        if self.path.is_file():  # an earlier run's output: said before any work, not replaced in silence at the end
+            on_note(f"replacing {self.path}, which exists already: it stays as it is until this run completes")
         previous = self._read_marker()
         if previous is not None and previous.get("identity") == identity and self._partial_intact(previous):
             self.state = previous

@@ -49,6 +49,15 @@ def resolve_device(device: str | None = None) -> torch.device:
     return torch.device(device)
 
 
+def device_kind(device: torch.device) -> str:
+    """The device as a run's numbers depend on it: its type (``cpu``), and for a GPU its model as well
+    (``cuda (NVIDIA H100 80GB HBM3)``: GPUs of two models run other kernels). Not the index: ``cuda:1`` names
+    a slot, which ``CUDA_VISIBLE_DEVICES`` renumbers, not the hardware."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type
+
+
 @cache
 def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
     """The CPU feature flags listed in ``path`` (the first CPU's); empty where there is no such file."""
