@@ -38,6 +38,9 @@ def texts_file(tmp_path):
         (["classify", "{texts}", "--labels", "a,b,a"], "duplicate labels: 'a'"),
         # Read alike (the same opinion phrases): they would tie on every text, the first always winning.
         (["classify", "{texts}", "--labels", "positive,Positive"], "labels 'positive' and 'Positive' have the same description"),
+        # Descriptions that differ only where the default model's uncased tokenizer does not look: the same token ids.
+        (["classify", "{texts}", "--labels", "Sports,sports,politics"],
+         "labels 'Sports' and 'sports' read the same to sentence-transformers/all-MiniLM-L6-v2 (its tokenizer lowercases)"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "no-such/model-xyz"], "unknown model 'no-such/model-xyz'"),
         (["classify", "{texts}", "--labels", "a,b", "--family", "nonsense"], "unknown family 'nonsense'"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "foo/not-a-model", "--family", "embedding"], "cannot load model 'foo/not-a-model'"),

@@ -459,3 +459,63 @@ def test_a_model_that_gives_nan_scores_is_an_error_not_a_label() -> None:
         with pytest.raises(NonFiniteScoresError, match=r"non-finite scores \(NaN or infinite\) for \d+ of \d+ \(text, label\) "
                                                       r"pairs, the first for text 1 and label 1"):
             call()
+
+
+# -- labels the model reads alike -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("labels", "descriptions", "message"), [
+    (["Sports", "sports", "politics"], None,
+     f"labels 'Sports' and 'sports' read the same to {MINILM} (its tokenizer lowercases): their scores would tie on every text"),
+    (["café", "Cafe", "bar"], None, "labels 'café' and 'Cafe' read the same to " + MINILM + " (its tokenizer lowercases and drops accents)"),
+    (["New York", "New  York", "Paris"], None, "labels 'New York' and 'New  York' read the same to " + MINILM + " (its tokenizer ignores extra spaces)"),
+    (["Sports", "politics", "SPORTS", "sports"], None, "labels 'Sports', 'SPORTS' and 'sports' read the same"),
+    # A labels file's descriptions: they are where the labels differ, so the message names them too.
+    (["a", "b"], ["Sports news", "sports news"], "labels 'a' and 'b' (described 'Sports news' and 'sports news') read the same"),
+    # Characters outside the vocabulary are one unknown token each.
+    (["😀", "😃"], None, "labels '😀' and '😃' (described 'This is 😀.' and 'This is 😃.') read the same to " + MINILM
+     + " (its tokenizer gives them the very same tokens)"),
+])
+def test_labels_an_uncased_model_reads_alike_are_refused(classifier: Classifier, labels, descriptions, message) -> None:
+    """all-MiniLM-L6-v2's tokenizer lowercases and drops accents: 'Sports' and 'sports' were the very same token ids,
+    so their scores tied on every text and argmax always picked the first, silently."""
+    texts = ["The match ended 2-1."]
+    for call in (lambda: classifier.predict(texts, labels, descriptions), lambda: classifier.scores(texts, labels, descriptions),
+                 lambda: classifier.predict_multi_label(texts, labels, descriptions, threshold=0.2)):
+        with pytest.raises(LabelError, match=re.escape(message)):
+            call()
+
+
+def test_labels_read_alike_by_a_cross_encoder_or_behind_a_shortlist_are_refused(nli_folder) -> None:
+    from zstc.scorers import make_scorer
+    from zstc.scorers.cascade import CascadeScorer
+
+    nli = make_scorer(str(nli_folder), "nli", precision="fp32")
+    minilm = make_scorer(MINILM, precision="fp32")
+    for scorer in (nli, CascadeScorer(nli, minilm, 1)):  # behind a shortlist the main model's scores decide
+        with pytest.raises(LabelError, match=r"labels 'Sports' and 'sports' read the same to .* \(its tokenizer lowercases\)"):
+            Classifier(scorer).predict(["The match ended 2-1."], ["Sports", "sports", "politics"])
+    # Not when the template is what reads them apart, nor for a scorer that cannot tell (a user's own object).
+    assert nli.indistinguishable(["About Sports.", "about sports."]) == [(0, 1)]
+    assert nli.indistinguishable(["About sports.", "On sports."]) == []
+
+    class OwnScorer:
+        family = "embedding"
+
+        def score(self, texts, labels, show_progress=False):
+            return np.zeros((len(texts), len(labels)), dtype=np.float32)
+
+    assert Classifier(OwnScorer()).predict(["x"], ["Sports", "sports"])[0].label == "Sports"
+
+
+def test_a_cased_model_keeps_labels_that_differ_in_case(smollm2_folder) -> None:
+    """SmolLM2's tokenizer keeps case: 'Sports' and 'sports' are other tokens, and scored apart. An LLM lists every
+    label as an option of its own symbol, so its labels never read alike (and nothing needs loading to say so)."""
+    from zstc.scorers import make_scorer
+
+    judge = Classifier(str(smollm2_folder), family="yesno", precision="fp32")
+    assert judge.scorer.indistinguishable(["Sports", "sports", "New York", "New  York"]) == []
+    scores = judge.predict(["The match ended 2-1."], ["Sports", "sports", "politics"])[0].raw_scores
+    assert scores["Sports"] != scores["sports"]
+    llm = make_scorer(str(smollm2_folder), "llm", precision="fp32")
+    assert llm.indistinguishable(["Sports", "sports"]) == [] and llm._loaded is None

@@ -85,6 +85,17 @@ def test_classify_refuses_to_overwrite_its_input(zstc_cli, texts: Path, spelling
     assert digest(texts) == before
 
 
+def test_labels_the_model_reads_alike_are_refused_before_any_output(zstc_cli, texts: Path, tmp_path: Path, nli_folder: Path) -> None:
+    """An uncased NLI cross-encoder reads the hypotheses 'This is Sports.' and 'This is sports.' as the same token ids:
+    their scores would tie on every text and the first would always win. Refused, and no output (nor a resume
+    marker) is left behind."""
+    out = tmp_path / "predictions.jsonl"
+    assert_user_error(zstc_cli("classify", str(texts), "--labels", "Sports,sports,politics", "--model", str(nli_folder),
+                               "--family", "nli", "--out", str(out)),
+                      "labels 'Sports' and 'sports' read the same to", "(its tokenizer lowercases)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["texts.jsonl"]
+
+
 def test_txt_input_and_labels_file_are_inputs_too(zstc_cli, tmp_path: Path) -> None:
     plain = tmp_path / "t.txt"
     plain.write_text("one\ntwo\n")

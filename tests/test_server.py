@@ -138,6 +138,21 @@ def test_nli_results_equal_classifier_predict(nli_client: TestClient, nli: Class
         assert probabilities == pytest.approx(np.exp(raw) / np.exp(raw).sum()), "softmax of the log-odds, T = 1"
 
 
+def test_labels_an_uncased_cross_encoder_reads_alike_are_a_422_with_the_api_message(nli_client: TestClient, nli: Classifier) -> None:
+    """The NLI model's tokenizer lowercases: 'Sports' and 'sports' are the same hypothesis to it, whose scores would tie
+    on every text. Refused as the Python API refuses them; a label set seen before is not tokenized again."""
+    with pytest.raises(LabelError) as raised:
+        nli.predict(["The striker scored."], ["Sports", "sports", "politics"])
+    assert "labels 'Sports' and 'sports' read the same to" in str(raised.value) and "(its tokenizer lowercases)" in str(raised.value)
+    cache = nli.scorer._alike_cache
+    for _ in range(2):
+        misses = cache.misses
+        response = nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["Sports", "sports", "politics"]})
+        assert response.status_code == 422 and response.json() == {"error": str(raised.value), "error_type": "validation"}
+    assert cache.misses == misses, "the second request's label set came from the cache"
+    assert nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["sports", "politics"]}).status_code == 200
+
+
 def test_each_family_gets_the_backend_that_batches_it(minilm: Classifier, nli: Classifier) -> None:
     """Chosen by what a scorer's class offers, not what an instance answers: a cascade answers for its cross-encoder's
     ``score_pairs`` through ``__getattr__``, yet must be batched as a cascade (shortlist first)."""
@@ -337,6 +352,10 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
     ({"texts": ["x"], "labels": ["only"]}, "only one label"),
     ({"texts": ["x"], "labels": ["a", "a"]}, "duplicate labels"),
     ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["same", "same"]}, "labels 'a' and 'b' have the same description ('same')"),
+    # all-MiniLM-L6-v2's tokenizer lowercases: the two would tie on every text; in either shape, in any label set of a request.
+    ({"texts": ["x"], "labels": ["Sports", "sports", "politics"]}, "labels 'Sports' and 'sports' read the same to sentence-transformers/all-MiniLM-L6-v2"),
+    ({"texts": ["x", "y"], "labels": [["a", "b"], ["Sports", "politics", "SPORTS"]]}, "labels 'Sports' and 'SPORTS' read the same"),
+    ({"inputs": "x", "parameters": {"candidate_labels": "Sports,sports"}}, "labels 'Sports' and 'sports' read the same"),
     ({"texts": [""], "labels": ["a", "b"]}, "text 1 is empty"),
     ({"texts": [], "labels": ["a", "b"]}, "no texts to classify"),
     ({"texts": ["x"], "labels": ["a", "b"], "template": "About {topic}: {}"}, "template 'About {topic}: {}' cannot be filled"),

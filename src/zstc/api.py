@@ -29,8 +29,11 @@ from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
-from zstc.scorers.base import Scorer
-from zstc.validation import OptionSpec, Rule, check_sequence, check_distinct_descriptions, check_labels, check_option, check_options, check_template, check_texts
+from zstc.scorers.base import Scorer, indistinguishable_labels
+from zstc.validation import (
+    OptionSpec, Rule, check_distinct_descriptions, check_labels, check_option, check_options, check_read_apart, check_sequence, check_template,
+    check_texts,
+)
 from zstc.yin.calibration import Calibration, default_calibration, load_calibration, score_scale
 
 HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
@@ -151,6 +154,26 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
 
 
+def check_labels_read_apart(scorer: Any, labels: Sequence[str], descriptions: Sequence[str]) -> None:
+    """Refuse labels whose descriptions differ but which ``scorer``'s model reads as the very same input
+    (:func:`zstc.validation.check_read_apart`; a :class:`HypothesisSet`'s labels when they read alike in every
+    variant, as their averaged scores then tie). A scorer that cannot tell (a user's own object) passes them all.
+    The one place labels meet a loaded model before scoring: :meth:`Classifier.scores`, ``classify`` before it
+    writes anything, and the HTTP service."""
+    variants = list(descriptions.variants.values()) if isinstance(descriptions, HypothesisSet) else [list(descriptions)]
+    # Each label's group in every variant (its own position when it reads unlike any other): equal keys tie.
+    keys: list[tuple[int, ...]] = [() for _ in labels]
+    for variant in variants:
+        first_of = {i: group[0] for group in indistinguishable_labels(scorer, variant) for i in group}
+        keys = [key + (first_of.get(i, i),) for i, key in enumerate(keys)]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    alike = [members for members in groups.values() if len(members) > 1]
+    model = getattr(getattr(scorer, "spec", None), "model_id", None) or "the model"
+    check_read_apart(labels, descriptions, alike, model)
+
+
 def _model_id(name: str, family: str | None) -> str:
     """``name`` (a calibration file's model) as the registry resolves it, so that a paper name, a hub id and an
     alias of one model agree; the name as written when the registry cannot resolve it."""
@@ -268,6 +291,7 @@ class Classifier:
         if len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
         check_distinct_descriptions(labels, descriptions)
+        check_labels_read_apart(self.scorer, labels, descriptions)
         # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
         result = score_hypotheses_with_notes(self.scorer, texts, descriptions, thresholds=thresholds)
         if notes is not None:  # the caller's list: the classifier keeps no per-call state (it may serve threads)

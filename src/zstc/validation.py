@@ -12,12 +12,14 @@ dict of specs before any work starts. Messages name the Python parameter (``batc
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import string
 import sys
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,6 +170,49 @@ def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[st
             raise LabelError(f"labels {quoted(first[description])} and {quoted(label)} have the same description "
                              f"({quoted(description)}): no model can tell them apart; describe them differently or merge them")
         first[description] = label
+
+
+def check_read_apart(labels: Sequence[str], descriptions: Sequence[str], alike: Sequence[Sequence[int]], model: str) -> None:
+    """Refuse labels that ``model`` reads as the very same input, although their descriptions differ: ``alike``
+    holds groups of their positions, found by the model's scorer
+    (:func:`zstc.scorers.base.indistinguishable_labels`). An uncased tokenizer reads ``Sports`` and ``sports``
+    alike; their scores would tie on every text and the first would always win, silently."""
+    if not alike:
+        return
+    group = list(alike[0])
+    names = [labels[i] for i in group]
+    first, second = descriptions[group[0]], descriptions[group[1]]
+    why = _normalisation_joining(first, second)
+    named = ", ".join(quoted(name) for name in names[:-1]) + f" and {quoted(names[-1])}"
+    # Named by the labels; their descriptions too unless the labels' own difference is the one read away.
+    plain = (first, second) == (names[0], names[1]) or (why is not None and _normalisation_joining(names[0], names[1]) == why)
+    described = "" if plain else f" (described {quoted(first)} and {quoted(second)})"
+    reason = f"its tokenizer {why}" if why else "its tokenizer gives them the very same tokens"
+    raise LabelError(f"labels {named}{described} read the same to {model} ({reason}): their scores would tie on every text "
+                     "and the first would always win; describe them differently or merge them")
+
+
+_NORMALISATIONS: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("ignores extra spaces", lambda text: " ".join(text.split())),
+    ("normalises Unicode (NFKC)", lambda text: unicodedata.normalize("NFKC", text)),
+    ("lowercases", str.casefold),
+    ("drops accents", lambda text: "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))),
+)
+"""What tokenizers commonly do before they split (BERT's uncased ones lowercase and drop accents), each as a
+phrase for a message."""
+
+
+def _normalisation_joining(first: str, second: str) -> str | None:
+    """The fewest of :data:`_NORMALISATIONS` that make ``first`` and ``second`` one string, as a phrase
+    ("lowercases and drops accents"); None when none do (characters outside the vocabulary, read as one unknown token)."""
+    for size in range(1, len(_NORMALISATIONS) + 1):
+        for steps in itertools.combinations(_NORMALISATIONS, size):
+            a, b = first, second
+            for _, normalise in steps:
+                a, b = normalise(a), normalise(b)
+            if a == b:
+                return " and ".join(what for what, _ in steps)
+    return None
 
 
 def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:

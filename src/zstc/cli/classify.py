@@ -58,7 +58,7 @@ def classify(
     """One output row per input row: the input's columns, the predicted label (or, with --multi-label, every
     label that passes the threshold, or "none") and the score of every label. JSONL on stdout, or --out
     FILE (.jsonl, .csv, .parquet), written a chunk at a time and resumable after an interrupt."""
-    from zstc.api import Classifier, label_hypotheses
+    from zstc.api import Classifier, check_labels_read_apart, label_hypotheses
     from zstc.cli.verbosity import quiet, show_progress
     from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
@@ -71,7 +71,7 @@ def classify(
     from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
     from zstc.scale.planner import ENGINES
-    from zstc.validation import check_choice, check_labels, check_options
+    from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options
 
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
@@ -126,6 +126,9 @@ def classify(
                   if engine == "local" or (multi_label and fit_thresholds) else None)
     for message in classifier.notes if classifier is not None else ():
         note(message)
+    if classifier is not None:  # before any output is opened (a refused run leaves no partial file); Ray's actors check theirs
+        check_distinct_descriptions(names, descriptions)
+        check_labels_read_apart(classifier.scorer, names, descriptions)
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.

@@ -110,6 +110,16 @@ def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str]
     return result
 
 
+def indistinguishable_labels(scorer: Any, labels: Sequence[str]) -> list[tuple[int, ...]]:
+    """The groups of positions in ``labels`` (label descriptions, as ``score`` takes them) that ``scorer``'s model
+    reads as the very same input (:meth:`TorchScorer.indistinguishable`): their scores tie on every text. Empty for
+    a scorer that cannot tell (one without the capability, such as a user's own object with ``score``)."""
+    if not offers(scorer, "indistinguishable"):
+        return []
+    groups: list[tuple[int, ...]] = scorer.indistinguishable(labels)
+    return groups
+
+
 def check_finite_scores(scores: np.ndarray) -> None:
     """Refuse scores that hold NaN or infinite values (:class:`NonFiniteScoresError`), naming how many and the
     first by position: a (text, label) of a matrix, or a pair of a vector of pair scores."""
@@ -205,6 +215,10 @@ def offers(scorer: Any, method: str) -> bool:
     return callable(getattr(type(scorer), method, None))
 
 
+ALIKE_CACHE_SIZE = 256
+"""Label sets whose :meth:`TorchScorer.indistinguishable` answer is kept (least recently used dropped first)."""
+
+
 class TorchScorer(Generic[F]):
     """Shared plumbing for scorers that run a torch model: options, device, precision, loading once."""
 
@@ -232,6 +246,7 @@ class TorchScorer(Generic[F]):
         (the embedding family's cosines), none are."""
         self._loaded: LoadedModel[F] | None = None
         self._load_lock = threading.Lock()
+        self._alike_cache: LruCache[list[tuple[int, ...]]] = LruCache(ALIKE_CACHE_SIZE)
 
     @property
     def model_id(self) -> str:
@@ -256,6 +271,32 @@ class TorchScorer(Generic[F]):
     def limit(self, loaded: LoadedModel[F]) -> int:
         """The token limit of a call: ``max_length`` as set now, else the loaded model's."""
         return self.max_length if self.max_length is not None else loaded.max_length
+
+    def _label_inputs(self, labels: Sequence[str]) -> list[str] | None:
+        """What the model reads for each label, as a string its tokenizer turns into the label's input: by default the
+        label description as a document (the embedding families embed it, the cross-encoders pair it with the text).
+        ``None``: a family whose labels cannot read alike (each LLM option has its own symbol)."""
+        return [self.spec.format_document(label) for label in labels]
+
+    def indistinguishable(self, labels: Sequence[str]) -> list[tuple[int, ...]]:
+        """The groups of positions in ``labels`` (two or more each) whose inputs (:meth:`_label_inputs`) the tokenizer
+        turns into the very same token ids: an uncased tokenizer reads ``Sports`` and ``sports`` alike, so their
+        scores tie on every text and the first always wins. Empty when every label reads differently. Cached per
+        label set (a service sees the same ones again and again)."""
+        key = tuple(labels)
+        return self._alike_cache.get_or_compute(key, lambda: self._indistinguishable(key))
+
+    def _indistinguishable(self, labels: tuple[str, ...]) -> list[tuple[int, ...]]:
+        inputs = self._label_inputs(labels)
+        if inputs is None or len(inputs) < 2:
+            return []
+        loaded = self.loaded
+        with loaded.tokenizer_lock:
+            ids = loaded.tokenizer(list(inputs), add_special_tokens=False)["input_ids"]
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for position, token_ids in enumerate(ids):
+            groups.setdefault(tuple(token_ids), []).append(position)
+        return [tuple(members) for members in groups.values() if len(members) > 1]
 
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         """A float32 matrix of shape ``(len(texts), len(labels))``; higher means more likely."""

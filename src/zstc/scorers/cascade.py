@@ -33,7 +33,7 @@ from typing import Any, cast
 import numpy as np
 
 from zstc.errors import OptionError
-from zstc.scorers.base import PairScorer, Scorer, ScoreResult, offers, rechecks_thresholds, score_with_notes
+from zstc.scorers.base import PairScorer, Scorer, ScoreResult, indistinguishable_labels, offers, rechecks_thresholds, score_with_notes
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
 """The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
@@ -199,6 +199,11 @@ class CascadeScorer:
             order = "sorted order (prompt_style harness)" if getattr(self.main, "prompt_style", None) == "harness" else "label order"
             facts["prompt"] = f"lists only the K shortlisted options, in {order} (differs from the full run's prompt)"
         return {**self.main.describe(), "shortlist": facts}
+
+    def indistinguishable(self, labels: Sequence[str]) -> list[tuple[int, ...]]:
+        """The main scorer's (:func:`~zstc.scorers.base.indistinguishable_labels`): its scores decide; the shortlister's
+        ties only order the labels it leaves out."""
+        return indistinguishable_labels(self.main, labels)
 
     # -- scoring --------------------------------------------------------------------------------------
 

@@ -65,6 +65,12 @@ class CausalLMScorer(TorchScorer[F]):
         """What a family derives once from the tokenizer (answer token ids, option symbols)."""
         raise NotImplementedError
 
+    def _label_inputs(self, labels: Sequence[str]) -> list[str] | None:
+        """None: a generative family's labels are read inside its prompt, which each family builds its own way (the
+        yes/no judge says what its prompt is; an LLM lists every label as an option with its own symbol, so no
+        two read alike)."""
+        return None
+
     @staticmethod
     def pad_id(loaded: LoadedModel[Any]) -> int:
         # Any id works: padded positions are masked out. Many causal tokenizers have no pad token.

@@ -87,6 +87,11 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         query, document = (text, label) if self.query == "text" else (label, text)
         return yesno_prompt(query, document, self.instruction)
 
+    def _label_inputs(self, labels: Sequence[str]) -> list[str]:
+        """Each label's judge prompt around one text (the empty one: the text is the same for every label and never
+        next to it), so that labels whose prompts are the very same tokens are found."""
+        return [self.prompt("", label) for label in labels]
+
     def _fitted_prompts(self, loaded: LoadedModel[AnswerIds], text: str, labels: Sequence[str]) -> tuple[list[TokenIds], bool]:
         """The token ids of every label's prompt for ``text``, the text cut so the longest one fits; and
         whether it was cut. The text is cut wherever it stands in the prompt (<Query> or <Document>)."""

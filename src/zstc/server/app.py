@@ -49,7 +49,7 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from zstc import __version__
-from zstc.api import Classifier, describe_labels
+from zstc.api import Classifier, check_labels_read_apart, describe_labels
 from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
@@ -458,16 +458,27 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # -- POST /classify, POST / ----------------------------------------------------------------------------------
 
-    def label_descriptions(names: list[str], given: list[str] | None, template: str | None) -> tuple[str, ...]:
-        """What the model scores for ``names``: one description per label, or (zstc's default for polarity
-        labels, :func:`zstc.api.describe_labels`) several, variant after variant; :func:`label_scores` averages them."""
-        if given is not None and len(given) != len(names):
-            raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
-        described = describe_labels(given if given is not None else names, template)  # checks the template (zstc.validation)
-        check_distinct_descriptions(names, described)
-        variants = list(described.variants.values()) if isinstance(described, HypothesisSet) else [list(described)]
-        flat = tuple(description for variant in variants for description in variant)
-        check_chars("label description", flat)
+    async def label_descriptions(label_sets: list[tuple[list[str], list[str] | None, str | None]]) -> list[tuple[str, ...]]:
+        """What the model scores for each ``(names, their descriptions or None, template)``: one description per label,
+        or (zstc's default for polarity labels, :func:`zstc.api.describe_labels`) several, variant after variant;
+        :func:`label_scores` averages them. Labels the model reads alike are refused (:func:`check_labels_read_apart`:
+        off the event loop, where it may wait for the tokenizer; a label set seen before is answered from the scorer's cache)."""
+        flat, distinct = [], {}
+        for names, given, template in label_sets:
+            if given is not None and len(given) != len(names):
+                raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
+            described = describe_labels(given if given is not None else names, template)  # checks the template (zstc.validation)
+            check_distinct_descriptions(names, described)
+            variants = list(described.variants.values()) if isinstance(described, HypothesisSet) else [list(described)]
+            flat.append(tuple(description for variant in variants for description in variant))
+            check_chars("label description", flat[-1])
+            distinct[(tuple(names), flat[-1])] = (names, described)
+
+        def read_apart() -> None:
+            for names, described in distinct.values():
+                check_labels_read_apart(scorer, names, described)
+
+        await asyncio.to_thread(read_apart)
         return flat
 
     def label_scores(row: np.ndarray, labels: int) -> np.ndarray:
@@ -494,7 +505,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
                 raise LabelError(f"{len(given_lists)} description lists for {len(label_lists)} label lists")
         if per_text and len(label_lists) != len(texts):
             raise LabelError(f"{len(label_lists)} label sets for {len(texts)} texts: give one label set per text, or one list for all")
-        names_per_set, descriptions_per_set = [], []
+        names_per_set, label_sets = [], []
         for names, given in zip(label_lists, given_lists):
             check_size("labels", len(names), "max_labels")
             check_chars("label", names)
@@ -506,7 +517,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             # Label names without a template get the classifier's (zstc's default "This is {}."), as classify does.
             template = body.template if body.template is not None or given is not None else probability_model.template
             names_per_set.append(names)
-            descriptions_per_set.append(label_descriptions(names, given, template))
+            label_sets.append((names, given, template))
+        descriptions_per_set = await label_descriptions(label_sets)
         if not per_text:
             names_per_set, descriptions_per_set = names_per_set * len(texts), descriptions_per_set * len(texts)
         threshold: float | None = None
@@ -578,7 +590,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         # label would always say 1).
         multi_label = body.parameters.multi_label or len(candidates) == 1
         names = check_labels(candidates, what="candidate_labels", allow_single=multi_label)
-        descriptions = label_descriptions(names, None, body.parameters.hypothesis_template)
+        descriptions = (await label_descriptions([(names, None, body.parameters.hypothesis_template)]))[0]
         rows, job = await score(request, texts, [descriptions] * len(texts))
         answers = []
         for row in (label_scores(row, len(names)) for row in rows):
