@@ -216,6 +216,7 @@ def test_the_resolved_device_is_recorded_and_a_resume_on_another_starts_over(tmp
     no forward pass runs on it."""
     import torch
 
+    import zstc.api as api
     import zstc.scorers.runtime as runtime
     from zstc.output import ChunkLabeller
 
@@ -238,6 +239,8 @@ def test_the_resolved_device_is_recorded_and_a_resume_on_another_starts_over(tmp
     with monkeypatch.context() as patched:  # the same command where auto means CUDA: the CPU's rows are not kept
         patched.setattr(runtime, "resolve_device", a_gpu_by_default)
         patched.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA Test GPU")
+        # The labels' check reads them with the loaded model's tokenizer; there is no GPU here to load it on.
+        patched.setattr(api, "check_labels_read_apart", lambda scorer, labels, descriptions: None)
         patched.setattr(ChunkLabeller, "rows", killed_before_scoring)
         status, _, err = zstc_cli(*args)
     assert status == 130
