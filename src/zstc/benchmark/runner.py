@@ -269,6 +269,7 @@ class Bench:
         self.cache = ResultCache(on_note=lambda note: self.on_event("note", note)) if config.cache else None
         self._scorer: Scorer | None = None
         self._identity: tuple[dict[str, Any], str] | None = None
+        self._uncached_noted = False
 
     @property
     def scorer(self) -> Scorer:
@@ -315,12 +316,25 @@ class Bench:
         run_identity, _ = self.validate()
         return run_identity["model"], run_identity.get("model_revision")
 
+    def shared_cache(self) -> ResultCache | None:
+        """The shared result cache, unless it is off or the model's weights have no known revision: a hub model whose
+        commit could not be found is not cached (another revision would be stored, and found, under the same key)."""
+        if self.cache is None:
+            return None
+        _, revision = self.cache_key()
+        if revision is None and not self._uncached_noted:
+            self._uncached_noted = True
+            self.on_event("note", "which revision of the model's weights this is cannot be found (the hub did not say, and it is "
+                                  "not in the hub cache), so this run's results are not kept in the shared result cache")
+        return None if revision is None else self.cache
+
     def reusable(self, name: str, expected: str) -> DatasetResult | None:
         """A finished result for ``name`` with fingerprint ``expected``: this run's own details folder first,
         then the shared cache (copied into the details folder, which reports read)."""
         found = self._reusable(name, expected)
-        if found is None and self.cache is not None:
-            found = self.cache.get(*self.cache_key(), name, expected)
+        cache = self.shared_cache()
+        if found is None and cache is not None:
+            found = cache.get(*self.cache_key(), name, expected)
             if found is not None:
                 self.store.save(found)
         return found
@@ -340,8 +354,9 @@ class Bench:
     def keep(self, result: DatasetResult) -> None:
         """Save a computed result in this run's details folder and in the shared cache."""
         self.store.save(result)
-        if self.cache is not None:
-            self.cache.put(result, *self.cache_key())
+        cache = self.shared_cache()
+        if cache is not None:
+            cache.put(result, *self.cache_key())
 
     def summarize(self, results: dict[str, DatasetResult]) -> dict[str, Any]:
         """The run summary of ``results``, written to ``config.out`` as ``zstc bench`` writes it."""
