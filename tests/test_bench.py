@@ -211,6 +211,111 @@ def test_the_packaged_model_is_pinned_by_a_cached_content_hash(tmp_path, monkeyp
     assert model_identity(str(folder)) != before
 
 
+E5 = "intfloat/e5-base-v2"
+
+
+@pytest.fixture
+def fake_hub(tmp_path, monkeypatch):
+    """A reachable hub, offline: ``hf_hub_download`` writes what a real download leaves in a private hub cache (the
+    file under ``snapshots/<commit>/``, ``refs/main``); ``hub["main"]`` is the hub's current commit. Each test starts
+    as a new process would, with no commit resolved yet."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    import zstc.models.loading as loading
+
+    cache = tmp_path / "hf"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: True)
+    monkeypatch.setattr(loading, "_PINNED", {}, raising=False)
+    hub = {"main": "a" * 40, "missing": False}
+
+    def download(repo_id, filename, revision=None, **kwargs):
+        if hub["missing"]:
+            raise OSError(f"{repo_id} is not on the hub")
+        repo = cache / f"models--{repo_id.replace('/', '--')}"
+        snapshot = repo / "snapshots" / (revision or hub["main"])
+        snapshot.mkdir(parents=True, exist_ok=True)
+        (snapshot / filename).write_text("{}")
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / "main").write_text(hub["main"])
+        return str(snapshot / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    hub["download"] = download
+    hub["new_process"] = lambda: monkeypatch.setattr(loading, "_PINNED", {}, raising=False)
+    return hub
+
+
+def _hub_bench(tmp_path, btzsc_dir, stand_in, tasks):
+    """bench of the hub model E5, its weights stood in for by an offline model (nothing is downloaded)."""
+    bench = Bench(config(tmp_path, btzsc_dir, model=E5, tasks=tasks, scorer_options={"precision": "fp32"}, max_samples=20),
+                  show_progress=False)
+    bench._scorer = stand_in
+    return bench
+
+
+def test_a_hub_models_first_run_names_the_commit_it_downloads_and_resumes(tmp_path, btzsc_dir, fake_hub, minilm_cls, monkeypatch):
+    """The identity was computed before the model loaded: on the first run of a hub model not yet downloaded its
+    revision was None, after the download the commit, so the same command could not resume the interrupted run
+    ("model_revision None -> 'aaaa...'"), and every run before a download shared the key "revision None"."""
+    from zstc.benchmark.result_cache import ResultCache
+
+    first = _hub_bench(tmp_path, btzsc_dir, minilm_cls, ["financialphrasebank"])
+    first.run()
+    (tmp_path / "r.json").unlink()  # interrupted before its summary
+    fake_hub["download"](E5, "config.json")  # what loading the model left in the hub cache
+    fake_hub["new_process"]()
+    real_evaluate, calls = bench_module.evaluate_task, []
+    monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
+    summary = _hub_bench(tmp_path, btzsc_dir, minilm_cls, ["financialphrasebank", "rottentomatoes"]).run()
+    assert calls == ["rottentomatoes"]  # the same command resumed
+    assert summary["evaluation"]["run_identity"]["model_revision"] == "a" * 40 == summary["model"]["revision"]
+    assert {entry["revision"] for entry in ResultCache().entries()} == {"a" * 40}
+
+
+def test_a_hub_model_loads_at_the_commit_its_fingerprint_names(tmp_path, fake_hub, monkeypatch):
+    """Online, loading fetches the hub's current main: a fingerprint read from an older cached commit named other
+    weights than those that computed the numbers. The commit is the hub's, and every load asks for it."""
+    import sentence_transformers
+
+    from zstc.errors import ModelError
+    from zstc.models.registry import get_model_spec
+    from zstc.scorers import make_scorer
+
+    fake_hub["download"](E5, "config.json")  # an earlier download: commit a... in the hub cache
+    fake_hub["main"] = "b" * 40  # main moved on the hub since
+    assert bench_module.model_weights_identity(get_model_spec(E5)) == "b" * 40
+    asked = []
+
+    def load(*args, **kwargs):
+        asked.append(kwargs.get("revision"))
+        raise RuntimeError("no weights here")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", load)
+    fake_hub["main"] = "c" * 40  # moved again while this process runs: its loads keep the commit it fingerprinted
+    with pytest.raises(ModelError):
+        make_scorer(E5, precision="fp32")._load_model()
+    assert asked == ["b" * 40]
+
+
+def test_weights_of_no_known_revision_are_not_cached(tmp_path, btzsc_dir, fake_hub, minilm_cls):
+    """A hub model whose commit cannot be found was cached under "no revision": a result of other weights under
+    the same name was then handed back to any later run."""
+    from zstc.benchmark.result_cache import ResultCache
+
+    fake_hub["missing"] = True
+    events = []
+    bench = _hub_bench(tmp_path, btzsc_dir, minilm_cls, ["financialphrasebank"])
+    bench.on_event = lambda kind, payload: events.append((kind, payload))
+    summary = bench.run()
+    assert summary["evaluation"]["run_identity"]["model_revision"] is None
+    assert ResultCache().entries() == []
+    assert [payload for kind, payload in events if kind == "note"] == [
+        "which revision of the model's weights this is cannot be found (the hub did not say, and it is not in the hub "
+        "cache), so this run's results are not kept in the shared result cache"]
+
+
 def test_resume_reuses_moved_data_recomputes_changed_data_and_refuses_other_settings(tmp_path, btzsc_dir, monkeypatch):
     real_evaluate = bench_module.evaluate_task
     calls = []

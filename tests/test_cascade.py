@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import retrain_in_place
 from zstc.errors import OptionError
 from zstc.scorers import make_scorer
 from zstc.scorers.cascade import DEFAULT_SHORTLISTER, CascadeScorer, fill_unlisted, parse_shortlist, shortlist_ranks
@@ -195,6 +196,22 @@ def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path
     assert status == 2 and "other settings" in err and ":3" in err
     status, _, err = zstc_cli(*args, "--shortlist", "0")
     assert status == 2 and "error: --shortlist K must be at least 1, got 0" in err
+
+
+def test_the_shortlisters_weights_are_part_of_the_fingerprint(nli_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli,
+                                                               own_minilm: Path) -> None:
+    """Only the shortlister's name was in the fingerprint: a shortlister folder retrained in place (other shortlists,
+    other numbers) got the old weights' result back from the shared cache."""
+    args = ("bench", "--model", str(nli_folder), "--family", "nli", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+            "--max-samples", "12", "--precision", "fp32", "--shortlist", f"{own_minilm}:1")
+    identities = []
+    for out, reused in (("first.json", False), ("same.json", True), ("retrained.json", False)):
+        if out == "retrained.json":
+            retrain_in_place(own_minilm)
+        status, _, err = zstc_cli(*args, "--out", str(tmp_path / out))
+        assert status == 0 and ("reusing" in err) == reused, (out, err)
+        identities.append(json.loads((tmp_path / out).read_text())["evaluation"]["run_identity"].get("shortlist_revision"))
+    assert identities[0] == identities[1] != identities[2] and str(identities[2]).startswith("sha256:")
 
 
 @pytest.mark.parametrize("shortlist", ["x", 0, True, ":3"])

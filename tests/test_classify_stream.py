@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import retrain_in_place
 from zstc.output import ResumableWriter, encode_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
@@ -372,6 +373,23 @@ def test_a_resume_after_the_models_weights_changed_starts_over(tmp_path, zstc_cl
     status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", *model_args))
     assert status == 0, err
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() != old_weights and not marker.exists()
+
+
+def test_a_resume_after_the_shortlisters_weights_changed_starts_over(tmp_path, zstc_cli, monkeypatch, own_minilm):
+    """Behind --shortlist the shortlister's weights decide which labels are scored: a shortlister folder retrained
+    in place resumed with the old shortlists' rows. The same folder unchanged still resumes."""
+    source = write_texts(tmp_path / "in.jsonl", 6)
+    out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
+    args = classify_args(source, out, "--chunk-size", "2", "--shortlist", f"{own_minilm}:2")
+    for retrained in (False, True):
+        assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, args, marker)["rows"] == 2
+        if retrained:
+            retrain_in_place(own_minilm)
+        status, _, err = zstc_cli(*args)
+        assert status == 0, err
+        assert (f"resuming {out}: 2 predictions" in err) != retrained, err
+        assert (f"starting {out} over: the input or the settings changed" in err) == retrained, err
+        out.unlink()
 
 
 def _run(args: list[str], **kwargs) -> subprocess.Popen:

@@ -54,6 +54,16 @@ def test_export_matches_the_public_file_for_the_same_numbers(entry: dict[str, An
     assert entry["evaluation"]["precision"] == "fp32" and entry["evaluation"]["max_samples"] is None
 
 
+def test_export_names_a_local_models_weights_by_their_content_hash() -> None:
+    """A local folder or packaged checkpoint has no hub commit (model.revision is null), but its run identity pins its
+    weights by a content hash: the entry said "unknown"."""
+    digest = "sha256:" + "5" * 64
+    assert export_leaderboard(bench_summary(run_identity={"model_revision": digest}))["model"]["revision"] == digest
+    summary = bench_summary(run_identity={"model_revision": digest})
+    summary["model"]["revision"] = "c" * 40  # a hub commit is the revision
+    assert export_leaderboard(summary)["model"]["revision"] == "c" * 40
+
+
 @pytest.mark.parametrize(("millions", "text"), [(22.7, "22M"), (335, "335M"), (7570, "7.6B"), (1000, "1B"), (None, "unknown")])
 def test_short_params(millions: float | None, text: str) -> None:
     assert short_params(millions) == text

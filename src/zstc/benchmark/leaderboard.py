@@ -90,7 +90,8 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
             "name": name,
             "model_type": PUBLIC_MODEL_TYPES[family],
             "params": short_params(model.get("parameters_millions")),
-            "revision": model.get("revision") or "unknown",
+            # The hub commit; for a local folder or packaged checkpoint its content hash (sha256:...), as the run's identity holds it.
+            "revision": model.get("revision") or (evaluation.get("run_identity") or {}).get("model_revision") or "unknown",
             "url": f"https://huggingface.co/{name}" if _HUB_ID.match(name) and not Path(name).exists() else None,
         },
         "evaluation": {

@@ -1,8 +1,9 @@
 """Facts a bench run records so its numbers can be traced and re-run: code, model, data and machine.
 
-Each function answers one question cheaply and without the network, and returns ``None`` when the answer
-is not known (a zstc installed from a wheel has no git commit; a model loaded from a PyPI package has no
-hub revision). Unknown is recorded as unknown, never guessed.
+Each function answers one question cheaply and returns ``None`` when the answer is not known (a zstc installed
+from a wheel has no git commit; a model loaded from a PyPI package has no hub revision). Unknown is recorded as
+unknown, never guessed. The network is asked one thing only: which commit a hub model's ``main`` is (once per
+process and model, as loading it would ask).
 """
 
 from __future__ import annotations
@@ -43,29 +44,22 @@ def git_commit() -> str | None:
 def model_revision(source: str) -> str | None:
     """The hub commit of the model files at ``source`` (a local folder or a hub id), when it is knowable.
 
-    A folder inside the hub cache is named after its commit (``.../snapshots/<sha>/``); a hub id is looked up
-    in the local cache only. A plain folder or a PyPI-shipped model has no revision: None.
+    A folder inside the hub cache is named after its commit (``.../snapshots/<sha>/``); a hub id's is the commit it
+    loads at in this process (:func:`zstc.models.loading.hub_revision`: the hub's ``main`` when the hub answers, else
+    the cached one). A plain folder or a PyPI-shipped model has no revision: None.
     """
-    folder = Path(source).expanduser()
+    folder = Path(source).expanduser().resolve()
     if folder.is_dir():
-        return folder.resolve().name if folder.resolve().parent.name == "snapshots" and _COMMIT.match(folder.resolve().name) else None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return None
-    try:
-        cached = try_to_load_from_cache(source, "config.json")
-    except Exception:  # an id the cache cannot parse is simply not cached
-        return None
-    if not isinstance(cached, str):
-        return None
-    snapshot = Path(cached).parent
-    return snapshot.name if _COMMIT.match(snapshot.name) else None
+        return folder.name if folder.parent.name == "snapshots" and _COMMIT.match(folder.name) else None
+    from zstc.models.loading import hub_revision
+
+    return hub_revision(source)
 
 
 def model_identity(source: str) -> str | None:
     """What pins the exact weights at ``source``: the hub commit where there is one, else for a local folder
-    (a packaged checkpoint, a trained model) ``sha256:<hash of its files>``; None for a hub id not cached here.
+    (a packaged checkpoint, a trained model) ``sha256:<hash of its files>``; None for a hub id whose commit is not
+    known (the hub did not answer and it is not cached here).
     """
     revision = model_revision(source)
     if revision is not None:

@@ -96,7 +96,7 @@ class BenchConfig:
         return {
             "model": spec.model_id,
             "family": spec.family,
-            "model_revision": model_weights_identity(spec),
+            **weights_identity(spec, scorer_options.get("shortlist")),
             "scoring_version": get_family(spec.family).scoring_version,
             "precision": scorer_options["precision"],
             "device_type": device.type,
@@ -269,6 +269,7 @@ class Bench:
         self.cache = ResultCache(on_note=lambda note: self.on_event("note", note)) if config.cache else None
         self._scorer: Scorer | None = None
         self._identity: tuple[dict[str, Any], str] | None = None
+        self._uncached_noted = False
 
     @property
     def scorer(self) -> Scorer:
@@ -315,12 +316,27 @@ class Bench:
         run_identity, _ = self.validate()
         return run_identity["model"], run_identity.get("model_revision")
 
+    def shared_cache(self) -> ResultCache | None:
+        """The shared result cache, unless it is off or some weights of the run have no known revision: a hub model
+        whose commit could not be found is not cached (another revision would be stored, and found, under one key)."""
+        if self.cache is None:
+            return None
+        run_identity, _ = self.validate()
+        unknown = [key for key in ("model_revision", "shortlist_revision") if key in run_identity and run_identity[key] is None]
+        if unknown and not self._uncached_noted:
+            self._uncached_noted = True
+            whose = " and ".join({"model_revision": "the model's", "shortlist_revision": "the shortlister's"}[key] for key in unknown)
+            self.on_event("note", f"which revision of {whose} weights this is cannot be found (the hub did not say, and it is "
+                                  "not in the hub cache), so this run's results are not kept in the shared result cache")
+        return None if unknown else self.cache
+
     def reusable(self, name: str, expected: str) -> DatasetResult | None:
         """A finished result for ``name`` with fingerprint ``expected``: this run's own details folder first,
         then the shared cache (copied into the details folder, which reports read)."""
         found = self._reusable(name, expected)
-        if found is None and self.cache is not None:
-            found = self.cache.get(*self.cache_key(), name, expected)
+        cache = self.shared_cache()
+        if found is None and cache is not None:
+            found = cache.get(*self.cache_key(), name, expected)
             if found is not None:
                 self.store.save(found)
         return found
@@ -340,8 +356,9 @@ class Bench:
     def keep(self, result: DatasetResult) -> None:
         """Save a computed result in this run's details folder and in the shared cache."""
         self.store.save(result)
-        if self.cache is not None:
-            self.cache.put(result, *self.cache_key())
+        cache = self.shared_cache()
+        if cache is not None:
+            cache.put(result, *self.cache_key())
 
     def summarize(self, results: dict[str, DatasetResult]) -> dict[str, Any]:
         """The run summary of ``results``, written to ``config.out`` as ``zstc bench`` writes it."""
@@ -578,3 +595,16 @@ def model_weights_identity(spec: ModelSpec) -> str | None:
         return model_identity(model_source(spec))
     except ZstcError:
         return None
+
+
+def weights_identity(spec: ModelSpec, shortlist: Any = None) -> dict[str, str | None]:
+    """What pins every weight a run computes with: the model's (``model_revision``) and, behind a ``shortlist``
+    (``K`` or ``MODEL:K``), the shortlister's (``shortlist_revision``: a folder retrained in place keeps its name,
+    and its shortlists decide which labels the model scores). None where the weights' revision is not knowable."""
+    from zstc.scorers.cascade import parse_shortlist
+
+    identity = {"model_revision": model_weights_identity(spec)}
+    shortlister = parse_shortlist(shortlist)
+    if shortlister is not None:
+        identity["shortlist_revision"] = model_weights_identity(get_model_spec(shortlister.model))
+    return identity

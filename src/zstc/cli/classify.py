@@ -62,7 +62,7 @@ def classify(
     from zstc.cli.verbosity import quiet, show_progress
     from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
-    from zstc.benchmark.runner import merge_batch_notes, model_weights_identity
+    from zstc.benchmark.runner import merge_batch_notes, weights_identity
     from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
@@ -138,16 +138,16 @@ def classify(
     versions = {"scoring": get_family(spec.family).scoring_version, "labelling": LABELLING_VERSION}
     # The calibration by what it holds, not where: its fitted parameters turn scores into the probabilities written.
     calibrated = None if loaded_calibration is None else {"method": loaded_calibration.method, "parameters": loaded_calibration.parameters}
-    # The weights by their content (hub revision, or a local folder's hash): a folder retrained in place keeps its
-    # name. Only a run that can resume needs them (a folder is hashed once, then its files' hashes are cached).
+    # The weights by their content (hub revision, or a local folder's hash), the --shortlist model's too: a folder
+    # retrained in place keeps its name. Only a run that can resume needs them (a folder is hashed once, then its files' hashes are cached).
     resumable = out is not None and not is_special_file(out)
-    weights = model_weights_identity(spec) if resumable else None
+    weights = weights_identity(spec, options.get("shortlist")) if resumable else {"model_revision": None}
     # The chunk size stays in the settings, as the batch size does: both decide which texts share a forward pass,
     # and with them the padding and the kernels' summation order. Measured (MiniLM, 200 texts, 4 decimals
     # written): in bf16, chunks of 7 instead of 1,000 changed 81 rows, batches of 5 instead of 64 changed 83
     # (scores by up to 0.0027); in fp32 other batches moved raw scores by up to 1.8e-7 (no written digit changed in
     # those rows, but one at a rounding boundary would), and a resumed file is to be byte-equal to an uninterrupted one.
-    common = {"format": fmt, "chunk_size": chunk_size, "versions": versions, "calibration": calibrated, "model_revision": weights}
+    common = {"format": fmt, "chunk_size": chunk_size, "versions": versions, "calibration": calibrated, **weights}
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray
 

@@ -7,10 +7,12 @@ Every load of weights holds :data:`LOADING_LOCK` (see there why).
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 from functools import cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from zstc.errors import ModelError
@@ -44,6 +46,57 @@ def model_source(spec: ModelSpec) -> str:
             f"or hub cache entry) and the Hugging Face hub ({_hub_endpoint()}) is unreachable"
         )
     return spec.model_id
+
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_PINNED: dict[str, str | None] = {}
+_PINNED_LOCK = threading.Lock()
+
+
+def hub_revision(source: str) -> str | None:
+    """The hub commit the hub id ``source`` loads at in this process; None for a folder (its files are what loads).
+
+    Resolved once per process, the way ``from_pretrained`` resolves it: with the hub reachable its ``config.json``
+    is fetched (into the hub cache, as a load's first request does), so the commit is the hub's current ``main``
+    even on the first run, before any weights are there; without the hub, the cached commit. Every load of the
+    process (:func:`pinned`) then asks for exactly that commit, so a result's fingerprint names the weights that
+    computed it, also where ``main`` moves on the hub meanwhile. None where no commit can be found (the hub does
+    not have the id, or it was never cached): weights of no known revision, which zstc never caches.
+    """
+    if Path(source).expanduser().is_dir():
+        return None
+    with _PINNED_LOCK:
+        if source not in _PINNED:
+            _PINNED[source] = _resolve_commit(source)
+        return _PINNED[source]
+
+
+def pinned(source: str) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments that load ``source`` at :func:`hub_revision`'s commit (none for a folder)."""
+    revision = hub_revision(source)
+    return {"revision": revision} if revision is not None else {}
+
+
+def _resolve_commit(model_id: str) -> str | None:
+    try:
+        import huggingface_hub
+    except ImportError:
+        return None
+    path: Any = None
+    if hub_reachable():
+        try:
+            path = huggingface_hub.hf_hub_download(model_id, "config.json")
+        except Exception:  # no such repository, no config.json, a dropped connection: the cache may still say
+            path = None
+    if not isinstance(path, str):
+        try:
+            path = huggingface_hub.try_to_load_from_cache(model_id, "config.json")
+        except Exception:  # an id the cache cannot parse is simply not cached
+            return None
+    if not isinstance(path, str):
+        return None
+    commit = Path(path).parent.name
+    return commit if _COMMIT.match(commit) else None
 
 
 def _hub_endpoint() -> str:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import torch
 
 from zstc.errors import ModelError
-from zstc.models.loading import load_error, model_source
+from zstc.models.loading import load_error, model_source, pinned
 from zstc.scorers.base import LoadedModel, TorchScorer, count_parameters, token_limit
 from zstc.scorers.batching import length_batches
 
@@ -52,8 +52,9 @@ class CausalLMScorer(TorchScorer[F]):
 
         source = model_source(self.spec)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source)
-            model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if self.weights_dtype == "bf16" else torch.float32)
+            pin = pinned(source)  # a hub model at the commit its fingerprint names
+            tokenizer = AutoTokenizer.from_pretrained(source, **pin)
+            model: Any = AutoModelForCausalLM.from_pretrained(source, **pin, dtype=torch.bfloat16 if self.weights_dtype == "bf16" else torch.float32)
         except Exception as error:
             raise load_error(self.spec, error) from None
         model.to(self.device).eval()

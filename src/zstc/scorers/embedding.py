@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from zstc.errors import DescriptionTooLongError, ModelError, quoted
-from zstc.models.loading import load_error, model_source
+from zstc.models.loading import load_error, model_source, pinned
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, LruCache, ScoreResult, TorchScorer, count_parameters, model_max_length, token_limit
 from zstc.scorers.families import POOLINGS
@@ -53,11 +53,12 @@ class EmbeddingScorer(TorchScorer[None]):
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
         source = model_source(self.spec)
+        pin = pinned(source)  # a hub model at the commit its fingerprint names
         try:
             if self.pooling == "native":
-                model = SentenceTransformer(source, device=str(self.device))
+                model = SentenceTransformer(source, device=str(self.device), **pin)
             else:
-                transformer = Transformer(source)
+                transformer = Transformer(source, model_kwargs=dict(pin), processor_kwargs=dict(pin), config_kwargs=dict(pin))
                 pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="cls")
                 model = SentenceTransformer(modules=[transformer, pooling], device=str(self.device))
         except Exception as error:

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from zstc.errors import DescriptionTooLongError, ModelError, quoted
-from zstc.models.loading import load_error, model_source
+from zstc.models.loading import load_error, model_source, pinned
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
@@ -367,8 +367,9 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source)
-            model, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True)
+            pin = pinned(source)  # a hub model at the commit its fingerprint names
+            tokenizer = AutoTokenizer.from_pretrained(source, **pin)
+            model, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True, **pin)
         except Exception as error:
             raise load_error(self.spec, error) from None
         # transformers puts a randomly initialised head on a plain encoder with only a warning; its scores

@@ -138,13 +138,14 @@ def nli_metrics(logits: torch.Tensor, classes: torch.Tensor, variant: str) -> di
 def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
     from transformers import AutoModel, AutoTokenizer
 
-    from zstc.models.loading import load_error, model_source
+    from zstc.models.loading import load_error, model_source, pinned
     from zstc.models.registry import get_model_spec
 
     spec = get_model_spec(name, family="encoder", parameter="backbone")
     source = model_source(spec)
     try:
-        return AutoModel.from_pretrained(source), AutoTokenizer.from_pretrained(source), source
+        pin = pinned(source)
+        return AutoModel.from_pretrained(source, **pin), AutoTokenizer.from_pretrained(source, **pin), source
     except (OSError, ValueError) as error:
         raise load_error(spec, error) from error
 
