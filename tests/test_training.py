@@ -365,3 +365,72 @@ def test_learning_rates_warm_up_linearly_then_decay_by_cosine_to_zero_per_part(t
             assert scheduler.get_last_lr() == pytest.approx([rate * factor(step) for rate in rates], abs=1e-12), step
         optimizer.step()
         scheduler.step()
+
+
+BUSY_AT_STEP_4 = """
+import pathlib, sys, time
+import zstc.training.trainer as trainer
+
+busy, real = pathlib.Path(sys.argv.pop(1)), trainer.NliTrainer.compute_loss
+
+def busy_at_step_4(self, *args, **kwargs):  # the fifth training step: as if it took minutes
+    if self.state.global_step == 4 and self.model.training:
+        busy.write_text("busy")
+        time.sleep(600)
+    return real(self, *args, **kwargs)
+
+trainer.NliTrainer.compute_loss = busy_at_step_4
+from zstc.entry import main
+main()
+"""
+
+
+def test_sigterm_stops_train_nli_like_any_command_keeping_a_checkpoint(tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    """``kill`` during training: a checkpoint, then ``terminated (SIGTERM)`` and exit 143, as README's table says and
+    ``bench`` does. The trainer replaced the command line's SIGTERM handler with one raising a plain KeyboardInterrupt,
+    so a kill ended as a Ctrl-C: ``interrupted (SIGINT)``, exit 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    busy, out = tmp_path / "busy", tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    process = subprocess.Popen([sys.executable, "-c", BUSY_AT_STEP_4, str(busy), "train-nli", "--backbone", str(tiny_backbone),
+                                "--data", str(train_file), "--out", str(out), "--max-steps", "9", "--dev-size", "24",
+                                "--batch-size", "8", "--eval-fraction", "0.34", "--no-progress", "--device", "cpu"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 300
+    while not busy.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1].decode()[-3000:] if process.poll() is not None else "slow"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    lines = err.decode().strip().splitlines()
+    assert process.returncode == 143 and "Traceback" not in err.decode(), err.decode()[-3000:]
+    assert lines[-2:] == [f"terminated at step 4; checkpoint saved in {out / 'checkpoint'}; run the same command to continue",
+                          "terminated (SIGTERM)"]
+    assert (out / "checkpoint" / "checkpoint-4" / "trainer_state.json").exists()
+
+
+def test_sigterm_through_the_python_api_raises_terminated(tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    """Without a handler of the caller's, ``train_nli`` answers SIGTERM itself: a checkpoint, then
+    :class:`zstc.errors.Terminated` (a KeyboardInterrupt); the default handler is back afterwards."""
+    import os
+    import signal
+
+    from zstc.errors import Terminated
+
+    def kill_after_step_4(line: str) -> None:
+        if line.startswith("step 4/"):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(Terminated):
+            train_nli(tiny_config(tiny_backbone, train_file, tmp_path / "out", max_steps=9), progress=False, log=kill_after_step_4)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert (tmp_path / "out" / "checkpoint" / "checkpoint-4" / "trainer_state.json").exists()

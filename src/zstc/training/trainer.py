@@ -41,7 +41,7 @@ from transformers import (
 )
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from zstc.errors import DataError, ModelError
+from zstc.errors import DataError, ModelError, Terminated
 from zstc.io import atomic_directory
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, fp32_as_recorded, resolve_device, resolve_precision
@@ -334,13 +334,20 @@ def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, d
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """``kill`` (SIGTERM) stops a run like Ctrl-C does: it saves a checkpoint first."""
+    """``kill`` (SIGTERM) stops a run like Ctrl-C does: it saves a checkpoint first, then
+    :class:`zstc.errors.Terminated` (a ``KeyboardInterrupt``) goes on up.
+
+    Only where SIGTERM would otherwise end the process at once (Python's default): a handler the caller
+    installed stays. zstc's command line has one, which raises ``Terminated`` and records the signal, so it exits
+    143 with ``terminated (SIGTERM)``; replacing it made a kill look like Ctrl-C (130, ``interrupted (SIGINT)``)."""
     def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise Terminated
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = signal.signal(signal.SIGTERM, handler) if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else None
     except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    if previous is None:
         yield
         return
     try:
@@ -455,12 +462,13 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         # fp32 training is IEEE fp32 even where the process let fp32 products run in TF32 or bf16.
         with _sigterm_as_interrupt(), fp32_as_recorded(precision):
             trainer.train(resume_from_checkpoint=resume_from)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         watcher.bar.close()
         last = get_last_checkpoint(str(folder))
         if trainer.state.global_step > 0 and (last is None or not last.endswith(f"-{trainer.state.global_step}")):
             trainer._save_checkpoint(model, trial=None)  # no public "checkpoint now" in Trainer
-        log(f"interrupted at step {trainer.state.global_step}; checkpoint saved in {folder}; run the same command to continue")
+        how = "terminated" if isinstance(stop, Terminated) else "interrupted"
+        log(f"{how} at step {trainer.state.global_step}; checkpoint saved in {folder}; run the same command to continue")
         raise
 
     state = trainer.state
