@@ -434,3 +434,48 @@ def test_sigterm_through_the_python_api_raises_terminated(tiny_backbone: Path, t
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert (tmp_path / "out" / "checkpoint" / "checkpoint-4" / "trainer_state.json").exists()
+
+
+@pytest.mark.parametrize("where, step, previous", [("prediction_step", 10, 5), ("on_evaluate", 27, 25)])
+def test_an_interrupt_during_an_evaluation_keeps_that_evaluation(trained: TrainResult, tiny_backbone: Path, train_file: Path,
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str,
+                                                                 step: int, previous: int) -> None:
+    """Ctrl-C at an evaluated step (every 5, and the last) while the dev set was scored (``prediction_step``), or once
+    its loss was logged but before early stopping counted it and the best step was chosen (``on_evaluate``): the
+    interrupt saved a checkpoint of that step without its evaluation, or with it unranked. Resumed, the history of a
+    stop at step 10 was [5, 15, 20, ...]; a stop at the last step (27, the best) ended with best step 25; early
+    stopping's patience could differ too. The run continues from the checkpoint before now, and its history and best
+    step are the uninterrupted run's."""
+    from transformers import EarlyStoppingCallback, Trainer
+
+    assert trained.best_step == 27  # so that an evaluation left unranked at step 27 shows in the best step
+    stopped: list[int] = []
+    owner, name = (Trainer, "prediction_step") if where == "prediction_step" else (EarlyStoppingCallback, "on_evaluate")
+    real = getattr(owner, name)
+
+    def stop_there(self: object, *args: object, **kwargs: object) -> object:
+        state = self.state if isinstance(self, Trainer) else args[1]
+        if state.global_step == step and not stopped:
+            stopped.append(step)
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    out = tmp_path / "out"
+    lines: list[str] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(owner, name, stop_there)
+        with pytest.raises(KeyboardInterrupt):
+            train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lines.append)
+    assert stopped == [step]
+    said = lines[-1]
+
+    lines.clear()
+    resumed = train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lines.append)
+    assert [entry["step"] for entry in resumed.history] == [entry["step"] for entry in trained.history]
+    assert resumed.best_step == trained.best_step
+    for entry, expected in zip(resumed.history, trained.history):
+        assert {key: value for key, value in entry.items() if key != "seconds"} == pytest.approx(
+            {key: value for key, value in expected.items() if key != "seconds"}, abs=1e-5)
+    assert lines[0].startswith(f"resuming from step {previous} of 27")
+    assert said == (f"interrupted at step {step}, before its evaluation was saved; run the same command to continue from "
+                    f"checkpoint-{previous} (in {out / 'checkpoint'}) with that evaluation")

@@ -190,9 +190,17 @@ class NliTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.variant, self.backbone_lr, self.head_lr = variant, backbone_lr, head_lr
         self.seconds_before, self.started = seconds_before, time.monotonic()
+        self.saving_step = -1
+        """The step of the latest checkpoint this trainer began to save."""
 
     def elapsed(self) -> float:
         return self.seconds_before + time.monotonic() - self.started
+
+    def _save_checkpoint(self, model: torch.nn.Module, trial: Any) -> None:
+        # The Trainer saves a step after evaluating it and ranking the evaluation (_maybe_log_save_evaluate): from
+        # here on, a checkpoint of this step holds all of that (see _checkpoint_on_interrupt).
+        self.saving_step = self.state.global_step
+        super()._save_checkpoint(model, trial)
 
     def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], return_outputs: bool = False,
                      num_items_in_batch: Any = None) -> Any:
@@ -356,6 +364,27 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _checkpoint_on_interrupt(trainer: NliTrainer, folder: Path, eval_every: int) -> str | None:
+    """Save the step an interrupt stopped at, unless that would lose an evaluation; the checkpoint a rerun
+    continues from (None: none yet).
+
+    At a step the Trainer evaluates and saves, a checkpoint written before its own save began would hold the
+    step without its evaluation (or without the early-stopping count and best step that follow it): the resumed
+    run would evaluate next at the following step, and its history, patience and best step could differ from an
+    uninterrupted run's. There the last checkpoint stays the one to continue from (at most ``eval_every`` steps
+    are trained again); at any other step the current one is saved."""
+    step = trainer.state.global_step
+    last = get_last_checkpoint(str(folder))
+    if step == 0 or (last is not None and last.endswith(f"-{step}")):
+        return last
+    evaluates_here = step % eval_every == 0 or step >= trainer.state.max_steps
+    if evaluates_here and trainer.saving_step != step:
+        return last
+    assert trainer.model is not None
+    trainer._save_checkpoint(trainer.model, trial=None)  # no public "checkpoint now" in Trainer
+    return get_last_checkpoint(str(folder))
+
+
 def get_last_checkpoint(folder: str) -> str | None:
     """The Trainer's newest complete ``checkpoint-<step>`` folder in ``folder`` (None when there is none).
 
@@ -464,11 +493,15 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
             trainer.train(resume_from_checkpoint=resume_from)
     except KeyboardInterrupt as stop:
         watcher.bar.close()
-        last = get_last_checkpoint(str(folder))
-        if trainer.state.global_step > 0 and (last is None or not last.endswith(f"-{trainer.state.global_step}")):
-            trainer._save_checkpoint(model, trial=None)  # no public "checkpoint now" in Trainer
         how = "terminated" if isinstance(stop, Terminated) else "interrupted"
-        log(f"{how} at step {trainer.state.global_step}; checkpoint saved in {folder}; run the same command to continue")
+        step, last = trainer.state.global_step, _checkpoint_on_interrupt(trainer, folder, eval_every)
+        if last is None:
+            log(f"{how} at step {step}, before the first checkpoint; run the same command to start again")
+        elif last.endswith(f"-{step}"):
+            log(f"{how} at step {step}; checkpoint saved in {folder}; run the same command to continue")
+        else:
+            log(f"{how} at step {step}, before its evaluation was saved; run the same command to continue from "
+                f"{Path(last).name} (in {folder}) with that evaluation")
         raise
 
     state = trainer.state
