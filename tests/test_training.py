@@ -479,3 +479,26 @@ def test_an_interrupt_during_an_evaluation_keeps_that_evaluation(trained: TrainR
     assert lines[0].startswith(f"resuming from step {previous} of 27")
     assert said == (f"interrupted at step {step}, before its evaluation was saved; run the same command to continue from "
                     f"checkpoint-{previous} (in {out / 'checkpoint'}) with that evaluation")
+
+
+@pytest.mark.parametrize("data_classes, dev_classes, dev_size, refused", [
+    (("entailment",), None, 24, r"train.jsonl: has only entailment pairs \(32\);"),
+    (("neutral", "contradiction"), None, 24, r"train.jsonl: has only neutral and contradiction pairs \(32, 32\);"),
+    (None, ("entailment",), 24, r"dev.jsonl \(--dev\): has only entailment pairs \(32\);"),
+    (None, ("neutral",), 24, r"dev.jsonl \(--dev\): has only neutral pairs \(32\);"),
+    (("entailment", "neutral"), None, 64, r"train.jsonl: holding out a dev set of 64 pairs \(--dev-size\) leaves no pairs for training;"),
+], ids=["train-entailment-only", "train-without-entailment", "dev-entailment-only", "dev-neutral-only", "hold-out-leaves-none"])
+def test_pairs_all_on_one_side_of_entailment_are_refused_before_training(tiny_backbone: Path, tmp_path: Path, data_classes: tuple[str, ...] | None,
+                                                                         dev_classes: tuple[str, ...] | None, dev_size: int, refused: str) -> None:
+    """Training or dev pairs without entailment, or without neutral and contradiction, trained to the end: the model
+    never saw one side of the entailment score, the dev AUROC was NaN at every evaluation, and the run exited 0. Now a
+    DataError naming the file and the classes it holds, before the backbone loads (nothing is written to --out)."""
+    def pairs(classes: tuple[str, ...] | None) -> list[dict[str, str]]:
+        return [row for row in synthetic_pairs(96) if classes is None or row["label"] in classes]
+
+    data = write_jsonl(tmp_path / "train.jsonl", pairs(data_classes))
+    dev = write_jsonl(tmp_path / "dev.jsonl", pairs(dev_classes)) if dev_classes else None
+    config = tiny_config(tiny_backbone, data, tmp_path / "out", dev=str(dev) if dev else None, dev_size=dev_size, max_steps=2)
+    with pytest.raises(DataError, match=refused + " train-nli needs entailment pairs and not-entailment"):
+        train_nli(config, progress=False, log=lambda line: None)
+    assert not (tmp_path / "out").exists()

@@ -149,19 +149,38 @@ def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
         raise load_error(spec, error) from error
 
 
+def _class_counts(pairs: NliPairs) -> dict[str, int]:
+    return {name: int((pairs.classes == index).sum()) for index, name in enumerate(NLI_CLASSES)}
+
+
 def _data_record(path: str, pairs: NliPairs) -> dict[str, Any]:
-    counts = {name: int((pairs.classes == index).sum()) for index, name in enumerate(NLI_CLASSES)}
-    return {"path": str(Path(path).resolve()), "sha256": sha256_of(path), "pairs": len(pairs), "classes": counts}
+    return {"path": str(Path(path).resolve()), "sha256": sha256_of(path), "pairs": len(pairs), "classes": _class_counts(pairs)}
+
+
+def _check_both_sides(pairs: NliPairs, before: str, after: str = "") -> None:
+    """Refuse pairs without entailment or without not-entailment (neutral, contradiction): the model could not
+    learn the entailment score from them, nor a dev set rank by it (its AUROC is undefined, and was NaN). The
+    message is ``before``, what the pairs hold, ``after``."""
+    counts = {name: count for name, count in _class_counts(pairs).items() if count}
+    if "entailment" in counts and len(counts) > 1:
+        return
+    found = f"only {' and '.join(counts)} pairs ({', '.join(map(str, counts.values()))})" if counts else "no pairs"
+    raise DataError(f"{before}{found}{after}; train-nli needs entailment pairs and not-entailment (neutral or "
+                    "contradiction) pairs, in the training data and in the dev set")
 
 
 def _read_data(config: TrainConfig) -> tuple[NliPairs, NliPairs, dict[str, Any]]:
-    """(train pairs, balanced dev pairs, checksum records of the files read)."""
+    """(train pairs, balanced dev pairs, checksum records of the files read); refuses pairs all on one side of
+    entailment (:func:`_check_both_sides`)."""
     pairs = read_nli_pairs(config.data)
+    _check_both_sides(pairs, f"{config.data}: has ")
     records = {"train": _data_record(config.data, pairs)}
     if config.dev is None:
         train, dev = split_dev(pairs, config.dev_size, config.seed)
+        _check_both_sides(train, f"{config.data}: holding out a dev set of {len(dev)} pairs (--dev-size) leaves ", " for training")
         return train, dev, records
     dev_all = read_nli_pairs(config.dev)
+    _check_both_sides(dev_all, f"{config.dev} (--dev): has ")
     records["dev"] = _data_record(config.dev, dev_all)
     return pairs, dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed)), records
 
