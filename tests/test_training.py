@@ -365,3 +365,140 @@ def test_learning_rates_warm_up_linearly_then_decay_by_cosine_to_zero_per_part(t
             assert scheduler.get_last_lr() == pytest.approx([rate * factor(step) for rate in rates], abs=1e-12), step
         optimizer.step()
         scheduler.step()
+
+
+BUSY_AT_STEP_4 = """
+import pathlib, sys, time
+import zstc.training.trainer as trainer
+
+busy, real = pathlib.Path(sys.argv.pop(1)), trainer.NliTrainer.compute_loss
+
+def busy_at_step_4(self, *args, **kwargs):  # the fifth training step: as if it took minutes
+    if self.state.global_step == 4 and self.model.training:
+        busy.write_text("busy")
+        time.sleep(600)
+    return real(self, *args, **kwargs)
+
+trainer.NliTrainer.compute_loss = busy_at_step_4
+from zstc.entry import main
+main()
+"""
+
+
+def test_sigterm_stops_train_nli_like_any_command_keeping_a_checkpoint(tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    """``kill`` during training: a checkpoint, then ``terminated (SIGTERM)`` and exit 143, as README's table says and
+    ``bench`` does. The trainer replaced the command line's SIGTERM handler with one raising a plain KeyboardInterrupt,
+    so a kill ended as a Ctrl-C: ``interrupted (SIGINT)``, exit 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    busy, out = tmp_path / "busy", tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    process = subprocess.Popen([sys.executable, "-c", BUSY_AT_STEP_4, str(busy), "train-nli", "--backbone", str(tiny_backbone),
+                                "--data", str(train_file), "--out", str(out), "--max-steps", "9", "--dev-size", "24",
+                                "--batch-size", "8", "--eval-fraction", "0.34", "--no-progress", "--device", "cpu"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 300
+    while not busy.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1].decode()[-3000:] if process.poll() is not None else "slow"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    lines = err.decode().strip().splitlines()
+    assert process.returncode == 143 and "Traceback" not in err.decode(), err.decode()[-3000:]
+    assert lines[-2:] == [f"terminated at step 4; checkpoint saved in {out / 'checkpoint'}; run the same command to continue",
+                          "terminated (SIGTERM)"]
+    assert (out / "checkpoint" / "checkpoint-4" / "trainer_state.json").exists()
+
+
+def test_sigterm_through_the_python_api_raises_terminated(tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    """Without a handler of the caller's, ``train_nli`` answers SIGTERM itself: a checkpoint, then
+    :class:`zstc.errors.Terminated` (a KeyboardInterrupt); the default handler is back afterwards."""
+    import os
+    import signal
+
+    from zstc.errors import Terminated
+
+    def kill_after_step_4(line: str) -> None:
+        if line.startswith("step 4/"):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(Terminated):
+            train_nli(tiny_config(tiny_backbone, train_file, tmp_path / "out", max_steps=9), progress=False, log=kill_after_step_4)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert (tmp_path / "out" / "checkpoint" / "checkpoint-4" / "trainer_state.json").exists()
+
+
+@pytest.mark.parametrize("where, step, previous", [("prediction_step", 10, 5), ("on_evaluate", 27, 25)])
+def test_an_interrupt_during_an_evaluation_keeps_that_evaluation(trained: TrainResult, tiny_backbone: Path, train_file: Path,
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str,
+                                                                 step: int, previous: int) -> None:
+    """Ctrl-C at an evaluated step (every 5, and the last) while the dev set was scored (``prediction_step``), or once
+    its loss was logged but before early stopping counted it and the best step was chosen (``on_evaluate``): the
+    interrupt saved a checkpoint of that step without its evaluation, or with it unranked. Resumed, the history of a
+    stop at step 10 was [5, 15, 20, ...]; a stop at the last step (27, the best) ended with best step 25; early
+    stopping's patience could differ too. The run continues from the checkpoint before now, and its history and best
+    step are the uninterrupted run's."""
+    from transformers import EarlyStoppingCallback, Trainer
+
+    assert trained.best_step == 27  # so that an evaluation left unranked at step 27 shows in the best step
+    stopped: list[int] = []
+    owner, name = (Trainer, "prediction_step") if where == "prediction_step" else (EarlyStoppingCallback, "on_evaluate")
+    real = getattr(owner, name)
+
+    def stop_there(self: object, *args: object, **kwargs: object) -> object:
+        state = self.state if isinstance(self, Trainer) else args[1]
+        if state.global_step == step and not stopped:
+            stopped.append(step)
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    out = tmp_path / "out"
+    lines: list[str] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(owner, name, stop_there)
+        with pytest.raises(KeyboardInterrupt):
+            train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lines.append)
+    assert stopped == [step]
+    said = lines[-1]
+
+    lines.clear()
+    resumed = train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lines.append)
+    assert [entry["step"] for entry in resumed.history] == [entry["step"] for entry in trained.history]
+    assert resumed.best_step == trained.best_step
+    for entry, expected in zip(resumed.history, trained.history):
+        assert {key: value for key, value in entry.items() if key != "seconds"} == pytest.approx(
+            {key: value for key, value in expected.items() if key != "seconds"}, abs=1e-5)
+    assert lines[0].startswith(f"resuming from step {previous} of 27")
+    assert said == (f"interrupted at step {step}, before its evaluation was saved; run the same command to continue from "
+                    f"checkpoint-{previous} (in {out / 'checkpoint'}) with that evaluation")
+
+
+@pytest.mark.parametrize("data_classes, dev_classes, dev_size, refused", [
+    (("entailment",), None, 24, r"train.jsonl: has only entailment pairs \(32\);"),
+    (("neutral", "contradiction"), None, 24, r"train.jsonl: has only neutral and contradiction pairs \(32, 32\);"),
+    (None, ("entailment",), 24, r"dev.jsonl \(--dev\): has only entailment pairs \(32\);"),
+    (None, ("neutral",), 24, r"dev.jsonl \(--dev\): has only neutral pairs \(32\);"),
+    (("entailment", "neutral"), None, 64, r"train.jsonl: holding out a dev set of 64 pairs \(--dev-size\) leaves no pairs for training;"),
+], ids=["train-entailment-only", "train-without-entailment", "dev-entailment-only", "dev-neutral-only", "hold-out-leaves-none"])
+def test_pairs_all_on_one_side_of_entailment_are_refused_before_training(tiny_backbone: Path, tmp_path: Path, data_classes: tuple[str, ...] | None,
+                                                                         dev_classes: tuple[str, ...] | None, dev_size: int, refused: str) -> None:
+    """Training or dev pairs without entailment, or without neutral and contradiction, trained to the end: the model
+    never saw one side of the entailment score, the dev AUROC was NaN at every evaluation, and the run exited 0. Now a
+    DataError naming the file and the classes it holds, before the backbone loads (nothing is written to --out)."""
+    def pairs(classes: tuple[str, ...] | None) -> list[dict[str, str]]:
+        return [row for row in synthetic_pairs(96) if classes is None or row["label"] in classes]
+
+    data = write_jsonl(tmp_path / "train.jsonl", pairs(data_classes))
+    dev = write_jsonl(tmp_path / "dev.jsonl", pairs(dev_classes)) if dev_classes else None
+    config = tiny_config(tiny_backbone, data, tmp_path / "out", dev=str(dev) if dev else None, dev_size=dev_size, max_steps=2)
+    with pytest.raises(DataError, match=refused + " train-nli needs entailment pairs and not-entailment"):
+        train_nli(config, progress=False, log=lambda line: None)
+    assert not (tmp_path / "out").exists()

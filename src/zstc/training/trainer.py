@@ -41,7 +41,7 @@ from transformers import (
 )
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from zstc.errors import DataError, ModelError
+from zstc.errors import DataError, ModelError, Terminated
 from zstc.io import atomic_directory
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, fp32_as_recorded, resolve_device, resolve_precision
@@ -150,19 +150,38 @@ def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
         raise load_error(spec, error) from error
 
 
+def _class_counts(pairs: NliPairs) -> dict[str, int]:
+    return {name: int((pairs.classes == index).sum()) for index, name in enumerate(NLI_CLASSES)}
+
+
 def _data_record(path: str, pairs: NliPairs) -> dict[str, Any]:
-    counts = {name: int((pairs.classes == index).sum()) for index, name in enumerate(NLI_CLASSES)}
-    return {"path": str(Path(path).resolve()), "sha256": sha256_of(path), "pairs": len(pairs), "classes": counts}
+    return {"path": str(Path(path).resolve()), "sha256": sha256_of(path), "pairs": len(pairs), "classes": _class_counts(pairs)}
+
+
+def _check_both_sides(pairs: NliPairs, before: str, after: str = "") -> None:
+    """Refuse pairs without entailment or without not-entailment (neutral, contradiction): the model could not
+    learn the entailment score from them, nor a dev set rank by it (its AUROC is undefined, and was NaN). The
+    message is ``before``, what the pairs hold, ``after``."""
+    counts = {name: count for name, count in _class_counts(pairs).items() if count}
+    if "entailment" in counts and len(counts) > 1:
+        return
+    found = f"only {' and '.join(counts)} pairs ({', '.join(map(str, counts.values()))})" if counts else "no pairs"
+    raise DataError(f"{before}{found}{after}; train-nli needs entailment pairs and not-entailment (neutral or "
+                    "contradiction) pairs, in the training data and in the dev set")
 
 
 def _read_data(config: TrainConfig) -> tuple[NliPairs, NliPairs, dict[str, Any]]:
-    """(train pairs, balanced dev pairs, checksum records of the files read)."""
+    """(train pairs, balanced dev pairs, checksum records of the files read); refuses pairs all on one side of
+    entailment (:func:`_check_both_sides`)."""
     pairs = read_nli_pairs(config.data)
+    _check_both_sides(pairs, f"{config.data}: has ")
     records = {"train": _data_record(config.data, pairs)}
     if config.dev is None:
         train, dev = split_dev(pairs, config.dev_size, config.seed)
+        _check_both_sides(train, f"{config.data}: holding out a dev set of {len(dev)} pairs (--dev-size) leaves ", " for training")
         return train, dev, records
     dev_all = read_nli_pairs(config.dev)
+    _check_both_sides(dev_all, f"{config.dev} (--dev): has ")
     records["dev"] = _data_record(config.dev, dev_all)
     return pairs, dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed)), records
 
@@ -191,9 +210,17 @@ class NliTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.variant, self.backbone_lr, self.head_lr = variant, backbone_lr, head_lr
         self.seconds_before, self.started = seconds_before, time.monotonic()
+        self.saving_step = -1
+        """The step of the latest checkpoint this trainer began to save."""
 
     def elapsed(self) -> float:
         return self.seconds_before + time.monotonic() - self.started
+
+    def _save_checkpoint(self, model: torch.nn.Module, trial: Any) -> None:
+        # The Trainer saves a step after evaluating it and ranking the evaluation (_maybe_log_save_evaluate): from
+        # here on, a checkpoint of this step holds all of that (see _checkpoint_on_interrupt).
+        self.saving_step = self.state.global_step
+        super()._save_checkpoint(model, trial)
 
     def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], return_outputs: bool = False,
                      num_items_in_batch: Any = None) -> Any:
@@ -335,19 +362,47 @@ def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, d
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """``kill`` (SIGTERM) stops a run like Ctrl-C does: it saves a checkpoint first."""
+    """``kill`` (SIGTERM) stops a run like Ctrl-C does: it saves a checkpoint first, then
+    :class:`zstc.errors.Terminated` (a ``KeyboardInterrupt``) goes on up.
+
+    Only where SIGTERM would otherwise end the process at once (Python's default): a handler the caller
+    installed stays. zstc's command line has one, which raises ``Terminated`` and records the signal, so it exits
+    143 with ``terminated (SIGTERM)``; replacing it made a kill look like Ctrl-C (130, ``interrupted (SIGINT)``)."""
     def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise Terminated
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = signal.signal(signal.SIGTERM, handler) if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else None
     except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    if previous is None:
         yield
         return
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _checkpoint_on_interrupt(trainer: NliTrainer, folder: Path, eval_every: int) -> str | None:
+    """Save the step an interrupt stopped at, unless that would lose an evaluation; the checkpoint a rerun
+    continues from (None: none yet).
+
+    At a step the Trainer evaluates and saves, a checkpoint written before its own save began would hold the
+    step without its evaluation (or without the early-stopping count and best step that follow it): the resumed
+    run would evaluate next at the following step, and its history, patience and best step could differ from an
+    uninterrupted run's. There the last checkpoint stays the one to continue from (at most ``eval_every`` steps
+    are trained again); at any other step the current one is saved."""
+    step = trainer.state.global_step
+    last = get_last_checkpoint(str(folder))
+    if step == 0 or (last is not None and last.endswith(f"-{step}")):
+        return last
+    evaluates_here = step % eval_every == 0 or step >= trainer.state.max_steps
+    if evaluates_here and trainer.saving_step != step:
+        return last
+    assert trainer.model is not None
+    trainer._save_checkpoint(trainer.model, trial=None)  # no public "checkpoint now" in Trainer
+    return get_last_checkpoint(str(folder))
 
 
 def get_last_checkpoint(folder: str) -> str | None:
@@ -456,12 +511,17 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         # fp32 training is IEEE fp32 even where the process let fp32 products run in TF32 or bf16.
         with _sigterm_as_interrupt(), fp32_as_recorded(precision):
             trainer.train(resume_from_checkpoint=resume_from)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         watcher.bar.close()
-        last = get_last_checkpoint(str(folder))
-        if trainer.state.global_step > 0 and (last is None or not last.endswith(f"-{trainer.state.global_step}")):
-            trainer._save_checkpoint(model, trial=None)  # no public "checkpoint now" in Trainer
-        log(f"interrupted at step {trainer.state.global_step}; checkpoint saved in {folder}; run the same command to continue")
+        how = "terminated" if isinstance(stop, Terminated) else "interrupted"
+        step, last = trainer.state.global_step, _checkpoint_on_interrupt(trainer, folder, eval_every)
+        if last is None:
+            log(f"{how} at step {step}, before the first checkpoint; run the same command to start again")
+        elif last.endswith(f"-{step}"):
+            log(f"{how} at step {step}; checkpoint saved in {folder}; run the same command to continue")
+        else:
+            log(f"{how} at step {step}, before its evaluation was saved; run the same command to continue from "
+                f"{Path(last).name} (in {folder}) with that evaluation")
         raise
 
     state = trainer.state
