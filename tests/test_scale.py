@@ -338,6 +338,22 @@ def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
     assert status == 0 and "2 of 2 inputs are finished already" in err and "wrote 15 predictions" in err
 
 
+def test_ray_workers_load_the_hub_commits_the_driver_resolved(monkeypatch):
+    """The driver's settings fingerprint names the hub commit it resolved; an actor that asked the hub itself
+    could find main moved on since and load other weights. The driver hands its commits over; the actor asks
+    nothing and loads at them."""
+    import zstc.models.loading as loading
+    from zstc.scale.ray_classify import LabelBatches
+
+    monkeypatch.setattr(loading, "_PINNED", {"org/main-model": "b" * 40, "org/not-on-the-hub": None})
+    handed = loading.hub_revisions()
+    assert handed == {"org/main-model": "b" * 40}  # an unknown commit is not handed on: the worker finds none either
+    monkeypatch.setattr(loading, "_PINNED", {})  # the worker: a new process
+    monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: pytest.fail("the worker asked the hub"))
+    LabelBatches(MINILM, None, {"precision": "fp32"}, labeller=None, revisions=handed)  # type: ignore[arg-type]
+    assert loading.pinned("org/main-model") == {"revision": "b" * 40}
+
+
 def test_ray_csv_reader_keeps_cells_text_past_a_byte_order_mark(tmp_path):
     """--engine ray reads CSV cells as text (an id 007 stays "007"), by naming every header column string. A file with a
     UTF-8 byte-order mark gave the name "\ufeffid", which Arrow (it drops the mark) has no column of: the id became 7."""

@@ -71,6 +71,20 @@ def hub_revision(source: str) -> str | None:
         return _PINNED[source]
 
 
+def hub_revisions() -> dict[str, str]:
+    """Every hub commit this process has resolved (:func:`hub_revision`), by hub id: what a driver hands its
+    workers (:func:`pin_revisions`), so that they load the weights its fingerprints name."""
+    with _PINNED_LOCK:
+        return {source: revision for source, revision in _PINNED.items() if revision is not None}
+
+
+def pin_revisions(revisions: dict[str, str]) -> None:
+    """Load each hub id of ``revisions`` at its commit in this process, as resolved by another (a Ray driver's
+    :func:`hub_revisions`): a worker that asked the hub itself could find ``main`` moved on since the driver did."""
+    with _PINNED_LOCK:
+        _PINNED.update(revisions)
+
+
 def pinned(source: str) -> dict[str, Any]:
     """``from_pretrained`` keyword arguments that load ``source`` at :func:`hub_revision`'s commit (none for a folder)."""
     revision = hub_revision(source)

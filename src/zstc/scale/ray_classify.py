@@ -66,9 +66,13 @@ def input_files(sources: str | list[str]) -> list[Path]:
 class LabelBatches:
     """The ``map_batches`` callable class: built once per actor (loads the model), then called per batch."""
 
-    def __init__(self, model: str, family: str | None, options: dict[str, Any], labeller: ChunkLabeller) -> None:
+    def __init__(self, model: str, family: str | None, options: dict[str, Any], labeller: ChunkLabeller,
+                 revisions: dict[str, str] | None = None) -> None:
         from zstc.api import Classifier
+        from zstc.models.loading import pin_revisions
 
+        # The driver's hub commits (:func:`zstc.models.loading.hub_revisions`): the ones the settings fingerprint names.
+        pin_revisions(revisions or {})
         self.classifier = Classifier(model, family=family, **options)
         self.labeller = labeller
 
@@ -167,6 +171,8 @@ def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, 
     """``(input file, its output rows in order)`` for each file, streamed from one Ray Data pipeline."""
     import ray.data
 
+    from zstc.models.loading import hub_revisions
+
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # rows come back in input order, file after file
     context.enable_progress_bars = sys.stderr.isatty()
@@ -179,7 +185,8 @@ def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, 
         extra = {"convert_options": _csv_as_text(paths)} if reader == "csv" else {}
         dataset = read(paths, include_paths=True, file_extensions=None, **extra).rename_columns({"path": PATH_COLUMN})
         labelled = dataset.map_batches(
-            LabelBatches, fn_constructor_kwargs={"model": model, "family": family, "options": options, "labeller": labeller},
+            LabelBatches, fn_constructor_kwargs={"model": model, "family": family, "options": options, "labeller": labeller,
+                                                 "revisions": hub_revisions()},
             batch_size=chunk_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
             num_cpus=cpus, num_gpus=gpus,
         )
