@@ -114,7 +114,7 @@ def test_a_summary_that_is_not_one_is_a_one_line_error_naming_the_field(tmp_path
     assert message.startswith(f"{path}: not a valid zstc result file: results.overall.accuracy: ") and "\n" not in message
     assert RunSummary.model_validate({**json.loads(path.read_text()), "results": {
         "overall": METRICS, "by_task": {}, "by_dataset": {"imdb": METRICS}}}).content()["results"]["by_dataset"]["imdb"] == METRICS | {
-        "n_texts": None, "n_labels": None, "unlabelled_texts": None, "wall_time_s": None, "texts_per_second": None,
+        "n_texts": None, "source_texts": None, "n_labels": None, "unlabelled_texts": None, "wall_time_s": None, "texts_per_second": None,
         "latency_p50_s": None, "latency_p95_s": None}
 
 

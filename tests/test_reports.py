@@ -203,6 +203,79 @@ def test_a_draw_of_rottentomatoes_is_off_the_papers_protocol(tmp_path: Path, sam
     assert run.protocol_differences() == expected
 
 
+def _counted_summary(btzsc_dir: Path, sampling: str, max_samples: int | None, **drawn: int) -> dict:
+    """A run summary of all-MiniLM-L6-v2 on real datasets, as bench records their sizes: every text of each unless
+    ``drawn`` gives how many were scored (macro-F1 0.5 everywhere; the paper's published macro-F1 beside it)."""
+    from zstc.benchmark.data import load_btzsc_task
+
+    metrics = {"macro_f1": 0.5, "accuracy": 0.5, "macro_precision": 0.5, "macro_recall": 0.5}
+    names = ["emotiondair", "financialphrasebank", "rottentomatoes", *drawn]
+    sizes = {name: len(load_btzsc_task(name, btzsc_dir)[0]) for name in names}
+    by_dataset = {name: {**metrics, "n_texts": drawn.get(name, sizes[name]), "source_texts": sizes[name]} for name in names}
+    return {"schema_version": "1.0", "model": {"name": MINILM_ID, "paper_name": "all-MiniLM-L6-v2", "precision": "fp32", "device": "cpu"},
+            "evaluation": {"hypotheses": "dataset", "sampling": sampling, "max_samples": max_samples, "datasets": names,
+                           "sampled": any(by_dataset[n]["n_texts"] < sizes[n] for n in names)},
+            "results": {"overall": {**metrics, "macro_f1_std": 0.0}, "by_task": {}, "by_dataset": by_dataset},
+            "paper": {"model": "all-MiniLM-L6-v2", "macro_f1": {"emotiondair": 0.111015, "financialphrasebank": 0.3120,
+                                                               "rottentomatoes": 0.3378}}}
+
+
+@pytest.mark.parametrize("sampling, max_samples, drawn, expected", [
+    # Every text of emotiondair (2000) where the paper scored its draw of 1000: the README's own example of an
+    # unflagged comparison. A cap above the dataset's size is the same run.
+    ("stratified", None, {}, ["every text of emotiondair (2000), where the paper scored the harness's draw of 1000 "
+                              "(--sampling paper --max-samples 1000 scores those)"]),
+    ("stratified", 5000, {}, ["every text of emotiondair (2000), where the paper scored the harness's draw of 1000 "
+                              "(--sampling paper --max-samples 1000 scores those)"]),
+    ("paper", 1000, {"emotiondair": 1000}, []),  # the paper's texts: its draw, financialphrasebank and rottentomatoes whole
+    ("paper", 1000, {"emotiondair": 1000, "agnews": 1000}, []),
+])
+def test_a_run_on_other_texts_than_the_papers_is_said_to_be(btzsc_dir: Path, sampling: str, max_samples: int | None,
+                                                            drawn: dict[str, int], expected: list[str]) -> None:
+    """A run without --max-samples was compared with the paper's 1000-text numbers with no word: 'sampled' was false,
+    so no difference was recorded, and emotiondair's 2000 texts sat beside the paper's 1000 as the same measurement."""
+    from zstc.reports.rows import protocol_differences
+
+    assert protocol_differences(_counted_summary(btzsc_dir, sampling, max_samples, **drawn)) == expected
+
+
+def test_bench_marks_a_comparison_with_the_paper_on_other_texts(btzsc_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    """bench's table showed `paper F1 0.1110, delta +0.0122` for all 2000 emotiondair texts, as if the paper had scored
+    them. The delta of a dataset scored on other texts is marked, and the caption says how the run differs."""
+    from zstc.cli.bench import print_summary
+
+    print_summary(_counted_summary(btzsc_dir, "stratified", None))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "+0.3890* │" in out and "+0.1880 │" in out and "+0.1622 │" in out, out
+    assert ("* not the texts the paper scored. Compared with the paper's all-MiniLM-L6-v2 but not run by its protocol: every "
+            "text of emotiondair (2000), where the paper scored the harness's draw of 1000") in out, out
+    print_summary(_counted_summary(btzsc_dir, "paper", 1000, emotiondair=1000))
+    out = capsys.readouterr().out
+    assert "*" not in out and "protocol" not in out, out
+
+
+def test_runs_on_the_same_texts_by_other_settings_are_not_said_to_differ(btzsc_dir: Path, tmp_path: Path) -> None:
+    """rottentomatoes under --sampling paper --max-samples 1000 (all 1066 texts, as the paper scored it) beside a run
+    without a cap was reported as 'did not score the same texts' (a cap meant a sample); so were the paper's and the
+    harness's draws of 1000 of emotiondair, which are the same texts."""
+    from zstc.reports.build import _run_notes
+    from zstc.reports.rows import load_runs
+
+    def write(name: str, summary: dict) -> Path:
+        path = tmp_path / name / "results.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(summary))
+        return path
+
+    uncapped = write("all", _counted_summary(btzsc_dir, "stratified", None))
+    paper = write("paper", _counted_summary(btzsc_dir, "paper", 1000, emotiondair=1000))
+    harness = write("harness", _counted_summary(btzsc_dir, "harness", 1000, emotiondair=1000, rottentomatoes=1000))
+    for paths in ([uncapped, paper], [paper, harness]):
+        notes = [note for note in _run_notes(load_runs(paths), ["emotiondair", "financialphrasebank", "rottentomatoes"]) if "same texts" in note]
+        different = {"emotiondair"} if paths[0] == uncapped else {"rottentomatoes"}
+        assert {note.split(":")[0] for note in notes} == different, notes
+
+
 def test_runs_that_differ_in_settings_are_named_by_them(tmp_path: Path) -> None:
     from zstc.reports.rows import load_runs
 

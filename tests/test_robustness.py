@@ -505,6 +505,21 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
     assert not (tmp_path / "m").exists() and not (tmp_path / "b.json").exists() and not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.parametrize("sampling", ["paper", "harness"])
+@pytest.mark.parametrize("command", ["bench", "sweep", "dataset-similarity"])
+def test_a_draw_too_small_for_the_papers_fixed_texts_is_refused_before_any_work(zstc_cli, tmp_path: Path, btzsc_dir: Path,
+                                                                                command: str, sampling: str) -> None:
+    """--sampling paper|harness --max-samples 1 ended in a 40-line ValueError traceback ("the paper's draw keeps 2 fixed
+    texts") once the first dataset was drawn (after the model had loaded, in bench). Every command with --sampling
+    now refuses it first, naming both options, and writes nothing."""
+    args = {"bench": ["-m", MINILM, "--tasks", "emotiondair", "--out", str(tmp_path / "b.json")],
+            "sweep": ["--models", MINILM, "--tasks", "emotiondair", "--out", str(tmp_path / "sweep")],
+            "dataset-similarity": ["--tasks", "emotiondair,financialphrasebank", "--out", str(tmp_path / "s.csv")]}[command]
+    result = zstc_cli(command, *args, "--data", str(btzsc_dir), "--sampling", sampling, "--max-samples", "1")
+    assert_user_error(result, f"error: --max-samples must be >= 2 with --sampling {sampling}, got 1: the {sampling}'s draw keeps texts 0 and 1")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_train_nli_shows_its_progress_bar_only_on_a_terminal(zstc_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Like every zstc bar: by default only when stderr is a terminal (here it is captured, so not); --progress and
     --no-progress say so explicitly."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
+import types
 
 import numpy as np
 import pytest
+from shared_data import shared_path
 from yin_helpers import MINILM, SHARED_DATA, WordOverlapScorer
 
 from zstc.benchmark.tasks import Task
@@ -104,13 +107,55 @@ def test_banking77_training_pairs_from_the_real_training_split(tmp_path) -> None
 
 
 def _banking77_folders(tmp_path, btzsc_dir, rows: int = 400):
-    """A test folder and a training folder, each with its own (small) banking77.jsonl."""
-    lines = (btzsc_dir / "banking77.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:rows]
+    """A test folder and a training folder, each with its own (small) banking77.jsonl: the first ``rows`` lines of
+    the test split, and ``rows`` lines spread over the training split, which is sorted by class (a test set copied
+    as training data is refused)."""
     test_dir, train_dir = tmp_path / "test", tmp_path / "train"
-    for folder in (test_dir, train_dir):
+    for folder, source, spread in ((test_dir, btzsc_dir, False), (train_dir, shared_path("btzsc-train/banking77.jsonl").parent, True)):
         folder.mkdir()
-        (folder / "banking77.jsonl").write_text("".join(lines), encoding="utf-8")
+        lines = (source / "banking77.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        (folder / "banking77.jsonl").write_text("".join(lines[:: len(lines) // rows if spread else 1][:rows]), encoding="utf-8")
     return test_dir, train_dir
+
+
+def test_unseen_never_trains_on_the_hubs_test_split(zstc_cli, tmp_path, btzsc_dir, monkeypatch) -> None:
+    """`--train-data hub` loaded btzsc/btzsc's split 'test' (the only split it publishes) as training data: the model
+    was fine-tuned on the texts it was then scored on. It is refused, naming --train-data, before the hub is asked."""
+    calls: list[tuple] = []
+    fake = types.ModuleType("datasets")
+    fake.load_dataset = lambda *args, **kwargs: calls.append((args, kwargs)) or []  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(btzsc_dir), "--train-data", "hub", "--task", "banking77",
+                            "--no-finetune", "--max-samples", "20")
+    assert calls == [] and code == 2 and err.startswith("error: --train-data hub: btzsc/btzsc publishes only test splits"), (calls, err)
+
+
+def test_unseen_refuses_the_test_data_as_training_data(zstc_cli, tmp_path, btzsc_dir) -> None:
+    """`--train-data` the same folder as `--data` ran silently (the report's data_sha256 equal to its
+    train_data_sha256); so did a training file holding the test texts. Both are refused before the model loads,
+    naming --train-data and, for shared texts, how many."""
+    args = ["unseen", "-m", MINILM, "--data", str(btzsc_dir), "--task", "banking77", "--no-finetune", "--max-samples", "20"]
+    code, _, err = zstc_cli(*args, "--train-data", str(btzsc_dir))
+    assert code == 2 and err.startswith("error: --train-data ") and "holds the same data as the test set" in err, err
+    # The test split with its texts re-spaced and re-cased, behind the first 2000 training texts: another file, the same texts.
+    train_dir = tmp_path / "train"
+    train_dir.mkdir()
+    train = (shared_path("btzsc-train/banking77.jsonl")).read_text(encoding="utf-8").splitlines(keepends=True)[:2000]
+    test = [json.loads(line) for line in (btzsc_dir / "banking77.jsonl").read_text(encoding="utf-8").splitlines()]
+    copied = [json.dumps({**row, "text": "  " + row["text"].upper()}) + "\n" for row in test if row["label"] >= 0]
+    (train_dir / "banking77.jsonl").write_text("".join(train + copied), encoding="utf-8")
+    code, _, err = zstc_cli(*args, "--train-data", str(train_dir))
+    assert code == 2 and err.startswith(f"error: --train-data {train_dir / 'banking77.jsonl'}: 2880 of the 2880 test texts of banking77 are among"), err
+
+
+def test_the_real_training_split_shares_only_a_few_texts_with_the_test_set(btzsc_dir) -> None:
+    """banking77's own splits share 7 texts (whitespace and case ignored): natural duplicates, counted, not refused."""
+    from zstc.benchmark.data import load_btzsc_task
+    from zstc.yin.unseen import check_training_data
+
+    test, _ = load_btzsc_task("banking77", btzsc_dir, unlabelled="exclude")
+    train, _ = load_btzsc_task("banking77", shared_path("btzsc-train/banking77.jsonl").parent, unlabelled="exclude")
+    assert check_training_data(test, train) == 7
 
 
 def test_unseen_out_may_not_be_the_training_file(zstc_cli, tmp_path, btzsc_dir) -> None:
@@ -165,7 +210,8 @@ def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> No
     settings = json.loads(out.read_text(encoding="utf-8"))["settings"]
     assert settings["max_samples"] == 30 and settings["max_train_samples"] == 60 and settings["seed"] == 3
     assert settings["hypotheses"] == "name" and settings["template"] == "It is {}." and settings["finetune"] is False
-    assert settings["data_sha256"] == sha256_file(test_dir / "banking77.jsonl") == settings["train_data_sha256"]
+    assert settings["data_sha256"] == sha256_file(test_dir / "banking77.jsonl")
+    assert settings["train_data_sha256"] == sha256_file(train_dir / "banking77.jsonl")
 
 
 def test_unseen_applies_the_harsh_margin_of_005_to_entailment_probabilities(zstc_cli, tmp_path, btzsc_dir, nli_folder, monkeypatch) -> None:

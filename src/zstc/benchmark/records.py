@@ -71,6 +71,8 @@ class DatasetRow(FourMetrics):
 
     model_config = ConfigDict(extra="allow")
     n_texts: int | None = None
+    source_texts: int | None = None
+    """Texts of the dataset before sampling (None: not recorded); ``n_texts`` below it: a sample."""
     n_labels: int | None = None
     unlabelled_texts: int | None = None
     wall_time_s: float | None = None
@@ -130,6 +132,7 @@ class DatasetResult(BaseModel):
         return DatasetRow(
             **self.metrics,
             n_texts=self.n_texts,
+            source_texts=self.source_texts,
             n_labels=len(self.label_names),
             unlabelled_texts=self.unlabelled_texts,
             wall_time_s=round(self.wall_time_s, 3),

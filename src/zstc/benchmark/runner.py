@@ -25,7 +25,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, ZstcError
 from zstc.io import GROUPED_SUFFIXES, check_output_dir, check_output_path
-from zstc.validation import OptionSpec, check_hypotheses_template
+from zstc.validation import OptionSpec, check_hypotheses_template, check_sampling
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
@@ -50,7 +50,7 @@ from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer
 from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
-from zstc.benchmark.tasks import SAMPLING_METHODS, Task, paper_scores_whole
+from zstc.benchmark.tasks import Task, paper_scores_whole
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
@@ -282,7 +282,7 @@ class Bench:
         """Check everything cheap before any model loads (names, options); returns the run's identity and its key."""
         config = self.config
         OptionSpec(str, choices=OVERWRITE_STRATEGIES).check("overwrite", config.overwrite)
-        OptionSpec(str, choices=SAMPLING_METHODS).check("sampling", config.sampling)
+        check_sampling(config.sampling, config.max_samples)
         check_hypotheses_template(config.hypotheses, config.template)
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)

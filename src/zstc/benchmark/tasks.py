@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 
-from zstc.errors import UnknownNameError
+from zstc.errors import OptionError, UnknownNameError
 
 NO_HYPOTHESIS = -1
 """Gold index of a text whose class has no hypothesis among the candidates (banking77, massive)."""
@@ -172,8 +172,9 @@ def harness_sample(task: Task, max_samples: int | None) -> Task:
     """
     if max_samples is None or max_samples >= len(task):
         return task
-    if max_samples < PAPER_FIXED_TEXTS:
-        raise ValueError(f"the paper's draw keeps {PAPER_FIXED_TEXTS} fixed texts: max_samples must be at least {PAPER_FIXED_TEXTS}")
+    if max_samples < PAPER_FIXED_TEXTS:  # checked before any work by zstc.validation.check_sampling
+        raise OptionError(f"max_samples must be >= {PAPER_FIXED_TEXTS}, got {max_samples}: the harness's draw keeps texts 0 and 1",
+                          "max_samples")
     drawn = random.Random(0).sample(range(PAPER_FIXED_TEXTS, len(task)), max_samples - PAPER_FIXED_TEXTS)
     indices = np.array([*range(PAPER_FIXED_TEXTS), *drawn])
     return task.subset(indices, f"the public harness's sample of {max_samples} of {len(task)} texts (texts 0 and 1, then random.Random(0))")

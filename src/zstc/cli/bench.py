@@ -114,8 +114,11 @@ def _report_event(kind: str, payload: Any) -> None:
 def print_summary(summary: dict[str, Any]) -> None:
     """Print a run summary: one row per dataset (beside the paper's macro-F1 where published), the task
     families' means and the overall row."""
+    from zstc.reports.rows import protocol_differences, sample_differences
+
     results = summary["results"]
     paper = summary.get("paper", {}).get("macro_f1", {})
+    other_texts = sample_differences(summary) if paper else {}  # marked: its delta is not the model's alone
     model = summary["model"]
     table = Table(title=f"{model['name']} on BTZSC ({model.get('precision', 'precision unknown')}, {model.get('device', 'device unknown')})", show_footer=False)
     for column in ("dataset", "family", "texts", "macro-F1", "accuracy", "macro-P", "macro-R"):
@@ -128,12 +131,17 @@ def print_summary(summary: dict[str, Any]) -> None:
                  f"{row['macro_precision']:.4f}", f"{row['macro_recall']:.4f}"]
         if paper:
             published = paper.get(name)
-            cells += [f"{published:.4f}", f"{row['macro_f1'] - published:+.4f}"] if published is not None else ["", ""]
+            mark = "*" if name in other_texts else ""
+            cells += [f"{published:.4f}", f"{row['macro_f1'] - published:+.4f}{mark}"] if published is not None else ["", ""]
         table.add_row(*cells)
     for family, row in results["by_task"].items():
         table.add_row(f"[italic]{family} mean[/]", "", "", f"{row['macro_f1']:.4f} ({row['macro_f1_std']:.3f})", f"{row['accuracy']:.4f}", "", "")
     overall = results["overall"]
     table.add_row("[bold]overall[/]", "", "", f"[bold]{overall['macro_f1']:.4f}[/] ({overall['macro_f1_std']:.3f})", f"{overall['accuracy']:.4f}", "", "")
+    differences = protocol_differences(summary) if paper else []
+    if differences:  # the report says the same beside its comparison
+        table.caption = (("* not the texts the paper scored. " if other_texts else "") + f"Compared with the paper's "
+                         f"{summary['paper'].get('model')} but not run by its protocol: {'; '.join(differences)}.")
     Console(width=max(Console().width, 120)).print(table)
 
 

@@ -195,7 +195,7 @@ def _positions(task: Any, part: Any) -> Any:
 def unseen(
     model: Model,
     data: Data,
-    train_data: Annotated[str, typer.Option(help="Directory with the dataset's training split (e.g. ../shared/data/btzsc-train).")],
+    train_data: Annotated[str, typer.Option(help="Directory with the dataset's training split (e.g. ../shared/data/btzsc-train); not the test data, and not 'hub', which publishes only test splits.")],
     task: Task = "banking77",
     finetune: Annotated[bool, typer.Option("--finetune/--no-finetune", help="Fine-tune an NLI model per label half (label-partially-unseen); without it only label-fully-unseen is evaluated.")] = True,
     base_model: Annotated[Optional[str], typer.Option(help="Model the fine-tuning starts from; default: --model.")] = None,
@@ -216,11 +216,14 @@ def unseen(
     scoring: ScorerOptions,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    from zstc.benchmark.data import HUB_DATASET, load_btzsc_task
     from zstc.benchmark.runner import data_sha256
+    from zstc.benchmark.tasks import stratified_sample
+    from zstc.errors import OptionError
     from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider
     from zstc.io import check_output_dir
     from zstc.validation import check_choice, check_template
-    from zstc.yin.unseen import UnseenConfig, finetune_on_seen, run_unseen
+    from zstc.yin.unseen import UnseenConfig, check_training_data, finetune_on_seen, run_unseen
 
     check_hypotheses_template(hypotheses, template)
     if template is not None:
@@ -230,11 +233,22 @@ def unseen(
     _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
                                    "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples,
                                    "seed": seed}, more_data=(train_data,))
+    if train_data == "hub":
+        raise OptionError(f"train_data hub: {HUB_DATASET} publishes only test splits, so the model would be fine-tuned on the "
+                          "texts it is tested on; give a folder with the dataset's training split (e.g. "
+                          "../shared/data/btzsc-train)", "train_data")
     if finetune:
         check_output_dir(work_dir, option="--work-dir")
-    scorer = _scorer(model, family, scoring)
-    test = _load(task, data, max_samples, seed)
-    train = _load(task, train_data, max_train_samples, seed)
+    scorer = _scorer(model, family, scoring)  # checks the scorer options; the model loads when it first scores
+    # The whole test and training sets before their samples: training data that is (or largely holds) the test data
+    # is refused before the model loads.
+    full_test, _ = load_btzsc_task(task, data, unlabelled="exclude")
+    full_train, _ = load_btzsc_task(task, train_data, unlabelled="exclude")
+    shared = check_training_data(full_test, full_train)
+    if shared:
+        console.print(f"[yellow]note[/]: {shared} of the {len(full_test)} test texts are also in --train-data (whitespace and case ignored)")
+    test = stratified_sample(full_test, max_samples, seed)
+    train = stratified_sample(full_train, max_train_samples, seed)
     descriptions = list(make_hypothesis_provider(hypotheses, template)(test))
     config = UnseenConfig(alpha=alpha, negatives_per_text=negatives, seed=seed, work_dir=work_dir)
 
@@ -250,7 +264,7 @@ def unseen(
     # What else determines the numbers: the samples, the hypotheses, the data's content and the fine-tuning.
     report["settings"] = {
         "task": task, "data": data, "data_sha256": data_sha256(test), "train_data": train_data,
-        "train_data_sha256": data_sha256(train), "hypotheses": hypotheses, "template": template, "max_samples": max_samples,
+        "train_data_sha256": data_sha256(train), "test_texts_in_train_data": shared, "hypotheses": hypotheses, "template": template, "max_samples": max_samples,
         "max_train_samples": max_train_samples, "seed": seed, "finetune": finetune,
         **({"base_model": base_model or model, "max_steps": max_steps, "dev_size": dev_size, "eval_fraction": eval_fraction}
            if finetune else {}),

@@ -41,13 +41,13 @@ def sweep(
     is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
-    from zstc.benchmark.tasks import SAMPLING_METHODS, UNLABELLED_POLICIES
+    from zstc.benchmark.tasks import UNLABELLED_POLICIES
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
-    from zstc.validation import check_choice, check_labels, check_options
+    from zstc.validation import check_choice, check_labels, check_options, check_sampling
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
-    check_choice("sampling", sampling, SAMPLING_METHODS)
+    check_sampling(sampling, max_samples)
     check_choice("engine", engine, ENGINES)
     check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "seed": seed})  # before planning
     check_hypotheses_template(hypotheses, template)

@@ -23,7 +23,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.benchmark.metrics import METRICS
 from zstc.reports import figures as fig
 from zstc.reports.html import Section, render_page
-from zstc.reports.rows import ModelRow, Run, compared_datasets, labelled, load_runs, paper_rows
+from zstc.reports.rows import ModelRow, Run, compared_datasets, labelled, load_runs, paper_rows, scored_every_text
 from zstc.reports.stats import (
     BOOTSTRAP_DRAWS,
     Interval,
@@ -319,10 +319,11 @@ def _scored_texts(run: Run, dataset: str) -> dict[str, Any]:
     sampling = evaluation.get("sampling") or "stratified"
     max_samples = evaluation.get("max_samples")
     row = run.by_dataset.get(dataset, {})
-    n_texts = row.get("n_texts")
-    whole = max_samples is None or (n_texts is not None and n_texts < max_samples)  # a cap above its size took every text
-    sample = "all texts" if whole else f"{sampling} {max_samples}" + (
-        f" seed {evaluation.get('seed')}" if sampling == "stratified" else "")
+    n_texts, source_texts = row.get("n_texts"), row.get("source_texts")
+    whole = max_samples is None or (n_texts is not None and scored_every_text(dataset, n_texts, source_texts, max_samples))
+    # The paper's and the harness's draws differ only where the paper's keeps every text: as samples, they are one draw.
+    sample = "all texts" if whole else (f"the harness's draw of {max_samples}" if sampling in ("paper", "harness")
+                                        else f"{sampling} {max_samples} seed {evaluation.get('seed')}")
     sha = (evaluation.get("data_sha256") or {}).get(dataset)
     # The policy changes nothing on a dataset without unlabelled texts (but yahootopics' harness quirk goes with 'paper').
     policy = evaluation.get("unlabelled_policy") if row.get("unlabelled_texts") != 0 or dataset == "yahootopics" else None

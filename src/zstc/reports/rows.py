@@ -106,38 +106,8 @@ class Run:
         return chosen
 
     def protocol_differences(self) -> list[str]:
-        """How this run was made otherwise than the paper's published numbers were (BTZSC's own hypotheses, texts
-        whose class has no hypothesis counted as class 0, the paper's sample of 1000 texts or every text): one
-        phrase each, none for a run made as the paper's were. Read from the recorded run identity, else the
-        evaluation fields."""
-        evaluation = self.summary.get("evaluation", {})
-        identity = evaluation.get("run_identity") or {}
-        hypotheses = identity.get("hypotheses") or {"variant": evaluation.get("hypotheses"), "template": evaluation.get("template")}
-        differences = []
-        if hypotheses.get("variant") not in (None, "dataset") or hypotheses.get("template") is not None:
-            template = f" with template {hypotheses['template']!r}" if hypotheses.get("template") is not None else ""
-            differences.append(f"hypotheses {hypotheses.get('variant')!r}{template} instead of BTZSC's own")
-        policy = identity.get("unlabelled", evaluation.get("unlabelled_policy"))
-        if policy not in (None, "paper"):
-            differences.append(f"unlabelled policy {policy!r} instead of 'paper'")
-        # "sampled" is true only when a cap left texts out; summaries from before it was recorded have only the cap.
-        # The paper scored the public harness's draw of 1000 texts, but rottentomatoes whole (--sampling paper
-        # --max-samples 1000); the harness's own draw differs from it there only.
-        method, cap = evaluation.get("sampling") or "stratified", evaluation.get("max_samples")
-        sampled = evaluation["sampled"] if "sampled" in evaluation else cap is not None
-        if method in ("paper", "harness") and cap == PAPER_SAMPLE_SIZE:
-            # The harness's draw, or the paper's sample as zstc drew it before it kept rottentomatoes whole.
-            by_dataset = (self.summary.get("results") or {}).get("by_dataset") or {}
-            drawn = sorted(name for name in PAPER_WHOLE_DATASETS if (by_dataset.get(name) or {}).get("n_texts") == cap)
-            if drawn:
-                differences.append(f"a draw of {cap} texts of {', '.join(drawn)}, which the paper scored whole "
-                                   f"(--sampling paper --max-samples {PAPER_SAMPLE_SIZE} does)")
-        elif sampled:
-            differences.append(f"a {method} sample of at most {cap} texts per dataset, where the paper scored its own sample "
-                               f"of {PAPER_SAMPLE_SIZE} (--sampling paper --max-samples {PAPER_SAMPLE_SIZE})")
-        # Scorer options are not named: the protocol fixes none per model (which pooling a published row used is
-        # known for one model only, all-MiniLM-L6-v2's [CLS]), so no choice of them can be called off the protocol.
-        return differences
+        """How this run was made otherwise than the paper's published numbers were: see :func:`protocol_differences`."""
+        return protocol_differences(self.summary)
 
     def details(self, dataset: str) -> DatasetResult | None:
         """Per-text gold labels and predictions of one dataset, or None when the details are gone."""
@@ -180,6 +150,76 @@ class Run:
             source="run",
             throughput=self.throughput,
         )
+
+
+def scored_every_text(dataset: str, n_texts: int, source_texts: int | None, max_samples: int | None) -> bool:
+    """Whether a run scored every text of ``dataset``: no cap, or a cap at or above its size, or the paper's draw, which
+    keeps rottentomatoes whole above the cap. Without the size recorded (summaries before ``source_texts``), exactly the
+    cap reads as a sample."""
+    if max_samples is None:
+        return True
+    if source_texts is not None:
+        return n_texts == source_texts
+    return n_texts < max_samples or (n_texts > max_samples and dataset in PAPER_WHOLE_DATASETS)
+
+
+def sample_differences(summary: dict[str, Any]) -> dict[str, str]:
+    """The datasets of a run summary whose scored texts are not the ones the paper scored, each with how:
+    ``"whole"`` (every text of a dataset of which the paper scored the harness's draw of 1000), ``"drawn"`` (a draw of
+    1000 texts of a dataset the paper scored whole: rottentomatoes) or ``"sampled"`` (any other sample). The paper
+    scored the harness's draw of 1000 texts, every text of a smaller dataset, and all of rottentomatoes
+    (:data:`PAPER_WHOLE_DATASETS`): what ``--sampling paper --max-samples 1000`` scores."""
+    evaluation = summary.get("evaluation") or {}
+    method, cap = evaluation.get("sampling") or "stratified", evaluation.get("max_samples")
+    differences: dict[str, str] = {}
+    for name, row in ((summary.get("results") or {}).get("by_dataset") or {}).items():
+        scored, source = row.get("n_texts"), row.get("source_texts")
+        if scored is None:  # a summary that did not record it: its sample, as it said
+            if evaluation.get("sampled", cap is not None):
+                differences[name] = "sampled"
+            continue
+        if scored_every_text(name, scored, source, cap):
+            if scored > PAPER_SAMPLE_SIZE and name not in PAPER_WHOLE_DATASETS:
+                differences[name] = "whole"
+        elif method in ("paper", "harness") and cap == PAPER_SAMPLE_SIZE:
+            if name in PAPER_WHOLE_DATASETS:  # the harness's draw, or the paper's as zstc drew it before it kept it whole
+                differences[name] = "drawn"
+        else:
+            differences[name] = "sampled"
+    return differences
+
+
+def protocol_differences(summary: dict[str, Any]) -> list[str]:
+    """How a run was made otherwise than the paper's published numbers were (BTZSC's own hypotheses, texts whose class
+    has no hypothesis counted as class 0, the texts the paper scored: :func:`sample_differences`): one phrase each,
+    none for a run made as the paper's were. Read from the recorded run identity, else the evaluation fields."""
+    evaluation = summary.get("evaluation", {})
+    identity = evaluation.get("run_identity") or {}
+    hypotheses = identity.get("hypotheses") or {"variant": evaluation.get("hypotheses"), "template": evaluation.get("template")}
+    differences = []
+    if hypotheses.get("variant") not in (None, "dataset") or hypotheses.get("template") is not None:
+        template = f" with template {hypotheses['template']!r}" if hypotheses.get("template") is not None else ""
+        differences.append(f"hypotheses {hypotheses.get('variant')!r}{template} instead of BTZSC's own")
+    policy = identity.get("unlabelled", evaluation.get("unlabelled_policy"))
+    if policy not in (None, "paper"):
+        differences.append(f"unlabelled policy {policy!r} instead of 'paper'")
+    samples = sample_differences(summary)
+    by_dataset = summary["results"]["by_dataset"]
+    method, cap = evaluation.get("sampling") or "stratified", evaluation.get("max_samples")
+    paper_draw = f"--sampling paper --max-samples {PAPER_SAMPLE_SIZE}"
+    whole = [f"{name} ({by_dataset[name]['n_texts']})" for name, kind in sorted(samples.items()) if kind == "whole"]
+    if whole:
+        differences.append(f"every text of {', '.join(whole)}, where the paper scored the harness's draw of {PAPER_SAMPLE_SIZE} "
+                           f"({paper_draw} scores those)")
+    drawn = [name for name, kind in sorted(samples.items()) if kind == "drawn"]
+    if drawn:
+        differences.append(f"a draw of {cap} texts of {', '.join(drawn)}, which the paper scored whole ({paper_draw} does)")
+    if "sampled" in samples.values():
+        differences.append(f"a {method} sample of at most {cap} texts per dataset, where the paper scored its own sample "
+                           f"of {PAPER_SAMPLE_SIZE} ({paper_draw})")
+    # Scorer options are not named: the protocol fixes none per model (which pooling a published row used is
+    # known for one model only, all-MiniLM-L6-v2's [CLS]), so no choice of them can be called off the protocol.
+    return differences
 
 
 def labelled(result: DatasetResult) -> tuple[np.ndarray, np.ndarray]:

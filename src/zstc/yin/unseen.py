@@ -28,12 +28,43 @@ import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
 from zstc.decisions import argmax_decisions
-from zstc.errors import DataError
+from zstc.errors import DataError, OptionError
 from zstc.io import atomic_write
 from zstc.benchmark.tasks import NO_HYPOTHESIS, Task
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_NEGATIVES = 4
+
+SHARED_TEXTS_LIMIT = 0.05
+"""The most of the test texts, or of the training texts, that the two sets may share (whitespace and case
+ignored). Natural duplicates stay far below it: banking77's training and test splits share 7 of 3080 test texts."""
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def check_training_data(test: Task, train: Task) -> int:
+    """Refuse training data that is the test data: the same content (sha256 of the file or the hub's rows), or a
+    substantial share of the same texts (more than :data:`SHARED_TEXTS_LIMIT` of either set, whitespace and case
+    ignored). Fine-tuning on test texts scores the model on what it was trained on. Returns how many test texts the
+    training data holds (a few natural duplicates are allowed: the caller reports them). The error names the
+    parameter ``train_data``."""
+    from zstc.benchmark.runner import data_sha256
+
+    test_sha, train_sha = data_sha256(test), data_sha256(train)
+    if test_sha is not None and test_sha == train_sha:
+        raise OptionError(f"train_data {train.source} holds the same data as the test set {test.source} (sha256 {test_sha[:12]}): "
+                          "fine-tuning on it would score the model on the texts it was trained on; give the dataset's "
+                          "training split", "train_data")
+    training = {_normalized(text) for text in train.texts}
+    shared = sum(_normalized(text) in training for text in test.texts)
+    if shared > SHARED_TEXTS_LIMIT * min(len(test), len(train)):
+        raise OptionError(f"train_data {train.source}: {shared} of the {len(test)} test texts of {test.name} are among its "
+                          f"{len(train)} training texts (whitespace and case ignored), more than {SHARED_TEXTS_LIMIT:.0%} of "
+                          "either set: fine-tuning on them would score the model on texts it was trained on; give a training "
+                          "split that does not hold the test texts", "train_data")
+    return shared
 
 
 @dataclass(frozen=True)
