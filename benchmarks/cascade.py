@@ -210,6 +210,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every number here")
     parser.add_argument("--plot", type=Path, help="write the F1-vs-pairs curve here (PNG)")
     args = parser.parse_args()
+    from zstc.errors import ZstcError
+    from zstc.validation import check_sampling
+
+    for samples in (args.max_samples, args.yesno_max_samples):
+        try:  # before the default NLI model's minutes of training
+            check_sampling(args.sampling, samples)
+        except ZstcError as error:
+            parser.error(str(error))
 
     from zstc.scorers import make_scorer
 
