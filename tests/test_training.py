@@ -157,6 +157,8 @@ def test_bad_label_is_a_data_error(tmp_path: Path) -> None:
 def test_training_lowers_the_loss_and_saves_a_loadable_model(trained: TrainResult, tiny_backbone: Path, train_file: Path) -> None:
     from transformers import AutoModel
 
+    from zstc.benchmark.provenance import model_identity
+
     out = trained.out
     losses = [entry["dev_loss"] for entry in trained.history]
     assert trained.steps == trained.total_steps == 3 * math.ceil(72 / 8)
@@ -165,6 +167,7 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained: TrainResul
     assert is_zstc_nli_model(out) and not (out / "checkpoint").exists()
     record = json.loads((out / "zstc_training.json").read_text())
     assert record["data"]["train"]["sha256"] == sha256_of(train_file)
+    assert record["backbone_revision"] == model_identity(str(tiny_backbone)) and record["backbone_revision"].startswith("sha256:")
     assert record["config"]["variant"] == "triplet" and record["config"]["weight_decay"] == 0.01
     model, tokenizer, id2label = load_zstc_nli_model(out, torch.device("cpu"))
     assert id2label == {0: "entailment", 1: "neutral", 2: "contradiction"}

@@ -45,7 +45,7 @@ from zstc.errors import DataError, ModelError, Terminated
 from zstc.io import atomic_directory
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, fp32_as_recorded, resolve_device, resolve_precision
-from zstc.benchmark.provenance import sha256_file as sha256_of
+from zstc.benchmark.provenance import model_identity, sha256_file as sha256_of
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
     NliPairs,
@@ -539,6 +539,9 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         "family": "nli",
         "config": config.to_record(),
         "backbone_source": source,
+        # The backbone's weights by what pins them (the hub commit it loaded at, or its folder's hash): a hub id
+        # alone names whatever main was, a folder whatever it held then.
+        "backbone_revision": model_identity(source),
         "backbone_parameters": backbone_params,
         "data": data_records,
         "dev_held_out_from_train": config.dev is None,
