@@ -218,7 +218,9 @@ def run_unseen(test: Task, train: Task, hypotheses: Sequence[str], base_scorer: 
     """Label-fully-unseen (``base_scorer``, argmax) and, when ``finetuned_scorer`` is given,
     label-partially-unseen (its scorer per split, harsh rule), on both label halves.
 
-    Texts whose gold class has no hypothesis must already be excluded from ``test`` and ``train``. The
+    Texts whose gold class has no hypothesis must already be excluded from ``test`` and ``train``, and ``train``
+    must not be the test data: :func:`check_training_data` it on the whole sets, before any sampling (as ``zstc
+    unseen`` does; on samples, a few texts the two splits share by nature would count for more than they are). The
     training pairs of every split are built (and counted) either way, but written to ``config.work_dir``
     only when there is fine-tuning to feed: a run without it leaves no files behind.
     """
