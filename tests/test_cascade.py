@@ -263,6 +263,40 @@ def test_unlisted_labels_never_pass_a_threshold_nor_take_probability(nli_folder:
         assert [prediction.scores[label] for label in ranked[:2]] == pytest.approx(np.exp(top) / np.exp(top).sum())
 
 
+def test_fitted_thresholds_decide_as_prediction_does_behind_a_shortlist(nli_folder: Path) -> None:
+    """The fit sees the decisions predict_multi_label makes: an unlisted label never passes, so gold labels
+    left out of the shortlist cannot be "recovered" by a low cut, and placeholders are no candidate cuts (the
+    fit chose -1.94 at its own F1 0.87 where prediction at that cut made 0.34)."""
+    from sklearn.metrics import f1_score
+
+    from zstc.api import Classifier
+    from zstc.multilabel import _candidate_cuts, multilabel_metrics
+
+    classifier = Classifier(str(nli_folder), family="nli", shortlist=2, precision="fp32", template=None)
+    matrix = classifier.scores(TEXTS, LABELS, allow_single=True)
+    scored = classifier.scored(matrix)
+    assert scored is not None and not scored.all()
+    # Each text's best shortlisted label, plus (for the first three) every label left out of its shortlist.
+    best_listed = matrix == np.where(scored, matrix, -np.inf).max(axis=1, keepdims=True)
+    gold = [[LABELS[j] for j in np.flatnonzero(best_listed[i] | (~scored[i] & (i < 3)))] for i in range(len(TEXTS))]
+    truth = np.array([[label in names for label in LABELS] for names in gold])
+
+    def predicted_f1(**cut: object) -> float:
+        chosen = [p.labels for p in classifier.predict_multi_label(TEXTS, LABELS, **cut)]  # type: ignore[arg-type]
+        return multilabel_metrics(truth, np.array([[label in names for label in LABELS] for names in chosen]), LABELS)["weighted_f1"]
+
+    cut, per_label = classifier.fit_thresholds(TEXTS, gold, LABELS, per_label=True)
+    assert cut in _candidate_cuts(matrix[scored]), "the cut lies among scored values, not placeholders"
+    # The fit's objective is what prediction achieves: no cut (placeholders' own included) does better.
+    best = max(multilabel_metrics(truth, (matrix >= k) & scored, LABELS)["weighted_f1"] for k in _candidate_cuts(matrix.ravel()))
+    assert predicted_f1(threshold=cut) == pytest.approx(best)
+    for j, label in enumerate(LABELS):
+        if label in per_label:
+            chosen = np.array([label in p.labels for p in classifier.predict_multi_label(TEXTS, LABELS, per_label={label: per_label[label]})])
+            most = max(f1_score(truth[:, j], (matrix[:, j] >= k) & scored[:, j], zero_division=0) for k in _candidate_cuts(matrix[:, j]))
+            assert f1_score(truth[:, j], chosen, zero_division=0) == pytest.approx(most), label
+
+
 # -- benchmarks/cascade.py ----------------------------------------------------------------------------------
 
 

@@ -390,7 +390,9 @@ class Classifier:
                 truth[i, position[name]] = True
         matrix = self.scores(texts, labels, descriptions, allow_single=True)
         platt = self.platt()
-        return fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels, per_label=per_label)
+        # Behind a shortlist the fit decides as predict_multi_label does: unscored pairs never pass.
+        return fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels, per_label=per_label,
+                              scored=self.scored(matrix))
 
 
 def check_score_kind(kind: str) -> None:

@@ -197,25 +197,31 @@ def _candidate_cuts(values: np.ndarray, limit: int = 200) -> np.ndarray:
     return np.concatenate([[below], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1] + 1e-6]])
 
 
-def fit_thresholds(scores: np.ndarray, gold: np.ndarray, labels: Sequence[str], *, per_label: bool = False) -> tuple[float, dict[str, float]]:
+def fit_thresholds(scores: np.ndarray, gold: np.ndarray, labels: Sequence[str], *, per_label: bool = False,
+                   scored: np.ndarray | None = None) -> tuple[float, dict[str, float]]:
     """Thresholds that maximise F1 on a labelled dev set.
 
     Returns the global threshold maximising label-wise weighted F1 (with "none"), and, with
     ``per_label=True``, each label's own threshold maximising that label's F1 (labels absent from the dev
-    gold keep the global one, since their F1 cannot be measured).
+    gold, or never scored, keep the global one, since their F1 cannot be measured or moved).
+
+    ``scored`` (behind a shortlist: which pairs the model scored) makes the fit decide as prediction does: an
+    unscored pair never passes whatever the cut, and its placeholder value is never a candidate cut.
     """
     truth = gold_matrix(gold, len(labels))
+    mask = np.ones(scores.shape, dtype=bool) if scored is None else np.asarray(scored, dtype=bool)
     best_global, best_value = 0.0, -1.0
-    for cut in _candidate_cuts(scores.ravel()):
-        value = multilabel_metrics(truth, scores >= cut, labels)["weighted_f1"]
+    for cut in _candidate_cuts(scores[mask]):
+        value = multilabel_metrics(truth, (scores >= cut) & mask, labels)["weighted_f1"]
         if value > best_value:
             best_global, best_value = float(cut), value
     overrides: dict[str, float] = {}
     if per_label:
         for j, label in enumerate(labels):
-            if not truth[:, j].any():
+            column = scores[mask[:, j], j]
+            if not truth[:, j].any() or not len(column):
                 continue
-            column = scores[:, j]
-            f1s = [f1_score(truth[:, j], column >= cut, zero_division=0) for cut in _candidate_cuts(column)]
-            overrides[label] = float(_candidate_cuts(column)[int(np.argmax(f1s))])
+            cuts = _candidate_cuts(column)
+            f1s = [f1_score(truth[:, j], (scores[:, j] >= cut) & mask[:, j], zero_division=0) for cut in cuts]
+            overrides[label] = float(cuts[int(np.argmax(f1s))])
     return best_global, overrides
