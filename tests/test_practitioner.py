@@ -430,6 +430,11 @@ def test_fit_thresholds_and_records_refuse_or_read_what_users_give(classifier: C
     assert classifier.fit_thresholds(texts, ["sports", "politics"], labels) == classifier.fit_thresholds(texts, [["sports"], ["politics"]], labels)
     with pytest.raises(LabelError, match="gold must be a sequence of strings, got NoneType"):
         classifier.fit_thresholds(texts, None, labels)
+    # An entry that is neither a label nor a list of labels was a TypeError ('int' object is not iterable).
+    for bad, entry, shown in (([1, 2], 1, "int 1"), ([None, []], 1, "NoneType None"), ([["sports"], ["politics", 3]], 2, r"list \['politics', 3\]")):
+        with pytest.raises(LabelError, match=f"^gold: dev text {entry} has {shown}, expected a label or a list of labels$") as refused:
+            classifier.fit_thresholds(texts, bad, labels)
+        assert refused.value.parameters == ("gold",)
     prediction = classifier.predict(texts, labels)[0]
     with pytest.raises(LabelError, match="labels: 'sport' not among the prediction's labels"):  # was KeyError: 'sport'
         prediction_record(prediction, flat=True, labels=["sport", "politics"])

@@ -14,7 +14,7 @@ writes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,6 +382,12 @@ class Classifier:
         for i, names in enumerate(gold):
             if isinstance(names, str):  # one label (as a labelled file gives it), not its characters
                 names = [names]
+            elif isinstance(names, Iterable) and not isinstance(names, (bytes, bytearray, Mapping)):
+                names = list(names)
+            # A number or None was a TypeError ('int' object is not iterable), not the user's entry named.
+            if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+                raise LabelError(f"gold: dev text {i + 1} has {type(names).__name__} {quoted(names)}, expected a label or a list of labels",
+                                 parameters=("gold",))
             for name in names:
                 if name == NONE_LABEL:
                     continue
