@@ -440,6 +440,18 @@ def test_fit_thresholds_and_records_refuse_or_read_what_users_give(classifier: C
         prediction_record(prediction, flat=True, labels=["sport", "politics"])
 
 
+def test_descriptions_are_refused_where_the_hypotheses_describe_labels_by_name() -> None:
+    """hypotheses="name" built from the label names: descriptions passed to predict were used instead, silently,
+    where label_hypotheses refuses the combination; now the same LabelError (labels given as their own
+    descriptions are no descriptions, and read as names)."""
+    named = Classifier(MINILM, precision="fp32", hypotheses="name")
+    labels, texts = ["economy", "sports"], ["The match ended 2-1.", "Stocks fell sharply."]
+    with pytest.raises(LabelError, match="^hypotheses name describes each label from its name, so the labels' own descriptions would go unused") as refused:
+        named.predict(texts, labels, ["This is about money.", "This is about football."])
+    assert refused.value.parameters == ("hypotheses",)
+    assert named.scores(texts, labels, labels).tolist() == named.scores(texts, labels).tolist()
+
+
 def test_probabilities_refuse_a_row_that_is_not_a_matrix(classifier: Classifier) -> None:
     with pytest.raises(DataError, match=r"matrix must be a \(texts, labels\) score matrix, got 1 dimension"):  # was numpy's AxisError
         classifier.probabilities(np.array([0.2, 0.1]))

@@ -288,6 +288,8 @@ class Classifier:
         elif not isinstance(descriptions, HypothesisSet):
             # A list: a generator has no len().
             descriptions = check_sequence(descriptions, "descriptions", LabelError, each="one per label")
+            if self.hypotheses != "dataset":  # label_hypotheses refuses descriptions these hypotheses would leave unused
+                descriptions = label_hypotheses(labels, hypotheses=self.hypotheses, template=self.template, descriptions=descriptions)
         if len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
         check_distinct_descriptions(labels, descriptions)
