@@ -45,6 +45,10 @@ def texts_file(tmp_path):
         (["classify", "{texts}", "--labels", "a,b", "--family", "nonsense"], "unknown family 'nonsense'"),
         (["classify", "{texts}", "--labels", "a,b", "--model", "foo/not-a-model", "--family", "embedding"], "cannot load model 'foo/not-a-model'"),
         (["classify", "{texts}", "--labels", "a,b", "--template", "no slot"], "exactly one '{}'"),
+        # The flag, as calibrate says it, not the Python parameter ("error: template '{}{}' cannot be filled").
+        (["classify", "{texts}", "--labels", "a,b", "--template", "{}{}"], "error: --template '{}{}' cannot be filled: it must contain exactly one"),
+        (["bench", "-m", "all-MiniLM-L6-v2", "--data", "{shared}", "--tasks", "agnews", "--hypotheses", "name", "--template", "a {"],
+         "error: --template 'a {' cannot be filled"),
         # Not "unknown --pooling 'mean': --pooling must be ...": the CLI writes the parameter's name as its flag everywhere.
         (["classify", "{texts}", "--labels", "a,b", "--pooling", "mean"], "--pooling must be one of native, cls, got 'mean'"),
         (["classify", "{empty}", "--labels", "a,b"], "empty text"),

@@ -257,19 +257,21 @@ def check_template(template: str, *, what: str = "template") -> str:
     Parsed as :meth:`str.format` parses it, so a named field (``{x}``), a stray brace or a format spec is
     refused here with a message rather than failing in ``format`` later.
     """
+    # The parameter's name, which the CLI writes as its flag (--template); a ``what`` that is a flag already stays.
+    parameters = () if what.startswith("-") else (what,)
     if not isinstance(template, str):
-        raise LabelError(f"{what} must be a string, got {type(template).__name__}")
+        raise LabelError(f"{what} must be a string, got {type(template).__name__}", parameters=parameters)
     cannot = f"{what} {quoted(template)} cannot be filled"
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
     except ValueError as error:  # "Single '}' encountered", "unmatched '{'"
-        raise LabelError(f"{cannot}: {error}; write a literal brace as {{{{ or }}}}") from None
+        raise LabelError(f"{cannot}: {error}; write a literal brace as {{{{ or }}}}", parameters=parameters) from None
     if len(fields) != 1:
-        raise LabelError(f"{cannot}: it must contain exactly one '{{}}' where the label goes")
+        raise LabelError(f"{cannot}: it must contain exactly one '{{}}' where the label goes", parameters=parameters)
     name, spec, conversion = fields[0]
     if name not in ("", "0") or spec or conversion:
         slot = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
-        raise LabelError(f"{cannot}: the label slot must be a plain '{{}}', got '{slot}'")
+        raise LabelError(f"{cannot}: the label slot must be a plain '{{}}', got '{slot}'", parameters=parameters)
     return template
 
 
