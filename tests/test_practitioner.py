@@ -239,12 +239,36 @@ def test_classify_refuses_a_calibration_it_would_not_use(zstc_cli, tmp_path, met
     (json.dumps({"method": "temperature"}), "not a calibration file"),
     (json.dumps({"format": "zstc-calibration", "method": "isotonic", "parameters": {}}), "expected method"),
     (json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": -1}}), "positive"),
+    # json reads NaN and Infinity: every score was NaN (classify wrote "score": NaN, invalid JSON); true read as 1.
+    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": NaN}}',
+     "parameter temperature must be a finite number, got NaN"),
+    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": Infinity}}',
+     "parameter temperature must be a finite number, got Infinity"),
+    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": true}}',
+     "parameter temperature must be a finite number, got true"),
+    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": NaN, "intercept": 0}}',
+     "parameter slope must be a finite number, got NaN"),
+    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 1, "intercept": -Infinity}}',
+     "parameter intercept must be a finite number, got -Infinity"),
+    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": "1", "intercept": 0}}',
+     "parameter slope must be a finite number, got '1'"),
 ])
 def test_bad_calibration_files(tmp_path, content: str, message: str) -> None:
     path = tmp_path / "c.json"
     path.write_text(content)
-    with pytest.raises(DataError, match=message):
+    with pytest.raises(DataError, match=re.escape(message)):
         load_calibration(path)
+
+
+def test_classify_refuses_a_calibration_file_with_a_nan_parameter(zstc_cli, tmp_path) -> None:
+    """A NaN temperature was accepted: classify wrote ``"score": NaN`` (not JSON) and exited 0."""
+    calib = tmp_path / "c.json"
+    calib.write_text('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": NaN}}')
+    texts = tmp_path / "t.txt"
+    texts.write_text("I loved it\n")
+    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib))
+    assert (code, out) == (2, ""), err
+    assert err.startswith(f"error: calibration file {calib}: parameter temperature must be a finite number, got NaN"), err
 
 
 def test_calibration_file_with_byte_order_mark(tmp_path) -> None:
