@@ -153,6 +153,25 @@ def test_multi_label_probabilities_need_a_platt_file(classifier: Classifier) -> 
         classifier.predict(["x"], ["a", "b"], scores="logits")
 
 
+def test_single_label_refuses_a_platt_calibration(classifier: Classifier, tmp_path) -> None:
+    """predict and probabilities ignored a Platt calibration without a word (the family's temperature in its place),
+    while classify refuses one without --multi-label; a file is named by its path."""
+    from zstc.errors import OptionError
+
+    path = tmp_path / "platt.json"
+    path.write_text(json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}}))
+    calibrated = Classifier(classifier.scorer, calibration=path)
+    message = f"calibration {path} is a platt calibration, for predict_multi_label"
+    for call in (lambda: calibrated.probabilities(np.zeros((1, 2))), lambda: calibrated.predict(["I loved it"], ["positive", "negative"]),
+                 lambda: calibrated.predict(["I loved it"], ["positive", "negative"], scores="raw")):
+        with pytest.raises(OptionError, match=re.escape(message)):
+            call()
+    from_object = Classifier(classifier.scorer, calibration=Calibration("platt", {"slope": 2.0, "intercept": -1.0}))
+    with pytest.raises(OptionError, match="^calibration is a platt calibration"):
+        from_object.probabilities(np.zeros((1, 2)))
+    assert calibrated.predict_multi_label(["I loved it"], ["positive", "negative"])[0].score_kind == "probs"  # where it is used
+
+
 # --- calibration files -------------------------------------------------------------------------------------
 
 def test_calibrate_writes_a_file_that_classify_uses(zstc_cli, tmp_path, btzsc_dir) -> None:

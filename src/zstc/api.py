@@ -208,6 +208,8 @@ class Classifier:
         if template == "{}" or (template == DEFAULT_TEMPLATE and self.hypotheses != "dataset"):
             template = None  # the default template is for label names as given; Yin's variants keep their aspect's
         self.template = check_template(template) if template is not None else None
+        # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
+        self._calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
@@ -256,13 +258,23 @@ class Classifier:
             raise DataError(f"matrix must be a (texts, labels) score matrix, got {np.ndim(matrix)} dimension(s)",
                             parameters=("matrix",))
         scale = score_scale(self.family, score_type_of(self.scorer))
-        calibration = self.calibration if self.calibration is not None and self.calibration.method == "temperature" else default_calibration(self.family)
-        probabilities = calibration.single_label(matrix, scale)
+        probabilities = self.single_label_calibration().single_label(matrix, scale)
         scored = self.scored(matrix)
         if scored is None:
             return probabilities
         kept = np.where(scored, probabilities, 0.0)
         return kept / kept.sum(axis=1, keepdims=True)
+
+    def single_label_calibration(self) -> Calibration:
+        """The temperature single-label probabilities use: the calibration's, else the family's default. A Platt
+        calibration is refused (an :class:`OptionError`, as ``classify`` refuses one without ``--multi-label``):
+        it is for :meth:`predict_multi_label`, and the family's temperature in its place would ignore it silently."""
+        if self.calibration is None:
+            return default_calibration(self.family)
+        if self.calibration.method != "temperature":
+            raise OptionError(f"{self._calibration_name} is a {self.calibration.method} calibration, for predict_multi_label; "
+                              "single-label probabilities need a temperature (zstc calibrate --method temperature)", "calibration")
+        return self.calibration
 
     def scored(self, matrix: np.ndarray) -> np.ndarray | None:
         """Behind a shortlist: which labels of each row the model scored (the others hold placeholders, which
@@ -303,6 +315,7 @@ class Classifier:
         """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
         ``notes``, when given, receives what the scorer had to say (texts truncated, ...)."""
         check_score_kind(scores)
+        self.single_label_calibration()  # a Platt calibration is refused before any text is scored (raw scores too)
         texts = check_texts(texts)
         labels = check_labels(labels)
         matrix = self.scores(texts, labels, descriptions, notes=notes)
