@@ -172,6 +172,12 @@ def test_single_label_refuses_a_platt_calibration(classifier: Classifier, tmp_pa
     assert calibrated.predict_multi_label(["I loved it"], ["positive", "negative"])[0].score_kind == "probs"  # where it is used
 
 
+def test_probabilities_of_a_matrix_without_labels(classifier: Classifier) -> None:
+    """A (1, 0) matrix raised numpy's ValueError (a softmax over no labels)."""
+    with pytest.raises(DataError, match="matrix has no labels"):
+        classifier.probabilities(np.zeros((1, 0)))
+
+
 # --- calibration files -------------------------------------------------------------------------------------
 
 def test_calibrate_writes_a_file_that_classify_uses(zstc_cli, tmp_path, btzsc_dir) -> None:

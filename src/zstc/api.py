@@ -257,6 +257,8 @@ class Classifier:
         if np.ndim(matrix) != 2:  # one text's row is still a (1, labels) matrix; a 1-D row is ambiguous
             raise DataError(f"matrix must be a (texts, labels) score matrix, got {np.ndim(matrix)} dimension(s)",
                             parameters=("matrix",))
+        if np.shape(matrix)[1] == 0:  # a softmax over no labels: numpy's "zero-size array" ValueError
+            raise DataError("matrix has no labels (0 columns): a distribution needs at least one label's score", parameters=("matrix",))
         scale = score_scale(self.family, score_type_of(self.scorer))
         probabilities = self.single_label_calibration().single_label(matrix, scale)
         scored = self.scored(matrix)
