@@ -153,6 +153,22 @@ def test_multi_label_probabilities_need_a_platt_file(classifier: Classifier) -> 
         classifier.predict(["x"], ["a", "b"], scores="logits")
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--threshold", "2"], "error: --threshold must be >= 0 and <= 1, got 2: multi-label decides on probabilities here"),
+    (["--label-threshold", "negative=-0.5"], "error: --label-threshold: the threshold of 'negative' must be >= 0 and <= 1, got -0.5"),
+])
+def test_classify_refuses_a_threshold_off_the_probability_scale(zstc_cli, tmp_path, flags: list[str], message: str) -> None:
+    """With a Platt file multi-label decides on probabilities: --threshold 2 made every text "none", silently."""
+    calib = tmp_path / "c.json"
+    calib.write_text(json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}}))
+    texts = tmp_path / "t.txt"
+    texts.write_text("I loved it\n")
+    out_file = tmp_path / "out.jsonl"
+    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib), "--multi-label",
+                              "--out", str(out_file), *flags)
+    assert (code, out) == (2, "") and err.startswith(message) and not out_file.exists(), err
+
+
 def test_single_label_refuses_a_platt_calibration(classifier: Classifier, tmp_path) -> None:
     """predict and probabilities ignored a Platt calibration without a word (the family's temperature in its place),
     while classify refuses one without --multi-label; a file is named by its path."""

@@ -1186,6 +1186,12 @@ def test_multi_label_with_a_platt_calibration_is_classifier_predict_multi_label(
         assert expected[0].labels == ["football", "sports"]  # the per-label cut let a second label in: the check can fail
         hf = test_client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": labels, "multi_label": True,
                                                                             "hypothesis_template": "This is {}."}}).json()
+        # A threshold is a probability there: 2 would make every text "none" without a word.
+        refused = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 2})
+        assert refused.status_code == 422 and "threshold must be >= 0 and <= 1, got 2" in refused.json()["error"], refused.text
+        refused = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True,
+                                                      "label_thresholds": {"sports": -1}})
+        assert refused.status_code == 422 and "label_thresholds: the threshold of 'sports'" in refused.json()["error"], refused.text
         # Single-label requests get the family's temperature (Classifier.probabilities refuses a Platt calibration).
         single = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels})
         assert single.status_code == 200, single.text

@@ -27,7 +27,7 @@ from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
-from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_probability_thresholds, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
@@ -340,6 +340,21 @@ class Classifier:
         family, labels at least half as probable as the best one at :meth:`temperature`; None otherwise."""
         return None if self.platt() is not None else default_margin(self.family, self.temperature())
 
+    def probability_scale(self) -> str | None:
+        """What multi-label decides on when it is probabilities (a Platt calibration's, or scores that are
+        probabilities: score type ``prob``, an LLM's distribution over the options), in words; None for raw scores."""
+        if self.platt() is not None:
+            return "a Platt calibration's"
+        scale = score_scale(self.family, score_type_of(self.scorer))
+        return {"prob": "the model's scores are probabilities", "distribution": "the model's scores are a distribution over the labels"}.get(scale)
+
+    def check_thresholds(self, threshold: float | None, per_label: Mapping[str, float], *, per_label_parameter: str = "per_label") -> None:
+        """Multi-label thresholds on probabilities (:meth:`probability_scale`) lie in [0, 1]
+        (:func:`zstc.multilabel.check_probability_thresholds`); raw-score cuts are not bounded."""
+        scale = self.probability_scale()
+        if scale is not None:
+            check_probability_thresholds(threshold, per_label, scale, per_label_parameter=per_label_parameter)
+
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
                             notes: list[str] | None = None, scores: str | None = None) -> list[MultiLabelPrediction]:
@@ -353,6 +368,7 @@ class Classifier:
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
         per_label = check_label_thresholds(per_label or {}, labels)  # a NaN one would make its label never pass
+        self.check_thresholds(threshold, per_label)  # on probabilities, 2 made every text "none" and -1 passed every label
         platt = self.platt()
         kind = scores or ("probs" if platt is not None else "raw")
         check_score_kind(kind)

@@ -539,6 +539,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             # With one label set per text, a threshold names a label of any set and applies where that label is.
             given = check_label_thresholds(body.label_thresholds or {}, list(dict.fromkeys(name for names in names_per_set for name in names)),
                                            "label_thresholds")
+            probability_model.check_thresholds(body.threshold, given, per_label_parameter="label_thresholds")  # [0, 1] on probabilities
             per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)
