@@ -109,6 +109,35 @@ def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
         classifier.predict_multi_label(["sports"], ["sports", "politics"], per_label={"cooking": 0.5})
 
 
+class ProbabilityScorer(WordOverlapScorer):
+    """Scores that are probabilities (as a yes/no reranker's, or NLI with score_type prob)."""
+
+    family = "yesno"
+    score_type = "prob"
+
+
+def test_thresholds_on_probabilities_lie_in_0_1() -> None:
+    """On probabilities (a Platt calibration's, or probability scores) --threshold 2 made every text "none" and -1
+    passed every label, silently; raw cuts (cosines, log-odds) are not bounded."""
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+    from zstc.yin.calibration import Calibration
+
+    labels = ["sports", "politics"]
+    platt = Classifier(WordOverlapScorer(), calibration=Calibration("platt", {"slope": 1.0, "intercept": 0.0}))
+    probability = Classifier(ProbabilityScorer())
+    for classifier, scale in ((platt, "a Platt calibration's"), (probability, "the model's scores are probabilities")):
+        with pytest.raises(OptionError, match=re.escape(f"threshold must be >= 0 and <= 1, got 2: multi-label decides on probabilities here ({scale})")) as refused:
+            classifier.predict_multi_label(["sports"], labels, threshold=2)
+        assert refused.value.parameters == ("threshold",)
+        with pytest.raises(OptionError, match=re.escape("per_label: the threshold of 'politics' must be >= 0 and <= 1, got -1")):
+            classifier.predict_multi_label(["sports"], labels, per_label={"politics": -1})
+        assert classifier.predict_multi_label(["sports"], labels, threshold=1)[0].labels == ["none"]  # the bounds themselves pass
+    raw = Classifier(WordOverlapScorer())  # word overlaps: a raw cut, any finite number
+    assert raw.predict_multi_label(["sports"], labels, threshold=2)[0].labels == ["none"]
+    assert raw.predict_multi_label(["sports"], labels, threshold=-1)[0].labels == ["sports", "politics"]
+
+
 def test_api_fits_thresholds_on_labelled_texts() -> None:
     from zstc.api import Classifier
 

@@ -153,6 +153,47 @@ def test_multi_label_probabilities_need_a_platt_file(classifier: Classifier) -> 
         classifier.predict(["x"], ["a", "b"], scores="logits")
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--threshold", "2"], "error: --threshold must be >= 0 and <= 1, got 2: multi-label decides on probabilities here"),
+    (["--label-threshold", "negative=-0.5"], "error: --label-threshold: the threshold of 'negative' must be >= 0 and <= 1, got -0.5"),
+])
+def test_classify_refuses_a_threshold_off_the_probability_scale(zstc_cli, tmp_path, flags: list[str], message: str) -> None:
+    """With a Platt file multi-label decides on probabilities: --threshold 2 made every text "none", silently."""
+    calib = tmp_path / "c.json"
+    calib.write_text(json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}}))
+    texts = tmp_path / "t.txt"
+    texts.write_text("I loved it\n")
+    out_file = tmp_path / "out.jsonl"
+    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib), "--multi-label",
+                              "--out", str(out_file), *flags)
+    assert (code, out) == (2, "") and err.startswith(message) and not out_file.exists(), err
+
+
+def test_single_label_refuses_a_platt_calibration(classifier: Classifier, tmp_path) -> None:
+    """predict and probabilities ignored a Platt calibration without a word (the family's temperature in its place),
+    while classify refuses one without --multi-label; a file is named by its path."""
+    from zstc.errors import OptionError
+
+    path = tmp_path / "platt.json"
+    path.write_text(json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}}))
+    calibrated = Classifier(classifier.scorer, calibration=path)
+    message = f"calibration {path} is a platt calibration, for predict_multi_label"
+    for call in (lambda: calibrated.probabilities(np.zeros((1, 2))), lambda: calibrated.predict(["I loved it"], ["positive", "negative"]),
+                 lambda: calibrated.predict(["I loved it"], ["positive", "negative"], scores="raw")):
+        with pytest.raises(OptionError, match=re.escape(message)):
+            call()
+    from_object = Classifier(classifier.scorer, calibration=Calibration("platt", {"slope": 2.0, "intercept": -1.0}))
+    with pytest.raises(OptionError, match="^calibration is a platt calibration"):
+        from_object.probabilities(np.zeros((1, 2)))
+    assert calibrated.predict_multi_label(["I loved it"], ["positive", "negative"])[0].score_kind == "probs"  # where it is used
+
+
+def test_probabilities_of_a_matrix_without_labels(classifier: Classifier) -> None:
+    """A (1, 0) matrix raised numpy's ValueError (a softmax over no labels)."""
+    with pytest.raises(DataError, match="matrix has no labels"):
+        classifier.probabilities(np.zeros((1, 0)))
+
+
 # --- calibration files -------------------------------------------------------------------------------------
 
 def test_calibrate_writes_a_file_that_classify_uses(zstc_cli, tmp_path, btzsc_dir) -> None:
@@ -239,12 +280,36 @@ def test_classify_refuses_a_calibration_it_would_not_use(zstc_cli, tmp_path, met
     (json.dumps({"method": "temperature"}), "not a calibration file"),
     (json.dumps({"format": "zstc-calibration", "method": "isotonic", "parameters": {}}), "expected method"),
     (json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": -1}}), "positive"),
+    # json reads NaN and Infinity: every score was NaN (classify wrote "score": NaN, invalid JSON); true read as 1.
+    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": NaN}}',
+     "parameter temperature must be a finite number, got NaN"),
+    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": Infinity}}',
+     "parameter temperature must be a finite number, got Infinity"),
+    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": true}}',
+     "parameter temperature must be a finite number, got true"),
+    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": NaN, "intercept": 0}}',
+     "parameter slope must be a finite number, got NaN"),
+    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 1, "intercept": -Infinity}}',
+     "parameter intercept must be a finite number, got -Infinity"),
+    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": "1", "intercept": 0}}',
+     "parameter slope must be a finite number, got '1'"),
 ])
 def test_bad_calibration_files(tmp_path, content: str, message: str) -> None:
     path = tmp_path / "c.json"
     path.write_text(content)
-    with pytest.raises(DataError, match=message):
+    with pytest.raises(DataError, match=re.escape(message)):
         load_calibration(path)
+
+
+def test_classify_refuses_a_calibration_file_with_a_nan_parameter(zstc_cli, tmp_path) -> None:
+    """A NaN temperature was accepted: classify wrote ``"score": NaN`` (not JSON) and exited 0."""
+    calib = tmp_path / "c.json"
+    calib.write_text('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": NaN}}')
+    texts = tmp_path / "t.txt"
+    texts.write_text("I loved it\n")
+    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib))
+    assert (code, out) == (2, ""), err
+    assert err.startswith(f"error: calibration file {calib}: parameter temperature must be a finite number, got NaN"), err
 
 
 def test_calibration_file_with_byte_order_mark(tmp_path) -> None:

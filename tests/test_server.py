@@ -1186,8 +1186,19 @@ def test_multi_label_with_a_platt_calibration_is_classifier_predict_multi_label(
         assert expected[0].labels == ["football", "sports"]  # the per-label cut let a second label in: the check can fail
         hf = test_client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": labels, "multi_label": True,
                                                                             "hypothesis_template": "This is {}."}}).json()
+        # A threshold is a probability there: 2 would make every text "none" without a word.
+        refused = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 2})
+        assert refused.status_code == 422 and "threshold must be >= 0 and <= 1, got 2" in refused.json()["error"], refused.text
+        refused = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True,
+                                                      "label_thresholds": {"sports": -1}})
+        assert refused.status_code == 422 and "label_thresholds: the threshold of 'sports'" in refused.json()["error"], refused.text
+        # Single-label requests get the family's temperature (Classifier.probabilities refuses a Platt calibration).
+        single = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels})
+        assert single.status_code == 200, single.text
     assert {entry["label"]: entry["score"] for entry in hf} == pytest.approx(
         calibrated.predict_multi_label(TEXTS[:1], labels)[0].scores, abs=1e-5)
+    expected_single = minilm.predict(TEXTS[:1], labels)[0].scores
+    assert {entry["label"]: entry["probability"] for entry in single.json()["results"][0]["scores"]} == pytest.approx(expected_single, abs=1e-4)
 
 
 def test_settings_are_checked_in_parameter_names() -> None:

@@ -27,7 +27,7 @@ from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
 from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
-from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_probability_thresholds, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
@@ -208,6 +208,8 @@ class Classifier:
         if template == "{}" or (template == DEFAULT_TEMPLATE and self.hypotheses != "dataset"):
             template = None  # the default template is for label names as given; Yin's variants keep their aspect's
         self.template = check_template(template) if template is not None else None
+        # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
+        self._calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
@@ -255,14 +257,26 @@ class Classifier:
         if np.ndim(matrix) != 2:  # one text's row is still a (1, labels) matrix; a 1-D row is ambiguous
             raise DataError(f"matrix must be a (texts, labels) score matrix, got {np.ndim(matrix)} dimension(s)",
                             parameters=("matrix",))
+        if np.shape(matrix)[1] == 0:  # a softmax over no labels: numpy's "zero-size array" ValueError
+            raise DataError("matrix has no labels (0 columns): a distribution needs at least one label's score", parameters=("matrix",))
         scale = score_scale(self.family, score_type_of(self.scorer))
-        calibration = self.calibration if self.calibration is not None and self.calibration.method == "temperature" else default_calibration(self.family)
-        probabilities = calibration.single_label(matrix, scale)
+        probabilities = self.single_label_calibration().single_label(matrix, scale)
         scored = self.scored(matrix)
         if scored is None:
             return probabilities
         kept = np.where(scored, probabilities, 0.0)
         return kept / kept.sum(axis=1, keepdims=True)
+
+    def single_label_calibration(self) -> Calibration:
+        """The temperature single-label probabilities use: the calibration's, else the family's default. A Platt
+        calibration is refused (an :class:`OptionError`, as ``classify`` refuses one without ``--multi-label``):
+        it is for :meth:`predict_multi_label`, and the family's temperature in its place would ignore it silently."""
+        if self.calibration is None:
+            return default_calibration(self.family)
+        if self.calibration.method != "temperature":
+            raise OptionError(f"{self._calibration_name} is a {self.calibration.method} calibration, for predict_multi_label; "
+                              "single-label probabilities need a temperature (zstc calibrate --method temperature)", "calibration")
+        return self.calibration
 
     def scored(self, matrix: np.ndarray) -> np.ndarray | None:
         """Behind a shortlist: which labels of each row the model scored (the others hold placeholders, which
@@ -305,6 +319,7 @@ class Classifier:
         """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
         ``notes``, when given, receives what the scorer had to say (texts truncated, ...)."""
         check_score_kind(scores)
+        self.single_label_calibration()  # a Platt calibration is refused before any text is scored (raw scores too)
         texts = check_texts(texts)
         labels = check_labels(labels)
         matrix = self.scores(texts, labels, descriptions, notes=notes)
@@ -327,6 +342,21 @@ class Classifier:
         family, labels at least half as probable as the best one at :meth:`temperature`; None otherwise."""
         return None if self.platt() is not None else default_margin(self.family, self.temperature())
 
+    def probability_scale(self) -> str | None:
+        """What multi-label decides on when it is probabilities (a Platt calibration's, or scores that are
+        probabilities: score type ``prob``, an LLM's distribution over the options), in words; None for raw scores."""
+        if self.platt() is not None:
+            return "a Platt calibration's"
+        scale = score_scale(self.family, score_type_of(self.scorer))
+        return {"prob": "the model's scores are probabilities", "distribution": "the model's scores are a distribution over the labels"}.get(scale)
+
+    def check_thresholds(self, threshold: float | None, per_label: Mapping[str, float], *, per_label_parameter: str = "per_label") -> None:
+        """Multi-label thresholds on probabilities (:meth:`probability_scale`) lie in [0, 1]
+        (:func:`zstc.multilabel.check_probability_thresholds`); raw-score cuts are not bounded."""
+        scale = self.probability_scale()
+        if scale is not None:
+            check_probability_thresholds(threshold, per_label, scale, per_label_parameter=per_label_parameter)
+
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
                             notes: list[str] | None = None, scores: str | None = None) -> list[MultiLabelPrediction]:
@@ -340,6 +370,7 @@ class Classifier:
         labels = check_labels(labels, allow_single=True)
         check_multilabel_names(labels)
         per_label = check_label_thresholds(per_label or {}, labels)  # a NaN one would make its label never pass
+        self.check_thresholds(threshold, per_label)  # on probabilities, 2 made every text "none" and -1 passed every label
         platt = self.platt()
         kind = scores or ("probs" if platt is not None else "raw")
         check_score_kind(kind)

@@ -129,6 +129,8 @@ def classify(
     if classifier is not None:  # before any output is opened (a refused run leaves no partial file); Ray's actors check theirs
         check_distinct_descriptions(names, descriptions)
         check_labels_read_apart(classifier.scorer, names, descriptions)
+        if multi_label:  # on probabilities (a Platt file's, or the model's own) a cut lies in [0, 1]
+            classifier.check_thresholds(threshold, per_label, per_label_parameter="label_thresholds")
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.

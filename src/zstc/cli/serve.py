@@ -73,6 +73,9 @@ def serve(
 
     for message in classifier.notes:
         note(message)
+    if classifier.platt() is not None:  # not ignored without a word: the file is for multi-label requests only
+        note(f"--calibration {calibration} is a platt calibration: multi-label requests use its probabilities, single-label "
+             f"ones the {classifier.family} family's temperature ({classifier.temperature():g})")
     classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
     application = create_app(classifier, settings)
     engine = application.state.engine

@@ -308,9 +308,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
                           "descriptions or template; build the Classifier with hypotheses='dataset'", "hypotheses")
     # Single-label probabilities are the library's (family temperature or calibration file), not the server's own.
     probability_model = classifier if isinstance(classifier, Classifier) else Classifier(scorer, template=None)
+    # A Platt calibration is for multi-label requests (Classifier.probabilities refuses it); single-label ones get
+    # the family's temperature, as without a file (zstc serve says so when it starts).
+    single_label_model = probability_model if probability_model.platt() is None else Classifier(scorer, template=None)
 
     def single_label_probabilities(row: np.ndarray) -> np.ndarray:
-        return np.asarray(probability_model.probabilities(np.asarray(row, dtype=np.float64)[None, :])[0], dtype=np.float64)
+        return np.asarray(single_label_model.probabilities(np.asarray(row, dtype=np.float64)[None, :])[0], dtype=np.float64)
     telemetry = Telemetry()
     engine = BatchingEngine(scorer, settings.engine, telemetry)
     score_type = score_type_of(scorer)
@@ -536,6 +539,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             # With one label set per text, a threshold names a label of any set and applies where that label is.
             given = check_label_thresholds(body.label_thresholds or {}, list(dict.fromkeys(name for names in names_per_set for name in names)),
                                            "label_thresholds")
+            probability_model.check_thresholds(body.threshold, given, per_label_parameter="label_thresholds")  # [0, 1] on probabilities
             per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)

@@ -17,6 +17,8 @@ mean squared difference over all (text, label) pairs (multi-label).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_softmax, softmax
 
-from zstc.errors import DataError, UnknownNameError
+from zstc.errors import DataError, UnknownNameError, quoted
 from zstc.multilabel import gold_matrix
 
 METHODS: tuple[str, ...] = ("temperature", "platt")
@@ -273,8 +275,12 @@ def load_calibration(path: str | Path) -> Calibration:
         raise DataError(f"{path} is not a calibration file written by `zstc calibrate --out` (no \"format\": \"{CALIBRATION_FORMAT}\")")
     method, parameters = str(data.get("method")), data.get("parameters")
     needed = {"temperature": ("temperature",), "platt": ("slope", "intercept")}.get(method)
-    if needed is None or not isinstance(parameters, dict) or not all(isinstance(parameters.get(k), (int, float)) for k in needed):
+    if needed is None or not isinstance(parameters, dict) or not all(k in parameters for k in needed):
         raise DataError(f"calibration file {path}: expected method temperature (with a temperature) or platt (slope, intercept)")
+    for name in needed:  # json reads NaN and Infinity; a NaN parameter would make every score NaN, true would read as 1
+        value = parameters[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise DataError(f"calibration file {path}: parameter {name} must be a finite number, got {quoted(value) if isinstance(value, str) else json.dumps(value)[:60]}")
     if method == "temperature" and parameters["temperature"] <= 0:
         raise DataError(f"calibration file {path}: the temperature must be positive")
     return Calibration(method, {k: float(parameters[k]) for k in needed}, data.get("model"), data.get("family"), data.get("score_type"))
