@@ -301,6 +301,20 @@ def test_bad_calibration_files(tmp_path, content: str, message: str) -> None:
         load_calibration(path)
 
 
+@pytest.mark.parametrize(("method", "parameters", "message"), [
+    ("temperature", {"temperature": float("nan")}, "calibration: parameter temperature must be a finite number, got NaN"),
+    ("temperature", {"temperature": 0.0}, "calibration: the temperature must be positive"),
+    ("platt", {"slope": 1.0, "intercept": float("inf")}, "calibration: parameter intercept must be a finite number, got Infinity"),
+    ("platt", {"slope": True, "intercept": 0.0}, "calibration: parameter slope must be a finite number, got true"),
+    ("isotonic", {}, "calibration: expected method temperature (with a temperature) or platt (slope, intercept)"),
+])
+def test_a_calibration_built_in_python_is_checked_as_a_file_is(method: str, parameters: dict, message: str) -> None:
+    """Only files were checked: Calibration("temperature", {"temperature": nan}) made every probability NaN."""
+    with pytest.raises(ZstcError, match=re.escape(message)) as raised:
+        Calibration(method, parameters)
+    assert raised.value.parameters == ("calibration",)
+
+
 def test_classify_refuses_a_calibration_file_with_a_nan_parameter(zstc_cli, tmp_path) -> None:
     """A NaN temperature was accepted: classify wrote ``"score": NaN`` (not JSON) and exited 0."""
     calib = tmp_path / "c.json"

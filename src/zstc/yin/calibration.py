@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_softmax, softmax
 
-from zstc.errors import DataError, UnknownNameError, quoted
+from zstc.errors import DataError, OptionError, UnknownNameError, quoted
 from zstc.multilabel import gold_matrix
 
 METHODS: tuple[str, ...] = ("temperature", "platt")
@@ -221,6 +221,12 @@ class Calibration:
     family: str | None = None
     score_type: str | None = None
 
+    def __post_init__(self) -> None:
+        # Built in Python, as read from a file: a NaN temperature made every probability NaN, silently.
+        problem = calibration_problem(self.method, self.parameters)
+        if problem is not None:
+            raise OptionError(f"calibration: {problem}", "calibration")
+
     def single_label(self, scores: np.ndarray, scale: str) -> np.ndarray:
         if self.method != "temperature":
             raise UnknownNameError("a Platt calibration gives per-label (multi-label) probabilities; "
@@ -274,13 +280,31 @@ def load_calibration(path: str | Path) -> Calibration:
     if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
         raise DataError(f"{path} is not a calibration file written by `zstc calibrate --out` (no \"format\": \"{CALIBRATION_FORMAT}\")")
     method, parameters = str(data.get("method")), data.get("parameters")
-    needed = {"temperature": ("temperature",), "platt": ("slope", "intercept")}.get(method)
+    problem = calibration_problem(method, parameters)
+    if problem is not None:
+        raise DataError(f"calibration file {path}: {problem}")
+    assert isinstance(parameters, dict)  # calibration_problem found one
+    needed = CALIBRATION_PARAMETERS[method]
+    return Calibration(method, {k: float(parameters[k]) for k in needed}, data.get("model"), data.get("family"), data.get("score_type"))
+
+
+CALIBRATION_PARAMETERS = {"temperature": ("temperature",), "platt": ("slope", "intercept")}
+"""Each calibration method's parameters."""
+
+
+def calibration_problem(method: str, parameters: Any) -> str | None:
+    """What is wrong with a calibration's ``method`` and ``parameters`` (None: nothing), in words for a message: one
+    rule for a file (:func:`load_calibration`) and a :class:`Calibration` built in Python."""
+    import json
+
+    needed = CALIBRATION_PARAMETERS.get(method)
     if needed is None or not isinstance(parameters, dict) or not all(k in parameters for k in needed):
-        raise DataError(f"calibration file {path}: expected method temperature (with a temperature) or platt (slope, intercept)")
+        return "expected method temperature (with a temperature) or platt (slope, intercept)"
     for name in needed:  # json reads NaN and Infinity; a NaN parameter would make every score NaN, true would read as 1
         value = parameters[name]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise DataError(f"calibration file {path}: parameter {name} must be a finite number, got {quoted(value) if isinstance(value, str) else json.dumps(value)[:60]}")
+            shown = quoted(value) if isinstance(value, str) else json.dumps(value, default=repr)[:60]
+            return f"parameter {name} must be a finite number, got {shown}"
     if method == "temperature" and parameters["temperature"] <= 0:
-        raise DataError(f"calibration file {path}: the temperature must be positive")
-    return Calibration(method, {k: float(parameters[k]) for k in needed}, data.get("model"), data.get("family"), data.get("score_type"))
+        return "the temperature must be positive"
+    return None
