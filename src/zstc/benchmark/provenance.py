@@ -12,15 +12,12 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import resource
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 """The ``zstc`` package folder: a local change anywhere in it (not only in ``benchmark/``) makes a run ``+dirty``."""
@@ -48,12 +45,10 @@ def model_revision(source: str) -> str | None:
     loads at in this process (:func:`zstc.models.loading.hub_revision`: the hub's ``main`` when the hub answers, else
     the cached one). A plain folder or a PyPI-shipped model has no revision: None.
     """
-    folder = Path(source).expanduser().resolve()
-    if folder.is_dir():
-        return folder.name if folder.parent.name == "snapshots" and _COMMIT.match(folder.name) else None
-    from zstc.models.loading import hub_revision
+    from zstc.models.loading import hub_revision, snapshot_commit
 
-    return hub_revision(source)
+    folder = Path(source).expanduser().resolve()
+    return snapshot_commit(folder) if folder.is_dir() else hub_revision(source)
 
 
 def model_identity(source: str) -> str | None:

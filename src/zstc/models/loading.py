@@ -49,6 +49,13 @@ def model_source(spec: ModelSpec) -> str:
 
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def snapshot_commit(folder: Path) -> str | None:
+    """The hub commit a hub-cache folder holds the files of (``.../snapshots/<sha>/``); None for any other folder."""
+    return folder.name if folder.parent.name == "snapshots" and _COMMIT.match(folder.name) else None
+
+
 _PINNED: dict[str, str | None] = {}
 _PINNED_LOCK = threading.Lock()
 
@@ -107,10 +114,7 @@ def _resolve_commit(model_id: str) -> str | None:
             path = huggingface_hub.try_to_load_from_cache(model_id, "config.json")
         except Exception:  # an id the cache cannot parse is simply not cached
             return None
-    if not isinstance(path, str):
-        return None
-    commit = Path(path).parent.name
-    return commit if _COMMIT.match(commit) else None
+    return snapshot_commit(Path(path).parent) if isinstance(path, str) else None
 
 
 def _hub_endpoint() -> str:

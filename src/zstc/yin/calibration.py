@@ -18,7 +18,6 @@ mean squared difference over all (text, label) pairs (multi-label).
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,9 @@ from scipy.special import expit, log_softmax, softmax
 from zstc.errors import DataError, OptionError, UnknownNameError, quoted
 from zstc.multilabel import gold_matrix
 
-METHODS: tuple[str, ...] = ("temperature", "platt")
+CALIBRATION_PARAMETERS: dict[str, tuple[str, ...]] = {"temperature": ("temperature",), "platt": ("slope", "intercept")}
+"""Each calibration method and its parameters."""
+METHODS: tuple[str, ...] = tuple(CALIBRATION_PARAMETERS)
 ECE_BINS = 15
 
 TEMPERATURE_BOUNDS: tuple[float, float] = (1e-2, 1e2)
@@ -286,10 +287,6 @@ def load_calibration(path: str | Path) -> Calibration:
     assert isinstance(parameters, dict)  # calibration_problem found one
     needed = CALIBRATION_PARAMETERS[method]
     return Calibration(method, {k: float(parameters[k]) for k in needed}, data.get("model"), data.get("family"), data.get("score_type"))
-
-
-CALIBRATION_PARAMETERS = {"temperature": ("temperature",), "platt": ("slope", "intercept")}
-"""Each calibration method's parameters."""
 
 
 def calibration_problem(method: str, parameters: Any) -> str | None:
