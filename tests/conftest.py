@@ -39,6 +39,17 @@ def _session_result_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture(autouse=True)
+def _no_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is downloaded at test time, also on a machine that reaches the hub: a hub model's commit is resolved
+    by fetching its config.json when the hub answers (zstc.models.loading.hub_revision). Tests that fake a reachable
+    hub patch this again; hub tests (ZSTC_TEST_HUB=1) reach the real one."""
+    if os.environ.get("ZSTC_TEST_HUB") != "1":
+        import zstc.models.loading as loading
+
+        monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: False)
+
+
+@pytest.fixture(autouse=True)
 def _private_result_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own result cache: nothing leaks between tests or into the user's ~/.cache."""
     monkeypatch.setenv("ZSTC_RESULTS_CACHE", str(tmp_path_factory.mktemp("results-cache")))
