@@ -141,6 +141,15 @@ def test_a_missing_gpu_is_said_in_words_the_flag_rewriting_leaves_alone(capsys, 
     assert code == 2 and err == "error: --device asks for 'cuda', but this machine has no CUDA GPU\n"
 
 
+def test_the_flag_rewriting_leaves_the_users_quoted_value_alone(capsys, monkeypatch, texts_file):
+    """A message quotes what the user typed; only the parameter's own name becomes its flag: a template
+    "the template: {} {}" was echoed back as 'the --template: {} {}'."""
+    code, _, err = run_cli(["classify", str(texts_file), "--labels", "a,b", "--template", "the template: {} {}"], capsys, monkeypatch)
+    assert code == 2 and err.startswith("error: --template 'the template: {} {}' cannot be filled"), err
+    code, _, err = run_cli(["classify", str(texts_file), "--labels", "a,b", "--template", "it's a template: {} {}"], capsys, monkeypatch)
+    assert code == 2 and err.startswith("""error: --template "it's a template: {} {}" cannot be filled"""), err
+
+
 def test_a_blank_label_description_is_refused(capsys, monkeypatch, tmp_path, texts_file):
     """A labels file may describe a label with "" (JSON) or spaces: the model read nothing for it, and
     all-MiniLM-L6-v2 gave that label both texts, silently."""

@@ -314,6 +314,9 @@ def test_hugging_face_default_template_is_the_pipelines(client: TestClient, mini
     assert nulls.status_code == 200 and nulls.json() == answer, nulls.text
     missing = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": None}})
     assert missing.status_code == 422 and "candidate_labels" in missing.text
+    # The template is named as this shape names it (the /classify shape's is "template").
+    bad = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, "hypothesis_template": "{} or {}"}})
+    assert bad.status_code == 422 and bad.json()["error"].startswith("hypothesis_template '{} or {}' cannot be filled"), bad.text
 
 
 @pytest.mark.parametrize("path", ["/rerank", "/v1/rerank"])

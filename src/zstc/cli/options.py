@@ -118,10 +118,13 @@ def flag(parameter: str) -> str:
 
 def cli_message(error: ZstcError) -> str:
     """The error's message with the parameters it names written as the flags a CLI user typed."""
-    message = str(error)
-    for parameter in error.parameters:
-        message = re.sub(rf"(?<![\w-]){re.escape(parameter)}(?![\w-])", flag(parameter), message)
-    return message
+    if not error.parameters:
+        return str(error)
+    # A value the message quotes (Python's repr, as ``quoted`` writes it) is the user's own text, kept as typed:
+    # a template "the template: {} {}" is not "the --template: {} {}". An apostrophe after a letter is prose.
+    names = "|".join(re.escape(parameter) for parameter in sorted(error.parameters, key=len, reverse=True))
+    pattern = re.compile(rf"""(?<!\w)'(?:[^'\\]|\\.)*'|(?<!\w)"(?:[^"\\]|\\.)*"|(?<![\w-])(?:{names})(?![\w-])""")
+    return pattern.sub(lambda match: match[0] if match[0][0] in "'\"" else flag(match[0]), str(error))
 
 
 # -- the scorer options, as one bundle --------------------------------------------------------------------

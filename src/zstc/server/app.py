@@ -61,7 +61,7 @@ from zstc.server.schemas import (
     InfoResponse, RerankRequest, RerankResponse,
 )
 from zstc.server.telemetry import Telemetry
-from zstc.validation import check_distinct_descriptions, check_encodable, check_labels, check_texts
+from zstc.validation import check_distinct_descriptions, check_encodable, check_labels, check_template, check_texts
 
 logger = logging.getLogger("zstc.server")
 
@@ -590,6 +590,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         check_chars("text", texts)
         check_chars("candidate label", candidates)
         check_field_chars("hypothesis_template", body.parameters.hypothesis_template)
+        check_template(body.parameters.hypothesis_template, what="hypothesis_template")  # named as this shape names it
         # One candidate label is scored on its own, as with multi_label: the pipeline's rule (a softmax over one
         # label would always say 1).
         multi_label = body.parameters.multi_label or len(candidates) == 1
