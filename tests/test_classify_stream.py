@@ -128,6 +128,53 @@ def test_a_torn_chunk_is_cut_and_a_changed_input_starts_over(tmp_path):
     assert changed.resumed_rows == 0 and "starting" in notes[-1] and "changed" in notes[-1]
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_a_run_killed_as_it_finishes_is_resumed_not_made_again(tmp_path, zstc_cli, monkeypatch, fmt):
+    """Killed after the output was moved into place and before the marker was removed: the next run found the
+    marker's partial output gone and scored every row again. Now it resumes with every row kept and writes the same
+    bytes."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    from zstc.output import ChunkLabeller
+
+    source = write_texts(tmp_path / "in.jsonl", 5)
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / f"reference.{fmt}", "--chunk-size", "2"))
+    assert status == 0, err
+    out = tmp_path / f"out.{fmt}"
+    marker = out.with_name(out.name + ".partial.json")
+    real_unlink = Path.unlink
+
+    def killed_at_the_marker(self, *args, **kwargs):
+        if self == marker:
+            raise KeyboardInterrupt
+        real_unlink(self, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "unlink", killed_at_the_marker)
+        status, _, err = zstc_cli(*classify_args(source, out, "--chunk-size", "2"))
+    assert status == 130 and out.exists() and marker.exists(), err
+
+    def never_scored(*args, **kwargs):
+        raise AssertionError("a row was scored again")
+
+    monkeypatch.setattr(ChunkLabeller, "rows", never_scored)
+    status, _, err = zstc_cli(*classify_args(source, out, "--chunk-size", "2"))
+    assert status == 0, err
+    assert f"resuming {out}: 5 predictions from an interrupted run are kept" in err and "replacing" not in err, err
+    assert out.read_bytes() == (tmp_path / f"reference.{fmt}").read_bytes()
+    assert not marker.exists() and not out.with_name(out.name + ".partial").exists()
+
+
+def test_a_partial_output_without_its_marker_is_said_to_be_started_over(tmp_path):
+    """A partial output whose marker is gone (a run killed as it removed its finished state) is not said to come
+    from an input or settings that changed."""
+    out, identity = tmp_path / "out.jsonl", {"input_sha256": "a", "settings": "s"}
+    out.with_name("out.jsonl.partial").write_text('{"n": 1}\n')
+    notes: list[str] = []
+    writer = ResumableWriter(out, "jsonl", identity, on_note=notes.append)
+    assert writer.resumed_rows == 0 and notes == [f"starting {out} over: {writer.partial} has no marker to resume it by"]
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_a_run_killed_before_its_first_chunk_resumes(tmp_path, fmt):
     """The marker is written before any chunk: a run killed while it scored its first chunk (loading the model, say)

@@ -6,7 +6,8 @@ sha256 and a fingerprint of every setting) and how much of the output is complet
 once its bytes are on disk and the marker says so, so a run killed at any moment (even SIGKILL) leaves a
 prefix of complete chunks, possibly followed by a torn chunk that the next run cuts off. Run again with the
 same input and settings, classification continues after the last complete chunk; the finished file is
-byte-equal to one written without interruption. A changed input or setting starts over. An ``OUT`` that exists
+byte-equal to one written without interruption (a run killed as it finishes, after the output is moved into
+place and before the marker is removed, is resumed with every row kept). A changed input or setting starts over. An ``OUT`` that exists
 already (an earlier run's finished output has no marker) is said to be replaced before any work, and is replaced
 only when the run completes: until then it is left as it is.
 
@@ -221,23 +222,44 @@ class ResumableWriter:
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.marker = self.path.with_name(self.path.name + ".partial.json")
         # "ends": (rows, bytes) after each chunk, and "inputs" each chunk's input_digest: what keep() cuts back to.
-        self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
-                                      "ends": [], "inputs": []}
+        self.state: dict[str, Any] = self._fresh_state()
         self._schema: Any = None
         """Parquet: the columns' types over the chunks written (None: not known yet, read from them when needed)."""
-        if self.path.is_file():  # an earlier run's output: said before any work, not replaced in silence at the end
-            on_note(f"replacing {self.path}, which exists already: it stays as it is until this run completes")
         previous = self._read_marker()
+        if previous is not None and previous.get("identity") == identity and self._finished_in_place(previous):
+            # Killed after finish() moved the output into place, before the marker went: the output is this run's.
+            # Parquet's chunks are still there (removed after the marker); a JSONL/CSV output becomes the partial
+            # output again. Either way the run resumes with every row kept, and finishes again.
+            if self.fmt != "parquet":
+                os.replace(self.path, self.partial)
+        elif self.path.is_file():  # an earlier run's output: said before any work, not replaced in silence at the end
+            on_note(f"replacing {self.path}, which exists already: it stays as it is until this run completes")
         if previous is not None and previous.get("identity") == identity and self._partial_intact(previous):
+            previous.pop("finished", None)
             self.state = previous
             self._cut_torn_chunk()
             if self.state["rows"]:
                 on_note(f"resuming {self.path}: {self.state['rows']} predictions from an interrupted run are kept")
         else:
-            if previous is not None or self.partial.exists():
+            if previous is not None:
                 on_note(f"starting {self.path} over: the input or the settings changed since the interrupted run")
+            elif self.partial.exists():  # a run killed as it removed its finished state, or a marker deleted by hand
+                on_note(f"starting {self.path} over: {self.partial} has no marker to resume it by")
             self._remove_partial()
             write_json(self.marker, self.state)
+
+    def _fresh_state(self) -> dict[str, Any]:
+        return {"identity": self.identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None, "ends": [], "inputs": []}
+
+    def _finished_in_place(self, state: dict[str, Any]) -> bool:
+        """Whether ``path`` is the very file :meth:`finish` moved into place (the marker names its device and inode:
+        a rename keeps them, and an older file of the same name and size has others)."""
+        finished = state.get("finished")
+        try:
+            found = self.path.stat()
+        except OSError:
+            return False
+        return isinstance(finished, list) and finished == [found.st_dev, found.st_ino, found.st_size]
 
     @property
     def resumed_rows(self) -> int:
@@ -396,18 +418,27 @@ class ResumableWriter:
         self.marker.unlink(missing_ok=True)
 
     def finish(self) -> None:
-        """Move the complete output into place and remove the partial state."""
+        """Move the complete output into place and remove the partial state.
+
+        The marker first names the file about to be moved (:meth:`_finished_in_place`), and Parquet's chunks go
+        after the marker: a run killed between the move and the marker's removal is resumed by the next with every
+        row kept, not made again."""
         if self.fmt == "parquet":
-            self._merge_parquet()
-            shutil.rmtree(self.partial)
+            complete = self._merge_parquet()
         else:
             if not self.partial.exists():  # no rows at all
                 self.partial.write_bytes(b"")
-            os.replace(self.partial, self.path)
+            complete = self.partial
+        found = complete.stat()
+        self.state["finished"] = [found.st_dev, found.st_ino, found.st_size]
+        write_json(self.marker, self.state)
+        os.replace(complete, self.path)
         self.marker.unlink(missing_ok=True)
+        self._remove_partial()
 
-    def _merge_parquet(self) -> None:
-        """One Parquet file, one row group per chunk, read and written a chunk at a time."""
+    def _merge_parquet(self) -> Path:
+        """One Parquet file, one row group per chunk, read and written a chunk at a time; returns where it was
+        written, beside ``path``."""
         pa, pq = _pyarrow()
         chunks = [self._chunk_path(i) for i in range(self.state["chunks"])]
         schemas = [pq.read_schema(chunk) for chunk in chunks]
@@ -419,7 +450,7 @@ class ResumableWriter:
                 table = pq.read_table(chunk)
                 columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
                 writer.write_table(pa.Table.from_arrays(columns, schema=schema))
-        os.replace(temporary, self.path)
+        return temporary
 
 
 def _unify(schemas: Sequence[Any]) -> Any:
