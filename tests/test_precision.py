@@ -485,3 +485,12 @@ def test_bf16_llm_rechecks_rescore_whole_texts_in_fp32(smollm2_folder: Path, btz
     everything = make(precision="bf16", recheck_margin=50.0).score_with_notes(task.texts, task.label_names)
     assert everything.notes[0].startswith(f"{len(task.texts)} of {len(task.texts)} texts rescored in fp32")
     assert np.allclose(everything.scores, fp32, atol=NOISE)
+    # Multi-label (a cut at the median probability): a text with an option near its cut runs again in fp32, and
+    # every decision fp32 makes beyond its noise is kept. Without the cuts, the near ties alone were rechecked.
+    cut = float(np.median(fp32))
+    far = np.abs(fp32 - cut) > NOISE
+    multi = make(precision="bf16").score_with_notes(task.texts, task.label_names, thresholds=[cut] * len(task.label_names))
+    assert ((multi.scores > cut) == (fp32 > cut))[far].all()
+    assert multi.notes[0].endswith("texts rescored in fp32: near their threshold"), multi.notes
+    plain = alone.score_with_notes(task.texts, task.label_names).scores
+    assert (((plain > cut) != (fp32 > cut)) & far).any(), "bf16 alone crosses the cut somewhere (else this proves nothing)"

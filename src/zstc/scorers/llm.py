@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, ScoreResult
+from zstc.scorers.recheck import label_cuts
 from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.causal import CausalLMScorer, next_token_id
 from zstc.scorers.prompts import (
@@ -54,8 +55,11 @@ class LLMScorer(CausalLMScorer[Symbols]):
     appendix C.3), one forward pass, softmax over the option symbols' final-position logits."""
 
     family: ClassVar[str] = "llm"
-    SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 is autocast over fp32 weights and rechecks near ties in fp32
+    SCORING_VERSION: ClassVar[str] = "3"  # 2: bf16 is autocast over fp32 weights and rechecks near ties in fp32; 3: and near multi-label cuts
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
+    rechecks_thresholds: ClassVar[bool] = True
+    """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rescores in fp32 the texts
+    with an option near its cut."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         super().__init__(spec, **options)
@@ -157,7 +161,14 @@ class LLMScorer(CausalLMScorer[Symbols]):
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
+                         thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+        """Each text's probability of each label's option: a ``(len(texts), len(labels))`` float32 matrix.
+
+        ``thresholds`` (one per label, a probability) says that the caller decides by cuts (multi-label): bf16 then
+        rescores the texts with an option near its label's cut, rather than those with a near tie for their best.
+        """
+        cuts = label_cuts(thresholds, len(labels))
         loaded = self.loaded
         options, columns = self.listed(labels)
         symbols = self.symbols_for(len(options))
@@ -173,7 +184,8 @@ class LLMScorer(CausalLMScorer[Symbols]):
             return torch.log_softmax(logits, dim=-1).numpy().ravel()[todo]
 
         log_probabilities = torch.log_softmax(logits, dim=-1).numpy().ravel()
-        notes = self._recheck(log_probabilities, rows, None, rescore, whole_groups=True, unit="texts")[1]
+        notes = self._recheck(log_probabilities, rows, _log_option_cuts(cuts, columns, len(options), len(texts)), rescore,
+                              whole_groups=True, unit="texts")[1]
         # The softmax over the symbols' logits is the harness's too: its softmax over the whole
         # vocabulary, renormalised over the symbols' columns, is the same function (and cannot underflow).
         scores = torch.softmax(logits, dim=-1).numpy()[:, columns].astype(np.float32)
@@ -192,6 +204,18 @@ class LLMScorer(CausalLMScorer[Symbols]):
                 logits[batch] = self._answer_logits(loaded, [prompts[0] for prompts, _ in fitted], symbol_ids)
                 bar.update(len(batch))
         return logits, truncated
+
+
+def _log_option_cuts(cuts: np.ndarray | None, columns: Sequence[int], options: int, texts: int) -> np.ndarray | None:
+    """Each label's cut (a probability) at its option, on the log scale the recheck compares (``log t``; 0 is
+    ``-inf``, near no score), for every (text, option) position in order; ``None`` (argmax decisions) stays ``None``.
+    A label listed twice (the harness lists it once) is one option, with the cut of its last column."""
+    if cuts is None:
+        return None
+    by_option = np.full(options, np.nan)
+    by_option[list(columns)] = cuts
+    with np.errstate(divide="ignore"):
+        return np.tile(np.where(np.isnan(by_option), np.nan, np.log(np.clip(by_option, 0.0, 1.0))), texts)
 
 
 def option_symbols(tokenizer: Any) -> list[tuple[str, int]]:
