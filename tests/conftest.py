@@ -17,6 +17,11 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # fp32 elsewhere. The suite must assert the same numbers on every kind of machine, so auto means fp32 here;
 # tests of bf16 ask for it explicitly. Subprocesses inherit this.
 os.environ["ZSTC_AUTO_PRECISION"] = "fp32"
+# Nothing is downloaded at test time, also on a machine that reaches the hub, and also in the subprocesses tests
+# start (they inherit this; in this process the _no_hub fixture below says the same): huggingface_hub and zstc
+# (zstc.models.loading.hub_reachable) read it. Hub tests (ZSTC_TEST_HUB=1) reach the real hub.
+if os.environ.get("ZSTC_TEST_HUB") != "1":
+    os.environ["HF_HUB_OFFLINE"] = "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

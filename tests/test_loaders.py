@@ -154,3 +154,19 @@ def test_yahootopics_keeps_two_business_and_finance_texts_as_the_harness_does(tm
     assert any("dropped 2 'Business & Finance' texts" in note for note in paper.notes)
     excluded, _ = load_btzsc_task("yahootopics", tmp_path, unlabelled="exclude")
     assert len(excluded) == len(classes)
+
+
+def test_subprocesses_of_the_suite_never_reach_the_hub() -> None:
+    """The in-process guard (conftest's _no_hub) does not reach the zstc processes tests start; the environment does,
+    so a test on a machine that reaches the hub downloads nothing there either."""
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("ZSTC_TEST_HUB") == "1":
+        pytest.skip("hub tests reach the hub")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    shown = subprocess.run([sys.executable, "-c", "import zstc.models.loading as l; from huggingface_hub import constants; "
+                            "print(l.hub_reachable(), constants.HF_HUB_OFFLINE)"],
+                           env={**os.environ, "PYTHONPATH": src}, capture_output=True, text=True, timeout=120, check=True)
+    assert shown.stdout.split() == ["False", "True"], shown
