@@ -618,6 +618,45 @@ def test_report_refuses_to_replace_the_users_own_folders(tmp_path: Path, zstc_cl
         assert status == 0, err
 
 
+def test_report_refuses_a_folder_with_the_users_own_index_and_report(tmp_path: Path, zstc_cli) -> None:
+    """An index.html and a report.md of the user's own made the folder count as an earlier report: the report
+    overwrote both and deleted the figures/ folder beside them."""
+    pytest.importorskip("matplotlib")
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    site = tmp_path / "site"
+    (site / "figures").mkdir(parents=True)
+    (site / "figures" / "diagram.png").write_bytes(b"mine")
+    (site / "index.html").write_text("<h1>My site</h1>")
+    (site / "report.md").write_text("# my notes")
+    status, _, err = zstc_cli("report", str(result), "--out", str(site), "--no-paper", "--bootstrap", "100")
+    assert status == 2 and err == (f"error: --out {site}: its figures/ folder is not from a zstc report and a report "
+                                   "replaces it whole; choose another folder\n")
+    shutil.rmtree(site / "figures")  # an index.html alone is the user's too: not overwritten
+    status, _, err = zstc_cli("report", str(result), "--out", str(site), "--no-paper", "--bootstrap", "100")
+    assert status == 2 and err == (f"error: --out {site}: its index.html is not from a zstc report and a report would "
+                                   "overwrite it; choose another folder\n")
+    assert (site / "index.html").read_text() == "<h1>My site</h1>" and (site / "report.md").read_text() == "# my notes"
+    assert not (site / "figures").exists()
+
+
+def test_report_replaces_an_earlier_report(tmp_path: Path, zstc_cli) -> None:
+    """A folder holding a report (this version's, with its marker file, or one made before the marker) is replaced."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import REPORT_MARKER
+
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    assert status == 0, err
+    (tmp_path / "report" / "figures" / "old.png").write_bytes(b"an old report's")
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    assert status == 0, err
+    assert not (tmp_path / "report" / "figures" / "old.png").exists()
+    (tmp_path / "report" / REPORT_MARKER).unlink()  # as a report made before the marker was written
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    assert status == 0, err
+    assert (tmp_path / "report" / REPORT_MARKER).is_file()
+
+
 def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
     """A per-dataset n_texts of null, which the summary schema allows, was an int(None) TypeError traceback."""
     pytest.importorskip("matplotlib")

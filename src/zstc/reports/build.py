@@ -6,11 +6,13 @@ Output layout of ``--out DIR``::
     DIR/report.md             every table in Markdown, figures linked
     DIR/tables/<name>.md|csv  one file per table
     DIR/figures/<name>.png|svg
+    DIR/.zstc-report          says the folder is a report's, for a later report to replace
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,12 @@ REPORT_FILES = ("index.html", "report.md")
 """Files a report writes at the top of its folder (tables/ and figures/ hold the rest)."""
 REPORT_FOLDERS = ("tables", "figures")
 """Folders a report replaces whole (an old report's tables and figures must not outlive it)."""
+REPORT_MARKER = ".zstc-report"
+"""A file every report writes at the top of its folder, moved in before the rest: what tells a later report that
+the folder's index.html, report.md, tables/ and figures/ are a report's to replace (two files that merely bear
+those names, or an interrupted move, do not say so)."""
+_EARLIER_REPORT_PAGE = re.compile(r'<p class="meta">\d+ result file\(s\): .* Made by zstc [^<]*</p>')
+"""The subtitle of the index.html of a report made before :data:`REPORT_MARKER` was written."""
 
 
 @dataclass
@@ -77,7 +85,7 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
     directory = check_output_dir(Path(out), inputs=list(result_files), files=REPORT_FILES)
     _check_not_the_users_folders(directory)
     runs = load_runs(list(result_files))
-    with atomic_directory(directory, last=REPORT_FILES[::-1]) as staging:
+    with atomic_directory(directory, first=[REPORT_MARKER], last=REPORT_FILES[::-1]) as staging:
         built = _build(runs, staging, include_paper=include_paper, draws=draws, seed=seed, confusion_matrices=confusion_matrices)
 
     def moved(path: Path) -> Path:
@@ -88,15 +96,34 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
 
 
 def _check_not_the_users_folders(directory: Path) -> None:
-    """Refuse an ``--out`` whose tables/ or figures/ hold files that no earlier report wrote: a report replaces
-    those folders whole, which deleted a user's own (``--out .`` in a project with a figures/ folder)."""
-    if all((directory / name).is_file() for name in REPORT_FILES):
-        return  # an earlier report: its tables and figures are replaced by the new ones
+    """Refuse an ``--out`` whose index.html, report.md, tables/ or figures/ no earlier report wrote: a report
+    overwrites those files and replaces those folders whole, which deleted a user's own (``--out .`` in a project
+    with a figures/ folder, even when the project had an index.html and a report.md of its own too)."""
+    if _holds_a_report(directory):
+        return  # an earlier report: its files, tables and figures are replaced by the new ones
     for name in REPORT_FOLDERS:
         folder = directory / name
-        if folder.is_dir() and any(folder.iterdir()):
+        if folder.exists() and not (folder.is_dir() and not any(folder.iterdir())):
             raise OutputError(f"--out {directory}: its {name}/ folder is not from a zstc report and a report replaces it whole; "
                               "choose another folder")
+    for name in REPORT_FILES:
+        if (directory / name).exists() or (directory / name).is_symlink():
+            raise OutputError(f"--out {directory}: its {name} is not from a zstc report and a report would overwrite it; "
+                              "choose another folder")
+
+
+def _holds_a_report(directory: Path) -> bool:
+    """Whether ``directory`` holds an earlier zstc report: its :data:`REPORT_MARKER`, or (a report made before the
+    marker was written) an index.html with a report's subtitle."""
+    if (directory / REPORT_MARKER).is_file():
+        return True
+    page = directory / "index.html"
+    try:
+        with page.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(1 << 16)  # the subtitle comes before the first section
+    except OSError:
+        return False
+    return bool(_EARLIER_REPORT_PAGE.search(head))
 
 
 def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int, seed: int, confusion_matrices: bool) -> Report:
@@ -360,6 +387,8 @@ def _write(report: Report, sections: list[Section], runs: list[Run], datasets: l
         markdown += [table.to_markdown() for table in section.tables]
         markdown += [f"![{f.title}](figures/{f.png.name})\n" for f in section.figures]
     _write_text(report.directory / "report.md", "\n".join(markdown))
+    _write_text(report.directory / REPORT_MARKER, f"This folder is a report made by zstc {__version__}: a later `zstc report "
+                                                  "--out` here replaces its index.html, report.md, tables/ and figures/.\n")
     _write_text(report.index, render_page(title, subtitle, sections))  # last: its presence marks a complete report
 
 
