@@ -550,27 +550,29 @@ def test_report_says_when_runs_scored_different_texts(tmp_path: Path) -> None:
     assert not any("same texts" in note for note in _run_notes(whole, ["imdb"]))
 
 
-def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None = None, fingerprint: str = "f" * 16) -> Path:
-    """A bench result file on imdb (four texts) and its details folder, made without a model; ``details_of``
-    stores another run's predictions (and settings fingerprint) beside the summary."""
+def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None = None, fingerprint: str = "f" * 16,
+              gold: list[int] | None = None) -> Path:
+    """A bench result file on imdb (four texts unless ``gold`` says otherwise) and its details folder, made without a
+    model; ``details_of`` stores another run's predictions (and settings fingerprint) beside the summary."""
     from zstc.benchmark.metrics import dataset_metrics
     from zstc.benchmark.records import DatasetResult
     from zstc.benchmark.store import ResultStore
 
-    gold = np.array([0, 1, 1, 0])
+    golds = np.array(gold if gold is not None else [0, 1, 1, 0])
+    n = len(golds)
 
     def result(guesses: list[int], stamp: str) -> DatasetResult:
-        return DatasetResult(dataset="imdb", family="sentiment", metrics=dataset_metrics(gold, np.array(guesses)), n_texts=4,
+        return DatasetResult(dataset="imdb", family="sentiment", metrics=dataset_metrics(golds, np.array(guesses)), n_texts=n,
                              label_names=["negative", "positive"], hypotheses=["bad", "good"], unlabelled_policy="paper",
-                             unlabelled_texts=0, wall_time_s=1.0, fingerprint=stamp, gold=gold, predicted=np.array(guesses),
-                             source_index=np.arange(4), scores=np.eye(2, dtype=np.float32)[guesses])
+                             unlabelled_texts=0, wall_time_s=1.0, fingerprint=stamp, gold=golds, predicted=np.array(guesses),
+                             source_index=np.arange(n), scores=np.eye(2, dtype=np.float32)[guesses])
 
     metrics = result(predicted, fingerprint).metrics
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
                                 "evaluation": {"fingerprints": {"imdb": fingerprint}},
                                 "results": {"overall": metrics, "by_task": {"sentiment": metrics},
-                                            "by_dataset": {"imdb": {**metrics, "n_texts": 4, "unlabelled_texts": 0}}}}))
+                                            "by_dataset": {"imdb": {**metrics, "n_texts": n, "unlabelled_texts": 0}}}}))
     ResultStore(path).save(result(details_of if details_of is not None else predicted, "e" * 16 if details_of else fingerprint))
     return path
 
@@ -669,6 +671,20 @@ def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
     written = build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
     [table] = [t for t in written.tables if t.name.startswith("ci_")]
     assert table.rows[0][:2] == ["imdb", None] and table.rows[-1][:2] == ["overall", None]  # not a total of 0 texts
+
+
+def test_report_of_a_dataset_with_one_scored_text(tmp_path: Path) -> None:
+    """`bench --max-samples 1` gives details of one text, which scipy's bootstrap refuses: the report was a
+    ValueError traceback. The interval is left blank and a note says why."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    written = build_report([write_run(tmp_path / "r.json", [1], gold=[1])], tmp_path / "report", draws=100, include_paper=False)
+    [table] = [t for t in written.tables if t.name.startswith("ci_")]
+    assert table.rows == [["imdb", 1, None, None], ["overall", 1, None, None]]
+    note = ("all-MiniLM-L6-v2 (r) scored fewer than 2 texts on imdb (1): a bootstrap interval needs at least 2, so its "
+            "interval there, and the overall one, are left blank.")
+    assert note in written.notes and note in table.caption and note in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_report_refuses_the_same_result_file_twice(tmp_path: Path, zstc_cli) -> None:

@@ -28,6 +28,7 @@ from zstc.reports.html import Section, render_page
 from zstc.reports.rows import ModelRow, Run, compared_datasets, labelled, load_runs, paper_rows, scored_every_text
 from zstc.reports.stats import (
     BOOTSTRAP_DRAWS,
+    MIN_TEXTS_FOR_INTERVAL,
     Interval,
     McNemar,
     RankAgreement,
@@ -138,15 +139,17 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
         for name in datasets:
             run.details(name)
     off_protocol = {run.label: _off_protocol_note(run) for run in runs if run.paper_name in published_by_name and run.protocol_differences()}
+    intervals = {run.label: run_intervals(run, datasets, draws=draws, seed=seed) for run in runs}
+    too_few = {run.label: note for run in runs if (note := _too_few_texts_note(run, datasets))}
     report = Report(directory, directory / "index.html",
-                    notes=_run_notes(runs, datasets, include_paper) + list(off_protocol.values()) + [n for run in runs for n in run.notes])
+                    notes=_run_notes(runs, datasets, include_paper) + list(off_protocol.values()) + [n for run in runs for n in run.notes]
+                    + list(too_few.values()))
 
     overview = Section("overview", "Overview", " ".join(report.notes))
     overview.tables.append(family_table(rows, datasets))
     per_dataset = Section("datasets", "Per-dataset results", "The user's runs are highlighted.",
                           tables=[dataset_table(rows, datasets, metric) for metric in METRICS])
 
-    intervals = {run.label: run_intervals(run, datasets, draws=draws, seed=seed) for run in runs}
     comparison = Section("paper", "Against the paper's published numbers",
                          "For runs of one of the paper's 38 models: this run minus the published value, per dataset.")
     for run, row in zip(runs, run_rows):
@@ -158,7 +161,7 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     for run in runs:
         if intervals[run.label]:
             n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if run.by_dataset[name].get("n_texts") is not None}
-            statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws))
+            statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws, note=too_few.get(run.label, "")))
     pairs = {(a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))}
     if pairs:
         statistics.tables.append(mcnemar_table(pairs))
@@ -196,18 +199,35 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
 # -- statistics over runs -----------------------------------------------------------------------------
 
 
-def run_intervals(run: Run, datasets: list[str], *, draws: int, seed: int) -> dict[str, dict[str, Interval]]:
-    """``{metric: {dataset: Interval, "overall": Interval}}`` from the run's per-text details ({} without them)."""
+def run_intervals(run: Run, datasets: list[str], *, draws: int, seed: int) -> dict[str, dict[str, Interval | None]]:
+    """``{metric: {dataset: Interval, "overall": Interval}}`` from the run's per-text details ({} without them).
+
+    A dataset of fewer than :data:`MIN_TEXTS_FOR_INTERVAL` scored texts (``bench --max-samples 1``) has None, a
+    blank in the tables (:func:`_too_few_texts_note` says why), and so has the overall interval then.
+    """
     details = {name: run.details(name) for name in datasets}
     available = {name: d for name, d in details.items() if d is not None}
     if not available:
         return {}
-    out: dict[str, dict[str, Interval]] = {}
+    resampled = {name: d for name, d in available.items() if _has_interval(d)}
+    out: dict[str, dict[str, Interval | None]] = {}
     for metric in INTERVAL_METRICS:
-        out[metric] = {name: bootstrap_interval(*labelled(d), metric, draws=draws, seed=seed) for name, d in available.items()}
-        if len(available) == len(datasets):  # an overall interval over fewer datasets than the mean would mislead
-            out[metric]["overall"] = overall_interval([labelled(d) for d in available.values()], metric, draws=draws, seed=seed)
+        out[metric] = {name: bootstrap_interval(*labelled(d), metric, draws=draws, seed=seed) if name in resampled else None
+                       for name, d in available.items()}
+        if len(resampled) == len(datasets):  # an overall interval over fewer datasets than the mean would mislead
+            out[metric]["overall"] = overall_interval([labelled(d) for d in resampled.values()], metric, draws=draws, seed=seed)
     return out
+
+
+def _has_interval(details: DatasetResult) -> bool:
+    return len(labelled(details)[0]) >= MIN_TEXTS_FOR_INTERVAL
+
+
+def _too_few_texts_note(run: Run, datasets: list[str]) -> str:
+    """Why a run's interval on a dataset (and its overall one) is blank: too few texts scored to resample."""
+    few = [f"{name} ({len(labelled(d)[0])})" for name in datasets if (d := run.details(name)) is not None and not _has_interval(d)]
+    return (f"{run.label} scored fewer than {MIN_TEXTS_FOR_INTERVAL} texts on {', '.join(few)}: a bootstrap interval needs at least "
+            f"{MIN_TEXTS_FOR_INTERVAL}, so its interval there, and the overall one, are left blank.") if few else ""
 
 
 def aligned_predictions(a: DatasetResult, b: DatasetResult) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

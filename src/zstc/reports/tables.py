@@ -11,7 +11,7 @@ import csv
 import html
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,7 +169,7 @@ def dataset_table(rows: list[ModelRow], datasets: list[str], metric: str) -> Tab
     return table
 
 
-def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], intervals: dict[str, Interval] | None = None,
+def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], intervals: Mapping[str, Interval | None] | None = None,
                            note: str = "") -> Table:
     """A run against the paper's published row for the same model: delta per dataset.
 
@@ -218,12 +218,14 @@ def _slug(text: str) -> str:
 # -- statistics and run records -----------------------------------------------------------------------
 
 
-def interval_table(label: str, intervals: dict[str, dict[str, Interval]], n_texts: dict[str, int], draws: int) -> Table:
-    """Bootstrap intervals of one run: ``intervals[metric][dataset or "overall"]``."""
+def interval_table(label: str, intervals: Mapping[str, Mapping[str, Interval | None]], n_texts: dict[str, int], draws: int,
+                   note: str = "") -> Table:
+    """Bootstrap intervals of one run: ``intervals[metric][dataset or "overall"]`` (None: blank, ``note`` says why)."""
     metrics = list(intervals)
     table = Table(f"ci_{_slug(label)}", f"{label}: bootstrap 95% confidence intervals",
                   ["dataset", "texts", *(METRIC_TITLES[m] for m in metrics)],
-                  caption=f"Percentile bootstrap over texts, {draws} seeded draws; the overall interval resamples each dataset independently.")
+                  caption=f"Percentile bootstrap over texts, {draws} seeded draws; the overall interval resamples each dataset independently."
+                          + (f" {note}" if note else ""))
     names = [n for n in intervals[metrics[0]] if n != "overall"]
     total = sum(n_texts.values()) if all(n in n_texts for n in names) else None  # not a sum that leaves a dataset out
     for name in names + ["overall"]:
