@@ -126,6 +126,16 @@ def test_table_renders_compound_cells() -> None:
     assert '<tr class=mine><td class="text">m|1</td>' in table.to_html()
 
 
+def test_csv_keeps_plain_numbers_in_a_compound_column() -> None:
+    """The paper comparison's macro-F1 column holds an interval where a dataset has details and a plain number
+    where not (and on the overall row then): the CSV wrote those numbers as blanks."""
+    table = Table("t", "T", ["dataset", "F1", "mean"], [["imdb", stats.Interval(0.5, 0.4, 0.6), MeanStd(0.5, 0.1)],
+                                                        ["agnews", 0.75, 0.25], ["overall", 0.625, float("nan")]])
+    rows = list(csv.reader(io.StringIO(table.to_csv())))
+    assert rows[0] == ["dataset", "F1", "F1_low", "F1_high", "mean", "mean_std"]
+    assert rows[2] == ["agnews", "0.75", "", "", "0.25", ""] and rows[3] == ["overall", "0.625", "", "", "", ""]
+
+
 def test_pareto_front() -> None:
     from zstc.reports.figures import pareto_front
 

@@ -70,12 +70,14 @@ class Table:
         for row in self.rows:
             out: list[Any] = []
             for cell, kind in zip(row, kinds):
+                # A plain number in a compound column (a run's macro-F1 where no interval was drawn) is its value,
+                # with the other columns blank: it is not left out.
                 if kind is MeanStd:
-                    out += [cell.mean, cell.std] if isinstance(cell, MeanStd) else ["", ""]
+                    out += [cell.mean, cell.std] if isinstance(cell, MeanStd) else [_csv_value(cell), ""]
                 elif kind is Interval:
-                    out += [cell.value, cell.low, cell.high] if isinstance(cell, Interval) else ["", "", ""]
+                    out += [cell.value, cell.low, cell.high] if isinstance(cell, Interval) else [_csv_value(cell), "", ""]
                 else:
-                    out.append("" if cell is None or (isinstance(cell, float) and math.isnan(cell)) else cell)
+                    out.append(_csv_value(cell))
             writer.writerow(out)
         return buffer.getvalue()
 
@@ -88,6 +90,11 @@ class Table:
         caption = f'<p class="caption">{html.escape(self.caption)}</p>' if self.caption else ""
         return (f'<section id="{self.name}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
                 f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
+
+
+def _csv_value(cell: Cell) -> Any:
+    """A simple cell as CSV writes it: blank for a missing value or NaN."""
+    return "" if cell is None or (isinstance(cell, float) and math.isnan(cell)) else cell
 
 
 def _is_text_column(rows: Sequence[Sequence[Cell]], j: int) -> bool:
