@@ -683,6 +683,28 @@ def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
     assert table.rows[0][:2] == ["imdb", None] and table.rows[-1][:2] == ["overall", None]  # not a total of 0 texts
 
 
+def test_report_of_a_summary_without_text_counts_or_run_record(tmp_path: Path) -> None:
+    """Without a run record, throughput is texts over wall time of the datasets: a null n_texts there was an
+    int + None TypeError traceback. The datasets whose text count is known give it."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+    from zstc.reports.rows import load_runs
+
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    summary = json.loads(result.read_text())
+    imdb = summary["results"]["by_dataset"]["imdb"]
+    summary["results"]["by_dataset"]["agnews"] = {**imdb, "n_texts": None, "wall_time_s": 3.0}
+    imdb["wall_time_s"] = 2.0
+    result.write_text(json.dumps(summary))
+    [run] = load_runs([result])
+    assert "run" not in summary and run.throughput == 2.0  # imdb's 4 texts in 2 s
+    imdb["n_texts"] = None
+    result.write_text(json.dumps(summary))
+    [run] = load_runs([result])
+    assert run.throughput is None
+    build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
+
+
 def test_report_of_a_dataset_with_one_scored_text(tmp_path: Path) -> None:
     """`bench --max-samples 1` gives details of one text, which scipy's bootstrap refuses: the report was a
     ValueError traceback. The interval is left blank and a note says why."""
