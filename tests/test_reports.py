@@ -500,6 +500,19 @@ def test_report_command_errors_are_one_line(tmp_path: Path, zstc_cli) -> None:
 
 
 @requires_baselines
+def test_figures_draw_dollar_signs_in_labels_as_text(tmp_path: Path) -> None:
+    """A result file named run_$\\frac$.json gave a run label that matplotlib read as mathtext: a ParseSyntaxException
+    traceback (and '$a_b$' drawn as math)."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    written = build_report([write_run(tmp_path / "run_$\\frac$.json", [0, 1, 1, 1])], tmp_path / "report", draws=100,
+                           include_paper=False)
+    assert {"heatmap", "scaling", "confusion_1_imdb"} <= {f.name for f in written.figures}
+    svg = (tmp_path / "report" / "figures" / "confusion_1_imdb.svg").read_text()
+    assert "all-MiniLM-L6-v2 (run_$\\frac$): imdb (4 texts)" in svg  # the title, as written
+
+
 def test_scaling_places_runs_by_registry_size() -> None:
     spec = get_model_spec("all-MiniLM-L6-v2")
     row = ModelRow("mine", spec.family, spec.params_millions, {"macro_f1": {"imdb": 0.5}}, "run")
