@@ -126,6 +126,16 @@ def test_table_renders_compound_cells() -> None:
     assert '<tr class=mine><td class="text">m|1</td>' in table.to_html()
 
 
+def test_markdown_escapes_headers_and_html() -> None:
+    """The runs table's headers are run labels: one from x|y.json had a bare '|' that split the header into one cell
+    too many. A label with '<b>' went into report.md raw, as markup (index.html escaped it)."""
+    table = Table("runs", "Runs <i>", ["", "m (x|y)", "<b>bad</b>&"], [["model", "m|1", "<b>bad</b>&"]], caption="a <script>")
+    markdown = table.to_markdown()
+    assert "| m (x\\|y) | &lt;b&gt;bad&lt;/b&gt;&amp; |" in markdown.splitlines()[4]
+    assert markdown.splitlines()[6] == "| model | m\\|1 | &lt;b&gt;bad&lt;/b&gt;&amp; |"
+    assert markdown.startswith("### Runs &lt;i&gt;\n\na &lt;script&gt;\n") and "<" not in markdown
+
+
 def test_csv_keeps_plain_numbers_in_a_compound_column() -> None:
     """The paper comparison's macro-F1 column holds an interval where a dataset has details and a plain number
     where not (and on the overall row then): the CSV wrote those numbers as blanks."""

@@ -44,6 +44,7 @@ from zstc.reports.tables import (
     family_table,
     interval_table,
     kendall_table,
+    markdown_text,
     mcnemar_table,
     paper_comparison_table,
     run_facts_table,
@@ -401,11 +402,11 @@ def _write(report: Report, sections: list[Section], runs: list[Run], datasets: l
     title = "BTZSC report: " + ", ".join(run.label for run in runs) if runs else "BTZSC report"
     subtitle = (f"{len(runs)} result file(s): {', '.join(str(run.path) for run in runs)}. "
                 f"Compared on {len(datasets)} datasets. Made by zstc {__version__}.")
-    markdown = [f"# {title}", "", subtitle, "", *(f"> {note}\n" for note in report.notes)]
+    markdown = [f"# {markdown_text(title)}", "", markdown_text(subtitle), "", *(f"> {markdown_text(note)}\n" for note in report.notes)]
     for section in sections:
-        markdown += [f"## {section.title}", ""]
+        markdown += [f"## {markdown_text(section.title)}", ""]
         markdown += [table.to_markdown() for table in section.tables]
-        markdown += [f"![{f.title}](figures/{f.png.name})\n" for f in section.figures]
+        markdown += [f"![{markdown_text(f.title)}](figures/{f.png.name})\n" for f in section.figures]
     _write_text(report.directory / "report.md", "\n".join(markdown))
     _write_text(report.directory / REPORT_MARKER, f"This folder is a report made by zstc {__version__}: a later `zstc report "
                                                   "--out` here replaces its index.html, report.md, tables/ and figures/.\n")

@@ -46,13 +46,13 @@ class Table:
     # -- rendering ------------------------------------------------------------------------------------
 
     def to_markdown(self) -> str:
-        lines = [f"### {self.title}", ""]
+        lines = [f"### {markdown_text(self.title)}", ""]
         if self.caption:
-            lines += [self.caption, ""]
-        lines.append("| " + " | ".join(self.columns) + " |")
+            lines += [markdown_text(self.caption), ""]
+        lines.append("| " + " | ".join(_markdown_cell(column) for column in self.columns) + " |")
         lines.append("|" + "|".join("---" if _is_text_column(self.rows, j) else "---:" for j in range(len(self.columns))) + "|")
         for i, row in enumerate(self.rows):
-            cells = [format_cell(cell).replace("|", "\\|") for cell in row]
+            cells = [_markdown_cell(format_cell(cell)) for cell in row]
             if i in self.highlight:
                 cells = [f"**{cell}**" if cell else cell for cell in cells]
             lines.append("| " + " | ".join(cells) + " |")
@@ -90,6 +90,18 @@ class Table:
         caption = f'<p class="caption">{html.escape(self.caption)}</p>' if self.caption else ""
         return (f'<section id="{self.name}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
                 f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for Markdown, where HTML passes through raw: a run label (a model name, a file name) with ``<b>`` or
+    ``&`` shows as written, as index.html shows it, not as markup."""
+    return html.escape(text, quote=False)
+
+
+def _markdown_cell(text: str) -> str:
+    """``text`` inside a Markdown table row, where a bare ``|`` (in a cell or a header: a run label from ``x|y.json``)
+    would end the cell and shift the rest."""
+    return markdown_text(text).replace("|", "\\|")
 
 
 def _csv_value(cell: Cell) -> Any:
