@@ -99,6 +99,15 @@ def test_table2_from_published_rows_matches_the_public_leaderboard() -> None:
     assert len(table.rows) == 38 and not table.highlight
 
 
+def test_table2_caption_counts_the_families_of_its_own_datasets() -> None:
+    """The caption said "topic has 11 of 22" also over 3 datasets, where topic has 1 of 3."""
+    from zstc.benchmark.catalog import catalog
+
+    partial = family_table([], ["imdb", "banking77", "agnews"]).caption
+    assert "unweighted over the 3 datasets (sentiment 1, intent 1, topic 1)" in partial and "11" not in partial
+    assert "unweighted over the 22 datasets (sentiment 6, emotion 2, intent 3, topic 11)" in family_table([], list(catalog())).caption
+
+
 @requires_baselines
 def test_btzsc_vs_mteb_ranking_is_the_papers_tau_over_its_eight_mteb_sets() -> None:
     """PROTOCOL.md s.6: Kendall tau 0.69 between the paper's rankings of its models on BTZSC and on 8 English MTEB

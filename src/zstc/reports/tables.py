@@ -159,8 +159,10 @@ def family_table(rows: list[ModelRow], datasets: list[str]) -> Table:
     table = Table(
         "table2_families", "Table 2: macro-F1 by task family, overall macro-F1 and accuracy",
         ["model", "source", "model family", "params (M)", *groups, "avg F1", "avg accuracy"],
+        # How many datasets each family has here, counted from the table: the families weigh that much in the averages.
         caption=f"Means over {_scope(datasets)}; in parentheses the standard deviation across datasets. "
-                "Averages are unweighted over datasets (topic has 11 of 22), as in the paper.",
+                f"Averages are unweighted over the {len(datasets)} datasets "
+                f"({', '.join(f'{family} {len(members)}' for family, members in groups.items())}), as in the paper.",
     )
     for i, row in enumerate(_ranked(rows, datasets)):
         table.rows.append([
