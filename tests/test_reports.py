@@ -634,6 +634,16 @@ def test_report_does_not_use_another_runs_details(tmp_path: Path) -> None:
     assert "is not this run's result" in (tmp_path / "b" / "report.md").read_text()
 
 
+def test_index_html_ids_are_unique(tmp_path: Path) -> None:
+    """The runs table's section and the "Runs" heading were both id="runs"."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    written = build_report([write_run(tmp_path / "r.json", [0, 1, 1, 1])], tmp_path / "report", draws=100, include_paper=False)
+    ids = re.findall(r'id="([^"]*)"', written.index.read_text())
+    assert "runs" in ids and "table-runs" in ids and len(ids) == len(set(ids))
+
+
 def test_runs_whose_labels_differ_in_punctuation_keep_their_own_tables(tmp_path: Path) -> None:
     """run-1.json and run_1.json gave both runs the file name ci_all_minilm_l6_v2_run_1: one run's intervals were lost."""
     pytest.importorskip("matplotlib")

@@ -88,7 +88,8 @@ class Table:
             cells = "".join(f'<td class="{"text" if isinstance(c, str) else "num"}">{html.escape(format_cell(c))}</td>' for c in row)
             body.append(f'<tr{" class=mine" if i in self.highlight else ""}>{cells}</tr>')
         caption = f'<p class="caption">{html.escape(self.caption)}</p>' if self.caption else ""
-        return (f'<section id="{self.name}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
+        # "table-", as figures have "fig-": a table named as a section ("runs") gave the page one id twice.
+        return (f'<section id="table-{html.escape(self.name)}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
                 f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
 
 
