@@ -545,6 +545,16 @@ def test_scaling_places_runs_by_registry_size() -> None:
     assert any(math.isclose(x, 22.7) and math.isclose(y, 0.5) for x, y in offsets)
 
 
+def test_scaling_without_a_sized_model_says_so() -> None:
+    """With no parameter count known (--no-paper, a model outside the registry) the figure was an empty axis with an
+    empty legend box and no word on it; the speed figure says why it is empty."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.figures import scaling
+
+    axes = scaling([ModelRow("mine", None, None, {"macro_f1": {"imdb": 0.5}}, "run")], ["imdb"]).axes[0]
+    assert [t.get_text() for t in axes.texts] == ["no model's parameter count is known"] and axes.get_legend() is None
+
+
 def test_without_the_papers_files_the_report_shows_only_the_runs(runs: dict[str, Path], tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("matplotlib")

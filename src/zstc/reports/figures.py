@@ -197,6 +197,12 @@ def scaling(rows: list[ModelRow], datasets: list[str]) -> Figure:
     sized = [r for r in rows if r.params_millions and not math.isnan(r.mean("macro_f1", datasets))]
     figure = _figure(7.5, 5)
     axes = figure.subplots()
+    axes.set_xlabel("parameters (millions, log scale)")
+    axes.set_ylabel(f"mean macro-F1 ({len(datasets)} datasets)")
+    axes.set_title("Scaling: accuracy against model size")
+    if not sized:  # said on the figure, as the speed figure does: an empty axis and legend box looked broken
+        axes.text(0.5, 0.5, "no model's parameter count is known", ha="center", va="center", transform=axes.transAxes)
+        return figure
     for family in FAMILIES:
         members = [r for r in sized if r.family == family and r.source == "paper"]
         if members:
@@ -205,9 +211,6 @@ def scaling(rows: list[ModelRow], datasets: list[str]) -> Figure:
     for row in sized:
         _mark(axes, row, float(row.params_millions or 0.0), row.mean("macro_f1", datasets))  # all set: sized filters
     _plain_log_axis(axes)
-    axes.set_xlabel("parameters (millions, log scale)")
-    axes.set_ylabel(f"mean macro-F1 ({len(datasets)} datasets)")
-    axes.set_title("Scaling: accuracy against model size")
     _legend_for_families(axes, sized)
     return figure
 
