@@ -99,6 +99,15 @@ def test_table2_from_published_rows_matches_the_public_leaderboard() -> None:
     assert len(table.rows) == 38 and not table.highlight
 
 
+def test_table2_caption_counts_the_families_of_its_own_datasets() -> None:
+    """The caption said "topic has 11 of 22" also over 3 datasets, where topic has 1 of 3."""
+    from zstc.benchmark.catalog import catalog
+
+    partial = family_table([], ["imdb", "banking77", "agnews"]).caption
+    assert "unweighted over the 3 datasets (sentiment 1, intent 1, topic 1)" in partial and "11" not in partial
+    assert "unweighted over the 22 datasets (sentiment 6, emotion 2, intent 3, topic 11)" in family_table([], list(catalog())).caption
+
+
 @requires_baselines
 def test_btzsc_vs_mteb_ranking_is_the_papers_tau_over_its_eight_mteb_sets() -> None:
     """PROTOCOL.md s.6: Kendall tau 0.69 between the paper's rankings of its models on BTZSC and on 8 English MTEB
@@ -124,6 +133,26 @@ def test_table_renders_compound_cells() -> None:
     assert rows[0] == ["model", "F1", "F1_std", "CI", "CI_low", "CI_high"]
     assert rows[1] == ["m|1", "0.5", "0.1", "0.5", "0.4", "0.6"] and rows[2] == ["m2", "", "", "", "", ""]
     assert '<tr class=mine><td class="text">m|1</td>' in table.to_html()
+
+
+def test_markdown_escapes_headers_and_html() -> None:
+    """The runs table's headers are run labels: one from x|y.json had a bare '|' that split the header into one cell
+    too many. A label with '<b>' went into report.md raw, as markup (index.html escaped it)."""
+    table = Table("runs", "Runs <i>", ["", "m (x|y)", "<b>bad</b>&"], [["model", "m|1", "<b>bad</b>&"]], caption="a <script>")
+    markdown = table.to_markdown()
+    assert "| m (x\\|y) | &lt;b&gt;bad&lt;/b&gt;&amp; |" in markdown.splitlines()[4]
+    assert markdown.splitlines()[6] == "| model | m\\|1 | &lt;b&gt;bad&lt;/b&gt;&amp; |"
+    assert markdown.startswith("### Runs &lt;i&gt;\n\na &lt;script&gt;\n") and "<" not in markdown
+
+
+def test_csv_keeps_plain_numbers_in_a_compound_column() -> None:
+    """The paper comparison's macro-F1 column holds an interval where a dataset has details and a plain number
+    where not (and on the overall row then): the CSV wrote those numbers as blanks."""
+    table = Table("t", "T", ["dataset", "F1", "mean"], [["imdb", stats.Interval(0.5, 0.4, 0.6), MeanStd(0.5, 0.1)],
+                                                        ["agnews", 0.75, 0.25], ["overall", 0.625, float("nan")]])
+    rows = list(csv.reader(io.StringIO(table.to_csv())))
+    assert rows[0] == ["dataset", "F1", "F1_low", "F1_high", "mean", "mean_std"]
+    assert rows[2] == ["agnews", "0.75", "", "", "0.25", ""] and rows[3] == ["overall", "0.625", "", "", "", ""]
 
 
 def test_pareto_front() -> None:
@@ -490,6 +519,19 @@ def test_report_command_errors_are_one_line(tmp_path: Path, zstc_cli) -> None:
 
 
 @requires_baselines
+def test_figures_draw_dollar_signs_in_labels_as_text(tmp_path: Path) -> None:
+    """A result file named run_$\\frac$.json gave a run label that matplotlib read as mathtext: a ParseSyntaxException
+    traceback (and '$a_b$' drawn as math)."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    written = build_report([write_run(tmp_path / "run_$\\frac$.json", [0, 1, 1, 1])], tmp_path / "report", draws=100,
+                           include_paper=False)
+    assert {"heatmap", "scaling", "confusion_1_imdb"} <= {f.name for f in written.figures}
+    svg = (tmp_path / "report" / "figures" / "confusion_1_imdb.svg").read_text()
+    assert "all-MiniLM-L6-v2 (run_$\\frac$): imdb (4 texts)" in svg  # the title, as written
+
+
 def test_scaling_places_runs_by_registry_size() -> None:
     spec = get_model_spec("all-MiniLM-L6-v2")
     row = ModelRow("mine", spec.family, spec.params_millions, {"macro_f1": {"imdb": 0.5}}, "run")
@@ -501,6 +543,16 @@ def test_scaling_places_runs_by_registry_size() -> None:
     assert axes.get_xscale() == "log"
     offsets = np.concatenate([c.get_offsets() for c in axes.collections if len(c.get_offsets())])
     assert any(math.isclose(x, 22.7) and math.isclose(y, 0.5) for x, y in offsets)
+
+
+def test_scaling_without_a_sized_model_says_so() -> None:
+    """With no parameter count known (--no-paper, a model outside the registry) the figure was an empty axis with an
+    empty legend box and no word on it; the speed figure says why it is empty."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.figures import scaling
+
+    axes = scaling([ModelRow("mine", None, None, {"macro_f1": {"imdb": 0.5}}, "run")], ["imdb"]).axes[0]
+    assert [t.get_text() for t in axes.texts] == ["no model's parameter count is known"] and axes.get_legend() is None
 
 
 def test_without_the_papers_files_the_report_shows_only_the_runs(runs: dict[str, Path], tmp_path: Path,
@@ -550,27 +602,29 @@ def test_report_says_when_runs_scored_different_texts(tmp_path: Path) -> None:
     assert not any("same texts" in note for note in _run_notes(whole, ["imdb"]))
 
 
-def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None = None, fingerprint: str = "f" * 16) -> Path:
-    """A bench result file on imdb (four texts) and its details folder, made without a model; ``details_of``
-    stores another run's predictions (and settings fingerprint) beside the summary."""
+def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None = None, fingerprint: str = "f" * 16,
+              gold: list[int] | None = None) -> Path:
+    """A bench result file on imdb (four texts unless ``gold`` says otherwise) and its details folder, made without a
+    model; ``details_of`` stores another run's predictions (and settings fingerprint) beside the summary."""
     from zstc.benchmark.metrics import dataset_metrics
     from zstc.benchmark.records import DatasetResult
     from zstc.benchmark.store import ResultStore
 
-    gold = np.array([0, 1, 1, 0])
+    golds = np.array(gold if gold is not None else [0, 1, 1, 0])
+    n = len(golds)
 
     def result(guesses: list[int], stamp: str) -> DatasetResult:
-        return DatasetResult(dataset="imdb", family="sentiment", metrics=dataset_metrics(gold, np.array(guesses)), n_texts=4,
+        return DatasetResult(dataset="imdb", family="sentiment", metrics=dataset_metrics(golds, np.array(guesses)), n_texts=n,
                              label_names=["negative", "positive"], hypotheses=["bad", "good"], unlabelled_policy="paper",
-                             unlabelled_texts=0, wall_time_s=1.0, fingerprint=stamp, gold=gold, predicted=np.array(guesses),
-                             source_index=np.arange(4), scores=np.eye(2, dtype=np.float32)[guesses])
+                             unlabelled_texts=0, wall_time_s=1.0, fingerprint=stamp, gold=golds, predicted=np.array(guesses),
+                             source_index=np.arange(n), scores=np.eye(2, dtype=np.float32)[guesses])
 
     metrics = result(predicted, fingerprint).metrics
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
                                 "evaluation": {"fingerprints": {"imdb": fingerprint}},
                                 "results": {"overall": metrics, "by_task": {"sentiment": metrics},
-                                            "by_dataset": {"imdb": {**metrics, "n_texts": 4, "unlabelled_texts": 0}}}}))
+                                            "by_dataset": {"imdb": {**metrics, "n_texts": n, "unlabelled_texts": 0}}}}))
     ResultStore(path).save(result(details_of if details_of is not None else predicted, "e" * 16 if details_of else fingerprint))
     return path
 
@@ -588,6 +642,16 @@ def test_report_does_not_use_another_runs_details(tmp_path: Path) -> None:
     assert not any(t.name.startswith("ci_") for t in mixed.tables) and not any(f.name.startswith("confusion") for f in mixed.figures)
     assert any("imdb.json is not this run's result for imdb" in note for note in mixed.notes)
     assert "is not this run's result" in (tmp_path / "b" / "report.md").read_text()
+
+
+def test_index_html_ids_are_unique(tmp_path: Path) -> None:
+    """The runs table's section and the "Runs" heading were both id="runs"."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    written = build_report([write_run(tmp_path / "r.json", [0, 1, 1, 1])], tmp_path / "report", draws=100, include_paper=False)
+    ids = re.findall(r'id="([^"]*)"', written.index.read_text())
+    assert "runs" in ids and "table-runs" in ids and len(ids) == len(set(ids))
 
 
 def test_runs_whose_labels_differ_in_punctuation_keep_their_own_tables(tmp_path: Path) -> None:
@@ -618,6 +682,45 @@ def test_report_refuses_to_replace_the_users_own_folders(tmp_path: Path, zstc_cl
         assert status == 0, err
 
 
+def test_report_refuses_a_folder_with_the_users_own_index_and_report(tmp_path: Path, zstc_cli) -> None:
+    """An index.html and a report.md of the user's own made the folder count as an earlier report: the report
+    overwrote both and deleted the figures/ folder beside them."""
+    pytest.importorskip("matplotlib")
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    site = tmp_path / "site"
+    (site / "figures").mkdir(parents=True)
+    (site / "figures" / "diagram.png").write_bytes(b"mine")
+    (site / "index.html").write_text("<h1>My site</h1>")
+    (site / "report.md").write_text("# my notes")
+    status, _, err = zstc_cli("report", str(result), "--out", str(site), "--no-paper", "--bootstrap", "100")
+    assert status == 2 and err == (f"error: --out {site}: its figures/ folder is not from a zstc report and a report "
+                                   "replaces it whole; choose another folder\n")
+    shutil.rmtree(site / "figures")  # an index.html alone is the user's too: not overwritten
+    status, _, err = zstc_cli("report", str(result), "--out", str(site), "--no-paper", "--bootstrap", "100")
+    assert status == 2 and err == (f"error: --out {site}: its index.html is not from a zstc report and a report would "
+                                   "overwrite it; choose another folder\n")
+    assert (site / "index.html").read_text() == "<h1>My site</h1>" and (site / "report.md").read_text() == "# my notes"
+    assert not (site / "figures").exists()
+
+
+def test_report_replaces_an_earlier_report(tmp_path: Path, zstc_cli) -> None:
+    """A folder holding a report (this version's, with its marker file, or one made before the marker) is replaced."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import REPORT_MARKER
+
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    assert status == 0, err
+    (tmp_path / "report" / "figures" / "old.png").write_bytes(b"an old report's")
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    assert status == 0, err
+    assert not (tmp_path / "report" / "figures" / "old.png").exists()
+    (tmp_path / "report" / REPORT_MARKER).unlink()  # as a report made before the marker was written
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    assert status == 0, err
+    assert (tmp_path / "report" / REPORT_MARKER).is_file()
+
+
 def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
     """A per-dataset n_texts of null, which the summary schema allows, was an int(None) TypeError traceback."""
     pytest.importorskip("matplotlib")
@@ -630,6 +733,42 @@ def test_report_of_a_summary_without_text_counts(tmp_path: Path) -> None:
     written = build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
     [table] = [t for t in written.tables if t.name.startswith("ci_")]
     assert table.rows[0][:2] == ["imdb", None] and table.rows[-1][:2] == ["overall", None]  # not a total of 0 texts
+
+
+def test_report_of_a_summary_without_text_counts_or_run_record(tmp_path: Path) -> None:
+    """Without a run record, throughput is texts over wall time of the datasets: a null n_texts there was an
+    int + None TypeError traceback. The datasets whose text count is known give it."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+    from zstc.reports.rows import load_runs
+
+    result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
+    summary = json.loads(result.read_text())
+    imdb = summary["results"]["by_dataset"]["imdb"]
+    summary["results"]["by_dataset"]["agnews"] = {**imdb, "n_texts": None, "wall_time_s": 3.0}
+    imdb["wall_time_s"] = 2.0
+    result.write_text(json.dumps(summary))
+    [run] = load_runs([result])
+    assert "run" not in summary and run.throughput == 2.0  # imdb's 4 texts in 2 s
+    imdb["n_texts"] = None
+    result.write_text(json.dumps(summary))
+    [run] = load_runs([result])
+    assert run.throughput is None
+    build_report([result], tmp_path / "report", draws=100, include_paper=False, confusion_matrices=False)
+
+
+def test_report_of_a_dataset_with_one_scored_text(tmp_path: Path) -> None:
+    """`bench --max-samples 1` gives details of one text, which scipy's bootstrap refuses: the report was a
+    ValueError traceback. The interval is left blank and a note says why."""
+    pytest.importorskip("matplotlib")
+    from zstc.reports.build import build_report
+
+    written = build_report([write_run(tmp_path / "r.json", [1], gold=[1])], tmp_path / "report", draws=100, include_paper=False)
+    [table] = [t for t in written.tables if t.name.startswith("ci_")]
+    assert table.rows == [["imdb", 1, None, None], ["overall", 1, None, None]]
+    note = ("all-MiniLM-L6-v2 (r) scored fewer than 2 texts on imdb (1): a bootstrap interval needs at least 2, so its "
+            "interval there, and the overall one, are left blank.")
+    assert note in written.notes and note in table.caption and note in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_report_refuses_the_same_result_file_twice(tmp_path: Path, zstc_cli) -> None:

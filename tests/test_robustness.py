@@ -184,6 +184,7 @@ def test_a_disk_that_fills_up_is_one_line_and_leaves_the_old_files(result_file: 
     export_out.write_text("the old export")
     report_out.mkdir()
     (report_out / "index.html").write_text("the old report")
+    (report_out / ".zstc-report").write_text("an earlier report's marker")  # else the report refuses the folder
     for limit, args, out in ((300, ["export", "--leaderboard", result_file, "--out", export_out], export_out),
                              (2000, ["report", result_file, "--out", report_out, "--bootstrap", "100"], report_out / "figures")):
         result = run_with_file_size_limit(limit, *args)
@@ -191,7 +192,8 @@ def test_a_disk_that_fills_up_is_one_line_and_leaves_the_old_files(result_file: 
         assert result.returncode == 2 and err.startswith("error: cannot write ") and err.count("\n") == 1, err
         assert "File too large" in err and str(out) in err and ".tmp" not in err  # named where the user looks, not the temporary
     assert export_out.read_text() == "the old export"
-    assert sorted(p.name for p in report_out.iterdir()) == ["index.html"] and (report_out / "index.html").read_text() == "the old report"
+    assert sorted(p.name for p in report_out.iterdir()) == [".zstc-report", "index.html"]
+    assert (report_out / "index.html").read_text() == "the old report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lb.json", "report"]  # no temporary file or folder left
 
 

@@ -266,9 +266,10 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
 
 
 @contextlib.contextmanager
-def atomic_directory(path: Path, *, last: Sequence[str] = ()) -> Iterator[Path]:
+def atomic_directory(path: Path, *, first: Sequence[str] = (), last: Sequence[str] = ()) -> Iterator[Path]:
     """Fill a folder all at once: the block writes into a temporary folder beside ``path``; when it completes,
-    each file is moved into ``path`` (created if needed), the names in ``last`` after all others (a file
+    each file is moved into ``path`` (created if needed), the names in ``first`` before all others (a file that
+    says whose the folder is, there before anything it vouches for) and those in ``last`` after all others (a file
     whose presence marks the folder complete). Interrupted or failing, ``path`` is untouched."""
     path = Path(path)
     try:
@@ -278,7 +279,12 @@ def atomic_directory(path: Path, *, last: Sequence[str] = ()) -> Iterator[Path]:
     try:
         yield staging
         path.mkdir(exist_ok=True)
-        entries = sorted(staging.iterdir(), key=lambda entry: (entry.name in last, last.index(entry.name) if entry.name in last else 0))
+        def order(entry: Path) -> tuple[int, int]:
+            if entry.name in first:
+                return 0, first.index(entry.name)
+            return (2, last.index(entry.name)) if entry.name in last else (1, 0)
+
+        entries = sorted(staging.iterdir(), key=order)
         for entry in entries:
             target = path / entry.name
             if target.is_dir() and not target.is_symlink():

@@ -6,11 +6,13 @@ Output layout of ``--out DIR``::
     DIR/report.md             every table in Markdown, figures linked
     DIR/tables/<name>.md|csv  one file per table
     DIR/figures/<name>.png|svg
+    DIR/.zstc-report          says the folder is a report's, for a later report to replace
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from zstc.reports.html import Section, render_page
 from zstc.reports.rows import ModelRow, Run, compared_datasets, labelled, load_runs, paper_rows, scored_every_text
 from zstc.reports.stats import (
     BOOTSTRAP_DRAWS,
+    MIN_TEXTS_FOR_INTERVAL,
     Interval,
     McNemar,
     RankAgreement,
@@ -41,6 +44,7 @@ from zstc.reports.tables import (
     family_table,
     interval_table,
     kendall_table,
+    markdown_text,
     mcnemar_table,
     paper_comparison_table,
     run_facts_table,
@@ -54,6 +58,12 @@ REPORT_FILES = ("index.html", "report.md")
 """Files a report writes at the top of its folder (tables/ and figures/ hold the rest)."""
 REPORT_FOLDERS = ("tables", "figures")
 """Folders a report replaces whole (an old report's tables and figures must not outlive it)."""
+REPORT_MARKER = ".zstc-report"
+"""A file every report writes at the top of its folder, moved in before the rest: what tells a later report that
+the folder's index.html, report.md, tables/ and figures/ are a report's to replace (two files that merely bear
+those names, or an interrupted move, do not say so)."""
+_EARLIER_REPORT_PAGE = re.compile(r'<p class="meta">\d+ result file\(s\): .* Made by zstc [^<]*</p>')
+"""The subtitle of the index.html of a report made before :data:`REPORT_MARKER` was written."""
 
 
 @dataclass
@@ -77,7 +87,7 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
     directory = check_output_dir(Path(out), inputs=list(result_files), files=REPORT_FILES)
     _check_not_the_users_folders(directory)
     runs = load_runs(list(result_files))
-    with atomic_directory(directory, last=REPORT_FILES[::-1]) as staging:
+    with atomic_directory(directory, first=[REPORT_MARKER], last=REPORT_FILES[::-1]) as staging:
         built = _build(runs, staging, include_paper=include_paper, draws=draws, seed=seed, confusion_matrices=confusion_matrices)
 
     def moved(path: Path) -> Path:
@@ -88,15 +98,34 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
 
 
 def _check_not_the_users_folders(directory: Path) -> None:
-    """Refuse an ``--out`` whose tables/ or figures/ hold files that no earlier report wrote: a report replaces
-    those folders whole, which deleted a user's own (``--out .`` in a project with a figures/ folder)."""
-    if all((directory / name).is_file() for name in REPORT_FILES):
-        return  # an earlier report: its tables and figures are replaced by the new ones
+    """Refuse an ``--out`` whose index.html, report.md, tables/ or figures/ no earlier report wrote: a report
+    overwrites those files and replaces those folders whole, which deleted a user's own (``--out .`` in a project
+    with a figures/ folder, even when the project had an index.html and a report.md of its own too)."""
+    if _holds_a_report(directory):
+        return  # an earlier report: its files, tables and figures are replaced by the new ones
     for name in REPORT_FOLDERS:
         folder = directory / name
-        if folder.is_dir() and any(folder.iterdir()):
+        if folder.exists() and not (folder.is_dir() and not any(folder.iterdir())):
             raise OutputError(f"--out {directory}: its {name}/ folder is not from a zstc report and a report replaces it whole; "
                               "choose another folder")
+    for name in REPORT_FILES:
+        if (directory / name).exists() or (directory / name).is_symlink():
+            raise OutputError(f"--out {directory}: its {name} is not from a zstc report and a report would overwrite it; "
+                              "choose another folder")
+
+
+def _holds_a_report(directory: Path) -> bool:
+    """Whether ``directory`` holds an earlier zstc report: its :data:`REPORT_MARKER`, or (a report made before the
+    marker was written) an index.html with a report's subtitle."""
+    if (directory / REPORT_MARKER).is_file():
+        return True
+    page = directory / "index.html"
+    try:
+        with page.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(1 << 16)  # the subtitle comes before the first section
+    except OSError:
+        return False
+    return bool(_EARLIER_REPORT_PAGE.search(head))
 
 
 def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int, seed: int, confusion_matrices: bool) -> Report:
@@ -111,15 +140,17 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
         for name in datasets:
             run.details(name)
     off_protocol = {run.label: _off_protocol_note(run) for run in runs if run.paper_name in published_by_name and run.protocol_differences()}
+    intervals = {run.label: run_intervals(run, datasets, draws=draws, seed=seed) for run in runs}
+    too_few = {run.label: note for run in runs if (note := _too_few_texts_note(run, datasets))}
     report = Report(directory, directory / "index.html",
-                    notes=_run_notes(runs, datasets, include_paper) + list(off_protocol.values()) + [n for run in runs for n in run.notes])
+                    notes=_run_notes(runs, datasets, include_paper) + list(off_protocol.values()) + [n for run in runs for n in run.notes]
+                    + list(too_few.values()))
 
     overview = Section("overview", "Overview", " ".join(report.notes))
     overview.tables.append(family_table(rows, datasets))
     per_dataset = Section("datasets", "Per-dataset results", "The user's runs are highlighted.",
                           tables=[dataset_table(rows, datasets, metric) for metric in METRICS])
 
-    intervals = {run.label: run_intervals(run, datasets, draws=draws, seed=seed) for run in runs}
     comparison = Section("paper", "Against the paper's published numbers",
                          "For runs of one of the paper's 38 models: this run minus the published value, per dataset.")
     for run, row in zip(runs, run_rows):
@@ -131,7 +162,7 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     for run in runs:
         if intervals[run.label]:
             n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if run.by_dataset[name].get("n_texts") is not None}
-            statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws))
+            statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws, note=too_few.get(run.label, "")))
     pairs = {(a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))}
     if pairs:
         statistics.tables.append(mcnemar_table(pairs))
@@ -169,18 +200,35 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
 # -- statistics over runs -----------------------------------------------------------------------------
 
 
-def run_intervals(run: Run, datasets: list[str], *, draws: int, seed: int) -> dict[str, dict[str, Interval]]:
-    """``{metric: {dataset: Interval, "overall": Interval}}`` from the run's per-text details ({} without them)."""
+def run_intervals(run: Run, datasets: list[str], *, draws: int, seed: int) -> dict[str, dict[str, Interval | None]]:
+    """``{metric: {dataset: Interval, "overall": Interval}}`` from the run's per-text details ({} without them).
+
+    A dataset of fewer than :data:`MIN_TEXTS_FOR_INTERVAL` scored texts (``bench --max-samples 1``) has None, a
+    blank in the tables (:func:`_too_few_texts_note` says why), and so has the overall interval then.
+    """
     details = {name: run.details(name) for name in datasets}
     available = {name: d for name, d in details.items() if d is not None}
     if not available:
         return {}
-    out: dict[str, dict[str, Interval]] = {}
+    resampled = {name: d for name, d in available.items() if _has_interval(d)}
+    out: dict[str, dict[str, Interval | None]] = {}
     for metric in INTERVAL_METRICS:
-        out[metric] = {name: bootstrap_interval(*labelled(d), metric, draws=draws, seed=seed) for name, d in available.items()}
-        if len(available) == len(datasets):  # an overall interval over fewer datasets than the mean would mislead
-            out[metric]["overall"] = overall_interval([labelled(d) for d in available.values()], metric, draws=draws, seed=seed)
+        out[metric] = {name: bootstrap_interval(*labelled(d), metric, draws=draws, seed=seed) if name in resampled else None
+                       for name, d in available.items()}
+        if len(resampled) == len(datasets):  # an overall interval over fewer datasets than the mean would mislead
+            out[metric]["overall"] = overall_interval([labelled(d) for d in resampled.values()], metric, draws=draws, seed=seed)
     return out
+
+
+def _has_interval(details: DatasetResult) -> bool:
+    return len(labelled(details)[0]) >= MIN_TEXTS_FOR_INTERVAL
+
+
+def _too_few_texts_note(run: Run, datasets: list[str]) -> str:
+    """Why a run's interval on a dataset (and its overall one) is blank: too few texts scored to resample."""
+    few = [f"{name} ({len(labelled(d)[0])})" for name in datasets if (d := run.details(name)) is not None and not _has_interval(d)]
+    return (f"{run.label} scored fewer than {MIN_TEXTS_FOR_INTERVAL} texts on {', '.join(few)}: a bootstrap interval needs at least "
+            f"{MIN_TEXTS_FOR_INTERVAL}, so its interval there, and the overall one, are left blank.") if few else ""
 
 
 def aligned_predictions(a: DatasetResult, b: DatasetResult) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -354,12 +402,14 @@ def _write(report: Report, sections: list[Section], runs: list[Run], datasets: l
     title = "BTZSC report: " + ", ".join(run.label for run in runs) if runs else "BTZSC report"
     subtitle = (f"{len(runs)} result file(s): {', '.join(str(run.path) for run in runs)}. "
                 f"Compared on {len(datasets)} datasets. Made by zstc {__version__}.")
-    markdown = [f"# {title}", "", subtitle, "", *(f"> {note}\n" for note in report.notes)]
+    markdown = [f"# {markdown_text(title)}", "", markdown_text(subtitle), "", *(f"> {markdown_text(note)}\n" for note in report.notes)]
     for section in sections:
-        markdown += [f"## {section.title}", ""]
+        markdown += [f"## {markdown_text(section.title)}", ""]
         markdown += [table.to_markdown() for table in section.tables]
-        markdown += [f"![{f.title}](figures/{f.png.name})\n" for f in section.figures]
+        markdown += [f"![{markdown_text(f.title)}](figures/{f.png.name})\n" for f in section.figures]
     _write_text(report.directory / "report.md", "\n".join(markdown))
+    _write_text(report.directory / REPORT_MARKER, f"This folder is a report made by zstc {__version__}: a later `zstc report "
+                                                  "--out` here replaces its index.html, report.md, tables/ and figures/.\n")
     _write_text(report.index, render_page(title, subtitle, sections))  # last: its presence marks a complete report
 
 

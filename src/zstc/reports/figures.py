@@ -33,6 +33,9 @@ except ImportError:  # pragma: no cover - exercised only without the extra insta
 FAMILY_COLOURS: FamilyTable[str] = FamilyTable(lambda family: family.colour)
 """One colour per model family, the same in every figure (a view of the ``Family`` records)."""
 DPI = 110
+AS_TEXT: dict[str, Any] = {"parse_math": False}
+"""For text from the user's files (run labels, which hold a result file's name; dataset and class names): drawn as
+written. Matplotlib reads text between two '$' as mathtext, which garbled a label or failed the report."""
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -102,7 +105,7 @@ def _legend_for_families(axes: Any, rows: list[ModelRow], *, pareto: bool = Fals
 def _mark(axes: Any, row: ModelRow, x: float, y: float) -> None:
     if row.source == "run":
         axes.scatter([x], [y], marker="*", s=220, color=_colour(row), edgecolors="black", linewidths=0.8, zorder=4)
-        axes.annotate(row.label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8, weight="bold")
+        axes.annotate(row.label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8, weight="bold", **AS_TEXT)
     else:
         axes.scatter([x], [y], marker="o", s=28, color=_colour(row), alpha=0.8, zorder=3)
 
@@ -194,6 +197,12 @@ def scaling(rows: list[ModelRow], datasets: list[str]) -> Figure:
     sized = [r for r in rows if r.params_millions and not math.isnan(r.mean("macro_f1", datasets))]
     figure = _figure(7.5, 5)
     axes = figure.subplots()
+    axes.set_xlabel("parameters (millions, log scale)")
+    axes.set_ylabel(f"mean macro-F1 ({len(datasets)} datasets)")
+    axes.set_title("Scaling: accuracy against model size")
+    if not sized:  # said on the figure, as the speed figure does: an empty axis and legend box looked broken
+        axes.text(0.5, 0.5, "no model's parameter count is known", ha="center", va="center", transform=axes.transAxes)
+        return figure
     for family in FAMILIES:
         members = [r for r in sized if r.family == family and r.source == "paper"]
         if members:
@@ -202,9 +211,6 @@ def scaling(rows: list[ModelRow], datasets: list[str]) -> Figure:
     for row in sized:
         _mark(axes, row, float(row.params_millions or 0.0), row.mean("macro_f1", datasets))  # all set: sized filters
     _plain_log_axis(axes)
-    axes.set_xlabel("parameters (millions, log scale)")
-    axes.set_ylabel(f"mean macro-F1 ({len(datasets)} datasets)")
-    axes.set_title("Scaling: accuracy against model size")
     _legend_for_families(axes, sized)
     return figure
 
@@ -216,8 +222,8 @@ def heatmap(rows: list[ModelRow], datasets: list[str]) -> Figure:
     figure = _figure(max(6.0, 1.2 + 0.42 * len(datasets)), max(3.0, 1.6 + 0.2 * len(ordered)))
     axes = figure.subplots()
     image = axes.imshow(np.ma.masked_invalid(values), cmap="viridis", vmin=0, vmax=1, aspect="auto")
-    axes.set_xticks(range(len(datasets)), datasets, rotation=60, ha="right", fontsize=7)
-    axes.set_yticks(range(len(ordered)), [r.label for r in ordered], fontsize=7)
+    axes.set_xticks(range(len(datasets)), datasets, rotation=60, ha="right", fontsize=7, **AS_TEXT)
+    axes.set_yticks(range(len(ordered)), [r.label for r in ordered], fontsize=7, **AS_TEXT)
     for tick, row in zip(axes.get_yticklabels(), ordered):
         if row.source == "run":
             tick.set_fontweight("bold")
@@ -245,14 +251,14 @@ def confusion(gold: np.ndarray, predicted: np.ndarray, label_names: list[str], t
     image = axes.imshow(rates, cmap="Blues", vmin=0, vmax=1)
     size = 7 if k <= 30 else 5
     names = [name if len(name) <= 28 else name[:27] + "…" for name in label_names]
-    axes.set_xticks(range(k), names, rotation=60 if k <= 30 else 90, ha="right" if k <= 30 else "center", fontsize=size)
-    axes.set_yticks(range(k), names, fontsize=size)
+    axes.set_xticks(range(k), names, rotation=60 if k <= 30 else 90, ha="right" if k <= 30 else "center", fontsize=size, **AS_TEXT)
+    axes.set_yticks(range(k), names, fontsize=size, **AS_TEXT)
     if k <= 12:
         for (i, j), count in np.ndenumerate(counts):
             axes.text(j, i, str(count), ha="center", va="center", fontsize=7, color="white" if rates[i, j] > 0.5 else "black")
     axes.set_xlabel("predicted")
     axes.set_ylabel("gold")
-    axes.set_title(title, fontsize=9)
+    axes.set_title(title, fontsize=9, **AS_TEXT)
     figure.colorbar(image, ax=axes, label="share of the gold class", shrink=0.6)
     return figure
 
@@ -265,8 +271,8 @@ def dataset_similarity(similarity: DatasetSimilarity) -> Figure:
     figure = _figure(side + 1.2, side)
     axes = figure.subplots()
     image = axes.imshow(values, cmap="viridis", vmin=0, vmax=1)
-    axes.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
-    axes.set_yticks(range(len(names)), names, fontsize=7)
+    axes.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7, **AS_TEXT)
+    axes.set_yticks(range(len(names)), names, fontsize=7, **AS_TEXT)
     for (i, j), value in np.ndenumerate(values):
         axes.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=5 if len(names) > 12 else 7,
                   color="white" if value < 0.55 else "black")

@@ -93,9 +93,11 @@ class Run:
         run = self.summary.get("run", {})
         if run.get("texts_per_second"):
             return float(run["texts_per_second"])
-        # Result files from before run records: texts over summed wall time of the datasets.
-        wall = sum(row.get("wall_time_s") or 0.0 for row in self.by_dataset.values())
-        return sum(row.get("n_texts", 0) for row in self.by_dataset.values()) / wall if wall > 0 else None
+        # Result files from before run records: texts over summed wall time of the datasets. A dataset whose text
+        # count is null (the schema allows it) is left out, its time too: its texts are unknown, not none.
+        counted = [row for row in self.by_dataset.values() if row.get("n_texts") is not None]
+        wall = sum(row.get("wall_time_s") or 0.0 for row in counted)
+        return sum(row["n_texts"] for row in counted) / wall if wall > 0 else None
 
     def settings(self) -> dict[str, Any]:
         """What was chosen for this run besides the model: scorer options, precision, hypotheses, sampling."""

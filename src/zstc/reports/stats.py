@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 BOOTSTRAP_DRAWS = 1000
 CONFIDENCE = 0.95
+MIN_TEXTS_FOR_INTERVAL = 2
+"""Fewer texts than this have no bootstrap interval: every resample of one text is that text (scipy refuses it)."""
 _DRAWS_PER_CHUNK = 200  # bounds memory: draws x texts indices at a time
 
 

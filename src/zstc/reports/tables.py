@@ -11,7 +11,7 @@ import csv
 import html
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,13 +46,13 @@ class Table:
     # -- rendering ------------------------------------------------------------------------------------
 
     def to_markdown(self) -> str:
-        lines = [f"### {self.title}", ""]
+        lines = [f"### {markdown_text(self.title)}", ""]
         if self.caption:
-            lines += [self.caption, ""]
-        lines.append("| " + " | ".join(self.columns) + " |")
+            lines += [markdown_text(self.caption), ""]
+        lines.append("| " + " | ".join(_markdown_cell(column) for column in self.columns) + " |")
         lines.append("|" + "|".join("---" if _is_text_column(self.rows, j) else "---:" for j in range(len(self.columns))) + "|")
         for i, row in enumerate(self.rows):
-            cells = [format_cell(cell).replace("|", "\\|") for cell in row]
+            cells = [_markdown_cell(format_cell(cell)) for cell in row]
             if i in self.highlight:
                 cells = [f"**{cell}**" if cell else cell for cell in cells]
             lines.append("| " + " | ".join(cells) + " |")
@@ -70,12 +70,14 @@ class Table:
         for row in self.rows:
             out: list[Any] = []
             for cell, kind in zip(row, kinds):
+                # A plain number in a compound column (a run's macro-F1 where no interval was drawn) is its value,
+                # with the other columns blank: it is not left out.
                 if kind is MeanStd:
-                    out += [cell.mean, cell.std] if isinstance(cell, MeanStd) else ["", ""]
+                    out += [cell.mean, cell.std] if isinstance(cell, MeanStd) else [_csv_value(cell), ""]
                 elif kind is Interval:
-                    out += [cell.value, cell.low, cell.high] if isinstance(cell, Interval) else ["", "", ""]
+                    out += [cell.value, cell.low, cell.high] if isinstance(cell, Interval) else [_csv_value(cell), "", ""]
                 else:
-                    out.append("" if cell is None or (isinstance(cell, float) and math.isnan(cell)) else cell)
+                    out.append(_csv_value(cell))
             writer.writerow(out)
         return buffer.getvalue()
 
@@ -86,8 +88,26 @@ class Table:
             cells = "".join(f'<td class="{"text" if isinstance(c, str) else "num"}">{html.escape(format_cell(c))}</td>' for c in row)
             body.append(f'<tr{" class=mine" if i in self.highlight else ""}>{cells}</tr>')
         caption = f'<p class="caption">{html.escape(self.caption)}</p>' if self.caption else ""
-        return (f'<section id="{self.name}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
+        # "table-", as figures have "fig-": a table named as a section ("runs") gave the page one id twice.
+        return (f'<section id="table-{html.escape(self.name)}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
                 f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for Markdown, where HTML passes through raw: a run label (a model name, a file name) with ``<b>`` or
+    ``&`` shows as written, as index.html shows it, not as markup."""
+    return html.escape(text, quote=False)
+
+
+def _markdown_cell(text: str) -> str:
+    """``text`` inside a Markdown table row, where a bare ``|`` (in a cell or a header: a run label from ``x|y.json``)
+    would end the cell and shift the rest."""
+    return markdown_text(text).replace("|", "\\|")
+
+
+def _csv_value(cell: Cell) -> Any:
+    """A simple cell as CSV writes it: blank for a missing value or NaN."""
+    return "" if cell is None or (isinstance(cell, float) and math.isnan(cell)) else cell
 
 
 def _is_text_column(rows: Sequence[Sequence[Cell]], j: int) -> bool:
@@ -140,8 +160,10 @@ def family_table(rows: list[ModelRow], datasets: list[str]) -> Table:
     table = Table(
         "table2_families", "Table 2: macro-F1 by task family, overall macro-F1 and accuracy",
         ["model", "source", "model family", "params (M)", *groups, "avg F1", "avg accuracy"],
+        # How many datasets each family has here, counted from the table: the families weigh that much in the averages.
         caption=f"Means over {_scope(datasets)}; in parentheses the standard deviation across datasets. "
-                "Averages are unweighted over datasets (topic has 11 of 22), as in the paper.",
+                f"Averages are unweighted over the {len(datasets)} datasets "
+                f"({', '.join(f'{family} {len(members)}' for family, members in groups.items())}), as in the paper.",
     )
     for i, row in enumerate(_ranked(rows, datasets)):
         table.rows.append([
@@ -169,7 +191,7 @@ def dataset_table(rows: list[ModelRow], datasets: list[str], metric: str) -> Tab
     return table
 
 
-def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], intervals: dict[str, Interval] | None = None,
+def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], intervals: Mapping[str, Interval | None] | None = None,
                            note: str = "") -> Table:
     """A run against the paper's published row for the same model: delta per dataset.
 
@@ -218,12 +240,14 @@ def _slug(text: str) -> str:
 # -- statistics and run records -----------------------------------------------------------------------
 
 
-def interval_table(label: str, intervals: dict[str, dict[str, Interval]], n_texts: dict[str, int], draws: int) -> Table:
-    """Bootstrap intervals of one run: ``intervals[metric][dataset or "overall"]``."""
+def interval_table(label: str, intervals: Mapping[str, Mapping[str, Interval | None]], n_texts: dict[str, int], draws: int,
+                   note: str = "") -> Table:
+    """Bootstrap intervals of one run: ``intervals[metric][dataset or "overall"]`` (None: blank, ``note`` says why)."""
     metrics = list(intervals)
     table = Table(f"ci_{_slug(label)}", f"{label}: bootstrap 95% confidence intervals",
                   ["dataset", "texts", *(METRIC_TITLES[m] for m in metrics)],
-                  caption=f"Percentile bootstrap over texts, {draws} seeded draws; the overall interval resamples each dataset independently.")
+                  caption=f"Percentile bootstrap over texts, {draws} seeded draws; the overall interval resamples each dataset independently."
+                          + (f" {note}" if note else ""))
     names = [n for n in intervals[metrics[0]] if n != "overall"]
     total = sum(n_texts.values()) if all(n in n_texts for n in names) else None  # not a sum that leaves a dataset out
     for name in names + ["overall"]:
