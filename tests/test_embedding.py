@@ -79,6 +79,47 @@ def test_a_description_cache_makes_a_new_label_set_of_seen_descriptions_free(min
         np.testing.assert_allclose(result.scores, minilm_native.score(texts, labels), atol=1e-5)
 
 
+def test_a_cached_description_keeps_only_its_own_row_alive(minilm_native):
+    """Rows of one encoded batch were views of its matrix: a cache bounded in rows kept every such matrix alive
+    for as long as one of its rows stayed (a server's RSS grew about 4 MB per request of new labels)."""
+    from zstc.scorers.base import LruCache
+
+    cache = LruCache(2)
+    minilm_native.score_requests([(["The striker scored twice."], [f"topic {i}" for i in range(40)])], label_cache=cache)
+    kept = list(cache._items.values())
+    assert len(kept) == 2 and all(row.untyped_storage().nbytes() == row.numel() * row.element_size() for row in kept)
+
+
+def test_label_checks_do_not_wait_for_a_forward_pass(minilm_native, monkeypatch):
+    """The read-apart check of new labels (a server request, before it is queued) tokenized under the lock that
+    encode held for its whole forward pass, so it waited for the running batch unseen by any queue metric."""
+    import threading
+
+    from zstc.api import check_labels_read_apart
+
+    loaded = minilm_native.loaded
+    inside, release = threading.Event(), threading.Event()
+    forward = loaded.model.forward
+
+    def slow_forward(*args, **kwargs):
+        inside.set()
+        assert release.wait(60)
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(loaded.model, "forward", slow_forward)
+    scoring = threading.Thread(target=minilm_native.score, args=(["A text."], ["alpha", "beta"]))
+    scoring.start()
+    try:
+        assert inside.wait(60)
+        checked = threading.Thread(target=check_labels_read_apart, args=(minilm_native, ["gamma", "delta"], ["gamma", "delta"]))
+        checked.start()
+        checked.join(10)
+        assert not checked.is_alive(), "the label check waited for the forward pass"
+    finally:
+        release.set()
+        scoring.join(60)
+
+
 def test_the_lru_cache_computes_what_is_missing_in_one_call_and_returns_more_than_it_keeps():
     from zstc.scorers.base import LruCache
 

@@ -732,13 +732,21 @@ def batched_behind_a_blocker(scorer: GatedScorer, *bodies: dict[str, Any]) -> li
         return [response.result(30) for response in waiting]
 
 
-def test_429_when_the_queue_is_full_and_413_when_a_request_could_never_fit() -> None:
-    scorer = GatedScorer()
-    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_queued_pairs=10, max_wait_ms=0)))
+@contextmanager
+def holding_the_model(scorer: GatedScorer, max_queued_pairs: int = 10) -> Iterator[tuple[Any, TestClient, Any]]:
+    """A service of ``scorer`` whose model runs a first request of 4 pairs (texts a, b x labels x, y) until the test
+    opens the gate: ``(app, client, that request's future)``."""
+    app = create_app(scorer, ServeSettings(engine=EngineConfig(max_queued_pairs=max_queued_pairs, max_wait_ms=0)))
     with TestClient(app) as gated:
         wait_ready(gated)
-        running = post_in_background(gated, {"texts": ["a", "b"], "labels": ["x", "y"]})  # 4 pairs, holds the model
+        running = post_in_background(gated, {"texts": ["a", "b"], "labels": ["x", "y"]})
         assert scorer.entered.wait(30)
+        yield app, gated, running
+
+
+def test_429_when_the_queue_is_full_and_413_when_a_request_could_never_fit() -> None:
+    scorer = GatedScorer()
+    with holding_the_model(scorer) as (app, gated, running):
         waiting = post_in_background(gated, {"texts": ["c"], "labels": ["x", "y"]})  # 2 more: 6 of 10
         deadline = time.monotonic() + 30
         while app.state.engine.queued_pairs < 6:
@@ -756,6 +764,25 @@ def test_429_when_the_queue_is_full_and_413_when_a_request_could_never_fit() -> 
         assert scores_of(first.json()["results"][1]) == {"x": 2.0, "y": 2.0}
         metrics = gated.get("/metrics").text
         assert 'zstc_request_failures_total{endpoint="/classify",reason="overloaded"} 1.0' in metrics
+        assert "zstc_running_pairs 0.0" in metrics and "zstc_queue_pairs 0.0" in metrics
+
+
+def test_the_running_batch_is_in_the_metrics_and_retry_after_before_any_batch_is_timed() -> None:
+    """The 429 counts the batch the model runs, but /metrics showed only the queue (0 while a 429 was sent), and
+    before any batch had been timed Retry-After was 1 s whatever the running batch had taken."""
+    scorer = GatedScorer()
+    with holding_the_model(scorer) as (_, gated, running):
+        time.sleep(2.2)
+        refused = gated.post("/classify", json={"texts": list("cde"), "labels": ["x", "y", "z"]})  # 9 more: 13 > 10
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 3, (refused.headers, refused.text)
+        metrics = gated.get("/metrics").text
+        assert "zstc_running_pairs 4.0" in metrics and "zstc_running_requests 1.0" in metrics, metrics
+        scorer.gate.set()
+        assert running.result(30).status_code == 200
+        deadline = time.monotonic() + 30
+        while "zstc_running_pairs 0.0" not in (metrics := gated.get("/metrics").text):
+            assert time.monotonic() < deadline, metrics
+            time.sleep(0.01)
 
 
 def test_503_while_loading_and_while_draining() -> None:

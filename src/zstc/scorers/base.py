@@ -154,6 +154,9 @@ class LoadedModel(Generic[F]):
     tokenizer_lock: threading.RLock = field(default_factory=threading.RLock)
     """Held around tokenizer calls: a fast tokenizer changes its truncation and padding settings in place,
     and two threads doing that at once fail ("Already borrowed")."""
+    model_lock: threading.RLock = field(default_factory=threading.RLock)
+    """Held around a call that tokenizes inside the model with the model's own tokenizer (an embedding model's
+    ``encode``) where :attr:`tokenizer` is a copy of it, so that tokenizer calls never wait for a forward pass."""
 
 
 def count_parameters(model: torch.nn.Module) -> int:

@@ -8,6 +8,8 @@ Label embeddings are computed once per label set and reused for every batch of t
 
 from __future__ import annotations
 
+import copy
+
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, cast
 
@@ -69,13 +71,15 @@ class EmbeddingScorer(TorchScorer[None]):
         elif model.max_seq_length is None:  # no limit in the model's configuration: the tokenizer's, or an error
             model.max_seq_length = model_max_length(self.spec, model.tokenizer)
         model.eval()
-        return LoadedModel(model, model.tokenizer, int(model.max_seq_length), count_parameters(model), None)
+        return LoadedModel(model, _own_copy(model.tokenizer), int(model.max_seq_length), count_parameters(model), None)
 
     # -- scoring --------------------------------------------------------------------------------------
 
     def _encode(self, loaded: LoadedModel[None], sentences: list[str], show_progress: bool) -> torch.Tensor:
-        # Under the tokenizer lock: encode tokenizes inside (see LoadedModel.tokenizer_lock).
-        with loaded.tokenizer_lock, inference_context(self.device, self.precision):
+        # encode tokenizes inside, with the model's own tokenizer: under the lock that guards it (model_lock where
+        # loaded.tokenizer is a copy for the checks, which then never wait for a forward pass).
+        lock = loaded.model_lock if loaded.tokenizer is not loaded.model.tokenizer else loaded.tokenizer_lock
+        with lock, inference_context(self.device, self.precision):
             embeddings = loaded.model.encode(
                 sentences,
                 batch_size=self.batch_size,
@@ -168,8 +172,22 @@ class EmbeddingScorer(TorchScorer[None]):
         """Label embeddings per label set, from ``cache``'s one embedding per description; the descriptions
         not cached are encoded in one run."""
         descriptions = list(dict.fromkeys(d for documents in sets for d in documents))
-        by_description = dict(zip(descriptions, cache.get_many(descriptions, lambda missing: list(self._label_embeddings(loaded, tuple(cast(list[str], missing)))))))
+        # Each cached row a copy: a view would keep its whole batch's matrix alive for as long as it stays cached, so
+        # a cache bounded in rows grew without bound in bytes (a server's one per description, --label-cache-size).
+        by_description = dict(zip(descriptions, cache.get_many(
+            descriptions, lambda missing: [row.clone() for row in self._label_embeddings(loaded, tuple(cast(list[str], missing)))])))
         return lambda documents: torch.stack([by_description[d] for d in documents])
+
+
+def _own_copy(tokenizer: Any) -> Any:
+    """A copy of the model's tokenizer for everything but ``encode`` (token counts, labels that read alike), so that
+    those checks take :attr:`LoadedModel.tokenizer_lock` and not the lock ``encode`` holds for a whole forward pass:
+    a server's request with new labels waited, before it was even queued, for the batch running (unseen by its
+    queue time, its metrics and its backpressure). The model's own where it cannot be copied."""
+    try:
+        return copy.deepcopy(tokenizer)
+    except Exception:  # a tokenizer that does not copy: shared, with encode under the same lock
+        return tokenizer
 
 
 def cosines(texts: torch.Tensor, labels: torch.Tensor) -> np.ndarray:

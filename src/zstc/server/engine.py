@@ -243,11 +243,13 @@ class Backend:
         """Tokens the model reads for these jobs (for the batch-tokens metric), or None when unknown."""
         return None
 
-    def _tokenizer(self) -> Any:
+    def _loaded_tokenizer(self) -> Any:
+        """The scorer's loaded model (its ``tokenizer`` and ``tokenizer_lock``), or None for a scorer without one."""
         try:
-            return self.scorer.loaded.tokenizer
+            loaded = self.scorer.loaded
         except Exception:  # a scorer without one; the metric is then left out
             return None
+        return loaded if hasattr(loaded, "tokenizer") and hasattr(loaded, "tokenizer_lock") else None
 
     def _formatted(self, jobs: Sequence[ScoreJob]) -> tuple[list[str], list[tuple[str, ...]]]:
         """Texts and label descriptions as the model reads them (the registry's query/document prefixes)."""
@@ -282,11 +284,11 @@ class PairBackend(Backend):
         return _split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))])
 
     def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
-        tokenizer = self._tokenizer()
-        if tokenizer is None:
+        loaded = self._loaded_tokenizer()
+        if loaded is None:
             return None
         texts, label_sets = self._formatted(jobs)
-        length = _token_lengths(tokenizer, [*texts, *(d for labels in label_sets for d in labels)])
+        length = _token_lengths(loaded, [*texts, *(d for labels in label_sets for d in labels)])
         return sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
 
 
@@ -349,17 +351,22 @@ class EmbeddingBackend(MatrixBackend):
         return [result.scores for result in results]
 
     def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
-        tokenizer = self._tokenizer()
-        if tokenizer is None:
+        loaded = self._loaded_tokenizer()
+        if loaded is None:
             return None
         texts, _ = self._formatted(jobs)
         encoded, self._encoded = self._encoded, []  # label descriptions are read only when not cached
-        return sum(_token_lengths(tokenizer, list(dict.fromkeys(texts))).values()) + sum(_token_lengths(tokenizer, encoded).values())
+        return sum(_token_lengths(loaded, list(dict.fromkeys(texts))).values()) + sum(_token_lengths(loaded, encoded).values())
 
 
-def _token_lengths(tokenizer: Any, strings: list[str]) -> dict[str, int]:
+def _token_lengths(loaded: Any, strings: list[str]) -> dict[str, int]:
+    """Each distinct string's token count, by ``loaded``'s tokenizer under its lock: the labels' read-apart check
+    uses it from request threads while this runs on the model thread."""
     distinct = list(dict.fromkeys(strings))
-    ids = tokenizer(distinct, add_special_tokens=False)["input_ids"] if distinct else []
+    if not distinct:
+        return {}
+    with loaded.tokenizer_lock:
+        ids = loaded.tokenizer(distinct, add_special_tokens=False)["input_ids"]
     return {s: len(i) for s, i in zip(distinct, ids)}
 
 
@@ -500,9 +507,11 @@ class BatchingEngine:
         }.get(self.state, "the server is not ready")
 
     def retry_after(self) -> int:
-        """Seconds until the queued work is likely done, from the measured throughput (1 to 60)."""
+        """Seconds until the queued work is likely done, from the measured throughput (1 to 60); before any batch has
+        been timed, how long the running one has taken so far (it takes at least that long again, as a guess)."""
         if not self._pairs_per_second:
-            return 1
+            started = [job.started for job in self._running if job.started is not None] if self._running_pairs else []
+            return int(min(60, max(1, math.ceil(time.perf_counter() - min(started))))) if started else 1
         return int(min(60, max(1, math.ceil(self.queued_pairs / self._pairs_per_second))))
 
     def cancel(self, job: ScoreJob) -> None:
@@ -540,11 +549,11 @@ class BatchingEngine:
                     break
             batch = self._take_batch()
             if batch:
-                self._running = batch
                 try:
                     await self._execute(batch)
                 finally:
                     self._running_pairs = 0
+                    self._record_queue()
 
     def _take_batch(self) -> list[ScoreJob]:
         batch: list[ScoreJob] = []
@@ -559,7 +568,7 @@ class BatchingEngine:
                 continue
             batch.append(job)
             pairs += job.pairs
-        self._running_pairs = pairs
+        self._running, self._running_pairs = batch, pairs
         self._record_queue()
         return batch
 
@@ -625,6 +634,9 @@ class BatchingEngine:
         if self.telemetry is not None:
             self.telemetry.queued_pairs.set(self._pending_pairs)
             self.telemetry.queued_requests.set(len(self._pending))
+            # The batch the model runs counts against --max-queued-pairs too: without it, 429s came with an empty queue.
+            self.telemetry.running_pairs.set(self._running_pairs)
+            self.telemetry.running_requests.set(len(self._running) if self._running_pairs else 0)
 
     def _count_cache_lookups(self, hits: int, misses: int) -> None:
         self.telemetry.label_cache.labels(result="hit").inc(hits)

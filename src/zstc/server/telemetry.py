@@ -38,6 +38,9 @@ class Telemetry:
         self.inference_time = Histogram("zstc_inference_duration_seconds", "Model time of one batch.", buckets=_SECONDS, registry=r)
         self.queued_pairs = Gauge("zstc_queue_pairs", "(text, label) pairs waiting for the model.", registry=r)
         self.queued_requests = Gauge("zstc_queue_requests", "Requests waiting for the model.", registry=r)
+        self.running_pairs = Gauge("zstc_running_pairs", "(text, label) pairs of the batch the model is running "
+                                   "(with zstc_queue_pairs, what --max-queued-pairs bounds).", registry=r)
+        self.running_requests = Gauge("zstc_running_requests", "Requests in the batch the model is running.", registry=r)
         self.batch_pairs = Histogram("zstc_batch_pairs", "(text, label) pairs per batch.", buckets=_PAIRS, registry=r)
         self.batch_requests = Histogram("zstc_batch_requests", "Requests per batch.", buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=r)
         self.batch_tokens = Histogram("zstc_batch_tokens", "Tokens per batch (texts and label descriptions as the model reads them).",
