@@ -7,6 +7,7 @@ whole file takes seconds and needs no downloaded weights.
 from __future__ import annotations
 
 import json
+import re
 import math
 from collections import Counter
 from pathlib import Path
@@ -505,3 +506,22 @@ def test_pairs_all_on_one_side_of_entailment_are_refused_before_training(tiny_ba
     with pytest.raises(DataError, match=refused + " train-nli needs entailment pairs and not-entailment"):
         train_nli(config, progress=False, log=lambda line: None)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_hypothesis_that_leaves_no_room_for_its_premise_is_one_line(tiny_backbone: Path, tmp_path: Path, zstc_cli) -> None:
+    """Only premises are cut to --max-length: a hypothesis of max_length tokens or more left nothing to cut, and the
+    tokenizer's "Truncation error: Sequence to truncate too short" ended train-nli in a traceback (lingnli's longest
+    hypothesis is 95 tokens, so --max-length 64 failed on the real data)."""
+    rows = synthetic_pairs(96)
+    rows[5] = {**rows[5], "hypothesis": " ".join(["the cat runs"] * 8)}  # 24 words
+    data = write_jsonl(tmp_path / "train.jsonl", rows)
+    args = ["train-nli", "--backbone", str(tiny_backbone), "--data", str(data), "--out", str(tmp_path / "out"),
+            "--max-steps", "1", "--dev-size", "24", "--batch-size", "8", "--no-progress", "--device", "cpu", "--max-length"]
+    status, _, err = zstc_cli(*args, "16")
+    assert status == 2, err
+    message = " ".join(err.split())
+    assert re.search(r"error: the (training data|dev set): 1 of \d+ pairs have a hypothesis of 13 tokens or more, which leaves no "
+                     r"room for the premise under --max-length 16 .* raise --max-length or drop those pairs", message), message
+    assert not (tmp_path / "out").exists()
+    status, _, err = zstc_cli(*args, "32")
+    assert status == 0, err  # 24 tokens + 3 special: a premise token still fits

@@ -41,7 +41,7 @@ from transformers import (
 )
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from zstc.errors import DataError, ModelError, Terminated
+from zstc.errors import DataError, ModelError, Terminated, quoted
 from zstc.io import atomic_directory
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, fp32_as_recorded, resolve_device, resolve_precision
@@ -89,7 +89,9 @@ class TrainResult:
 class NliPairDataset(torch.utils.data.Dataset[dict[str, Any]]):
     """Tokenized pairs, unpadded (``DataCollatorWithPadding`` pads each batch to its own longest pair)."""
 
-    def __init__(self, tokenizer: Any, pairs: NliPairs, max_length: int) -> None:
+    def __init__(self, tokenizer: Any, pairs: NliPairs, max_length: int, what: str = "the pairs") -> None:
+        """``what``: the pairs as a message names them (``the training data``, ``the dev set``)."""
+        _check_hypotheses_fit(tokenizer, pairs, max_length, what)
         # Only the premise is cut: the hypothesis carries the label's meaning (PROTOCOL.md s.2, truncation).
         self.encoded = tokenizer(pairs.premises, pairs.hypotheses, truncation="only_first", max_length=max_length)
         self.classes = torch.as_tensor(pairs.classes)
@@ -103,6 +105,20 @@ class NliPairDataset(torch.utils.data.Dataset[dict[str, Any]]):
     @property
     def lengths(self) -> list[int]:
         return [len(ids) for ids in self.encoded["input_ids"]]
+
+
+def _check_hypotheses_fit(tokenizer: Any, pairs: NliPairs, max_length: int, what: str) -> None:
+    """Refuse pairs whose hypothesis leaves no token of the premise under ``max_length``: only premises are cut,
+    and the tokenizer failed on them with a traceback ("Sequence to truncate too short")."""
+    room = max_length - tokenizer.num_special_tokens_to_add(pair=True)
+    lengths = [len(ids) for ids in tokenizer(pairs.hypotheses, add_special_tokens=False)["input_ids"]]
+    too_long = [i for i, length in enumerate(lengths) if length >= room]
+    if too_long:
+        first = too_long[0]
+        raise DataError(f"{what}: {len(too_long)} of {len(pairs)} pairs have a hypothesis of {room} tokens or more, which "
+                        f"leaves no room for the premise under max_length {max_length} (only premises are cut; the first: "
+                        f"{quoted(pairs.hypotheses[first])}, {lengths[first]} tokens): raise max_length or drop those pairs",
+                        parameters=("max_length",))
 
 
 class LengthGroupedBatches(torch.utils.data.Sampler[list[int]]):
@@ -472,8 +488,8 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     )
     assert config.backbone_lr is not None and config.head_lr is not None and config.max_length is not None
     model = build_nli_model(backbone, config.variant, config.head_dropout).to(device)
-    train_data = NliPairDataset(tokenizer, train_pairs, config.max_length)
-    dev_data = NliPairDataset(tokenizer, dev_pairs, config.max_length)
+    train_data = NliPairDataset(tokenizer, train_pairs, config.max_length, "the training data")
+    dev_data = NliPairDataset(tokenizer, dev_pairs, config.max_length, "the dev set")
 
     steps_per_epoch = math.ceil(len(train_pairs) / config.batch_size)
     total_steps = math.ceil(config.epochs * steps_per_epoch)
