@@ -33,15 +33,21 @@ def small_task() -> Task:
 
 
 def test_aspect_templates_are_yins() -> None:
+    """PROTOCOL.md s.7, verbatim: topic "this text is about {label}", emotion "this text expresses {label}",
+    situation "the people there need {label}" (lower case, no period). The code had "This text is about {}."
+    etc., which a cased model reads as another input."""
     assert ASPECT_TEMPLATES == {
-        "topic": "This text is about {}.",
-        "emotion": "This text expresses {}.",
-        "situation": "The people there need {}.",
+        "topic": "this text is about {}",
+        "emotion": "this text expresses {}",
+        "situation": "the people there need {}",
     }
-    assert aspect_template("emotion") == "This text expresses {}."
-    assert aspect_template("sentiment") == "This text expresses {}."
-    assert aspect_template("intent") == "This text is about {}."  # measured better than situation on banking77
-    assert aspect_template(None) == "This text is about {}."
+    assert aspect_template("emotion") == "this text expresses {}"
+    assert aspect_template("sentiment") == "this text expresses {}"
+    assert aspect_template("intent") == "this text is about {}"  # measured better than situation on banking77
+    assert aspect_template(None) == "this text is about {}"
+    from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES
+
+    assert DEFAULT_ROBUSTNESS_TEMPLATES[:3] == tuple(ASPECT_TEMPLATES.values())  # "Yin's three" are the protocol's
 
 
 def test_name_variant_fills_template_with_readable_label() -> None:
@@ -213,7 +219,7 @@ def test_bench_cli_ensemble_and_multi_label(tmp_path) -> None:
     assert report == multilabel_metrics(stored["gold"], decide(stored["scores"], labels, 0.08), labels)
     assert 0 < report["none_predicted"] < 12 and report["weighted_f1"] > 0
     details = json.loads((tmp_path / "r.details" / "financialphrasebank.json").read_text())
-    assert details["hypotheses"][0].startswith("This text expresses negative. | ")  # sentiment -> emotion aspect
+    assert details["hypotheses"][0].startswith("this text expresses negative | ")  # sentiment -> emotion aspect
 
 
 @pytest.mark.parametrize("command, value, extra", [

@@ -142,7 +142,7 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     ``hypotheses="dataset"``: the labels as given (or their ``descriptions``), through ``template`` if one is
     given. Otherwise Yin et al.'s variants of the label names (``name``, ``definition`` from WordNet,
     ``both``, or the three as an ``ensemble`` whose scores are averaged), filled into ``template`` (default:
-    the topic aspect's, "This text is about {}.").
+    the topic aspect's, "this text is about {}"; ``"{}"`` fills in the bare name, definition or both).
     """
     hypotheses = check_option("hypotheses", hypotheses, HYPOTHESES)
     if hypotheses == "dataset":

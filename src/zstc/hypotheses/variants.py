@@ -2,7 +2,7 @@
 
 A label becomes a hypothesis by filling its aspect's interpretation template:
 
-* ``name``: the template filled with the label name ("This text is about sports.");
+* ``name``: the template filled with the label name ("this text is about sports");
 * ``definition``: filled with the label's WordNet definition (:mod:`zstc.hypotheses.wordnet`; the name when WordNet
   has no entry, which the result notes say);
 * ``both``: filled with "name, definition";
@@ -26,11 +26,12 @@ from zstc.errors import LabelError, UnknownNameError
 from zstc.validation import check_template
 
 ASPECT_TEMPLATES: dict[str, str] = {
-    "topic": "This text is about {}.",
-    "emotion": "This text expresses {}.",
-    "situation": "The people there need {}.",
+    "topic": "this text is about {}",
+    "emotion": "this text expresses {}",
+    "situation": "the people there need {}",
 }
-"""Yin et al.'s interpretation of each aspect, as a template."""
+"""Yin et al.'s interpretation of each aspect, as a template: PROTOCOL.md s.7's strings exactly (lower case, no
+final period), since a cased model reads "This text is about sports." as another input."""
 
 FAMILY_ASPECT: dict[str, str] = {
     "topic": "topic",
@@ -38,7 +39,7 @@ FAMILY_ASPECT: dict[str, str] = {
     # Yin et al. have no sentiment aspect; a sentiment is something a text expresses, like an emotion.
     "sentiment": "emotion",
     # BTZSC's intents are what a customer or user writes about (banking77's "card_arrival", massive's
-    # "alarm_set"); Yin's situation aspect ("The people there need {}") names needs in disaster reports.
+    # "alarm_set"); Yin's situation aspect ("the people there need {}") names needs in disaster reports.
     "intent": "topic",
 }
 """Which aspect template a BTZSC task family uses when no template is given."""
