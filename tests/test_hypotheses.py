@@ -235,3 +235,33 @@ def test_experiment_hypotheses_are_checked_before_the_model_loads(zstc_cli, btzs
     code, _, err = zstc_cli(command, "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "banking77",
                             "--hypotheses", value, *extra)
     assert code != 0 and err.startswith("error: ") and "--hypotheses" in err and "no-such/model" not in err, err
+
+
+@pytest.mark.parametrize("variant", ["name", "both", "ensemble"])
+def test_bare_template_is_used_as_given_by_classify_and_the_api(zstc_cli, tmp_path, monkeypatch, variant) -> None:
+    """``--template "{}"`` (README: the labels as they are) with a Yin variant was replaced by the topic aspect's
+    template in classify and ``Classifier`` (``Classifier(template="{}", hypotheses=...).template`` was None),
+    while bench filled "{}" as given: the same options read other hypotheses in the two commands."""
+    import zstc.api
+    from zstc.api import Classifier
+
+    classifier = Classifier(WordOverlapScorer(), template="{}", hypotheses=variant)
+    assert classifier.template == "{}"
+    scorer = WordOverlapScorer()
+    Classifier(scorer, template="{}", hypotheses="name").scores(["sports today"], ["sports", "politics"])
+    assert scorer.calls == [["sports", "politics"]]  # the bare names, as bench's provider gives them
+    assert Classifier(WordOverlapScorer(), template="{}").template is None  # dataset: the labels as they are, as before
+    assert Classifier(WordOverlapScorer(), hypotheses=variant).template is None  # the default: the aspect's template
+
+    seen: list[object] = []
+    real = zstc.api.label_hypotheses
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("template"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(zstc.api, "label_hypotheses", spy)
+    texts = tmp_path / "t.txt"
+    texts.write_text("sports today\n")
+    zstc_cli("classify", str(texts), "--labels", "sports,politics", "--hypotheses", variant, "--template", "{}", "-m", "no-such/model")
+    assert seen == ["{}"]

@@ -205,8 +205,11 @@ class Classifier:
         ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
         labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`)."""
         self.hypotheses: str = check_option("hypotheses", hypotheses, HYPOTHESES)
-        if template == "{}" or (template == DEFAULT_TEMPLATE and self.hypotheses != "dataset"):
+        if self.hypotheses == "dataset" and template == "{}":
+            template = None  # the labels as they are, which "{}" also gives
+        elif self.hypotheses != "dataset" and template == DEFAULT_TEMPLATE:
             template = None  # the default template is for label names as given; Yin's variants keep their aspect's
+        # "{}" with Yin's variants stays: the bare name, definition or both, as bench fills it (not the aspect's).
         self.template = check_template(template) if template is not None else None
         # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
         self._calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
