@@ -265,3 +265,82 @@ def test_bare_template_is_used_as_given_by_classify_and_the_api(zstc_cli, tmp_pa
     texts.write_text("sports today\n")
     zstc_cli("classify", str(texts), "--labels", "sports,politics", "--hypotheses", variant, "--template", "{}", "-m", "no-such/model")
     assert seen == ["{}"]
+
+
+# --- labels WordNet reads badly: punctuation, accents, parts it lacks, ties ----------------------------
+
+
+@needs_wordnet
+def test_punctuation_does_not_pick_the_wrong_word() -> None:
+    """":" and "?" stuck to a word made WordNet miss it, so the lookup fell to another word: "Culture: Positive"
+    got "positive"'s definition alone (manifesto's 12 "X: Positive" labels shared it) and
+    "reverted_card_payment?" the playing-card sense of "card". Clauses are defined each, punctuation at a
+    word's ends is dropped where WordNet lacks the word as written."""
+    from zstc.hypotheses.wordnet import label_definition, load_wordnet
+
+    wordnet = load_wordnet()
+    culture, military, positive = (label_definition(word, wordnet) for word in ("culture", "military", "positive"))
+    assert label_definition("Culture: Positive", wordnet) == f"{culture}; {positive}"
+    assert label_definition("Military: Positive", wordnet) == f"{military}; {positive}"
+    assert label_definition("reverted_card_payment?", wordnet) == label_definition("card payment", wordnet)
+    assert label_definition('"sports"!', wordnet) == label_definition("sports", wordnet)
+    assert label_definition("U.S.", wordnet) == label_definition("united states government", wordnet)  # WordNet's own dots kept
+    assert label_definition("?", wordnet) is None
+
+
+@needs_wordnet
+def test_accented_labels_are_folded_for_wordnet() -> None:
+    """WordNet 3.0 spells "cafe", "naive", "Zurich"; "café", "naïve", "Zürich" found nothing and fell back to the name."""
+    from zstc.hypotheses.wordnet import label_definition, load_wordnet
+
+    wordnet = load_wordnet()
+    for accented, plain in [("café", "cafe"), ("naïve", "naive"), ("Zürich", "Zurich"), ("Café_au_lait", "cafe au lait")]:
+        assert label_definition(accented, wordnet) == label_definition(plain, wordnet) is not None, accented
+
+
+@needs_wordnet
+def test_parts_left_out_of_a_definition_are_noted() -> None:
+    """AG News' "Sci/Tech": WordNet lacks "sci", so the definition is "tech"'s alone; that was silent."""
+    hypotheses = build_hypotheses(["World", "Sci/Tech"], "definition", "{}")
+    assert hypotheses.variants["definition"][1] == build_hypotheses(["tech"], "definition", "{}").variants["definition"][0]
+    assert any("Sci/Tech (without 'sci')" in note for note in hypotheses.notes), hypotheses.notes
+    assert build_hypotheses(["World", "Business & Finance"], "definition", "{}").notes == []  # every part found: nothing to say
+
+
+@needs_wordnet
+def test_labels_with_one_definition_are_noted_in_bench_and_refused_by_classify(zstc_cli, tmp_path) -> None:
+    """banking77 under definition hypotheses: 72 labels, far fewer distinct definitions ("card_arrival" and
+    "arrival" both read "accomplishment of an objective"). Bench scored them as silent ties (argmax gives each
+    group's first label every time); classify refused them speaking of "descriptions" the user never gave."""
+    from zstc.api import label_hypotheses
+    from zstc.benchmark.runner import evaluate_task
+
+    labels = ["card_arrival", "arrival", "sports"]
+    task = Task("toy", ["the match was a great sports event", "my card arrived"], np.array([2, 0]), labels, labels, family="topic")
+    hypotheses = make_hypothesis_provider("definition")(task)
+    result, _ = evaluate_task(WordOverlapScorer(), task, hypotheses)
+    tied = [note for note in result.notes if "same WordNet definition" in note]
+    assert len(tied) == 1 and "'card_arrival', 'arrival'" in tied[0] and "sports" not in tied[0], result.notes
+    assert not any("same" in note for note in build_hypotheses(labels, "both", "{}").notes)  # the names keep them apart
+    assert not any("same" in note for note in build_hypotheses(labels, "ensemble", "{}").notes)  # averaged with them
+
+    with pytest.raises(LabelError, match="same WordNet definition") as refused:
+        label_hypotheses(labels, hypotheses="definition")
+    assert "description" not in str(refused.value)
+    texts = tmp_path / "t.txt"
+    texts.write_text("my card arrived\n")
+    code, _, err = zstc_cli("classify", str(texts), "--labels", ",".join(labels), "--hypotheses", "definition", "-m", "no-such/model")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "same WordNet definition" in err and "'card_arrival', 'arrival'" in err and "--hypotheses both or name" in err, err
+
+
+def test_bench_identity_follows_the_wordnet_lookup_rules() -> None:
+    """The tie and part notes are not in a dataset's hypotheses: a cached result of the old lookup would come back
+    without them. The variants that read WordNet record the rules' version; the others' identity is unchanged."""
+    from zstc.benchmark.runner import hypotheses_identity
+    from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
+
+    for variant in ("definition", "both", "ensemble"):
+        assert hypotheses_identity(variant, None)["wordnet_lookup"] == WORDNET_LOOKUP_VERSION >= 2
+    assert hypotheses_identity("name", "{}") == {"variant": "name", "template": "{}"}
+    assert hypotheses_identity("dataset", None) == {"variant": "dataset", "template": None}

@@ -24,7 +24,9 @@ import numpy as np
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
-from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
+from zstc.hypotheses.variants import (
+    ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes, tie_message, tied_labels,
+)
 from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_probability_thresholds, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
@@ -151,7 +153,12 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
         raise LabelError(f"hypotheses {hypotheses} describes each label from its name, so the labels' own "
                          "descriptions would go unused: give hypotheses dataset to use them, or the labels alone",
                          parameters=("hypotheses",))
-    return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    built = build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    # Refused here, naming WordNet: check_distinct_descriptions would speak of descriptions the user never gave.
+    groups = tied_labels(labels, list(built))
+    if groups:
+        raise LabelError(tie_message(hypotheses, groups), parameters=("hypotheses",))
+    return built
 
 
 def check_labels_read_apart(scorer: Any, labels: Sequence[str], descriptions: Sequence[str]) -> None:
