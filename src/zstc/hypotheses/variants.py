@@ -4,7 +4,8 @@ A label becomes a hypothesis by filling its aspect's interpretation template:
 
 * ``name``: the template filled with the label name ("this text is about sports");
 * ``definition``: filled with the label's WordNet definition (:mod:`zstc.hypotheses.wordnet`; the name when WordNet
-  has no entry, which the result notes say);
+  has no entry, which the result notes say, as they say the parts of a label WordNet lacks and the labels
+  that get one definition: :func:`tied_labels`);
 * ``both``: filled with "name, definition";
 * ``ensemble``: the three above, each scored, the score matrices averaged;
 * ``dataset``: the benchmark's own hand-written verbalizers (BTZSC's default), no template involved.
