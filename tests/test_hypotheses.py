@@ -33,15 +33,21 @@ def small_task() -> Task:
 
 
 def test_aspect_templates_are_yins() -> None:
+    """PROTOCOL.md s.7, verbatim: topic "this text is about {label}", emotion "this text expresses {label}",
+    situation "the people there need {label}" (lower case, no period). The code had "This text is about {}."
+    etc., which a cased model reads as another input."""
     assert ASPECT_TEMPLATES == {
-        "topic": "This text is about {}.",
-        "emotion": "This text expresses {}.",
-        "situation": "The people there need {}.",
+        "topic": "this text is about {}",
+        "emotion": "this text expresses {}",
+        "situation": "the people there need {}",
     }
-    assert aspect_template("emotion") == "This text expresses {}."
-    assert aspect_template("sentiment") == "This text expresses {}."
-    assert aspect_template("intent") == "This text is about {}."  # measured better than situation on banking77
-    assert aspect_template(None) == "This text is about {}."
+    assert aspect_template("emotion") == "this text expresses {}"
+    assert aspect_template("sentiment") == "this text expresses {}"
+    assert aspect_template("intent") == "this text is about {}"  # measured better than situation on banking77
+    assert aspect_template(None) == "this text is about {}"
+    from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES
+
+    assert DEFAULT_ROBUSTNESS_TEMPLATES[:3] == tuple(ASPECT_TEMPLATES.values())  # "Yin's three" are the protocol's
 
 
 def test_name_variant_fills_template_with_readable_label() -> None:
@@ -213,7 +219,7 @@ def test_bench_cli_ensemble_and_multi_label(tmp_path) -> None:
     assert report == multilabel_metrics(stored["gold"], decide(stored["scores"], labels, 0.08), labels)
     assert 0 < report["none_predicted"] < 12 and report["weighted_f1"] > 0
     details = json.loads((tmp_path / "r.details" / "financialphrasebank.json").read_text())
-    assert details["hypotheses"][0].startswith("This text expresses negative. | ")  # sentiment -> emotion aspect
+    assert details["hypotheses"][0].startswith("this text expresses negative | ")  # sentiment -> emotion aspect
 
 
 @pytest.mark.parametrize("command, value, extra", [
@@ -229,3 +235,112 @@ def test_experiment_hypotheses_are_checked_before_the_model_loads(zstc_cli, btzs
     code, _, err = zstc_cli(command, "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "banking77",
                             "--hypotheses", value, *extra)
     assert code != 0 and err.startswith("error: ") and "--hypotheses" in err and "no-such/model" not in err, err
+
+
+@pytest.mark.parametrize("variant", ["name", "both", "ensemble"])
+def test_bare_template_is_used_as_given_by_classify_and_the_api(zstc_cli, tmp_path, monkeypatch, variant) -> None:
+    """``--template "{}"`` (README: the labels as they are) with a Yin variant was replaced by the topic aspect's
+    template in classify and ``Classifier`` (``Classifier(template="{}", hypotheses=...).template`` was None),
+    while bench filled "{}" as given: the same options read other hypotheses in the two commands."""
+    import zstc.api
+    from zstc.api import Classifier
+
+    classifier = Classifier(WordOverlapScorer(), template="{}", hypotheses=variant)
+    assert classifier.template == "{}"
+    scorer = WordOverlapScorer()
+    Classifier(scorer, template="{}", hypotheses="name").scores(["sports today"], ["sports", "politics"])
+    assert scorer.calls == [["sports", "politics"]]  # the bare names, as bench's provider gives them
+    assert Classifier(WordOverlapScorer(), template="{}").template is None  # dataset: the labels as they are, as before
+    assert Classifier(WordOverlapScorer(), hypotheses=variant).template is None  # the default: the aspect's template
+
+    seen: list[object] = []
+    real = zstc.api.label_hypotheses
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("template"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(zstc.api, "label_hypotheses", spy)
+    texts = tmp_path / "t.txt"
+    texts.write_text("sports today\n")
+    zstc_cli("classify", str(texts), "--labels", "sports,politics", "--hypotheses", variant, "--template", "{}", "-m", "no-such/model")
+    assert seen == ["{}"]
+
+
+# --- labels WordNet reads badly: punctuation, accents, parts it lacks, ties ----------------------------
+
+
+@needs_wordnet
+def test_punctuation_does_not_pick_the_wrong_word() -> None:
+    """":" and "?" stuck to a word made WordNet miss it, so the lookup fell to another word: "Culture: Positive"
+    got "positive"'s definition alone (manifesto's 12 "X: Positive" labels shared it) and
+    "reverted_card_payment?" the playing-card sense of "card". Clauses are defined each, punctuation at a
+    word's ends is dropped where WordNet lacks the word as written."""
+    from zstc.hypotheses.wordnet import label_definition, load_wordnet
+
+    wordnet = load_wordnet()
+    culture, military, positive = (label_definition(word, wordnet) for word in ("culture", "military", "positive"))
+    assert label_definition("Culture: Positive", wordnet) == f"{culture}; {positive}"
+    assert label_definition("Military: Positive", wordnet) == f"{military}; {positive}"
+    assert label_definition("reverted_card_payment?", wordnet) == label_definition("card payment", wordnet)
+    assert label_definition('"sports"!', wordnet) == label_definition("sports", wordnet)
+    assert label_definition("U.S.", wordnet) == label_definition("united states government", wordnet)  # WordNet's own dots kept
+    assert label_definition("?", wordnet) is None
+
+
+@needs_wordnet
+def test_accented_labels_are_folded_for_wordnet() -> None:
+    """WordNet 3.0 spells "cafe", "naive", "Zurich"; "café", "naïve", "Zürich" found nothing and fell back to the name."""
+    from zstc.hypotheses.wordnet import label_definition, load_wordnet
+
+    wordnet = load_wordnet()
+    for accented, plain in [("café", "cafe"), ("naïve", "naive"), ("Zürich", "Zurich"), ("Café_au_lait", "cafe au lait")]:
+        assert label_definition(accented, wordnet) == label_definition(plain, wordnet) is not None, accented
+
+
+@needs_wordnet
+def test_parts_left_out_of_a_definition_are_noted() -> None:
+    """AG News' "Sci/Tech": WordNet lacks "sci", so the definition is "tech"'s alone; that was silent."""
+    hypotheses = build_hypotheses(["World", "Sci/Tech"], "definition", "{}")
+    assert hypotheses.variants["definition"][1] == build_hypotheses(["tech"], "definition", "{}").variants["definition"][0]
+    assert any("Sci/Tech (without 'sci')" in note for note in hypotheses.notes), hypotheses.notes
+    assert build_hypotheses(["World", "Business & Finance"], "definition", "{}").notes == []  # every part found: nothing to say
+
+
+@needs_wordnet
+def test_labels_with_one_definition_are_noted_in_bench_and_refused_by_classify(zstc_cli, tmp_path) -> None:
+    """banking77 under definition hypotheses: 72 labels, far fewer distinct definitions ("card_arrival" and
+    "arrival" both read "accomplishment of an objective"). Bench scored them as silent ties (argmax gives each
+    group's first label every time); classify refused them speaking of "descriptions" the user never gave."""
+    from zstc.api import label_hypotheses
+    from zstc.benchmark.runner import evaluate_task
+
+    labels = ["card_arrival", "arrival", "sports"]
+    task = Task("toy", ["the match was a great sports event", "my card arrived"], np.array([2, 0]), labels, labels, family="topic")
+    hypotheses = make_hypothesis_provider("definition")(task)
+    result, _ = evaluate_task(WordOverlapScorer(), task, hypotheses)
+    tied = [note for note in result.notes if "same WordNet definition" in note]
+    assert len(tied) == 1 and "'card_arrival', 'arrival'" in tied[0] and "sports" not in tied[0], result.notes
+    assert not any("same" in note for note in build_hypotheses(labels, "both", "{}").notes)  # the names keep them apart
+    assert not any("same" in note for note in build_hypotheses(labels, "ensemble", "{}").notes)  # averaged with them
+
+    with pytest.raises(LabelError, match="same WordNet definition") as refused:
+        label_hypotheses(labels, hypotheses="definition")
+    assert "description" not in str(refused.value)
+    texts = tmp_path / "t.txt"
+    texts.write_text("my card arrived\n")
+    code, _, err = zstc_cli("classify", str(texts), "--labels", ",".join(labels), "--hypotheses", "definition", "-m", "no-such/model")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "same WordNet definition" in err and "'card_arrival', 'arrival'" in err and "--hypotheses both or name" in err, err
+
+
+def test_bench_identity_follows_the_wordnet_lookup_rules() -> None:
+    """The tie and part notes are not in a dataset's hypotheses: a cached result of the old lookup would come back
+    without them. The variants that read WordNet record the rules' version; the others' identity is unchanged."""
+    from zstc.benchmark.runner import hypotheses_identity
+    from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
+
+    for variant in ("definition", "both", "ensemble"):
+        assert hypotheses_identity(variant, None)["wordnet_lookup"] == WORDNET_LOOKUP_VERSION >= 2
+    assert hypotheses_identity("name", "{}") == {"variant": "name", "template": "{}"}
+    assert hypotheses_identity("dataset", None) == {"variant": "dataset", "template": None}

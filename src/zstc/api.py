@@ -24,7 +24,9 @@ import numpy as np
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
-from zstc.hypotheses.variants import ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes
+from zstc.hypotheses.variants import (
+    ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes, tie_message, tied_labels,
+)
 from zstc.defaults import DEFAULT_TEMPLATE
 from zstc.models.registry import DEFAULT_MODEL, get_model_spec
 from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_probability_thresholds, check_multilabel_names, decide, default_margin, default_threshold, fit_thresholds, label_sets, score_type_of
@@ -142,7 +144,7 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     ``hypotheses="dataset"``: the labels as given (or their ``descriptions``), through ``template`` if one is
     given. Otherwise Yin et al.'s variants of the label names (``name``, ``definition`` from WordNet,
     ``both``, or the three as an ``ensemble`` whose scores are averaged), filled into ``template`` (default:
-    the topic aspect's, "This text is about {}.").
+    the topic aspect's, "this text is about {}"; ``"{}"`` fills in the bare name, definition or both).
     """
     hypotheses = check_option("hypotheses", hypotheses, HYPOTHESES)
     if hypotheses == "dataset":
@@ -151,7 +153,12 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
         raise LabelError(f"hypotheses {hypotheses} describes each label from its name, so the labels' own "
                          "descriptions would go unused: give hypotheses dataset to use them, or the labels alone",
                          parameters=("hypotheses",))
-    return build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    built = build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
+    # Refused here, naming WordNet: check_distinct_descriptions would speak of descriptions the user never gave.
+    groups = tied_labels(labels, list(built))
+    if groups:
+        raise LabelError(tie_message(hypotheses, groups), parameters=("hypotheses",))
+    return built
 
 
 def check_labels_read_apart(scorer: Any, labels: Sequence[str], descriptions: Sequence[str]) -> None:
@@ -205,8 +212,11 @@ class Classifier:
         ``shortlist`` (``K`` or ``"MODEL:K"``): a bi-encoder (default all-MiniLM-L6-v2) keeps each text's top K
         labels and only those are scored by ``model``; the others rank below them (:mod:`zstc.scorers.cascade`)."""
         self.hypotheses: str = check_option("hypotheses", hypotheses, HYPOTHESES)
-        if template == "{}" or (template == DEFAULT_TEMPLATE and self.hypotheses != "dataset"):
+        if self.hypotheses == "dataset" and template == "{}":
+            template = None  # the labels as they are, which "{}" also gives
+        elif self.hypotheses != "dataset" and template == DEFAULT_TEMPLATE:
             template = None  # the default template is for label names as given; Yin's variants keep their aspect's
+        # "{}" with Yin's variants stays: the bare name, definition or both, as bench fills it (not the aspect's).
         self.template = check_template(template) if template is not None else None
         # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
         self._calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"

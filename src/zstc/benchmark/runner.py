@@ -26,6 +26,7 @@ from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, ZstcError
 from zstc.io import GROUPED_SUFFIXES, check_output_dir, check_output_path
 from zstc.validation import OptionSpec, check_hypotheses_template, check_sampling
+from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
@@ -101,10 +102,20 @@ class BenchConfig:
             "precision": scorer_options["precision"],
             "device_type": device.type,
             "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},
-            "hypotheses": {"variant": self.hypotheses, "template": self.template},
+            "hypotheses": hypotheses_identity(self.hypotheses, self.template),
             "sampling": sampling_identity(self.sampling, self.max_samples, self.seed),
             "unlabelled": self.unlabelled,
         }
+
+
+def hypotheses_identity(variant: str, template: str | None) -> dict[str, Any]:
+    """What a run records of its hypotheses: the variant and template, and for the variants that read WordNet
+    the lookup rules' version (:data:`zstc.hypotheses.wordnet.WORDNET_LOOKUP_VERSION`): its notes (labels tied
+    or defined in part) are not in a dataset's hypotheses, so a result of older rules would be reused without them."""
+    identity: dict[str, Any] = {"variant": variant, "template": template}
+    if variant in ("definition", "both", "ensemble"):
+        identity["wordnet_lookup"] = WORDNET_LOOKUP_VERSION
+    return identity
 
 
 def sampling_identity(method: str, max_samples: int | None, seed: int | None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def classify(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help=f"A file of texts ({suffix_list(TEXT_SUFFIXES)}; .ndjson and .json are JSON Lines, .txt one text per line), or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels; double-quote one that holds a comma: '\"Food, drink\",Travel'.")] = None,
     labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description; every non-blank line is a label, a leading # included), or JSON {label: description}.")] = None,
-    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are.")] = None,
+    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (not for descriptions from --labels-file; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are (with --hypotheses name/definition/both/ensemble: the bare name, definition or both; their default is 'this text is about {}').")] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
     hypotheses: Hypotheses = "dataset",
     multi_label: MultiLabel = False,
@@ -83,7 +83,8 @@ def classify(
         names, given = list(mapping), list(mapping.values())
     if template is None and given == names and hypotheses == "dataset":  # label names: the measured default template
         template = DEFAULT_TEMPLATE
-    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=None if template == "{}" else template, descriptions=given)
+    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=None if template == "{}" and hypotheses == "dataset" else template,
+                                     descriptions=given)  # "{}" with Yin's variants: the bare filler, as in bench
     if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:

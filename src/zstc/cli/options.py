@@ -63,7 +63,8 @@ Hypotheses = Annotated[
 Template = Annotated[
     Optional[str],
     typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
-                 "(topic 'This text is about {}.', emotion 'This text expresses {}.', situation 'The people there need {}.'). "
+                 "(Yin et al.'s, as PROTOCOL.md writes them: topic 'this text is about {}', emotion 'this text expresses {}', "
+                 "situation 'the people there need {}'); '{}' fills in the bare name, definition or both. "
                  "Not with --hypotheses dataset, whose hypotheses are the dataset's own."),
 ]
 MultiLabel = Annotated[bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")]

@@ -2,9 +2,10 @@
 
 A label becomes a hypothesis by filling its aspect's interpretation template:
 
-* ``name``: the template filled with the label name ("This text is about sports.");
+* ``name``: the template filled with the label name ("this text is about sports");
 * ``definition``: filled with the label's WordNet definition (:mod:`zstc.hypotheses.wordnet`; the name when WordNet
-  has no entry, which the result notes say);
+  has no entry, which the result notes say, as they say the parts of a label WordNet lacks and the labels
+  that get one definition: :func:`tied_labels`);
 * ``both``: filled with "name, definition";
 * ``ensemble``: the three above, each scored, the score matrices averaged;
 * ``dataset``: the benchmark's own hand-written verbalizers (BTZSC's default), no template involved.
@@ -22,15 +23,16 @@ from typing import Any
 import numpy as np
 
 from zstc.scorers.base import ScoreResult, add_note, score_with_notes
-from zstc.errors import LabelError, UnknownNameError
+from zstc.errors import LabelError, UnknownNameError, quoted
 from zstc.validation import check_template
 
 ASPECT_TEMPLATES: dict[str, str] = {
-    "topic": "This text is about {}.",
-    "emotion": "This text expresses {}.",
-    "situation": "The people there need {}.",
+    "topic": "this text is about {}",
+    "emotion": "this text expresses {}",
+    "situation": "the people there need {}",
 }
-"""Yin et al.'s interpretation of each aspect, as a template."""
+"""Yin et al.'s interpretation of each aspect, as a template: PROTOCOL.md s.7's strings exactly (lower case, no
+final period), since a cased model reads "This text is about sports." as another input."""
 
 FAMILY_ASPECT: dict[str, str] = {
     "topic": "topic",
@@ -38,7 +40,7 @@ FAMILY_ASPECT: dict[str, str] = {
     # Yin et al. have no sentiment aspect; a sentiment is something a text expresses, like an emotion.
     "sentiment": "emotion",
     # BTZSC's intents are what a customer or user writes about (banking77's "card_arrival", massive's
-    # "alarm_set"); Yin's situation aspect ("The people there need {}") names needs in disaster reports.
+    # "alarm_set"); Yin's situation aspect ("the people there need {}") names needs in disaster reports.
     "intent": "topic",
 }
 """Which aspect template a BTZSC task family uses when no template is given."""
@@ -88,14 +90,34 @@ def readable_label(name: str) -> str:
 
 
 def _definitions(labels: Sequence[str]) -> tuple[list[str | None], list[str]]:
-    from zstc.hypotheses.wordnet import label_definition, load_wordnet
+    from zstc.hypotheses.wordnet import define_label, load_wordnet
 
     wordnet = load_wordnet()
-    found = [label_definition(label, wordnet) for label in labels]
-    missing = [label for label, d in zip(labels, found) if d is None]
+    found = [define_label(label, wordnet) for label in labels]
+    missing = [label for label, d in zip(labels, found) if d.text is None]
     notes = [f"no WordNet definition for {len(missing)} label(s), described by name: {', '.join(missing)}"] if missing else []
-    return found, notes
+    partial = [f"{label} (without {', '.join(repr(part) for part in d.left_out)})" for label, d in zip(labels, found) if d.left_out]
+    if partial:  # said: "Sci/Tech" defined as "tech" alone reads as a technical school, and the user should know
+        notes.append(f"WordNet defines only part of {len(partial)} label(s), the rest left out of their definition: "
+                     f"{'; '.join(partial)}")
+    return [d.text for d in found], notes
 
+
+def tied_labels(labels: Sequence[str], hypotheses: Sequence[str]) -> list[list[str]]:
+    """Groups of labels (in label order, groups in order of their first label) that get the very same
+    hypothesis: their scores tie on every text and argmax always picks the first of a group."""
+    groups: dict[str, list[str]] = {}
+    for label, hypothesis in zip(labels, hypotheses):
+        groups.setdefault(hypothesis, []).append(label)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def tie_message(variant: str, groups: list[list[str]]) -> str:
+    """What to tell a user whose labels :func:`tied_labels` found tied under ``variant`` (one line)."""
+    shown = "; ".join(", ".join(quoted(label) for label in group) for group in groups[:5]) + ("; ..." if len(groups) > 5 else "")
+    why = "get the same WordNet definition" if variant == "definition" else f"get the same {variant} hypothesis"
+    return (f"{sum(map(len, groups))} labels in {len(groups)} group(s) {why}, so no model can tell them apart and only "
+            f"the first of each group can be predicted: {shown}; hypotheses both or name keeps them apart")
 
 def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, dataset: Sequence[str] | None = None) -> HypothesisSet:
     """The hypotheses of ``labels`` under ``variant`` (see the module docstring), filled into ``template``."""
@@ -117,7 +139,13 @@ def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, data
         "definition": [d or n for n, d in zip(names, definitions)],
         "both": [f"{n}, {d}" if d else n for n, d in zip(names, definitions)],
     }
-    return HypothesisSet({member: [template.format(f) for f in fillers[member]] for member in members}, notes)
+    built = HypothesisSet({member: [template.format(f) for f in fillers[member]] for member in members}, notes)
+    # Tied in every variant (the joined strings): WordNet gives banking77's 8 "*card*" labels one definition. The
+    # set is still built (bench scores it, as the variant asks) but says so; classify refuses it (label_hypotheses).
+    groups = tied_labels(labels, list(built))
+    if groups:
+        built.notes.append(tie_message(variant, groups))
+    return built
 
 
 def make_hypothesis_provider(variant: str, template: str | None = None) -> Callable[[Any], HypothesisSet]:

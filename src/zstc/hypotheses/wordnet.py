@@ -7,18 +7,27 @@ never called. Debian's package lacks two files nltk expects, which are not data:
 table of 45 lexicographer files, documented in lexnames(5WN)) is supplied from the table below, and the
 mapping to other WordNet versions (only used for multilingual WordNets) is skipped.
 
-How a label name is looked up (:func:`label_definition`), because BTZSC names are identifiers and
-category titles, not dictionary words:
+How a label name is looked up (:func:`define_label`), because BTZSC names are identifiers and category
+titles, not dictionary words:
 
-1. Normalise: ``_`` becomes a space, case is folded ("Refund_not_showing_up" -> "refund not showing up").
-2. The whole phrase, if WordNet has it ("Civil Rights" -> ``civil_rights``).
-3. A coordination ("Business & Finance", "Sci/Tech", "apple pay or google pay" stays a phrase: only ``&``
+1. Normalise: ``_`` becomes a space, case is folded and accents are stripped (Unicode NFKD without its
+   combining marks: "Café" -> "cafe", "Zürich" -> "zurich"); WordNet 3.0's lemmas are all ASCII, so an
+   accented form could never be found.
+2. The whole phrase, if WordNet has it ("Civil Rights" -> ``civil_rights``, "U.S." -> ``u.s.``).
+3. A label of several clauses ("Culture: Positive", manifesto's "topic: stance") is defined clause by clause
+   (``:`` and ``;`` split), the definitions joined with "; ": the topic is not lost to the stance.
+4. A coordination ("Business & Finance", "Sci/Tech", "apple pay or google pay" stays a phrase: only ``&``
    and ``/`` split) is defined part by part, the definitions joined with " or ".
-4. Otherwise the head noun: the last word of the first run of words that WordNet knows as nouns, skipping
-   function words. English noun compounds put the head last ("age limit" -> "limit"), and identifiers that
-   continue with a verb or preposition put it before ("balance not updated after bank transfer" ->
-   "balance", "activate my card" -> "card").
-5. Otherwise no definition (``None``): the caller falls back to the label name and says so.
+5. Otherwise the whole phrase once more without the punctuation around its words, then the head noun: the
+   last word of the first run of words that WordNet knows as nouns, skipping function words. English noun
+   compounds put the head last ("age limit" -> "limit"), and identifiers that continue with a verb or
+   preposition put it before ("balance not updated after bank transfer" -> "balance", "activate my card" ->
+   "card"). A word WordNet lacks is read without the punctuation at its ends ("payment?" -> "payment"), so
+   a question mark or a quote does not end the run early and hand the label to a word before it.
+6. Otherwise no definition (``None``): the caller falls back to the label name and says so.
+
+A clause or coordinated part that WordNet lacks while the others are found ("Sci/Tech": "sci") is left out
+of the definition; :func:`define_label` lists such parts, and the hypotheses' notes name them.
 
 A leading negation ("not_insult", "no refund") is kept: the definition of the rest, prefixed with "not ",
 so the two labels of a binary task never share one definition.
@@ -34,7 +43,10 @@ from __future__ import annotations
 import io
 import os
 import re
+import string
+import unicodedata
 import warnings
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -60,6 +72,12 @@ FUNCTION_WORDS = frozenset("a an the my your our their his her its of to for in 
 """Words never taken as a head noun (some, like "in" or "at", have rare noun senses in WordNet)."""
 
 _COORDINATION = re.compile(r"\s*[&/]\s*")
+_CLAUSES = re.compile(r"\s*[:;]\s*")
+
+WORDNET_LOOKUP_VERSION = 2
+"""Bumped whenever the lookup rules change which definition a label gets or what its notes say (2: clauses,
+punctuation, accents, the parts left out); bench records it in a run's identity for the variants that
+read WordNet, so a cached result of other rules is not reused."""
 
 
 class WordNetUnavailable(DataError):
@@ -113,13 +131,16 @@ def load_wordnet() -> Any:
 
 
 def normalise_label(name: str) -> str:
-    """``"Refund_not_showing_up"`` -> ``"refund not showing up"``."""
-    return " ".join(name.replace("_", " ").split()).lower()
+    """``"Refund_not_showing_up"`` -> ``"refund not showing up"``; ``"Café"`` -> ``"cafe"`` (accents stripped)."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
+    return " ".join(folded.replace("_", " ").split()).lower()
 
 
 def word_definition(word: str, wordnet: Any) -> str | None:
     """The definition of a word or WordNet multi-word entry (spaces allowed), by the sense rule above."""
     key = word.strip().replace(" ", "_")
+    if not key:
+        return None
     synsets = wordnet.synsets(key)
     if not synsets:
         return None
@@ -133,6 +154,18 @@ def word_definition(word: str, wordnet: Any) -> str | None:
     return max(preferred, key=frequency).definition()
 
 
+def lookup_words(phrase: str, wordnet: Any) -> list[str]:
+    """The words of ``phrase`` as WordNet is asked for them: as written when WordNet has them ("u.s.",
+    "rock'n'roll"), else without the punctuation at their ends ("payment?" -> "payment"); bare punctuation goes."""
+    words = []
+    for word in phrase.split():
+        if not wordnet.synsets(word):
+            word = word.strip(string.punctuation)
+        if word:
+            words.append(word)
+    return words
+
+
 def head_noun(words: list[str], wordnet: Any) -> str | None:
     """The last word of the first run of noun words (see the module docstring), or None."""
     run: list[str] = []
@@ -144,20 +177,49 @@ def head_noun(words: list[str], wordnet: Any) -> str | None:
     return run[-1] if run else None
 
 
-def label_definition(name: str, wordnet: Any | None = None) -> str | None:
-    """The WordNet definition for a label name, or None when no part of it is in WordNet."""
-    wordnet = wordnet if wordnet is not None else load_wordnet()
-    phrase = normalise_label(name)
+@dataclass(frozen=True)
+class LabelDefinition:
+    """A label's WordNet definition (None: WordNet has no part of it) and the parts of the label it leaves out."""
+
+    text: str | None
+    left_out: tuple[str, ...] = ()
+    """Clauses or coordinated parts WordNet lacks although it has others ("sci" of "Sci/Tech")."""
+
+
+def _define_parts(parts: list[str], joiner: str, wordnet: Any) -> LabelDefinition:
+    found = [_define(part, wordnet) for part in parts]
+    text = joiner.join(d.text for d in found if d.text) or None
+    if text is None:
+        return LabelDefinition(None)
+    left_out = [part for part, d in zip(parts, found) if d.text is None]
+    return LabelDefinition(text, tuple(left_out) + tuple(p for d in found for p in d.left_out))
+
+
+def _define(phrase: str, wordnet: Any) -> LabelDefinition:
     negation, _, rest = phrase.partition(" ")
     if negation in ("not", "no") and rest:
-        negated = label_definition(rest, wordnet)
-        return f"not {negated}" if negated else None
+        negated = _define(rest, wordnet)
+        return LabelDefinition(f"not {negated.text}", negated.left_out) if negated.text else negated
     whole = word_definition(phrase, wordnet)
     if whole is not None:
-        return whole
-    parts = [part for part in _COORDINATION.split(phrase) if part]
-    if len(parts) > 1:
-        found = [label_definition(part, wordnet) for part in parts]
-        return " or ".join(d for d in found if d) or None
-    head = head_noun(phrase.split(), wordnet)
-    return word_definition(head, wordnet) if head else None
+        return LabelDefinition(whole)
+    for splitter, joiner in ((_CLAUSES, "; "), (_COORDINATION, " or ")):
+        parts = [part for part in splitter.split(phrase) if part.strip(string.punctuation + " ")]
+        if len(parts) > 1:
+            return _define_parts(parts, joiner, wordnet)
+    words = lookup_words(phrase, wordnet)
+    cleaned = " ".join(words)
+    if cleaned != phrase and (whole := word_definition(cleaned, wordnet)) is not None:
+        return LabelDefinition(whole)
+    head = head_noun(words, wordnet)
+    return LabelDefinition(word_definition(head, wordnet) if head else None)
+
+
+def define_label(name: str, wordnet: Any | None = None) -> LabelDefinition:
+    """The WordNet definition of a label name by the rules above, with the parts of it that were left out."""
+    return _define(normalise_label(name), wordnet if wordnet is not None else load_wordnet())
+
+
+def label_definition(name: str, wordnet: Any | None = None) -> str | None:
+    """The WordNet definition for a label name, or None when no part of it is in WordNet."""
+    return define_label(name, wordnet).text

@@ -10,18 +10,16 @@ import numpy as np
 from zstc.benchmark.metrics import dataset_metrics
 from zstc.decisions import argmax_decisions
 from zstc.errors import UnknownNameError
-from zstc.hypotheses.variants import ENSEMBLE_MEMBERS, build_hypotheses, score_hypotheses
+from zstc.hypotheses.variants import ASPECT_TEMPLATES, ENSEMBLE_MEMBERS, build_hypotheses, score_hypotheses
 from zstc.validation import check_distinct
 
 DEFAULT_ROBUSTNESS_TEMPLATES: tuple[str, ...] = (
-    "This text is about {}.",
-    "This text expresses {}.",
-    "The people there need {}.",
+    *ASPECT_TEMPLATES.values(),
     "This example is {}.",
     "The topic of this text is {}.",
     "{}",
 )
-"""Templates of :func:`template_robustness` when the user gives none: Yin's three and three common ones."""
+"""Templates of :func:`template_robustness` when the user gives none: Yin's three (PROTOCOL.md s.7's strings) and three common ones."""
 
 
 def template_robustness(scorer: Any, task: Any, templates: Sequence[str], *, variant: str = "name") -> dict[str, Any]:
