@@ -43,7 +43,7 @@ def classify(
     chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
     keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
     skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text (blank, whitespace or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.")] = False,
-    engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (Ray Data with a scorer actor pool; writes Parquet files into the --out folder).")] = "local",
+    engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (a pool of Ray scorer actors; writes Parquet files into the --out folder).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")] = None,
     actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
     cpus_per_actor: Annotated[float, typer.Option(help="--engine ray: CPUs each scorer actor reserves.")] = 1.0,
@@ -157,7 +157,7 @@ def classify(
         settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), **common})
         written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
                                     address=address, actors=actors, cpus_per_actor=cpus_per_actor,
-                                    gpus_per_actor=gpus_per_actor, on_note=note)
+                                    gpus_per_actor=gpus_per_actor, on_note=note, notes=getattr(descriptions, "notes", []))
         if not quiet():
             print(f"wrote {written} predictions to {out}", file=sys.stderr)
         return
