@@ -495,3 +495,23 @@ def test_classify_with_ray_refused_by_its_model_leaves_nothing(tmp_path):
     assert done.stderr.strip().splitlines()[-1].startswith("error: cannot load model 'no-such-org/no-such-model'"), done.stderr[-3000:]
     assert not (tmp_path / "out").exists()
 
+
+def test_classify_with_ray_refuses_what_it_would_ignore_before_ray_starts(tmp_path, zstc_cli, monkeypatch):
+    """--format and an --out that names a file were ignored (a folder ``out.jsonl/`` of Parquet files); labels that share
+    a description were refused in the actors, after the output folder and a marker in it were made."""
+    from zstc.scale import ray_classify
+
+    monkeypatch.setattr(ray_classify, "require_ray", lambda: pytest.fail("Ray started"))
+    source = tmp_path / "b.jsonl"
+    source.write_text(json.dumps({"text": "The striker scored."}) + "\n")
+    alike = tmp_path / "alike.tsv"
+    alike.write_text("sports\tThis is about sport.\nfootball\tThis is about sport.\n")
+    labels = ["--labels", "sports,economy"]
+    cases = [([*labels, "--format", "jsonl", "--out", str(tmp_path / "out")], "error: --format jsonl: --engine ray writes Parquet files only"),
+             ([*labels, "--out", str(tmp_path / "out.jsonl")], f"error: --out {tmp_path / 'out.jsonl'}: --engine ray writes a folder"),
+             (["--labels-file", str(alike), "--out", str(tmp_path / "out")], "error: labels 'sports' and 'football' have the same description")]
+    for args, message in cases:
+        status, _, err = zstc_cli("classify", str(source), *args, "--engine", "ray")
+        assert status == 2 and err.startswith(message), err
+        assert not (tmp_path / "out").exists() and not (tmp_path / "out.jsonl").exists()
+

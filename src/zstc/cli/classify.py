@@ -68,7 +68,7 @@ def classify(
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
     from zstc.multilabel import RELATIVE_FAMILIES, parse_label_thresholds
     from zstc.models.registry import get_model_spec
-    from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
+    from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
     from zstc.scale.planner import ENGINES
     from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options
@@ -106,6 +106,13 @@ def classify(
     if engine == "ray":
         if out is None:
             raise DataError("--engine ray writes Parquet files into a folder: give --out FOLDER")
+        if format_ is not None and format_.lower() != "parquet":  # said, not ignored
+            raise DataError(f"--format {format_}: --engine ray writes Parquet files only; leave --format out")
+        if out.suffix.lower() in FORMATS and not out.is_dir():  # out.jsonl would become a folder of that name
+            raise DataError(f"--out {out}: --engine ray writes a folder of Parquet files (one per input), and this names "
+                            "a file: give a folder")
+        # Needs no model, so said before Ray starts: the actors would say it after the output folder exists.
+        check_distinct_descriptions(names, descriptions)
         fmt, source = "parquet", None
     else:
         fmt = output_format(out, format_)
