@@ -515,3 +515,44 @@ def test_classify_with_ray_refuses_what_it_would_ignore_before_ray_starts(tmp_pa
         assert status == 2 and err.startswith(message), err
         assert not (tmp_path / "out").exists() and not (tmp_path / "out.jsonl").exists()
 
+
+def test_ray_sweep_names_the_unit_whose_worker_died(monkeypatch):
+    """A worker that died after its restarts was Ray's ActorDiedError traceback; the units finished before it are kept."""
+    pytest.importorskip("ray")
+    from types import SimpleNamespace
+
+    from ray.exceptions import ActorDiedError
+
+    from zstc.errors import ZstcError
+    from zstc.scale import ray_sweep
+
+    killed: list[str] = []
+
+    class Worker:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.compute = SimpleNamespace(remote=lambda dataset, fingerprint: dataset)
+
+    class Actor:
+        def options(self, **_: object) -> Actor:
+            return self
+
+        def remote(self, config: BenchConfig, before_unit: object) -> Worker:
+            return Worker(config.model)
+
+    def get(ref: str) -> str:
+        if ref == "banking77":
+            raise ActorDiedError()
+        return f"result of {ref}"
+
+    fake = SimpleNamespace(remote=lambda cls: Actor(), wait=lambda refs, num_returns: (refs[:1], refs[1:]), get=get,
+                           kill=lambda worker: killed.append(worker.name), shutdown=lambda: None)
+    monkeypatch.setattr(ray_sweep, "require_ray", lambda: fake)
+    monkeypatch.setattr(ray_sweep, "connect_ray", lambda address: False)
+    units = [SimpleNamespace(model="m", dataset=dataset, fingerprint="f") for dataset in TASKS]
+    plan = SimpleNamespace(configs=[SimpleNamespace(model="m")], pending=units)
+    arrived: list[str] = []
+    with pytest.raises(ZstcError, match="^the Ray worker of m died computing banking77 after 0 restarts .*run again to resume$"):
+        ray_sweep.run_units(plan, lambda unit, result: arrived.append(result), address=None, gpus_per_model=0.0,
+                            cpus_per_model=1.0, max_retries=0, before_unit=None)
+    assert arrived == ["result of financialphrasebank"] and killed == ["m"]
