@@ -154,10 +154,11 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
                 write_json(manifest_path, manifest)
             notes = [*notes, *merge_batch_notes(scorer_notes)]
         finally:
-            for actor in pool:
-                ray.kill(actor)
             if started_here:
-                ray.shutdown()
+                ray.shutdown()  # its actors with it (killed first, each chunk in flight was logged as a task to retry)
+            else:
+                for actor in pool:  # a cluster joined outlives this run: its actors must not
+                    ray.kill(actor)
     for message in notes:
         on_note(message)
     return sum(int(manifest.get(str(path), {}).get("rows", 0)) for path in files)
