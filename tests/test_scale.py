@@ -343,28 +343,15 @@ def test_ray_workers_load_the_hub_commits_the_driver_resolved(monkeypatch):
     could find main moved on since and load other weights. The driver hands its commits over; the actor asks
     nothing and loads at them."""
     import zstc.models.loading as loading
-    from zstc.scale.ray_classify import LabelBatches
+    from zstc.scale.ray_classify import LabelChunks
 
     monkeypatch.setattr(loading, "_PINNED", {"org/main-model": "b" * 40, "org/not-on-the-hub": None})
     handed = loading.hub_revisions()
     assert handed == {"org/main-model": "b" * 40}  # an unknown commit is not handed on: the worker finds none either
     monkeypatch.setattr(loading, "_PINNED", {})  # the worker: a new process
     monkeypatch.setattr(loading, "hub_reachable", lambda timeout=3.0: pytest.fail("the worker asked the hub"))
-    LabelBatches(MINILM, None, {"precision": "fp32"}, labeller=None, revisions=handed)  # type: ignore[arg-type]
+    LabelChunks(MINILM, None, {"precision": "fp32"}, labeller=None, revisions=handed)  # type: ignore[arg-type]
     assert loading.pinned("org/main-model") == {"revision": "b" * 40}
-
-
-def test_ray_csv_reader_keeps_cells_text_past_a_byte_order_mark(tmp_path):
-    """--engine ray reads CSV cells as text (an id 007 stays "007"), by naming every header column string. A file with a
-    UTF-8 byte-order mark gave the name "\ufeffid", which Arrow (it drops the mark) has no column of: the id became 7."""
-    pacsv = pytest.importorskip("pyarrow.csv")
-    from zstc.scale.ray_classify import _csv_as_text
-
-    path = tmp_path / "bom.csv"
-    path.write_bytes(b"\xef\xbb\xbfid,text\n007,hello\n")
-    options = _csv_as_text([str(path)])
-    assert set(options.column_types) == {"id", "text"}
-    assert pacsv.read_csv(path, convert_options=options).to_pylist() == [{"id": "007", "text": "hello"}]
 
 
 @pytest.mark.slow
@@ -390,3 +377,182 @@ def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
         done = run_child("classify", str(source), *labels, "--out", str(tmp_path / f"out-{source.stem}"), status=2)
         assert done.stderr.strip().splitlines()[-1].startswith(f"error: {source}{message}"), done.stderr[-3000:]
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_classify_with_ray_writes_the_bytes_classify_writes(tmp_path, zstc_cli):
+    """Every input column kept (Ray Data's include_paths wrote its own ``path`` over the user's), a Parquet date column
+    written (rows travelled back as JSON: a TypeError), a CSV id 007 kept as text past a byte-order mark, and the
+    very bytes of ``zstc classify`` in the default precision (bf16 where the CPU has it): each chunk is scored whole,
+    as classify scores it (Ray's batches were cut at its blocks, so other texts shared a forward pass). The scorer's
+    notes are said too."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import datetime
+
+    sentences = ["The striker scored twice in the final.", "Inflation rose again last quarter, the bank said.",
+                 "Stir the sauce until it thickens."]
+    paths = tmp_path / "a.jsonl"
+    paths.write_text("".join(json.dumps({"id": i, "path": f"user/path/{i}", "text": f"{sentences[i % 3]} more words ({i})"}) + "\n"
+                             for i in range(13)))
+    dates = tmp_path / "dates.parquet"
+    pq.write_table(pa.table({"day": [datetime.date(2024, 1, d) for d in (1, 2, 3)], "text": sentences}), dates)
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbfid,text\n007,hello there\n008,the match ended late\n")
+    labels = ["--labels", "sports,economy,cooking", "--chunk-size", "4", "--max-length", "8"]
+    for source in (paths, dates, bom):
+        status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet"))
+        assert status == 0, err
+    out = tmp_path / "ray-out"
+    done = run_child("classify", str(paths), str(dates), str(bom), *labels, "--out", str(out))
+    assert f"wrote 18 predictions to {out}" in done.stderr and "exceed 8 tokens and were truncated" in done.stderr
+    for source in (paths, dates, bom):
+        assert (out / f"{source.stem}.parquet").read_bytes() == (tmp_path / f"{source.stem}.local.parquet").read_bytes(), source
+    assert pq.read_table(out / "a.parquet").column("path").to_pylist()[:2] == ["user/path/0", "user/path/1"]
+    assert pq.read_table(out / "bom.parquet").column("id").to_pylist() == ["007", "008"]
+
+
+def test_classify_with_ray_reuses_an_output_only_while_it_is_its_inputs(tmp_path, monkeypatch):
+    """The manifest is keyed by input, the output named by its stem: after ``other/a.jsonl`` was run into the same
+    folder, ``d/a.jsonl``'s entry still said finished, and its "output" (other/a.jsonl's rows) was reused."""
+    from zstc.benchmark.provenance import sha256_file
+    from zstc.output import ChunkLabeller
+    from zstc.scale import ray_classify
+
+    source = tmp_path / "d" / "a.jsonl"
+    source.parent.mkdir()
+    source.write_text(json.dumps({"text": "The striker scored."}) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    output = out / "a.parquet"
+    output.write_bytes(b"the rows written for d/a.jsonl")
+    identity = {"input_sha256": sha256_file(source), "settings": "s", "precision": "fp32"}
+    entry = {**identity, "rows": 1, "output": "a.parquet", "output_sha256": sha256_file(output)}
+    (out / ray_classify.MANIFEST).write_text(json.dumps({str(source): entry}))
+
+    class RayStarted(Exception):
+        pass
+
+    def started() -> None:
+        raise RayStarted
+
+    monkeypatch.setattr(ray_classify, "require_ray", started)
+    labeller = ChunkLabeller(names=["sports", "economy"], descriptions=["sports", "economy"])
+
+    def classify() -> int:
+        return ray_classify.classify_with_ray([str(source)], out, labeller, model=MINILM, family=None,
+                                              options={"precision": "fp32"}, settings="s")
+
+    assert classify() == 1  # its own output: reused, Ray not started
+    output.write_bytes(b"the rows written for other/a.jsonl")  # another input of the same stem, run into this folder
+    with pytest.raises(RayStarted):
+        classify()
+
+
+@pytest.mark.slow
+def test_classify_with_ray_stops_on_a_bad_row_as_classify_does(tmp_path, zstc_cli):
+    """A row without the text column under --skip-empty (Arrow filled it with null: an unlabelled row, exit 0) and a
+    JSON Lines column that changes type (Ray's reader failed with its traceback, exit 1): classify's line, exit 2."""
+    labels = ["--labels", "sports,economy", "--precision", "fp32", "--chunk-size", "2"]
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text('{"text": "The striker scored."}\n{"body": "Inflation rose."}\n')
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("".join(json.dumps({"id": i, "text": "The striker scored."}) + "\n" for i in range(3))
+                       + json.dumps({"id": "x7", "text": "Inflation rose."}) + "\n")
+    for source, extra in ((missing, ["--skip-empty"]), (changed, [])):
+        status, _, local = zstc_cli("classify", str(source), *labels, *extra, "--out", str(tmp_path / f"{source.stem}.parquet"))
+        assert status == 2 and local.startswith(f"error: {source}:"), local
+        done = run_child("classify", str(source), *labels, *extra, "--out", str(tmp_path / f"out-{source.stem}"), status=2)
+        assert done.stderr.strip().splitlines()[-1] == local.strip(), done.stderr[-3000:]
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_classify_with_ray_refuses_actors_the_cluster_cannot_place(tmp_path, zstc_cli):
+    """Actors that reserve more CPUs than the cluster has waited for them forever, without a word; every CPU reserved
+    by actors hung too, as Ray Data's read tasks found none (the driver reads now). Ray here has two CPUs."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "b.jsonl"
+    source.write_text("".join(json.dumps({"id": i, "text": f"The striker scored {i} goals."}) + "\n" for i in range(7)))
+    labels = ["--labels", "sports,economy", "--precision", "fp32", "--chunk-size", "2"]
+    done = run_child("classify", str(source), *labels, "--actors", "3", "--out", str(tmp_path / "three"), status=2, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == ("error: --actors 3 x --cpus-per-actor 1 = 3 CPUs, and the Ray cluster has 2: "
+                                                    "lower --actors or --cpus-per-actor")
+    assert not (tmp_path / "three").exists()
+    run_child("classify", str(source), *labels, "--actors", "2", "--out", str(tmp_path / "two"), timeout=120)
+    status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / "local.parquet"))
+    assert status == 0, err
+    assert pq.read_table(tmp_path / "two" / "b.parquet").equals(pq.read_table(tmp_path / "local.parquet"))  # in order, over two actors
+
+
+@pytest.mark.slow
+def test_classify_with_ray_refused_by_its_model_leaves_nothing(tmp_path):
+    """A model that cannot load was refused in the actors, after the output folder and its marker existed."""
+    source = tmp_path / "b.jsonl"
+    source.write_text(json.dumps({"text": "The striker scored."}) + "\n")
+    done = run_child("classify", str(source), "--labels", "sports,economy", "--model", "no-such-org/no-such-model",
+                     "--family", "nli", "--out", str(tmp_path / "out"), status=2, timeout=120)
+    assert done.stderr.strip().splitlines()[-1].startswith("error: cannot load model 'no-such-org/no-such-model'"), done.stderr[-3000:]
+    assert not (tmp_path / "out").exists()
+
+
+def test_classify_with_ray_refuses_what_it_would_ignore_before_ray_starts(tmp_path, zstc_cli, monkeypatch):
+    """--format and an --out that names a file were ignored (a folder ``out.jsonl/`` of Parquet files); labels that share
+    a description were refused in the actors, after the output folder and a marker in it were made."""
+    from zstc.scale import ray_classify
+
+    monkeypatch.setattr(ray_classify, "require_ray", lambda: pytest.fail("Ray started"))
+    source = tmp_path / "b.jsonl"
+    source.write_text(json.dumps({"text": "The striker scored."}) + "\n")
+    alike = tmp_path / "alike.tsv"
+    alike.write_text("sports\tThis is about sport.\nfootball\tThis is about sport.\n")
+    labels = ["--labels", "sports,economy"]
+    cases = [([*labels, "--format", "jsonl", "--out", str(tmp_path / "out")], "error: --format jsonl: --engine ray writes Parquet files only"),
+             ([*labels, "--out", str(tmp_path / "out.jsonl")], f"error: --out {tmp_path / 'out.jsonl'}: --engine ray writes a folder"),
+             (["--labels-file", str(alike), "--out", str(tmp_path / "out")], "error: labels 'sports' and 'football' have the same description")]
+    for args, message in cases:
+        status, _, err = zstc_cli("classify", str(source), *args, "--engine", "ray")
+        assert status == 2 and err.startswith(message), err
+        assert not (tmp_path / "out").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_ray_sweep_names_the_unit_whose_worker_died(monkeypatch):
+    """A worker that died after its restarts was Ray's ActorDiedError traceback; the units finished before it are kept."""
+    pytest.importorskip("ray")
+    from types import SimpleNamespace
+
+    from ray.exceptions import ActorDiedError
+
+    from zstc.errors import ZstcError
+    from zstc.scale import ray_sweep
+
+    killed: list[str] = []
+
+    class Worker:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.compute = SimpleNamespace(remote=lambda dataset, fingerprint: dataset)
+
+    class Actor:
+        def options(self, **_: object) -> Actor:
+            return self
+
+        def remote(self, config: BenchConfig, before_unit: object) -> Worker:
+            return Worker(config.model)
+
+    def get(ref: str) -> str:
+        if ref == "banking77":
+            raise ActorDiedError()
+        return f"result of {ref}"
+
+    fake = SimpleNamespace(remote=lambda cls: Actor(), wait=lambda refs, num_returns: (refs[:1], refs[1:]), get=get,
+                           kill=lambda worker: killed.append(worker.name), shutdown=lambda: None)
+    monkeypatch.setattr(ray_sweep, "require_ray", lambda: fake)
+    monkeypatch.setattr(ray_sweep, "connect_ray", lambda address: False)
+    units = [SimpleNamespace(model="m", dataset=dataset, fingerprint="f") for dataset in TASKS]
+    plan = SimpleNamespace(configs=[SimpleNamespace(model="m")], pending=units)
+    arrived: list[str] = []
+    with pytest.raises(ZstcError, match="^the Ray worker of m died computing banking77 after 0 restarts .*run again to resume$"):
+        ray_sweep.run_units(plan, lambda unit, result: arrived.append(result), address=None, gpus_per_model=0.0,
+                            cpus_per_model=1.0, max_retries=0, before_unit=None)
+    assert arrived == ["result of financialphrasebank"] and killed == ["m"]

@@ -360,13 +360,17 @@ class ResumableWriter:
             self.state["ends"] = [*ends, [self.state["rows"], self.state["bytes"]]]
         write_json(self.marker, self.state)
 
-    def check_chunk(self, rows: Sequence[Row], where: Sequence[str]) -> None:
+    def check_chunk(self, rows: Sequence[Row], where: Sequence[str], *, ahead: bool = False) -> None:
         """Refuse, before the chunk is scored, output rows (``rows``: the chunk's kept columns, with empty
         predictions) that Parquet cannot write after the chunks written so far: a column whose values change type
         (JSON Lines ``"id": 1`` then ``"id": "a2"``), an integer beyond 64 bits. A :class:`DataError` naming the
-        column and the row (``where``: each row's name). Other formats: nothing to check."""
+        column and the row (``where``: each row's name). Other formats: nothing to check. ``ahead``: the chunk is
+        scored before the chunks checked earlier are written (the Ray engine's actors), so its types count for the
+        chunks checked after it as a written chunk's do."""
         if self.fmt == "parquet" and rows:
-            self._parquet_schema(_parquet_table(rows, where).schema, rows, where)
+            schema = self._parquet_schema(_parquet_table(rows, where).schema, rows, where)
+            if ahead:
+                self._schema = schema
 
     def _parquet_schema(self, schema: Any, rows: Sequence[Row], where: Sequence[str]) -> Any:
         """The types of the chunks written so far unified with ``schema`` (the table of ``rows``, named by
@@ -581,17 +585,24 @@ class ChunkLabeller:
             raise DataError(f"--keep-columns: no column {missing[0]!r} in the input (columns: {', '.join(map(str, record))})")
         return {name: record[name] for name in self.keep_columns}
 
+    def checked(self, records: Sequence[tuple[str, Row]], check: Callable[[list[Row], list[str]], None] | None = None) -> list[str | None]:
+        """Each record's text (None: an empty one under ``skip_empty``) after the checks that need no model: the text
+        column, the kept columns and ``check`` (see :meth:`rows`). The Ray engine's driver runs them before an actor
+        scores the chunk, so its errors are those of ``zstc classify``, row for row."""
+        texts = [self.text(record, where) for where, record in records]
+        if check is not None:
+            check([output_row(self.kept(record), empty_record(text if text is not None else str(record.get(self.text_column) or ""),
+                                                              multi_label=self.multi_label))
+                   for (_, record), text in zip(records, texts)], [where for where, _ in records])
+        return texts
+
     def rows(self, classifier: Any, records: Sequence[tuple[str, Row]], notes: list[str] | None = None,
              check: Callable[[list[Row], list[str]], None] | None = None) -> list[Row]:
         """Output rows for ``(where, record)`` pairs; ``where`` names the row in error messages; ``notes``
         receives what the scorer had to say (truncated texts, ...). ``check`` (:meth:`ResumableWriter.check_chunk`)
         sees the rows with empty predictions before the texts are scored: a row the output cannot hold stops the
         run before its chunk's work, not when it is written."""
-        texts = [self.text(record, where) for where, record in records]
-        if check is not None:
-            check([output_row(self.kept(record), empty_record(text if text is not None else str(record.get(self.text_column) or ""),
-                                                              multi_label=self.multi_label))
-                   for (_, record), text in zip(records, texts)], [where for where, _ in records])
+        texts = self.checked(records, check)
         present = [text for text in texts if text is not None]
         predicted: list[Any] = []
         if present:

@@ -43,7 +43,7 @@ def classify(
     chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
     keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
     skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text (blank, whitespace or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.")] = False,
-    engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (Ray Data with a scorer actor pool; writes Parquet files into the --out folder).")] = "local",
+    engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (a pool of Ray scorer actors; writes Parquet files into the --out folder).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")] = None,
     actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
     cpus_per_actor: Annotated[float, typer.Option(help="--engine ray: CPUs each scorer actor reserves.")] = 1.0,
@@ -68,7 +68,7 @@ def classify(
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
     from zstc.multilabel import RELATIVE_FAMILIES, parse_label_thresholds
     from zstc.models.registry import get_model_spec
-    from zstc.output import LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
+    from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
     from zstc.scale.planner import ENGINES
     from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options
@@ -107,6 +107,13 @@ def classify(
     if engine == "ray":
         if out is None:
             raise DataError("--engine ray writes Parquet files into a folder: give --out FOLDER")
+        if format_ is not None and format_.lower() != "parquet":  # said, not ignored
+            raise DataError(f"--format {format_}: --engine ray writes Parquet files only; leave --format out")
+        if out.suffix.lower() in FORMATS and not out.is_dir():  # out.jsonl would become a folder of that name
+            raise DataError(f"--out {out}: --engine ray writes a folder of Parquet files (one per input), and this names "
+                            "a file: give a folder")
+        # Needs no model, so said before Ray starts: the actors would say it after the output folder exists.
+        check_distinct_descriptions(names, descriptions)
         fmt, source = "parquet", None
     else:
         fmt = output_format(out, format_)
@@ -158,7 +165,7 @@ def classify(
         settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), **common})
         written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
                                     address=address, actors=actors, cpus_per_actor=cpus_per_actor,
-                                    gpus_per_actor=gpus_per_actor, on_note=note)
+                                    gpus_per_actor=gpus_per_actor, on_note=note, notes=getattr(descriptions, "notes", []))
         if not quiet():
             print(f"wrote {written} predictions to {out}", file=sys.stderr)
         return

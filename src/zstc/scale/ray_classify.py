@@ -1,35 +1,38 @@
-"""``zstc classify --engine ray``: Ray Data reads the inputs, a pool of scorer actors labels them, and this
-process writes one Parquet file per input into the output folder.
+"""``zstc classify --engine ray``: a pool of Ray scorer actors labels the inputs' chunks, and this process reads
+the inputs and writes one Parquet file per input into the output folder.
 
-* Reading: ``ray.data.read_json`` / ``read_csv`` / ``read_parquet`` (with each row's file path), in order.
-  Each input's first row is read here first, as ``zstc classify`` reads it (a repeated CSV column, a file that
-  is not what its name says: an error before Ray starts); when Ray's readers fail later in a file, the file
-  is read here to name the row and the reason, as ``zstc classify`` would.
-* Scoring: ``map_batches`` with a callable class on an actor pool (``ActorPoolStrategy``), each actor
-  reserving ``num_cpus``/``num_gpus`` and loading the model once; batches of ``chunk_size`` rows are turned
-  into output rows by the same :class:`zstc.output.ChunkLabeller` that ``zstc classify`` uses.
-* Writing: rows stream back in input order and go through :class:`zstc.output.ResumableWriter`, chunk by
-  chunk, into ``OUT_DIR/<input stem>.parquet``, so a file's bytes are those ``zstc classify --out
-  <stem>.parquet`` writes. ``OUT_DIR/_zstc_classify.json`` records each finished input (its sha256 and the
-  settings): run again after an interrupt, finished inputs are skipped and a half-written one continues
-  after its last complete chunk.
+* Reading: this process reads each input with zstc's own reader (:func:`zstc.io.read_records`), as ``zstc
+  classify`` reads it, and cuts it into the chunks of ``chunk_size`` rows ``zstc classify`` cuts. Every input
+  column is kept (Ray Data's ``include_paths`` wrote its own ``path`` column over the user's), a malformed row or
+  a missing text column is the same one-line error, and each chunk passes the checks that need no model
+  (:meth:`zstc.output.ChunkLabeller.checked`) before an actor gets it. This process hashes every input anyway (its
+  sha256 identifies the run), so reading it here costs one more pass, not a new bottleneck: scoring is the work.
+* Scoring: ``--actors`` Ray actors, each reserving ``num_cpus``/``num_gpus`` and loading the model once, label
+  whole chunks with the same :class:`zstc.output.ChunkLabeller` that ``zstc classify`` uses; rows travel back
+  pickled, as Python values (dates, decimals and bytes of a Parquet input included). A few chunks per actor are in
+  flight at a time, so memory is bounded by ``chunk_size``, not by the input.
+* Writing: chunks are written in input order through :class:`zstc.output.ResumableWriter` into
+  ``OUT_DIR/<input stem>.parquet``. Its forward passes are those of ``zstc classify --chunk-size N`` (the same
+  texts together), so a file's bytes are those ``zstc classify --out <stem>.parquet`` writes, in bf16 too.
+  ``OUT_DIR/_zstc_classify.json`` records each finished input (its sha256, the settings and the sha256 of the
+  output written for it): run again after an interrupt, finished inputs whose outputs are still theirs are
+  skipped, and a half-written one continues after its last complete chunk (its finished rows are not scored again).
 """
 
 from __future__ import annotations
 
-import contextlib
+import collections
+import functools
 import itertools
 import json
-import logging
-import sys
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from zstc import errors
 from zstc.benchmark.provenance import sha256_file
 from zstc.benchmark.store import write_json
-from zstc.errors import DataError, ZstcError
+from zstc.errors import DataError, OptionError, ZstcError
 from zstc.io import read_records
 from zstc.output import ChunkLabeller, ResumableWriter
 from zstc.scale import connect_ray, require_ray
@@ -37,8 +40,10 @@ from zstc.validation import check_options
 
 READERS = {".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet"}
 MANIFEST = "_zstc_classify.json"
-PATH_COLUMN = "__zstc_path"
-ERROR_KEY = "__zstc_error"
+IN_FLIGHT_PER_ACTOR = 2
+"""Chunks handed to an actor before its oldest comes back: one scored while the next one travels."""
+ACTOR_RESTARTS = 3
+"""How often a scorer actor that dies (a node lost, a killed process) is restarted, its chunk scored again."""
 
 
 def input_files(sources: str | list[str]) -> list[Path]:
@@ -63,42 +68,53 @@ def input_files(sources: str | list[str]) -> list[Path]:
     return found
 
 
-class LabelBatches:
-    """The ``map_batches`` callable class: built once per actor (loads the model), then called per batch."""
+class LabelChunks:
+    """A scorer actor: built once (loads the model and checks the labels against it), then labels chunks.
+
+    A user's error (labels the model reads alike, a model that cannot load) is returned, not raised: Ray wraps an
+    exception of an actor's constructor in its own ActorDiedError, without the cause, and the driver is to say
+    the same one line and exit status as ``zstc classify`` (:func:`_rebuilt`)."""
 
     def __init__(self, model: str, family: str | None, options: dict[str, Any], labeller: ChunkLabeller,
                  revisions: dict[str, str] | None = None) -> None:
-        from zstc.api import Classifier
+        from zstc.api import Classifier, check_labels_read_apart
         from zstc.models.loading import pin_revisions
 
-        # The driver's hub commits (:func:`zstc.models.loading.hub_revisions`): the ones the settings fingerprint names.
-        pin_revisions(revisions or {})
-        self.classifier = Classifier(model, family=family, **options)
         self.labeller = labeller
-
-    def __call__(self, batch: Any) -> Any:
-        import pyarrow as pa
-
-        records = batch.to_pylist()
-        paths = [record.pop(PATH_COLUMN) for record in records]
+        self.failed: tuple[str, str] | None = None
         try:
-            rows = self.labeller.rows(self.classifier, [(path, record) for path, record in zip(paths, records)])
+            # The driver's hub commits (:func:`zstc.models.loading.hub_revisions`): the ones the settings fingerprint names.
+            pin_revisions(revisions or {})
+            self.classifier = Classifier(model, family=family, **options)
+            if labeller is not None:  # as classify checks them before it writes anything
+                check_labels_read_apart(self.classifier.scorer, labeller.names, labeller.descriptions)
         except ZstcError as error:
-            # Ray Data re-raises a failed batch in the driver as its own UserCodeException, without the cause (Ray
-            # 2.60), so a user's error (an empty text, a missing column) travels back as a row, in order: the
-            # rows before it are written, as after an interrupt, then the driver raises it (:func:`_row`).
-            failed = {ERROR_KEY: {"type": type(error).__name__, "message": str(error)}}
-            return pa.table({PATH_COLUMN: pa.array(paths[:1], pa.string()), "row": pa.array([json.dumps(failed)], pa.string())})
-        # Rows travel back as JSON: their columns (nested scores, None for skipped texts) vary by batch.
-        return pa.table({PATH_COLUMN: pa.array(paths, pa.string()), "row": pa.array([json.dumps(row) for row in rows], pa.string())})
+            self.failed = (type(error).__name__, str(error))
+
+    def ready(self) -> tuple[str, str] | list[str]:
+        """The constructor's error (type name, message), or the classifier's notes (said once, before any row)."""
+        return self.failed if self.failed is not None else list(self.classifier.notes)
+
+    def label(self, records: list[tuple[str, dict[str, Any]]]) -> tuple[str, str] | tuple[list[dict[str, Any]], list[str]]:
+        """``(output rows, the scorer's notes)`` of one chunk, or a user's error as ``(type name, message)``."""
+        try:
+            notes: list[str] = []
+            return self.labeller.rows(self.classifier, records, notes), notes
+        except ZstcError as error:
+            return type(error).__name__, str(error)
 
 
 def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLabeller, *, model: str, family: str | None,
                       options: dict[str, Any], settings: str, chunk_size: int = 1000, address: str | None = None,
                       actors: int = 1, cpus_per_actor: float = 1.0, gpus_per_actor: float = 0.0,
-                      on_note: Callable[[str], None] = lambda note: None) -> int:
-    """Label every input into ``out_dir``; returns how many predictions the output folder holds."""
+                      on_note: Callable[[str], None] = lambda note: None, notes: Sequence[str] = ()) -> int:
+    """Label every input into ``out_dir``; returns how many predictions the output folder holds. ``on_note`` hears
+    what ``zstc classify`` says: the model's notes before any row; at the end ``notes`` (the descriptions') and the
+    scorer's (texts truncated), merged over the chunks as ``zstc classify`` merges them."""
+    from zstc.benchmark.runner import merge_batch_notes
+
     check_options({"actors": actors, "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor})  # before Ray starts
+    check_options({"chunk_size": chunk_size})
     files = input_files(sources)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -111,7 +127,7 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     identities = {str(path): {"input_sha256": sha256_file(path), "settings": settings, "precision": options.get("precision")} for path in files}
 
     def finished(path: Path) -> bool:
-        return _finished(manifest.get(str(path)), identities[str(path)], out_dir / f"{path.stem}.parquet")
+        return _finished(manifest.get(str(path)), identities[str(path)], out_dir / _output_name(path))
 
     pending = [path for path in files if not finished(path)]
     if len(pending) < len(files):
@@ -119,97 +135,139 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     for path in pending:  # the header (a repeated column would be silently dropped) and the first row
         if next(read_records(path), None) is None:  # as classify says it (Ray wrote no output and said nothing)
             raise DataError(f"{path}: no texts")
-    out_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves no folder behind
     if pending:
         ray = require_ray()
         started_here = connect_ray(address)
-        labelled = _labelled(ray, pending, labeller, model, family, options, chunk_size, actors, cpus_per_actor, gpus_per_actor)
+        pool: list[Any] = []
         try:
-            with _ray_failure_logs_silenced():
-                for path, rows in labelled:
-                    writer = ResumableWriter(out_dir / f"{path.stem}.parquet", "parquet", identities[str(path)], on_note=on_note)
-                    count = _write(writer, rows, chunk_size)
-                    manifest[str(path)] = {**identities[str(path)], "rows": count, "output": f"{path.stem}.parquet"}
-                    write_json(manifest_path, manifest)
-        except Exception as error:
-            found = _user_error(error)
-            if found is None or isinstance(found, DataError):  # a row's fault: name its line, as classify does
-                found = _input_error([path for path in pending if not finished(path)], labeller) or found
-            raise found or error
+            _check_resources(ray.cluster_resources(), actors, cpus_per_actor, gpus_per_actor)
+            pool = _start_actors(ray, actors, cpus_per_actor, gpus_per_actor, model, family, options, labeller, on_note)
+            out_dir.mkdir(parents=True, exist_ok=True)  # after every check: a refused run leaves no folder behind
+            scorer_notes: list[list[str]] = []
+            for path, count in _label_files(ray, pool, pending, labeller, out_dir, identities, chunk_size, scorer_notes, on_note):
+                output = out_dir / _output_name(path)
+                # Whatever entry named this output before is no longer its input's (an input of the same stem elsewhere).
+                for key in [key for key, entry in manifest.items() if isinstance(entry, dict) and entry.get("output") == output.name]:
+                    del manifest[key]
+                manifest[str(path)] = {**identities[str(path)], "rows": count, "output": output.name,
+                                       "output_sha256": sha256_file(output)}
+                write_json(manifest_path, manifest)
+            notes = [*notes, *merge_batch_notes(scorer_notes)]
         finally:
-            labelled.close()  # stops Ray's row iterator while Ray is up (left to the collector, it logs a traceback)
             if started_here:
-                ray.shutdown()
+                ray.shutdown()  # its actors with it (killed first, each chunk in flight was logged as a task to retry)
+            else:
+                for actor in pool:  # a cluster joined outlives this run: its actors must not
+                    ray.kill(actor)
+    for message in notes:
+        on_note(message)
     return sum(int(manifest.get(str(path), {}).get("rows", 0)) for path in files)
 
 
-@contextlib.contextmanager
-def _ray_failure_logs_silenced() -> Iterator[None]:
-    """Ray Data's loggers of a failed pipeline are silent while it runs (their levels are restored after).
-
-    Ray logs a failed read or batch as stack traces of its internals, then raises the same failure here; zstc
-    turns it into one line naming the file and row (a user's error), or re-raises Ray's exception, whose text
-    carries the worker's traceback. Ray's log files miss those records too: the exception is where they are.
-    """
-    loggers = [logging.getLogger(name) for name in ("ray.data.exceptions", "ray.data._internal.execution.streaming_executor_state")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
+def _output_name(path: Path) -> str:
+    return f"{path.stem}.parquet"
 
 
 def _finished(entry: dict[str, Any] | None, identity: dict[str, Any], output: Path) -> bool:
-    return entry is not None and all(entry.get(k) == v for k, v in identity.items()) and output.exists()
+    """Whether ``output`` is the finished output of the input ``identity`` names: the manifest says so, and the file
+    is still the one written for it (by its sha256; another input of the same stem, run into the same folder since,
+    replaced it)."""
+    if entry is None or not all(entry.get(k) == v for k, v in identity.items()) or not output.is_file():
+        return False
+    return entry.get("output") == output.name and entry.get("output_sha256") == sha256_file(output)
 
 
-def _labelled(ray: Any, files: list[Path], labeller: ChunkLabeller, model: str, family: str | None, options: dict[str, Any],
-              chunk_size: int, actors: int, cpus: float, gpus: float) -> Generator[tuple[Path, Iterator[dict[str, Any]]], None, None]:
-    """``(input file, its output rows in order)`` for each file, streamed from one Ray Data pipeline."""
-    import ray.data
+def _check_resources(cluster: dict[str, float], actors: int, cpus: float, gpus: float) -> None:
+    """Refuse actors the cluster cannot place all at once: Ray would wait for the missing CPUs or GPUs forever, with
+    no word (an actor's chunks never come back)."""
+    for resource, per_actor, name in (("CPU", cpus, "cpus_per_actor"), ("GPU", gpus, "gpus_per_actor")):
+        needed, available = actors * per_actor, float(cluster.get(resource, 0))
+        if needed > available:
+            raise OptionError(f"actors {actors} x {name} {per_actor:g} = {needed:g} {resource}s, and the Ray cluster has "
+                              f"{available:g}: lower actors or {name}", "actors", name)
 
+
+def _start_actors(ray: Any, actors: int, cpus: float, gpus: float, model: str, family: str | None, options: dict[str, Any],
+                  labeller: ChunkLabeller, on_note: Callable[[str], None]) -> list[Any]:
+    """The scorer actors, each with its model loaded; a model that cannot load is its one-line error here, before any
+    output is opened."""
     from zstc.models.loading import hub_revisions
 
-    context = ray.data.DataContext.get_current()
-    context.execution_options.preserve_order = True  # rows come back in input order, file after file
-    context.enable_progress_bars = sys.stderr.isatty()
-    by_path = {str(Path(p).resolve()): p for p in files}
-    seen: set[Path] = set()
-    # One pipeline per file format (Ray's union interleaves its inputs' blocks; one read keeps file order).
-    for reader in dict.fromkeys(READERS[p.suffix.lower()] for p in files):
-        paths = [str(p) for p in files if READERS[p.suffix.lower()] == reader]
-        read = {"json": ray.data.read_json, "csv": ray.data.read_csv, "parquet": ray.data.read_parquet}[reader]
-        extra = {"convert_options": _csv_as_text(paths)} if reader == "csv" else {}
-        dataset = read(paths, include_paths=True, file_extensions=None, **extra).rename_columns({"path": PATH_COLUMN})
-        labelled = dataset.map_batches(
-            LabelBatches, fn_constructor_kwargs={"model": model, "family": family, "options": options, "labeller": labeller,
-                                                 "revisions": hub_revisions()},
-            batch_size=chunk_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
-            num_cpus=cpus, num_gpus=gpus,
-        )
-        rows = iter(labelled.iter_rows())
+    actor_class = ray.remote(LabelChunks)
+    pool = [actor_class.options(num_cpus=cpus, num_gpus=gpus, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS)
+            .remote(model, family, options, labeller, hub_revisions()) for _ in range(actors)]
+    answers = ray.get([actor.ready.remote() for actor in pool])
+    for answer in answers:
+        if isinstance(answer, tuple):
+            raise _rebuilt(*answer)
+    for message in answers[0]:
+        on_note(message)
+    return pool
+
+
+def _chunks(path: Path, skip: int, chunk_size: int) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """``path``'s rows after the first ``skip`` (written by an interrupted run: read past, never scored again) as
+    ``(where, record)`` chunks of ``chunk_size``, named as ``zstc classify`` names them."""
+    rows = ((f"{path}:{line}", record) for line, record in read_records(path))
+    for _ in itertools.islice(rows, skip):
+        pass
+    while chunk := list(itertools.islice(rows, chunk_size)):
+        yield chunk
+
+
+def _label_files(ray: Any, pool: Sequence[Any], files: list[Path], labeller: ChunkLabeller, out_dir: Path,
+                 identities: dict[str, dict[str, Any]], chunk_size: int, scorer_notes: list[list[str]],
+                 on_note: Callable[[str], None]) -> Iterator[tuple[Path, int]]:
+    """Score ``files`` chunk by chunk on ``pool`` and write them in input order; yields ``(input, rows in its
+    output)`` as each output is finished. A user's error in a chunk is raised after the chunks before it are
+    written, as ``zstc classify`` writes them."""
+    from ray.exceptions import RayActorError
+
+    window: collections.deque[tuple[Path, ResumableWriter, Any, int]] = collections.deque()
+    busy = [0] * len(pool)
+
+    def settle_oldest() -> Iterator[tuple[Path, int]]:
+        path, writer, ref, actor = window.popleft()
+        if ref is None:  # the end of an input: its output goes into place
+            writer.finish()
+            yield path, writer.resumed_rows
+            return
+        busy[actor] -= 1
         try:
-            # Rows arrive in input order, so each file's rows are one run: groupby hands them over file by file.
-            for path, group in itertools.groupby(rows, key=lambda item: item[PATH_COLUMN]):
-                source = by_path[str(Path(path).resolve())]
-                if source in seen:  # never write a file twice from rows that came back out of order
-                    raise RuntimeError(f"Ray Data returned the rows of {source} out of order")
-                seen.add(source)
-                yield source, (_row(item["row"]) for item in group)
-        finally:
-            getattr(rows, "close", lambda: None)()
+            answer = ray.get(ref)
+        except RayActorError as error:  # restarted ACTOR_RESTARTS times already, and it died again
+            raise ZstcError(f"a scorer actor died while labelling {path} (restarted {ACTOR_RESTARTS} times: "
+                            f"{type(error).__name__}); run again to resume") from None
+        if isinstance(answer[0], str):
+            raise _rebuilt(*answer)
+        rows, notes = answer
+        writer.write_chunk(rows)
+        scorer_notes.append(notes)
 
-
-def _row(encoded: str) -> dict[str, Any]:
-    """An output row sent back by :class:`LabelBatches`; the user's error it stands for is raised here."""
-    row: dict[str, Any] = json.loads(encoded)
-    failed = row.get(ERROR_KEY) if len(row) == 1 else None
-    if failed is None:
-        return row
-    raise _rebuilt(failed["type"], failed["message"])
+    for path in files:
+        writer = ResumableWriter(out_dir / _output_name(path), "parquet", identities[str(path)], on_note=on_note)
+        chunks = _chunks(path, writer.resumed_rows, chunk_size)
+        while True:
+            try:
+                chunk = next(chunks, None)
+                if chunk is None:
+                    break
+                # The checks that need no model, in order (a malformed row, a missing text column, a type that changes
+                # mid-file): the chunks before a bad one are written first, as classify writes them. The chunks in
+                # flight count as written for the types (``ahead``): a column's type is checked against all before it.
+                labeller.checked(chunk, functools.partial(writer.check_chunk, ahead=True))
+            except ZstcError:
+                while window:  # an earlier chunk's error, if any, is the one said
+                    yield from settle_oldest()
+                raise
+            while len(window) >= IN_FLIGHT_PER_ACTOR * len(pool):
+                yield from settle_oldest()
+            actor = busy.index(min(busy))
+            busy[actor] += 1
+            window.append((path, writer, pool[actor].label.remote(chunk), actor))
+        window.append((path, writer, None, -1))
+    while window:
+        yield from settle_oldest()
 
 
 def _rebuilt(type_name: str, message: str) -> ZstcError:
@@ -224,64 +282,3 @@ def _rebuilt(type_name: str, message: str) -> ZstcError:
             except TypeError:
                 continue
     return ZstcError(message)
-
-
-def _csv_as_text(paths: list[str]) -> Any:
-    """Arrow's CSV options that keep every cell a string, as ``zstc classify`` (Python's csv) reads them:
-    an ``id`` of ``007`` stays ``"007"``, an empty cell stays ``""``."""
-    import csv
-
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    from zstc.io import utf8_lines
-
-    names: dict[str, None] = {}
-    for path in paths:
-        # zstc.io's decoding: a byte-order mark is not part of the first name (Arrow drops it, so "\ufeffid" named
-        # no column and an id of 007 became 7), and non-UTF-8 bytes are a DataError naming the offset.
-        with open(path, "rb") as handle:
-            names.update(dict.fromkeys(next(csv.reader(utf8_lines(handle, path)), [])))
-    return pacsv.ConvertOptions(column_types={name: pa.string() for name in names}, strings_can_be_null=False,
-                                quoted_strings_can_be_null=False)
-
-
-def _write(writer: ResumableWriter, rows: Iterator[dict[str, Any]], chunk_size: int) -> int:
-    """Write ``rows`` in chunks after the rows a previous run finished (re-scored, but never written twice)."""
-    skip = writer.resumed_rows
-    count = skip
-    for _ in itertools.islice(rows, skip):
-        pass
-    while chunk := list(itertools.islice(rows, chunk_size)):
-        writer.write_chunk(chunk)
-        count += len(chunk)
-    writer.finish()
-    return count
-
-
-def _user_error(error: BaseException) -> ZstcError | None:
-    """The zstc error (an empty text, a missing column) behind Ray's wrapping of a failed actor call."""
-    seen = 0
-    while error is not None and seen < 10:
-        if isinstance(error, ZstcError):
-            return error
-        error = getattr(error, "cause", None) or error.__cause__  # type: ignore[assignment]  # Ray's wrapper keeps the cause there
-        seen += 1
-    return None
-
-
-def _input_error(files: list[Path], labeller: ChunkLabeller) -> DataError | None:
-    """The first bad row of ``files`` as ``zstc classify`` reads and checks them (file, line and reason), or None.
-
-    Asked only after the pipeline failed: Ray's readers report a malformed line (a repeated key, broken JSON, an
-    unterminated quote) as a stack of their own internals that names neither the file nor the line, and an actor
-    knows a row only by its file (an empty text, a missing column).
-    """
-    for path in files:
-        try:
-            for line, record in read_records(path):
-                labeller.text(record, f"{path}:{line}")
-                labeller.kept(record)
-        except DataError as error:
-            return error
-    return None

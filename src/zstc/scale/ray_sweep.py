@@ -7,6 +7,7 @@ from typing import Any
 
 from zstc.benchmark.runner import Bench, BenchConfig
 from zstc.benchmark.store import DatasetResult
+from zstc.errors import ZstcError
 from zstc.scale import connect_ray, require_ray
 
 
@@ -32,10 +33,12 @@ def run_units(plan: Any, arrived: Callable[[Any, DatasetResult], None], *, addre
               cpus_per_model: float, max_retries: int, before_unit: Callable[[str, str], None] | None) -> None:
     """Run ``plan.pending`` on one actor per model; ``arrived(unit, result)`` as each unit finishes."""
     ray = require_ray()
+    from ray.exceptions import RayActorError
+
     started_here = connect_ray(address)
+    workers: dict[str, Any] = {}
     try:
         actor_class = ray.remote(ModelWorker)
-        workers = {}
         for config in plan.configs:
             if any(unit.model == config.model for unit in plan.pending):
                 workers[config.model] = actor_class.options(
@@ -47,9 +50,15 @@ def run_units(plan: Any, arrived: Callable[[Any, DatasetResult], None], *, addre
         while waiting:
             done, _ = ray.wait(list(waiting), num_returns=1)
             for ref in done:
-                arrived(waiting.pop(ref), ray.get(ref))
-        for worker in workers.values():
-            ray.kill(worker)
+                unit = waiting.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except RayActorError as error:  # restarted max_retries times, and it died again: the finished units are saved
+                    raise ZstcError(f"the Ray worker of {unit.model} died computing {unit.dataset} after {max_retries} "
+                                    f"restarts ({type(error).__name__}); run again to resume") from None
+                arrived(unit, result)
     finally:
+        for worker in workers.values():  # on a cluster that outlives this run too
+            ray.kill(worker)
         if started_here:
             ray.shutdown()
