@@ -14,20 +14,19 @@ recheck_cost=<rechecked s / bf16-alone s> rechecked_agreement=<rechecked bf16 vs
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 from nli_vs_pipeline import timed_rounds, zstc_predictor
+from options import Parser, non_negative_float, positive_int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--model", required=True, help="NLI model (hub id or folder)")
-    parser.add_argument("--texts", type=int, default=60, help="banking77 texts (a stratified sample)")
-    parser.add_argument("--chunk", type=int, default=10, help="texts per round; the runs alternate round by round")
+    parser.add_argument("--texts", type=positive_int, default=60, help="banking77 texts (a stratified sample)")
+    parser.add_argument("--chunk", type=positive_int, default=10, help="texts per round; the runs alternate round by round")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--recheck-margin", type=float, help="the rechecked run's margin (default: zstc's)")
+    parser.add_argument("--recheck-margin", type=non_negative_float, help="the rechecked run's margin (default: zstc's)")
     args = parser.parse_args()
 
     from zstc.benchmark.data import load_btzsc_sample

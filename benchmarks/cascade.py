@@ -33,7 +33,6 @@ it proves the path and measures its cost; ``--no-yesno`` skips it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -189,22 +188,25 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # Imported here, not at the top: tests load this file as a module without benchmarks/ on sys.path.
+    from options import Parser, positive_int, positive_int_list
+
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--tasks", default="banking77,agnews")
     parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM trained here on LingNLI")
     # 900 steps (about one LingNLI epoch, 8 minutes on 2 idle Zen 4 cores in bf16) give banking77 macro-F1 0.33,
     # the paper's best NLI model's level; 150 steps stayed at chance (0.016).
-    parser.add_argument("--train-steps", type=int, default=900, help="steps of the default NLI model's training")
+    parser.add_argument("--train-steps", type=positive_int, default=900, help="steps of the default NLI model's training")
     parser.add_argument("--shortlister", default="sentence-transformers/all-MiniLM-L6-v2")
-    parser.add_argument("--max-samples", type=int, default=144, help="texts per task for the NLI model")
+    parser.add_argument("--max-samples", type=positive_int, default=144, help="texts per task for the NLI model")
     parser.add_argument("--sampling", choices=("stratified", "paper"), default="stratified",
                         help="how texts are drawn: seeded per class, or the paper's draw (--max-samples 1000: its own texts)")
-    parser.add_argument("--yesno-max-samples", type=int, default=36, help="texts per task for the yes/no path")
+    parser.add_argument("--yesno-max-samples", type=positive_int, default=36, help="texts per task for the yes/no path")
     parser.add_argument("--yesno-tasks", help="tasks for the yes/no path (default: --tasks)")
     parser.add_argument("--no-yesno", action="store_true", help="skip the yes/no SmolLM2 path")
-    parser.add_argument("--timed-k", default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
-    parser.add_argument("--repeats", type=int, default=1, help="timed cascade runs per K (best kept)")
+    parser.add_argument("--timed-k", type=positive_int_list, default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
+    parser.add_argument("--repeats", type=positive_int, default=1, help="timed cascade runs per K (best kept)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="the main models' precision")
     parser.add_argument("--json", type=Path, help="write every number here")
@@ -223,7 +225,7 @@ def main() -> None:
 
     data = Path(args.data)
     model = args.model or trained_nli_model(data, args.train_steps)
-    timed_k = [int(k) for k in args.timed_k.split(",") if k]
+    timed_k: list[int] = args.timed_k
     from zstc.scorers.runtime import resolve_device, resolve_precision
 
     precision = resolve_precision(args.precision, resolve_device(None))

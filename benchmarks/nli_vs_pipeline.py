@@ -26,7 +26,6 @@ in the same script, fp32 or bf16 as the run used).
 
 from __future__ import annotations
 
-import argparse
 import copy
 import tempfile
 import time
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 from hardware import encoder_flops, machine_peaks, peak_line
+from options import Parser, non_negative_float, positive_int
 
 from zstc.scorers.runtime import resolve_precision
 
@@ -170,19 +170,19 @@ def timed_rounds(predictors: dict[str, Predictor], texts: list[str], chunk: int)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--texts", type=int, default=60, help="banking77 texts to score (a stratified sample)")
+    parser = Parser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=positive_int, default=60, help="banking77 texts to score (a stratified sample)")
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM with a fresh 3-way head")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and of the fresh head")
-    parser.add_argument("--pipeline-batch-size", type=int, help="the pipeline's batch_size (default: its own, 1)")
-    parser.add_argument("--batch-size", type=int, help="zstc: pairs per forward pass at most")
-    parser.add_argument("--max-batch-tokens", type=int, help="zstc: padded tokens per forward pass at most")
-    parser.add_argument("--chunk", type=int, default=20, help="texts per round; the two alternate round by round")
-    parser.add_argument("--threads", type=int, help="torch CPU threads for both (default: torch's own choice)")
+    parser.add_argument("--pipeline-batch-size", type=positive_int, help="the pipeline's batch_size (default: its own, 1)")
+    parser.add_argument("--batch-size", type=positive_int, help="zstc: pairs per forward pass at most")
+    parser.add_argument("--max-batch-tokens", type=positive_int, help="zstc: padded tokens per forward pass at most")
+    parser.add_argument("--chunk", type=positive_int, default=20, help="texts per round; the two alternate round by round")
+    parser.add_argument("--threads", type=positive_int, help="torch CPU threads for both (default: torch's own choice)")
     parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="zstc's precision (the pipeline stays fp32)")
     parser.add_argument("--shortlist", help="zstc as a cascade: K or MODEL:K (see zstc.scorers.cascade)")
-    parser.add_argument("--recheck-margin", type=float,
+    parser.add_argument("--recheck-margin", type=non_negative_float,
                         help="zstc in bf16: near ties within this margin are rescored in fp32 (default: zstc's, 0.1; 0: off)")
     args = parser.parse_args()
     if args.threads is not None:

@@ -14,7 +14,6 @@ max_abs_diff=<largest entailment-logit difference>``.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from nli_vs_pipeline import fresh_head_model, pipeline_model
+from options import Parser, positive_int
 
 
 def export(model: torch.nn.Module, path: Path, use_token_types: bool) -> None:
@@ -42,13 +42,17 @@ def export(model: torch.nn.Module, path: Path, use_token_types: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True)
-    parser.add_argument("--texts", type=int, default=24, help="banking77 texts (stratified sample) x 72 hypotheses")
+    parser.add_argument("--texts", type=positive_int, default=24, help="banking77 texts (stratified sample) x 72 hypotheses")
     parser.add_argument("--model", help="NLI model folder; default: MiniLM with a fresh 3-way head")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    import onnxruntime as ort
+    try:
+        import onnxruntime as ort
+    except ModuleNotFoundError:  # an optional extra: say how to get it, not a traceback
+        raise SystemExit("error: onnxruntime is not installed; install it with pip install -e '.[onnx]' "
+                         "(from the repository root)") from None
 
     from zstc.benchmark.data import load_btzsc_task
     from zstc.benchmark.tasks import stratified_sample

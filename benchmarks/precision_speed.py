@@ -10,12 +10,12 @@ bf16 is measured the way zstc runs it: ``torch.autocast(dtype=torch.bfloat16)`` 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
+from options import Parser, positive_int
 
 from zstc.scorers.runtime import Precision, bf16_fast, cpu_flags, inference_context, resolve_device
 
@@ -34,12 +34,12 @@ def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--device", default=None)
-    parser.add_argument("--size", type=int, default=2048)
-    parser.add_argument("--pairs", type=int, default=32)
-    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--size", type=positive_int, default=2048)
+    parser.add_argument("--pairs", type=positive_int, default=32)
+    parser.add_argument("--tokens", type=positive_int, default=128)
     args = parser.parse_args()
     device = resolve_device(args.device)
     flags = sorted(cpu_flags() & {"avx512_bf16", "amx_bf16", "amx_tile", "avx512f", "avx2"}) if device.type == "cpu" else []

@@ -14,10 +14,10 @@ score matrices>``. The two precisions are never mixed: bf16's rounding is not a 
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from options import Parser, positive_int
 
 from zstc.benchmark.data import load_btzsc_sample
 from zstc.scorers import make_scorer
@@ -34,11 +34,11 @@ def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, pr
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=8, help="banking77 texts to score (stratified sample)")
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=positive_int, default=8, help="banking77 texts to score (stratified sample)")
     parser.add_argument("--data", required=True, help="directory with banking77.jsonl (or 'hub')")
     parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
-    parser.add_argument("--batch-size", type=int, default=16, help="(text, label) pairs per forward pass")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="(text, label) pairs per forward pass")
     parser.add_argument("--device", default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

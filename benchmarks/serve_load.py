@@ -34,7 +34,6 @@ ok=... overloaded=... retry_after=<429s that carried Retry-After> server_errors=
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -51,6 +50,7 @@ from typing import Any
 import httpx
 import numpy as np
 import psutil
+from options import Parser, non_negative_int, positive_float, positive_int
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -243,17 +243,17 @@ def rss_mb(pid: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--family", choices=["nli", "embedding"], default="nli")
-    parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--chunk", type=int, default=200, help="Requests per alternation of the two modes.")
-    parser.add_argument("--time-limit", type=float, default=1800, help="Seconds of sending, at most (checked after each chunk).")
+    parser.add_argument("--requests", type=positive_int, default=1000)
+    parser.add_argument("--clients", type=positive_int, default=32)
+    parser.add_argument("--chunk", type=positive_int, default=200, help="Requests per alternation of the two modes.")
+    parser.add_argument("--time-limit", type=positive_float, default=1800, help="Seconds of sending, at most (checked after each chunk).")
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "btzsc")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overload", action="store_true", help="A small queue (--max-queued-pairs 256) and twice the clients.")
     parser.add_argument("--server-arg", action="append", default=[], help="Passed to zstc serve, e.g. --server-arg=--threads=2.")
-    parser.add_argument("--ceiling", type=int, default=0, metavar="N",
+    parser.add_argument("--ceiling", type=non_negative_int, default=0, metavar="N",
                         help="Also score the first N requests in-process, alone and batched: the most batching can give.")
     args = parser.parse_args()
     if args.ceiling and args.family != "nli":

@@ -10,7 +10,6 @@ compared. The last line is ``ray_overhead=<ray wall / local wall>`` (target <= 1
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -19,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from options import Parser, positive_int
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = "financialphrasebank,emotiondair,banking77"
@@ -55,10 +56,10 @@ def sweep_wall(engine: str, data: str, max_samples: int, scratch: Path) -> float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "btzsc"))
-    parser.add_argument("--max-samples", type=int, default=200, help="Texts per dataset (stratified sample).")
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--max-samples", type=positive_int, default=200, help="Texts per dataset (stratified sample).")
+    parser.add_argument("--repeats", type=positive_int, default=1)
     args = parser.parse_args()
     walls: dict[str, list[float]] = {"local": [], "ray": []}
     with tempfile.TemporaryDirectory() as scratch:
