@@ -20,7 +20,10 @@ own label on 99% of texts) is then the measure of what the cascade preserves.
 
 Per (model, task) it prints ``best_k`` (the smallest K within 0.01 macro-F1 of the full run), the pair
 reduction and the F1 change at that K; the last line is that summary for the NLI model on the first task:
-``best_k=<K> pair_reduction=<full pairs / pairs at best_k> f1_delta=<F1 at best_k - full F1>``.
+``best_k=<K> pair_reduction=<full pairs / pairs at best_k> f1_delta=<F1 at best_k - full F1>``. The lines before it
+give, per NLI case, the fraction of the machine's matmul peak (``hardware.py``, in the main model's precision)
+that its full run and its cascade at ``best_k`` reached (the cascade's time includes the shortlist pass, its
+FLOPs only the NLI model's pairs); the yes/no path has none (see ``main``).
 
     python benchmarks/cascade.py --data ../shared/data/btzsc --tasks banking77,agnews --max-samples 144
     python benchmarks/cascade.py --data ../shared/data/btzsc --tasks banking77 --sampling paper --max-samples 1000 --no-yesno
@@ -37,6 +40,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +106,10 @@ def best_k(f1: dict[int, float], full_f1: float) -> int:
     return min(k for k, value in f1.items() if value >= full_f1 - TOLERANCE)
 
 
-def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[int], repeats: int) -> dict[str, Any]:
+def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[int], repeats: int,
+             count_flops: Callable[[list[tuple[str, str]]], float] | None = None) -> dict[str, Any]:
+    """One (main model, task): the table, the best K, and with ``count_flops`` (the main model's FLOPs of given
+    (text, hypothesis) pairs) the FLOPs of the full run and of the cascade at the best K, for the peak fraction."""
     from zstc.benchmark.metrics import dataset_metrics
     from zstc.scorers.cascade import CascadeScorer, shortlist_ranks
 
@@ -158,6 +165,10 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
           f"{' (above the main model: the cascade adds its knowledge, so best_k says little of the main model)' if shortlister_f1 > full_f1 else ''}; "
           f"the cascade keeps the main model's own label on >= 99% of texts from K={k_agree}"
           f" (pair_reduction {n_labels / k_agree:.2f})")
+    if count_flops is not None:
+        # The cascade's time includes its shortlist pass, its FLOPs only the main model's pairs (as in nli_vs_pipeline.py).
+        summary["full_flops"] = count_flops([(text, label) for text in texts for label in hypotheses])
+        summary["best_k_flops"] = count_flops([(texts[i], hypotheses[j]) for i in range(n) for j in ranks[i, :k_star]])
     return {"model": name, "task": task.name, "texts": n, "labels": n_labels, "full_s": full_s, "shortlist_s": shortlist_s,
             "recall": recall, "agreement": agreement, "macro_f1": f1, "seconds": seconds, "mismatches": mismatches, **summary}
 
@@ -189,6 +200,8 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
 def main() -> None:
     # Imported here, not at the top: tests load this file as a module without benchmarks/ on sys.path.
+    from hardware import encoder_flops, machine_peaks, peak_line
+    from nli_vs_pipeline import pair_lengths, pipeline_model
     from options import Parser, positive_int, positive_int_list
 
     parser = Parser(description=__doc__.split("\n\n")[0])
@@ -230,21 +243,38 @@ def main() -> None:
 
     precision = resolve_precision(args.precision, resolve_device(None))
     shortlister = make_scorer(args.shortlister, precision="fp32")
-    cases = [("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks)]
+    network, tokenizer = pipeline_model(model)
+
+    def nli_flops(pairs: list[tuple[str, str]]) -> float:
+        return encoder_flops(network, pair_lengths(tokenizer, pairs))
+
+    # The yes/no path is a decoder whose shared prompt prefix runs once per text: hardware.encoder_flops does
+    # not count that work, so only the NLI cases get a peak fraction.
+    cases: list[tuple[str, Any, int, str, Callable[[list[tuple[str, str]]], float] | None]] = [
+        ("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks, nli_flops)]
     if not args.no_yesno:
         cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision),
-                      args.yesno_max_samples, args.yesno_tasks or args.tasks))
+                      args.yesno_max_samples, args.yesno_tasks or args.tasks, None))
     print(f"NLI model: {model}; shortlister: {args.shortlister}; torch threads {torch.get_num_threads()}", flush=True)
     results = []
-    for name, scorer, samples, tasks in cases:
+    peaks_before = machine_peaks()
+    for name, scorer, samples, tasks, count_flops in cases:
         for task_name in tasks.split(","):
             task = sampled_task(task_name, data, samples, args.sampling, args.seed)
-            results.append(run_case(name, scorer, shortlister, task, timed_k, args.repeats))
+            results.append(run_case(name, scorer, shortlister, task, timed_k, args.repeats, count_flops))
             # Written after every case, so a long run stopped part-way keeps what it measured.
             if args.json:
                 args.json.write_text(json.dumps(results, indent=1))
             if args.plot:
                 plot(results, args.plot)
+    peaks_after = machine_peaks()
+    peaks = {kind: max(peaks_before[kind], peaks_after[kind]) for kind in peaks_before}  # as hardware.peaks_around
+    for result in results:
+        if "full_flops" in result:
+            where = f"{result['model']} {result['task']}"
+            print(peak_line(f"{where} full run peak fraction", result["full_flops"], result["full_s"], peaks, precision))
+            print(peak_line(f"{where} cascade at best_k={result['best_k']} peak fraction", result["best_k_flops"],
+                            result["seconds"][result["best_k"]], peaks, precision))
     first = results[0]
     print(f"best_k={first['best_k']} pair_reduction={first['pair_reduction']:.2f} f1_delta={first['f1_delta']:+.4f}")
 

@@ -10,10 +10,12 @@ GPU) can do; padding is not counted as useful work, so batching waste lowers the
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 def matmul_peak(dtype: torch.dtype = torch.float32, size: int = 2048, repeats: int = 5, device: str = "cpu") -> float:
@@ -31,9 +33,18 @@ def matmul_peak(dtype: torch.dtype = torch.float32, size: int = 2048, repeats: i
     return 2.0 * size**3 / best
 
 
-def machine_peaks(size: int = 2048, repeats: int = 5) -> dict[str, float]:
-    """fp32 and bf16 matmul FLOP/s on the CPU, measured now."""
-    return {"fp32": matmul_peak(torch.float32, size, repeats), "bf16": matmul_peak(torch.bfloat16, size, repeats)}
+def machine_peaks(size: int = 2048, repeats: int = 5, device: str = "cpu") -> dict[str, float]:
+    """fp32 and bf16 matmul FLOP/s on ``device`` (the CPU unless told), measured now."""
+    return {"fp32": matmul_peak(torch.float32, size, repeats, device), "bf16": matmul_peak(torch.bfloat16, size, repeats, device)}
+
+
+def peaks_around(run: Callable[[], T], device: str = "cpu") -> tuple[T, dict[str, float]]:
+    """``run()``'s result and the machine's peaks measured before and after it, the higher of each pair kept:
+    the machine is shared, and the higher of two measurements is the nearer to what it can do."""
+    before = machine_peaks(device=device)
+    result = run()
+    after = machine_peaks(device=device)
+    return result, {name: max(before[name], after[name]) for name in before}
 
 
 def encoder_linear_weights(model: Any) -> int:

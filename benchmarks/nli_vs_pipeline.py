@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from hardware import encoder_flops, machine_peaks, peak_line
+from hardware import encoder_flops, peak_line, peaks_around
 from options import Parser, non_negative_float, positive_int
 
 from zstc.scorers.runtime import resolve_precision
@@ -141,9 +141,12 @@ def zstc_predictor(model: str, hypotheses: list[str], options: dict[str, Any], s
     return predict
 
 
-def pair_lengths(model: str, pairs: list[tuple[str, str]]) -> list[int]:
-    """Real token counts of (text, hypothesis) pairs, the text truncated first, as both runs tokenize them."""
-    _, tokenizer = pipeline_model(model)
+def pair_lengths(model: str | Any, pairs: list[tuple[str, str]]) -> list[int]:
+    """Real token counts of (text, hypothesis) pairs, the text truncated first, as both runs tokenize them.
+
+    ``model`` is the model's name (its tokenizer is loaded) or, for a script that counts many times, its tokenizer.
+    """
+    tokenizer = pipeline_model(model)[1] if isinstance(model, str) else model
     limit = min(tokenizer.model_max_length, 512)
     return [len(tokenizer(text, hypothesis, truncation="only_first", max_length=limit)["input_ids"]) for text, hypothesis in pairs]
 
@@ -203,15 +206,9 @@ def main() -> None:
               f"alternating in chunks of {args.chunk} texts", flush=True)
         scored: dict[str, list[str]] = {}
         notes: list[list[str]] = []
-        peaks_before = machine_peaks()
-        results = timed_rounds(
-            {"zstc": zstc_predictor(model, hypotheses, options, scored, notes),
-             "pipeline": pipeline_predictor(model, hypotheses, args.pipeline_batch_size)},
-            texts, args.chunk,
-        )
-        peaks_after = machine_peaks()
-        # The machine is shared: the higher of two measurements is the nearer to what it can do.
-        peaks = {name: max(peaks_before[name], peaks_after[name]) for name in peaks_before}
+        predictors = {"zstc": zstc_predictor(model, hypotheses, options, scored, notes),
+                      "pipeline": pipeline_predictor(model, hypotheses, args.pipeline_batch_size)}
+        results, peaks = peaks_around(lambda: timed_rounds(predictors, texts, args.chunk))
         network, _ = pipeline_model(model)
         pairs = [(text, hypothesis) for text, kept in scored.items() for hypothesis in kept]
         zstc_flops = encoder_flops(network, pair_lengths(model, pairs))

@@ -5,7 +5,9 @@ ratio (fp32 time / bf16 time, above 1 means bf16 is faster) is what ``--precisio
 
     python benchmarks/precision_speed.py [--repeats 5] [--device cpu]
 
-bf16 is measured the way zstc runs it: ``torch.autocast(dtype=torch.bfloat16)`` over fp32 weights.
+bf16 is measured the way zstc runs it: ``torch.autocast(dtype=torch.bfloat16)`` over fp32 weights. Before the
+last line, each run's fraction of the machine's matmul peak in its precision (``hardware.py``); the last line is
+``matmul fp32/bf16 time ratio=<r> minilm fp32/bf16 time ratio=<r> (>1: bf16 faster) minilm max_abs_diff=<d>``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from hardware import encoder_flops, peak_line, peaks_around
 from options import Parser, positive_int
 
 from zstc.scorers.runtime import Precision, bf16_fast, cpu_flags, inference_context, resolve_device
@@ -69,9 +72,15 @@ def main() -> None:
                 outputs[precision] = model(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0].float()
         return run
 
-    timings = interleaved_medians({f"{kind.__name__} {p}": kind(p) for kind in (matmul, minilm) for p in ("fp32", "bf16")}, args.repeats)
+    runs = {f"{kind.__name__} {p}": kind(p) for kind in (matmul, minilm) for p in ("fp32", "bf16")}
+    timings, peaks = peaks_around(lambda: interleaved_medians(runs, args.repeats), str(device))
     for name, seconds in timings.items():
         print(f"{name:12s} {seconds * 1000:10.2f} ms")
+    # The peak is a 2048^2 product's best of 5; the median matmul above is --size's, so it can sit above or below 1.
+    flops = {"matmul": 2.0 * args.size**3, "minilm": encoder_flops(model, [args.tokens] * args.pairs)}
+    for name, seconds in timings.items():
+        kind, precision = name.split()
+        print(peak_line(f"{name} peak fraction", flops[kind], seconds, peaks, precision))
     diff = float((outputs["fp32"] - outputs["bf16"]).abs().max())
     print(f"matmul fp32/bf16 time ratio={timings['matmul fp32'] / timings['matmul bf16']:.2f} "
           f"minilm fp32/bf16 time ratio={timings['minilm fp32'] / timings['minilm bf16']:.2f} "
