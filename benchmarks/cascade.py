@@ -21,9 +21,9 @@ own label on 99% of texts) is then the measure of what the cascade preserves.
 Per (model, task) it prints ``best_k`` (the smallest K within 0.01 macro-F1 of the full run), the pair
 reduction and the F1 change at that K; the last line is that summary for the NLI model on the first task:
 ``best_k=<K> pair_reduction=<full pairs / pairs at best_k> f1_delta=<F1 at best_k - full F1>``. The lines before it
-give, per NLI case, the fraction of the machine's matmul peak (``hardware.py``, in the main model's precision)
+give, per case, the fraction of the machine's matmul peak (``hardware.py``, in the main model's precision)
 that its full run and its cascade at ``best_k`` reached (the cascade's time includes the shortlist pass, its
-FLOPs only the NLI model's pairs); the yes/no path has none (see ``main``).
+FLOPs only the main model's pairs; the yes/no prompts' shared prefix counts once per text, as it runs).
 
     python benchmarks/cascade.py --data ../shared/data/btzsc --tasks banking77,agnews --max-samples 144
     python benchmarks/cascade.py --data ../shared/data/btzsc --tasks banking77 --sampling paper --max-samples 1000 --no-yesno
@@ -41,6 +41,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +107,19 @@ def best_k(f1: dict[int, float], full_f1: float) -> int:
     return min(k for k, value in f1.items() if value >= full_f1 - TOLERANCE)
 
 
+def yesno_flops(scorer: Any, pairs: list[tuple[str, str]]) -> float:
+    """A yes/no scorer's FLOPs for these pairs as it runs them: each text's prompts share their prefix, run once."""
+    from prefix_cache import run_flops  # here, not at the top: tests load this file without benchmarks/ on sys.path
+
+    labels_of: dict[str, list[str]] = {}
+    for text, label in pairs:
+        labels_of.setdefault(text, []).append(label)
+    return sum(run_flops(scorer, [text], labels, prefix_cache=scorer.prefix_cache) for text, labels in labels_of.items())
+
+
 def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[int], repeats: int,
-             count_flops: Callable[[list[tuple[str, str]]], float] | None = None) -> dict[str, Any]:
-    """One (main model, task): the table, the best K, and with ``count_flops`` (the main model's FLOPs of given
+             count_flops: Callable[[list[tuple[str, str]]], float]) -> dict[str, Any]:
+    """One (main model, task): the table, the best K, and (``count_flops``: the main model's FLOPs of given
     (text, hypothesis) pairs) the FLOPs of the full run and of the cascade at the best K, for the peak fraction."""
     from zstc.benchmark.metrics import dataset_metrics
     from zstc.scorers.cascade import CascadeScorer, shortlist_ranks
@@ -165,10 +176,9 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
           f"{' (above the main model: the cascade adds its knowledge, so best_k says little of the main model)' if shortlister_f1 > full_f1 else ''}; "
           f"the cascade keeps the main model's own label on >= 99% of texts from K={k_agree}"
           f" (pair_reduction {n_labels / k_agree:.2f})")
-    if count_flops is not None:
-        # The cascade's time includes its shortlist pass, its FLOPs only the main model's pairs (as in nli_vs_pipeline.py).
-        summary["full_flops"] = count_flops([(text, label) for text in texts for label in hypotheses])
-        summary["best_k_flops"] = count_flops([(texts[i], hypotheses[j]) for i in range(n) for j in ranks[i, :k_star]])
+    # The cascade's time includes its shortlist pass, its FLOPs only the main model's pairs (as in nli_vs_pipeline.py).
+    summary["full_flops"] = count_flops([(text, label) for text in texts for label in hypotheses])
+    summary["best_k_flops"] = count_flops([(texts[i], hypotheses[j]) for i in range(n) for j in ranks[i, :k_star]])
     return {"model": name, "task": task.name, "texts": n, "labels": n_labels, "full_s": full_s, "shortlist_s": shortlist_s,
             "recall": recall, "agreement": agreement, "macro_f1": f1, "seconds": seconds, "mismatches": mismatches, **summary}
 
@@ -248,13 +258,11 @@ def main() -> None:
     def nli_flops(pairs: list[tuple[str, str]]) -> float:
         return encoder_flops(network, pair_lengths(tokenizer, pairs))
 
-    # The yes/no path is a decoder whose shared prompt prefix runs once per text: hardware.encoder_flops does
-    # not count that work, so only the NLI cases get a peak fraction.
-    cases: list[tuple[str, Any, int, str, Callable[[list[tuple[str, str]]], float] | None]] = [
+    cases: list[tuple[str, Any, int, str, Callable[[list[tuple[str, str]]], float]]] = [
         ("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks, nli_flops)]
     if not args.no_yesno:
-        cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision),
-                      args.yesno_max_samples, args.yesno_tasks or args.tasks, None))
+        yesno = make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision)
+        cases.append(("yesno-smollm2", yesno, args.yesno_max_samples, args.yesno_tasks or args.tasks, partial(yesno_flops, yesno)))
     print(f"NLI model: {model}; shortlister: {args.shortlister}; torch threads {torch.get_num_threads()}", flush=True)
     results = []
     peaks_before = machine_peaks()
@@ -270,11 +278,10 @@ def main() -> None:
     peaks_after = machine_peaks()
     peaks = {kind: max(peaks_before[kind], peaks_after[kind]) for kind in peaks_before}  # as hardware.peaks_around
     for result in results:
-        if "full_flops" in result:
-            where = f"{result['model']} {result['task']}"
-            print(peak_line(f"{where} full run peak fraction", result["full_flops"], result["full_s"], peaks, precision))
-            print(peak_line(f"{where} cascade at best_k={result['best_k']} peak fraction", result["best_k_flops"],
-                            result["seconds"][result["best_k"]], peaks, precision))
+        where = f"{result['model']} {result['task']}"
+        print(peak_line(f"{where} full run peak fraction", result["full_flops"], result["full_s"], peaks, precision))
+        print(peak_line(f"{where} cascade at best_k={result['best_k']} peak fraction", result["best_k_flops"],
+                        result["seconds"][result["best_k"]], peaks, precision))
     first = results[0]
     print(f"best_k={first['best_k']} pair_reduction={first['pair_reduction']:.2f} f1_delta={first['f1_delta']:+.4f}")
 

@@ -48,21 +48,23 @@ def peaks_around(run: Callable[[], T], device: str = "cpu") -> tuple[T, dict[str
 
 
 def encoder_linear_weights(model: Any) -> int:
-    """Weights of the encoder layers' linear maps: each runs on every token (the pooler and heads, on one
-    vector per sequence, are not counted)."""
+    """Weights of the transformer layers' linear maps (an encoder's ``layer.N``, a decoder's ``layers.N``): each
+    runs on every token (the pooler and heads, on one vector per sequence, are not counted)."""
     return sum(
         module.weight.numel()
         for name, module in model.named_modules()
-        if isinstance(module, torch.nn.Linear) and ".layer." in f".{name}."
+        if isinstance(module, torch.nn.Linear) and (".layer." in f".{name}." or ".layers." in f".{name}.")
     )
 
 
-def encoder_flops(model: Any, lengths: Sequence[int]) -> float:
-    """FLOPs of one forward pass of a BERT-like encoder over sequences of these real lengths.
+def encoder_flops(model: Any, lengths: Sequence[int], cached: Sequence[int] | None = None) -> float:
+    """FLOPs of one forward pass of a BERT-like encoder (or a decoder) over sequences of these real lengths.
 
-    Per token: 2 x (weights of the encoder layers' linear maps); per sequence and layer: 4 x hidden x seq^2
-    for the attention scores and their weighted sum. Embedding lookups, layer norms, softmax and the
-    classification head (run on one vector per sequence) are left out: they are a few percent at most.
+    Per token: 2 x (weights of the layers' linear maps); per sequence and layer: 4 x hidden x seq^2 for the
+    attention scores and their weighted sum. Embedding lookups, layer norms, softmax and the classification
+    head (run on one vector per sequence) are left out: they are a few percent at most. ``cached`` gives, per
+    sequence, the tokens whose keys and values a cache already holds (a decoder continuing a shared prefix):
+    only the ``lengths`` new tokens run, their attention reading ``cached + length`` keys each.
     """
     config = getattr(model, "config", None)
     backbone = getattr(model, "backbone", None)  # a zstc-trained NLI model: backbone + head
@@ -71,8 +73,8 @@ def encoder_flops(model: Any, lengths: Sequence[int]) -> float:
     linear = encoder_linear_weights(model)
     hidden, layers = config.hidden_size, config.num_hidden_layers
     total = 0.0
-    for length in lengths:
-        total += 2.0 * linear * length + 4.0 * layers * hidden * length * length
+    for length, before in zip(lengths, cached or [0] * len(lengths), strict=True):
+        total += 2.0 * linear * length + 4.0 * layers * hidden * length * (before + length)
     return total
 
 

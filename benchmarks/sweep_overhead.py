@@ -6,6 +6,10 @@ and ``--engine ray``, each a fresh process with an empty result cache, so every 
 The ray wall time includes starting a local Ray and one actor (model load) per model; the local one loads
 each model in turn in one process. Runs alternate (local, ray, local, ray, ...) and the median of each is
 compared. The last line is ``ray_overhead=<ray wall / local wall>`` (target <= 1.15).
+
+Unlike the other speed scripts it prints no fraction of the machine's matmul peak: it times whole ``zstc sweep``
+processes, where Python and Ray start, model loads and data reads outweigh the forward passes, so FLOPs over
+that time would say nothing of the hardware (``nli_vs_pipeline.py`` and the others measure the scoring itself).
 """
 
 from __future__ import annotations
