@@ -20,7 +20,10 @@ own label on 99% of texts) is then the measure of what the cascade preserves.
 
 Per (model, task) it prints ``best_k`` (the smallest K within 0.01 macro-F1 of the full run), the pair
 reduction and the F1 change at that K; the last line is that summary for the NLI model on the first task:
-``best_k=<K> pair_reduction=<full pairs / pairs at best_k> f1_delta=<F1 at best_k - full F1>``.
+``best_k=<K> pair_reduction=<full pairs / pairs at best_k> f1_delta=<F1 at best_k - full F1>``. The lines before it
+give, per case, the fraction of the machine's matmul peak (``hardware.py``, in the main model's precision)
+that its full run and its cascade at ``best_k`` reached (the cascade's time includes the shortlist pass, its
+FLOPs only the main model's pairs; the yes/no prompts' shared prefix counts once per text, as it runs).
 
     python benchmarks/cascade.py --data ../shared/data/btzsc --tasks banking77,agnews --max-samples 144
     python benchmarks/cascade.py --data ../shared/data/btzsc --tasks banking77 --sampling paper --max-samples 1000 --no-yesno
@@ -33,11 +36,12 @@ it proves the path and measures its cost; ``--no-yesno`` skips it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +107,20 @@ def best_k(f1: dict[int, float], full_f1: float) -> int:
     return min(k for k, value in f1.items() if value >= full_f1 - TOLERANCE)
 
 
-def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[int], repeats: int) -> dict[str, Any]:
+def yesno_flops(scorer: Any, pairs: list[tuple[str, str]]) -> float:
+    """A yes/no scorer's FLOPs for these pairs as it runs them: each text's prompts share their prefix, run once."""
+    from prefix_cache import run_flops  # here, not at the top: tests load this file without benchmarks/ on sys.path
+
+    labels_of: dict[str, list[str]] = {}
+    for text, label in pairs:
+        labels_of.setdefault(text, []).append(label)
+    return sum(run_flops(scorer, [text], labels, prefix_cache=scorer.prefix_cache) for text, labels in labels_of.items())
+
+
+def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[int], repeats: int,
+             count_flops: Callable[[list[tuple[str, str]]], float]) -> dict[str, Any]:
+    """One (main model, task): the table, the best K, and (``count_flops``: the main model's FLOPs of given
+    (text, hypothesis) pairs) the FLOPs of the full run and of the cascade at the best K, for the peak fraction."""
     from zstc.benchmark.metrics import dataset_metrics
     from zstc.scorers.cascade import CascadeScorer, shortlist_ranks
 
@@ -159,6 +176,9 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
           f"{' (above the main model: the cascade adds its knowledge, so best_k says little of the main model)' if shortlister_f1 > full_f1 else ''}; "
           f"the cascade keeps the main model's own label on >= 99% of texts from K={k_agree}"
           f" (pair_reduction {n_labels / k_agree:.2f})")
+    # The cascade's time includes its shortlist pass, its FLOPs only the main model's pairs (as in nli_vs_pipeline.py).
+    summary["full_flops"] = count_flops([(text, label) for text in texts for label in hypotheses])
+    summary["best_k_flops"] = count_flops([(texts[i], hypotheses[j]) for i in range(n) for j in ranks[i, :k_star]])
     return {"model": name, "task": task.name, "texts": n, "labels": n_labels, "full_s": full_s, "shortlist_s": shortlist_s,
             "recall": recall, "agreement": agreement, "macro_f1": f1, "seconds": seconds, "mismatches": mismatches, **summary}
 
@@ -189,22 +209,27 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # Imported here, not at the top: tests load this file as a module without benchmarks/ on sys.path.
+    from hardware import encoder_flops, machine_peaks, peak_line
+    from nli_vs_pipeline import pair_lengths, pipeline_model
+    from options import Parser, positive_int, positive_int_list
+
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--tasks", default="banking77,agnews")
     parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM trained here on LingNLI")
     # 900 steps (about one LingNLI epoch, 8 minutes on 2 idle Zen 4 cores in bf16) give banking77 macro-F1 0.33,
     # the paper's best NLI model's level; 150 steps stayed at chance (0.016).
-    parser.add_argument("--train-steps", type=int, default=900, help="steps of the default NLI model's training")
+    parser.add_argument("--train-steps", type=positive_int, default=900, help="steps of the default NLI model's training")
     parser.add_argument("--shortlister", default="sentence-transformers/all-MiniLM-L6-v2")
-    parser.add_argument("--max-samples", type=int, default=144, help="texts per task for the NLI model")
+    parser.add_argument("--max-samples", type=positive_int, default=144, help="texts per task for the NLI model")
     parser.add_argument("--sampling", choices=("stratified", "paper"), default="stratified",
                         help="how texts are drawn: seeded per class, or the paper's draw (--max-samples 1000: its own texts)")
-    parser.add_argument("--yesno-max-samples", type=int, default=36, help="texts per task for the yes/no path")
+    parser.add_argument("--yesno-max-samples", type=positive_int, default=36, help="texts per task for the yes/no path")
     parser.add_argument("--yesno-tasks", help="tasks for the yes/no path (default: --tasks)")
     parser.add_argument("--no-yesno", action="store_true", help="skip the yes/no SmolLM2 path")
-    parser.add_argument("--timed-k", default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
-    parser.add_argument("--repeats", type=int, default=1, help="timed cascade runs per K (best kept)")
+    parser.add_argument("--timed-k", type=positive_int_list, default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
+    parser.add_argument("--repeats", type=positive_int, default=1, help="timed cascade runs per K (best kept)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="the main models' precision")
     parser.add_argument("--json", type=Path, help="write every number here")
@@ -223,26 +248,40 @@ def main() -> None:
 
     data = Path(args.data)
     model = args.model or trained_nli_model(data, args.train_steps)
-    timed_k = [int(k) for k in args.timed_k.split(",") if k]
+    timed_k: list[int] = args.timed_k
     from zstc.scorers.runtime import resolve_device, resolve_precision
 
     precision = resolve_precision(args.precision, resolve_device(None))
     shortlister = make_scorer(args.shortlister, precision="fp32")
-    cases = [("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks)]
+    network, tokenizer = pipeline_model(model)
+
+    def nli_flops(pairs: list[tuple[str, str]]) -> float:
+        return encoder_flops(network, pair_lengths(tokenizer, pairs))
+
+    cases: list[tuple[str, Any, int, str, Callable[[list[tuple[str, str]]], float]]] = [
+        ("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks, nli_flops)]
     if not args.no_yesno:
-        cases.append(("yesno-smollm2", make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision),
-                      args.yesno_max_samples, args.yesno_tasks or args.tasks))
+        yesno = make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision)
+        cases.append(("yesno-smollm2", yesno, args.yesno_max_samples, args.yesno_tasks or args.tasks, partial(yesno_flops, yesno)))
     print(f"NLI model: {model}; shortlister: {args.shortlister}; torch threads {torch.get_num_threads()}", flush=True)
     results = []
-    for name, scorer, samples, tasks in cases:
+    peaks_before = machine_peaks()
+    for name, scorer, samples, tasks, count_flops in cases:
         for task_name in tasks.split(","):
             task = sampled_task(task_name, data, samples, args.sampling, args.seed)
-            results.append(run_case(name, scorer, shortlister, task, timed_k, args.repeats))
+            results.append(run_case(name, scorer, shortlister, task, timed_k, args.repeats, count_flops))
             # Written after every case, so a long run stopped part-way keeps what it measured.
             if args.json:
                 args.json.write_text(json.dumps(results, indent=1))
             if args.plot:
                 plot(results, args.plot)
+    peaks_after = machine_peaks()
+    peaks = {kind: max(peaks_before[kind], peaks_after[kind]) for kind in peaks_before}  # as hardware.peaks_around
+    for result in results:
+        where = f"{result['model']} {result['task']}"
+        print(peak_line(f"{where} full run peak fraction", result["full_flops"], result["full_s"], peaks, precision))
+        print(peak_line(f"{where} cascade at best_k={result['best_k']} peak fraction", result["best_k_flops"],
+                        result["seconds"][result["best_k"]], peaks, precision))
     first = results[0]
     print(f"best_k={first['best_k']} pair_reduction={first['pair_reduction']:.2f} f1_delta={first['f1_delta']:+.4f}")
 

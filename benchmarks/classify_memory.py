@@ -13,7 +13,6 @@ The last line is ``rss_growth=<peak RSS at the largest N / peak RSS at the small
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -22,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from options import Parser, positive_int, positive_int_list
 
 REPO = Path(__file__).resolve().parents[1]
 SENTENCES = ["The striker scored twice in the final.", "Inflation rose again last quarter.", "Stir the sauce until it thickens.",
@@ -71,12 +72,12 @@ def run_once(source: Path, out: Path, scorer: str, chunk_size: int) -> tuple[flo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--scorer", choices=["stub", "real"], default="stub")
-    parser.add_argument("--sizes", default="10000,100000", help="Comma-separated numbers of texts.")
-    parser.add_argument("--chunk-size", type=int, default=1000)
+    parser.add_argument("--sizes", type=positive_int_list, default="10000,100000", help="Comma-separated numbers of texts.")
+    parser.add_argument("--chunk-size", type=positive_int, default=1000)
     args = parser.parse_args()
-    sizes = [int(n) for n in args.sizes.split(",")]
+    sizes: list[int] = args.sizes
     peaks = {}
     with tempfile.TemporaryDirectory() as scratch:
         for n in sizes:

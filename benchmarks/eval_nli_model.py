@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from options import Parser, positive_int
 
 from zstc.benchmark.baselines import published
 from zstc.models.nli_head import load_zstc_nli_model
@@ -47,18 +48,18 @@ COMPARED_MODELS: tuple[str, ...] = ("nli-roberta-base", "bert-base-uncased-nli",
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="folder written by `zstc train-nli`")
     parser.add_argument("--data-dir", default="../shared/data/nli", help="folder of NLI test sets (premise, hypothesis, label)")
     parser.add_argument("--sets", nargs="*", default=list(PAPER_COLUMNS), help="file stems to evaluate")
-    parser.add_argument("--sample", type=int, default=None, help="pairs per set (seeded random sample); default all")
+    parser.add_argument("--sample", type=positive_int, default=None, help="pairs per set (seeded random sample); default all")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--device", default=None)
     parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32")
     parser.add_argument("--btzsc", default=None, help="folder of BTZSC test sets to classify zero-shot")
     parser.add_argument("--btzsc-sets", nargs="*", default=list(BTZSC_SETS))
-    parser.add_argument("--btzsc-sample", type=int, default=None, help="texts per BTZSC set (stratified sample)")
+    parser.add_argument("--btzsc-sample", type=positive_int, default=None, help="texts per BTZSC set (stratified sample)")
     parser.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
     args = parser.parse_args(argv)
 

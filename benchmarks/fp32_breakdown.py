@@ -18,12 +18,12 @@ MODEL is an NLI folder trained by ``zstc train-nli`` (or any BERT-like encoder).
 
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Any
 
 import torch
 from hardware import encoder_flops, encoder_linear_weights, machine_peaks
+from options import Parser, positive_int
 from transformers import AutoModel, AutoTokenizer
 
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS
@@ -47,13 +47,13 @@ def run(model: Any, inputs: list[dict[str, torch.Tensor]]) -> tuple[float, list[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--model", required=True, help="an NLI folder from zstc train-nli, or an encoder")
-    parser.add_argument("--texts", type=int, default=8, help="banking77 texts (x 72 hypotheses each)")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_MAX_PAIRS, help="pairs per pass at most (zstc's default)")
-    parser.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS, help="padded tokens per pass at most (zstc's default)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds of each (best kept)")
+    parser.add_argument("--texts", type=positive_int, default=8, help="banking77 texts (x 72 hypotheses each)")
+    parser.add_argument("--batch-size", type=positive_int, default=DEFAULT_MAX_PAIRS, help="pairs per pass at most (zstc's default)")
+    parser.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS, help="padded tokens per pass at most (zstc's default)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="timed rounds of each (best kept)")
     args = parser.parse_args()
 
     from zstc.benchmark.data import load_btzsc_sample

@@ -10,10 +10,12 @@ GPU) can do; padding is not counted as useful work, so batching waste lowers the
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 def matmul_peak(dtype: torch.dtype = torch.float32, size: int = 2048, repeats: int = 5, device: str = "cpu") -> float:
@@ -31,27 +33,38 @@ def matmul_peak(dtype: torch.dtype = torch.float32, size: int = 2048, repeats: i
     return 2.0 * size**3 / best
 
 
-def machine_peaks(size: int = 2048, repeats: int = 5) -> dict[str, float]:
-    """fp32 and bf16 matmul FLOP/s on the CPU, measured now."""
-    return {"fp32": matmul_peak(torch.float32, size, repeats), "bf16": matmul_peak(torch.bfloat16, size, repeats)}
+def machine_peaks(size: int = 2048, repeats: int = 5, device: str = "cpu") -> dict[str, float]:
+    """fp32 and bf16 matmul FLOP/s on ``device`` (the CPU unless told), measured now."""
+    return {"fp32": matmul_peak(torch.float32, size, repeats, device), "bf16": matmul_peak(torch.bfloat16, size, repeats, device)}
+
+
+def peaks_around(run: Callable[[], T], device: str = "cpu") -> tuple[T, dict[str, float]]:
+    """``run()``'s result and the machine's peaks measured before and after it, the higher of each pair kept:
+    the machine is shared, and the higher of two measurements is the nearer to what it can do."""
+    before = machine_peaks(device=device)
+    result = run()
+    after = machine_peaks(device=device)
+    return result, {name: max(before[name], after[name]) for name in before}
 
 
 def encoder_linear_weights(model: Any) -> int:
-    """Weights of the encoder layers' linear maps: each runs on every token (the pooler and heads, on one
-    vector per sequence, are not counted)."""
+    """Weights of the transformer layers' linear maps (an encoder's ``layer.N``, a decoder's ``layers.N``): each
+    runs on every token (the pooler and heads, on one vector per sequence, are not counted)."""
     return sum(
         module.weight.numel()
         for name, module in model.named_modules()
-        if isinstance(module, torch.nn.Linear) and ".layer." in f".{name}."
+        if isinstance(module, torch.nn.Linear) and (".layer." in f".{name}." or ".layers." in f".{name}.")
     )
 
 
-def encoder_flops(model: Any, lengths: Sequence[int]) -> float:
-    """FLOPs of one forward pass of a BERT-like encoder over sequences of these real lengths.
+def encoder_flops(model: Any, lengths: Sequence[int], cached: Sequence[int] | None = None) -> float:
+    """FLOPs of one forward pass of a BERT-like encoder (or a decoder) over sequences of these real lengths.
 
-    Per token: 2 x (weights of the encoder layers' linear maps); per sequence and layer: 4 x hidden x seq^2
-    for the attention scores and their weighted sum. Embedding lookups, layer norms, softmax and the
-    classification head (run on one vector per sequence) are left out: they are a few percent at most.
+    Per token: 2 x (weights of the layers' linear maps); per sequence and layer: 4 x hidden x seq^2 for the
+    attention scores and their weighted sum. Embedding lookups, layer norms, softmax and the classification
+    head (run on one vector per sequence) are left out: they are a few percent at most. ``cached`` gives, per
+    sequence, the tokens whose keys and values a cache already holds (a decoder continuing a shared prefix):
+    only the ``lengths`` new tokens run, their attention reading ``cached + length`` keys each.
     """
     config = getattr(model, "config", None)
     backbone = getattr(model, "backbone", None)  # a zstc-trained NLI model: backbone + head
@@ -60,8 +73,8 @@ def encoder_flops(model: Any, lengths: Sequence[int]) -> float:
     linear = encoder_linear_weights(model)
     hidden, layers = config.hidden_size, config.num_hidden_layers
     total = 0.0
-    for length in lengths:
-        total += 2.0 * linear * length + 4.0 * layers * hidden * length * length
+    for length, before in zip(lengths, cached or [0] * len(lengths), strict=True):
+        total += 2.0 * linear * length + 4.0 * layers * hidden * length * (before + length)
     return total
 
 

