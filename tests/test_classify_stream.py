@@ -165,6 +165,29 @@ def test_a_run_killed_as_it_finishes_is_resumed_not_made_again(tmp_path, zstc_cl
     assert not marker.exists() and not out.with_name(out.name + ".partial").exists()
 
 
+def test_an_output_written_over_in_place_after_the_kill_is_not_taken_for_the_runs(tmp_path, monkeypatch):
+    """Killed as it finished, then the user wrote a file of the same size over the output in place (cp keeps the
+    inode): the next run took the user's file for its own output and kept it."""
+    out, identity = tmp_path / "out.jsonl", {"input_sha256": "a", "settings": "s"}
+    writer = ResumableWriter(out, "jsonl", identity)
+    writer.write_chunk([{"n": 1}])
+    real_unlink = Path.unlink
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "unlink", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt) if self == writer.marker
+                        else real_unlink(self, *a, **k))
+        with pytest.raises(KeyboardInterrupt):
+            writer.finish()
+    inode = out.stat().st_ino
+    with out.open("r+b") as handle:  # the user's own bytes, same size, same inode
+        handle.write(b'{"n": 2}\n')
+    os.utime(out, ns=(out.stat().st_atime_ns, out.stat().st_mtime_ns + 1_000_000))
+    assert out.stat().st_ino == inode
+    notes: list[str] = []
+    resumed = ResumableWriter(out, "jsonl", identity, on_note=notes.append)
+    assert resumed.resumed_rows == 0 and any(note.startswith(f"replacing {out}") for note in notes), notes
+    assert out.read_bytes() == b'{"n": 2}\n'  # kept until the run completes
+
+
 def test_a_partial_output_without_its_marker_is_said_to_be_started_over(tmp_path):
     """A partial output whose marker is gone (a run killed as it removed its finished state) is not said to come
     from an input or settings that changed."""

@@ -252,14 +252,15 @@ class ResumableWriter:
         return {"identity": self.identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None, "ends": [], "inputs": []}
 
     def _finished_in_place(self, state: dict[str, Any]) -> bool:
-        """Whether ``path`` is the very file :meth:`finish` moved into place (the marker names its device and inode:
-        a rename keeps them, and an older file of the same name and size has others)."""
+        """Whether ``path`` is the very file :meth:`finish` moved into place, unchanged: the marker names its device,
+        inode, size and modification time, which a rename keeps; an older file of that name has another inode, and
+        one written over in place (``cp`` keeps the inode) another modification time."""
         finished = state.get("finished")
         try:
             found = self.path.stat()
         except OSError:
             return False
-        return isinstance(finished, list) and finished == [found.st_dev, found.st_ino, found.st_size]
+        return isinstance(finished, list) and finished == [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns]
 
     @property
     def resumed_rows(self) -> int:
@@ -434,7 +435,7 @@ class ResumableWriter:
                 self.partial.write_bytes(b"")
             complete = self.partial
         found = complete.stat()
-        self.state["finished"] = [found.st_dev, found.st_ino, found.st_size]
+        self.state["finished"] = [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns]
         write_json(self.marker, self.state)
         os.replace(complete, self.path)
         self.marker.unlink(missing_ok=True)
