@@ -354,6 +354,22 @@ def test_ray_workers_load_the_hub_commits_the_driver_resolved(monkeypatch):
     assert loading.pinned("org/main-model") == {"revision": "b" * 40}
 
 
+def test_an_actors_error_names_its_flags_as_classify_does():
+    """An actor's error travels as (type, message) and was rebuilt without the parameters it names, so the CLI said
+    'max_length 5000 is more than ...' where classify says '--max-length 5000 ...'."""
+    from zstc.cli.options import cli_message
+    from zstc.errors import OptionError
+    from zstc.output import ChunkLabeller
+    from zstc.scale.ray_classify import LabelChunks, _rebuilt
+
+    labeller = ChunkLabeller(names=["sports", "economy"], descriptions=["sports", "economy"])
+    actor = LabelChunks(MINILM, None, {"precision": "fp32", "max_length": 5000}, labeller)
+    failed = actor.ready()
+    failed = failed if isinstance(failed, tuple) else actor.label([("in.jsonl:1", {"text": "A late goal."})])
+    error = _rebuilt(*failed)  # type: ignore[arg-type]
+    assert isinstance(error, OptionError) and cli_message(error).startswith("--max-length 5000 is more than"), cli_message(error)
+
+
 @pytest.mark.slow
 def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
     """A malformed input or an empty text fails as ``zstc classify`` fails (exit 2, the same line naming the file, the

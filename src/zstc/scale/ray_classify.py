@@ -40,6 +40,9 @@ from zstc.validation import check_options
 
 READERS = {".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet"}
 MANIFEST = "_zstc_classify.json"
+Failure = tuple[str, str, tuple[str, ...]]
+"""A user's error as an actor returns it: type name, message, the parameters it names (:func:`_rebuilt`). Returned,
+not raised: Ray wraps what an actor raises, and not every error class pickles (DescriptionTooLongError)."""
 IN_FLIGHT_PER_ACTOR = 2
 """Chunks handed to an actor before its oldest comes back: one scored while the next one travels."""
 ACTOR_RESTARTS = 3
@@ -81,7 +84,7 @@ class LabelChunks:
         from zstc.models.loading import pin_revisions
 
         self.labeller = labeller
-        self.failed: tuple[str, str] | None = None
+        self.failed: Failure | None = None
         try:
             # The driver's hub commits (:func:`zstc.models.loading.hub_revisions`): the ones the settings fingerprint names.
             pin_revisions(revisions or {})
@@ -89,19 +92,19 @@ class LabelChunks:
             if labeller is not None:  # as classify checks them before it writes anything
                 check_labels_read_apart(self.classifier.scorer, labeller.names, labeller.descriptions)
         except ZstcError as error:
-            self.failed = (type(error).__name__, str(error))
+            self.failed = _failure(error)
 
-    def ready(self) -> tuple[str, str] | list[str]:
-        """The constructor's error (type name, message), or the classifier's notes (said once, before any row)."""
+    def ready(self) -> Failure | list[str]:
+        """The constructor's error (:data:`Failure`), or the classifier's notes (said once, before any row)."""
         return self.failed if self.failed is not None else list(self.classifier.notes)
 
-    def label(self, records: list[tuple[str, dict[str, Any]]]) -> tuple[str, str] | tuple[list[dict[str, Any]], list[str]]:
-        """``(output rows, the scorer's notes)`` of one chunk, or a user's error as ``(type name, message)``."""
+    def label(self, records: list[tuple[str, dict[str, Any]]]) -> Failure | tuple[list[dict[str, Any]], list[str]]:
+        """``(output rows, the scorer's notes)`` of one chunk, or a user's error (:data:`Failure`)."""
         try:
             notes: list[str] = []
             return self.labeller.rows(self.classifier, records, notes), notes
         except ZstcError as error:
-            return type(error).__name__, str(error)
+            return _failure(error)
 
 
 def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLabeller, *, model: str, family: str | None,
@@ -270,15 +273,23 @@ def _label_files(ray: Any, pool: Sequence[Any], files: list[Path], labeller: Chu
         yield from settle_oldest()
 
 
-def _rebuilt(type_name: str, message: str) -> ZstcError:
+def _failure(error: ZstcError) -> Failure:
+    return type(error).__name__, str(error), tuple(error.parameters)
+
+
+def _rebuilt(type_name: str, message: str, parameters: tuple[str, ...] = ()) -> ZstcError:
     """The :mod:`zstc.errors` class named ``type_name`` (so the exit status is the same as in ``zstc classify``),
-    or the nearest base that takes a message alone (DescriptionTooLongError takes more: ModelError says the same)."""
+    or the nearest base that takes a message alone (DescriptionTooLongError takes more: ModelError says the same),
+    with the ``parameters`` its message names (so the CLI writes them as flags, as ``zstc classify`` does)."""
     kind = getattr(errors, type_name, ZstcError)
     classes = kind.__mro__ if isinstance(kind, type) and issubclass(kind, ZstcError) else (ZstcError,)
+    rebuilt = ZstcError(message)
     for error_class in classes:
         if issubclass(error_class, ZstcError):
             try:
-                return error_class(message)
+                rebuilt = error_class(message)
+                break
             except TypeError:
                 continue
-    return ZstcError(message)
+    rebuilt.parameters = tuple(parameters)
+    return rebuilt
