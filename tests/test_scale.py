@@ -532,6 +532,34 @@ def test_classify_with_ray_refuses_what_it_would_ignore_before_ray_starts(tmp_pa
         assert not (tmp_path / "out").exists() and not (tmp_path / "out.jsonl").exists()
 
 
+def test_classify_with_ray_refuses_an_out_that_would_overwrite_an_input_and_a_folder_named_like_one(tmp_path, zstc_cli, monkeypatch):
+    """--out the inputs' own folder wrote a Parquet input's output over it (the input was gone, exit 0); a Parquet
+    dataset folder ``events.parquet/`` or a broken ``x.csv`` link inside an input folder was a traceback."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from zstc.scale import ray_classify
+
+    monkeypatch.setattr(ray_classify, "require_ray", lambda: pytest.fail("Ray started"))
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    pq.write_table(pa.table({"text": ["The striker scored."]}), inputs / "c.parquet")
+    before = (inputs / "c.parquet").read_bytes()
+    labels = ["--labels", "sports,economy", "--engine", "ray"]
+    status, _, err = zstc_cli("classify", str(inputs), *labels, "--out", str(inputs))
+    assert status == 2 and err.startswith(f"error: --out {inputs}: would overwrite the input {inputs / 'c.parquet'}"), err
+    assert (inputs / "c.parquet").read_bytes() == before
+    (inputs / "events.parquet").mkdir()
+    status, _, err = zstc_cli("classify", str(inputs), *labels, "--out", str(tmp_path / "out"))
+    assert status == 2 and err.startswith(f"error: {inputs / 'events.parquet'}: a folder, named like an input file"), err
+    (inputs / "events.parquet").rmdir()
+    (inputs / "gone.csv").symlink_to(tmp_path / "nowhere.csv")
+    status, _, err = zstc_cli("classify", str(inputs), *labels, "--out", str(tmp_path / "out"))
+    assert status == 2 and err.startswith(f"error: {inputs / 'gone.csv'}: not a readable file (a broken link?)"), err
+    assert not (tmp_path / "out").exists()
+
+
 def test_ray_sweep_names_the_unit_whose_worker_died(monkeypatch):
     """A worker that died after its restarts was Ray's ActorDiedError traceback; the units finished before it are kept."""
     pytest.importorskip("ray")

@@ -32,8 +32,8 @@ from typing import Any
 from zstc import errors
 from zstc.benchmark.provenance import sha256_file
 from zstc.benchmark.store import write_json
-from zstc.errors import DataError, OptionError, ZstcError
-from zstc.io import read_records
+from zstc.errors import DataError, OptionError, OutputError, ZstcError
+from zstc.io import read_records, same_file
 from zstc.output import ChunkLabeller, ResumableWriter
 from zstc.scale import connect_ray, require_ray
 from zstc.validation import check_options
@@ -55,7 +55,12 @@ def input_files(sources: str | list[str]) -> list[Path]:
     for source in [sources] if isinstance(sources, str) else sources:
         path = Path(source)
         if path.is_dir():
-            found += sorted(p for p in path.iterdir() if p.suffix.lower() in READERS)
+            for entry in sorted(p for p in path.iterdir() if p.suffix.lower() in READERS):
+                if not entry.is_file():  # a Spark/pyarrow dataset folder "x.parquet/", a broken link: said, not a traceback
+                    what = "a folder" if entry.is_dir() else "not a readable file (a broken link?)"
+                    raise DataError(f"{entry}: {what}, named like an input file; --engine ray reads files: name its "
+                                    f"files, or move it out of {path}")
+                found.append(entry)
         elif path.is_file():
             if path.suffix.lower() not in READERS:
                 raise DataError(f"{path}: --engine ray reads .jsonl, .csv and .parquet files, not {path.suffix!r}")
@@ -122,6 +127,10 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise DataError(f"--out {out_dir}: --engine ray writes a folder of Parquet files, and this is a file")
+    for path in files:  # --out the inputs' own folder: a Parquet input's output is its own name there
+        if same_file(out_dir / _output_name(path), path):
+            raise OutputError(f"--out {out_dir}: would overwrite the input {path} with its output {_output_name(path)}; "
+                              "choose another folder")
     manifest_path = out_dir / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
