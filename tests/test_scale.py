@@ -560,6 +560,24 @@ def test_classify_with_ray_refuses_an_out_that_would_overwrite_an_input_and_a_fo
     assert not (tmp_path / "out").exists()
 
 
+def test_an_address_where_no_cluster_listens_is_one_line_in_seconds(tmp_path, zstc_cli):
+    """--address host:port with nothing listening: Ray retried for minutes without a word (killed at 120 s)."""
+    pytest.importorskip("ray")
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    source = tmp_path / "b.jsonl"
+    source.write_text(json.dumps({"text": "The striker scored."}) + "\n")
+    started = time.monotonic()
+    status, _, err = zstc_cli("classify", str(source), "--labels", "sports,economy", "--engine", "ray", "--out", str(tmp_path / "out"),
+                              "--address", f"127.0.0.1:{port}")
+    assert status == 2 and err.startswith(f"error: --address 127.0.0.1:{port}: nothing accepts a connection there"), err
+    assert time.monotonic() - started < 30 and not (tmp_path / "out").exists()
+
+
 def test_ray_sweep_names_the_unit_whose_worker_died(monkeypatch):
     """A worker that died after its restarts was Ray's ActorDiedError traceback; the units finished before it are kept."""
     pytest.importorskip("ray")

@@ -6,9 +6,14 @@ by the Ray engine (:func:`require_ray`).
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from zstc.errors import ZstcError
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long a cluster's address gets to accept a connection before ``--address`` is said to be wrong: Ray itself
+retries for minutes, silently, on an address where nothing listens."""
 
 
 def require_ray() -> Any:
@@ -27,7 +32,26 @@ def connect_ray(address: str | None, **init_options: Any) -> bool:
     if ray.is_initialized():
         return False
     if address:
-        ray.init(address=address, log_to_driver=False)
+        check_reachable(address)
+        try:
+            ray.init(address=address, log_to_driver=False)
+        except ConnectionError as error:  # "auto" with no cluster running, a cluster that went away
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ZstcError(f"--address {address}: no Ray cluster answers there ({reason})") from None
     else:
         ray.init(include_dashboard=False, log_to_driver=False, **init_options)
     return True
+
+
+def check_reachable(address: str) -> None:
+    """Refuse, in a few seconds, a ``host:port`` cluster address (``ray://`` too) that accepts no connection;
+    ``auto`` and other forms are left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as error:
+        raise ZstcError(f"--address {address}: nothing accepts a connection there ({error.strerror or type(error).__name__}); "
+                        "is the Ray cluster running, and is this its head node?") from None
