@@ -711,10 +711,19 @@ def test_report_replaces_an_earlier_report(tmp_path: Path, zstc_cli) -> None:
     result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
     status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
     assert status == 0, err
+    # A figure the earlier report wrote (its marker lists it) that this one does not: gone with the old report.
     (tmp_path / "report" / "figures" / "old.png").write_bytes(b"an old report's")
+    with (tmp_path / "report" / REPORT_MARKER).open("a") as marker:
+        marker.write("figures/old.png\n")
     status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
     assert status == 0, err
     assert not (tmp_path / "report" / "figures" / "old.png").exists()
+    # A file the user put in its figures/ since: refused, not deleted (a report replaces figures/ whole).
+    (tmp_path / "report" / "figures" / "paper_fig1.png").write_bytes(b"mine")
+    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    assert status == 2 and "figures/paper_fig1.png is not from the earlier report there" in err, err
+    assert (tmp_path / "report" / "figures" / "paper_fig1.png").read_bytes() == b"mine"
+    (tmp_path / "report" / "figures" / "paper_fig1.png").unlink()
     (tmp_path / "report" / REPORT_MARKER).unlink()  # as a report made before the marker was written
     status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
     assert status == 0, err

@@ -102,7 +102,17 @@ def _check_not_the_users_folders(directory: Path) -> None:
     overwrites those files and replaces those folders whole, which deleted a user's own (``--out .`` in a project
     with a figures/ folder, even when the project had an index.html and a report.md of its own too)."""
     if _holds_a_report(directory):
-        return  # an earlier report: its files, tables and figures are replaced by the new ones
+        # An earlier report: its files, tables and figures are replaced by the new ones, but not a file the user put
+        # in its tables/ or figures/ since (the marker lists the report's own; a report made before it, none).
+        written = _marker_files(directory)
+        if written is not None:
+            for name in REPORT_FOLDERS:
+                added = [p.relative_to(directory).as_posix() for p in sorted((directory / name).rglob("*")) if not p.is_dir()]
+                added = [path for path in added if path not in written]
+                if added:
+                    raise OutputError(f"--out {directory}: {added[0]} is not from the earlier report there, and a report replaces "
+                                      f"{name}/ whole; move it out or choose another folder")
+        return
     for name in REPORT_FOLDERS:
         folder = directory / name
         if folder.exists() and not (folder.is_dir() and not any(folder.iterdir())):
@@ -112,6 +122,16 @@ def _check_not_the_users_folders(directory: Path) -> None:
         if (directory / name).exists() or (directory / name).is_symlink():
             raise OutputError(f"--out {directory}: its {name} is not from a zstc report and a report would overwrite it; "
                               "choose another folder")
+
+
+def _marker_files(directory: Path) -> set[str] | None:
+    """The files of tables/ and figures/ that the report whose :data:`REPORT_MARKER` is in ``directory`` wrote
+    (``tables/x.csv``), or None where no marker lists them."""
+    try:
+        lines = (directory / REPORT_MARKER).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return {line.strip() for line in lines if line.startswith(tuple(f"{name}/" for name in REPORT_FOLDERS))} or None
 
 
 def _holds_a_report(directory: Path) -> bool:
@@ -408,8 +428,12 @@ def _write(report: Report, sections: list[Section], runs: list[Run], datasets: l
         markdown += [table.to_markdown() for table in section.tables]
         markdown += [f"![{markdown_text(f.title)}](figures/{f.png.name})\n" for f in section.figures]
     _write_text(report.directory / "report.md", "\n".join(markdown))
+    written = sorted(p.relative_to(report.directory).as_posix() for name in REPORT_FOLDERS
+                     for p in (report.directory / name).rglob("*") if p.is_file())
     _write_text(report.directory / REPORT_MARKER, f"This folder is a report made by zstc {__version__}: a later `zstc report "
-                                                  "--out` here replaces its index.html, report.md, tables/ and figures/.\n")
+                                                  "--out` here replaces its index.html, report.md, tables/ and figures/, "
+                                                  "unless they hold files other than these, which it wrote:\n"
+                                                  + "".join(f"{name}\n" for name in written))
     _write_text(report.index, render_page(title, subtitle, sections))  # last: its presence marks a complete report
 
 
