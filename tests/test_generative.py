@@ -644,3 +644,37 @@ def test_nli_probe_query_is_refused_where_it_means_nothing(tmp_path: Path, zstc_
                                    ("yesno", ["--query", "document"], "error: --query must be one of hypothesis, premise, got 'document'")):
         code, _, err = zstc_cli("nli-probe", "-m", "some/model", "-f", family, "--data", str(tmp_path), *flags)
         assert code == 2 and err.startswith(message) and len(err.splitlines()) == 1, err
+
+
+def test_llm_multi_label_takes_a_threshold_per_label_and_shows_its_distribution_as_probabilities(smollm2_folder: Path) -> None:
+    """An LLM has no default multi-label cut, and a threshold for every label was refused all the same ("give
+    threshold"); --scores probs asked for a Platt file although the scores are a distribution over the labels."""
+    from zstc.api import Classifier
+    from zstc.errors import ZstcError
+
+    classifier = Classifier(SMOLLM2, family="llm", precision="fp32")
+    texts, labels = ["Shares fell sharply today."], ["business", "sports"]
+    [given] = classifier.predict_multi_label(texts, labels, per_label={"business": 0.3, "sports": 0.3})
+    [plain] = classifier.predict_multi_label(texts, labels, threshold=0.3)
+    assert given.labels == plain.labels and given.scores == plain.scores
+    [shown] = classifier.predict_multi_label(texts, labels, threshold=0.3, scores="probs")
+    assert shown.scores == plain.raw_scores and sum(shown.scores.values()) == pytest.approx(1.0, abs=1e-4)
+    with pytest.raises(ZstcError, match="have no default multi-label cut; give threshold, a per-label one for every label"):
+        classifier.predict_multi_label(texts, labels, per_label={"business": 0.3})
+
+
+def test_llm_refuses_a_single_label_that_would_always_score_1(llm: LLMScorer) -> None:
+    """Multi-label with one label (the HF shape with one candidate, /rerank of one document) answered 1.0 for any text:
+    the scores are a softmax over the labels listed."""
+    from zstc.errors import LabelError
+
+    with pytest.raises(LabelError, match=r"one label \('business'\) would always score 1; give two or more"):
+        llm.score(["Shares fell sharply today."], ["business"])
+
+
+def test_an_empty_yesno_instruction_is_refused(smollm2_folder: Path) -> None:
+    """instruction="" ran BTZSC's classification instruction (nli-probe --instruction "" too), as if it were left out."""
+    from zstc.errors import OptionError
+
+    with pytest.raises(OptionError, match="instruction is empty"):
+        make_scorer(SMOLLM2, "yesno", device="cpu", precision="fp32", instruction="  ")

@@ -1322,3 +1322,21 @@ def test_engine_bounds_the_kernel_caches_that_bf16_fills(nli_folder: Path) -> No
         patch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "")  # recorded, so that it is restored afterwards
         patch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")
         assert bound_kernel_caches() == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "16", "LRU_CACHE_CAPACITY": "512"}
+
+
+def test_an_llm_service_takes_per_label_thresholds_and_refuses_a_lone_label(smollm2_folder: Path) -> None:
+    """An LLM has no default multi-label cut: label_thresholds for every label were refused ("give threshold"); one
+    label (multi-label, the HF shape's one candidate, /rerank of one document) was answered 1.0 for any text."""
+    classifier = Classifier("HuggingFaceTB/SmolLM2-135M-Instruct", family="llm", precision="fp32")
+    with TestClient(create_app(classifier, ServeSettings())) as llm_client:
+        wait_ready(llm_client)
+        body = {"texts": ["Shares fell sharply today."], "labels": ["business", "sports"], "multi_label": True}
+        answer = llm_client.post("/classify", json={**body, "label_thresholds": {"business": 0.3, "sports": 0.3}})
+        assert answer.status_code == 200, answer.text
+        expected = classifier.predict_multi_label(body["texts"], body["labels"], threshold=0.3)[0]
+        assert answer.json()["results"][0]["labels"] == expected.labels
+        lone = [llm_client.post("/classify", json={**body, "labels": ["sports"], "threshold": 0.9}),
+                llm_client.post("/", json={"inputs": "Shares fell.", "parameters": {"candidate_labels": "business"}}),
+                llm_client.post("/rerank", json={"query": "Shares fell.", "documents": ["business news"]})]
+        for response in lone:
+            assert response.status_code == 422 and "would always score 1; give two or more" in response.json()["error"], response.text

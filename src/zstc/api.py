@@ -14,6 +14,7 @@ writes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -347,6 +348,16 @@ class Classifier:
             return 0.5
         return default_threshold(score_type_of(self.scorer), self.family)
 
+    def cut_for_the_rest(self, threshold: float | None, labels: Iterable[str], per_label: Mapping[str, float]) -> float:
+        """The multi-label cut of the ``labels`` without their own in ``per_label``: ``threshold``, else
+        :meth:`default_threshold`. None is needed (NaN, never read) when every label has its own, so a family without
+        a default cut (llm) takes per-label thresholds alone."""
+        if threshold is not None:
+            return threshold
+        if all(name in per_label for name in labels):
+            return math.nan
+        return self.default_threshold()
+
     def default_margin(self) -> float | None:
         """The multi-label margin without options (:func:`zstc.multilabel.default_margin`): for the embedding
         family, labels at least half as probable as the best one at :meth:`temperature`; None otherwise."""
@@ -384,13 +395,13 @@ class Classifier:
         platt = self.platt()
         kind = scores or ("probs" if platt is not None else "raw")
         check_score_kind(kind)
-        if kind == "probs" and platt is None and score_type_of(self.scorer) != "prob":
+        if kind == "probs" and platt is None and self.probability_scale() is None:  # llm's distribution is shown as is
             raise LabelError(f"multi-label probabilities from {self.family} scores need a Platt calibration file: "
                              "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
         # The default rule (no threshold of the user's) keeps labels near the best one; a given threshold is a plain cut.
         margin = self.default_margin() if threshold is None and not per_label else None
         check_margin_rule(labels, margin)
-        cut = self.default_threshold() if threshold is None else threshold
+        cut = self.cut_for_the_rest(threshold, labels, per_label)
         # Where the decision is a plain cut, bf16 rechecks the pairs near it (in raw scores: through Platt's inverse).
         cuts = None if margin is not None else label_thresholds(len(labels), cut, labels, per_label)
         if cuts is not None and platt is not None:

@@ -75,7 +75,8 @@ def default_threshold(score_type: str | None, family: str | None = None) -> floa
         # No score type: an LLM's scores, a distribution over the labels (see DEFAULT_THRESHOLDS).
         what = f"scores of type {score_type!r}" if score_type is not None else f"{family or 'these'} models' scores (a distribution over the labels)"
         raise UnknownNameError(
-            f"{what} have no default multi-label cut; give threshold (or fit one on labelled texts); "
+            f"{what} have no default multi-label cut; give threshold, a per-label one for every label, or fit one on "
+            "labelled texts; "
             f"defaults exist for score types {', '.join(DEFAULT_THRESHOLDS)}", parameters=("threshold",)
         )
     return DEFAULT_THRESHOLDS[score_type]

@@ -50,8 +50,10 @@ Instruction = Annotated[
 ]
 RecheckMargin = Annotated[
     Optional[float],
-    typer.Option(help="bf16 cross-encoders (nli, reranker): labels within this margin of a text's best score are rescored "
-                 "in fp32, so decisions are fp32's. Default 0.1 (widens by itself when bf16 errs more); 0: off."),
+    typer.Option(help="bf16 runs of nli, reranker, yesno and llm models: scores within this margin of a text's best score "
+                 "(multi-label: of their label's threshold) are rescored in fp32, so decisions are fp32's. Default 0.1 "
+                 "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
+                 "Unused in fp32."),
 ]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).

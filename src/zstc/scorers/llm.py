@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from zstc.errors import ModelError
+from zstc.errors import LabelError, ModelError, quoted
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, ScoreResult
 from zstc.scorers.recheck import label_cuts
@@ -169,8 +169,11 @@ class LLMScorer(CausalLMScorer[Symbols]):
         rescores the texts with an option near its label's cut, rather than those with a near tie for their best.
         """
         cuts = label_cuts(thresholds, len(labels))
-        loaded = self.loaded
         options, columns = self.listed(labels)
+        if len(options) < 2:  # a multi-label call, one candidate label (the HF shape), /rerank of one document
+            raise LabelError(f"an LLM picks one of the labels listed, and its scores are a distribution over them: one label "
+                             f"({quoted(options[0]) if options else 'none'}) would always score 1; give two or more")
+        loaded = self.loaded
         symbols = self.symbols_for(len(options))
         symbol_ids = [token for _, token in symbols]
         listing = llm_options([symbol for symbol, _ in symbols], options)

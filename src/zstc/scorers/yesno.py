@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from zstc.errors import ModelError
+from zstc.errors import ModelError, OptionError
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import LoadedModel, ScoreResult, check_pair_arguments
 from zstc.scorers.recheck import label_cuts, logit_cuts
@@ -57,7 +57,11 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         """``batch_size`` counts (text, label) pairs per forward pass; ``prefix_cache=False`` runs every
         pair's full prompt (the reference computation, and the baseline of ``benchmarks/prefix_cache.py``)."""
         super().__init__(spec, **options)
-        self.instruction: str = self.options["instruction"] or YESNO_INSTRUCTION
+        given = self.options["instruction"]
+        if given is not None and not given.strip():  # "" read as "the default" ran another prompt than the one asked for
+            raise OptionError("instruction is empty: leave it out for the default (BTZSC's; nli-probe's: the paper's NLI "
+                              "probe instruction)", "instruction")
+        self.instruction: str = given or YESNO_INSTRUCTION
         self.prefix_cache: bool = self.options["prefix_cache"]
         self.query: str = self.options["query"]
         """Which side fills the prompt's <Query>: ``text`` (BTZSC's) or ``label`` (see :meth:`prompt`)."""

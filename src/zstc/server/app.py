@@ -530,15 +530,16 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if (body.threshold is not None or body.label_thresholds) and not body.multi_label:
             raise LabelError("threshold and label_thresholds apply to multi_label classification")
         if body.multi_label:
-            # The library's default: the family's raw-score cut, or 0.5 on a Platt calibration's probabilities.
-            threshold = probability_model.default_threshold() if body.threshold is None else body.threshold
+            # With one label set per text, a threshold names a label of any set and applies where that label is.
+            every_name = list(dict.fromkeys(name for names in names_per_set for name in names))
+            given = check_label_thresholds(body.label_thresholds or {}, every_name, "label_thresholds")
+            # The library's default: the family's raw-score cut, or 0.5 on a Platt calibration's probabilities (none
+            # needed where every label has its own).
+            threshold = probability_model.cut_for_the_rest(body.threshold, every_name, given)
             if body.threshold is None and not body.label_thresholds:  # the default rule, as Classifier.predict_multi_label's
                 margin = probability_model.default_margin()
                 for names in names_per_set[:1] if not per_text else names_per_set:  # one label under it passes every text
                     check_margin_rule(names, margin)
-            # With one label set per text, a threshold names a label of any set and applies where that label is.
-            given = check_label_thresholds(body.label_thresholds or {}, list(dict.fromkeys(name for names in names_per_set for name in names)),
-                                           "label_thresholds")
             probability_model.check_thresholds(body.threshold, given, per_label_parameter="label_thresholds")  # [0, 1] on probabilities
             per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
 
