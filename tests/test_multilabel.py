@@ -69,7 +69,7 @@ def test_defaults_per_score_type() -> None:
     assert default_threshold("cosine") == DEFAULT_THRESHOLDS["cosine"]
     # Named as the parameter (the CLI prints it as --threshold), and an LLM's scores as what they are, not "type None".
     with pytest.raises(UnknownNameError, match=r"^llm models' scores \(a distribution over the labels\) have no default "
-                                               r"multi-label cut; give threshold ") as missing:
+                                               r"multi-label cut; give threshold, a per-label one for every label") as missing:
         default_threshold(None, "llm")
     assert missing.value.parameters == ("threshold",)
 
