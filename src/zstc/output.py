@@ -222,7 +222,8 @@ class ResumableWriter:
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.marker = self.path.with_name(self.path.name + ".partial.json")
         # "ends": (rows, bytes) after each chunk, and "inputs" each chunk's input_digest: what keep() cuts back to.
-        self.state: dict[str, Any] = self._fresh_state()
+        self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
+                                      "ends": [], "inputs": []}
         self._schema: Any = None
         """Parquet: the columns' types over the chunks written (None: not known yet, read from them when needed)."""
         previous = self._read_marker()
@@ -248,19 +249,12 @@ class ResumableWriter:
             self._remove_partial()
             write_json(self.marker, self.state)
 
-    def _fresh_state(self) -> dict[str, Any]:
-        return {"identity": self.identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None, "ends": [], "inputs": []}
-
     def _finished_in_place(self, state: dict[str, Any]) -> bool:
-        """Whether ``path`` is the very file :meth:`finish` moved into place, unchanged: the marker names its device,
-        inode, size and modification time, which a rename keeps; an older file of that name has another inode, and
-        one written over in place (``cp`` keeps the inode) another modification time."""
-        finished = state.get("finished")
+        """Whether ``path`` is the very file :meth:`finish` moved into place, unchanged (:func:`_file_identity`)."""
         try:
-            found = self.path.stat()
+            return state.get("finished") == _file_identity(self.path)
         except OSError:
             return False
-        return isinstance(finished, list) and finished == [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns]
 
     @property
     def resumed_rows(self) -> int:
@@ -434,8 +428,7 @@ class ResumableWriter:
             if not self.partial.exists():  # no rows at all
                 self.partial.write_bytes(b"")
             complete = self.partial
-        found = complete.stat()
-        self.state["finished"] = [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns]
+        self.state["finished"] = _file_identity(complete)
         write_json(self.marker, self.state)
         os.replace(complete, self.path)
         self.marker.unlink(missing_ok=True)
@@ -456,6 +449,14 @@ class ResumableWriter:
                 columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
                 writer.write_table(pa.Table.from_arrays(columns, schema=schema))
         return temporary
+
+
+def _file_identity(path: Path) -> list[int]:
+    """What tells a finished output from any other file at its path: device, inode, size and modification time,
+    which a rename keeps; an older file of that name has another inode, and one written over in place (``cp`` keeps
+    the inode) another modification time. A list, as the marker's JSON reads it back."""
+    found = path.stat()
+    return [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns]
 
 
 def _unify(schemas: Sequence[Any]) -> Any:

@@ -38,7 +38,8 @@ from zstc.output import ChunkLabeller, ResumableWriter
 from zstc.scale import connect_ray, require_ray
 from zstc.validation import check_options
 
-READERS = {".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet"}
+INPUT_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
+"""The files ``--engine ray`` reads (with zstc's own reader, as ``zstc classify`` reads them)."""
 MANIFEST = "_zstc_classify.json"
 Failure = tuple[str, str, tuple[str, ...]]
 """A user's error as an actor returns it: type name, message, the parameters it names (:func:`_rebuilt`). Returned,
@@ -55,14 +56,14 @@ def input_files(sources: str | list[str]) -> list[Path]:
     for source in [sources] if isinstance(sources, str) else sources:
         path = Path(source)
         if path.is_dir():
-            for entry in sorted(p for p in path.iterdir() if p.suffix.lower() in READERS):
+            for entry in sorted(p for p in path.iterdir() if p.suffix.lower() in INPUT_SUFFIXES):
                 if not entry.is_file():  # a Spark/pyarrow dataset folder "x.parquet/", a broken link: said, not a traceback
                     what = "a folder" if entry.is_dir() else "not a readable file (a broken link?)"
                     raise DataError(f"{entry}: {what}, named like an input file; --engine ray reads files: name its "
                                     f"files, or move it out of {path}")
                 found.append(entry)
         elif path.is_file():
-            if path.suffix.lower() not in READERS:
+            if path.suffix.lower() not in INPUT_SUFFIXES:
                 raise DataError(f"{path}: --engine ray reads .jsonl, .csv and .parquet files, not {path.suffix!r}")
             found.append(path)
         else:
@@ -121,8 +122,7 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     scorer's (texts truncated), merged over the chunks as ``zstc classify`` merges them."""
     from zstc.benchmark.runner import merge_batch_notes
 
-    check_options({"actors": actors, "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor})  # before Ray starts
-    check_options({"chunk_size": chunk_size})
+    check_options({"actors": actors, "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor, "chunk_size": chunk_size})  # before Ray starts
     files = input_files(sources)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():

@@ -9,7 +9,6 @@ Label embeddings are computed once per label set and reused for every batch of t
 from __future__ import annotations
 
 import copy
-
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, cast
 

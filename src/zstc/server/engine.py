@@ -243,7 +243,7 @@ class Backend:
         """Tokens the model reads for these jobs (for the batch-tokens metric), or None when unknown."""
         return None
 
-    def _loaded_tokenizer(self) -> Any:
+    def _loaded_model(self) -> Any:
         """The scorer's loaded model (its ``tokenizer`` and ``tokenizer_lock``), or None for a scorer without one."""
         try:
             loaded = self.scorer.loaded
@@ -284,7 +284,7 @@ class PairBackend(Backend):
         return _split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))])
 
     def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
-        loaded = self._loaded_tokenizer()
+        loaded = self._loaded_model()
         if loaded is None:
             return None
         texts, label_sets = self._formatted(jobs)
@@ -351,7 +351,7 @@ class EmbeddingBackend(MatrixBackend):
         return [result.scores for result in results]
 
     def count_tokens(self, jobs: Sequence[ScoreJob]) -> int | None:
-        loaded = self._loaded_tokenizer()
+        loaded = self._loaded_model()
         if loaded is None:
             return None
         texts, _ = self._formatted(jobs)
