@@ -284,6 +284,31 @@ def test_a_new_familys_defaults_are_read_from_its_record() -> None:
     assert "toy" not in PAIR_FAMILIES and "toy" not in DISTRIBUTION_FAMILIES and score_scale("toy", "prob") == "prob"
 
 
+def test_a_family_whose_prompt_lists_its_labels_is_told_so_under_a_shortlist() -> None:
+    """The cascade's note that a shortlist changes the prompt comes from the record's ``labels_in_one_prompt``
+    (it was a test of the name "llm"): a new family with the fact gets it, the toy family without it does not."""
+    from toy_family import WordShareScorer
+
+    from zstc.scorers.cascade import SHARED_PROMPT_FAMILIES, CascadeScorer
+
+    class OnePromptScorer(WordShareScorer):
+        family = "toy-prompt"
+
+    register_family(Family("toy-prompt", OnePromptScorer, "prob", "llm", "#17becf", TOY.options,
+                           "Toy family that says its labels share one prompt.", labels_in_one_prompt=True))
+    try:
+        assert SHARED_PROMPT_FAMILIES == {"llm", "toy-prompt"}
+        shortlister = make_scorer("toy/word-share", "toy")
+        for family, told in (("toy-prompt", True), ("toy", False)):
+            cascade = CascadeScorer(make_scorer("toy/word-share", family), shortlister, 1)
+            notes = cascade.score_with_notes(TEXTS, LABELS).notes
+            assert any("list only each text's 1 shortlisted options" in note for note in notes) is told, notes
+            assert ("prompt" in cascade.describe()["shortlist"]) is told
+    finally:
+        unregister_family("toy-prompt")
+    assert SHARED_PROMPT_FAMILIES == {"llm"}
+
+
 # -- every registry entry (no hub access) -------------------------------------------------------------------
 
 

@@ -301,6 +301,17 @@ def test_embedding_pairs_are_the_grids_diagonal_with_the_models_prefixes():
         plain.score_pairs(premises[:2], hypotheses)
 
 
+def test_quiet_nli_probe_prints_no_progress(tmp_path, zstc_cli):
+    """nli-probe printed each set's start and AUROC lines under --quiet; bench never did."""
+    data = tmp_path / "nli"
+    data.mkdir()
+    _anli_sample(data, 30)
+    out = tmp_path / "p.json"
+    errs = [zstc_cli(*root, "nli-probe", "-m", "all-MiniLM-L6-v2", "--data", str(data), "-o", str(out))[2] for root in (["--quiet"], [])]
+    assert "anli_r1: 30 pairs from" in errs[1] and "  AUROC " in errs[1]
+    assert errs[0].split() == ["wrote", str(out)]  # the file written is a result, as bench's is
+
+
 def test_nli_probe_cli_takes_an_embedding_model_and_its_pooling(tmp_path, zstc_cli):
     """`zstc nli-probe -m all-MiniLM-L6-v2` answered "error: the NLI probe scores premise-hypothesis pairs with a
     cross-encoder"; it now prints the AUROC beside the paper's row, says which pooling made it, and takes --pooling."""

@@ -37,6 +37,17 @@ def bench_summary(datasets: list[str] | None = None, **evaluation: Any) -> dict[
     }
 
 
+def with_value(content: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A deep copy of ``content`` with the field at the path ``where`` set to ``value``."""
+    changed = copy.deepcopy(content)
+    *parents, key = where
+    inner = changed
+    for part in parents:
+        inner = inner[part]
+    inner[key] = value
+    return changed
+
+
 @pytest.fixture
 def entry() -> dict[str, Any]:
     return export_leaderboard(bench_summary())
@@ -187,15 +198,32 @@ def test_validate_refuses_counts_that_are_not_counts(entry: dict[str, Any], tmp_
     board.write_text(json.dumps(entry))
     status, out, _ = zstc_cli("validate", str(board))
     assert status == 0, out  # the file as exported is valid, n_texts and batch size included
-    broken = copy.deepcopy(entry)
-    *parents, key = where
-    inner = broken
-    for part in parents:
-        inner = inner[part]
-    inner[key] = value
-    board.write_text(json.dumps(broken))
+    board.write_text(json.dumps(with_value(entry, where, value)))
     status, out, _ = zstc_cli("validate", str(board))
     assert status == 1 and out.splitlines() == [f"{board}: 1 problem(s)", f"  - {problem}"]
+
+
+@pytest.mark.parametrize(("where", "value", "valid"), [
+    (("results", "by_dataset", "imdb", "n_texts"), 100, True),
+    (("results", "by_dataset", "imdb", "n_texts"), 100.0, True),  # an integer to JSON Schema 2020-12: no fractional part
+    (("results", "by_dataset", "imdb", "n_texts"), 100.5, False),
+    (("results", "by_dataset", "imdb", "n_texts"), "100", False),
+    (("evaluation", "batch_size"), 64.0, True),
+    (("evaluation", "batch_size"), 64.5, False),
+])
+def test_validate_and_the_published_schema_agree_on_counts(entry: dict[str, Any], tmp_path: Path, zstc_cli,
+                                                            where: tuple[str, ...], value: Any, valid: bool) -> None:
+    """validate refused an n_texts of 100.0, which the published schema's "integer" accepts: one answer from both."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from shared_data import REPO
+
+    schema = json.loads((REPO / "docs" / "schemas" / "leaderboard.schema.json").read_text(encoding="utf-8"))
+    changed = with_value(entry, where, value)
+    board = tmp_path / "board.json"
+    board.write_text(json.dumps(changed))
+    status, out, _ = zstc_cli("validate", str(board))
+    assert jsonschema.Draft202012Validator(schema).is_valid(changed) is valid
+    assert (status == 0) is valid, out
 
 
 def test_export_errors_name_the_input_file(tmp_path: Path, zstc_cli) -> None:

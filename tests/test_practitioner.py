@@ -392,6 +392,56 @@ def test_classify_is_quiet_when_not_a_terminal(tmp_path) -> None:
     assert json.loads(result.stdout)["label"] == "positive"
 
 
+def _quiet_and_normal(zstc_cli, *args: str) -> tuple[str, str]:
+    """stderr of a command run with and without --quiet (each must succeed)."""
+    errs = []
+    for root in (["--quiet"], []):
+        code, _, err = zstc_cli(*root, *args)
+        assert code == 0, err
+        errs.append(err)
+    return errs[0], errs[1]
+
+
+def test_quiet_silences_the_notes_of_template_robustness(zstc_cli, tmp_path, btzsc_dir) -> None:
+    """template-robustness (calibrate and unseen share its note printer) printed its notes under --quiet."""
+    out = tmp_path / "robust.json"
+    quiet, normal = _quiet_and_normal(zstc_cli, "template-robustness", "-m", MINILM, "--data", str(btzsc_dir), "--task", "banking77",
+                                      "--max-samples", "20", "--template", "{}", "--hypotheses", "both", "--out", str(out))
+    assert "note: no WordNet definition for 1 label(s)" in normal  # there is a note to silence
+    assert quiet.split() == ["wrote", str(out)]  # the file written is a result: kept, as bench keeps it
+
+
+def test_quiet_silences_the_progress_of_unseen(zstc_cli, tmp_path, btzsc_dir) -> None:
+    from shared_data import shared_path
+
+    quiet, normal = _quiet_and_normal(zstc_cli, "unseen", "-m", MINILM, "--data", str(btzsc_dir), "--train-data", str(shared_path("btzsc-train")),
+                                      "--task", "banking77", "--no-finetune", "--hypotheses", "name", "--max-samples", "20",
+                                      "--max-train-samples", "40")
+    assert "note: 7 of the 2880 test texts are also in --train-data" in normal and "label-fully-unseen: scoring 20 texts" in normal
+    assert quiet == ""
+
+
+def test_quiet_silences_the_progress_of_sweep(zstc_cli, tmp_path, btzsc_dir) -> None:
+    out = tmp_path / "sweep"
+    quiet, normal = _quiet_and_normal(zstc_cli, "sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+                                      "--max-samples", "12", "--out", str(out), "--fresh")
+    assert "1 units: 0 finished already, 1 to compute (local)" in normal and "  financialphrasebank: macro-F1" in normal
+    lines = " ".join(quiet.split())  # rich wraps a long path onto a line of its own
+    assert re.fullmatch(rf"{re.escape(MINILM)}: macro-F1 \d\.\d{{4}} over 1 datasets wrote 1 summaries to {re.escape(str(out))}/", lines), quiet
+
+
+@pytest.mark.parametrize("args, summary, row", [
+    (["tasks", "--data", "BTZSC"], "6 found in", "banking77"),
+    (["models"], "Any other hub model", MINILM),
+])
+def test_quiet_tasks_and_models_print_their_tables_only(zstc_cli, btzsc_dir, args, summary, row) -> None:
+    args = [str(btzsc_dir) if arg == "BTZSC" else arg for arg in args]
+    code, out, _ = zstc_cli(*args)
+    assert code == 0 and summary in out
+    code, out, _ = zstc_cli("--quiet", *args)
+    assert code == 0 and row in out and summary not in out
+
+
 # --- secondary commands ----------------------------------------------------------------------------------
 
 def test_unseen_without_finetuning_writes_nothing(tmp_path) -> None:

@@ -609,7 +609,7 @@ def test_train_nli_shows_its_progress_bar_only_on_a_terminal(zstc_cli, tmp_path:
     import zstc.training
 
     asked: list[bool] = []
-    monkeypatch.setattr(zstc.training, "train_nli", lambda config, *, progress, log: asked.append(progress))
+    monkeypatch.setattr(zstc.training, "train_nli", lambda config, *, progress, **logs: asked.append(progress))
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
     train = ["train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(tmp_path / "m")]

@@ -181,6 +181,32 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained: TrainResul
         train_nli(tiny_config(tiny_backbone, train_file, out), progress=False, log=lambda line: None)
 
 
+def test_quiet_train_nli_says_only_where_the_model_went(zstc_cli, tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
+    """--quiet printed train-nli's setup and per-evaluation lines; only the saved model's line is a result."""
+    errs = []
+    for root in (["--quiet"], []):
+        out = tmp_path / f"model{len(errs)}"
+        code, _, err = zstc_cli(*root, "train-nli", "--backbone", str(tiny_backbone), "--data", str(train_file), "--out", str(out),
+                                "--dev-size", "24", "--batch-size", "8", "--max-steps", "4", "--eval-fraction", "0.5")
+        assert code == 0, err
+        errs.append(err)
+    quiet, normal = errs
+    assert "training triplet NLI head on" in normal and re.search(r"^step 2/4 ", normal, re.M)
+    assert re.fullmatch(rf"saved {re.escape(str(tmp_path / 'model0'))} \(best dev loss \d+\.\d{{4}} at step \d; \d+\.\d minutes\)\n", quiet), quiet
+
+
+def test_unseen_finetuning_logs_where_it_is_told(tiny_backbone: Path, train_file: Path, tmp_path: Path, capsys) -> None:
+    """unseen's fine-tuning printed its training lines on stdout (train_nli's default), --quiet or not; the command
+    now gives them to its own printer, which --quiet silences."""
+    from zstc.yin.unseen import finetune_on_seen
+
+    lines: list[str] = []
+    out = tmp_path / "seen"
+    finetune_on_seen(train_file, str(tiny_backbone), out, progress=False, log=lines.append, max_steps=2, dev_size=24, batch_size=8)
+    assert is_zstc_nli_model(out) and lines[-1].startswith(f"saved {out} ")
+    assert capsys.readouterr().out == ""
+
+
 def test_binary_variant_has_one_entailment_logit(tiny_backbone: Path, train_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "binary"
     train_nli(tiny_config(tiny_backbone, train_file, out, variant="binary", max_steps=2), progress=False, log=lambda line: None)

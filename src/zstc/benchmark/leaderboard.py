@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 from pydantic_core import ErrorDetails
 
 from zstc import __version__
@@ -128,9 +128,18 @@ ModelType = Literal["embedding", "llm", "nli", "reranker"]
 """The public leaderboard schema's own ``model_type`` values, not a table of zstc's families (a file saying
 ``encoder`` is refused): each ``Family`` names one of them, read through :data:`PUBLIC_MODEL_TYPES`."""
 NonEmpty = Annotated[str, Field(min_length=1)]
-# Strict: pydantic's default turned a batch size of true into 1 and "12" or 12.0 into 12, so they validated.
-Count = Annotated[StrictInt, Field(ge=0)]
-Positive = Annotated[StrictInt, Field(ge=1)]
+
+
+def _integral(value: Any) -> Any:
+    """A float with no fractional part (``100.0``) as the integer it is; any other value as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# Strict: pydantic's default turned a batch size of true into 1 and "12" into 12, so they validated. A JSON 12.0 is
+# the integer 12 to the published schema ("type": "integer" in JSON Schema 2020-12 is any number with no fractional
+# part), so it is one here too: validate and the schema give one answer; 12.5, "12" and true fail both.
+Count = Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]  # Field first: after the validator pydantic writes "ge" into the schema, not "minimum"
+Positive = Annotated[StrictInt, Field(ge=1), BeforeValidator(_integral)]
 
 
 class Metrics(BaseModel):

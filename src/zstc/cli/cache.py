@@ -41,9 +41,10 @@ def list_entries(model: ModelFilter = None) -> None:
 def show(entry: Annotated[str, typer.Argument(help="An entry's fingerprint as `zstc cache list` prints it; DATASET/FINGERPRINT (or more of its path: MODEL_FOLDER/REVISION/DATASET/FINGERPRINT) where a fingerprint alone names several; or its path.")]) -> None:
     """Print one entry's record (metrics, settings, timing) as JSON, after checking its checksums."""
     from zstc.benchmark.result_cache import NO_REVISION, ResultCache
+    from zstc.cli.verbosity import note
     from zstc.errors import DataError
 
-    cache = ResultCache(on_note=lambda note: console.print(f"[yellow]note[/]: {note}"))
+    cache = ResultCache(on_note=note)
     # Whole path components only: a bare suffix ("3", "ank/FINGERPRINT") named whichever entry ended with it.
     matches = [e for e in cache.entries() if entry in (e["path"], e["fingerprint"])
                or ("/" + Path(e["path"]).with_suffix("").as_posix()).endswith("/" + entry.strip("/"))]

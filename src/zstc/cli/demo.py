@@ -44,6 +44,7 @@ def demo(
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.cli.bench import print_summary
+    from zstc.cli.verbosity import note
     from zstc.io import check_output_path
     from zstc.validation import check_options
 
@@ -67,7 +68,7 @@ def demo(
     console.print(table)
 
     if bench is None:
-        console.print("No BTZSC data found (set ZSTC_DATA or pass --data); skipping the benchmark.")
+        note("no BTZSC data found (set ZSTC_DATA or pass --data); skipping the benchmark")
         return
     console.rule(f"benchmark on {data} ({max_samples} texts per dataset, the paper's [CLS] pooling)")
     print_summary(bench.run())

@@ -114,8 +114,10 @@ def template_robustness(
 
 
 def _print_notes(notes: list[str]) -> None:
-    for note in notes:
-        console.print(f"[yellow]note[/]: {note}")
+    from zstc.cli.verbosity import note
+
+    for message in notes:
+        note(message)
 
 
 @app.command()
@@ -227,6 +229,7 @@ def unseen(
     from zstc.benchmark.data import HUB_DATASET, data_folder_files, load_btzsc_task
     from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample
+    from zstc.cli.verbosity import say, show_progress
     from zstc.errors import OptionError
     from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider
     from zstc.io import check_output_dir
@@ -255,7 +258,7 @@ def unseen(
     full_train, _ = load_btzsc_task(task, train_data, unlabelled="exclude")
     shared = check_training_data(full_test, full_train)
     if shared:
-        console.print(f"[yellow]note[/]: {shared} of the {len(full_test)} test texts are also in --train-data (whitespace and case ignored)")
+        _print_notes([f"{shared} of the {len(full_test)} test texts are also in --train-data (whitespace and case ignored)"])
     test = stratified_sample(full_test, max_samples, seed)
     train = stratified_sample(full_train, max_train_samples, seed)
     built = make_hypothesis_provider(hypotheses, template)(test)
@@ -266,11 +269,12 @@ def unseen(
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
                                   seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
-                                  device=scoring.get("device"), precision=scoring.precision)
+                                  device=scoring.get("device"), precision=scoring.precision,
+                                  progress=show_progress(), log=say)  # on stderr, and none of it under --quiet
         # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
         return _scorer(folder, "nli", scoring, only=("batch_size", "device"), score_type="prob")
 
-    report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=lambda line: console.print(line))
+    report = run_unseen(test, train, descriptions, scorer, config, finetuned if finetune else None, log=say)
     report["model"] = model
     report["notes"] = built.notes
     # What else determines the numbers: the samples, the hypotheses, the data's content and the fine-tuning.

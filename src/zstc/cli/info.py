@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
+from zstc.cli.verbosity import quiet
 
 if TYPE_CHECKING:
     from zstc.benchmark.similarity import DatasetSimilarity
@@ -78,6 +79,8 @@ def tasks(
                       texts, path.name if path else "hub only")
     console = Console(width=max(Console().width, 130))
     console.print(table)
+    if quiet():  # --quiet: the table only, without the count and the hint below it
+        return
     where = f"in {directory}" if directory else "locally (no data directory found; give --data)"
     console.print(f"{found} found {where}; `zstc bench --data DIR --tasks available` runs them; "
                   "the others load with --data hub.", style="dim")
@@ -99,7 +102,8 @@ def models(family: Annotated[Optional[str], typer.Option(help="Only this model f
             params = f"{spec.params_millions:g}" if spec.params_millions else ""
             table.add_row(spec.model_id, spec.family, spec.paper_name or "", params, offline)
     Console(width=max(Console().width, 120)).print(table)
-    Console().print("Any other hub model or local folder works with --family.", style="dim")
+    if not quiet():  # a hint, not a result
+        Console().print("Any other hub model or local folder works with --family.", style="dim")
 
 
 @app.command("dataset-similarity")

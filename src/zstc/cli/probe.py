@@ -62,6 +62,10 @@ def nli_probe(
 
 
 def _report_event(kind: str, payload: Any) -> None:
+    from zstc.cli.verbosity import quiet
+
+    if quiet():  # --quiet: the AUROC table and errors only, as bench
+        return
     if kind == "start":
         console.print(f"[bold]{payload.name}[/]: {len(payload)} pairs from {payload.path.name}")
     elif kind == "done":

@@ -26,13 +26,14 @@ def report(
 ) -> None:
     """The paper's Table 2, per-dataset tables, figures (speed vs accuracy, scaling, heatmap, confusion matrices),
     bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
+    from zstc.cli.verbosity import note
     from zstc.reports.build import build_report
     from zstc.validation import check_options
 
     check_options({"seed": seed})
     written = build_report(list[str | Path](results), out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
-    for note in written.notes:
-        console.print(f"[dim]note: {note}[/]")
+    for message in written.notes:
+        note(message)
     console.print(f"wrote {written.index} ({len(written.tables)} tables, {len(written.figures)} figures; Markdown and CSV in {out / 'tables'})")
 
 

@@ -42,6 +42,7 @@ def sweep(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
+    from zstc.cli.verbosity import say
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
     from zstc.validation import check_choice, check_labels, check_options, check_sampling
@@ -59,7 +60,7 @@ def sweep(
         scorer_options=scoring.kwargs(),
     )
     plan = plan_sweep(template_config, names, out, on_event=_report)
-    console.print(f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})")
+    say(f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})")
     summaries = run_sweep(plan, engine=engine, address=address, gpus_per_model=gpus_per_model, cpus_per_model=cpus_per_model,
                           max_retries=max_retries, on_event=_report)
     for model, summary in summaries.items():
@@ -69,7 +70,10 @@ def sweep(
 
 
 def _report(kind: str, payload: Any) -> None:
+    """Progress of the sweep's units; --quiet keeps only the per-model results and errors."""
+    from zstc.cli.verbosity import note, say
+
     if kind == "done":
-        console.print(f"  {payload.dataset}: macro-F1 {payload.metrics['macro_f1']:.4f} ({payload.wall_time_s:.1f} s)")
+        say(f"  {payload.dataset}: macro-F1 {payload.metrics['macro_f1']:.4f} ({payload.wall_time_s:.1f} s)")
     elif kind == "note":
-        console.print(f"[yellow]note[/]: {payload}")
+        note(str(payload))

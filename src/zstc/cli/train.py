@@ -55,8 +55,9 @@ def train_nli(
         backbone_lr=backbone_lr, head_lr=head_lr, patience=patience, eval_fraction=eval_fraction,
         max_length=max_length, precision=requested_precision(precision, bf16, "fp32"), device=device,
     )
-    if progress is None:  # zstc's rule for its own bars: only on a terminal (a log file gets no bar)
-        from zstc.cli.verbosity import show_progress
+    from zstc.cli.verbosity import say, show_progress
 
+    if progress is None:  # zstc's rule for its own bars: only on a terminal (a log file gets no bar)
         progress = show_progress()
-    run_training(config, progress=progress, log=lambda line: typer.echo(line, err=True))
+    # --quiet keeps the saved model's line and an interruption's way to continue, not the progress lines.
+    run_training(config, progress=progress, log=lambda line: typer.echo(line, err=True), progress_log=say)

@@ -50,7 +50,13 @@ def quiet() -> bool:
     return _level == LEVEL["quiet"]
 
 
+def say(line: str) -> None:
+    """Print a progress or summary line on stderr, unless ``--quiet``: what a command tells while it works, not
+    its results (tables, records, the files it wrote) or its errors, which ``--quiet`` keeps."""
+    if not quiet():
+        print(line, file=sys.stderr)
+
+
 def note(message: str) -> None:
     """Print ``note: message`` on stderr, unless ``--quiet``."""
-    if not quiet():
-        print(f"note: {message}", file=sys.stderr)
+    say(f"note: {message}")

@@ -45,6 +45,11 @@ batched run (``score_pairs``), each pair exactly as a texts x labels run scores 
 so the cascade's shortlisted pairs and the service's requests are scored across texts and calls. A view of the
 :class:`zstc.scorers.families.Family` records (``flattens_to_pairs``; the yes/no family's says why it is not one)."""
 
+SHARED_PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.labels_in_one_prompt)
+"""Families whose prompt lists all of a text's labels (LLMs): under a shortlist it lists only the K kept, so a
+label's score is not the full run's; the cascade says so in its description and notes. A view of the
+:class:`zstc.scorers.families.Family` records (``labels_in_one_prompt``)."""
+
 
 @dataclass(frozen=True)
 class ShortlistSpec:
@@ -195,7 +200,7 @@ class CascadeScorer:
             "unlisted_scores": "lowest shortlisted score of the text - 1 - (shortlister rank among unlisted) / (labels - K)",
             "ties": "earlier label first",
         }
-        if self.family == "llm":
+        if self.family in SHARED_PROMPT_FAMILIES:
             order = "sorted order (prompt_style harness)" if getattr(self.main, "prompt_style", None) == "harness" else "label order"
             facts["prompt"] = f"lists only the K shortlisted options, in {order} (differs from the full run's prompt)"
         return {**self.main.describe(), "shortlist": facts}
@@ -267,7 +272,7 @@ class CascadeScorer:
             f"(the rest ranked below them by the {self.shortlist.canonical} shortlist)",
             *notes,
         ]
-        if self.family == "llm":
+        if self.family in SHARED_PROMPT_FAMILIES:
             notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
         return CascadeResult(full, notes, ranks, n * kept, n * n_labels)
 

@@ -4,12 +4,13 @@ A :class:`Family` names its scorer class (imported only when a model of the fami
 of score it produces (which sets the default multi-label threshold), the public leaderboard's
 ``model_type``, its colour in report figures, the options its scorer takes with their constraints, a
 description, and its defaults: the temperature of ``--scores probs``, a measured multi-label threshold and
-whether that rule has a relative margin, whether its scores are a distribution over the labels, and whether
-its grid may be flattened into pairs. Every per-family table elsewhere is a view of these records
-(:class:`FamilyTable`, :class:`FamilySet`): ``zstc.models.registry.FAMILIES``, ``zstc.scorers.FAMILY_SCORERS``,
-``zstc.multilabel.FAMILY_SCORE_TYPE``, ``zstc.multilabel.FAMILY_THRESHOLDS``, ``zstc.multilabel.RELATIVE_FAMILIES``,
-``zstc.probabilities.DEFAULT_TEMPERATURES``, ``zstc.probabilities.DISTRIBUTION_FAMILIES``,
-``zstc.scorers.cascade.PAIR_FAMILIES``, ``zstc.benchmark.leaderboard.PUBLIC_MODEL_TYPES`` and
+whether that rule has a relative margin, whether its scores are a distribution over the labels, whether its
+grid may be flattened into pairs, and whether one prompt lists all of a text's labels. Every per-family table
+elsewhere is a view of these records (:class:`FamilyTable`, :class:`FamilySet`): ``zstc.models.registry.FAMILIES``,
+``zstc.scorers.FAMILY_SCORERS``, ``zstc.multilabel.FAMILY_SCORE_TYPE``, ``zstc.multilabel.FAMILY_THRESHOLDS``,
+``zstc.multilabel.RELATIVE_FAMILIES``, ``zstc.probabilities.DEFAULT_TEMPERATURES``,
+``zstc.probabilities.DISTRIBUTION_FAMILIES``, ``zstc.scorers.cascade.PAIR_FAMILIES``,
+``zstc.scorers.cascade.SHARED_PROMPT_FAMILIES``, ``zstc.benchmark.leaderboard.PUBLIC_MODEL_TYPES`` and
 ``zstc.reports.figures.FAMILY_COLOURS``.
 
 Adding a family is one scorer module plus one ``register_family(Family(...))`` call. This module imports
@@ -109,6 +110,10 @@ class Family:
     flattens_to_pairs: bool = False
     """Whether the scorer's texts x labels grid may be flattened into aligned (text, label) pairs
     (:data:`zstc.scorers.cascade.PAIR_FAMILIES`): ``score_pairs`` scores each pair exactly as the grid does."""
+    labels_in_one_prompt: bool = False
+    """Whether one prompt per text lists every label scored with it, so that a label's score depends on which other
+    labels are scored beside it: a shortlist of K labels is a different prompt from the full run's
+    (:data:`zstc.scorers.cascade.SHARED_PROMPT_FAMILIES`). Not :attr:`distribution`, which says what the scores are."""
 
     def scorer_class(self) -> type:
         if isinstance(self.scorer, type):
@@ -340,4 +345,5 @@ register_family(Family(
     "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
     temperature=1.0,  # the model's own distribution over the options, unchanged
     distribution=True,  # probabilities over the options (they sum to 1), so no fixed multi-label cut suits them
+    labels_in_one_prompt=True,  # the multiple-choice prompt lists the text's options
 ))

@@ -479,8 +479,13 @@ def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None,
     return last, state.global_step, seconds
 
 
-def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str], None] = print) -> TrainResult:
-    """Train an NLI cross-encoder with the recipe of PROTOCOL.md s.5 and save it to ``config.out``."""
+def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str], None] = print,
+              progress_log: Callable[[str], None] | None = None) -> TrainResult:
+    """Train an NLI cross-encoder with the recipe of PROTOCOL.md s.5 and save it to ``config.out``.
+
+    ``log`` gets the lines that outlast the run (the model saved; how to continue an interrupted run);
+    ``progress_log`` (default: ``log``) the progress lines: the run's setup, each evaluation, a stop."""
+    say = progress_log or log
     out = Path(config.out).expanduser()
     if is_zstc_nli_model(out):
         raise ModelError(f"{out}: already holds a trained model; choose another --out or remove it")
@@ -518,8 +523,8 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     content = {part: record["sha256"] for part, record in data_records.items()}
     resume_from, resumed_step, seconds_before = _resume_point(folder, {**config.resume_key(), "data_sha256": content})
     if resume_from is not None:
-        log(f"resuming from step {resumed_step} of {total_steps} ({folder})")
-    log(
+        say(f"resuming from step {resumed_step} of {total_steps} ({folder})")
+    say(
         f"training {config.variant} NLI head on {source} ({backbone_params / 1e6:.1f}M parameters): "
         f"{len(train_pairs)} train / {len(dev_pairs)} dev pairs, {total_steps} steps "
         f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, precision {precision}"
@@ -534,7 +539,7 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     )
     for noisy in (PrinterCallback, ProgressCallback):  # zstc prints its own line per evaluation
         trainer.remove_callback(noisy)
-    watcher = _Progress(trainer, log, steps_per_epoch, config.max_minutes, progress)
+    watcher = _Progress(trainer, say, steps_per_epoch, config.max_minutes, progress)
     trainer.add_callback(watcher)
     try:
         # fp32 training is IEEE fp32 even where the process let fp32 products run in TF32 or bf16.
@@ -557,7 +562,7 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
     early_stop = next(cb for cb in trainer.callback_handler.callbacks if isinstance(cb, EarlyStoppingCallback))
     stopped_early = state.global_step < total_steps
     if early_stop.early_stopping_patience_counter >= config.patience:
-        log(f"early stop: dev loss has not improved for {early_stop.early_stopping_patience_counter} evaluations "
+        say(f"early stop: dev loss has not improved for {early_stop.early_stopping_patience_counter} evaluations "
             f"(best at step {state.best_global_step})")
     seconds = trainer.elapsed()
     runs = history(state.log_history)

@@ -163,10 +163,12 @@ def evaluate_split(scores: np.ndarray, gold: np.ndarray, split: LabelSplit, *, a
     return {"split": split.name, "alpha": alpha, **group_f1(gold, predicted, split), "predicted_seen_share": seen_share}
 
 
-def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, **train_options: Any) -> str:
+def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, *, progress: bool = True, log: Callable[[str], None] = print,
+                     **train_options: Any) -> str:
     """Fine-tune an NLI cross-encoder on the seen-label pairs with ``zstc.training`` (``zstc train-nli``'s
     recipe) and return the saved model's folder, which the NLI scorer loads. ``train_options`` go to
-    ``TrainConfig`` (``variant`` defaults to ``binary``: entailment vs not, the pairs' two kinds)."""
+    ``TrainConfig`` (``variant`` defaults to ``binary``: entailment vs not, the pairs' two kinds); ``progress``
+    (the training's bar) and ``log`` (its lines) to :func:`zstc.training.train_nli`."""
     try:
         from zstc.training import TrainConfig, train_nli
     except ImportError:
@@ -177,7 +179,7 @@ def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, **train_optio
         # as asked now, else the numbers would silently be another model's.
         _check_finished_model(out, pairs_path, {"backbone": base_model, **options})
         return str(out)
-    train_nli(TrainConfig(backbone=base_model, data=str(pairs_path), out=str(out), **options))
+    train_nli(TrainConfig(backbone=base_model, data=str(pairs_path), out=str(out), **options), progress=progress, log=log)
     return str(out)
 
 
