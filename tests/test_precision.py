@@ -339,6 +339,70 @@ def test_bf16_multi_label_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_d
     assert label_sets(calibrated[1], threshold=0.5) == label_sets(calibrated[0], threshold=0.5)
 
 
+def test_margin_cuts_are_the_larger_of_a_pairs_cut_and_its_texts_best_minus_its_margin() -> None:
+    from zstc.scorers.recheck import margin_cuts, near_decisions
+
+    scores = np.array([0.50, 0.46, 0.10, 0.30, 0.29, 0.05])
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    cuts = np.full(6, 0.2)
+    margins = np.array([0.05, 0.05, np.nan, 0.05, 0.05, 0.05])  # nan: a label with a cut of its own (decided by it alone)
+    assert np.allclose(margin_cuts(scores, groups, cuts, margins), [0.45, 0.45, 0.2, 0.25, 0.25, 0.25])
+    assert np.allclose(margin_cuts(scores, groups, None, margins)[[0, 3]], [0.45, 0.25])
+    # 0.46 sits 0.01 above its text's best minus the margin, 0.10 0.10 below its own cut, 0.29 0.04 above its best's
+    assert near_decisions(scores, groups, margin_cuts(scores, groups, cuts, margins), 0.02).tolist() == [False, True, False, False, False, False]
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_embedding_models_make_fp32s_decisions(btzsc_dir: Path, record_property) -> None:
+    """An embedding model in bf16 (classify's default model, and auto's choice where bf16 is fast): alone, its cosines'
+    rounding (a few thousandths) puts texts in other label sets under the default multi-label rule (labels near the
+    text's best) and under a mixed rule (some labels with a cut of their own, the others by the default rule);
+    with the recheck each text with a near decision is embedded again in fp32, and every decision is fp32's, in
+    single-label too. A decision fp32 itself makes by less than its run-to-run noise (1e-5: a rechecked text runs in
+    another batch) may go either way."""
+    from zstc.api import Classifier
+    from zstc.multilabel import decide
+    from zstc.scorers.recheck import margin_cuts
+
+    task = sample_task(btzsc_dir, "emotiondair", 200)
+    hypotheses = list(task.hypotheses)
+    labels = [f"emotion {j}" for j in range(len(hypotheses))]
+    fp32 = Classifier(MINILM, precision="fp32", device="cpu")
+    plain = Classifier(MINILM, precision="bf16", device="cpu", recheck_margin=0)
+    checked = Classifier(MINILM, precision="bf16", device="cpu")
+    exact = fp32.scores(task.texts, labels, hypotheses)
+    margin, cut = fp32.default_margin(), fp32.default_threshold()
+    assert margin is not None  # the embedding family's default rule: near the text's best
+
+    def barely(per_label: dict[str, float]) -> np.ndarray:
+        """The pairs fp32 decides by less than its noise: within 1e-5 of their cut under ``per_label``'s rule."""
+        own = np.array([label in per_label for label in labels])
+        cuts = np.tile([per_label.get(label, cut) for label in labels], len(task.texts))
+        groups = np.repeat(np.arange(len(task.texts)), len(labels))
+        effective = margin_cuts(exact.ravel(), groups, cuts, np.tile(np.where(own, np.nan, margin), len(task.texts)))
+        return (np.abs(exact.ravel() - effective) < 1e-5).reshape(exact.shape)
+
+    def decisions(classifier: Classifier, per_label: dict[str, float], notes: list[str] | None = None) -> np.ndarray:
+        predictions = classifier.predict_multi_label(task.texts, labels, hypotheses, per_label=per_label, notes=notes)
+        return np.array([[label in p.labels for label in labels] for p in predictions])
+
+    for per_label in ({}, {labels[0]: 0.3, labels[1]: 0.25}):
+        expected = decide(exact, labels, cut, per_label, margin)
+        assert (decisions(fp32, per_label) == expected).all()
+        alone = decisions(plain, per_label)
+        record_property(f"bf16_alone_texts_changed_{len(per_label)}_own_cuts", int((alone != expected).any(axis=1).sum()))
+        assert (alone != expected).any(), "bf16 alone changes some label sets here: the test can fail"
+        notes: list[str] = []
+        differ = decisions(checked, per_label, notes) != expected
+        assert not (differ & ~barely(per_label)).any(), np.argwhere(differ)
+        assert "texts rescored in fp32: near their threshold" in notes[0], notes
+    single = [p.label for p in checked.predict(task.texts, labels, hypotheses)]
+    top_two = np.sort(exact, axis=1)[:, -2:]
+    assert all(label == labels[int(best)] for label, best, (second, first) in zip(single, exact.argmax(1), top_two)
+               if first - second >= 1e-5)
+
+
 @requires_fast_bf16
 @pytest.mark.slow
 @pytest.mark.parametrize("shortlist", [None, 36])

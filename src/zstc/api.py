@@ -302,10 +302,13 @@ class Classifier:
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                allow_single: bool = False, notes: list[str] | None = None,
-               thresholds: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
+               thresholds: Sequence[float] | np.ndarray | None = None,
+               margins: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
         """The (texts, labels) score matrix; ``allow_single`` admits one label (multi-label: a yes/no question).
-        ``thresholds`` (one raw-score cut per label) tell a bf16 cross-encoder which pairs to recheck in fp32
-        (:mod:`zstc.scorers.pairs`): the caller decides by them, not by each text's best label."""
+        ``thresholds`` (one raw-score cut per label) tell a bf16 cross-encoder or embedding model which pairs to
+        recheck in fp32 (:mod:`zstc.scorers.recheck`): the caller decides by them, not by each text's best label;
+        ``margins`` (one per label, ``nan`` for none) that a label must also be near its text's best score
+        (:func:`zstc.multilabel.decide`)."""
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
@@ -320,7 +323,7 @@ class Classifier:
         check_distinct_descriptions(labels, descriptions)
         check_labels_read_apart(self.scorer, labels, descriptions)
         # A HypothesisSet of several variants (the ensemble) is scored per variant and averaged.
-        result = score_hypotheses_with_notes(self.scorer, texts, descriptions, thresholds=thresholds)
+        result = score_hypotheses_with_notes(self.scorer, texts, descriptions, thresholds=thresholds, margins=margins)
         if notes is not None:  # the caller's list: the classifier keeps no per-call state (it may serve threads)
             notes.extend(note for note in result.notes if note not in notes)
         return result.scores
@@ -407,11 +410,13 @@ class Classifier:
         margin = self.margin_for(threshold, labels, per_label)
         check_margin_rule(labels, margin, per_label)
         cut = self.cut_for_the_rest(threshold, labels, per_label)
-        # Where the decision is a plain cut, bf16 rechecks the pairs near it (in raw scores: through Platt's inverse).
-        cuts = None if margin is not None else label_thresholds(len(labels), cut, labels, per_label)
-        if cuts is not None and platt is not None:
+        # bf16 rechecks the pairs near each label's cut (in raw scores: through Platt's inverse) and, under the default
+        # margin rule, near the text's best minus the margin (the labels without a cut of their own: decide's rule).
+        cuts = label_thresholds(len(labels), cut, labels, per_label)
+        if platt is not None:
             cuts = platt.score_at(cuts)
-        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes, thresholds=cuts)
+        margins = None if margin is None else [math.nan if name in per_label else margin for name in labels]
+        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes, thresholds=cuts, margins=margins)
         decided_on = platt.multi_label(matrix) if platt is not None else matrix
         shown = decided_on if kind == "probs" else matrix
         chosen = decide(decided_on, labels, cut, per_label, margin)

@@ -14,7 +14,7 @@ import typer
 
 from zstc.defaults import DEFAULT_MODEL
 from zstc.errors import ZstcError
-from zstc.scorers.families import DEFAULT_MAX_PAIRS, DEFAULT_RECHECK_MARGIN, GPU_MAX_PAIRS, FamilyNames  # no torch: start-up stays fast
+from zstc.scorers.families import DEFAULT_COSINE_RECHECK_MARGIN, DEFAULT_MAX_PAIRS, DEFAULT_RECHECK_MARGIN, GPU_MAX_PAIRS, FamilyNames  # no torch: start-up stays fast
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
 Family = Annotated[
@@ -50,8 +50,9 @@ Instruction = Annotated[
 ]
 RecheckMargin = Annotated[
     Optional[float],
-    typer.Option(help="bf16 runs of nli, reranker, yesno and llm models: scores within this margin of a text's best score "
+    typer.Option(help="bf16 runs: scores within this margin of a text's best score "
                  f"(multi-label: of their label's threshold) are rescored in fp32, so decisions are fp32's. Default {DEFAULT_RECHECK_MARGIN:g} "
+                 f"({DEFAULT_COSINE_RECHECK_MARGIN:g} for embedding and encoder cosines, whose texts are embedded again) "
                  "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
                  "Unused in fp32."),
 ]

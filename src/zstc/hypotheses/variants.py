@@ -168,16 +168,17 @@ def score_hypotheses(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str
 
 
 def score_hypotheses_with_notes(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str], *, show_progress: bool = False,
-                                thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+                                thresholds: Sequence[float] | np.ndarray | None = None,
+                                margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
     """:func:`score_hypotheses` with the scorer's notes (each note once, whichever variant gave it).
 
-    ``thresholds`` (one per label: multi-label cuts) reach a scorer that rechecks pairs near them in bf16
-    (:func:`zstc.scorers.base.rechecks_thresholds`); not for an average of several variants, whose cut is not
-    any one variant's.
+    ``thresholds`` (one per label: multi-label cuts) and ``margins`` (the embedding family's default rule) reach a
+    scorer that rechecks pairs near them in bf16 (:func:`zstc.scorers.base.rechecks_thresholds`); not for an average
+    of several variants, whose cut is not any one variant's.
     """
     if not isinstance(hypotheses, HypothesisSet) or len(hypotheses.variants) == 1:
         single = list(next(iter(hypotheses.variants.values()))) if isinstance(hypotheses, HypothesisSet) else list(hypotheses)
-        return score_with_notes(scorer, texts, single, show_progress=show_progress, thresholds=thresholds)
+        return score_with_notes(scorer, texts, single, show_progress=show_progress, thresholds=thresholds, margins=margins)
     results = [score_with_notes(scorer, texts, h, show_progress=show_progress) for h in hypotheses.variants.values()]
     notes: list[str] = []
     for result in results:

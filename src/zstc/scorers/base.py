@@ -92,19 +92,23 @@ def check_pair_arguments(firsts: Sequence[str], seconds: Sequence[str], groups: 
 
 def rechecks_thresholds(scorer: Any) -> bool:
     """Whether ``scorer`` takes multi-label thresholds (``score_with_notes(..., thresholds=)``): a cross-encoder,
-    whose bf16 run rescores in fp32 the pairs near them (:mod:`zstc.scorers.pairs`). Other scorers' decisions
-    need no thresholds in advance."""
+    whose bf16 run rescores in fp32 the pairs near them (:mod:`zstc.scorers.pairs`), or an embedding model, which
+    embeds those texts again in fp32 (and takes the default rule's ``margins`` too). Other scorers' decisions need
+    no thresholds in advance."""
     return bool(getattr(scorer, "rechecks_thresholds", False))
 
 
 def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                     thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+                     thresholds: Sequence[float] | np.ndarray | None = None,
+                     margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
     """Scores and notes from any scorer: its own ``score_with_notes``, or, for a scorer that only has
     ``score``, its matrix and whatever ``notes`` attribute it keeps. ``thresholds`` (one per label: the caller
-    decides by cuts) reach the scorers that use them (:func:`rechecks_thresholds`)."""
+    decides by cuts) and ``margins`` (one per label, ``nan`` for none: the embedding family's default rule, which only
+    it has) reach the scorers that use them (:func:`rechecks_thresholds`)."""
     method = getattr(scorer, "score_with_notes", None)
     if method is not None:
-        given = {"thresholds": thresholds} if thresholds is not None and rechecks_thresholds(scorer) else {}
+        given = {name: value for name, value in (("thresholds", thresholds), ("margins", margins))
+                 if value is not None and rechecks_thresholds(scorer)}
         result: ScoreResult = method(texts, labels, show_progress=show_progress, **given)
     else:
         result = ScoreResult(scorer.score(texts, labels, show_progress=show_progress), list(getattr(scorer, "notes", [])))
@@ -269,8 +273,8 @@ class TorchScorer(Generic[F]):
         """As given (``None``: the model's own limit, in :attr:`LoadedModel.max_length` once loaded)."""
         self.recheck_margin: float = self.options.get("recheck_margin", 0.0)
         """bf16 only: scores within this margin of a decision (their text's best, or a threshold) are rescored in fp32,
-        in the family's own decision space (:mod:`zstc.scorers.recheck`); 0, and in a family without the option
-        (the embedding family's cosines), none are."""
+        in the family's own decision space (:mod:`zstc.scorers.recheck`); 0, and in a family without the option,
+        none are."""
         self._loaded: LoadedModel[F] | None = None
         self._load_lock = threading.Lock()
         self._alike_cache: LruCache[list[tuple[int, ...]]] = LruCache(ALIKE_CACHE_SIZE)

@@ -22,7 +22,8 @@ from zstc.scorers.base import (
     LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
 )
 from zstc.scorers.families import POOLINGS
-from zstc.scorers.runtime import IEEE_MATMUL, inference_context
+from zstc.scorers.recheck import label_cuts, margin_cuts
+from zstc.scorers.runtime import IEEE_MATMUL, Precision, inference_context
 
 LABEL_CACHE_SIZE = 64
 """Label sets whose embeddings are kept (least recently used dropped first): a server answering requests
@@ -37,14 +38,18 @@ class EmbeddingScorer(TorchScorer[None]):
     per label set."""
 
     family: ClassVar[str] = "embedding"
-    SCORING_VERSION: ClassVar[str] = "1"
+    SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 embeds the texts with a near decision again in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
+    rechecks_thresholds: ClassVar[bool] = True
+    """Takes multi-label thresholds and margins (``score_with_notes(..., thresholds=, margins=)``): in bf16, the texts
+    with a cosine near them are embedded again in fp32."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         super().__init__(spec, **options)
         # A family without a pooling option (base encoders) is scored the paper's way, [CLS].
         self.pooling: str = self.options.get("pooling", "cls")
         self._label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)
+        self._fp32_label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)  # the recheck's label side
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "pooling": self.pooling}
@@ -76,11 +81,11 @@ class EmbeddingScorer(TorchScorer[None]):
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def _encode(self, loaded: LoadedModel[None], sentences: list[str], show_progress: bool) -> torch.Tensor:
+    def _encode(self, loaded: LoadedModel[None], sentences: list[str], show_progress: bool, precision: Precision | None = None) -> torch.Tensor:
         # encode tokenizes inside, with the model's own tokenizer: under the lock that guards it (model_lock where
         # loaded.tokenizer is a copy for the checks, which then never wait for a forward pass).
         lock = loaded.model_lock if loaded.tokenizer is not loaded.model.tokenizer else loaded.tokenizer_lock
-        with lock, inference_context(self.device, self.precision):
+        with lock, inference_context(self.device, precision or self.precision):
             embeddings = loaded.model.encode(
                 sentences,
                 batch_size=self.batch_size,
@@ -107,18 +112,25 @@ class EmbeddingScorer(TorchScorer[None]):
         truncated = self._count_truncated(loaded, queries)
         return [f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"] if truncated else []
 
-    def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...]) -> torch.Tensor:
+    def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...], precision: Precision | None = None) -> torch.Tensor:
         too_long = self._too_long(loaded, list(documents))
         if too_long:
             raise DescriptionTooLongError(
                 f"a label description is longer than {self.spec.model_id}'s {loaded.max_length} tokens; "
                 f"label descriptions are never truncated: shorten {quoted(documents[too_long[0]])}", documents[too_long[0]], loaded.max_length
             )
-        return self._encode(loaded, list(documents), show_progress=False)
+        return self._encode(loaded, list(documents), show_progress=False, precision=precision)
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
+                         thresholds: Sequence[float] | np.ndarray | None = None,
+                         margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
         """The (texts, labels) cosines of the texts' (query side) and the label descriptions' (document side, cached
-        per label set) embeddings, with notes on texts truncated."""
+        per label set) embeddings, with notes on texts truncated.
+
+        In bf16 the texts with a decision bf16's rounding could change are embedded again in fp32, whole
+        (:meth:`_recheck_texts`): near ties of their best label, or with ``thresholds`` (one multi-label cut per
+        label) near their cuts, and with ``margins`` (one per label, ``nan`` for none: the embedding family's default
+        rule, :func:`zstc.multilabel.decide`) near their best score minus the margin."""
         loaded = self.loaded
         documents = tuple(self.spec.format_document(label) for label in labels)
         label_embeddings = self._label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents))
@@ -127,7 +139,31 @@ class EmbeddingScorer(TorchScorer[None]):
             return ScoreResult(np.zeros((0, len(labels)), dtype=np.float32), [])
         notes = self._truncation_notes(loaded, queries)
         text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
-        return ScoreResult(cosines(text_embeddings, label_embeddings), notes)
+        matrix, recheck_notes = self._recheck_texts(loaded, queries, documents, cosines(text_embeddings, label_embeddings),
+                                                    label_cuts(thresholds, len(labels)), label_cuts(margins, len(labels)))
+        return ScoreResult(matrix, notes + recheck_notes)
+
+    def _recheck_texts(self, loaded: LoadedModel[None], queries: list[str], documents: tuple[str, ...], matrix: np.ndarray,
+                       cuts: np.ndarray | None, margins: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
+        """:meth:`_recheck` of a (texts, labels) matrix of bf16 cosines: a text with a near decision is embedded again
+        in fp32, and so are the labels (once per label set), so its every cosine is fp32's; in fp32, ``matrix`` as it is."""
+        if self.precision != "bf16":
+            return matrix, []
+        n_texts, n_labels = matrix.shape
+        groups = np.repeat(np.arange(n_texts), n_labels)
+        pair_cuts = None if cuts is None else np.tile(cuts, n_texts)
+        if margins is not None:
+            pair_cuts = margin_cuts(matrix.ravel(), groups, pair_cuts, np.tile(margins, n_texts))
+
+        def rescore(todo: np.ndarray) -> np.ndarray:
+            rows = np.unique(groups[todo])
+            labels = self._fp32_label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents, "fp32"))
+            exact = np.empty_like(matrix)
+            exact[rows] = cosines(self._encode(loaded, [queries[int(i)] for i in rows], False, "fp32"), labels)
+            return exact.ravel()[todo]
+
+        scores, notes = self._recheck(matrix.ravel(), groups, pair_cuts, rescore, whole_groups=True, unit="texts")
+        return scores.reshape(matrix.shape), notes
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                     cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
@@ -235,5 +271,5 @@ class EncoderScorer(EmbeddingScorer):
     """A base encoder (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them."""
 
     family: ClassVar[str] = "encoder"
-    SCORING_VERSION: ClassVar[str] = "1"
+    SCORING_VERSION: ClassVar[str] = "2"  # 2: as the embedding family's
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""

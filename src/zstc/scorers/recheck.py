@@ -11,7 +11,11 @@ show a larger bf16 error than half of it.
 
 Multi-label decisions are cuts, not argmaxes: a caller that decides by thresholds passes them, and every score
 within the margin of its cut is rescored instead (:func:`near_cuts`). The same bound gives the same guarantee: a
-score on the other side of its cut in fp32 has ``|b - t| <= |b - f| < m/2``.
+score on the other side of its cut in fp32 has ``|b - t| <= |b - f| < m/2``. The embedding family's default rule
+also asks a label to be near the text's best (``s >= best - d``, :func:`zstc.multilabel.decide`): its cut is
+``max(t, best - d)`` (:func:`margin_cuts`), which moves with the best, and bf16's is off fp32's by less than
+``m/2`` too, so a score on the other side of it in fp32 is within ``m`` of bf16's cut (``|b - c_b| <
+|b - f| + |c_b - c_f| < m``): the pairs within the margin of it are rescored, their texts whole.
 
 The guarantee holds in whatever space the scores are compared in, as long as the decision is an argmax or a cut
 there: a cross-encoder's logits, a yes/no judge's log-odds ``v_yes - v_no`` (its ``p_yes`` is their sigmoid, so
@@ -26,7 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 __all__ = ["RECHECK_COSTLY", "RECHECK_PROBES", "RECHECK_ROUNDS", "closest_calls", "closest_decisions", "closest_to_cuts",
-           "label_cuts", "logit_cuts", "near_cuts", "near_decisions", "near_ties", "pair_cuts", "recheck_in_fp32"]
+           "label_cuts", "logit_cuts", "margin_cuts", "near_cuts", "near_decisions", "near_ties", "pair_cuts", "recheck_in_fp32"]
 
 
 # -- which decisions bf16 could change ---------------------------------------------------------------------
@@ -149,6 +153,21 @@ def pair_cuts(cuts: Sequence[Sequence[float] | np.ndarray | None], counts: Seque
         return None
     return np.concatenate([np.full(count, np.nan) if cut is None else np.asarray(cut, dtype=np.float64)
                            for cut, count in zip(cuts, counts)])
+
+
+def margin_cuts(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, margins: np.ndarray) -> np.ndarray:
+    """The cut each pair is decided by under a margin rule (:func:`zstc.multilabel.decide`): a pair with a margin
+    (not ``nan``) passes when it reaches its cut and its group's best score minus its margin, so its cut is the
+    larger of the two (``cuts`` None: the margin's alone); a pair without keeps its own. Computed from bf16 ``scores``, these
+    are the cuts the recheck rescores the pairs near (the module docstring's bound)."""
+    scores, groups = np.asarray(scores, dtype=np.float64), np.asarray(groups, dtype=np.int64)
+    margins = np.asarray(margins, dtype=np.float64)
+    own = np.full(len(scores), np.nan) if cuts is None else np.asarray(cuts, dtype=np.float64)
+    if not len(scores):
+        return own
+    best = np.full(int(groups.max()) + 1, -np.inf)
+    np.maximum.at(best, groups, scores)
+    return np.where(np.isnan(margins), own, np.fmax(own, best[groups] - margins))
 
 
 def logit_cuts(cuts: np.ndarray | None) -> np.ndarray | None:
