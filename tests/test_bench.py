@@ -245,6 +245,43 @@ def test_weights_rewritten_at_the_same_size_and_mtime_get_a_new_identity(tmp_pat
     assert model_identity(str(folder)) != second
 
 
+def test_a_reused_result_is_summarised_with_the_code_that_computed_it(tmp_path, btzsc_dir, monkeypatch):
+    """Reused results were labelled with the current process's zstc version, git commit and library versions,
+    though computed under others: no result recorded them. Each result now records its code (``software``); a
+    summary names the datasets' code when they agree, and otherwise this run's, noting each dataset computed by
+    other code. A result stored before (no ``software``) still loads and is noted as unknown."""
+    from zstc import __version__
+    from zstc.benchmark.provenance import git_commit, library_versions
+    from zstc.benchmark.records import DatasetResult
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
+    real = library_versions()
+    first = Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"]), show_progress=False).run()
+    details = json.loads((tmp_path / "r.details" / "financialphrasebank.json").read_text(encoding="utf-8"))
+    assert details["software"] == {"zstc_version": __version__, "git_commit": git_commit(), "libraries": real}
+    assert first["run"]["libraries"] == real and first["evaluation"]["software"]["financialphrasebank"] == details["software"]
+    # An upgrade between the runs: another zstc and transformers compute now.
+    monkeypatch.setattr(bench_module, "library_versions", lambda: {**real, "transformers": "9.9.9"})
+    monkeypatch.setattr(bench_module, "git_commit", lambda: "0" * 40)
+    monkeypatch.setattr(bench_module, "__version__", "9.9.9")
+    reused = Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"], out=tmp_path / "again.json"), show_progress=False).run()
+    assert (reused["run"]["zstc_version"], reused["run"]["git_commit"], reused["run"]["libraries"]) == (__version__, git_commit(), real)
+    assert reused["evaluation"]["zstc_version"] == __version__
+    assert not any("other code" in n for n in reused["notes"]["financialphrasebank"])
+    mixed = Bench(config(tmp_path, btzsc_dir, out=tmp_path / "mixed.json"), show_progress=False).run()  # banking77 computed now
+    assert mixed["run"]["git_commit"] == "0" * 40 and mixed["run"]["libraries"]["transformers"] == "9.9.9"
+    assert mixed["evaluation"]["software"]["banking77"]["libraries"]["transformers"] == "9.9.9"
+    assert mixed["evaluation"]["software"]["financialphrasebank"]["libraries"]["transformers"] == real["transformers"]
+    note = [n for n in mixed["notes"]["financialphrasebank"] if "other code" in n]
+    assert note and f"zstc {__version__} (run record: 9.9.9)" in note[0] and f"transformers {real['transformers']} (run record: 9.9.9)" in note[0]
+    assert not any("other code" in n for n in mixed["notes"].get("banking77", []))
+    # A result stored before software was recorded: loadable, its code unknown, and said so.
+    old = DatasetResult.model_validate({k: v for k, v in details.items() if k != "software"})
+    assert old.software is None
+    _, notes = bench_module.run_software({"financialphrasebank": old})
+    assert "did not record its version" in notes["financialphrasebank"]
+
+
 E5 = "intfloat/e5-base-v2"
 
 
