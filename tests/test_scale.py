@@ -338,6 +338,41 @@ def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
     assert status == 0 and "2 of 2 inputs are finished already" in err and "wrote 15 predictions" in err
 
 
+def test_classify_with_ray_resumes_only_on_the_device_kind_it_began_on(tmp_path, monkeypatch):
+    """The Ray engine's resume identity held the input, the settings and the precision but not the device, while the
+    local engine's holds it: an output finished (or half-written) by GPU actors was kept by a run on CPU actors, which
+    mixes rows whose numbers differ. The device kind the actors compute on is part of it now. Without Ray: an input
+    recorded as finished on CPU actors is skipped by a CPU run, and a GPU run goes on to start Ray."""
+    import zstc.scale.ray_classify as ray_classify
+    from zstc.benchmark.provenance import sha256_file
+    from zstc.output import ChunkLabeller
+
+    class RayStarted(Exception):
+        pass
+
+    def no_ray() -> None:
+        raise RayStarted
+
+    monkeypatch.setattr(ray_classify, "require_ray", no_ray)
+    source = tmp_path / "part.jsonl"
+    source.write_text(json.dumps({"text": "The striker scored."}) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "part.parquet").write_bytes(b"rows scored on CPU actors")
+    entry = {"input_sha256": sha256_file(source), "settings": "s", "precision": "fp32", "device": "cpu", "rows": 1,
+             "output": "part.parquet", "output_sha256": sha256_file(out / "part.parquet")}
+    (out / ray_classify.MANIFEST).write_text(json.dumps({str(source): entry}), encoding="utf-8")
+    labeller = ChunkLabeller(names=["sports", "economy"], descriptions=["sports", "economy"])
+    notes: list[str] = []
+    run = dict(model=MINILM, family=None, settings="s", on_note=notes.append)
+    assert ray_classify.classify_with_ray(str(source), out, labeller, options={"precision": "fp32"}, gpus_per_actor=0, **run) == 1
+    assert notes == [f"1 of 1 inputs are finished already in {out}"]
+    with pytest.raises(RayStarted):  # GPU actors: the CPU actors' output is not theirs
+        ray_classify.classify_with_ray(str(source), out, labeller, options={"precision": "fp32"}, gpus_per_actor=1, **run)
+    with pytest.raises(RayStarted):
+        ray_classify.classify_with_ray(str(source), out, labeller, options={"precision": "fp32", "device": "cuda:0"}, **run)
+
+
 def test_ray_workers_load_the_hub_commits_the_driver_resolved(monkeypatch):
     """The driver's settings fingerprint names the hub commit it resolved; an actor that asked the hub itself
     could find main moved on since and load other weights. The driver hands its commits over; the actor asks

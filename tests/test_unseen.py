@@ -214,6 +214,64 @@ def test_a_finished_fine_tune_is_reused_only_when_trained_as_asked(tmp_path) -> 
         finetune_on_seen(pairs, "base", model, **options)
 
 
+def test_a_finished_fine_tune_is_reused_only_at_the_precision_and_backbone_weights_asked(tmp_path, monkeypatch, nli_folder) -> None:
+    """The precision and the backbone's weights were not compared: a bf16 run then an fp32 run with one --work-dir
+    reused the bf16-trained weights and the report said fp32; a local --base-model folder retrained in place was
+    reused by its path. The precision is compared as resolved (``auto`` means bf16 on one machine, fp32 on another),
+    the backbone by the content hash the trainer records (``backbone_revision``)."""
+    import shutil
+
+    from zstc.benchmark.provenance import model_identity, sha256_file
+    from zstc.yin.unseen import finetune_on_seen
+
+    backbone = tmp_path / "backbone"
+    shutil.copytree(nli_folder, backbone)
+    pairs = tmp_path / "pairs-even.jsonl"
+    pairs.write_text('{"premise": "t", "hypothesis": "h", "label": "entailment"}\n', encoding="utf-8")
+    model = tmp_path / "model-pairs-even"
+    model.mkdir()
+    options = {"seed": 0, "max_steps": 300, "dev_size": 300, "eval_fraction": 0.05, "device": "cpu"}
+    record = {"config": {"backbone": str(backbone), "variant": "binary", **options, "precision": "bf16"},
+              "backbone_revision": model_identity(str(backbone)), "data": {"train": {"sha256": sha256_file(pairs)}}}
+    assert record["backbone_revision"].startswith("sha256:")
+    (model / "zstc_training.json").write_text(json.dumps(record), encoding="utf-8")
+    assert finetune_on_seen(pairs, str(backbone), model, **options, precision="bf16") == str(model)  # as trained: reused
+    with pytest.raises(DataError, match=f"{model}: .*precision 'bf16' .now 'fp32'.*--work-dir"):
+        finetune_on_seen(pairs, str(backbone), model, **options, precision="fp32")
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "bf16")  # auto meaning bf16 here, as on a CPU with AMX
+    assert finetune_on_seen(pairs, str(backbone), model, **options, precision="auto") == str(model)
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "fp32")
+    with pytest.raises(DataError, match="precision 'bf16' .now 'fp32'"):
+        finetune_on_seen(pairs, str(backbone), model, **options, precision="auto")
+    config = json.loads((backbone / "config.json").read_text(encoding="utf-8"))
+    (backbone / "config.json").write_text(json.dumps({**config, "hidden_dropout_prob": 0.2}), encoding="utf-8")  # retrained in place
+    with pytest.raises(DataError, match="the backbone's weights sha256:"):
+        finetune_on_seen(pairs, str(backbone), model, **options, precision="bf16")
+
+
+def test_unseen_report_records_the_fine_tuning_precision(zstc_cli, tmp_path, btzsc_dir, nli_folder, monkeypatch) -> None:
+    """The report's settings did not say at which precision the models were fine-tuned; they now do, resolved
+    (``auto`` as this machine resolves it), and fine-tuning is asked for that precision."""
+    import zstc.yin.unseen as unseen_module
+
+    asked: list[dict] = []
+
+    def finetune_spy(pairs, base, out, **options):
+        asked.append(options)
+        return str(nli_folder)
+
+    monkeypatch.setattr(unseen_module, "finetune_on_seen", finetune_spy)
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "bf16")
+    test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir, rows=40)
+    out = tmp_path / "unseen.json"
+    code, _, err = zstc_cli("unseen", "-m", str(nli_folder), "--family", "nli", "--data", str(test_dir), "--train-data",
+                            str(train_dir), "--task", "banking77", "--max-samples", "4", "--max-train-samples", "40",
+                            "--work-dir", str(tmp_path / "work"), "--precision", "auto", "-o", str(out))
+    assert code == 0, err
+    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["finetune_precision"] == "bf16"
+    assert [options["precision"] for options in asked] == ["auto", "auto"]  # resolved by the trainer as above
+
+
 def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> None:
     """The unseen report recorded alpha and the negatives but not the sample sizes, seed, hypotheses, template or
     the data's content: two reports with different numbers could not say why. They are now under settings."""

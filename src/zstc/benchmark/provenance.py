@@ -65,7 +65,7 @@ def model_identity(source: str) -> str | None:
 
 def folder_sha256(folder: str | Path) -> str:
     """sha256 over a folder's files (relative names and contents, hidden entries skipped), each file's hash
-    cached in ``$ZSTC_CACHE/file-hashes.json`` by path, size and mtime, so a 16 GB checkpoint is read once."""
+    cached in ``$ZSTC_CACHE/file-hashes.json`` by path and :func:`file_stamp`, so a 16 GB checkpoint is read once."""
     folder = Path(folder).resolve()
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     cache = _HashCache.load()
@@ -74,6 +74,17 @@ def folder_sha256(folder: str | Path) -> str:
         digest.update(f"{path.relative_to(folder).as_posix()}\0{cache.sha256(path)}\n".encode())
     cache.save()
     return digest.hexdigest()
+
+
+def file_stamp(path: str | Path) -> list[int]:
+    """What tells a file's content apart from an earlier one at ``path`` without reading it: device, inode, size,
+    modification and status-change times (ns). Size and mtime alone do not: weights rewritten at the same size
+    with the mtime put back (``touch -r``, ``cp -p``, ``rsync -a``, a tar extraction) kept their old hash, and a
+    result of the old weights was reused under the new ones. The ctime cannot be set from user space, and any
+    write moves it; a file replaced by another (a new inode) differs too. A ``chmod`` also moves the ctime: the
+    file is then read again once, which costs time, never a wrong hash. A list, as JSON reads it back."""
+    found = Path(path).stat()
+    return [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns]
 
 
 class _HashCache:
@@ -92,8 +103,7 @@ class _HashCache:
         return cls(path, entries if isinstance(entries, dict) else {})
 
     def sha256(self, path: Path) -> str:
-        stat = path.stat()
-        key, stamp = str(path), [stat.st_size, stat.st_mtime_ns]
+        key, stamp = str(path), file_stamp(path)
         entry = self.entries.get(key)
         if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
             return entry["sha256"]
@@ -121,8 +131,8 @@ def sha256_file(path: str | Path) -> str:
 
 
 @cache
-def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
-    # size and mtime are part of the cache key so an edited file is hashed again.
+def _sha256_cached(path: str, stamp: tuple[int, ...]) -> str:
+    # The stamp (file_stamp) is part of the cache key so an edited file is hashed again.
     return sha256_file(path)
 
 
@@ -131,8 +141,7 @@ def file_sha256(path: str | Path) -> str | None:
     path = Path(path)
     if not path.is_file():
         return None
-    stat = path.stat()
-    return _sha256_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    return _sha256_cached(str(path.resolve()), tuple(file_stamp(path)))
 
 
 def peak_rss_mb() -> float:

@@ -81,6 +81,20 @@ class DatasetRow(FourMetrics):
     latency_p95_s: float | None = None
 
 
+class Software(BaseModel):
+    """The code a result was computed with: zstc's version and git commit, the libraries' versions. They are not
+    part of a result's fingerprint (a library update would make every stored result stale), so a result reused
+    from the details folder or the result cache may have been computed by other code than the run reusing it:
+    its own record says by which, and the summary notes each dataset computed by other code than its run record's."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")  # more libraries from newer zstc versions stay readable
+    zstc_version: str | None = None
+    git_commit: str | None = None
+    """The zstc checkout's commit (``+dirty`` with local changes); None where not known (installed from a wheel)."""
+    libraries: dict[str, str | None] = Field(default_factory=dict)
+    """Python and the libraries that determine the numbers (torch, transformers, sentence-transformers, ...)."""
+
+
 class DatasetResult(BaseModel):
     """One dataset of a bench run: ``<out>.details/<dataset>.json`` plus the arrays of the ``.npz``."""
 
@@ -110,6 +124,8 @@ class DatasetResult(BaseModel):
     """The run's settings (all datasets): results of other settings in one details folder are refused."""
     identity: dict[str, Any] = Field(default_factory=dict)
     """What the fingerprint covers, readable: model, data, precision, sampling, options (``identity.run``: the run's part)."""
+    software: Software | None = None
+    """The code that computed it (None: stored by a zstc that did not record it: unknown)."""
 
     # Per-text arrays, kept in the .npz beside the JSON (not part of the JSON or its schema).
     scores: SkipJsonSchema[np.ndarray | None] = Field(default=None, exclude=True, repr=False)
@@ -204,6 +220,8 @@ class Evaluation(BaseModel):
     hypotheses_used: dict[str, list[str]] = Field(default_factory=dict)
     fingerprints: dict[str, str] = Field(default_factory=dict)
     """Each dataset's result fingerprint (what the shared result cache files it under)."""
+    software: dict[str, Software | None] = Field(default_factory=dict)
+    """Each dataset's code as its result records it (a reused result keeps its own; null: not recorded, unknown)."""
     run_identity: dict[str, Any] | None = None
     """What determines every dataset's numbers in the run: model, revision, precision, scorer options,
     hypotheses, sampling (None in files written before it was kept)."""
@@ -226,6 +244,8 @@ class RunRecord(BaseModel):
     dtype: str | None = None
     batch_size: int | None = None
     zstc_version: str | None = None
+    """With ``git_commit`` and ``libraries``: the code that computed every dataset, where they all record the same;
+    otherwise this run's, and ``notes`` names each dataset computed by other (or unrecorded) code."""
     git_commit: str | None = None
     libraries: dict[str, str | None] = Field(default_factory=dict)
 

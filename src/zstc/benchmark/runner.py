@@ -42,6 +42,7 @@ from zstc.benchmark.records import (
     Results,
     RunRecord,
     RunSummary,
+    Software,
     Timing,
     percentile,
 )
@@ -223,6 +224,7 @@ def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, sh
         peak_cuda_mb=peak_cuda_mb(device),
         data_sha256=data_sha256(task),
         scorer=scorer.describe(),
+        software=current_software(),
         scores=timed.scores,
         gold=task.gold,
         predicted=predicted,
@@ -505,6 +507,7 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
     if described.get("parameters"):  # counted from the loaded weights beats the registry's rounded figure
         model_facts.parameters_millions = round(described["parameters"] / 1e6, 2)
     published = paper_rows(spec)
+    software, other_code = run_software(results)
     drawn = sampling_identity(config.sampling, config.max_samples, config.seed)  # as the run identity records it
     return RunSummary(
         model=model_facts,
@@ -521,29 +524,65 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
             device=described.get("device"),
             partial=len(results) < len(catalog()),
             sampled=sampled,
-            zstc_version=__version__,
+            zstc_version=software.zstc_version,
             created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             details=str(ResultStore(config.out).directory.name),
             data_sha256={name: result.data_sha256 for name, result in results.items()},
             hypotheses_used={name: result.hypotheses for name, result in results.items()},
             fingerprints={name: result.fingerprint for name, result in results.items()},
+            software={name: result.software for name, result in results.items()},
             run_identity=run[0] if run else None,
             run_fingerprint=run[1] if run else None,
         ),
-        run=run_record(results, described),
+        run=run_record(results, described, software),
         results=Results(
             overall=Aggregate.model_validate(aggregate(metrics_only)),
             by_task={family: Aggregate.model_validate(row) for family, row in aggregate_by_family(metrics_only, family_of).items()},
             by_dataset={name: result.summary() for name, result in results.items()},
         ),
-        notes={name: result.notes for name, result in results.items() if result.notes},
+        notes={name: notes for name, result in results.items()
+               if (notes := [*result.notes, *([other_code[name]] if name in other_code else [])])},
         paper=None if published is None else PaperComparison(
             model=spec.paper_name, macro_f1={name: published[name] for name in results if name in published}),
     )
 
 
-def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> RunRecord:
-    """Speed, memory, machine and code facts of a run, pooled over its datasets."""
+def current_software() -> Software:
+    """The code computing now: zstc's version, its git commit and the libraries' versions."""
+    return Software(zstc_version=__version__, git_commit=git_commit(), libraries=library_versions())
+
+
+def run_software(results: dict[str, DatasetResult]) -> tuple[Software, dict[str, str]]:
+    """The code a summary of ``results`` names (its run record), and a note for each dataset computed by other code.
+
+    The datasets' own code where they all record the same (every one reused from one earlier run included); else
+    this process's, and each dataset whose result records other code (or none) is noted: a result reused from the
+    details folder or the result cache was computed by the code of its own run, which its fingerprint does not pin."""
+    recorded = [result.software for result in results.values()]
+    first = recorded[0] if recorded else None
+    if first is not None and all(software == first for software in recorded):
+        return first, {}
+    current = current_software()
+    notes = {name: note for name, result in results.items() if (note := software_difference(result.software, current))}
+    return current, notes
+
+
+def software_difference(software: Software | None, run: Software) -> str | None:
+    """A note saying how the code that computed a result (``software``; None: not recorded) differs from ``run``'s;
+    None where it is the same."""
+    if software is None:
+        return ("computed by a zstc that did not record its version, git commit or libraries (a result stored before "
+                "they were kept): whether by this run's code is unknown")
+    differ = [f"{what} {computed_by} (run record: {recorded})" for what, computed_by, recorded in (
+        ("zstc", software.zstc_version, run.zstc_version), ("git commit", software.git_commit, run.git_commit),
+        *((name, software.libraries.get(name), run.libraries.get(name)) for name in sorted({*software.libraries, *run.libraries})))
+        if computed_by != recorded]
+    return f"reused result computed by other code: {', '.join(differ)}" if differ else None
+
+
+def run_record(results: dict[str, DatasetResult], described: dict[str, Any], software: Software) -> RunRecord:
+    """Speed, memory, machine and code facts of a run, pooled over its datasets; its code is ``software``
+    (:func:`run_software`)."""
     latencies = [t for result in results.values() for t in result.batch_latencies]
     rss_peaks = [r.peak_rss_mb for r in results.values() if r.peak_rss_mb is not None]
     cuda_peaks = [r.peak_cuda_mb for r in results.values() if r.peak_cuda_mb is not None]
@@ -558,9 +597,9 @@ def run_record(results: dict[str, DatasetResult], described: dict[str, Any]) -> 
         device=described.get("device"),
         precision=described.get("precision"),
         batch_size=described.get("batch_size"),
-        zstc_version=__version__,
-        git_commit=git_commit(),
-        libraries=library_versions(),
+        zstc_version=software.zstc_version,
+        git_commit=software.git_commit,
+        libraries=software.libraries,
     )
 
 

@@ -91,6 +91,7 @@ def bench(
 
 
 def _report_event(kind: str, payload: Any) -> None:
+    from zstc.benchmark.runner import current_software, software_difference
     from zstc.cli.verbosity import quiet
 
     if quiet():  # --quiet: the summary table and errors only
@@ -103,6 +104,9 @@ def _report_event(kind: str, payload: Any) -> None:
         console.print(f"[dim]removed {payload}, left by a run that was killed while writing[/]")
     elif kind == "reused":
         console.print(f"[dim]{payload.dataset}: reusing a finished result (details folder or result cache)[/]")
+        other_code = software_difference(payload.software, current_software())
+        if other_code:  # said when reused, and in the summary's notes
+            console.print(f"  [dim]note: {other_code}[/]")
     elif kind == "note":
         console.print(f"[yellow]note[/]: {payload}")
     elif kind == "done":

@@ -234,7 +234,7 @@ def unseen(
     from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider
     from zstc.io import check_output_dir
     from zstc.validation import check_choice, check_template
-    from zstc.yin.unseen import UnseenConfig, check_training_data, finetune_on_seen, label_halves, run_unseen
+    from zstc.yin.unseen import UnseenConfig, check_training_data, finetune_on_seen, finetune_precision, label_halves, run_unseen
 
     check_hypotheses_template(hypotheses, template)
     if template is not None:
@@ -265,11 +265,11 @@ def unseen(
     _print_notes(built.notes)  # before the scoring, as bench says them
     descriptions = list(built)
     config = UnseenConfig(alpha=alpha, negatives_per_text=negatives, seed=seed, work_dir=work_dir)
+    runtime = {"device": scoring.get("device"), "precision": scoring.precision}  # where and at what precision it trains
 
     def finetuned(split: Any, pairs_path: Path) -> Any:
         folder = finetune_on_seen(pairs_path, base_model or model, work_dir / f"model-{pairs_path.stem}",
-                                  seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction,
-                                  device=scoring.get("device"), precision=scoring.precision,
+                                  seed=seed, max_steps=max_steps, dev_size=dev_size, eval_fraction=eval_fraction, **runtime,
                                   progress=show_progress(), log=say)  # on stderr, and none of it under --quiet
         # Probabilities: the harsh rule's margin is a difference of entailment probabilities.
         return _scorer(folder, "nli", scoring, only=("batch_size", "device"), score_type="prob")
@@ -282,8 +282,8 @@ def unseen(
         "task": task, "data": data, "data_sha256": data_sha256(test), "train_data": train_data,
         "train_data_sha256": data_sha256(train), "test_texts_in_train_data": shared, "hypotheses": hypotheses, "template": template, "max_samples": max_samples,
         "max_train_samples": max_train_samples, "seed": seed, "finetune": finetune,
-        **({"base_model": base_model or model, "max_steps": max_steps, "dev_size": dev_size, "eval_fraction": eval_fraction}
-           if finetune else {}),
+        **({"base_model": base_model or model, "max_steps": max_steps, "dev_size": dev_size, "eval_fraction": eval_fraction,
+            "finetune_precision": finetune_precision(runtime)} if finetune else {}),
     }
     _print_unseen(report)
     _write(report, out, scorer)

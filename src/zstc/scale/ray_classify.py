@@ -136,7 +136,11 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         manifest = {}
-    identities = {str(path): {"input_sha256": sha256_file(path), "settings": settings, "precision": options.get("precision")} for path in files}
+    # The device too, as the local engine's marker holds it: rows scored on GPU actors and rows scored on CPU actors
+    # differ (in bf16 by whole decisions), so an input begun on the one is not finished or continued on the other.
+    device = actor_device(options, gpus_per_actor)
+    identities = {str(path): {"input_sha256": sha256_file(path), "settings": settings, "precision": options.get("precision"),
+                              "device": device} for path in files}
 
     def finished(path: Path) -> bool:
         return _finished(manifest.get(str(path)), identities[str(path)], out_dir / _output_name(path))
@@ -174,6 +178,18 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     for message in notes:
         on_note(message)
     return sum(int(manifest.get(str(path), {}).get("rows", 0)) for path in files)
+
+
+def actor_device(options: dict[str, Any], gpus_per_actor: float) -> str:
+    """The kind of device the scorer actors compute on, as the resume identity records it: the ``device`` option's
+    type where one is given, else ``cuda`` for actors that reserve a GPU (``gpus_per_actor`` > 0) and ``cpu`` for the
+    others (Ray hides the GPUs from an actor that reserves none). Known before any actor starts, so a finished input
+    is skipped without starting Ray; unlike the local engine's it does not name the GPU model, which each actor's
+    node decides."""
+    device = options.get("device")
+    if device not in (None, "auto"):
+        return str(device).split(":")[0]  # cuda:1 names a slot, not the hardware
+    return "cuda" if gpus_per_actor > 0 else "cpu"
 
 
 def _output_name(path: Path) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.metrics import f1_score
 
 from zstc.decisions import argmax_decisions
-from zstc.errors import DataError, OptionError
+from zstc.errors import DataError, OptionError, ZstcError
 from zstc.io import atomic_write
 from zstc.benchmark.metrics import dataset_metrics
 from zstc.benchmark.tasks import NO_HYPOTHESIS, Task
@@ -184,12 +184,23 @@ def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, *, progress: 
 
 
 _RUNTIME_ONLY = ("device", "precision")
-"""Training options that may differ for a finished model to be reused (precision ``auto`` resolves per machine)."""
+"""Training options not compared as given: the device (where it trained), and the precision, compared as resolved
+(:func:`finetune_precision`) since ``auto`` means bf16 on one machine and fp32 on another."""
+
+
+def finetune_precision(train_options: dict[str, Any]) -> str:
+    """The precision ``fp32`` or ``bf16`` that fine-tuning with ``train_options`` runs at on this machine, as the
+    trainer resolves it and records it (``auto`` by the device, none given: ``TrainConfig``'s default)."""
+    from zstc.scorers.runtime import resolve_device, resolve_precision
+    from zstc.training import TrainConfig
+
+    requested = train_options.get("precision", TrainConfig.precision)
+    return resolve_precision(requested, resolve_device(train_options.get("device")))
 
 
 def _check_finished_model(folder: Path, pairs_path: Path, wanted: dict[str, Any]) -> None:
     """:class:`DataError` unless the model in ``folder`` was trained on ``pairs_path``'s pairs (same content) with
-    the ``wanted`` training options."""
+    the ``wanted`` training options, at the precision they resolve to here, from the same backbone weights."""
     from zstc.benchmark.provenance import sha256_file
     from zstc.models.nli_head import read_training_record
 
@@ -197,11 +208,32 @@ def _check_finished_model(folder: Path, pairs_path: Path, wanted: dict[str, Any]
     config = record.get("config", {})
     differ = [f"{name} {config.get(name)!r} (now {value!r})" for name, value in wanted.items()
               if name not in _RUNTIME_ONLY and config.get(name) != value]
+    # The precision as trained (the record holds the resolved one): bf16-trained weights are other weights.
+    precision = finetune_precision(wanted)
+    if config.get("precision") != precision:
+        differ.append(f"precision {config.get('precision')!r} (now {precision!r})")
+    # The backbone by its weights, not its name: a local --base-model folder retrained in place keeps its path.
+    trained_from = record.get("backbone_revision")
+    backbone = _backbone_identity(str(wanted["backbone"])) if trained_from is not None else None
+    if backbone is not None and trained_from != backbone:  # None: not knowable here (a hub id the hub did not answer)
+        differ.append(f"the backbone's weights {trained_from} (now {backbone})")
     if record.get("data", {}).get("train", {}).get("sha256") != sha256_file(pairs_path):
         differ.append("its training pairs (other data, sample, hypotheses, negatives or seed)")
     if differ:
         raise DataError(f"{folder}: a model fine-tuned earlier with other settings: {'; '.join(differ)}; "
                         "use another --work-dir or remove that folder")
+
+
+def _backbone_identity(name: str) -> str | None:
+    """The weights the trainer would load as backbone ``name``, as it records them (``backbone_revision``: the hub
+    commit or a local folder's content hash); None where not knowable (an unknown name: the trainer says so)."""
+    from zstc.benchmark.runner import model_weights_identity
+    from zstc.models.registry import get_model_spec
+
+    try:
+        return model_weights_identity(get_model_spec(name, family="encoder", parameter="backbone"))
+    except ZstcError:
+        return None
 
 
 ScorerFactory = Callable[[LabelSplit, Path], Any]
