@@ -260,6 +260,26 @@ def test_a_checkpoint_is_not_continued_on_other_training_data(tiny_backbone: Pat
     assert lines[0].startswith("resuming from step 4 of 9")
 
 
+def test_a_checkpoint_is_not_continued_at_another_precision(tiny_backbone: Path, train_file: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resume key left the precision out: a run interrupted in fp32 and resumed with --precision bf16 (or the
+    other way round) continued the checkpoint, and the trained model's record named only the second precision."""
+    def interrupt_at_step_4(line: str) -> None:
+        if line.startswith("step 4/"):
+            raise KeyboardInterrupt
+
+    out = tmp_path / "model"
+    with pytest.raises(KeyboardInterrupt):
+        train_nli(tiny_config(tiny_backbone, train_file, out, max_steps=9), progress=False, log=interrupt_at_step_4)
+    # Refused before any step, so bf16 costs nothing here even where the CPU emulates it.
+    with pytest.raises(ModelError, match=r"another configuration \(precision differ"):
+        train_nli(tiny_config(tiny_backbone, train_file, out, max_steps=9, precision="bf16"), progress=False, log=lambda line: None)
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "fp32")  # auto is compared as what it resolves to
+    lines: list[str] = []
+    train_nli(tiny_config(tiny_backbone, train_file, out, max_steps=9, precision="auto"), progress=False, log=lines.append)
+    assert lines[0].startswith("resuming from step 4 of 9")
+
+
 def test_build_rejects_unknown_variant(tiny_backbone: Path) -> None:
     from transformers import AutoModel
 

@@ -90,9 +90,11 @@ class TrainConfig:
         return record
 
     def resume_key(self) -> dict[str, Any]:
-        """What must be unchanged for a checkpoint to be continued (runtime choices may differ)."""
+        """What must be unchanged for a checkpoint to be continued (runtime choices may differ). The precision is
+        part of it (resolved: ``train_nli`` replaces ``auto`` first): steps taken in bf16 and continued in fp32 made a
+        model of neither, which the trained model's record then called fp32."""
         record = self.to_record()
-        for runtime_only in ("out", "max_minutes", "device", "precision", "eval_batch_size", "extra"):
+        for runtime_only in ("out", "max_minutes", "device", "eval_batch_size", "extra"):
             record.pop(runtime_only)
         return record
 

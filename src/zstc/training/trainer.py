@@ -456,14 +456,16 @@ def get_last_checkpoint(folder: str) -> str | None:
 
 def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None, int, float]:
     """(last checkpoint or None, its step, training seconds before it); refuses another configuration's checkpoint,
-    naming what differs. A key written before the data's content was part of it is compared without it."""
+    naming what differs. A key written before the data's content (or the precision) was part of it is compared
+    without it."""
     key_file = folder / RESUME_KEY_FILE
     if key_file.exists():
         stored, wanted = json.loads(key_file.read_text(encoding="utf-8")), json.loads(json.dumps(resume_key))
         if not isinstance(stored, dict):
             stored = {}
-        if "data_sha256" not in stored:
-            wanted.pop("data_sha256", None)
+        for added_later in ("data_sha256", "precision"):
+            if added_later not in stored:
+                wanted.pop(added_later, None)
         differ = [name for name in {**stored, **wanted} if stored.get(name) != wanted.get(name)]
         if differ:
             named = ", ".join("the content of the training data" if name == "data_sha256" else name for name in differ)
