@@ -239,18 +239,23 @@ def test_interrupted_run_resumes_from_its_step(trained: TrainResult, tiny_backbo
         train_nli(tiny_config(tiny_backbone, train_file, tmp_path / "other"), progress=False, log=lambda line: None)
 
 
+def interrupted_at_step_4(config: TrainConfig) -> None:
+    """Start ``config``'s training and stop it (as Ctrl-C does) when it reports step 4: a checkpoint of step 4 is left."""
+    def interrupt(line: str) -> None:
+        if line.startswith("step 4/"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_nli(config, progress=False, log=interrupt)
+
+
 def test_a_checkpoint_is_not_continued_on_other_training_data(tiny_backbone: Path, tmp_path: Path) -> None:
     """The resume key held the data's path, not its content: a run interrupted and resumed after its pairs file
     was edited or replaced continued a checkpoint trained on the old pairs, as if they were the same."""
     data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(96))
 
-    def interrupt_at_step_4(line: str) -> None:
-        if line.startswith("step 4/"):
-            raise KeyboardInterrupt
-
     out = tmp_path / "model"
-    with pytest.raises(KeyboardInterrupt):
-        train_nli(tiny_config(tiny_backbone, data, out, max_steps=9), progress=False, log=interrupt_at_step_4)
+    interrupted_at_step_4(tiny_config(tiny_backbone, data, out, max_steps=9))
     write_jsonl(data, synthetic_pairs(96, seed=1))  # the same path, other pairs
     with pytest.raises(ModelError, match=r"another configuration \(the content of the training data differ"):
         train_nli(tiny_config(tiny_backbone, data, out, max_steps=9), progress=False, log=lambda line: None)
@@ -264,13 +269,8 @@ def test_a_checkpoint_is_not_continued_at_another_precision(tiny_backbone: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The resume key left the precision out: a run interrupted in fp32 and resumed with --precision bf16 (or the
     other way round) continued the checkpoint, and the trained model's record named only the second precision."""
-    def interrupt_at_step_4(line: str) -> None:
-        if line.startswith("step 4/"):
-            raise KeyboardInterrupt
-
     out = tmp_path / "model"
-    with pytest.raises(KeyboardInterrupt):
-        train_nli(tiny_config(tiny_backbone, train_file, out, max_steps=9), progress=False, log=interrupt_at_step_4)
+    interrupted_at_step_4(tiny_config(tiny_backbone, train_file, out, max_steps=9))
     # Refused before any step, so bf16 costs nothing here even where the CPU emulates it.
     with pytest.raises(ModelError, match=r"another configuration \(precision differ"):
         train_nli(tiny_config(tiny_backbone, train_file, out, max_steps=9, precision="bf16"), progress=False, log=lambda line: None)
