@@ -141,6 +141,30 @@ def test_yesno_cascade_on_smollm2(smollm2_folder: Path, shortlister) -> None:
     assert (scores[rows, result.ranks[:, 2:]].max(axis=1) < scores[rows, listed].min(axis=1)).all()
 
 
+def test_a_yesno_cascade_passes_each_shortlists_cuts_to_the_judge(smollm2_folder: Path, shortlister) -> None:
+    """Multi-label cuts reached only the pair families behind a shortlist: a yes/no judge's calls got none, so its bf16
+    recheck looked at near ties of each text's best label, not at the pairs near their cut (fp32's decisions were
+    not guaranteed). Each shortlist group's call now gets its labels' cuts, in its own label order."""
+    from zstc.scorers.base import score_with_notes
+
+    main = make_scorer(SMOLLM2, "yesno", device="cpu", precision="fp32", batch_size=8)
+    texts, labels, cuts = TEXTS[:3], LABELS[:4], [0.1, 0.2, 0.3, 0.4]
+    received: list[tuple[list[str], list[float] | None]] = []
+    scored = main.score_with_notes
+
+    def spy(texts: list[str], labels: list[str], **options: object) -> object:
+        given = options.get("thresholds")
+        received.append((list(labels), None if given is None else [float(cut) for cut in given]))  # type: ignore[union-attr]
+        return scored(texts, labels, **options)  # type: ignore[arg-type]
+
+    main.score_with_notes = spy  # type: ignore[method-assign]
+    cascade = CascadeScorer(main, shortlister, 2)
+    result = score_with_notes(cascade, texts, labels, thresholds=cuts)
+    cut_of = dict(zip(labels, cuts))
+    assert received and all(given == [cut_of[label] for label in called] for called, given in received)
+    assert np.array_equal(result.scores, cascade.score(texts, labels))  # fp32: the cuts change nothing but the recheck
+
+
 def test_llm_cascade_lists_only_the_shortlisted_options(smollm2_folder: Path, shortlister) -> None:
     main = make_scorer(SMOLLM2, "llm", device="cpu", precision="fp32", batch_size=4)
     texts, labels = TEXTS[:3], LABELS

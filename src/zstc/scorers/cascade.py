@@ -177,8 +177,9 @@ class CascadeScorer:
 
     @property
     def rechecks_thresholds(self) -> bool:
-        """Defined here, not read through to the main scorer: only the pair path passes thresholds on."""
-        return self._pairs_path() and rechecks_thresholds(self.main)
+        """Whether the main scorer takes multi-label thresholds: each text's shortlisted labels' cuts reach it, in the
+        pair path's one run or in each shortlist group's call (:meth:`_score_groups`)."""
+        return rechecks_thresholds(self.main)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes the cascade does not define itself (score_type, bf16, model_id, ...).
@@ -225,7 +226,7 @@ class CascadeScorer:
         ranks = shortlist_ranks(self.shortlister.score(texts, labels))
         if self._pairs_path():
             return self._score_pairs([(texts, labels, ranks, thresholds)], show_progress)[0]
-        main_scores, notes = self._score_groups(texts, labels, ranks, show_progress)
+        main_scores, notes = self._score_groups(texts, labels, ranks, show_progress, thresholds)
         return self._result(main_scores, ranks, notes)
 
     def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]],
@@ -244,7 +245,7 @@ class CascadeScorer:
         if len(cuts) != len(calls):
             raise ValueError(f"{len(cuts)} threshold lists for {len(calls)} calls")
         if not self._pairs_path():
-            return [self.score_with_notes(texts, labels) for texts, labels in calls]
+            return [self.score_with_notes(texts, labels, thresholds=cut) for (texts, labels), cut in zip(calls, cuts)]
         shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
         ranks = {i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)) for i, (texts, labels) in enumerate(calls)}
         if offers(self.shortlister, "score_requests"):  # an embedding model: every call's texts encoded in one run
@@ -308,8 +309,10 @@ class CascadeScorer:
             start += n * kept
         return results
 
-    def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool) -> tuple[np.ndarray, list[str]]:
-        """Texts that share a shortlist are scored in one call on just those labels, in their own order."""
+    def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool,
+                      thresholds: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+        """Texts that share a shortlist are scored in one call on just those labels, in their own order, with those
+        labels' multi-label cuts where ``thresholds`` gives them (for a yes/no judge's bf16 recheck near them)."""
         from tqdm.auto import tqdm
 
         groups: dict[tuple[int, ...], list[int]] = {}
@@ -318,7 +321,8 @@ class CascadeScorer:
         main_scores = np.empty((len(texts), self.k), dtype=np.float32)
         per_call: list[list[str]] = []
         for shortlist, members in tqdm(groups.items(), desc="shortlists", disable=not show_progress, leave=False):
-            sub_result = score_with_notes(self.main, [texts[i] for i in members], [labels[j] for j in shortlist])
+            sub_result = score_with_notes(self.main, [texts[i] for i in members], [labels[j] for j in shortlist],
+                                          thresholds=None if thresholds is None else [thresholds[j] for j in shortlist])
             sub = sub_result.scores
             column = {label: c for c, label in enumerate(shortlist)}
             for row, i in enumerate(members):
