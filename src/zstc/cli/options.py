@@ -163,6 +163,7 @@ class ScorerOptions:
     default_precision: str = "fp32"
 
     def get(self, name: str) -> Any:
+        """The value given for option ``name`` (None: not given, so the family's default applies)."""
         return self.given.get(name)
 
     @property

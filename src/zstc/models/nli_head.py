@@ -48,6 +48,7 @@ class NliHead(nn.Module):
         self.out_proj = nn.Linear(hidden_size, num_outputs)
 
     def forward(self, cls_vectors: torch.Tensor) -> torch.Tensor:
+        """Class logits from the backbone's [CLS] vectors (dropout, dense, activation, norm, projection)."""
         logits: torch.Tensor = self.out_proj(self.norm(self.activation(self.dense(self.dropout(cls_vectors)))))
         return logits
 
@@ -67,6 +68,7 @@ class NliCrossEncoder(nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
     ) -> SequenceClassifierOutput:
+        """The head's logits on the backbone's [CLS] vectors for a batch of tokenized (premise, hypothesis) pairs."""
         inputs: dict[str, torch.Tensor] = {"input_ids": input_ids}
         if attention_mask is not None:
             inputs["attention_mask"] = attention_mask

@@ -72,27 +72,33 @@ class Run:
 
     @property
     def model(self) -> dict[str, Any]:
+        """The summary's model record (name, family, revision, options); empty when absent."""
         return self.summary.get("model", {})
 
     @property
     def short_name(self) -> str:
+        """The model's name as tables show it: the paper's name, else the last part of its id or path."""
         name = self.model.get("paper_name") or self.model.get("name") or self.path.stem
         return str(name).rstrip("/").rsplit("/", 1)[-1]
 
     @property
     def paper_name(self) -> str | None:
+        """The model's name in the paper's tables, when the registry knows one."""
         return self.model.get("paper_name")
 
     @property
     def by_dataset(self) -> dict[str, dict[str, Any]]:
+        """The summary's per-dataset metric rows, by dataset name."""
         return self.summary["results"]["by_dataset"]
 
     @property
     def datasets(self) -> list[str]:
+        """The datasets the run scored, in the summary's order."""
         return list(self.by_dataset)
 
     @property
     def throughput(self) -> float | None:
+        """Texts per second over the run, or None when the summary does not say."""
         run = self.summary.get("run", {})
         if run.get("texts_per_second"):
             return float(run["texts_per_second"])

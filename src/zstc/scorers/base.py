@@ -281,6 +281,7 @@ class TorchScorer(Generic[F]):
 
     @property
     def model_id(self) -> str:
+        """The model's hub id or local path, as its spec names it."""
         return self.spec.model_id
 
     @property
@@ -338,6 +339,8 @@ class TorchScorer(Generic[F]):
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
+        """What a result records about this scorer: model, family, device, precision, batch size, token limit, parameters
+        once loaded, and in bf16 the recheck margin."""
         loaded = self._loaded
         return {
             "name": self.spec.model_id,

@@ -169,10 +169,12 @@ class CascadeScorer:
     # The cascade stands in for its main scorer: family, spec, score type, device... are the main's.
     @property
     def family(self) -> str:
+        """The main scorer's family: the cascade stands in for it."""
         return self.main.family
 
     @property
     def spec(self) -> Any:
+        """The main scorer's model spec."""
         return self.main.spec
 
     @property
@@ -189,9 +191,11 @@ class CascadeScorer:
 
     @property
     def shortlist(self) -> ShortlistSpec:
+        """The shortlist setting (shortlister model and K), canonical as results record it."""
         return ShortlistSpec(self.shortlister.spec.model_id, self.k)
 
     def describe(self) -> dict[str, Any]:
+        """The main scorer's description with a ``shortlist`` section: the shortlister, K and how unlisted labels are ranked."""
         shortlister = self.shortlister.describe()
         facts = {
             "model": self.shortlister.spec.model_id,

@@ -35,6 +35,7 @@ class CausalLMScorer(TorchScorer[F]):
     """
 
     def describe(self) -> dict[str, Any]:
+        """The base description, plus the weights' dtype in bf16 (fp32 weights under autocast, or bf16 weights without the recheck)."""
         return {**super().describe(), **({"weights": self.weights_dtype} if self.precision == "bf16" else {})}
 
     @property
@@ -74,6 +75,7 @@ class CausalLMScorer(TorchScorer[F]):
 
     @staticmethod
     def pad_id(loaded: LoadedModel[Any]) -> int:
+        """The id padded positions get: the tokenizer's pad token, else its end-of-sequence token, else 0."""
         # Any id works: padded positions are masked out. Many causal tokenizers have no pad token.
         tokenizer = loaded.tokenizer
         for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):

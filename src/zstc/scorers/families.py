@@ -116,6 +116,7 @@ class Family:
     (:data:`zstc.scorers.cascade.SHARED_PROMPT_FAMILIES`). Not :attr:`distribution`, which says what the scores are."""
 
     def scorer_class(self) -> type:
+        """The scorer class, imported from its ``module:Class`` on first use."""
         if isinstance(self.scorer, type):
             return self.scorer
         module_name, _, class_name = self.scorer.partition(":")

@@ -71,6 +71,7 @@ class LLMScorer(CausalLMScorer[Symbols]):
         return self.prompt_style == "harness"
 
     def describe(self) -> dict[str, Any]:
+        """The base description, plus the prompt style and, once loaded, the prompt's format (chat template or plain)."""
         facts = {**super().describe(), "prompt_style": self.prompt_style}
         if self._loaded is not None:
             facts["prompt_format"] = "chat template" if self._uses_chat(self._loaded) else "plain"

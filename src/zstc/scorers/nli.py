@@ -62,6 +62,7 @@ class NliScorer(CrossEncoderScorer):
         """As given; the resolved column is :attr:`LoadedModel.facts` once the model is loaded."""
 
     def describe(self) -> dict[str, Any]:
+        """The base description, plus the score type and, once loaded, which output is entailment and how it was found."""
         column = self._loaded.facts if self._loaded is not None else None
         return {
             **super().describe(),

@@ -68,6 +68,7 @@ class PairTemplate:
 
     @property
     def n_special(self) -> int:
+        """Special tokens the template adds around a pair."""
         return len(self.prefix) + len(self.middle) + len(self.suffix)
 
     @classmethod
@@ -183,6 +184,7 @@ class PairPlan:
 
     @property
     def n_pairs(self) -> int:
+        """Pairs in the plan."""
         return len(self.firsts)
 
     def batches(self) -> Iterator[PairBatch]:
@@ -351,6 +353,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         self.length_step = shape.length_step
 
     def describe(self) -> dict[str, Any]:
+        """The base description, plus the token budget of a forward pass."""
         return {**super().describe(), "max_batch_tokens": self.max_batch_tokens}
 
     # -- loading --------------------------------------------------------------------------------------

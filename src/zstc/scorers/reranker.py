@@ -25,6 +25,7 @@ class RerankerScorer(CrossEncoderScorer):
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
 
     def describe(self) -> dict[str, Any]:
+        """The base description, plus, once loaded, which output is the relevance logit."""
         column = self._loaded.facts if self._loaded is not None else None
         return {**super().describe(), "relevant_index": column.index if column is not None else None}
 

@@ -159,6 +159,7 @@ class IeeeMatmul:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
+        """IEEE fp32 matrix products while the block runs; the process-wide setting is restored when the last holder leaves."""
         with self._lock:
             if self._holders == 0:
                 self._saved = self._read()

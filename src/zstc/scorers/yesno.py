@@ -67,6 +67,7 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         """Which side fills the prompt's <Query>: ``text`` (BTZSC's) or ``label`` (see :meth:`prompt`)."""
 
     def describe(self) -> dict[str, Any]:
+        """The base description, plus the judge's instruction, whether the prefix cache is on and which side fills the query."""
         return {**super().describe(), "instruction": self.instruction, "prefix_cache": self.prefix_cache, "query": self.query}
 
     def _facts(self, tokenizer: Any) -> AnswerIds:

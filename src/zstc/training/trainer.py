@@ -112,6 +112,7 @@ class NliPairDataset(torch.utils.data.Dataset[dict[str, Any]]):
 
     @property
     def lengths(self) -> list[int]:
+        """Each pair's token count, for length-grouped batches."""
         return [len(ids) for ids in self.encoded["input_ids"]]
 
 
@@ -142,6 +143,7 @@ class LengthGroupedBatches(torch.utils.data.Sampler[list[int]]):
         self.lengths, self.batch_size, self.seed, self.epoch = lengths, batch_size, seed, 0
 
     def set_epoch(self, epoch: int) -> None:
+        """The epoch whose shuffle the next iteration uses (the Trainer calls it each epoch, and again on resuming)."""
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -243,6 +245,7 @@ class NliTrainer(Trainer):
         """The step of the latest checkpoint this trainer began to save."""
 
     def elapsed(self) -> float:
+        """Training seconds so far, those before a resume included."""
         return self.seconds_before + time.monotonic() - self.started
 
     def _save_checkpoint(self, model: torch.nn.Module, trial: Any) -> None:
@@ -253,11 +256,13 @@ class NliTrainer(Trainer):
 
     def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], return_outputs: bool = False,
                      num_items_in_batch: Any = None) -> Any:
+        """The variant's NLI loss (:func:`zstc.training.recipe.nli_loss`) on the batch's gold classes."""
         outputs = model(**{key: value for key, value in inputs.items() if key != "labels"})
         loss = nli_loss(outputs.logits, inputs["labels"], self.variant)
         return (loss, outputs) if return_outputs else loss
 
     def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
+        """AdamW with the backbone's and the head's own learning rates (two parameter groups)."""
         if self.optimizer is None:
             args = self.args
             assert isinstance(self.model, NliCrossEncoder)
@@ -266,6 +271,7 @@ class NliTrainer(Trainer):
         return self.optimizer
 
     def get_train_dataloader(self) -> torch.utils.data.DataLoader[Any]:
+        """Batches of pairs of similar length (:class:`LengthGroupedBatches`), so little of each batch is padding."""
         dataset = self.train_dataset
         assert isinstance(dataset, NliPairDataset)
         batches = LengthGroupedBatches(dataset.lengths, self.args.per_device_train_batch_size, self.args.seed)
@@ -273,6 +279,7 @@ class NliTrainer(Trainer):
         return self.accelerator.prepare(loader)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """The Trainer's log entry with the training seconds so far added."""
         super().log({**logs, "seconds": round(self.elapsed(), 3)}, start_time)
 
 
