@@ -66,7 +66,7 @@ def test_a_description_cache_makes_a_new_label_set_of_seen_descriptions_free(min
 
     runs: list[int] = []
     encode_labels = minilm_native._label_embeddings
-    monkeypatch.setattr(minilm_native, "_label_embeddings", lambda loaded, documents: runs.append(len(documents)) or encode_labels(loaded, documents))
+    monkeypatch.setattr(minilm_native, "_label_embeddings", lambda loaded, documents, *precision: runs.append(len(documents)) or encode_labels(loaded, documents, *precision))
     cache = LruCache(16)
     first = minilm_native.score_requests([(["The striker scored twice."], ["sports", "economy"]),
                                           (["Rates rose again."], ["economy", "health"])], label_cache=cache)

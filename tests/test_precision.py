@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -352,9 +353,51 @@ def test_margin_cuts_are_the_larger_of_a_pairs_cut_and_its_texts_best_minus_its_
     assert near_decisions(scores, groups, margin_cuts(scores, groups, cuts, margins), 0.02).tolist() == [False, True, False, False, False, False]
 
 
+class EmotionsByMiniLM(NamedTuple):
+    """200 emotiondair texts (dense cosines: bf16 alone changes decisions) and all-MiniLM-L6-v2 in fp32, bf16 alone and
+    bf16 rechecked, with fp32's scores and the embedding family's default multi-label rule (its margin and cut)."""
+
+    task: Any
+    hypotheses: list[str]
+    labels: list[str]
+    fp32: Any
+    plain: Any
+    checked: Any
+    exact: np.ndarray
+    margin: float
+    cut: float
+
+
+@pytest.fixture(scope="module")
+def emotiondair_minilm(btzsc_dir: Path) -> EmotionsByMiniLM:
+    from zstc.api import Classifier
+
+    task = sample_task(btzsc_dir, "emotiondair", 200)
+    hypotheses = list(task.hypotheses)
+    labels = [f"emotion {j}" for j in range(len(hypotheses))]
+    fp32 = Classifier(MINILM, precision="fp32", device="cpu")
+    exact = fp32.scores(task.texts, labels, hypotheses)
+    margin = fp32.default_margin()
+    assert margin is not None  # the embedding family's default rule: near the text's best
+    return EmotionsByMiniLM(task, hypotheses, labels, fp32, Classifier(MINILM, precision="bf16", device="cpu", recheck_margin=0),
+                            Classifier(MINILM, precision="bf16", device="cpu"), exact, margin, fp32.default_threshold())
+
+
+def _barely_decided(exact: np.ndarray, labels: list[str], cut: float, margin: float, per_label: dict[str, float]) -> np.ndarray:
+    """The (text, label) pairs fp32 decides by less than its noise (1e-5: a rechecked text runs in another batch): within
+    it of their cut under the multi-label rule of ``per_label`` and, for the other labels, ``cut`` and ``margin``."""
+    from zstc.scorers.recheck import margin_cuts
+
+    own = np.array([label in per_label for label in labels])
+    cuts = np.tile([per_label.get(label, cut) for label in labels], len(exact))
+    groups = np.repeat(np.arange(len(exact)), len(labels))
+    effective = margin_cuts(exact.ravel(), groups, cuts, np.tile(np.where(own, np.nan, margin), len(exact)))
+    return (np.abs(exact.ravel() - effective) < 1e-5).reshape(exact.shape)
+
+
 @requires_fast_bf16
 @pytest.mark.slow
-def test_bf16_embedding_models_make_fp32s_decisions(btzsc_dir: Path, record_property) -> None:
+def test_bf16_embedding_models_make_fp32s_decisions(emotiondair_minilm: EmotionsByMiniLM, record_property) -> None:
     """An embedding model in bf16 (classify's default model, and auto's choice where bf16 is fast): alone, its cosines'
     rounding (a few thousandths) puts texts in other label sets under the default multi-label rule (labels near the
     text's best) and under a mixed rule (some labels with a cut of their own, the others by the default rule);
@@ -363,25 +406,11 @@ def test_bf16_embedding_models_make_fp32s_decisions(btzsc_dir: Path, record_prop
     another batch) may go either way."""
     from zstc.api import Classifier
     from zstc.multilabel import decide
-    from zstc.scorers.recheck import margin_cuts
 
-    task = sample_task(btzsc_dir, "emotiondair", 200)
-    hypotheses = list(task.hypotheses)
-    labels = [f"emotion {j}" for j in range(len(hypotheses))]
-    fp32 = Classifier(MINILM, precision="fp32", device="cpu")
-    plain = Classifier(MINILM, precision="bf16", device="cpu", recheck_margin=0)
-    checked = Classifier(MINILM, precision="bf16", device="cpu")
-    exact = fp32.scores(task.texts, labels, hypotheses)
-    margin, cut = fp32.default_margin(), fp32.default_threshold()
-    assert margin is not None  # the embedding family's default rule: near the text's best
+    task, hypotheses, labels, fp32, plain, checked, exact, margin, cut = emotiondair_minilm
 
     def barely(per_label: dict[str, float]) -> np.ndarray:
-        """The pairs fp32 decides by less than its noise: within 1e-5 of their cut under ``per_label``'s rule."""
-        own = np.array([label in per_label for label in labels])
-        cuts = np.tile([per_label.get(label, cut) for label in labels], len(task.texts))
-        groups = np.repeat(np.arange(len(task.texts)), len(labels))
-        effective = margin_cuts(exact.ravel(), groups, cuts, np.tile(np.where(own, np.nan, margin), len(task.texts)))
-        return (np.abs(exact.ravel() - effective) < 1e-5).reshape(exact.shape)
+        return _barely_decided(exact, labels, cut, margin, per_label)
 
     def decisions(classifier: Classifier, per_label: dict[str, float], notes: list[str] | None = None) -> np.ndarray:
         predictions = classifier.predict_multi_label(task.texts, labels, hypotheses, per_label=per_label, notes=notes)
@@ -445,6 +474,74 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
         assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
     assert answer.status_code == 200 and other.status_code == 200, (answer.text, other.text)
     assert [set(result["labels"]) for result in answer.json()["results"]] == expected
+
+
+@requires_fast_bf16
+def test_score_requests_rechecks_a_services_decisions_with_fp32_labels_cached_apart() -> None:
+    """score_requests rechecks in bf16 only when its calls are decisions (a server's requests, not a cascade's
+    shortlists), embedding the rechecked texts and their labels in fp32; the labels' fp32 embeddings go to a cache of
+    their own, bounded, never into the bf16 one."""
+    from zstc.scorers import make_scorer
+    from zstc.scorers.base import LruCache
+
+    scorer = make_scorer(MINILM, precision="bf16", device="cpu")
+    texts = ["What a wonderful surprise party!", "I lost my keys again.", "The weather is fine."]
+    labels = ["This text expresses joy.", "This text expresses sadness.", "This text expresses anger."]
+    exact = make_scorer(MINILM, precision="fp32", device="cpu").score(texts, labels)
+    bf16_cache, fp32_cache = LruCache(8), LruCache(2)
+    (shortlist,) = scorer.score_requests([(texts, labels)], label_cache=bf16_cache, fp32_label_cache=fp32_cache)
+    assert len(fp32_cache) == 0 and shortlist.notes == [] and not np.allclose(shortlist.scores, exact, atol=1e-4, rtol=0)
+    (served,) = scorer.score_requests([(texts, labels)], label_cache=bf16_cache, recheck=True, fp32_label_cache=fp32_cache)
+    # Three texts: each is among the closest calls every recheck measures bf16's error on, so each is embedded again.
+    assert "3 of 3 texts rescored in fp32" in served.notes[0], served.notes
+    np.testing.assert_allclose(served.scores, exact, atol=1e-5, rtol=0)
+    assert len(fp32_cache) == 2 and len(bf16_cache) == 3  # the fp32 cache's own bound
+    assert all(not torch.equal(fp32_cache._items[d], bf16_cache._items[d]) for d in fp32_cache._items)
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_a_bf16_embedding_server_makes_fp32s_decisions(emotiondair_minilm: EmotionsByMiniLM, record_property) -> None:
+    """``zstc serve`` with an embedding model in bf16 (auto's choice where bf16 is fast): each request's texts with a
+    near decision (a near tie of its best label; under the default multi-label rule, a cosine near its cut or near
+    the text's best minus the margin) are embedded again in fp32, so it answers as an fp32 Classifier does, though it
+    embeds every request of a batch in one run. Four requests (single- and multi-label, two halves of the texts) in
+    one batch: each gets its own texts' rows. Decisions fp32 makes by less than its noise may go either way."""
+    pytest.importorskip("fastapi")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastapi.testclient import TestClient
+
+    from zstc.server.app import ServeSettings, create_app
+    from zstc.server.engine import EngineConfig
+
+    task, hypotheses, labels, fp32, plain, served, exact, margin, cut = emotiondair_minilm
+    barely_multi, barely_single = _barely_decided(exact, labels, cut, margin, {}).any(axis=1), ~_decided(exact)
+    expected_sets = [set(p.labels) for p in fp32.predict_multi_label(task.texts, labels, hypotheses)]
+    expected_best = [p.label for p in fp32.predict(task.texts, labels, hypotheses)]
+    alone = [set(p.labels) for p in plain.predict_multi_label(task.texts, labels, hypotheses)]
+    changed = sum(a != e for a, e, skip in zip(alone, expected_sets, barely_multi) if not skip)
+    record_property("bf16_alone_label_sets_changed", changed)
+    assert changed, "bf16 alone puts some texts in other label sets here: the test can fail"
+
+    halves = [task.texts[:100], task.texts[100:]]
+    bodies = [{"texts": half, "labels": labels, "descriptions": hypotheses, "multi_label": multi} for multi in (True, False) for half in halves]
+    settings = ServeSettings(engine=EngineConfig(max_wait_ms=500, max_batch_pairs=len(task.texts) * len(labels) * 2))
+    with TestClient(create_app(served, settings)) as client:
+        while client.get("/health/ready").status_code != 200:
+            time.sleep(0.05)
+        batches = client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
+        with ThreadPoolExecutor(len(bodies)) as pool:
+            answers = list(pool.map(lambda body: client.post("/classify", json=body), bodies))
+        assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
+    assert all(answer.status_code == 200 for answer in answers), [answer.text for answer in answers]
+    results = [answer.json()["results"] for answer in answers]
+    for body, result in zip(bodies, results):
+        assert [r["text"] for r in result] == body["texts"], "each request gets its own texts' rows"
+    label_sets = [set(r["labels"]) for r in results[0] + results[1]]  # multi-label: compared as sets (order follows scores)
+    best = [r["label"] for r in results[2] + results[3]]
+    assert [i for i, skip in enumerate(barely_multi) if not skip and label_sets[i] != expected_sets[i]] == []
+    assert [i for i, skip in enumerate(barely_single) if not skip and best[i] != expected_best[i]] == []
 
 
 # -- fp32 is IEEE fp32, whatever the process asked torch for -----------------------------------------------

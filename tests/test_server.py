@@ -914,7 +914,8 @@ def test_a_batched_backend_that_scores_nan_fails_only_that_request() -> None:
         def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
             return np.array([[np.nan if text == "nan" else 1.0 for _ in labels] for text in texts], dtype=np.float32)
 
-        def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None) -> list[ScoreResult]:
+        def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None,
+                           **recheck: Any) -> list[ScoreResult]:  # recheck=, thresholds=, margins=: no bf16 here
             return [ScoreResult(self.score(texts, labels)) for texts, labels in requests]
 
         def describe(self) -> dict[str, Any]:
@@ -957,7 +958,8 @@ class WordEmbeddings:
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         return np.zeros((len(texts), len(labels)), dtype=np.float32)
 
-    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None) -> list[Any]:
+    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None,
+                       **recheck: Any) -> list[Any]:  # recheck=, thresholds=, margins=: no bf16 here
         from zstc.errors import ModelError
         from zstc.scorers.base import ScoreResult
 

@@ -41,7 +41,7 @@ def serve(
     max_request_pairs: Annotated[int, typer.Option(help="(text, label) pairs per request.", rich_help_panel=_BATCHING)] = _LIMITS.max_request_pairs,
     max_body_bytes: Annotated[int, typer.Option(help="Request body size (413 past it, from Content-Length before reading).", rich_help_panel=_BATCHING)] = _LIMITS.max_body_bytes,
     max_body_seconds: Annotated[float, typer.Option(help="Seconds a request's body may take to arrive after its headers (408 past it).", rich_help_panel=_BATCHING)] = _LIMITS.max_body_seconds,
-    label_cache_size: Annotated[int, typer.Option(help="Embedding models: label-description embeddings kept.", rich_help_panel=_BATCHING)] = _ENGINE.label_cache_size,
+    label_cache_size: Annotated[int, typer.Option(help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck).", rich_help_panel=_BATCHING)] = _ENGINE.label_cache_size,
     threads: Annotated[Optional[int], typer.Option(help="torch threads of the model thread; default: one per core.", rich_help_panel=_BATCHING)] = _ENGINE.threads,
     drain_timeout: Annotated[float, typer.Option(help="On SIGTERM: seconds to finish requests in flight before stopping.")] = _SETTINGS.drain_timeout,
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = True,

@@ -144,9 +144,12 @@ class EmbeddingScorer(TorchScorer[None]):
         return ScoreResult(matrix, notes + recheck_notes)
 
     def _recheck_texts(self, loaded: LoadedModel[None], queries: list[str], documents: tuple[str, ...], matrix: np.ndarray,
-                       cuts: np.ndarray | None, margins: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
+                       cuts: np.ndarray | None, margins: np.ndarray | None,
+                       fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None) -> tuple[np.ndarray, list[str]]:
         """:meth:`_recheck` of a (texts, labels) matrix of bf16 cosines: a text with a near decision is embedded again
-        in fp32, and so are the labels (once per label set), so its every cosine is fp32's; in fp32, ``matrix`` as it is."""
+        in fp32, and so are the labels (once per label set), so its every cosine is fp32's; in fp32, ``matrix`` as it is.
+        ``fp32_labels(documents)``: the labels' fp32 embeddings, asked for only when a text is rechecked (default: from
+        the scorer's own cache of label sets)."""
         if self.precision != "bf16":
             return matrix, []
         n_texts, n_labels = matrix.shape
@@ -157,7 +160,8 @@ class EmbeddingScorer(TorchScorer[None]):
 
         def rescore(todo: np.ndarray) -> np.ndarray:
             rows = np.unique(groups[todo])
-            labels = self._fp32_label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents, "fp32"))
+            labels = (fp32_labels(documents) if fp32_labels is not None
+                      else self._fp32_label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents, "fp32")))
             exact = np.empty_like(matrix)
             exact[rows] = cosines(self._encode(loaded, [queries[int(i)] for i in rows], False, "fp32"), labels)
             return exact.ravel()[todo]
@@ -197,7 +201,10 @@ class EmbeddingScorer(TorchScorer[None]):
         return ScoreResult((left * right).sum(dim=-1).cpu().numpy().astype(np.float32), notes)
 
     def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *,
-                       label_cache: LruCache[torch.Tensor] | None = None) -> list[ScoreResult]:
+                       label_cache: LruCache[torch.Tensor] | None = None, recheck: bool = False,
+                       thresholds: Sequence[Sequence[float] | np.ndarray | None] | None = None,
+                       margins: Sequence[Sequence[float] | np.ndarray | None] | None = None,
+                       fp32_label_cache: LruCache[torch.Tensor] | None = None) -> list[ScoreResult]:
         """Several ``(texts, labels)`` calls at once, each with its own labels (a service's batch, a cascade's
         shortlists): the distinct texts of all calls are encoded in one run, and so are the label descriptions
         not yet cached, where one call each would encode a few at a time. Each call gets
@@ -205,23 +212,40 @@ class EmbeddingScorer(TorchScorer[None]):
 
         ``label_cache``, when given, holds one embedding per label description (a server's, which it bounds and
         whose hits it counts), so a new label set is free once each of its descriptions has been seen, in
-        whatever set; without it, the scorer's own cache of whole label sets is used."""
+        whatever set; without it, the scorer's own cache of whole label sets is used.
+
+        ``recheck``: each call is a decision (a service's requests; a cascade's shortlists are not), so in bf16 its
+        texts with a near decision are embedded again in fp32 as :meth:`score_with_notes` does (:meth:`_recheck_texts`),
+        by ``thresholds[i]`` and ``margins[i]``, call ``i``'s multi-label cuts and default-rule margins (None: its
+        best label). ``fp32_label_cache`` then holds the recheck's fp32 embedding per description, apart from
+        ``label_cache``'s bf16 ones (without it, the scorer's own cache of label sets)."""
         loaded = self.loaded
         calls = [([self.spec.format_query(text) for text in texts], tuple(self.spec.format_document(label) for label in labels))
                  for texts, labels in requests]
+        cuts, call_margins = (list(given) if given is not None else [None] * len(calls) for given in (thresholds, margins))
+        if len(cuts) != len(calls) or len(call_margins) != len(calls):
+            raise ValueError(f"{len(cuts)} threshold and {len(call_margins)} margin lists for {len(calls)} calls")
         distinct = list(dict.fromkeys(query for queries, _ in calls for query in queries))
         row_of = {query: i for i, query in enumerate(distinct)}
         text_embeddings = self._encode(loaded, distinct, show_progress=False) if distinct else None
-        label_set = (self._label_sets_by_description(loaded, [documents for _, documents in calls], label_cache)
-                     if label_cache is not None else self._label_sets_by_set(loaded, [documents for _, documents in calls]))
+        sets = [documents for _, documents in calls]
+        label_set = (self._label_sets_by_description(loaded, sets, label_cache)
+                     if label_cache is not None else self._label_sets_by_set(loaded, sets))
+        fp32_labels = None if fp32_label_cache is None else (  # a recheck's: computed only when a text is rechecked
+            lambda documents: self._label_sets_by_description(loaded, [documents], fp32_label_cache, "fp32")(documents))
         results = []
-        for queries, documents in calls:
+        for (queries, documents), cut, margin in zip(calls, cuts, call_margins):
             label_embeddings = label_set(documents)
             if text_embeddings is None or not queries:
                 results.append(ScoreResult(np.zeros((len(queries), len(documents)), dtype=np.float32), []))
                 continue
-            rows = text_embeddings[[row_of[query] for query in queries]]
-            results.append(ScoreResult(cosines(rows, label_embeddings), self._truncation_notes(loaded, queries)))
+            matrix = cosines(text_embeddings[[row_of[query] for query in queries]], label_embeddings)
+            notes = self._truncation_notes(loaded, queries)
+            if recheck:
+                matrix, rechecked = self._recheck_texts(loaded, queries, documents, matrix, label_cuts(cut, len(documents)),
+                                                        label_cuts(margin, len(documents)), fp32_labels)
+                notes += rechecked
+            results.append(ScoreResult(matrix, notes))
         return results
 
     def _label_sets_by_set(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:
@@ -237,15 +261,15 @@ class EmbeddingScorer(TorchScorer[None]):
 
         return lambda documents: self._label_cache.get_or_compute(documents, lambda: encoded(documents))
 
-    def _label_sets_by_description(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]],
-                                   cache: LruCache[torch.Tensor]) -> Callable[[tuple[str, ...]], torch.Tensor]:
+    def _label_sets_by_description(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]], cache: LruCache[torch.Tensor],
+                                   precision: Precision | None = None) -> Callable[[tuple[str, ...]], torch.Tensor]:
         """Label embeddings per label set, from ``cache``'s one embedding per description; the descriptions
-        not cached are encoded in one run."""
+        not cached are encoded in one run (in ``precision``: the recheck's fp32, into a cache of its own)."""
         descriptions = list(dict.fromkeys(d for documents in sets for d in documents))
         # Each cached row a copy: a view would keep its whole batch's matrix alive for as long as it stays cached, so
         # a cache bounded in rows grew without bound in bytes (a server's one per description, --label-cache-size).
         by_description = dict(zip(descriptions, cache.get_many(
-            descriptions, lambda missing: [row.clone() for row in self._label_embeddings(loaded, tuple(cast(list[str], missing)))])))
+            descriptions, lambda missing: [row.clone() for row in self._label_embeddings(loaded, tuple(cast(list[str], missing)), precision)])))
         return lambda documents: torch.stack([by_description[d] for d in documents])
 
 

@@ -36,6 +36,7 @@ import asyncio
 import hmac
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -378,7 +379,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise ServiceError(413, "too_large", f"{field} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
 
     async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]],
-                    cuts: list[tuple[float, ...] | None] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
+                    cuts: list[tuple[float, ...] | None] | None = None,
+                    margins: list[tuple[float, ...] | None] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
         pairs = sum(len(d) for d in descriptions)
         if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
             limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
@@ -386,7 +388,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
                                                  f"several descriptions counts each); {limit} (GET /info)")
         try:
-            job = engine.submit(texts, descriptions, cuts)
+            job = engine.submit(texts, descriptions, cuts, margins)
         except Overloaded as error:
             raise ServiceError(429, "overloaded", str(error), {"retry-after": str(error.retry_after)}) from None
         except Unavailable as error:
@@ -509,10 +511,17 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)
-        if threshold is not None and margin is None:  # a plain cut per label: bf16 rechecks the pairs near it
-            cuts = [tuple(raw_cuts(label_thresholds(len(names), threshold, names, overrides))) if len(described) == len(names) else None
-                    for names, described, overrides in zip(names_per_set, descriptions_per_set, per_label)]
-        rows, job = await score(request, texts, descriptions_per_set, cuts)
+        margins: list[tuple[float, ...] | None] = [None] * len(texts)
+        if threshold is not None:  # as Classifier.predict_multi_label: bf16 rechecks the pairs near each label's cut and,
+            # under the embedding family's default rule, near the text's best minus the margin (labels without a cut of
+            # their own); not an average of description variants, whose cut is on no one variant's scores.
+            single = [len(described) == len(names) for names, described in zip(names_per_set, descriptions_per_set)]
+            cuts = [tuple(raw_cuts(label_thresholds(len(names), threshold, names, overrides))) if one else None
+                    for names, overrides, one in zip(names_per_set, per_label, single)]
+            if margin is not None:
+                margins = [tuple(math.nan if name in overrides else margin for name in names) if one else None
+                           for names, overrides, one in zip(names_per_set, per_label, single)]
+        rows, job = await score(request, texts, descriptions_per_set, cuts, margins)
         results = [text_result(text, label_scores(row, len(names)), names, body.multi_label, threshold, overrides, body.precision, margin)
                    for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
         content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results}

@@ -16,9 +16,10 @@ How it works, and where each idea comes from:
 * **What a batch shares.** Cross-encoders (NLI, rerankers) score the flattened pairs of all requests in one
   :meth:`score_pairs` call, sorted by length across requests, each distinct text and label tokenized once.
   Embedding models encode the texts of all requests together and keep label-description embeddings in a
-  bounded LRU cache, so a label set seen before costs nothing. Other families (yes/no, LLM) are called once
-  per distinct label set in the batch, with all texts that share it; the yes/no scorer keeps its
-  shared-prefix cache. Behind ``--shortlist``, each text's labels are shortlisted by the bi-encoder and the
+  bounded LRU cache, so a label set seen before costs nothing; in bf16, each request's texts with a near decision
+  are embedded again in fp32 (with fp32 label embeddings, cached apart), as the library does. Other families
+  (yes/no, LLM) are called once per distinct label set in the batch, with all texts that share it; the yes/no
+  scorer keeps its shared-prefix cache. Behind ``--shortlist``, each text's labels are shortlisted by the bi-encoder and the
   shortlisted pairs of all requests go to the cross-encoder in one run.
 * **Backpressure counted in pairs.** TEI caps in-flight work (``--max-concurrent-requests``) and answers 429
   ``{"error_type": "overloaded"}`` past it; Ray Serve's ``max_queued_requests`` answers 503 or 429 with
@@ -97,6 +98,9 @@ class ScoreJob:
     future: asyncio.Future[list[np.ndarray]]
     thresholds: list[tuple[float, ...] | None]
     """Per text: its multi-label cut per description, for bf16's recheck of the pairs near it (None: argmax)."""
+    margins: list[tuple[float, ...] | None] = field(default_factory=list)
+    """Per text: the embedding family's default-rule margin per description (``nan``: a label with a cut of its own;
+    None, or no list: no margin rule), for bf16's recheck of the texts near their best minus it."""
     pairs: int = 0
     enqueued: float = field(default_factory=time.perf_counter)
     started: float | None = None
@@ -105,6 +109,7 @@ class ScoreJob:
 
     def __post_init__(self) -> None:
         self.pairs = sum(len(labels) for labels in self.label_sets)
+        self.margins = self.margins or [None] * len(self.label_sets)
 
     @property
     def queue_s(self) -> float:
@@ -248,6 +253,18 @@ class Backend:
         return texts, label_sets
 
 
+@dataclass(frozen=True)
+class Call:
+    """One ``score`` call of a :class:`MatrixBackend`: texts sharing their labels, multi-label cuts and margins."""
+
+    texts: list[str]
+    labels: list[str]
+    cuts: tuple[float, ...] | None
+    """One multi-label cut per label (:attr:`ScoreJob.thresholds`), or None."""
+    margins: tuple[float, ...] | None
+    """One default-rule margin per label (:attr:`ScoreJob.margins`), or None."""
+
+
 def _split_rows(jobs: Sequence[ScoreJob], rows: list[np.ndarray]) -> list[list[np.ndarray]]:
     per_job, start = [], 0
     for job in jobs:
@@ -285,24 +302,28 @@ class MatrixBackend(Backend):
     """Any scorer: one ``score(texts, labels)`` call per distinct label set, with every text that has it."""
 
     def score(self, jobs: Sequence[ScoreJob]) -> Scored:
-        groups: dict[tuple[tuple[str, ...], tuple[float, ...] | None], list[int]] = {}
+        groups: dict[tuple[tuple[str, ...], tuple[float, ...] | None, tuple[float, ...] | None], list[int]] = {}
         flat_texts = [text for job in jobs for text in job.texts]
-        # Multi-label cuts split a call only for a scorer that uses them (a cross-encoder behind a shortlist).
+        # Multi-label cuts and margins split a call only for a scorer that uses them (an embedding model; a
+        # cross-encoder behind a shortlist).
         uses_cuts = rechecks_thresholds(self.scorer)
-        sets = zip((labels for job in jobs for labels in job.label_sets), (cut for job in jobs for cut in job.thresholds))
-        for position, (labels, cut) in enumerate(sets):
-            groups.setdefault((labels, cut if uses_cuts else None), []).append(position)
-        matrices, encoded = self._score_calls([([flat_texts[p] for p in positions], list(labels), cut) for (labels, cut), positions in groups.items()])
+        sets = zip((labels for job in jobs for labels in job.label_sets), (cut for job in jobs for cut in job.thresholds),
+                   (margin for job in jobs for margin in job.margins))
+        for position, (labels, cut, margin) in enumerate(sets):
+            groups.setdefault((labels, cut, margin) if uses_cuts else (labels, None, None), []).append(position)
+        matrices, encoded = self._score_calls([Call([flat_texts[p] for p in positions], list(labels), cut, margin)
+                                               for (labels, cut, margin), positions in groups.items()])
         rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
         for positions, matrix in zip(groups.values(), matrices):
             for p, row in zip(positions, matrix):
                 rows[p] = row
         return Scored(_split_rows(jobs, rows), encoded)
 
-    def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> tuple[list[np.ndarray], tuple[str, ...]]:
-        """One score matrix per ``(texts, labels, multi-label cuts)`` call, and the label descriptions encoded
-        apart from a cache (:attr:`Scored.encoded`; only the embedding backend knows them)."""
-        return [score_with_notes(self.scorer, texts, labels, thresholds=cut).scores for texts, labels, cut in calls], ()
+    def _score_calls(self, calls: list[Call]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        """One score matrix per call, and the label descriptions encoded apart from a cache (:attr:`Scored.encoded`;
+        only the embedding backend knows them)."""
+        return [score_with_notes(self.scorer, call.texts, call.labels, thresholds=call.cuts, margins=call.margins).scores
+                for call in calls], ()
 
 
 class CascadeBackend(MatrixBackend):
@@ -310,8 +331,9 @@ class CascadeBackend(MatrixBackend):
     the shortlisted pairs of every request of the batch scored in one run of the cross-encoder
     (:meth:`zstc.scorers.cascade.CascadeScorer.score_requests`); other families run per label set."""
 
-    def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> tuple[list[np.ndarray], tuple[str, ...]]:
-        results = self.scorer.score_requests([(texts, labels) for texts, labels, _ in calls], thresholds=[cut for *_, cut in calls])
+    def _score_calls(self, calls: list[Call]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        # No margins: the default margin rule is the embedding family's, never a cascade's main scorer's.
+        results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], thresholds=[call.cuts for call in calls])
         return [result.scores for result in results], ()
 
 
@@ -324,14 +346,20 @@ class EmbeddingBackend(MatrixBackend):
     def __init__(self, scorer: Any, cache_size: int, on_lookup: Callable[[int, int], None] | None = None) -> None:
         super().__init__(scorer)
         self.label_cache: LruCache[Any] = LruCache(cache_size)
+        self.fp32_label_cache: LruCache[Any] = LruCache(cache_size)
+        """bf16's recheck: the fp32 embeddings of the descriptions of the texts it embeds again (filled only then)."""
         self._on_lookup = on_lookup
 
-    def _score_calls(self, calls: list[tuple[list[str], list[str], tuple[float, ...] | None]]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    def _score_calls(self, calls: list[Call]) -> tuple[list[np.ndarray], tuple[str, ...]]:
         spec = self.scorer.spec
-        described = dict.fromkeys(spec.format_document(label) for _, labels, _ in calls for label in labels)
+        described = dict.fromkeys(spec.format_document(label) for call in calls for label in call.labels)
         encoded = tuple(d for d in described if d not in self.label_cache)  # this call's: returned, never kept
         hits, misses = self.label_cache.hits, self.label_cache.misses
-        results = self.scorer.score_requests([(texts, labels) for texts, labels, _ in calls], label_cache=self.label_cache)
+        # Each call is a request's decision: in bf16 its texts near one are embedded again in fp32, as
+        # Classifier.predict and predict_multi_label do, so the service decides as they do at the same precision.
+        results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], label_cache=self.label_cache,
+                                             recheck=True, thresholds=[call.cuts for call in calls],
+                                             margins=[call.margins for call in calls], fp32_label_cache=self.fp32_label_cache)
         if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
             self._on_lookup(self.label_cache.hits - hits, self.label_cache.misses - misses)
         return [result.scores for result in results], encoded
@@ -416,7 +444,7 @@ class BatchingEngine:
 
     async def _warm_up(self) -> None:
         assert self._thread is not None
-        job = ScoreJob(["warm-up"], [("a", "b")], asyncio.get_running_loop().create_future(), [None])
+        job = ScoreJob(["warm-up"], [("a", "b")], asyncio.get_running_loop().create_future(), [None], [None])
         try:
             await asyncio.wrap_future(self._thread.submit(self.backend.score, [job]))
         except Exception as error:
@@ -465,12 +493,14 @@ class BatchingEngine:
         return self._pending_pairs + self._running_pairs
 
     def submit(self, texts: list[str], label_sets: list[tuple[str, ...]],
-               thresholds: list[tuple[float, ...] | None] | None = None) -> ScoreJob:
-        """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`; ``thresholds`` are each
-        text's multi-label cuts (one per description; see :class:`ScoreJob`)."""
+               thresholds: list[tuple[float, ...] | None] | None = None,
+               margins: list[tuple[float, ...] | None] | None = None) -> ScoreJob:
+        """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`; ``thresholds`` and
+        ``margins`` are each text's multi-label cuts and default-rule margins (one per description; see :class:`ScoreJob`)."""
         if self.state != "ready":
             raise Unavailable(self.unavailable_reason())
-        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future(), thresholds or [None] * len(label_sets))
+        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future(), thresholds or [None] * len(label_sets),
+                       margins or [None] * len(label_sets))
         if self.queued_pairs + job.pairs > self.config.max_queued_pairs:
             raise Overloaded(
                 f"the server is at capacity: {self.queued_pairs} (text, label) pairs are queued or running, this request "

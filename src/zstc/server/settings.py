@@ -20,7 +20,8 @@ class EngineConfig:
     max_queued_pairs: int = 32768
     """Pairs waiting or running at most; past it a request is refused with 429 and Retry-After."""
     label_cache_size: int = 4096
-    """Embedding models: label-description embeddings kept (least recently used dropped first)."""
+    """Embedding models: label-description embeddings kept (least recently used dropped first); in bf16 as many fp32
+    ones again, for the recheck (:class:`zstc.server.engine.EmbeddingBackend`)."""
     threads: int | None = None
     """torch intra-op threads of the model thread; None: torch's default (one per core)."""
 
