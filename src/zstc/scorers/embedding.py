@@ -52,6 +52,7 @@ class EmbeddingScorer(TorchScorer[None]):
         self._fp32_label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)  # the recheck's label side
 
     def describe(self) -> dict[str, Any]:
+        """The base description, plus the pooling the cosines use (``native`` or ``cls``)."""
         return {**super().describe(), "pooling": self.pooling}
 
     # -- loading --------------------------------------------------------------------------------------

@@ -113,6 +113,7 @@ class ScoreJob:
 
     @property
     def queue_s(self) -> float:
+        """Seconds the job waited for the model thread (so far, while it still waits): the ``x-queue-time`` header (in ms) and the queue-time histogram."""
         return (self.started or time.perf_counter()) - self.enqueued
 
 
@@ -277,6 +278,7 @@ class PairBackend(Backend):
     """Cross-encoders: every (text, description) pair of every job, scored in one ``score_pairs`` call."""
 
     def score(self, jobs: Sequence[ScoreJob]) -> Scored:
+        """Every (text, description) pair of the batch's jobs in one ``score_pairs`` run, split back into each job's rows."""
         texts, label_sets = self._formatted(jobs)
         firsts = [text for text, labels in zip(texts, label_sets) for _ in labels]
         seconds = [label for labels in label_sets for label in labels]
@@ -290,6 +292,7 @@ class PairBackend(Backend):
         return Scored(_split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))]))
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
+        """Tokens the batch's pairs hold: each text once per label, plus each description (None before the model loads)."""
         loaded = self._loaded_model()
         if loaded is None:
             return None
@@ -302,6 +305,7 @@ class MatrixBackend(Backend):
     """Any scorer: one ``score(texts, labels)`` call per distinct label set, with every text that has it."""
 
     def score(self, jobs: Sequence[ScoreJob]) -> Scored:
+        """The batch's texts grouped by label set (and multi-label cuts where the scorer uses them), one score call per group."""
         groups: dict[tuple[tuple[str, ...], tuple[float, ...] | None, tuple[float, ...] | None], list[int]] = {}
         flat_texts = [text for job in jobs for text in job.texts]
         # Multi-label cuts and margins split a call only for a scorer that uses them (an embedding model; a
@@ -365,6 +369,7 @@ class EmbeddingBackend(MatrixBackend):
         return [result.scores for result in results], encoded
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
+        """Tokens encoded for the batch: its texts, and the descriptions not found in the label cache (None before the model loads)."""
         loaded = self._loaded_model()
         if loaded is None:
             return None
