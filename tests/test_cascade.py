@@ -261,6 +261,22 @@ def test_classifier_takes_a_shortlist(nli_folder: Path) -> None:
         assert len(scored) == 2 and prediction.label in scored, prediction.scores
 
 
+def test_an_embedding_model_behind_a_shortlist_decides_by_its_default_multi_label_rule() -> None:
+    """The embedding family's default rule (near the text's best label) passes margins with its cuts: behind a
+    shortlist they reached CascadeScorer.score_with_notes, which took no margins (a TypeError traceback from
+    `classify --shortlist 2 --multi-label`). The cascade's label sets are the full run's among the shortlisted labels:
+    the shortlisted cosines and each text's best are the same."""
+    from zstc.api import Classifier
+
+    full = Classifier("sentence-transformers/all-MiniLM-L6-v2", precision="fp32", template=None)
+    cascade = Classifier("sentence-transformers/all-MiniLM-L6-v2", precision="fp32", template=None, shortlist=2)
+    assert isinstance(cascade.scorer, CascadeScorer) and cascade.scorer.family == "embedding"
+    for whole, listed in zip(full.predict_multi_label(TEXTS, LABELS), cascade.predict_multi_label(TEXTS, LABELS)):
+        shortlisted = sorted(listed.raw_scores, key=listed.raw_scores.get, reverse=True)[:2]
+        assert shortlisted == sorted(whole.raw_scores, key=whole.raw_scores.get, reverse=True)[:2]
+        assert listed.labels == ([label for label in whole.labels if label in shortlisted] or ["none"])
+
+
 def test_scored_labels_are_each_rows_shortlist() -> None:
     from zstc.scorers.cascade import scored_labels
 

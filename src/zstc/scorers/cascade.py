@@ -218,25 +218,30 @@ class CascadeScorer:
     # -- scoring --------------------------------------------------------------------------------------
 
     def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                         thresholds: Sequence[float] | np.ndarray | None = None) -> CascadeResult:
-        """``thresholds`` (one per label, multi-label cuts) go to a pair scorer's bf16 recheck of the shortlisted pairs."""
+                         thresholds: Sequence[float] | np.ndarray | None = None,
+                         margins: Sequence[float] | np.ndarray | None = None) -> CascadeResult:
+        """``thresholds`` (one per label, multi-label cuts) go to the main scorer's bf16 recheck of the shortlisted
+        pairs, and ``margins`` (the embedding family's default rule: one per label, ``nan`` for none) to an embedding
+        main scorer's: each text's best label is shortlisted, so the rule's "near the best" is the same on its K."""
         texts, labels = list(texts), list(labels)
         n, n_labels = len(texts), len(labels)
         if self.k >= n_labels or n == 0:
             # Nothing to leave out: exactly the main scorer's run (the shortlister is not even loaded).
-            result = score_with_notes(self.main, texts, labels, show_progress=show_progress, thresholds=thresholds)
+            result = score_with_notes(self.main, texts, labels, show_progress=show_progress, thresholds=thresholds, margins=margins)
             ranks = shortlist_ranks(result.scores) if n else np.zeros((0, n_labels), dtype=np.int64)
             return CascadeResult(result.scores, list(result.notes), ranks, n * n_labels, n * n_labels)
         ranks = shortlist_ranks(self.shortlister.score(texts, labels))
-        if self._pairs_path():
+        if self._pairs_path():  # cross-encoders: cuts only (the margin rule is the embedding family's)
             return self._score_pairs([(texts, labels, ranks, thresholds)], show_progress)[0]
-        main_scores, notes = self._score_groups(texts, labels, ranks, show_progress, thresholds)
+        main_scores, notes = self._score_groups(texts, labels, ranks, show_progress, thresholds, margins)
         return self._result(main_scores, ranks, notes)
 
     def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]],
-                       thresholds: Sequence[Sequence[float] | None] | None = None) -> list[CascadeResult]:
+                       thresholds: Sequence[Sequence[float] | None] | None = None,
+                       margins: Sequence[Sequence[float] | None] | None = None) -> list[CascadeResult]:
         """Several calls at once, each ``(texts, labels)`` with its own labels: a service's batch of requests;
-        ``thresholds[i]``, when given, are call ``i``'s multi-label cuts (see :meth:`score_with_notes`).
+        ``thresholds[i]`` and ``margins[i]``, when given, are call ``i``'s multi-label cuts and default-rule margins
+        (see :meth:`score_with_notes`).
 
         Each request is shortlisted on its own labels; for the pair families (NLI, rerankers) the shortlisted
         pairs of all requests are scored in one batched run of the main scorer, so passes span requests, and
@@ -246,10 +251,12 @@ class CascadeScorer:
         """
         calls = [(list(texts), list(labels)) for texts, labels in requests]
         cuts = list(thresholds) if thresholds is not None else [None] * len(calls)
-        if len(cuts) != len(calls):
-            raise ValueError(f"{len(cuts)} threshold lists for {len(calls)} calls")
+        near = list(margins) if margins is not None else [None] * len(calls)
+        if len(cuts) != len(calls) or len(near) != len(calls):
+            raise ValueError(f"{len(cuts)} threshold and {len(near)} margin lists for {len(calls)} calls")
         if not self._pairs_path():
-            return [self.score_with_notes(texts, labels, thresholds=cut) for (texts, labels), cut in zip(calls, cuts)]
+            return [self.score_with_notes(texts, labels, thresholds=cut, margins=margin)
+                    for (texts, labels), cut, margin in zip(calls, cuts, near)]
         shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
         ranks = {i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)) for i, (texts, labels) in enumerate(calls)}
         if offers(self.shortlister, "score_requests"):  # an embedding model: every call's texts encoded in one run
@@ -314,9 +321,10 @@ class CascadeScorer:
         return results
 
     def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool,
-                      thresholds: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+                      thresholds: Sequence[float] | np.ndarray | None = None,
+                      margins: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
         """Texts that share a shortlist are scored in one call on just those labels, in their own order, with those
-        labels' multi-label cuts where ``thresholds`` gives them (for a yes/no judge's bf16 recheck near them)."""
+        labels' multi-label cuts and margins where given (for the main scorer's bf16 recheck near them)."""
         from tqdm.auto import tqdm
 
         groups: dict[tuple[int, ...], list[int]] = {}
@@ -326,7 +334,8 @@ class CascadeScorer:
         per_call: list[list[str]] = []
         for shortlist, members in tqdm(groups.items(), desc="shortlists", disable=not show_progress, leave=False):
             sub_result = score_with_notes(self.main, [texts[i] for i in members], [labels[j] for j in shortlist],
-                                          thresholds=None if thresholds is None else [thresholds[j] for j in shortlist])
+                                          thresholds=None if thresholds is None else [thresholds[j] for j in shortlist],
+                                          margins=None if margins is None else [margins[j] for j in shortlist])
             sub = sub_result.scores
             column = {label: c for c, label in enumerate(shortlist)}
             for row, i in enumerate(members):

@@ -336,8 +336,9 @@ class CascadeBackend(MatrixBackend):
     (:meth:`zstc.scorers.cascade.CascadeScorer.score_requests`); other families run per label set."""
 
     def _score_calls(self, calls: list[Call]) -> tuple[list[np.ndarray], tuple[str, ...]]:
-        # No margins: the default margin rule is the embedding family's, never a cascade's main scorer's.
-        results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], thresholds=[call.cuts for call in calls])
+        # Margins reach an embedding main scorer (the default rule is its family's); a cross-encoder takes cuts only.
+        results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], thresholds=[call.cuts for call in calls],
+                                             margins=[call.margins for call in calls])
         return [result.scores for result in results], ()
 
 
