@@ -21,6 +21,20 @@ def config(tmp_path, btzsc_dir, **overrides):
     return BenchConfig(**settings)
 
 
+def test_recheck_margin_is_part_of_a_bf16_runs_identity_only(tmp_path, btzsc_dir):
+    """--recheck-margin is unused in fp32 (its help says so), yet an fp32 run with one had another identity: refused
+    as "other settings" against the same run without it, and a miss in the result cache."""
+    from zstc.models.registry import get_model_spec
+
+    spec = get_model_spec(MINILM, None)
+
+    def identity(**options):
+        return config(tmp_path, btzsc_dir).run_identity(spec, {"pooling": "cls", **options})
+
+    assert identity(precision="fp32", recheck_margin=0.5) == identity(precision="fp32")
+    assert identity(precision="bf16", recheck_margin=0.5) != identity(precision="bf16")
+
+
 def test_summary_follows_schema_1_0_and_keeps_details(tmp_path, btzsc_dir):
     summary = Bench(config(tmp_path, btzsc_dir), show_progress=False).run()
     on_disk = json.loads((tmp_path / "r.json").read_text())

@@ -58,6 +58,11 @@ HypothesisProvider = Callable[[Task], Sequence[str]]
 :mod:`zstc.hypotheses.variants`; a ``HypothesisSet`` of several variants is scored once per variant, averaged)."""
 
 
+BF16_ONLY_OPTIONS: tuple[str, ...] = ("recheck_margin",)
+"""Scorer options that change nothing in fp32 (``--recheck-margin``: "Unused in fp32"), so not part of an fp32 run's
+identity: the same fp32 run with and without one was refused as a run of other settings, and missed the cache."""
+
+
 @dataclass
 class BenchConfig:
     """What a bench run is asked for: the model, datasets, data source, sampling, hypotheses, and what to do
@@ -101,7 +106,8 @@ class BenchConfig:
             "scoring_version": get_family(spec.family).scoring_version,
             "precision": scorer_options["precision"],
             "device_type": device.type,
-            "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")},
+            "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")
+                               and not (k in BF16_ONLY_OPTIONS and scorer_options["precision"] == "fp32")},
             "hypotheses": hypotheses_identity(self.hypotheses, self.template),
             "sampling": sampling_identity(self.sampling, self.max_samples, self.seed),
             "unlabelled": self.unlabelled,
