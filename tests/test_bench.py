@@ -149,7 +149,7 @@ def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, bt
     monkeypatch.setattr(bench_module, "resolve_device", lambda device: __import__("torch").device("cuda"))
     assert _identity(btzsc_dir, tmp_path) not in seen  # device type
     monkeypatch.undo()
-    monkeypatch.setattr(EmbeddingScorer, "SCORING_VERSION", "2")
+    monkeypatch.setattr(EmbeddingScorer, "SCORING_VERSION", EmbeddingScorer.SCORING_VERSION + ".next")
     assert _identity(btzsc_dir, tmp_path) not in seen  # the scorer's math changed
     monkeypatch.undo()
     monkeypatch.setattr(bench_module, "model_weights_identity", lambda spec: "sha256:other-weights")
