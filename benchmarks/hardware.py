@@ -78,6 +78,22 @@ def encoder_flops(model: Any, lengths: Sequence[int], cached: Sequence[int] | No
     return total
 
 
+def embedding_flops(model: str, texts: Sequence[str]) -> float:
+    """FLOPs of an embedding model (hub id, paper name or folder, as zstc resolves it) embedding each text once
+    (:func:`encoder_flops` over their real token counts, truncated at the model's limit); label embeddings, cached
+    per label set, count as time, not as work."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from zstc.models.loading import model_source
+    from zstc.models.registry import get_model_spec
+
+    source = model_source(get_model_spec(model))
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    limit = min(tokenizer.model_max_length, 512)
+    lengths = [len(tokenizer(text, truncation=True, max_length=limit)["input_ids"]) for text in texts]
+    return encoder_flops(AutoModel.from_pretrained(source), lengths)
+
+
 def peak_line(label: str, flops: float, seconds: float, peaks: dict[str, float], precision: str) -> str:
     """``label: X GFLOP/s = F of the fp32|bf16 matmul peak (P GFLOP/s)``."""
     rate = flops / seconds

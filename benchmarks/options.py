@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
 Number = TypeVar("Number", int, float)
@@ -68,16 +69,26 @@ def positive_float(text: str) -> float:
     return value
 
 
-def positive_int_list(text: str) -> list[int]:
-    """Comma-separated ints of at least 1, e.g. ``1,2,4,8``; at least one."""
+def _list(text: str, item: Callable[[str], Number], example: str) -> list[Number]:
+    """Comma-separated values, each read by ``item``; at least one. An error names the bad one among several."""
     values = [part.strip() for part in text.split(",") if part.strip()]
     if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers such as 1,2,4, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated {example}, got {text!r}")
     numbers = []
     for value in values:
         try:
-            numbers.append(positive_int(value))
+            numbers.append(item(value))
         except argparse.ArgumentTypeError as error:
             where = f"{value!r} in {text!r}: " if len(values) > 1 else ""  # which one, when there are several
             raise argparse.ArgumentTypeError(f"{where}{error}") from None
     return numbers
+
+
+def positive_int_list(text: str) -> list[int]:
+    """Comma-separated ints of at least 1, e.g. ``1,2,4,8``; at least one."""
+    return _list(text, positive_int, "whole numbers such as 1,2,4")
+
+
+def positive_float_list(text: str) -> list[float]:
+    """Comma-separated finite floats above 0, e.g. ``0.005,0.01`` (margins); at least one."""
+    return _list(text, positive_float, "numbers such as 0.005,0.01")

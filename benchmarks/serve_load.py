@@ -107,23 +107,14 @@ def served_flops(model: str, family: str, requests: list[dict[str, Any]]) -> flo
     """FLOPs of the forward passes these requests need (``hardware.encoder_flops``, real tokens): NLI, every
     (text, filled-in label) pair; embedding, every text once (the server caches label embeddings across requests,
     so they count as time, not as work)."""
-    from hardware import encoder_flops
+    from hardware import embedding_flops, encoder_flops
     from nli_vs_pipeline import pair_lengths, pipeline_model
 
     if family == "nli":
         network, tokenizer = pipeline_model(model)
         pairs = [(text, r["template"].format(label)) for r in requests for text in r["texts"] for label in r["labels"]]
         return encoder_flops(network, pair_lengths(tokenizer, pairs))
-    from transformers import AutoModel, AutoTokenizer
-
-    from zstc.models.loading import model_source
-    from zstc.models.registry import get_model_spec
-
-    source = model_source(get_model_spec(model))
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    limit = min(tokenizer.model_max_length, 512)
-    lengths = [len(tokenizer(text, truncation=True, max_length=limit)["input_ids"]) for r in requests for text in r["texts"]]
-    return encoder_flops(AutoModel.from_pretrained(source), lengths)
+    return embedding_flops(model, [text for r in requests for text in r["texts"]])
 
 
 def start_server(model: str, family: str, port: int, extra: list[str], log: Path) -> subprocess.Popen:

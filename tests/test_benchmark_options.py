@@ -13,16 +13,21 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+from zstc.scorers.runtime import bf16_fast
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_script(*arguments: str) -> subprocess.CompletedProcess[str]:
+def run_script(*arguments: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/SCRIPT ...`` as a user runs it, offline; ``timeout`` seconds at most (a real run takes
+    longer on a loaded machine than a refused option)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     # No model is reachable: a script that got as far as loading one would fail differently (or train one).
     env["HF_HUB_OFFLINE"] = "1"
     return subprocess.run([sys.executable, str(REPO / "benchmarks" / arguments[0]), *arguments[1:]], env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
@@ -33,6 +38,10 @@ def run_script(*arguments: str) -> subprocess.CompletedProcess[str]:
     (("cascade.py", "--data", "nowhere", "--model", "nowhere", "--repeats", "0"), "error: argument --repeats: must be at least 1, got 0"),
     (("classify_memory.py", "--sizes", "abc"), "error: argument --sizes: 'abc' is not a whole number"),
     (("sweep_overhead.py", "--max-samples", "0"), "error: argument --max-samples: must be at least 1, got 0"),
+    (("bf16_agreement.py", "--data", "nowhere"),
+     "error: --family nli needs --model: a trained NLI model (a random head's near ties exaggerate disagreement)"),
+    (("bf16_agreement.py", "--family", "embedding", "--data", "nowhere", "--margins", "0.005,0"),
+     "error: argument --margins: '0' in '0.005,0': must be above 0, got 0"),
 ])
 def test_a_bad_benchmark_option_is_one_error_line_before_any_work(arguments: tuple[str, ...], message: str) -> None:
     done = run_script(*arguments)
@@ -53,8 +62,6 @@ def test_prefix_cache_benchmark_measures_bf16_alone(smollm2_folder: Path, monkey
     """prefix_cache.py's bf16 runs were zstc's default bf16: fp32 weights autocast, and the near ties rescored in fp32,
     so its bf16 times held fp32 passes and its max_abs_diff compared pairs fp32 in one run with bf16 in the other.
     Both of its runs now score in bf16 alone, with bf16 weights, and no pair is rescored."""
-    from zstc.scorers.runtime import bf16_fast
-
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     spec = importlib.util.spec_from_file_location("prefix_cache_benchmark", REPO / "benchmarks" / "prefix_cache.py")
     assert spec is not None and spec.loader is not None
@@ -66,3 +73,23 @@ def test_prefix_cache_benchmark_measures_bf16_alone(smollm2_folder: Path, monkey
         for cache in (False, True):
             scorer.prefix_cache = cache
             assert scorer.score_with_notes(["my card was declined"], ["card issue", "lost card", "top up"]).notes == []
+
+
+@pytest.mark.skipif(not bf16_fast(torch.device("cpu")), reason="bf16 is not fast on this CPU (neither amx_bf16 nor avx512_bf16): emulated, far too slow to run here")
+def test_bf16_agreement_measures_an_embedding_model_single_and_multi_label(btzsc_dir: Path) -> None:
+    """The embedding mode runs classify's default model in fp32, bf16 alone and bf16 rechecked through the Classifier,
+    single-label and under the default multi-label rule, and its last line reports both; rechecked, bf16 makes
+    fp32's decisions."""
+    done = run_script("bf16_agreement.py", "--family", "embedding", "--data", str(btzsc_dir), "--dataset", "emotiondair",
+                      "--texts", "12", "--chunk", "6", "--margins", "0.006", timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("bf16's largest cosine error: ") for line in lines), done.stdout
+    assert any("bf16+recheck@0.006 (margin 0.006)" in line for line in lines), done.stdout
+    values = dict(part.split("=") for part in lines[-1].split())
+    assert list(values) == ["bf16_speedup", "argmax_agreement", "recheck_cost", "rechecked_agreement", "rechecked_texts",
+                            "multi_bf16_speedup", "label_set_agreement", "multi_recheck_cost",
+                            "rechecked_label_set_agreement", "multi_rechecked_texts"], lines[-1]
+    assert all(float(value) >= 0 for value in values.values())
+    assert values["rechecked_agreement"] == values["rechecked_label_set_agreement"] == "1.0000"
+    assert 0 < float(values["rechecked_texts"]) <= 1 and 0 < float(values["multi_rechecked_texts"]) <= 1
