@@ -477,7 +477,7 @@ def test_classify_with_ray_reuses_an_output_only_while_it_is_its_inputs(tmp_path
     out.mkdir()
     output = out / "a.parquet"
     output.write_bytes(b"the rows written for d/a.jsonl")
-    identity = {"input_sha256": sha256_file(source), "settings": "s", "precision": "fp32"}
+    identity = {"input_sha256": sha256_file(source), "settings": "s", "precision": "fp32", "device": "cpu"}
     entry = {**identity, "rows": 1, "output": "a.parquet", "output_sha256": sha256_file(output)}
     (out / ray_classify.MANIFEST).write_text(json.dumps({str(source): entry}))
 
