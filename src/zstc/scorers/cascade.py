@@ -35,6 +35,7 @@ import numpy as np
 from zstc.errors import OptionError
 from zstc.scorers.base import PairScorer, Scorer, ScoreResult, indistinguishable_labels, offers, rechecks_thresholds, score_with_notes
 from zstc.scorers.families import FamilySet
+from zstc.scorers.recheck import call_cuts
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
 """The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
@@ -250,10 +251,7 @@ class CascadeScorer:
         families up to the float noise of other batch compositions); the notes of the shared run are on each.
         """
         calls = [(list(texts), list(labels)) for texts, labels in requests]
-        cuts = list(thresholds) if thresholds is not None else [None] * len(calls)
-        near = list(margins) if margins is not None else [None] * len(calls)
-        if len(cuts) != len(calls) or len(near) != len(calls):
-            raise ValueError(f"{len(cuts)} threshold and {len(near)} margin lists for {len(calls)} calls")
+        cuts, near = call_cuts(thresholds, margins, len(calls))
         if not self._pairs_path():
             return [self.score_with_notes(texts, labels, thresholds=cut, margins=margin)
                     for (texts, labels), cut, margin in zip(calls, cuts, near)]

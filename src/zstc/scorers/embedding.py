@@ -22,7 +22,7 @@ from zstc.scorers.base import (
     LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
 )
 from zstc.scorers.families import POOLINGS
-from zstc.scorers.recheck import label_cuts, margin_cuts
+from zstc.scorers.recheck import call_cuts, label_cuts, margin_cuts
 from zstc.scorers.runtime import IEEE_MATMUL, Precision, inference_context
 
 LABEL_CACHE_SIZE = 64
@@ -223,9 +223,7 @@ class EmbeddingScorer(TorchScorer[None]):
         loaded = self.loaded
         calls = [([self.spec.format_query(text) for text in texts], tuple(self.spec.format_document(label) for label in labels))
                  for texts, labels in requests]
-        cuts, call_margins = (list(given) if given is not None else [None] * len(calls) for given in (thresholds, margins))
-        if len(cuts) != len(calls) or len(call_margins) != len(calls):
-            raise ValueError(f"{len(cuts)} threshold and {len(call_margins)} margin lists for {len(calls)} calls")
+        cuts, call_margins = call_cuts(thresholds, margins, len(calls))
         distinct = list(dict.fromkeys(query for queries, _ in calls for query in queries))
         row_of = {query: i for i, query in enumerate(distinct)}
         text_embeddings = self._encode(loaded, distinct, show_progress=False) if distinct else None

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["RECHECK_COSTLY", "RECHECK_PROBES", "RECHECK_ROUNDS", "closest_calls", "closest_decisions", "closest_to_cuts",
+__all__ = ["RECHECK_COSTLY", "RECHECK_PROBES", "RECHECK_ROUNDS", "call_cuts", "closest_calls", "closest_decisions", "closest_to_cuts",
            "label_cuts", "logit_cuts", "margin_cuts", "near_cuts", "near_decisions", "near_ties", "pair_cuts", "recheck_in_fp32"]
 
 
@@ -153,6 +153,21 @@ def pair_cuts(cuts: Sequence[Sequence[float] | np.ndarray | None], counts: Seque
         return None
     return np.concatenate([np.full(count, np.nan) if cut is None else np.asarray(cut, dtype=np.float64)
                            for cut, count in zip(cuts, counts)])
+
+
+CallCuts = list[Sequence[float] | np.ndarray | None]
+"""One entry per call of a batch: its multi-label cuts or default-rule margins (one per label), or None."""
+
+
+def call_cuts(thresholds: Sequence[Sequence[float] | np.ndarray | None] | None,
+              margins: Sequence[Sequence[float] | np.ndarray | None] | None, n_calls: int) -> tuple[CallCuts, CallCuts]:
+    """A batch of ``n_calls`` calls' multi-label cuts and default-rule margins, one entry per call (None given: none
+    for any call), checked against the number of calls."""
+    cuts: CallCuts = list(thresholds) if thresholds is not None else [None] * n_calls
+    near: CallCuts = list(margins) if margins is not None else [None] * n_calls
+    if len(cuts) != n_calls or len(near) != n_calls:
+        raise ValueError(f"{len(cuts)} threshold and {len(near)} margin lists for {n_calls} calls")
+    return cuts, near
 
 
 def margin_cuts(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, margins: np.ndarray) -> np.ndarray:
