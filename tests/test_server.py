@@ -983,7 +983,7 @@ def test_an_embedding_backend_returns_what_each_call_encoded_and_keeps_none_of_i
     backend = EmbeddingBackend(WordEmbeddings(), cache_size=4, on_lookup=lambda hits, misses: None)
     before = set(vars(backend))
     for batch in range(20):
-        job = ScoreJob(["a text"], [(f"label {batch}", f"other {batch}")], None, [None])  # type: ignore[arg-type]  # a future only the engine resolves
+        job = ScoreJob(["a text"], [(f"label {batch}", f"other {batch}")], None, [None], [None])  # type: ignore[arg-type]  # a future only the engine resolves
         scored = backend.score([job])
         assert [row.shape for row in scored.rows[0]] == [(2,)]
         assert scored.encoded == (f"label {batch}", f"other {batch}")

@@ -98,9 +98,9 @@ class ScoreJob:
     future: asyncio.Future[list[np.ndarray]]
     thresholds: list[tuple[float, ...] | None]
     """Per text: its multi-label cut per description, for bf16's recheck of the pairs near it (None: argmax)."""
-    margins: list[tuple[float, ...] | None] = field(default_factory=list)
+    margins: list[tuple[float, ...] | None]
     """Per text: the embedding family's default-rule margin per description (``nan``: a label with a cut of its own;
-    None, or no list: no margin rule), for bf16's recheck of the texts near their best minus it."""
+    None: no margin rule), for bf16's recheck of the texts near their best minus it."""
     pairs: int = 0
     enqueued: float = field(default_factory=time.perf_counter)
     started: float | None = None
@@ -109,7 +109,6 @@ class ScoreJob:
 
     def __post_init__(self) -> None:
         self.pairs = sum(len(labels) for labels in self.label_sets)
-        self.margins = self.margins or [None] * len(self.label_sets)
 
     @property
     def queue_s(self) -> float:
