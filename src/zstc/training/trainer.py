@@ -43,6 +43,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from zstc.errors import DataError, ModelError, Terminated, quoted
 from zstc.io import atomic_directory
+from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, fp32_as_recorded, resolve_device, resolve_precision
 from zstc.benchmark.provenance import model_identity, sha256_file as sha256_of
@@ -166,13 +167,17 @@ def nli_metrics(logits: torch.Tensor, classes: torch.Tensor, variant: str) -> di
     return {"loss": loss, "accuracy": float((predicted == truth).float().mean()), "auroc": auroc}
 
 
+def backbone_spec(name: str) -> ModelSpec:
+    """The model ``--backbone`` (or ``unseen``'s ``--base-model``) names, as training loads it: an encoder."""
+    return get_model_spec(name, family="encoder", parameter="backbone")
+
+
 def _load_backbone(name: str) -> tuple[torch.nn.Module, Any, str]:
     from transformers import AutoModel, AutoTokenizer
 
     from zstc.models.loading import load_error, model_source, pinned
-    from zstc.models.registry import get_model_spec
 
-    spec = get_model_spec(name, family="encoder", parameter="backbone")
+    spec = backbone_spec(name)
     source = model_source(spec)
     try:
         pin = pinned(source)

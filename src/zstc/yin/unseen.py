@@ -228,10 +228,10 @@ def _backbone_identity(name: str) -> str | None:
     """The weights the trainer would load as backbone ``name``, as it records them (``backbone_revision``: the hub
     commit or a local folder's content hash); None where not knowable (an unknown name: the trainer says so)."""
     from zstc.benchmark.runner import model_weights_identity
-    from zstc.models.registry import get_model_spec
+    from zstc.training.trainer import backbone_spec
 
     try:
-        return model_weights_identity(get_model_spec(name, family="encoder", parameter="backbone"))
+        return model_weights_identity(backbone_spec(name))
     except ZstcError:
         return None
 
