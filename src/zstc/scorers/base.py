@@ -40,6 +40,10 @@ class ScoreResult:
 
     scores: np.ndarray
     notes: list[str] = field(default_factory=list)
+    truncated: tuple[int, ...] = field(default=(), kw_only=True)  # keyword only: subclasses add positional fields
+    """The positions (rows of a matrix; pairs of a pair call) of the texts cut to the model's token limit, which
+    :attr:`notes` only counts: a caller that scored several users' texts in one call (``zstc serve``) tells each
+    user which of theirs. Filled by the families that cut a text by itself (embedding models, cross-encoders)."""
 
 
 @runtime_checkable
