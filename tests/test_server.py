@@ -1534,3 +1534,37 @@ def test_a_cross_encoder_tells_only_the_request_whose_description_left_its_text_
         assert fits.json()["notes"] == []
         assert cut.json()["notes"] == ["text 2 exceeds the room left by the label description within 32 tokens and was truncated "
                                        "(label descriptions never are)"]
+
+
+@pytest.mark.parametrize("family", ["embedding", "nli"])
+def test_batch_tokens_count_what_the_bf16_recheck_read_again(family: str, nli: Classifier) -> None:
+    """zstc_batch_tokens holds the first pass and bf16's fp32 recheck: the embedding backend's texts embedded again
+    with their labels' fp32 embeddings (none cached yet), the pair backend's rescored pairs. The labels are chosen so
+    that the library rescores every text (every pair), which the precondition checks on its own notes."""
+    model = MINILM if family == "embedding" else nli.scorer.spec.model_id
+    classifier = Classifier(model, family=family, precision="bf16")
+    texts, labels = TEXTS, ["sports", "sport"]
+    descriptions = [TEMPLATE.format(label) for label in labels]
+    notes = classifier.scorer.score_with_notes(texts, descriptions).notes
+    unit = "texts" if family == "embedding" else "(text, label) pairs"
+    rescored_all = f"{len(texts) * (1 if family == 'embedding' else len(labels))} of "
+    assert any(note.startswith(rescored_all) and f" {unit} rescored in fp32" in note for note in notes), notes
+    tokenizer = classifier.scorer.loaded.tokenizer
+    spec = classifier.scorer.spec
+    length = {s: len(ids) for s, ids in zip([*texts, *descriptions], tokenizer([spec.format_query(t) for t in texts] + [
+        spec.format_document(d) for d in descriptions], add_special_tokens=False)["input_ids"])}
+    text_tokens, description_tokens = sum(length[t] for t in texts), sum(length[d] for d in descriptions)
+    if family == "embedding":  # texts once, descriptions once (cache empty); again: every text and the fp32 descriptions
+        expected = 2 * (text_tokens + description_tokens)
+    else:  # each pair holds its text and its description; every pair read again
+        expected = 2 * (text_tokens * len(labels) + description_tokens * len(texts))
+    with TestClient(create_app(classifier, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as service:
+        wait_ready(service)
+        response = service.post("/classify", json={"texts": texts, "labels": labels, "template": TEMPLATE})
+        assert response.status_code == 200, response.text
+        registry = service.app.state.telemetry.registry
+        deadline = time.monotonic() + 30
+        while not registry.get_sample_value("zstc_batch_tokens_count"):  # observed from the model thread, after the answer
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert registry.get_sample_value("zstc_batch_tokens_sum") == expected

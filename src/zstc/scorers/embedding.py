@@ -146,11 +146,12 @@ class EmbeddingScorer(TorchScorer[None]):
 
     def _recheck_texts(self, loaded: LoadedModel[None], queries: list[str], documents: tuple[str, ...], matrix: np.ndarray,
                        cuts: np.ndarray | None, margins: np.ndarray | None,
-                       fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None) -> tuple[np.ndarray, list[str]]:
+                       fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None,
+                       record: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
         """:meth:`_recheck` of a (texts, labels) matrix of bf16 cosines: a text with a near decision is embedded again
         in fp32, and so are the labels (once per label set), so its every cosine is fp32's; in fp32, ``matrix`` as it is.
         ``fp32_labels(documents)``: the labels' fp32 embeddings, asked for only when a text is rechecked (default: from
-        the scorer's own cache of label sets)."""
+        the scorer's own cache of label sets). ``record`` receives the positions of ``matrix.ravel()`` rescored (of whole rows)."""
         if self.precision != "bf16":
             return matrix, []
         n_texts, n_labels = matrix.shape
@@ -167,7 +168,7 @@ class EmbeddingScorer(TorchScorer[None]):
             exact[rows] = cosines(self._encode(loaded, [queries[int(i)] for i in rows], False, "fp32"), labels)
             return exact.ravel()[todo]
 
-        scores, notes = self._recheck(matrix.ravel(), groups, pair_cuts, rescore, whole_groups=True, unit="texts")
+        scores, notes = self._recheck(matrix.ravel(), groups, pair_cuts, rescore, record, whole_groups=True, unit="texts")
         return scores.reshape(matrix.shape), notes
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
@@ -240,11 +241,13 @@ class EmbeddingScorer(TorchScorer[None]):
                 continue
             matrix = cosines(text_embeddings[[row_of[query] for query in queries]], label_embeddings)
             notes, truncated = self._truncation(loaded, queries)
+            record: list[np.ndarray] = []
             if recheck:
                 matrix, rechecked = self._recheck_texts(loaded, queries, documents, matrix, label_cuts(cut, len(documents)),
-                                                        label_cuts(margin, len(documents)), fp32_labels)
+                                                        label_cuts(margin, len(documents)), fp32_labels, record)
                 notes += rechecked
-            results.append(ScoreResult(matrix, notes, truncated=truncated))
+            rescored = tuple(np.unique(np.concatenate(record) // len(documents)).tolist()) if record else ()  # whole rows
+            results.append(ScoreResult(matrix, notes, truncated=truncated, rescored=rescored))
         return results
 
     def _label_sets_by_set(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:

@@ -454,14 +454,18 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         truncated = tuple(i for i, pair in enumerate(zip(first_index.tolist(), second_index.tolist())) if pair in cut)
         scores = np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
         competing = first_index if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
-        scores, recheck_notes = self._recheck_pairs(loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing, pair_cuts)
-        return ScoreResult(scores, notes + recheck_notes, truncated=truncated)
+        record: list[np.ndarray] = []
+        scores, recheck_notes = self._recheck_pairs(loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing,
+                                                    pair_cuts, record)
+        rescored = tuple(np.unique(np.concatenate(record)).tolist()) if record else ()
+        return ScoreResult(scores, notes + recheck_notes, truncated=truncated, rescored=rescored)
 
     def _recheck_pairs(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str], first_index: np.ndarray,
                        second_index: np.ndarray, scores: np.ndarray, groups: np.ndarray,
-                       cuts: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+                       cuts: np.ndarray | None = None, record: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
         """:meth:`_recheck` of the pairs ``(firsts[first_index], seconds[second_index])``, rescored as they were
-        planned (only the distinct ones, in passes no larger than :data:`RECHECK_MAX_PAIRS` when they are few)."""
+        planned (only the distinct ones, in passes no larger than :data:`RECHECK_MAX_PAIRS` when they are few);
+        ``record`` receives the positions rescored."""
 
         def rescore(todo: np.ndarray) -> np.ndarray:
             pairs = _unique_pairs(first_index[todo], second_index[todo])
@@ -470,7 +474,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             fp32 = self._scores_by_pair(loaded, plan, show_progress=False, precision="fp32")
             return np.array([fp32[pair] for pair in zip(first_index[todo].tolist(), second_index[todo].tolist())], dtype=np.float32)
 
-        return self._recheck(scores, groups, cuts, rescore)
+        return self._recheck(scores, groups, cuts, rescore, record)
 
     def _plan(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str],
               pairs: tuple[np.ndarray, np.ndarray] | None, max_pairs: int | None = None) -> PairPlan:
