@@ -1457,3 +1457,114 @@ def test_an_llm_service_takes_per_label_thresholds_and_refuses_a_lone_label(smol
                 llm_client.post("/rerank", json={"query": "Shares fell.", "documents": ["business news"]})]
         for response in lone:
             assert response.status_code == 422 and "would always score 1; give two or more" in response.json()["error"], response.text
+
+
+# -- notes on a request's own inputs -------------------------------------------------------------------------------
+
+LONG_TEXT = "The striker scored twice in the second half and the crowd sang until the final whistle blew. " * 3
+
+
+@pytest.fixture(scope="module")
+def short_minilm() -> Classifier:
+    """MiniLM reading at most 16 tokens, so that a sentence or two is longer than the model reads."""
+    return Classifier(MINILM, precision="fp32", max_length=16)
+
+
+@pytest.fixture(scope="module")
+def short_nli(nli: Classifier) -> Classifier:
+    """The NLI cross-encoder reading at most 32 tokens (text and label description together)."""
+    return Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", max_length=32)
+
+
+def test_a_text_longer_than_the_model_reads_is_named_in_its_answer(short_minilm: Classifier) -> None:
+    """Each shape says which of the request's texts the model truncated (zstc's in `notes`, the Hugging Face and
+    rerank shapes in the x-zstc-notes header), and the scores are Classifier.predict's on the same model."""
+    texts = ["Rates went up.", LONG_TEXT, "Goal!", LONG_TEXT + " Again."]
+    with TestClient(create_app(short_minilm, ServeSettings(limits=Limits(max_chars=1000)))) as service:
+        wait_ready(service)
+        response = service.post("/classify", json={"texts": texts, "labels": LABELS})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["notes"] == ["texts 2 and 4 exceed 16 tokens and were truncated"]
+        for result, prediction in zip(body["results"], short_minilm.predict(texts, LABELS)):
+            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.raw_scores, abs=1e-5)
+        clean = service.post("/classify", json={"texts": ["Rates went up."], "labels": LABELS})
+        assert clean.json()["notes"] == [] and "x-zstc-notes" not in clean.headers
+        hf = service.post("/", json={"inputs": [LONG_TEXT, "Goal!"], "parameters": {"candidate_labels": LABELS}})
+        assert hf.status_code == 200 and isinstance(hf.json(), list)
+        assert json.loads(hf.headers["x-zstc-notes"]) == ["text 1 exceeds 16 tokens and was truncated"]
+        rerank = service.post("/rerank", json={"query": LONG_TEXT, "documents": ["sports", "cooking"]})
+        assert rerank.status_code == 200
+        assert json.loads(rerank.headers["x-zstc-notes"]) == ["the query exceeds 16 tokens and was truncated"]
+
+
+@pytest.mark.parametrize("model", ["short_minilm", "short_nli"])
+def test_requests_batched_together_each_get_only_their_own_truncation_note(model: str, request: pytest.FixtureRequest) -> None:
+    """Two requests scored in one batch (the embedding backend's one encoding run; the cross-encoder's one
+    score_pairs call): only the one with a long text is told, and of its own text's position."""
+    classifier: Classifier = request.getfixturevalue(model)
+    settings = ServeSettings(engine=EngineConfig(max_wait_ms=3000), limits=Limits(max_chars=1000))
+    long_request = {"texts": ["Goal!", LONG_TEXT], "labels": LABELS, "template": TEMPLATE}
+    short_request = {"texts": ["Rates went up.", "Parliament voted."], "labels": LABELS, "template": TEMPLATE}
+    with TestClient(create_app(classifier, settings)) as service:
+        wait_ready(service)
+        telemetry = service.app.state.telemetry
+        batches_before = telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda body: service.post("/classify", json=body), [long_request, short_request]))
+        assert telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches_before == 1, "one batch"
+        assert [answer.status_code for answer in answers] == [200, 200]
+        long_notes, short_notes = (answer.json()["notes"] for answer in answers)
+        assert len(long_notes) == 1 and long_notes[0].startswith("text 2 exceeds ") and "truncated" in long_notes[0]
+        assert short_notes == []
+
+
+def test_a_cross_encoder_tells_only_the_request_whose_description_left_its_text_too_little_room(short_nli: Classifier) -> None:
+    """The same text in two requests of one batch (one distinct first sequence of the score_pairs call): it fits
+    beside one request's short labels, not beside the other's long description, so only that request is told."""
+    text = "The central bank raised interest rates again this spring, and the markets fell sharply by noon."  # 18 tokens
+    long_description = "This text is about sports, athletes, matches, leagues and tournaments."  # 14: 18 + 14 + 3 > 32
+    settings = ServeSettings(engine=EngineConfig(max_wait_ms=3000))
+    with TestClient(create_app(short_nli, settings)) as service:
+        wait_ready(service)
+        bodies = [{"texts": [text], "labels": ["sports", "economy"], "descriptions": ["sports", "economy"]},
+                  {"texts": ["Goal!", text], "labels": ["sports", "economy"], "descriptions": [long_description, "economy"]}]
+        with ThreadPoolExecutor(2) as pool:
+            fits, cut = pool.map(lambda body: service.post("/classify", json=body), bodies)
+        assert fits.json()["notes"] == []
+        assert cut.json()["notes"] == ["text 2 exceeds the room left by the label description within 32 tokens and was truncated "
+                                       "(label descriptions never are)"]
+
+
+@pytest.mark.parametrize("family", ["embedding", "nli"])
+def test_batch_tokens_count_what_the_bf16_recheck_read_again(family: str, nli: Classifier) -> None:
+    """zstc_batch_tokens holds the first pass and bf16's fp32 recheck: the embedding backend's texts embedded again
+    with their labels' fp32 embeddings (none cached yet), the pair backend's rescored pairs. The labels are chosen so
+    that the library rescores every text (every pair), which the precondition checks on its own notes."""
+    model = MINILM if family == "embedding" else nli.scorer.spec.model_id
+    classifier = Classifier(model, family=family, precision="bf16")
+    texts, labels = TEXTS, ["sports", "sport"]
+    descriptions = [TEMPLATE.format(label) for label in labels]
+    notes = classifier.scorer.score_with_notes(texts, descriptions).notes
+    unit = "texts" if family == "embedding" else "(text, label) pairs"
+    rescored_all = f"{len(texts) * (1 if family == 'embedding' else len(labels))} of "
+    assert any(note.startswith(rescored_all) and f" {unit} rescored in fp32" in note for note in notes), notes
+    tokenizer = classifier.scorer.loaded.tokenizer
+    spec = classifier.scorer.spec
+    length = {s: len(ids) for s, ids in zip([*texts, *descriptions], tokenizer([spec.format_query(t) for t in texts] + [
+        spec.format_document(d) for d in descriptions], add_special_tokens=False)["input_ids"])}
+    text_tokens, description_tokens = sum(length[t] for t in texts), sum(length[d] for d in descriptions)
+    if family == "embedding":  # texts once, descriptions once (cache empty); again: every text and the fp32 descriptions
+        expected = 2 * (text_tokens + description_tokens)
+    else:  # each pair holds its text and its description; every pair read again
+        expected = 2 * (text_tokens * len(labels) + description_tokens * len(texts))
+    with TestClient(create_app(classifier, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as service:
+        wait_ready(service)
+        response = service.post("/classify", json={"texts": texts, "labels": labels, "template": TEMPLATE})
+        assert response.status_code == 200, response.text
+        registry = service.app.state.telemetry.registry
+        deadline = time.monotonic() + 30
+        while not registry.get_sample_value("zstc_batch_tokens_count"):  # observed from the model thread, after the answer
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert registry.get_sample_value("zstc_batch_tokens_sum") == expected

@@ -40,6 +40,14 @@ class ScoreResult:
 
     scores: np.ndarray
     notes: list[str] = field(default_factory=list)
+    truncated: tuple[int, ...] = field(default=(), kw_only=True)  # keyword only: subclasses add positional fields
+    """The positions (rows of a matrix; pairs of a pair call) of the texts cut to the model's token limit, which
+    :attr:`notes` only counts: a caller that scored several users' texts in one call (``zstc serve``) tells each
+    user which of theirs. Filled by the families that cut a text by itself (embedding models, cross-encoders)."""
+    rescored: tuple[int, ...] = field(default=(), kw_only=True)
+    """bf16: the positions its fp32 recheck read again, so that a server counts the tokens it cost: pairs of a cross-encoder's
+    pair call (``score_pairs_with_notes``), rows (texts, embedded again whole) of an embedding model's ``score_requests``
+    matrices. Empty in fp32, and in the other calls and families, which do not say."""
 
 
 @runtime_checkable
@@ -356,11 +364,19 @@ class TorchScorer(Generic[F]):
         }
 
     def _recheck(self, scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, rescore: Callable[[np.ndarray], np.ndarray],
-                 **how: Any) -> tuple[np.ndarray, list[str]]:
+                 record: list[np.ndarray] | None = None, **how: Any) -> tuple[np.ndarray, list[str]]:
         """In bf16, ``scores`` (in the family's decision space) with the near decisions rescored in fp32 and the notes
-        saying how many (:func:`~zstc.scorers.recheck.recheck_in_fp32`, which ``how`` goes to); in fp32, as they are."""
+        saying how many (:func:`~zstc.scorers.recheck.recheck_in_fp32`, which ``how`` goes to); in fp32, as they are.
+        ``record``, when given, receives the positions of ``scores`` each fp32 pass rescored (:attr:`ScoreResult.rescored`)."""
         if self.precision != "bf16":
             return scores, []
+        if record is not None:
+            compute = rescore
+
+            def rescore(todo: np.ndarray) -> np.ndarray:
+                record.append(np.flatnonzero(todo))
+                return compute(todo)
+
         return recheck_in_fp32(scores, groups, cuts, self.recheck_margin, rescore, **how)
 
 

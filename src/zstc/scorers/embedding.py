@@ -106,12 +106,12 @@ class EmbeddingScorer(TorchScorer[None]):
                                        max_length=loaded.max_length + 1, return_length=True)["length"]
         return [i for i, length in enumerate(lengths) if length > loaded.max_length]
 
-    def _count_truncated(self, loaded: LoadedModel[None], sentences: list[str]) -> int:
-        return len(self._too_long(loaded, sentences))
-
-    def _truncation_notes(self, loaded: LoadedModel[None], queries: list[str]) -> list[str]:
-        truncated = self._count_truncated(loaded, queries)
-        return [f"{truncated} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"] if truncated else []
+    def _truncation(self, loaded: LoadedModel[None], queries: list[str]) -> tuple[list[str], tuple[int, ...]]:
+        """The note on the queries cut to the token limit, and their positions (:attr:`ScoreResult.truncated`)."""
+        truncated = tuple(self._too_long(loaded, queries))
+        if not truncated:
+            return [], ()
+        return [f"{len(truncated)} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"], truncated
 
     def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...], precision: Precision | None = None) -> torch.Tensor:
         too_long = self._too_long(loaded, list(documents))
@@ -138,19 +138,20 @@ class EmbeddingScorer(TorchScorer[None]):
         queries = [self.spec.format_query(text) for text in texts]
         if not queries:  # encode([]) gives no (0, dim) matrix to multiply
             return ScoreResult(np.zeros((0, len(labels)), dtype=np.float32), [])
-        notes = self._truncation_notes(loaded, queries)
+        notes, truncated = self._truncation(loaded, queries)
         text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
         matrix, recheck_notes = self._recheck_texts(loaded, queries, documents, cosines(text_embeddings, label_embeddings),
                                                     label_cuts(thresholds, len(labels)), label_cuts(margins, len(labels)))
-        return ScoreResult(matrix, notes + recheck_notes)
+        return ScoreResult(matrix, notes + recheck_notes, truncated=truncated)
 
     def _recheck_texts(self, loaded: LoadedModel[None], queries: list[str], documents: tuple[str, ...], matrix: np.ndarray,
                        cuts: np.ndarray | None, margins: np.ndarray | None,
-                       fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None) -> tuple[np.ndarray, list[str]]:
+                       fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None,
+                       record: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
         """:meth:`_recheck` of a (texts, labels) matrix of bf16 cosines: a text with a near decision is embedded again
         in fp32, and so are the labels (once per label set), so its every cosine is fp32's; in fp32, ``matrix`` as it is.
         ``fp32_labels(documents)``: the labels' fp32 embeddings, asked for only when a text is rechecked (default: from
-        the scorer's own cache of label sets)."""
+        the scorer's own cache of label sets). ``record`` receives the positions of ``matrix.ravel()`` rescored (of whole rows)."""
         if self.precision != "bf16":
             return matrix, []
         n_texts, n_labels = matrix.shape
@@ -167,7 +168,7 @@ class EmbeddingScorer(TorchScorer[None]):
             exact[rows] = cosines(self._encode(loaded, [queries[int(i)] for i in rows], False, "fp32"), labels)
             return exact.ravel()[todo]
 
-        scores, notes = self._recheck(matrix.ravel(), groups, pair_cuts, rescore, whole_groups=True, unit="texts")
+        scores, notes = self._recheck(matrix.ravel(), groups, pair_cuts, rescore, record, whole_groups=True, unit="texts")
         return scores.reshape(matrix.shape), notes
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
@@ -195,11 +196,11 @@ class EmbeddingScorer(TorchScorer[None]):
         document_embeddings = self._label_embeddings(loaded, distinct_documents)
         distinct_queries = list(dict.fromkeys(queries))
         query_rows = dict(zip(distinct_queries, range(len(distinct_queries))))
-        notes = self._truncation_notes(loaded, queries)
+        notes, truncated = self._truncation(loaded, queries)
         query_embeddings = self._encode(loaded, distinct_queries, show_progress=show_progress)
         left = query_embeddings[[query_rows[query] for query in queries]]
         right = document_embeddings[[document_rows[document] for document in documents]]
-        return ScoreResult((left * right).sum(dim=-1).cpu().numpy().astype(np.float32), notes)
+        return ScoreResult((left * right).sum(dim=-1).cpu().numpy().astype(np.float32), notes, truncated=truncated)
 
     def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *,
                        label_cache: LruCache[torch.Tensor] | None = None, recheck: bool = False,
@@ -239,12 +240,14 @@ class EmbeddingScorer(TorchScorer[None]):
                 results.append(ScoreResult(np.zeros((len(queries), len(documents)), dtype=np.float32), []))
                 continue
             matrix = cosines(text_embeddings[[row_of[query] for query in queries]], label_embeddings)
-            notes = self._truncation_notes(loaded, queries)
+            notes, truncated = self._truncation(loaded, queries)
+            record: list[np.ndarray] = []
             if recheck:
                 matrix, rechecked = self._recheck_texts(loaded, queries, documents, matrix, label_cuts(cut, len(documents)),
-                                                        label_cuts(margin, len(documents)), fp32_labels)
+                                                        label_cuts(margin, len(documents)), fp32_labels, record)
                 notes += rechecked
-            results.append(ScoreResult(matrix, notes))
+            rescored = tuple(np.unique(np.concatenate(record) // len(documents)).tolist()) if record else ()  # whole rows
+            results.append(ScoreResult(matrix, notes, truncated=truncated, rescored=rescored))
         return results
 
     def _label_sets_by_set(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:

@@ -187,6 +187,13 @@ class PairPlan:
         """Pairs in the plan."""
         return len(self.firsts)
 
+    def cut_pairs(self) -> set[tuple[int, int]]:
+        """The ``(first index, second index)`` pairs whose first sequence was cut to fit: pair by pair, since the same
+        first sequence fits beside a short second sequence and not beside a long one."""
+        full = np.array([len(ids) for ids in self.first_ids], dtype=np.int64)
+        cut = self.first_lengths < full[self.firsts]
+        return set(zip(self.firsts[cut].tolist(), self.seconds[cut].tolist()))
+
     def batches(self) -> Iterator[PairBatch]:
         """The forward passes of the plan, longest first, each padded when it is reached."""
         for start, stop in self.bounds:
@@ -415,11 +422,12 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         matrix = np.zeros((len(distinct), len(documents)), dtype=np.float32)
         for batch, scores in self._run(loaded, plan, show_progress):
             matrix[batch.firsts, batch.seconds] = scores
-        notes = self._truncation_notes(loaded, np.isin(row_of_text, plan.truncated_firsts).sum(), len(texts), "texts")
+        truncated = np.flatnonzero(np.isin(row_of_text, plan.truncated_firsts))
+        notes = self._truncation_notes(loaded, len(truncated), len(texts), "texts")
         rows, columns = (grid.ravel() for grid in np.indices(matrix.shape))
         rechecked, recheck_notes = self._recheck_pairs(loaded, distinct, documents, rows, columns, matrix.ravel(), groups=rows,
                                                  cuts=None if cuts is None else cuts[columns])
-        return ScoreResult(rechecked.reshape(matrix.shape)[row_of_text], notes + recheck_notes)
+        return ScoreResult(rechecked.reshape(matrix.shape)[row_of_text], notes + recheck_notes, truncated=tuple(truncated.tolist()))
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                     cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
@@ -442,16 +450,22 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         # Pairs are deduplicated too: the same (premise, hypothesis) twice is scored once.
         lookup = self._scores_by_pair(loaded, plan, show_progress)
         notes = self._truncation_notes(loaded, np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")
+        cut = plan.cut_pairs()
+        truncated = tuple(i for i, pair in enumerate(zip(first_index.tolist(), second_index.tolist())) if pair in cut)
         scores = np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
         competing = first_index if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
-        scores, recheck_notes = self._recheck_pairs(loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing, pair_cuts)
-        return ScoreResult(scores, notes + recheck_notes)
+        record: list[np.ndarray] = []
+        scores, recheck_notes = self._recheck_pairs(loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing,
+                                                    pair_cuts, record)
+        rescored = tuple(np.unique(np.concatenate(record)).tolist()) if record else ()
+        return ScoreResult(scores, notes + recheck_notes, truncated=truncated, rescored=rescored)
 
     def _recheck_pairs(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str], first_index: np.ndarray,
                        second_index: np.ndarray, scores: np.ndarray, groups: np.ndarray,
-                       cuts: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+                       cuts: np.ndarray | None = None, record: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
         """:meth:`_recheck` of the pairs ``(firsts[first_index], seconds[second_index])``, rescored as they were
-        planned (only the distinct ones, in passes no larger than :data:`RECHECK_MAX_PAIRS` when they are few)."""
+        planned (only the distinct ones, in passes no larger than :data:`RECHECK_MAX_PAIRS` when they are few);
+        ``record`` receives the positions rescored."""
 
         def rescore(todo: np.ndarray) -> np.ndarray:
             pairs = _unique_pairs(first_index[todo], second_index[todo])
@@ -460,7 +474,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             fp32 = self._scores_by_pair(loaded, plan, show_progress=False, precision="fp32")
             return np.array([fp32[pair] for pair in zip(first_index[todo].tolist(), second_index[todo].tolist())], dtype=np.float32)
 
-        return self._recheck(scores, groups, cuts, rescore)
+        return self._recheck(scores, groups, cuts, rescore, record)
 
     def _plan(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str],
               pairs: tuple[np.ndarray, np.ndarray] | None, max_pairs: int | None = None) -> PairPlan:

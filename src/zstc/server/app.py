@@ -10,6 +10,9 @@ in batches formed across requests. Endpoints (OpenAPI at ``/docs``):
 * ``GET /health`` (liveness), ``GET /health/ready`` (a forward pass succeeded), ``GET /info``, ``GET /metrics``
   (Prometheus), ``GET /`` (a playground page).
 
+A text longer than the model reads is truncated, and the answer names it: zstc's shape in ``notes``, the Hugging
+Face and rerank shapes (whose bodies other ecosystems fix) in the ``x-zstc-notes`` header, a JSON list of strings.
+
 Errors have text-embeddings-inference's shape ``{"error": ..., "error_type": ...}``: 401 unauthorized, 408 a
 body that did not arrive in time, 413 too large (the body, checked from Content-Length before it is read, or a
 published limit), 422 invalid input,
@@ -57,7 +60,7 @@ from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
 from zstc.multilabel import check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
-from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
+from zstc.server.engine import BatchingEngine, Overloaded, PairBackend, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
@@ -427,6 +430,34 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             "x-total-time": f"{(time.perf_counter() - started) * 1000:.1f}",
         }
 
+    # Of what the scorer notes, only truncation is told, and per request: the engine scores the requests of a batch in
+    # one call, whose notes mix them, so each request's truncated texts come from the positions the scorer reports
+    # (ScoreJob.truncated). The rest is not the request's: bf16's fp32 recheck counts the pairs of the whole batch and
+    # makes decisions fp32's (nothing for the client to act on); "prefix cache not used" and a shortlist's prompt
+    # are facts of the model and its settings (GET /info), the same for every request.
+    cut_with_label = isinstance(engine.backend, PairBackend)  # a cross-encoder reads the text with a label description
+
+    def request_notes(job: ScoreJob, subject: str = "text") -> list[str]:
+        """What ``job``'s request is told of its own inputs: its texts the model cut to its token limit, by position
+        (``subject`` 1, 2, ...; "the query" for rerank's one), in the library's words."""
+        if not job.truncated:
+            return []
+        one = len(job.truncated) == 1
+        if subject == "query":
+            which = "the query"
+        else:
+            numbers = [str(i + 1) for i in job.truncated]
+            which = f"{subject} {numbers[0]}" if one else f"{subject}s {', '.join(numbers[:-1])} and {numbers[-1]}"
+        limit = scorer.describe().get("max_length")  # the limit in force, once the model is loaded (it is: it scored)
+        within = f"the room left by the label description within {limit} tokens" if cut_with_label else f"{limit} tokens"
+        return [f"{which} {'exceeds' if one else 'exceed'} {within} and {'was' if one else 'were'} truncated"
+                + (" (label descriptions never are)" if cut_with_label else "")]
+
+    def notes_header(notes: list[str]) -> dict[str, str]:
+        """The notes of a request whose body another ecosystem fixes (Hugging Face, rerank): a JSON list of strings
+        in the ``x-zstc-notes`` header (ASCII: non-ASCII characters are JSON escapes), absent when there are none."""
+        return {"x-zstc-notes": json.dumps(notes, ensure_ascii=True)} if notes else {}
+
     # -- POST /classify, POST / ----------------------------------------------------------------------------------
 
     async def label_descriptions(label_sets: list[tuple[list[str], list[str] | None, str | None]]) -> list[tuple[str, ...]]:
@@ -524,7 +555,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         rows, job = await score(request, texts, descriptions_per_set, cuts, margins)
         results = [text_result(text, label_scores(row, len(names)), names, body.multi_label, threshold, overrides, body.precision, margin)
                    for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
-        content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results}
+        content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results,
+                   "notes": request_notes(job)}
         return JSONResponse(content, headers=timing_headers(job, started))
 
     def raw_cuts(thresholds: np.ndarray) -> np.ndarray:
@@ -583,7 +615,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
                 probabilities = single_label_probabilities(row)
             order = np.argsort(-probabilities, kind="stable")
             answers.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
-        return JSONResponse(answers[0] if single else answers, headers=timing_headers(job, started))
+        return JSONResponse(answers[0] if single else answers, headers={**timing_headers(job, started), **notes_header(request_notes(job))})
 
     # What each route can answer besides 200 (the Gate's and the handlers' codes), for /docs; under --api-key the
     # routes that need the key declare the bearer scheme, so /docs can send it ("Authorize").
@@ -637,7 +669,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
                     **({"document": {"text": documents[i]}} if body.return_documents else {})} for i in ranked]
         content = {"id": str(uuid.uuid4()), "model": model_id, "results": results}
-        return JSONResponse(content, headers=timing_headers(job, started))
+        return JSONResponse(content, headers={**timing_headers(job, started), **notes_header(request_notes(job, "query"))})
 
     for path in ("/rerank", "/v1/rerank"):
         app.post(path, response_model=RerankResponse, responses=work_errors, dependencies=keyed, tags=["rerank"])(rerank)

@@ -67,7 +67,7 @@ from typing import Any, Literal
 import numpy as np
 
 from zstc.errors import NonFiniteScoresError
-from zstc.scorers.base import LruCache, check_finite_scores, offers, rechecks_thresholds, score_with_notes
+from zstc.scorers.base import LruCache, ScoreResult, check_finite_scores, offers, rechecks_thresholds, score_with_notes
 from zstc.scorers.recheck import pair_cuts
 from zstc.server.settings import EngineConfig
 
@@ -106,6 +106,9 @@ class ScoreJob:
     started: float | None = None
     inference_s: float = 0.0
     cancelled: bool = False
+    truncated: tuple[int, ...] = ()
+    """Once scored: the positions of this job's texts that the model cut to its token limit (what the request's
+    answer says of them: its neighbours in the batch have their own)."""
 
     def __post_init__(self) -> None:
         self.pairs = sum(len(labels) for labels in self.label_sets)
@@ -220,6 +223,13 @@ class Scored:
     encoded: tuple[str, ...] = ()
     """Embedding models: the label descriptions (as the model reads them) this call encoded, the ones not
     found in the label cache; the others cost the model nothing."""
+    truncated: tuple[tuple[int, ...], ...] = ()
+    """Per job, the positions of its texts the model cut to its token limit (:attr:`ScoreResult.truncated`, taken
+    apart by job); empty for a scorer that does not say which (a user's own object, the LLM and yes/no families)."""
+    reread: tuple[str, ...] = ()
+    """bf16: the strings (as the model reads them) its fp32 recheck read again, once per reading: each rescored pair's
+    text and description (cross-encoders), each text embedded again and each description whose fp32 embedding was not
+    cached (embedding models). The batch-tokens metric counts them with the first pass."""
 
 
 class Backend:
@@ -273,6 +283,15 @@ def _split_rows(jobs: Sequence[ScoreJob], rows: list[np.ndarray]) -> list[list[n
     return per_job
 
 
+def _truncated_per_job(jobs: Sequence[ScoreJob], flat: set[int]) -> tuple[tuple[int, ...], ...]:
+    """Positions in the batch's flattened texts (every job's, in order) -> per job, the positions within its own."""
+    per_job, start = [], 0
+    for job in jobs:
+        per_job.append(tuple(i for i in range(len(job.texts)) if start + i in flat))
+        start += len(job.texts)
+    return tuple(per_job)
+
+
 class PairBackend(Backend):
     """Cross-encoders: every (text, description) pair of every job, scored in one ``score_pairs`` call."""
 
@@ -286,18 +305,28 @@ class PairBackend(Backend):
         # decided by their cuts instead (bf16 rechecks the pairs near them).
         groups = np.repeat(np.arange(len(label_sets)), [len(labels) for labels in label_sets])
         cuts = pair_cuts([cut for job in jobs for cut in job.thresholds], [len(labels) for labels in label_sets])
-        scores = self.scorer.score_pairs(firsts, seconds, groups=groups, **({"cuts": cuts} if cuts is not None else {}))
+        given = {"groups": groups, **({"cuts": cuts} if cuts is not None else {})}
+        result = (self.scorer.score_pairs_with_notes(firsts, seconds, **given) if offers(self.scorer, "score_pairs_with_notes")
+                  else ScoreResult(self.scorer.score_pairs(firsts, seconds, **given)))  # a scorer that says nothing of its pairs
+        scores = result.scores
         bounds = np.cumsum([0, *(len(labels) for labels in label_sets)])
-        return Scored(_split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))]))
+        # A text is truncated for its request when any of its own pairs was (another request may pair the same text
+        # with a longer description, which leaves it less room).
+        truncated = {int(groups[pair]) for pair in result.truncated}
+        rescored = dict.fromkeys((firsts[pair], seconds[pair]) for pair in result.rescored)  # a pair twice is rescored once
+        return Scored(_split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))]),
+                      truncated=_truncated_per_job(jobs, truncated), reread=tuple(s for pair in rescored for s in pair))
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
-        """Tokens the batch's pairs hold: each text once per label, plus each description (None before the model loads)."""
+        """Tokens the batch's pairs hold: each text once per label, plus each description, and bf16's rescored pairs
+        again (None before the model loads)."""
         loaded = self._loaded_model()
         if loaded is None:
             return None
         texts, label_sets = self._formatted(jobs)
-        length = _token_lengths(loaded, [*texts, *(d for labels in label_sets for d in labels)])
-        return sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
+        length = _token_lengths(loaded, [*texts, *(d for labels in label_sets for d in labels), *scored.reread])
+        return (sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
+                + sum(length[s] for s in scored.reread))
 
 
 class MatrixBackend(Backend):
@@ -314,19 +343,22 @@ class MatrixBackend(Backend):
                    (margin for job in jobs for margin in job.margins))
         for position, (labels, cut, margin) in enumerate(sets):
             groups.setdefault((labels, cut, margin) if uses_cuts else (labels, None, None), []).append(position)
-        matrices, encoded = self._score_calls([Call([flat_texts[p] for p in positions], list(labels), cut, margin)
-                                               for (labels, cut, margin), positions in groups.items()])
+        results, encoded, reread = self._score_calls([Call([flat_texts[p] for p in positions], list(labels), cut, margin)
+                                                      for (labels, cut, margin), positions in groups.items()])
         rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
-        for positions, matrix in zip(groups.values(), matrices):
-            for p, row in zip(positions, matrix):
+        truncated: set[int] = set()
+        for positions, result in zip(groups.values(), results):
+            for p, row in zip(positions, result.scores):
                 rows[p] = row
-        return Scored(_split_rows(jobs, rows), encoded)
+            truncated.update(positions[row] for row in result.truncated)
+        return Scored(_split_rows(jobs, rows), encoded, truncated=_truncated_per_job(jobs, truncated), reread=reread)
 
-    def _score_calls(self, calls: list[Call]) -> tuple[list[np.ndarray], tuple[str, ...]]:
-        """One score matrix per call, and the label descriptions encoded apart from a cache (:attr:`Scored.encoded`;
-        only the embedding backend knows them)."""
-        return [score_with_notes(self.scorer, call.texts, call.labels, thresholds=call.cuts, margins=call.margins).scores
-                for call in calls], ()
+    def _score_calls(self, calls: list[Call]) -> tuple[list[ScoreResult], tuple[str, ...], tuple[str, ...]]:
+        """One result per call (its matrix, and the rows it truncated), the label descriptions encoded apart from a
+        cache (:attr:`Scored.encoded`) and what bf16's recheck read again (:attr:`Scored.reread`): only the embedding
+        backend knows the last two."""
+        return [score_with_notes(self.scorer, call.texts, call.labels, thresholds=call.cuts, margins=call.margins)
+                for call in calls], (), ()
 
 
 class CascadeBackend(MatrixBackend):
@@ -334,11 +366,11 @@ class CascadeBackend(MatrixBackend):
     the shortlisted pairs of every request of the batch scored in one run of the cross-encoder
     (:meth:`zstc.scorers.cascade.CascadeScorer.score_requests`); other families run per label set."""
 
-    def _score_calls(self, calls: list[Call]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    def _score_calls(self, calls: list[Call]) -> tuple[list[ScoreResult], tuple[str, ...], tuple[str, ...]]:
         # Margins reach an embedding main scorer (the default rule is its family's); a cross-encoder takes cuts only.
         results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], thresholds=[call.cuts for call in calls],
                                              margins=[call.margins for call in calls])
-        return [result.scores for result in results], ()
+        return list(results), (), ()
 
 
 class EmbeddingBackend(MatrixBackend):
@@ -354,10 +386,11 @@ class EmbeddingBackend(MatrixBackend):
         """bf16's recheck: the fp32 embeddings of the descriptions of the texts it embeds again (filled only then)."""
         self._on_lookup = on_lookup
 
-    def _score_calls(self, calls: list[Call]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    def _score_calls(self, calls: list[Call]) -> tuple[list[ScoreResult], tuple[str, ...], tuple[str, ...]]:
         spec = self.scorer.spec
         described = dict.fromkeys(spec.format_document(label) for call in calls for label in call.labels)
         encoded = tuple(d for d in described if d not in self.label_cache)  # this call's: returned, never kept
+        fp32_uncached = [d for d in described if d not in self.fp32_label_cache]
         hits, misses = self.label_cache.hits, self.label_cache.misses
         # Each call is a request's decision: in bf16 its texts near one are embedded again in fp32, as
         # Classifier.predict and predict_multi_label do, so the service decides as they do at the same precision.
@@ -366,16 +399,24 @@ class EmbeddingBackend(MatrixBackend):
                                              margins=[call.margins for call in calls], fp32_label_cache=self.fp32_label_cache)
         if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
             self._on_lookup(self.label_cache.hits - hits, self.label_cache.misses - misses)
-        return [result.scores for result in results], encoded
+        # bf16's recheck: each call's rescored texts embedded again, and the descriptions it found no fp32 embedding for
+        # (only this thread fills that cache, so those now in it were encoded by this call).
+        reread = [spec.format_query(call.texts[row]) for call, result in zip(calls, results) for row in result.rescored]
+        reread += [d for d in fp32_uncached if d in self.fp32_label_cache]
+        return list(results), encoded, tuple(reread)
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
-        """Tokens encoded for the batch: its texts, and the descriptions not found in the label cache (None before the model loads)."""
+        """Tokens encoded for the batch: its texts, the descriptions not found in the label cache, and what bf16's recheck
+        embedded again (None before the model loads)."""
         loaded = self._loaded_model()
         if loaded is None:
             return None
         texts, _ = self._formatted(jobs)
-        # The distinct texts are encoded once; label descriptions are read only when the call found them uncached.
-        return sum(_token_lengths(loaded, texts).values()) + sum(_token_lengths(loaded, list(scored.encoded)).values())
+        # The distinct texts are encoded once; label descriptions are read only when the call found them uncached; what
+        # bf16's recheck embedded again counts each time.
+        reread = _token_lengths(loaded, list(scored.reread))
+        return (sum(_token_lengths(loaded, texts).values()) + sum(_token_lengths(loaded, list(scored.encoded)).values())
+                + sum(reread[s] for s in scored.reread))
 
 
 def _token_lengths(loaded: Any, strings: list[str]) -> dict[str, int]:
@@ -604,6 +645,8 @@ class BatchingEngine:
             scored: Scored = await asyncio.wrap_future(self._thread.submit(self.backend.score, batch))
             results: list[list[np.ndarray] | BaseException] = list(scored.rows)
             answered.append((batch, scored))
+            for job, truncated in zip(batch, scored.truncated):
+                job.truncated = truncated
         except Exception as error:
             if len(batch) == 1:
                 results = [error]
@@ -617,6 +660,7 @@ class BatchingEngine:
                         alone: Scored = await asyncio.wrap_future(self._thread.submit(self.backend.score, [job]))
                         results.extend(alone.rows)
                         answered.append(([job], alone))
+                        job.truncated = alone.truncated[0] if alone.truncated else ()
                     except Exception as single_error:
                         results.append(single_error)
         elapsed = time.perf_counter() - started

@@ -118,6 +118,9 @@ class ClassifyResponse(BaseModel):
     score_type: str | None
     multi_label: bool
     results: list[TextResult]
+    notes: list[str] = Field(default_factory=list, description="What applies to this request's own inputs, in the words "
+                             "`zstc classify` prints: texts longer than the model reads, named by position ('text 3 exceeds "
+                             "256 tokens and was truncated': scored on their beginning). Empty when nothing applies.")
 
 
 # -- the Hugging Face inference task shape ---------------------------------------------------------------------

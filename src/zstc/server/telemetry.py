@@ -43,8 +43,11 @@ class Telemetry:
         self.running_requests = Gauge("zstc_running_requests", "Requests in the batch the model is running.", registry=r)
         self.batch_pairs = Histogram("zstc_batch_pairs", "(text, label) pairs per batch.", buckets=_PAIRS, registry=r)
         self.batch_requests = Histogram("zstc_batch_requests", "Requests per batch.", buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=r)
-        self.batch_tokens = Histogram("zstc_batch_tokens", "Tokens per batch (texts and label descriptions as the model reads them).",
-                                      buckets=_TOKENS, registry=r)
+        self.batch_tokens = Histogram(
+            "zstc_batch_tokens", "Tokens per batch: its texts and label descriptions as tokenized (with their prefixes; without "
+            "special tokens, and before truncation), a cross-encoder's text once per label, an embedding model's cached "
+            "descriptions not at all, plus what bf16's fp32 recheck read again. Cross-encoders and embedding models only.",
+            buckets=_TOKENS, registry=r)
         self.label_cache = Counter("zstc_label_cache", "Label-embedding cache lookups (embedding models), by result.", ["result"],
                                    registry=r)
 
