@@ -372,3 +372,13 @@ def test_bench_identity_follows_the_wordnet_lookup_rules() -> None:
         assert hypotheses_identity(variant, None)["wordnet_lookup"] == WORDNET_LOOKUP_VERSION >= 2
     assert hypotheses_identity("name", "{}") == {"variant": "name", "template": "{}"}
     assert hypotheses_identity("dataset", None) == {"variant": "dataset", "template": None}
+
+
+def test_a_bf16_ensembles_identity_says_its_average_is_rechecked() -> None:
+    """bf16 rechecks an ensemble's average in fp32 (not each variant alone, as results stored before did): a bf16
+    ensemble's identity says so, and no other run's changes (fp32's scores, and every single variant's, are as before)."""
+    from zstc.benchmark.runner import hypotheses_identity
+
+    assert hypotheses_identity("ensemble", None, "bf16")["bf16_recheck"] == "average"
+    assert "bf16_recheck" not in hypotheses_identity("ensemble", None, "fp32")
+    assert hypotheses_identity("name", "{}", "bf16") == {"variant": "name", "template": "{}"}

@@ -655,3 +655,60 @@ def test_bf16_llm_rechecks_rescore_whole_texts_in_fp32(smollm2_folder: Path, btz
     assert multi.notes[0].endswith("texts rescored in fp32: near their threshold"), multi.notes
     plain = alone.score_with_notes(task.texts, task.label_names).scores
     assert (((plain > cut) != (fp32 > cut)) & far).any(), "bf16 alone crosses the cut somewhere (else this proves nothing)"
+
+
+# -- averages of description variants (polarity labels, Yin's ensemble): the decision is on the average -----------
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_bf16_decides_an_average_of_description_variants_as_fp32(btzsc_dir: Path, record_property) -> None:
+    """Polarity labels get five descriptions each (zstc.hypotheses.polarity), scored separately and averaged: bf16
+    alone, and bf16 rechecking each variant's own near ties, picked another label than fp32 for one of these 100
+    financialphrasebank texts (text 77: fp32 decides by 0.0003, bf16's error is 0.001). The average is what decides,
+    so it is what bf16 rechecks: every decision is then fp32's, single-label and under the embedding family's
+    default multi-label rule (labels near the text's best), and the notes say how many texts were embedded again."""
+    from zstc.api import Classifier
+    from zstc.multilabel import decide
+
+    texts = sample_task(btzsc_dir, "financialphrasebank", 100).texts
+    labels = ["positive", "negative", "neutral"]
+    fp32, alone, checked = (Classifier(precision=p, device="cpu", **how)
+                            for p, how in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {})))
+    exact = fp32.scores(texts, labels)
+    top_two = np.sort(exact, axis=1)[:, -2:]
+    assert (top_two[:, 1] - top_two[:, 0] > 1e-5).all()  # no decision within fp32's own noise here
+    plain = alone.scores(texts, labels)
+    flipped = int((plain.argmax(1) != exact.argmax(1)).sum())
+    record_property("bf16_alone_single_label_flips", flipped)
+    assert flipped, "bf16 alone changes a decision here: the test can fail"
+    notes: list[str] = []
+    predicted = [p.label for p in checked.predict(texts, labels, notes=notes)]
+    assert predicted == [labels[int(j)] for j in exact.argmax(1)]
+    assert any(note.endswith("texts rescored in fp32: near ties of their text's best bf16 score") for note in notes), notes
+
+    def label_sets(classifier: Classifier, notes: list[str] | None = None) -> np.ndarray:
+        return np.array([[label in p.labels for label in labels] for p in classifier.predict_multi_label(texts, labels, notes=notes)])
+
+    margin = fp32.default_margin()
+    assert margin is not None  # the default model is an embedding model: its default rule is near the text's best
+    expected = decide(exact, labels, fp32.default_threshold(), {}, margin)
+    assert (label_sets(fp32) == expected).all()
+    multi_notes: list[str] = []
+    assert (label_sets(checked, multi_notes) == expected).all()
+    assert any("texts rescored in fp32: near their threshold" in note for note in multi_notes), multi_notes
+
+
+def test_a_twin_shares_the_model_and_keeps_its_label_embeddings_apart() -> None:
+    """A scorer's fp32 twin (what rechecks an average of variants) runs the same loaded model in fp32, and the label
+    embeddings it caches are fp32's, kept apart from the bf16 scorer's own (and from a bf16 twin's, shared with it)."""
+    from zstc.scorers import make_scorer
+
+    bf16 = make_scorer(MINILM, precision="bf16", device="cpu")
+    exact, plain = bf16.twin(precision="fp32"), bf16.twin(recheck_margin=0.0)
+    assert exact.loaded is bf16.loaded is plain.loaded
+    assert (exact.precision, exact.describe()["precision"], plain.recheck_margin, bf16.recheck_margin > 0) == ("fp32", "fp32", 0.0, True)
+    texts, labels = ["the market rallied", "shares fell sharply"], ["positive news", "negative news"]
+    fp32 = make_scorer(MINILM, precision="fp32", device="cpu").score(texts, labels)
+    np.testing.assert_allclose(exact.score(texts, labels), fp32, atol=1e-6)
+    assert exact._label_cache is bf16._fp32_label_cache and plain._label_cache is bf16._label_cache

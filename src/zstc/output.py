@@ -541,11 +541,13 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-LABELLING_VERSION = "3"
+LABELLING_VERSION = "4"
 """Version of how ``classify`` turns scores into output rows; with the family's ``SCORING_VERSION`` it is part of a
 resumable run's identity, so a run resumed under another zstc starts over instead of mixing rows of two versions.
 2: in bf16, multi-label decisions recheck in fp32 the pairs near their threshold (zstc.scorers.pairs).
-3: an input column already named ``input_<field>`` is renamed too, not replaced (:func:`output_row`)."""
+3: an input column already named ``input_<field>`` is renamed too, not replaced (:func:`output_row`).
+4: in bf16, decisions on an average of description variants (polarity labels, ``--hypotheses ensemble``) recheck the
+average in fp32, not each variant alone (:func:`zstc.hypotheses.variants.average_rechecked`)."""
 
 
 @dataclasses.dataclass

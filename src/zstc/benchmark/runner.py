@@ -108,19 +108,24 @@ class BenchConfig:
             "device_type": device.type,
             "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")
                                and not (k in BF16_ONLY_OPTIONS and scorer_options["precision"] == "fp32")},
-            "hypotheses": hypotheses_identity(self.hypotheses, self.template),
+            "hypotheses": hypotheses_identity(self.hypotheses, self.template, scorer_options["precision"]),
             "sampling": sampling_identity(self.sampling, self.max_samples, self.seed),
             "unlabelled": self.unlabelled,
         }
 
 
-def hypotheses_identity(variant: str, template: str | None) -> dict[str, Any]:
+def hypotheses_identity(variant: str, template: str | None, precision: str = "fp32") -> dict[str, Any]:
     """What a run records of its hypotheses: the variant and template, and for the variants that read WordNet
     the lookup rules' version (:data:`zstc.hypotheses.wordnet.WORDNET_LOOKUP_VERSION`): its notes (labels tied
-    or defined in part) are not in a dataset's hypotheses, so a result of older rules would be reused without them."""
+    or defined in part) are not in a dataset's hypotheses, so a result of older rules would be reused without them.
+    A bf16 ensemble also records that its average is what bf16 rechecks in fp32
+    (:func:`zstc.hypotheses.variants.average_rechecked`): results stored before rechecked each variant alone, and
+    decided otherwise where the average is a near tie (fp32's and every other variant's identity are unchanged)."""
     identity: dict[str, Any] = {"variant": variant, "template": template}
     if variant in ("definition", "both", "ensemble"):
         identity["wordnet_lookup"] = WORDNET_LOOKUP_VERSION
+    if variant == "ensemble" and precision == "bf16":
+        identity["bf16_recheck"] = "average"
     return identity
 
 

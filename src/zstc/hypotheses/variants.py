@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from zstc.scorers.base import ScoreResult, add_note, score_with_notes
+from zstc.scorers.base import ScoreResult, add_note, offers, score_with_notes
+from zstc.scorers.recheck import label_cuts, margin_cuts, recheck_in_fp32
 from zstc.errors import LabelError, UnknownNameError, quoted
 from zstc.validation import check_template
 
@@ -173,15 +174,73 @@ def score_hypotheses_with_notes(scorer: Any, texts: Sequence[str], hypotheses: S
     """:func:`score_hypotheses` with the scorer's notes (each note once, whichever variant gave it).
 
     ``thresholds`` (one per label: multi-label cuts) and ``margins`` (the embedding family's default rule) reach a
-    scorer that rechecks pairs near them in bf16 (:func:`zstc.scorers.base.rechecks_thresholds`); not for an average
-    of several variants, whose cut is not any one variant's.
+    scorer that rechecks pairs near them in bf16 (:func:`zstc.scorers.base.rechecks_thresholds`). An average of several
+    variants is decided on the average, so in bf16 that is what is rechecked (:func:`average_rechecked`), with the cuts
+    and margins taken on it.
     """
     if not isinstance(hypotheses, HypothesisSet) or len(hypotheses.variants) == 1:
         single = list(next(iter(hypotheses.variants.values()))) if isinstance(hypotheses, HypothesisSet) else list(hypotheses)
         return score_with_notes(scorer, texts, single, show_progress=show_progress, thresholds=thresholds, margins=margins)
-    results = [score_with_notes(scorer, texts, h, show_progress=show_progress) for h in hypotheses.variants.values()]
+    variants = [list(variant) for variant in hypotheses.variants.values()]
+    if rechecks_average(scorer):
+        return average_rechecked(scorer, texts, variants, show_progress=show_progress, thresholds=thresholds, margins=margins)
+    # fp32 (nothing to recheck), or a scorer without twins (a cascade, a user's object): each variant rechecks its own
+    # near ties, as it would alone.
+    return _averaged([score_with_notes(scorer, texts, h, show_progress=show_progress) for h in variants])
+
+
+def _averaged(results: Sequence[ScoreResult]) -> ScoreResult:
+    """The mean of the variants' score matrices, as float32, with each note once."""
     notes: list[str] = []
     for result in results:
         for note in result.notes:
             add_note(notes, note)
     return ScoreResult(np.mean([result.scores for result in results], axis=0).astype(np.float32), notes)
+
+
+def rechecks_average(scorer: Any) -> bool:
+    """Whether an average of ``scorer``'s scores is rechecked as a whole (:func:`average_rechecked`): a bf16 scorer
+    with a recheck margin whose class makes twins in another precision (:meth:`zstc.scorers.base.TorchScorer.twin`;
+    a cascade does not: its shortlists would be drawn again for the rescored texts)."""
+    return offers(scorer, "twin") and scorer.precision == "bf16" and scorer.recheck_margin > 0
+
+
+def average_rechecked(scorer: Any, texts: Sequence[str], variants: Sequence[Sequence[str]], *, show_progress: bool = False,
+                      thresholds: Sequence[float] | np.ndarray | None = None,
+                      margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+    """The mean of ``scorer``'s bf16 scores of ``texts`` against each variant of the labels' descriptions (one list per
+    variant, one description per label), with every text whose decision on the mean bf16 could change scored again in
+    fp32 (:func:`~zstc.scorers.recheck.recheck_in_fp32`: near ties of its best label, or near the cuts of
+    ``thresholds`` and of the embedding family's default-rule ``margins``, both on the mean), and the notes saying how
+    many.
+
+    The variants run in bf16 without a recheck of their own (a variant's near tie is not the average's). The mean is
+    rechecked with the scorer's margin, in the scores it returns, for two reasons that keep
+    :mod:`zstc.scorers.recheck`'s guarantee: the mean's bf16 error is at most the largest of its variants' errors;
+    and where the family rechecks in another space (a cross-encoder's logits are what it returns; a yes/no judge's
+    ``p_yes`` is the sigmoid of its log-odds, ``|dp| <= |dlogit| / 4``; an LLM's probabilities ``exp`` of its
+    log-probabilities, ``|dp| <= |dlog p|``) an error is no larger in the returned probabilities. The margin widens by
+    itself if the texts rescored show a larger error. A text is rescored whole, every variant and label in fp32 (by
+    the scorer's fp32 twin, which shares its model), so the notes count texts.
+    """
+    plain, exact_scorer = scorer.twin(recheck_margin=0.0), scorer.twin(precision="fp32")
+    averaged = _averaged([score_with_notes(plain, texts, variant, show_progress=show_progress) for variant in variants])
+    mean = averaged.scores
+    n_texts, n_labels = mean.shape
+    groups = np.repeat(np.arange(n_texts), n_labels)
+    per_label = label_cuts(thresholds, n_labels)
+    cuts = None if per_label is None else np.tile(per_label, n_texts)
+    near = label_cuts(margins, n_labels)
+    if near is not None:
+        cuts = margin_cuts(mean.ravel(), groups, cuts, np.tile(near, n_texts))
+
+    def rescore(todo: np.ndarray) -> np.ndarray:
+        rows = np.unique(groups[todo])
+        again = [texts[int(i)] for i in rows]
+        exact = mean.copy()
+        exact[rows] = np.mean([score_with_notes(exact_scorer, again, variant).scores for variant in variants], axis=0)
+        return exact.ravel()[todo]
+
+    rechecked, notes = recheck_in_fp32(mean.ravel(), groups, cuts, scorer.recheck_margin, rescore, whole_groups=True,
+                                       unit="texts")
+    return ScoreResult(rechecked.reshape(mean.shape), averaged.notes + notes)

@@ -10,12 +10,13 @@ used) comes back with its scores in a :class:`ScoreResult`, so one scorer can se
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -362,6 +363,27 @@ class TorchScorer(Generic[F]):
             **({"parameters": loaded.parameters} if loaded is not None else {}),
             **({"recheck_margin": self.recheck_margin} if self.precision == "bf16" and "recheck_margin" in self.options else {}),
         }
+
+    def twin(self, *, precision: Precision | None = None, recheck_margin: float | None = None) -> Self:
+        """This scorer in another ``precision`` or with another ``recheck_margin``, sharing its loaded model (loaded
+        now if it was not): a shallow copy, so nothing is loaded twice and this scorer is left as it was (safe while
+        other threads score with it). What averages several scorings of one text rechecks the average with two twins
+        (:func:`zstc.hypotheses.variants.score_hypotheses_with_notes`): bf16 without a recheck of its own, and fp32.
+
+        The weights are this scorer's: an fp32 twin of a causal LM loaded with bf16 weights (``recheck_margin`` 0,
+        :attr:`~zstc.scorers.causal.CausalLMScorer.weights_dtype`) would not be fp32's, so that is refused."""
+        from zstc.scorers.runtime import check_precision
+
+        self.loaded  # noqa: B018  # loaded once, here: a twin made before would load its own copy of the weights
+        twin = copy.copy(self)
+        twin.precision = self.precision if precision is None else check_precision(precision)
+        twin.recheck_margin = self.recheck_margin if recheck_margin is None else recheck_margin
+        # The options are what describe() and a result record: the twin's own, not a view of this scorer's dict.
+        twin.options = {**self.options, "precision": twin.precision,
+                        **({"recheck_margin": twin.recheck_margin} if "recheck_margin" in self.options else {})}
+        if getattr(self, "weights_dtype", "fp32") == "bf16" and twin.precision == "fp32":
+            raise ValueError(f"{self.spec.model_id} was loaded with bf16 weights (recheck_margin 0): it has no fp32 twin")
+        return twin
 
     def _recheck(self, scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, rescore: Callable[[np.ndarray], np.ndarray],
                  record: list[np.ndarray] | None = None, **how: Any) -> tuple[np.ndarray, list[str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 import numpy as np
 import torch
@@ -50,6 +50,14 @@ class EmbeddingScorer(TorchScorer[None]):
         self.pooling: str = self.options.get("pooling", "cls")
         self._label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)
         self._fp32_label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)  # the recheck's label side
+
+    def twin(self, *, precision: Precision | None = None, recheck_margin: float | None = None) -> Self:
+        """:meth:`TorchScorer.twin`, its label embeddings cached by precision: an fp32 twin of a bf16 scorer reads and
+        fills this scorer's recheck cache (fp32 embeddings), never its bf16 one, and the other way round."""
+        twin = super().twin(precision=precision, recheck_margin=recheck_margin)
+        if twin.precision != self.precision:
+            twin._label_cache, twin._fp32_label_cache = self._fp32_label_cache, self._label_cache
+        return twin
 
     def describe(self) -> dict[str, Any]:
         """The base description, plus the pooling the cosines use (``native`` or ``cls``)."""

@@ -20,7 +20,9 @@ also asks a label to be near the text's best (``s >= best - d``, :func:`zstc.mul
 The guarantee holds in whatever space the scores are compared in, as long as the decision is an argmax or a cut
 there: a cross-encoder's logits, a yes/no judge's log-odds ``v_yes - v_no`` (its ``p_yes`` is their sigmoid, so
 the same order and, through the logit of a threshold, the same cuts), an LLM's log-softmax over its options. The
-scorers say what they rescore (:func:`recheck_in_fp32`'s ``rescore``); this module decides which, and how far.
+scorers say what they rescore (:func:`recheck_in_fp32`'s ``rescore``); this module decides which, and how far. A
+decision on an average of several scorings (a label's description variants) is rechecked on the average
+(:func:`zstc.hypotheses.variants.average_rechecked` says why the same margin holds there).
 """
 
 from __future__ import annotations
