@@ -411,6 +411,24 @@ def test_quiet_silences_the_notes_of_template_robustness(zstc_cli, tmp_path, btz
     assert quiet.split() == ["wrote", str(out)]  # the file written is a result: kept, as bench keeps it
 
 
+def test_quiet_classify_still_says_what_it_wrote(zstc_cli, tmp_path) -> None:
+    """classify --quiet hid its "wrote N predictions to FILE" line, which bench, export and the others keep: the file
+    written is a result. Its notes stay silenced."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "The match ended 2-1."}\n{"text": " "}\n{"text": "Rates were raised."}\n')
+    errs = []
+    for root in (["--quiet"], []):
+        out = tmp_path / f"out{len(errs)}.jsonl"
+        out.write_text("an older file\n")  # replaced, with a note saying so
+        code, _, err = zstc_cli(*root, "classify", str(source), "--labels", "sports,economy", "--skip-empty", "--out", str(out))
+        assert code == 0, err
+        errs.append((out, err))
+    (quiet_out, quiet), (normal_out, normal) = errs
+    assert f"note: replacing {normal_out}" in normal  # there is a note to silence
+    assert normal.splitlines()[-1] == f"wrote 3 predictions to {normal_out}"
+    assert quiet == f"wrote 3 predictions to {quiet_out}\n"
+
+
 def test_quiet_silences_the_progress_of_unseen(zstc_cli, tmp_path, btzsc_dir) -> None:
     from shared_data import shared_path
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +137,38 @@ def test_schema_command(zstc_cli, tmp_path) -> None:
     assert status == 2 and err.strip() == "error: unknown schema 'board'; expected one of result, summary, leaderboard"
     with pytest.raises(UnknownNameError):
         json_schema("board")
+
+
+@pytest.mark.parametrize(("where", "value", "valid"), [
+    (("results", "by_dataset", "imdb", "n_texts"), 100, True),
+    (("results", "by_dataset", "imdb", "n_texts"), 100.0, True),  # an integer to JSON Schema 2020-12: no fractional part
+    (("results", "by_dataset", "imdb", "n_texts"), 100.5, False),
+    (("results", "by_dataset", "imdb", "n_texts"), "100", False),
+    (("results", "by_dataset", "imdb", "n_texts"), True, False),
+    (("run", "batch_size"), 64.0, True),
+    (("evaluation", "max_samples"), 200.0, True),
+    (("results", "overall", "n_datasets"), 1.0, True),
+])
+def test_load_summary_and_the_published_schema_agree_on_counts(tmp_path: Path, where: tuple[str, ...], value: object,
+                                                               valid: bool) -> None:
+    """load_summary (strict) refused an n_texts of 100.0, which the published schema's "integer" accepts, as zstc
+    validate does for a leaderboard file: one answer from both, and readers get the count as the integer it is."""
+    jsonschema = pytest.importorskip("jsonschema")
+    content: dict = {"schema_version": "1.0", "model": {"name": "m"}, "run": {"batch_size": 64}, "evaluation": {"max_samples": 200},
+                     "results": {"overall": {**METRICS, "n_datasets": 1}, "by_task": {}, "by_dataset": {"imdb": {**METRICS, "n_texts": 100}}}}
+    inner = content
+    for part in where[:-1]:
+        inner = inner[part]
+    inner[where[-1]] = value
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(content))
+    schema = json.loads((REPO / "docs" / "schemas" / "summary.schema.json").read_text(encoding="utf-8"))
+    assert jsonschema.Draft202012Validator(schema).is_valid(content) is valid
+    if not valid:
+        with pytest.raises(DataError, match=rf"{re.escape('.'.join(where))}(: | is )"):
+            load_summary(path)
+        return
+    loaded = load_summary(path)
+    for part in where:
+        loaded = loaded[part]
+    assert loaded == value and type(loaded) is int  # 100, not 100.0: a report prints what the file means

@@ -28,7 +28,7 @@ from zstc.benchmark.catalog import FAMILY_ORDER, catalog
 from zstc.errors import DataError, UnknownNameError
 from zstc.scorers.families import FamilyTable
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
-from zstc.benchmark.records import SCHEMAS, Metric
+from zstc.benchmark.records import SCHEMAS, Metric, integral
 from zstc.benchmark.store import SCHEMA_VERSION, write_json
 from zstc.io import read_json
 
@@ -130,16 +130,11 @@ ModelType = Literal["embedding", "llm", "nli", "reranker"]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
-def _integral(value: Any) -> Any:
-    """A float with no fractional part (``100.0``) as the integer it is; any other value as it is."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 # Strict: pydantic's default turned a batch size of true into 1 and "12" into 12, so they validated. A JSON 12.0 is
 # the integer 12 to the published schema ("type": "integer" in JSON Schema 2020-12 is any number with no fractional
 # part), so it is one here too: validate and the schema give one answer; 12.5, "12" and true fail both.
-Count = Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]  # Field first: after the validator pydantic writes "ge" into the schema, not "minimum"
-Positive = Annotated[StrictInt, Field(ge=1), BeforeValidator(_integral)]
+Count = Annotated[StrictInt, Field(ge=0), BeforeValidator(integral)]  # Field first: after the validator pydantic writes "ge" into the schema, not "minimum"
+Positive = Annotated[StrictInt, Field(ge=1), BeforeValidator(integral)]
 
 
 class Metrics(BaseModel):

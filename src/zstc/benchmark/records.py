@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"
@@ -38,6 +38,17 @@ def first_problem(error: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
+def integral(value: Any) -> Any:
+    """A float with no fractional part (``100.0``) as the integer it is; any other value as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Integer = Annotated[int, BeforeValidator(integral)]
+"""A count in a file zstc writes and reads. A JSON 100.0 is the integer 100 to the published schemas ("type":
+"integer" in JSON Schema 2020-12 is any number with no fractional part), so it is one here too, also where a
+summary is read strictly (:func:`zstc.benchmark.store.load_summary` refused it): 100.5, "100" and true fail both."""
+
+
 # -- one dataset ----------------------------------------------------------------------------------------
 
 
@@ -47,7 +58,7 @@ class Timing(BaseModel):
     model_config = _CONFIG
     warmup_s: float
     """The first call (one text): model loading and label-side caches, kept out of the throughput."""
-    batch_texts: int
+    batch_texts: Integer
     batch_latencies_s: list[float]
 
 
@@ -70,11 +81,11 @@ class DatasetRow(FourMetrics):
     """One dataset in the summary's ``results.by_dataset``: the four metrics, size and speed."""
 
     model_config = ConfigDict(extra="allow")
-    n_texts: int | None = None
-    source_texts: int | None = None
+    n_texts: Integer | None = None
+    source_texts: Integer | None = None
     """Texts of the dataset before sampling (None: not recorded); ``n_texts`` below it: a sample."""
-    n_labels: int | None = None
-    unlabelled_texts: int | None = None
+    n_labels: Integer | None = None
+    unlabelled_texts: Integer | None = None
     wall_time_s: float | None = None
     texts_per_second: float | None = None
     latency_p50_s: float | None = None
@@ -103,11 +114,11 @@ class DatasetResult(BaseModel):
     dataset: str
     family: str | None
     metrics: dict[str, Metric]
-    n_texts: int
+    n_texts: Integer
     label_names: list[str]
     hypotheses: list[str]
     unlabelled_policy: str
-    unlabelled_texts: int
+    unlabelled_texts: Integer
     wall_time_s: float
     fingerprint: str
     notes: list[str] = Field(default_factory=list)
@@ -118,7 +129,7 @@ class DatasetResult(BaseModel):
     data_sha256: str | None = None
     scorer: dict[str, Any] = Field(default_factory=dict)
     """What the scorer said about itself (``Scorer.describe()``)."""
-    source_texts: int | None = None
+    source_texts: Integer | None = None
     """Texts of the dataset before sampling (None: not recorded)."""
     run_fingerprint: str | None = None
     """The run's settings (all datasets): results of other settings in one details folder are refused."""
@@ -205,8 +216,8 @@ class Evaluation(BaseModel):
     hypotheses: str | None = None
     template: str | None = None
     sampling: str | None = None
-    max_samples: int | None = None
-    seed: int | None = None
+    max_samples: Integer | None = None
+    seed: Integer | None = None
     precision: str | None = None
     device: str | None = None
     partial: bool = False
@@ -242,7 +253,7 @@ class RunRecord(BaseModel):
     device: str | None = None
     precision: str | None = None
     dtype: str | None = None
-    batch_size: int | None = None
+    batch_size: Integer | None = None
     zstc_version: str | None = None
     """With ``git_commit`` and ``libraries``: the code that computed every dataset, where they all record the same;
     otherwise this run's, and ``notes`` names each dataset computed by other (or unrecorded) code."""
@@ -257,7 +268,7 @@ class Aggregate(FourMetrics):
     accuracy_std: float | None = None
     macro_precision_std: float | None = None
     macro_recall_std: float | None = None
-    n_datasets: int | None = None
+    n_datasets: Integer | None = None
 
 
 class Results(BaseModel):

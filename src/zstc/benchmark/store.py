@@ -179,11 +179,22 @@ def load_summary(path: str | Path) -> dict[str, Any]:
     try:
         # Strict: the published schema's types. In lax mode "22.7" passed as a number and "false" as a boolean, and
         # the raw values (this returns the file's own content) broke export and report later, or read as true.
-        RunSummary.model_validate(content, strict=True)
+        checked = RunSummary.model_validate(content, strict=True).model_dump(mode="json")
     except ValidationError as error:
         raise DataError(f"{path}: not a valid zstc result file: {first_problem(error)}") from None
+    content = _counts_as_checked(content, checked)
     # The optional sections a file may hold as null (the schema allows it): absent, as readers expect them.
     return {key: value for key, value in content.items() if not (value is None and key in RunSummary.OPTIONAL_SECTIONS)}
+
+
+def _counts_as_checked(raw: Any, checked: Any) -> Any:
+    """``raw`` with each count the file wrote as an integral float (``100.0``, valid) as the integer validation
+    made of it, so readers print and compare 100, not 100.0; everything else as the file has it."""
+    if isinstance(raw, dict) and isinstance(checked, dict):
+        return {key: _counts_as_checked(value, checked.get(key)) for key, value in raw.items()}
+    if isinstance(raw, float) and type(checked) is int:
+        return checked
+    return raw
 
 
 def save_summary(path: str | Path, summary: RunSummary) -> dict[str, Any]:

@@ -246,9 +246,17 @@ DEFAULT_RECHECK_MARGIN = 0.1
 rescored in fp32, so that bf16 makes fp32's decisions (zstc.scorers.recheck). Measured on a trained MiniLM NLI model, banking77
 (120 texts x 72 labels): bf16's largest error 0.034 logits (the margin must exceed twice it; it widens by
 itself when the rechecked pairs show more), 1.8% of pairs rescored, and argmax agreement 0.967 -> 1."""
-RECHECK_MARGIN = OptionSpec(float, DEFAULT_RECHECK_MARGIN, low=0.0, help=(
-    "bf16 only: labels whose score is within this margin of their text's best (or of their threshold) are rescored "
-    "in fp32, so decisions are fp32's; 0: none are (and yes/no and LLM weights load in bf16)"))
+
+
+def recheck_margin_option(default: float, rechecked: str, off: str = "") -> OptionSpec:
+    """The ``recheck_margin`` option of a family whose bf16 decisions are rechecked in fp32 (:mod:`zstc.scorers.recheck`):
+    ``rechecked`` says what is done again within the margin, ``off`` what else a margin of 0 changes."""
+    return OptionSpec(float, default, low=0.0, help=f"bf16 only: {rechecked} in fp32, so decisions are fp32's; 0: none are{off}")
+
+
+RECHECK_MARGIN = recheck_margin_option(
+    DEFAULT_RECHECK_MARGIN, "labels whose score is within this margin of their text's best (or of their threshold) are rescored",
+    " (and yes/no and LLM weights load in bf16)")
 
 DEFAULT_COSINE_RECHECK_MARGIN = 0.01
 """The embedding families' :data:`DEFAULT_RECHECK_MARGIN`, on cosines: a text with a cosine within this of a decision
@@ -258,9 +266,9 @@ margin must exceed twice it; it widens by itself where bf16 errs more), and with
 in another label set under the default multi-label rule, 1 of 200 with another best label. On 1000 banking77 texts
 (``benchmarks/bf16_agreement.py --family embedding``) the largest error was 0.0030, and this margin rechecked 12% of
 the texts single-label and 38% under the default rule (emotiondair: 31% and 66%; README, "Precision")."""
-COSINE_RECHECK_MARGIN = OptionSpec(float, DEFAULT_COSINE_RECHECK_MARGIN, low=0.0, help=(
-    "bf16 only: texts with a cosine within this margin of their best label's (or of a multi-label decision) are "
-    "embedded again in fp32, so decisions are fp32's; 0: none are"))
+COSINE_RECHECK_MARGIN = recheck_margin_option(
+    DEFAULT_COSINE_RECHECK_MARGIN, "texts with a cosine within this margin of their best label's (or of a multi-label decision) are "
+    "embedded again")
 
 
 PAIRS_PER_PASS = OptionSpec(int, None, low=1, allow_none=True,
