@@ -683,6 +683,38 @@ def test_an_empty_stdin_leaves_no_partial_output(tmp_path, zstc_cli, monkeypatch
     assert list(tmp_path.iterdir()) == []  # no out.jsonl.partial.json left behind
 
 
+def test_a_parquet_input_is_converted_once(tmp_path, zstc_cli, monkeypatch):
+    """Opening a Parquet input read its first row to check it has any, converting a whole batch (up to 4,096 rows,
+    every column) that the run then converted again: its footer's row count says it. An empty or unreadable file
+    is still refused before any model loads."""
+    import zstc.io
+    from zstc.cli.classify import _open_input
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": list(range(50)), "text": [SENTENCES[i % len(SENTENCES)] for i in range(50)]}), source)
+    converted = []
+    read_parquet = zstc.io._read_parquet
+
+    def counting(path):
+        for row, record in read_parquet(path):
+            converted.append(row)
+            yield row, record
+
+    monkeypatch.setattr(zstc.io, "_read_parquet", counting)
+    opened = _open_input(str(source), "text")
+    assert converted == [] and opened.total == 50
+    assert [record["id"] for _, record in opened.rows()] == list(range(50)) and len(converted) == 50
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), empty)
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not parquet at all")
+    for path, message in ((empty, "no texts"), (garbage, "not a readable Parquet file")):
+        status, _, err = zstc_cli("classify", str(path), "--labels", ",".join(LABELS), "-m", "no-such-model-is-loaded")
+        assert status == 2 and err.startswith(f"error: {path}: {message}"), err
+
+
 def test_parquet_columns_json_has_no_type_for(tmp_path, zstc_cli):
     """A Parquet input's timestamps and decimals are written to JSON Lines as their exact text; binary data is a
     one-line error naming the column. All three ended in json's TypeError traceback."""
