@@ -694,17 +694,21 @@ def test_a_parquet_input_is_converted_once(tmp_path, zstc_cli, monkeypatch):
     pq = pytest.importorskip("pyarrow.parquet")
     source = tmp_path / "in.parquet"
     pq.write_table(pa.table({"id": list(range(50)), "text": [SENTENCES[i % len(SENTENCES)] for i in range(50)]}), source)
-    converted = []
+    converted, batches = [], []
     read_parquet = zstc.io._read_parquet
 
-    def counting(path):
-        for row, record in read_parquet(path):
+    def counting(path, batch_rows=4096):
+        batches.append(batch_rows)
+        for row, record in read_parquet(path, batch_rows):
             converted.append(row)
             yield row, record
 
     monkeypatch.setattr(zstc.io, "_read_parquet", counting)
     opened = _open_input(str(source), "text")
     assert converted == [] and opened.total == 50
+    # classify checks the first row's columns before the model loads: that row alone is converted.
+    assert opened.first() == (f"{source}:1", {"id": 0, "text": SENTENCES[0]}) and (converted, batches) == ([1], [1])
+    converted.clear()
     assert [record["id"] for _, record in opened.rows()] == list(range(50)) and len(converted) == 50
     empty = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"text": pa.array([], pa.string())}), empty)
@@ -829,3 +833,36 @@ def test_skip_empty_does_not_hide_a_missing_text_column(tmp_path, zstc_cli):
     pytest.importorskip("pyarrow.parquet").write_table(pa.table({"body": SENTENCES[:2]}), parquet)
     status, out, err = zstc_cli("classify", str(parquet), "--labels", ",".join(LABELS), "--skip-empty")
     assert (status, out, err) == (2, "", f"error: {parquet}:1: no 'text' field (fields: body)\n")
+
+
+def test_a_misnamed_column_is_refused_before_the_model_loads(tmp_path, zstc_cli, monkeypatch):
+    """A misnamed --text-column, a text that is no string or a missing --keep-columns column was refused only at the
+    first chunk, after the model had loaded (seconds for a small model, minutes for a large one): opening the input
+    read records, not texts. The first row is checked as it is opened now (a Parquet file converts that row alone)."""
+    import zstc.scorers.embedding
+
+    def not_now(self):
+        raise AssertionError("the model loaded before the input's first row was checked")
+
+    monkeypatch.setattr(zstc.scorers.embedding.EmbeddingScorer, "_load_model", not_now)
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    (tmp_path / "body.jsonl").write_text('{"body": "Stir the sauce."}\n')
+    (tmp_path / "number.csv").write_text("text\n7\n")  # a CSV cell is a string: the Parquet int below is not
+    pq.write_table(pa.table({"body": SENTENCES[:2]}), tmp_path / "body.parquet")
+    pq.write_table(pa.table({"text": [1, 2]}), tmp_path / "ints.parquet")
+    pq.write_table(pa.table({"text": SENTENCES[:2]}), tmp_path / "texts.parquet")
+    cases = [
+        (["body.jsonl"], "body.jsonl:1: no 'text' field (fields: body)"),
+        (["body.parquet"], "body.parquet:1: no 'text' field (fields: body)"),
+        (["ints.parquet"], "ints.parquet:1: 'text' is int, expected a string"),
+        (["texts.parquet", "--keep-columns", "id"], "--keep-columns: no column 'id' in the input (columns: text)"),
+    ]
+    for args, message in cases:
+        status, out, err = zstc_cli("classify", str(tmp_path / args[0]), *args[1:], "--labels", ",".join(LABELS),
+                                    "-o", str(tmp_path / "out.csv"))
+        expected = message if message.startswith("--") else f"{tmp_path / message}"
+        assert (status, out, err) == (2, "", f"error: {expected}\n"), args
+        assert not (tmp_path / "out.csv").exists()
+    with pytest.raises(AssertionError, match="the model loaded"):  # the right column: the model loads (here, refuses to)
+        zstc_cli("classify", str(tmp_path / "number.csv"), "--labels", ",".join(LABELS))

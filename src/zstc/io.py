@@ -358,8 +358,9 @@ def unsupported_type(path: str | Path, suffixes: Sequence[str]) -> DataError:
 
 Record = dict[str, Any]
 
-def read_records(path: str | Path) -> Iterator[tuple[int, Record]]:
-    """Yield ``(row_number, record)`` from a JSONL, CSV/TSV or Parquet file; row numbers are 1-based lines."""
+def read_records(path: str | Path, *, parquet_batch: int = 4096) -> Iterator[tuple[int, Record]]:
+    """Yield ``(row_number, record)`` from a JSONL, CSV/TSV or Parquet file; row numbers are 1-based lines.
+    ``parquet_batch``: the rows a Parquet file converts at a time (1 to peek at its first row cheaply)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
@@ -371,7 +372,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, Record]]:
     elif suffix in (".csv", ".tsv"):
         yield from _read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")
     elif suffix == ".parquet":
-        yield from _read_parquet(path)
+        yield from _read_parquet(path, parquet_batch)
     else:
         raise unsupported_type(path, RECORD_SUFFIXES)
 
@@ -419,7 +420,7 @@ def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
             raise DataError(f"{path}:{reader.reader.line_num}: malformed CSV ({error}; an unterminated quote?)") from None
 
 
-def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
+def _read_parquet(path: Path, batch_rows: int = 4096) -> Iterator[tuple[int, Record]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -430,7 +431,7 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
         raise DataError(f"{path}: not a readable Parquet file ({error})") from None
     row = 0
     # Batch by batch: a file of millions of rows is never held in memory at once.
-    for batch in parquet.iter_batches(batch_size=4096):
+    for batch in parquet.iter_batches(batch_size=batch_rows):
         for record in batch.to_pylist():
             row += 1
             yield row, record

@@ -122,6 +122,10 @@ def classify(
             # Before anything is read or loaded: an output that is an input would destroy it.
             check_output_path(out, inputs=[input, labels_file, fit_thresholds, calibration])
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
+        first = source.first()
+        if first is not None:  # a misnamed --text-column or --keep-columns, or a text that is no string, too
+            labeller.checked([first])
+            labeller.kept(first[1])
     # The Ray engine loads the model in its actors; here only to fit a threshold.
     if engine == "ray" and calibration is not None:
         raise UnknownNameError("--calibration is not available with --engine ray yet: run classify --engine local")
@@ -340,6 +344,17 @@ class _Input:
         counted = self.total if suffix == ".parquet" else None
         if counted == 0 or (counted is None and next(iter(self.rows()), None) is None):
             raise DataError(f"{path}: no texts")
+
+    def first(self) -> tuple[str, dict[str, Any]] | None:
+        """The first row, read on its own (a Parquet file converts that row, not a batch); None for stdin and other
+        streams, whose rows can be read once only, and for an empty file."""
+        if self.sha256 is None:
+            return None
+        if Path(self.source).suffix.lower() == ".parquet":
+            from zstc.io import read_records
+
+            return next(((f"{self.source}:{row}", record) for row, record in read_records(self.source, parquet_batch=1)), None)
+        return next(iter(self.rows()), None)
 
     def rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
         # Text, one per line: stdin, a .txt file, and a stream with no suffix (/dev/stdin, <(cmd)) as stdin is.

@@ -148,9 +148,12 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     pending = [path for path in files if not finished(path)]
     if len(pending) < len(files):
         on_note(f"{len(files) - len(pending)} of {len(files)} inputs are finished already in {out_dir}")
-    for path in pending:  # the header (a repeated column would be silently dropped) and the first row
-        if next(read_records(path), None) is None:  # as classify says it (Ray wrote no output and said nothing)
+    for path in pending:  # the header (a repeated column would be silently dropped) and the first row, before Ray starts
+        first = next(read_records(path, parquet_batch=1), None)  # a Parquet file converts that row alone
+        if first is None:  # as classify says it (Ray wrote no output and said nothing)
             raise DataError(f"{path}: no texts")
+        labeller.checked([(f"{path}:{first[0]}", first[1])])  # a misnamed --text-column or --keep-columns, as classify's
+        labeller.kept(first[1])
     if pending:
         ray = require_ray()
         started_here = connect_ray(address)
