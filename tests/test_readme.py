@@ -109,7 +109,10 @@ def test_readme_echo_example_answers_positive(workdir: Path) -> None:
     row = json.loads(result.stdout)
     assert row["label"] == "positive" and list(row["scores"]) == ["positive", "negative"]
     assert sum(row["scores"].values()) == pytest.approx(1, abs=1e-3)
-    assert row["scores"]["positive"] > 0.8  # the README shows 0.888: the polarity phrases, not a close call
+    assert row["scores"]["positive"] > 0.8  # the polarity phrases, not a close call
+    # The line the README prints under this command is this command's own output, to the digit.
+    shown = re.search(r'`(\{"text": "I loved it".*?\})`', README.read_text(encoding="utf-8"))
+    assert shown is not None and result.stdout.strip() == shown.group(1)
 
 
 def test_readme_review_examples_label_every_clear_review(workdir: Path) -> None:
