@@ -2,7 +2,7 @@
 
 >>> from zstc import classify
 >>> classify(["The match ended 2-1."], ["sports", "politics"], template="This text is about {}.")
-[Prediction(text='The match ended 2-1.', label='sports', scores={'sports': 0.8..., 'politics': 0.1...}, ...)]
+[Prediction(text='The match ended 2-1.', label='sports', scores={'sports': 0.904..., 'politics': 0.095...}, ...)]
 >>> classify(["The match ended 2-1."], ["sports", "politics"], multi_label=True)
 [MultiLabelPrediction(text='The match ended 2-1.', labels=['sports'], scores={...}, ...)]
 
