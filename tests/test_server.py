@@ -13,6 +13,7 @@ import gzip
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -576,6 +577,24 @@ def test_401_with_an_api_key(minilm: Classifier) -> None:
         assert secured.head("/info").status_code == 401 and secured.head("/info", headers={"Authorization": "Bearer s3cret"}).status_code == 200
         wait_ready(secured)
         assert secured.post("/classify", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
+    """``serve --help`` says which paths --api-key leaves open, and they are the ones the gate leaves open (the
+    help once left out /health/ready and the playground)."""
+    import typer.main
+
+    from zstc.cli import app as cli_app
+    from zstc.server.app import OPEN_PATHS
+
+    serve = typer.main.get_command(cli_app).commands["serve"]  # type: ignore[attr-defined]  # the zstc group's
+    shown = next(param for param in serve.params if param.name == "api_key").help or ""
+    docs = {"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}  # "the docs"
+    named = set(re.findall(r"(/[\w/]+)", shown))
+    assert named == OPEN_PATHS - docs and "the docs" in shown and "playground (GET /)" in shown, shown
+    with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:
+        for path in sorted(OPEN_PATHS) + ["/"]:
+            assert secured.get(path).status_code != 401, path
 
 
 def test_404_and_405(client: TestClient) -> None:
