@@ -629,10 +629,19 @@ def test_usage_errors_are_one_line_too(zstc_cli, texts: Path, tmp_path: Path, re
         (["report", str(result_file), "--out", str(tmp_path / "rep"), "--bootstrap", "5"], "--bootstrap", "zstc report --help"),
         (["classify", str(texts), "-l", "a,b", "--bogus"], "No such option: --bogus", "zstc classify --help"),
         (["classify"], "Missing argument 'INPUT'", "zstc classify --help"),
+        # A missing option value fails in click's parser, which gave no context: these said "(see zstc --help)".
+        (["classify", str(texts), "--labels"], "Option '--labels' requires an argument", "zstc classify --help"),
+        (["--quiet", "bench", "--model"], "Option '--model' requires an argument", "zstc bench --help"),
+        (["cache", "clear", "--model"], "Option '--model' requires an argument", "zstc cache clear --help"),
     ]
     for args, *fragments in cases:
         assert_user_error(zstc_cli(*args), *fragments)
     assert not (tmp_path / "rep").exists()
+    # Under `python -m zstc` the line names the command as the user ran it, like every other usage error.
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, "-m", "zstc", "classify", str(texts), "--labels"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (2, "error: Option '--labels' requires an argument. (see python -m zstc classify --help)\n")
 
 
 def test_rules_are_data() -> None:
