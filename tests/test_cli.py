@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from shared_data import REPO
 from zstc.cli import main
 
 
@@ -178,6 +179,32 @@ def test_label_descriptions_with_a_name_based_hypothesis_variant_are_refused(cap
     code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(names), "--hypotheses", "name"], capsys, monkeypatch)
     assert code in (0, None), err
     assert [json.loads(line)["label"] for line in out.splitlines()] == ["sports", "economy"]
+
+
+def test_a_template_with_label_descriptions_is_refused(capsys, monkeypatch, tmp_path, texts_file):
+    """Descriptions from a --labels-file are used as written (README): --template rewrote them, so the model read
+    "Nothing to do with This text is about sports.". Refused, naming both; a labels file of names alone still takes
+    --template, as --labels does, and the Python API scores the descriptions a call gives as written."""
+    from zstc.api import Classifier, label_hypotheses
+    from zstc.errors import LabelError
+
+    labels = REPO / "examples" / "topics.tsv"
+    code, out, err = run_cli(["classify", str(texts_file), "--labels-file", str(labels), "--template", "Nothing to do with {}"],
+                             capsys, monkeypatch)
+    assert code == 2 and out == ""
+    assert err == ("error: --template is for label names; with --labels-file descriptions, which are used as written, it would "
+                   "rewrite them: give one or the other\n")
+    names = tmp_path / "names.txt"
+    names.write_text("sports\neconomy\n")
+    runs = [run_cli(["classify", str(texts_file), *given, "--template", "Nothing to do with {}", "--scores", "raw"], capsys, monkeypatch)
+            for given in (["--labels-file", str(names)], ["--labels", "sports,economy"])]
+    assert [code for code, _, _ in runs] == [0, 0] and runs[0][1] == runs[1][1], runs
+    with pytest.raises(LabelError, match="template is for label names") as refused:
+        label_hypotheses(["sports", "economy"], template="Nothing to do with {}", descriptions=["about sports", "about money"])
+    assert refused.value.parameters == ("template", "descriptions")
+    descriptions = ["This text is about sports.", "This text is about the economy."]
+    assert (Classifier(template="Nothing to do with {}", precision="fp32").scores(["A late goal won the derby."], ["sports", "economy"], descriptions)
+            == Classifier(precision="fp32").scores(["A late goal won the derby."], ["sports", "economy"], descriptions)).all()
 
 
 def test_a_quoted_label_may_hold_a_comma(capsys, monkeypatch, texts_file):

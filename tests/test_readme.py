@@ -3,8 +3,8 @@
 Every ``zstc`` command in the README's ``bash`` blocks is either run here (in a scratch copy of the
 working directory, with ``zstc`` and ``.venv/bin/zstc`` pointing at this checkout) or skipped for a reason
 this file names: it needs the hub, a model folder the reader trains first, a placeholder the reader fills
-in, or minutes of compute. The Python quickstart runs too. A new snippet is therefore either checked or
-consciously skipped, never silently untested.
+in, or minutes of compute. The Python quickstart runs too, and so do the examples in zstc.api's docstring.
+A new snippet is therefore either checked or consciously skipped, never silently untested.
 """
 
 from __future__ import annotations
@@ -109,7 +109,10 @@ def test_readme_echo_example_answers_positive(workdir: Path) -> None:
     row = json.loads(result.stdout)
     assert row["label"] == "positive" and list(row["scores"]) == ["positive", "negative"]
     assert sum(row["scores"].values()) == pytest.approx(1, abs=1e-3)
-    assert row["scores"]["positive"] > 0.8  # the README shows 0.888: the polarity phrases, not a close call
+    assert row["scores"]["positive"] > 0.8  # the polarity phrases, not a close call
+    # The line the README prints under this command is this command's own output, to the digit.
+    shown = re.search(r'`(\{"text": "I loved it".*?\})`', README.read_text(encoding="utf-8"))
+    assert shown is not None and result.stdout.strip() == shown.group(1)
 
 
 def test_readme_review_examples_label_every_clear_review(workdir: Path) -> None:
@@ -148,6 +151,17 @@ def test_readme_python_quickstart_runs() -> None:
     result = subprocess.run([sys.executable, "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[0].startswith("economy") and result.stdout.splitlines()[1].startswith("sports")
+
+
+def test_api_module_docstring_examples_run() -> None:
+    """zstc.api's module docstring is the Python API's first example: its scores are checked, so they cannot go
+    stale (they read 0.8.../0.1... while the model gave 0.9048/0.0952)."""
+    import doctest
+
+    import zstc.api
+
+    results = doctest.testmod(zstc.api, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert results.attempted >= 3 and results.failed == 0, results
 
 
 # -- the Layout table and the tree ------------------------------------------------------------------------

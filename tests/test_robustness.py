@@ -229,6 +229,28 @@ def test_unwritable_out_fails_before_the_texts_are_read(zstc_cli, tmp_path: Path
     assert_user_error(zstc_cli("classify", str(tmp_path / "absent.jsonl"), "-l", "a,b", "--out", out, "--format", "jsonl"), "--out", message)
 
 
+def test_a_read_only_folder_is_refused_even_by_root(zstc_cli, tmp_path: Path) -> None:
+    """A folder with no write bit for anyone is refused by its mode bits, as a read-only file is: root (as these
+    tests run) writes in it all the same, so the write probe alone let it through."""
+    from zstc.errors import OutputError
+    from zstc.io import check_output_dir
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        assert_user_error(zstc_cli("classify", str(tmp_path / "absent.jsonl"), "-l", "a,b", "--out", str(folder / "out.jsonl"),
+                                   "--format", "jsonl"), f"--out {folder / 'out.jsonl'}: cannot write in {folder} (read-only")
+        for out in (folder, folder / "report"):  # an output folder that is read-only, or would be made in one
+            with pytest.raises(OutputError, match="cannot write in .* no write bit"):
+                check_output_dir(out)
+        assert list(folder.iterdir()) == []
+        folder.chmod(0o755)  # writable for its owner alone is writable
+        assert check_output_dir(folder / "report") == folder / "report"
+    finally:
+        folder.chmod(0o755)
+
+
 def test_bench_refuses_a_file_where_its_details_folder_goes(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
     """bench --out r.json writes r.details/: a file of that name was found only when the first dataset had been
     scored, as a FileExistsError traceback that lost it. Refused up front now, before the model loads."""
@@ -629,10 +651,19 @@ def test_usage_errors_are_one_line_too(zstc_cli, texts: Path, tmp_path: Path, re
         (["report", str(result_file), "--out", str(tmp_path / "rep"), "--bootstrap", "5"], "--bootstrap", "zstc report --help"),
         (["classify", str(texts), "-l", "a,b", "--bogus"], "No such option: --bogus", "zstc classify --help"),
         (["classify"], "Missing argument 'INPUT'", "zstc classify --help"),
+        # A missing option value fails in click's parser, which gave no context: these said "(see zstc --help)".
+        (["classify", str(texts), "--labels"], "Option '--labels' requires an argument", "zstc classify --help"),
+        (["--quiet", "bench", "--model"], "Option '--model' requires an argument", "zstc bench --help"),
+        (["cache", "clear", "--model"], "Option '--model' requires an argument", "zstc cache clear --help"),
     ]
     for args, *fragments in cases:
         assert_user_error(zstc_cli(*args), *fragments)
     assert not (tmp_path / "rep").exists()
+    # Under `python -m zstc` the line names the command as the user ran it, like every other usage error.
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, "-m", "zstc", "classify", str(texts), "--labels"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (2, "error: Option '--labels' requires an argument. (see python -m zstc classify --help)\n")
 
 
 def test_rules_are_data() -> None:

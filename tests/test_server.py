@@ -13,6 +13,7 @@ import gzip
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -369,6 +370,9 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
     ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"c": 0.1}}, "threshold given for 'c'"),
     ({"texts": ["x", "y"], "labels": [["a", "b"]]}, "1 label sets for 2 texts"),
     ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["only one"]}, "1 descriptions for 2 labels"),
+    # Descriptions are scored as written: a template would rewrite them (it was filled with each description).
+    ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["about a", "about b"], "template": "Nothing to do with {}"},
+     "template is for label names; with descriptions, which are used as written, it would rewrite them"),
     ({"texts": "x", "labels": "a,b"}, "labels"),
     ({"texts": ["x"], "labels": ["a", "b"], "multi_label": "yes"}, "multi_label: Input should be a valid boolean"),
     ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": True}, "threshold: Input should be a valid number"),
@@ -576,6 +580,33 @@ def test_401_with_an_api_key(minilm: Classifier) -> None:
         assert secured.head("/info").status_code == 401 and secured.head("/info", headers={"Authorization": "Bearer s3cret"}).status_code == 200
         wait_ready(secured)
         assert secured.post("/classify", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_a_template_applies_to_descriptions_that_are_the_names(client: TestClient, minilm: Classifier) -> None:
+    """Descriptions that only repeat the names (as a labels file of names alone gives them) take the template, as
+    classify's --labels-file does; descriptions of their own with it are refused (test_422_with_the_same_messages_as_the_cli)."""
+    response = client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS, "descriptions": LABELS, "template": TEMPLATE})
+    assert response.status_code == 200, response.text
+    (expected,) = minilm.predict(TEXTS[:1], LABELS, [TEMPLATE.format(label) for label in LABELS])
+    assert scores_of(response.json()["results"][0]) == pytest.approx(expected.raw_scores, abs=1e-5)
+
+
+def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
+    """``serve --help`` says which paths --api-key leaves open, and they are the ones the gate leaves open (the
+    help once left out /health/ready and the playground)."""
+    import typer.main
+
+    from zstc.cli import app as cli_app
+    from zstc.server.app import OPEN_PATHS
+
+    serve = typer.main.get_command(cli_app).commands["serve"]  # type: ignore[attr-defined]  # the zstc group's
+    shown = next(param for param in serve.params if param.name == "api_key").help or ""
+    docs = {"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}  # "the docs"
+    named = set(re.findall(r"(/[\w/]+)", shown))
+    assert named == OPEN_PATHS - docs and "the docs" in shown and "playground (GET /)" in shown, shown
+    with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:
+        for path in sorted(OPEN_PATHS) + ["/"]:
+            assert secured.get(path).status_code != 401, path
 
 
 def test_404_and_405(client: TestClient) -> None:

@@ -2,7 +2,7 @@
 
 >>> from zstc import classify
 >>> classify(["The match ended 2-1."], ["sports", "politics"], template="This text is about {}.")
-[Prediction(text='The match ended 2-1.', label='sports', scores={'sports': 0.8..., 'politics': 0.1...}, ...)]
+[Prediction(text='The match ended 2-1.', label='sports', scores={'sports': 0.904..., 'politics': 0.095...}, ...)]
 >>> classify(["The match ended 2-1."], ["sports", "politics"], multi_label=True)
 [MultiLabelPrediction(text='The match ended 2-1.', labels=['sports'], scores={...}, ...)]
 
@@ -142,13 +142,18 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
                      descriptions: Sequence[str] | None = None) -> list[str] | HypothesisSet:
     """What the model reads for each label.
 
-    ``hypotheses="dataset"``: the labels as given (or their ``descriptions``), through ``template`` if one is
-    given. Otherwise Yin et al.'s variants of the label names (``name``, ``definition`` from WordNet,
+    ``hypotheses="dataset"``: the label names through ``template`` if one is given, or their ``descriptions``
+    as written. Both at once are refused (a template would rewrite the descriptions), unless the descriptions are
+    the names themselves (a labels file of names alone) or the template is ``"{}"``, which changes nothing.
+    Otherwise Yin et al.'s variants of the label names (``name``, ``definition`` from WordNet,
     ``both``, or the three as an ``ensemble`` whose scores are averaged), filled into ``template`` (default:
     the topic aspect's, "this text is about {}"; ``"{}"`` fills in the bare name, definition or both).
     """
     hypotheses = check_option("hypotheses", hypotheses, HYPOTHESES)
     if hypotheses == "dataset":
+        if descriptions is not None and list(descriptions) != list(labels) and template not in (None, "{}"):  # said, not dropped
+            raise LabelError("template is for label names; with descriptions, which are used as written, it would rewrite "
+                             "them: give one or the other", parameters=("template", "descriptions"))
         return describe_labels(list(descriptions) if descriptions is not None else labels, template)
     if descriptions is not None and list(descriptions) != list(labels):  # said, not dropped
         raise LabelError(f"hypotheses {hypotheses} describes each label from its name, so the labels' own "
@@ -197,7 +202,10 @@ class Classifier:
     """A loaded model plus a fixed way of describing labels; reuse it to classify many batches.
 
     ``template`` turns label names into descriptions (default :data:`DEFAULT_TEMPLATE` for the labels as
-    given; ``None`` or ``"{}"``: the names as they are). ``calibration`` is a file written by ``zstc calibrate
+    given; ``None`` or ``"{}"``: the names as they are). It is this classifier's way with label names, for every
+    call that gives names alone: the ``descriptions`` a call gives are scored as written, never through it (as
+    ``classify --labels-file`` descriptions are; a template given with them there, or to the service, is refused).
+    ``calibration`` is a file written by ``zstc calibrate
     --out`` (or a :class:`~zstc.probabilities.Calibration`): its temperature replaces the family's default
     one for single-label probabilities; a Platt calibration makes multi-label scores probabilities
     (threshold 0.5).

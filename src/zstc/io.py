@@ -138,7 +138,8 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), o
 
     Raises :class:`OutputError` naming ``option`` and ``path`` when the path resolves to one of ``inputs``
     (``-`` and None in ``inputs`` are skipped), is a directory, is a read-only file (no write bit for anyone:
-    the file renamed over it would replace it all the same), or lies in a missing or unwritable folder.
+    the file renamed over it would replace it all the same), or lies in a missing or unwritable folder (one
+    with no write bit for anyone, even for root, or one a write fails in, such as a read-only mount).
     A target that exists and is not a regular file (``/dev/null``, a FIFO), or is ``/dev/stdout`` (even to a
     shell's file), is accepted: it is written directly. Returns ``path``.
     """
@@ -184,6 +185,11 @@ def _check_writable_folder(folder: Path, where: str) -> None:
         raise OutputError(f"{where}: folder {folder} does not exist")
     if not folder.is_dir():
         raise OutputError(f"{where}: {folder} is not a folder")
+    # The mode bits first, as for a file (check_output_path): root writes in a folder no one may write in, and
+    # neither the probe below nor os.access would say no to it.
+    if not folder.stat().st_mode & 0o222:
+        raise OutputError(f"{where}: cannot write in {folder} (read-only: no write bit for anyone; make it writable "
+                          "(chmod u+w) or choose another folder)")
     # A real probe rather than os.access: access() says yes to root on a read-only mount or in /proc.
     try:
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".zstc-write-probe.", suffix=TEMP_SUFFIX)

@@ -15,11 +15,31 @@ from types import FrameType
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from zstc.entry import stopped
 from zstc.errors import Terminated, ZstcError
 
+
+class CommandGroup(TyperGroup):
+    """zstc's command groups (``zstc``, ``zstc cache``). A value missing after an option (``zstc classify f
+    --labels``) is refused by click's option parser, which raises it with no context, so its line named ``zstc
+    --help``: it gets its command's context, so that it names ``zstc classify --help`` (``python -m zstc classify
+    --help`` under ``python -m``) as every other usage error does."""
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # typer's own Context, as typer passes
+        try:
+            return super().invoke(ctx)
+        except typer.TyperException as error:
+            name = ctx.invoked_subcommand  # set once the command is known, before its options are parsed
+            command = self.get_command(ctx, name) if name is not None else None
+            if command is not None and hasattr(error, "ctx") and error.ctx is None:
+                error.ctx = type(ctx)(command, info_name=name, parent=ctx)
+            raise
+
+
 app = typer.Typer(
+    cls=CommandGroup,
     name="zstc",
     help="Zero-shot text classification with NLI cross-encoders, embedding models, rerankers and LLMs; "
     "and the BTZSC benchmark.",

@@ -112,8 +112,9 @@ def scorer_options(**given: Any) -> dict[str, Any]:
     return options
 
 
-FLAGS: dict[str, str] = {"label_thresholds": "--label-threshold"}
-"""Parameter names whose flag is not simply ``--`` plus the name with dashes."""
+FLAGS: dict[str, str] = {"label_thresholds": "--label-threshold", "descriptions": "--labels-file descriptions"}
+"""Parameter names whose flag is not simply ``--`` plus the name with dashes (label descriptions come from a
+``--labels-file``)."""
 
 
 def flag(parameter: str) -> str:

@@ -31,7 +31,7 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities; a Platt file, the multi-label ones (thresholds then apply to them).")] = None,
     api_key: Annotated[Optional[str], typer.Option(envvar="ZSTC_API_KEY", show_envvar=True,
-                                                   help="Require 'Authorization: Bearer KEY' (401 without); /health, /metrics and the docs stay open.")] = None,
+                                                   help="Require 'Authorization: Bearer KEY' (401 without); /health, /health/ready, /metrics, the docs and the playground (GET /) stay open.")] = None,
     max_batch_pairs: Annotated[int, typer.Option(help="(text, label) pairs per batch formed across requests.", rich_help_panel=_BATCHING)] = _ENGINE.max_batch_pairs,
     max_wait_ms: Annotated[float, typer.Option(help="How long an idle model waits for a batch to fill after its first request.", rich_help_panel=_BATCHING)] = _ENGINE.max_wait_ms,
     max_queued_pairs: Annotated[int, typer.Option(help="Pairs queued or running at most; past it: 429 with Retry-After.", rich_help_panel=_BATCHING)] = _ENGINE.max_queued_pairs,

@@ -15,12 +15,16 @@ LEVEL = {"quiet": 0, "normal": 1, "verbose": 2}
 _level = LEVEL["normal"]
 
 _NOISY_LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "accelerate", "datasets", "torch")
+_NOTE_LOGGERS = ("zstc.models.offline",)
+"""zstc's library modules that log notes (a one-time model conversion): shown unless ``--quiet``, like :func:`note`."""
 
 
 def configure(*, quiet: bool = False, verbose: bool = False) -> None:
     """Set the level for this process: ``--verbose`` lets every library talk, else they stay silent."""
     global _level
     _level = LEVEL["verbose"] if verbose else LEVEL["quiet"] if quiet else LEVEL["normal"]
+    for name in _NOTE_LOGGERS:  # set either way: one process may run several commands (tests, a caller of main)
+        logging.getLogger(name).setLevel(logging.ERROR if _level == LEVEL["quiet"] else logging.NOTSET)
     if verbose:
         return
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"

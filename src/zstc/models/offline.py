@@ -68,6 +68,8 @@ def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    # Logged, not printed: a library user sees it as any warning; the command line keeps it out under --quiet
+    # (zstc.cli.verbosity).
     _log.warning("zstc: converting %s to a transformers model in %s (once; about half a minute)", gguf_file, target)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
@@ -90,12 +92,22 @@ def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
 
 def _dequantize_gguf(package_dir: Path, gguf_file: str, out: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import modeling_gguf_pytorch_utils as gguf_reader
+    from transformers.utils import logging as transformers_logging
 
+    # transformers' GGUF reader draws its bar with tqdm itself, past transformers' own progress-bar switch, which
+    # the command line turns off unless --verbose (zstc.cli.verbosity): for this call it draws with the switch's.
+    own_tqdm = getattr(gguf_reader, "tqdm", None)
+    if own_tqdm is not None:
+        setattr(gguf_reader, "tqdm", transformers_logging.tqdm)
     try:
         tokenizer = AutoTokenizer.from_pretrained(package_dir, gguf_file=gguf_file)
         model = AutoModelForCausalLM.from_pretrained(package_dir, gguf_file=gguf_file)
     except ImportError as error:  # transformers needs `gguf` (and `accelerate`) to read GGUF files
         raise ModelError(f"cannot convert {gguf_file}: {error} (install zstc[offline])") from None
+    finally:
+        if own_tqdm is not None:
+            setattr(gguf_reader, "tqdm", own_tqdm)
     # The weights are now plain fp32; drop the quantizer record so save_pretrained writes an ordinary model.
     setattr(model, "hf_quantizer", None)  # not a declared attribute of every model class
     if hasattr(model.config, "quantization_config"):

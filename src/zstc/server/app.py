@@ -55,7 +55,7 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from zstc import __version__
-from zstc.api import Classifier, check_labels_read_apart, describe_labels
+from zstc.api import Classifier, check_labels_read_apart, label_hypotheses
 from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
@@ -469,7 +469,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         for names, given, template in label_sets:
             if given is not None and len(given) != len(names):
                 raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
-            described = describe_labels(given if given is not None else names, template)  # checks the template (zstc.validation)
+            # Checks the template (zstc.validation), and refuses one given with descriptions other than the names.
+            described = label_hypotheses(names, template=template, descriptions=given)
             check_distinct_descriptions(names, described)
             variants = list(described.variants.values()) if isinstance(described, HypothesisSet) else [list(described)]
             flat.append(tuple(description for variant in variants for description in variant))

@@ -71,7 +71,8 @@ class ClassifyRequest(BaseModel):
     descriptions: list[Text] | list[list[Text]] | None = Field(
         default=None, description="One description per label (same shape as labels), scored instead of the label names."
     )
-    template: Text | None = Field(default=None, description="Turns each label into its description, e.g. 'This text is about {}.'")
+    template: Text | None = Field(default=None, description="Turns each label name into its description, e.g. 'This text is about {}.' "
+                                     "(refused with descriptions other than the names: those are scored as written).")
     multi_label: bool = Field(default=False, description="Every label whose score reaches the threshold, or 'none'.")
     threshold: float | None = Field(
         default=None, allow_inf_nan=False,
