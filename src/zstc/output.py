@@ -63,8 +63,10 @@ def prediction_record(prediction: Any) -> Row:
     return record_of(prediction)
 
 
-def empty_record(text: str, *, multi_label: bool) -> Row:
-    """The row of an empty text under ``--skip-empty``: present, but with no label and no scores."""
+def empty_record(text: str | None, *, multi_label: bool) -> Row:
+    """The row of an empty text under ``--skip-empty``: present, but with no label and no scores. ``text`` is the
+    input's value as read (a null stays null), so :func:`output_row` sees the classified text and keeps the columns
+    every other row has."""
     if multi_label:
         return {"text": text, "labels": None, "scores": None}
     return {"text": text, "label": None, "score": None, "scores": None}
@@ -541,11 +543,12 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-LABELLING_VERSION = "3"
+LABELLING_VERSION = "4"
 """Version of how ``classify`` turns scores into output rows; with the family's ``SCORING_VERSION`` it is part of a
 resumable run's identity, so a run resumed under another zstc starts over instead of mixing rows of two versions.
 2: in bf16, multi-label decisions recheck in fp32 the pairs near their threshold (zstc.scorers.pairs).
-3: an input column already named ``input_<field>`` is renamed too, not replaced (:func:`output_row`)."""
+3: an input column already named ``input_<field>`` is renamed too, not replaced (:func:`output_row`).
+4: a null text skipped by ``--skip-empty`` is written null, not "" (which renamed the input's to ``input_text``)."""
 
 
 @dataclasses.dataclass
@@ -597,7 +600,7 @@ class ChunkLabeller:
         scores the chunk, so its errors are those of ``zstc classify``, row for row."""
         texts = [self.text(record, where) for where, record in records]
         if check is not None:
-            check([output_row(self.kept(record), empty_record(text if text is not None else str(record.get(self.text_column) or ""),
+            check([output_row(self.kept(record), empty_record(text if text is not None else record.get(self.text_column),
                                                               multi_label=self.multi_label))
                    for (_, record), text in zip(records, texts)], [where for where, _ in records])
         return texts
@@ -621,6 +624,6 @@ class ChunkLabeller:
         out = []
         for (_, record), text in zip(records, texts):
             fields = prediction_record(next(found)) if text is not None else empty_record(
-                str(record.get(self.text_column) or ""), multi_label=self.multi_label)
+                record.get(self.text_column), multi_label=self.multi_label)
             out.append(output_row(self.kept(record), fields))
         return out
