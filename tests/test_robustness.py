@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,8 @@ import numpy as np
 import pytest
 
 from conftest import MINILM
+from zstc.errors import DataError
+from zstc.validation import check_texts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -364,6 +367,45 @@ def test_lone_surrogate_and_nul_in_texts(zstc_cli, tmp_path: Path) -> None:
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"{path}:2", "surrogate")
     path.write_text('{"text": "nul \\u0000 here"}\n')
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), "NUL")
+
+
+INVISIBLE = ["\u200b\u200b", "\x01\x02", "\ufeff", "\u2060", "\u00ad "]
+"""Texts str.strip() keeps but a model cannot read: zero-width spaces, control characters, a BOM, a word joiner, a soft
+hyphen. Each was classified (on the template alone: every one got the very same scores) while "   " was refused."""
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_a_text_of_only_invisible_characters_is_empty(zstc_cli, tmp_path: Path, text: str) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"text": "fine"}) + "\n" + json.dumps({"text": text}) + "\n")
+    code = f"U+{ord(text.strip()[0]):04X}"
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"{path}:2: empty text (only invisible characters, such as {code})")
+    status, out, err = zstc_cli("classify", str(path), "-l", "a,b", "--skip-empty")
+    assert status == 0, err
+    assert [json.loads(line)["label"] for line in out.splitlines()][1] is None
+    with pytest.raises(DataError, match=rf"input: text 2 is empty \(only invisible characters, such as {re.escape(code)}\)"):
+        check_texts(["fine", text])  # the Python API's and the service's check
+
+
+def test_labels_and_descriptions_of_only_invisible_characters_are_empty(zstc_cli, texts: Path, tmp_path: Path) -> None:
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,\u200b"),
+                      "labels contain an empty entry at position 2 (only invisible characters, such as U+200B)")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("food\tAbout food.\nfinance\t\u00ad\n", encoding="utf-8")
+    assert_user_error(zstc_cli("classify", str(texts), "--labels-file", str(labels)),
+                      "the description of 'finance' is empty (only invisible characters, such as U+00AD)")
+    # A line of nothing readable is a blank line, skipped as one: two labels remain.
+    labels.write_text("food\n\u200b\nfinance\n", encoding="utf-8")
+    status, out, err = zstc_cli("classify", str(texts), "--labels-file", str(labels))
+    assert status == 0 and {json.loads(line)["label"] for line in out.splitlines()} <= {"food", "finance"}, err
+
+
+def test_a_nul_text_is_binary_data_not_an_empty_text(zstc_cli, tmp_path: Path) -> None:
+    """A NUL is a control character too, but binary data: refused as such, also under --skip-empty."""
+    path = tmp_path / "nul.jsonl"
+    path.write_text('{"text": "\\u0000"}\n')
+    for extra in ((), ("--skip-empty",)):
+        assert_user_error(zstc_cli("classify", str(path), "-l", "a,b", *extra), f"{path}:1 holds a NUL character")
 
 
 def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:

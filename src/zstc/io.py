@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from zstc.errors import DataError, OutputError
-from zstc.validation import check_encodable, check_labels
+from zstc.validation import blank_detail, check_encodable, check_labels, is_blank
 
 BOM = "\ufeff"
 TEMP_SUFFIX = ".tmp"
@@ -438,15 +438,15 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
 
 def text_of(record: Record, where: str, column: str = "text") -> str:
     """The text in ``record[column]``, or :class:`DataError` naming ``where`` (the row) when it is missing, not a
-    string, blank, or not encodable (:func:`check_encodable`)."""
+    string, blank (:func:`zstc.validation.is_blank`), or not encodable (:func:`check_encodable`)."""
     if column not in record:
         raise DataError(f"{where}: no {column!r} field (fields: {', '.join(map(str, record))})")
     text = record[column]
     if not isinstance(text, str):
         raise DataError(f"{where}: {column!r} is {type(text).__name__}, expected a string")
-    if not text.strip():
-        raise DataError(f"{where}: empty text")
-    check_encodable(text, where)
+    check_encodable(text, where)  # first: a NUL is binary data, not an invisible character
+    if is_blank(text):
+        raise DataError(f"{where}: empty text{blank_detail(text)}")
     return text
 
 
@@ -477,7 +477,7 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
         where = f"{path}:{row}"
         texts.append(text_of(record, where, text_column))
         value = record.get(label_column)
-        if isinstance(value, str) and value.strip():
+        if isinstance(value, str) and not is_blank(value):
             label_sets.append([value.strip()])
         elif isinstance(value, list) and all(isinstance(name, str) for name in value):
             label_sets.append([name.strip() for name in value])
@@ -492,8 +492,8 @@ def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
     texts = []
     for number, line in enumerate(lines, start=1):
         text = line.rstrip("\r\n")
-        if text.strip():
-            check_encodable(text, f"{source}:{number}")
+        check_encodable(text, f"{source}:{number}")  # before the blank test: a line of NUL is binary data, not skipped
+        if not is_blank(text):
             texts.append(text)
     if not texts:
         raise DataError(f"{source}: no texts")
@@ -520,7 +520,7 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
     else:
         pairs = []
         for line in read_text(path).splitlines():
-            if not line.strip():  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
+            if is_blank(line):  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
                 continue
             label, _, description = line.partition("\t")
             pairs.append((label.strip(), description.strip() or label.strip()))

@@ -579,9 +579,11 @@ class ChunkLabeller:
         ``null``, a Parquet null cell), else an error naming the row. A record without the text column is an
         error with ``skip_empty`` too: a misnamed ``--text-column`` wrote every row unlabelled, with exit 0."""
         from zstc.io import text_of
+        from zstc.validation import check_encodable, is_blank
 
         value = record.get(self.text_column)
-        if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and not value.strip())):
+        # check_encodable first: a text of NUL characters is binary data, an error, not an empty text to skip
+        if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and is_blank(check_encodable(value, where)))):
             return None
         return text_of(record, where, self.text_column)
 
