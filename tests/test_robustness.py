@@ -408,6 +408,17 @@ def test_a_nul_text_is_binary_data_not_an_empty_text(zstc_cli, tmp_path: Path) -
         assert_user_error(zstc_cli("classify", str(path), "-l", "a,b", *extra), f"{path}:1 holds a NUL character")
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--threshold", "5"], "error: --threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine similarities here"),
+    (["--label-threshold", "food=-5"], "error: --label-threshold: the threshold of 'food' must be >= -1 and <= 1, got -5"),
+])
+def test_a_threshold_off_the_cosine_scale_is_refused(zstc_cli, texts: Path, tmp_path: Path, flags: list[str], message: str) -> None:
+    """all-MiniLM-L6-v2's cosines lie in [-1, 1]: --threshold 5 made every text "none" and -5 passed every label."""
+    out = tmp_path / "out.jsonl"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "--multi-label", "--out", str(out), *flags), message)
+    assert not out.exists()
+
+
 def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('text\n"first, never closed\nsecond\n')

@@ -367,6 +367,11 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
     ({"texts": ["x"], "labels": ["a", "b"], "threshold": 0.5}, "apply to multi_label"),
     ({"texts": ["x"], "labels": ["a", "none"], "multi_label": True}, "'none' is what multi-label classification predicts"),
     ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"c": 0.1}}, "threshold given for 'c'"),
+    # all-MiniLM-L6-v2's cosines lie in [-1, 1]: a cut of 5 made every text "none", -5 passed every label.
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": 5},
+     "threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine similarities here"),
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"a": -5}},
+     "label_thresholds: the threshold of 'a' must be >= -1 and <= 1, got -5"),
     ({"texts": ["x", "y"], "labels": [["a", "b"]]}, "1 label sets for 2 texts"),
     ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["only one"]}, "1 descriptions for 2 labels"),
     ({"texts": "x", "labels": "a,b"}, "labels"),
