@@ -419,6 +419,19 @@ def test_a_threshold_off_the_cosine_scale_is_refused(zstc_cli, texts: Path, tmp_
     assert not out.exists()
 
 
+def test_a_max_length_too_small_for_a_label_is_blamed_on_max_length(zstc_cli, texts: Path, nli_folder: Path) -> None:
+    """--max-length 2 said "a label description is longer than all-MiniLM-L6-v2's 2 tokens ... shorten 'This is food.'": the
+    model's limit is 256 (512 for the NLI head), the user's --max-length was the cause."""
+    remedy = "label descriptions are never truncated: raise --max-length (or leave it out for the model's own limit), or shorten"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "--max-length", "2"),
+                      f"error: a label description is longer than --max-length (2 tokens); {remedy} 'This is food.'")
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "-m", str(nli_folder), "-f", "nli", "--max-length", "4"),
+                      f"which leaves no room for the text within --max-length (4 tokens); {remedy} 'This")
+    # Without --max-length the model's own limit is the cause, named as before.
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food," + "word " * 300),
+                      f"error: a label description is longer than {MINILM}'s 256 tokens; label descriptions are never truncated: shorten")
+
+
 def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('text\n"first, never closed\nsecond\n')
