@@ -432,6 +432,24 @@ def test_a_max_length_too_small_for_a_label_is_blamed_on_max_length(zstc_cli, te
                       f"error: a label description is longer than {MINILM}'s 256 tokens; label descriptions are never truncated: shorten")
 
 
+@pytest.mark.parametrize("content, problem", [
+    ('[{"text": "I love pizza"}, {"text": "Stocks fell"}]\n', "expected a JSON object, got list"),
+    ('[\n  {"text": "I love pizza"}\n]\n', "malformed JSON (Expecting value, line 2 column 1)"),
+    ('{\n  "text": "I love pizza"\n}\n', "malformed JSON"),
+])
+def test_a_json_file_says_it_is_read_as_json_lines(zstc_cli, tmp_path: Path, content: str, problem: str) -> None:
+    """A .json file holding an array or a pretty-printed object was refused as "expected a JSON object, got list" or
+    "malformed JSON" on its line 1, with no word that .json input is read as JSON Lines."""
+    path = tmp_path / "in.json"
+    path.write_text(content)
+    assert_user_error(zstc_cli("classify", str(path), "-l", "food,finance"), f"{path}:1: {problem}",
+                      "; .json input is read as JSON Lines, one object per line (convert an array with jq -c '.[]')")
+    jsonl = tmp_path / "in.jsonl"  # a .jsonl file is JSON Lines by its name: no such note
+    jsonl.write_text(content)
+    status, _, err = zstc_cli("classify", str(jsonl), "-l", "food,finance")
+    assert status == 2 and "read as JSON Lines" not in err, err
+
+
 def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('text\n"first, never closed\nsecond\n')

@@ -377,13 +377,20 @@ def read_records(path: str | Path) -> Iterator[tuple[int, Record]]:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Record]]:
+    # A .json file is read as JSON Lines too: a whole-file array or a pretty-printed object fails on its first line,
+    # with a message that said nothing of why a valid JSON file was refused.
+    hint = ("; .json input is read as JSON Lines, one object per line (convert an array with jq -c '.[]')"
+            if path.suffix.lower() == ".json" else "")
     with _open_binary(path) as handle:
         for line_number, line in enumerate(utf8_lines(handle, str(path)), start=1):
             if not line.strip():
                 continue
-            record = parse_json(line, f"{path}:{line_number}")
+            try:
+                record = parse_json(line, f"{path}:{line_number}")
+            except DataError as error:
+                raise DataError(f"{error}{hint}") from None
             if not isinstance(record, dict):
-                raise DataError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
+                raise DataError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}{hint}")
             yield line_number, record
 
 
