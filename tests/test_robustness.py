@@ -450,6 +450,19 @@ def test_a_json_file_says_it_is_read_as_json_lines(zstc_cli, tmp_path: Path, con
     assert status == 2 and "read as JSON Lines" not in err, err
 
 
+def test_a_null_or_empty_text_points_to_skip_empty(zstc_cli, tmp_path: Path) -> None:
+    """A JSON null said "'text' is NoneType, expected a string" (Python's word) and neither it nor "empty text" said
+    that --skip-empty writes such rows unlabelled."""
+    hint = ": give --skip-empty to write such a row without a label"
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": null}\n')
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"error: {path}:2: 'text' is null, expected a string{hint}\n")
+    path.write_text('{"text": "fine"}\n{"text": "  "}\n')
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"error: {path}:2: empty text{hint}\n")
+    path.write_text('{"text": "fine"}\n{"text": 3}\n')  # not a text: --skip-empty would not help, so no hint
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"error: {path}:2: 'text' is int, expected a string\n")
+
+
 def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('text\n"first, never closed\nsecond\n')

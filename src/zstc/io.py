@@ -443,17 +443,20 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
             yield row, record
 
 
-def text_of(record: Record, where: str, column: str = "text") -> str:
-    """The text in ``record[column]``, or :class:`DataError` naming ``where`` (the row) when it is missing, not a
-    string, blank (:func:`zstc.validation.is_blank`), or not encodable (:func:`check_encodable`)."""
+def text_of(record: Record, where: str, column: str = "text", *, hint: str = "") -> str:
+    """The text in ``record[column]``, or :class:`DataError` naming ``where`` (the row) when it is missing, null, not
+    a string, blank (:func:`zstc.validation.is_blank`), or not encodable (:func:`check_encodable`). ``hint`` ends the
+    message on a null or blank text (classify's ``--skip-empty``)."""
     if column not in record:
         raise DataError(f"{where}: no {column!r} field (fields: {', '.join(map(str, record))})")
     text = record[column]
+    if text is None:  # JSON null, a Parquet null cell: "NoneType" is Python's word, not the file's
+        raise DataError(f"{where}: {column!r} is null, expected a string{hint}")
     if not isinstance(text, str):
         raise DataError(f"{where}: {column!r} is {type(text).__name__}, expected a string")
     check_encodable(text, where)  # first: a NUL is binary data, not an invisible character
     if is_blank(text):
-        raise DataError(f"{where}: empty text{blank_detail(text)}")
+        raise DataError(f"{where}: empty text{blank_detail(text)}{hint}")
     return text
 
 

@@ -585,7 +585,7 @@ class ChunkLabeller:
         # check_encodable first: a text of NUL characters is binary data, an error, not an empty text to skip
         if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and is_blank(check_encodable(value, where)))):
             return None
-        return text_of(record, where, self.text_column)
+        return text_of(record, where, self.text_column, hint=": give --skip-empty to write such a row without a label")
 
     def kept(self, record: Row) -> Row:
         """The input columns carried into the output row (all of them, or ``keep_columns``, each of which must exist)."""
