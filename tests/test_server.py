@@ -420,6 +420,10 @@ def test_hostile_bodies_are_4xx_never_500(client: TestClient, body: bytes) -> No
     ("/classify", {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "about \u0000"]}, "the description of 'b' holds a NUL"),
     ("/rerank", {"query": "q\u0000", "documents": ["d", "e"]}, "query holds a NUL character"),
     ("/rerank", {"query": "q", "documents": ["d", "\u0000e"]}, "documents: entry 2 holds a NUL character"),
+    # In a template: named as such, not as "the description of 'a'" built from it.
+    ("/", {"inputs": "x", "parameters": {"candidate_labels": "a,b", "hypothesis_template": "about \u0000 {}"}},
+     "hypothesis_template holds a NUL character"),
+    ("/classify", {"texts": ["x"], "labels": ["a", "b"], "template": "about \u0000 {}"}, "template holds a NUL character"),
     ("/classify", {"texts": ["fine", "\u200b"], "labels": ["a", "b"]}, "input: text 2 is empty (only invisible characters, such as U+200B)"),
     ("/classify", {"texts": ["x"], "labels": ["a", "\x01\x02"]}, "labels contain an empty entry at position 2 (only invisible characters, such as U+0001)"),
     ("/classify", {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "\u00ad"]}, "the description of 'b' is empty (only invisible"),

@@ -248,15 +248,17 @@ def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     return result
 
 
-def check_encodable(text: str, where: str, error: type[ZstcError] = DataError) -> str:
+def check_encodable(text: str, where: str, error: type[ZstcError] = DataError, *, parameters: tuple[str, ...] = ()) -> str:
     """``text`` unchanged, or ``error`` naming ``where`` if no tokenizer can take it: a lone UTF-16 surrogate (a JSON
-    ``"\\ud800"``) or a NUL character (binary data). One rule for files, the Python API and the service."""
+    ``"\\ud800"``) or a NUL character (binary data). One rule for files, the Python API and the service.
+    ``parameters``: the option names ``where`` mentions, for the CLI to write as its flags."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as failure:
-        raise error(f"{where} holds a lone UTF-16 surrogate (U+{ord(text[failure.start]):04X}) at character {failure.start}") from None
+        raise error(f"{where} holds a lone UTF-16 surrogate (U+{ord(text[failure.start]):04X}) at character {failure.start}",
+                    parameters=parameters) from None
     if "\x00" in text:
-        raise error(f"{where} holds a NUL character (binary data?)")
+        raise error(f"{where} holds a NUL character (binary data?)", parameters=parameters)
     return text
 
 
@@ -280,6 +282,8 @@ def check_template(template: str, *, what: str = "template") -> str:
     parameters = () if what.startswith("-") else (what,)
     if not isinstance(template, str):
         raise LabelError(f"{what} must be a string, got {type(template).__name__}", parameters=parameters)
+    # Here, not when a description built from it is checked: that named the first label's description.
+    check_encodable(template, what, LabelError, parameters=parameters)
     cannot = f"{what} {quoted(template)} cannot be filled"
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
