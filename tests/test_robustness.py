@@ -463,6 +463,16 @@ def test_a_null_or_empty_text_points_to_skip_empty(zstc_cli, tmp_path: Path) -> 
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"error: {path}:2: 'text' is int, expected a string\n")
 
 
+def test_fit_thresholds_names_the_file_and_line_of_an_unknown_label(zstc_cli, texts: Path, tmp_path: Path) -> None:
+    """A dev file's unknown gold label said "dev text 2 has label 'zzz', ..." with neither the file nor its line."""
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text('{"text": "a pizza", "label": "food"}\n\n{"text": "stocks", "label": ["finance", "zzz"]}\n')
+    out = tmp_path / "out.jsonl"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "--multi-label", "--fit-thresholds", str(dev),
+                               "--out", str(out)), f"error: {dev}:3: label 'zzz' is not one of the labels: food, finance\n")
+    assert not out.exists()
+
+
 def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('text\n"first, never closed\nsecond\n')

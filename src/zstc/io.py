@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from zstc.errors import DataError, OutputError
+from zstc.errors import DataError, OutputError, quoted
 from zstc.validation import blank_detail, check_encodable, check_labels, is_blank
 
 BOM = "\ufeff"
@@ -478,9 +478,13 @@ def read_texts(source: str | Path, *, text_column: str = "text") -> list[str]:
     return texts
 
 
-def read_label_sets(path: str | Path, *, text_column: str = "text", label_column: str = "label") -> tuple[list[str], list[list[str]]]:
+def read_label_sets(path: str | Path, *, text_column: str = "text", label_column: str = "label",
+                    labels: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """Labelled texts for fitting multi-label thresholds: each row's text and its labels. The label column
-    holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names."""
+    holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names; with ``labels``, each must be one
+    of them (or ``"none"``), else a :class:`DataError` naming the file and row."""
+    from zstc.multilabel import NONE_LABEL
+
     texts: list[str] = []
     label_sets: list[list[str]] = []
     for row, record in read_records(path):
@@ -493,6 +497,10 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
             label_sets.append([name.strip() for name in value])
         else:
             raise DataError(f"{where}: expected column {label_column!r} to hold a label, 'none' or a list of labels, found {value!r}")
+        if labels is not None:  # the fit said "dev text 3 has label ...", naming neither file nor line
+            unknown = [name for name in label_sets[-1] if name != NONE_LABEL and name not in labels]
+            if unknown:
+                raise DataError(f"{where}: label {quoted(unknown[0])} is not one of the labels: {', '.join(labels)}")
     if not texts:
         raise DataError(f"{path}: no labelled texts")
     return texts, label_sets

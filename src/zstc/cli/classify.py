@@ -141,7 +141,7 @@ def classify(
         if multi_label:  # on probabilities (a Platt file's, or the model's own) a cut lies in [0, 1]
             classifier.check_thresholds(threshold, per_label, per_label_parameter="label_thresholds")
     if multi_label and fit_thresholds:
-        dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
+        dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column, labels=names)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
         labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
         note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")
