@@ -866,3 +866,27 @@ def test_a_misnamed_column_is_refused_before_the_model_loads(tmp_path, zstc_cli,
         assert not (tmp_path / "out.csv").exists()
     with pytest.raises(AssertionError, match="the model loaded"):  # the right column: the model loads (here, refuses to)
         zstc_cli("classify", str(tmp_path / "number.csv"), "--labels", ",".join(LABELS))
+
+
+def test_skip_empty_keeps_a_null_text_null_in_every_format(tmp_path, zstc_cli):
+    """--skip-empty wrote a JSON null text as "": the kept null then differed from the written text, so the input's
+    text column was renamed input_text on that row alone (CSV: exit 2, "row 2 has the column 'input_text'"; JSON
+    Lines: an extra key; Parquet: an input_text column on every row). The row is written as a blank one is: no
+    label, the columns of every other row, its text null."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "The match ended 2-1."}\n{"text": null}\n{"text": "Rates were raised."}\n')
+    columns = ["text", "label", "score", "scores"]
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "out.csv", "--skip-empty"))
+    assert status == 0, err
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out.csv").read_text())))
+    assert list(rows[1]) == columns and rows[1]["text"] == "" and rows[1]["label"] == ""
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "out.jsonl", "--skip-empty"))
+    assert status == 0, err
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [list(row) for row in lines] == [columns] * 3
+    assert lines[1] == {"text": None, "label": None, "score": None, "scores": None}
+    pq = pytest.importorskip("pyarrow.parquet")
+    status, _, err = zstc_cli(*classify_args(source, tmp_path / "out.parquet", "--skip-empty", "--chunk-size", "1"))
+    assert status == 0, err
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table.column_names == columns and table.column("text").to_pylist() == ["The match ended 2-1.", None, "Rates were raised."]

@@ -133,9 +133,33 @@ def test_thresholds_on_probabilities_lie_in_0_1() -> None:
         with pytest.raises(OptionError, match=re.escape("per_label: the threshold of 'politics' must be >= 0 and <= 1, got -1")):
             classifier.predict_multi_label(["sports"], labels, per_label={"politics": -1})
         assert classifier.predict_multi_label(["sports"], labels, threshold=1)[0].labels == ["none"]  # the bounds themselves pass
-    raw = Classifier(WordOverlapScorer())  # word overlaps: a raw cut, any finite number
+    raw = Classifier(LogOddsScorer())  # log-odds: a raw cut, any finite number
     assert raw.predict_multi_label(["sports"], labels, threshold=2)[0].labels == ["none"]
     assert raw.predict_multi_label(["sports"], labels, threshold=-1)[0].labels == ["sports", "politics"]
+
+
+class LogOddsScorer(WordOverlapScorer):
+    """Scores that are unbounded log-odds (an NLI model's)."""
+
+    family = "nli"
+    score_type = "logodds"
+
+
+def test_thresholds_on_cosines_lie_in_minus_1_1() -> None:
+    """A cosine lies in [-1, 1]: a cut of 5 made every text "none" and -5 passed every label, silently, as 2 and -1
+    did on probabilities."""
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+
+    labels = ["sports", "politics"]
+    cosine = Classifier(WordOverlapScorer())  # the embedding family's score type: cosine
+    with pytest.raises(OptionError, match=re.escape("threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine "
+                                                    "similarities here, which lie in [-1, 1]")) as refused:
+        cosine.predict_multi_label(["sports"], labels, threshold=5)
+    assert refused.value.parameters == ("threshold",)
+    with pytest.raises(OptionError, match=re.escape("per_label: the threshold of 'politics' must be >= -1 and <= 1, got -5")):
+        cosine.predict_multi_label(["sports"], labels, per_label={"politics": -5})
+    assert cosine.predict_multi_label(["sports"], labels, threshold=-1)[0].labels == ["sports", "politics"]  # the bounds pass
 
 
 def test_api_fits_thresholds_on_labelled_texts() -> None:

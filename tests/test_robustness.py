@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,8 @@ import numpy as np
 import pytest
 
 from conftest import MINILM
+from zstc.errors import DataError
+from zstc.validation import check_texts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -386,6 +389,110 @@ def test_lone_surrogate_and_nul_in_texts(zstc_cli, tmp_path: Path) -> None:
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"{path}:2", "surrogate")
     path.write_text('{"text": "nul \\u0000 here"}\n')
     assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), "NUL")
+
+
+INVISIBLE = ["\u200b\u200b", "\x01\x02", "\ufeff", "\u2060", "\u00ad "]
+"""Texts str.strip() keeps but a model cannot read: zero-width spaces, control characters, a BOM, a word joiner, a soft
+hyphen. Each was classified (on the template alone: every one got the very same scores) while "   " was refused."""
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_a_text_of_only_invisible_characters_is_empty(zstc_cli, tmp_path: Path, text: str) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"text": "fine"}) + "\n" + json.dumps({"text": text}) + "\n")
+    code = f"U+{ord(text.strip()[0]):04X}"
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"{path}:2: empty text (only invisible characters, such as {code})")
+    status, out, err = zstc_cli("classify", str(path), "-l", "a,b", "--skip-empty")
+    assert status == 0, err
+    assert [json.loads(line)["label"] for line in out.splitlines()][1] is None
+    with pytest.raises(DataError, match=rf"input: text 2 is empty \(only invisible characters, such as {re.escape(code)}\)"):
+        check_texts(["fine", text])  # the Python API's and the service's check
+
+
+def test_labels_and_descriptions_of_only_invisible_characters_are_empty(zstc_cli, texts: Path, tmp_path: Path) -> None:
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,\u200b"),
+                      "labels contain an empty entry at position 2 (only invisible characters, such as U+200B)")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("food\tAbout food.\nfinance\t\u00ad\n", encoding="utf-8")
+    assert_user_error(zstc_cli("classify", str(texts), "--labels-file", str(labels)),
+                      "the description of 'finance' is empty (only invisible characters, such as U+00AD)")
+    # A line of nothing readable is a blank line, skipped as one: two labels remain.
+    labels.write_text("food\n\u200b\nfinance\n", encoding="utf-8")
+    status, out, err = zstc_cli("classify", str(texts), "--labels-file", str(labels))
+    assert status == 0 and {json.loads(line)["label"] for line in out.splitlines()} <= {"food", "finance"}, err
+
+
+def test_a_nul_text_is_binary_data_not_an_empty_text(zstc_cli, tmp_path: Path) -> None:
+    """A NUL is a control character too, but binary data: refused as such, also under --skip-empty."""
+    path = tmp_path / "nul.jsonl"
+    path.write_text('{"text": "\\u0000"}\n')
+    for extra in ((), ("--skip-empty",)):
+        assert_user_error(zstc_cli("classify", str(path), "-l", "a,b", *extra), f"{path}:1 holds a NUL character")
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--threshold", "5"], "error: --threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine similarities here"),
+    (["--label-threshold", "food=-5"], "error: --label-threshold: the threshold of 'food' must be >= -1 and <= 1, got -5"),
+])
+def test_a_threshold_off_the_cosine_scale_is_refused(zstc_cli, texts: Path, tmp_path: Path, flags: list[str], message: str) -> None:
+    """all-MiniLM-L6-v2's cosines lie in [-1, 1]: --threshold 5 made every text "none" and -5 passed every label."""
+    out = tmp_path / "out.jsonl"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "--multi-label", "--out", str(out), *flags), message)
+    assert not out.exists()
+
+
+def test_a_max_length_too_small_for_a_label_is_blamed_on_max_length(zstc_cli, texts: Path, nli_folder: Path) -> None:
+    """--max-length 2 said "a label description is longer than all-MiniLM-L6-v2's 2 tokens ... shorten 'This is food.'": the
+    model's limit is 256 (512 for the NLI head), the user's --max-length was the cause."""
+    remedy = "label descriptions are never truncated: raise --max-length (or leave it out for the model's own limit), or shorten"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "--max-length", "2"),
+                      f"error: a label description is longer than --max-length (2 tokens); {remedy} 'This is food.'")
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "-m", str(nli_folder), "-f", "nli", "--max-length", "4"),
+                      f"which leaves no room for the text within --max-length (4 tokens); {remedy} 'This")
+    # Without --max-length the model's own limit is the cause, named as before.
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food," + "word " * 300),
+                      f"error: a label description is longer than {MINILM}'s 256 tokens; label descriptions are never truncated: shorten")
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('[{"text": "I love pizza"}, {"text": "Stocks fell"}]\n', "expected a JSON object, got list"),
+    ('[\n  {"text": "I love pizza"}\n]\n', "malformed JSON (Expecting value, line 2 column 1)"),
+    ('{\n  "text": "I love pizza"\n}\n', "malformed JSON"),
+])
+def test_a_json_file_says_it_is_read_as_json_lines(zstc_cli, tmp_path: Path, content: str, problem: str) -> None:
+    """A .json file holding an array or a pretty-printed object was refused as "expected a JSON object, got list" or
+    "malformed JSON" on its line 1, with no word that .json input is read as JSON Lines."""
+    path = tmp_path / "in.json"
+    path.write_text(content)
+    assert_user_error(zstc_cli("classify", str(path), "-l", "food,finance"), f"{path}:1: {problem}",
+                      "; .json input is read as JSON Lines, one object per line (convert an array with jq -c '.[]')")
+    jsonl = tmp_path / "in.jsonl"  # a .jsonl file is JSON Lines by its name: no such note
+    jsonl.write_text(content)
+    status, _, err = zstc_cli("classify", str(jsonl), "-l", "food,finance")
+    assert status == 2 and "read as JSON Lines" not in err, err
+
+
+def test_a_null_or_empty_text_points_to_skip_empty(zstc_cli, tmp_path: Path) -> None:
+    """A JSON null said "'text' is NoneType, expected a string" (Python's word) and neither it nor "empty text" said
+    that --skip-empty writes such rows unlabelled."""
+    hint = ": give --skip-empty to write such a row without a label"
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": null}\n')
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"error: {path}:2: 'text' is null, expected a string{hint}\n")
+    path.write_text('{"text": "fine"}\n{"text": "  "}\n')
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"error: {path}:2: empty text{hint}\n")
+    path.write_text('{"text": "fine"}\n{"text": 3}\n')  # not a text: --skip-empty would not help, so no hint
+    assert_user_error(zstc_cli("classify", str(path), "-l", "a,b"), f"error: {path}:2: 'text' is int, expected a string\n")
+
+
+def test_fit_thresholds_names_the_file_and_line_of_an_unknown_label(zstc_cli, texts: Path, tmp_path: Path) -> None:
+    """A dev file's unknown gold label said "dev text 2 has label 'zzz', ..." with neither the file nor its line."""
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text('{"text": "a pizza", "label": "food"}\n\n{"text": "stocks", "label": ["finance", "zzz"]}\n')
+    out = tmp_path / "out.jsonl"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "food,finance", "--multi-label", "--fit-thresholds", str(dev),
+                               "--out", str(out)), f"error: {dev}:3: label 'zzz' is not one of the labels: food, finance\n")
+    assert not out.exists()
 
 
 def test_unterminated_csv_quote_does_not_swallow_the_file(zstc_cli, tmp_path: Path) -> None:

@@ -368,6 +368,11 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
     ({"texts": ["x"], "labels": ["a", "b"], "threshold": 0.5}, "apply to multi_label"),
     ({"texts": ["x"], "labels": ["a", "none"], "multi_label": True}, "'none' is what multi-label classification predicts"),
     ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"c": 0.1}}, "threshold given for 'c'"),
+    # all-MiniLM-L6-v2's cosines lie in [-1, 1]: a cut of 5 made every text "none", -5 passed every label.
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": 5},
+     "threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine similarities here"),
+    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"a": -5}},
+     "label_thresholds: the threshold of 'a' must be >= -1 and <= 1, got -5"),
     ({"texts": ["x", "y"], "labels": [["a", "b"]]}, "1 label sets for 2 texts"),
     ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["only one"]}, "1 descriptions for 2 labels"),
     # Descriptions are scored as written: a template would rewrite them (it was filled with each description).
@@ -419,9 +424,20 @@ def test_hostile_bodies_are_4xx_never_500(client: TestClient, body: bytes) -> No
     ("/classify", {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "about \u0000"]}, "the description of 'b' holds a NUL"),
     ("/rerank", {"query": "q\u0000", "documents": ["d", "e"]}, "query holds a NUL character"),
     ("/rerank", {"query": "q", "documents": ["d", "\u0000e"]}, "documents: entry 2 holds a NUL character"),
+    # In a template: named as such, not as "the description of 'a'" built from it.
+    ("/", {"inputs": "x", "parameters": {"candidate_labels": "a,b", "hypothesis_template": "about \u0000 {}"}},
+     "hypothesis_template holds a NUL character"),
+    ("/classify", {"texts": ["x"], "labels": ["a", "b"], "template": "about \u0000 {}"}, "template holds a NUL character"),
+    ("/classify", {"texts": ["fine", "\u200b"], "labels": ["a", "b"]}, "input: text 2 is empty (only invisible characters, such as U+200B)"),
+    ("/classify", {"texts": ["x"], "labels": ["a", "\x01\x02"]}, "labels contain an empty entry at position 2 (only invisible characters, such as U+0001)"),
+    ("/classify", {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "\u00ad"]}, "the description of 'b' is empty (only invisible"),
+    ("/", {"inputs": "\ufeff", "parameters": {"candidate_labels": "a,b"}}, "input: text 1 is empty (only invisible characters, such as U+FEFF)"),
+    ("/rerank", {"query": "\u2060", "documents": ["d", "e"]}, "query is empty (only invisible characters, such as U+2060)"),
+    ("/rerank", {"query": "q", "documents": ["d", "\u200b"]}, "documents contain an empty entry at position 2 (only invisible"),
 ])
-def test_nul_characters_are_refused_as_the_cli_refuses_them(client: TestClient, path: str, payload: Any, message: str) -> None:
+def test_nul_and_invisible_characters_are_refused_as_the_cli_refuses_them(client: TestClient, path: str, payload: Any, message: str) -> None:
     # JSON's "\u0000" decodes to a NUL; the CLI refuses one in a file ("binary data?"), the service said nothing.
+    # str.strip() keeps zero-width spaces, control and format characters: each such text was scored (on the template alone).
     response = client.post(path, json=payload)
     assert response.status_code == 422, response.text
     assert message in response.json()["error"]

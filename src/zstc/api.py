@@ -30,7 +30,7 @@ from zstc.hypotheses.variants import (
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
-from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_probability_thresholds, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
@@ -387,11 +387,15 @@ class Classifier:
         return {"prob": "the model's scores are probabilities", "distribution": "the model's scores are a distribution over the labels"}.get(scale)
 
     def check_thresholds(self, threshold: float | None, per_label: Mapping[str, float], *, per_label_parameter: str = "per_label") -> None:
-        """Multi-label thresholds on probabilities (:meth:`probability_scale`) lie in [0, 1]
-        (:func:`zstc.multilabel.check_probability_thresholds`); raw-score cuts are not bounded."""
+        """Multi-label thresholds on probabilities (:meth:`probability_scale`) lie in [0, 1], on cosines (the embedding
+        and encoder families, uncalibrated) in [-1, 1] (:func:`zstc.multilabel.check_threshold_range`); log-odds and
+        logit cuts are not bounded."""
         scale = self.probability_scale()
         if scale is not None:
-            check_probability_thresholds(threshold, per_label, scale, per_label_parameter=per_label_parameter)
+            check_threshold_range(threshold, per_label, 0.0, 1.0, f"probabilities here ({scale})", per_label_parameter=per_label_parameter)
+        elif score_type_of(self.scorer) == "cosine":  # a cosine cut of 5 made every text "none", -5 passed every label
+            check_threshold_range(threshold, per_label, -1.0, 1.0, "cosine similarities here, which lie in [-1, 1]",
+                                  per_label_parameter=per_label_parameter)
 
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,

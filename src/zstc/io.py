@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from zstc.errors import DataError, OutputError
-from zstc.validation import check_encodable, check_labels
+from zstc.errors import DataError, OutputError, quoted
+from zstc.validation import blank_detail, check_encodable, check_labels, is_blank
 
 BOM = "\ufeff"
 TEMP_SUFFIX = ".tmp"
@@ -384,13 +384,20 @@ def read_records(path: str | Path, *, parquet_batch: int = 4096) -> Iterator[tup
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Record]]:
+    # A .json file is read as JSON Lines too: a whole-file array or a pretty-printed object fails on its first line,
+    # with a message that said nothing of why a valid JSON file was refused.
+    hint = ("; .json input is read as JSON Lines, one object per line (convert an array with jq -c '.[]')"
+            if path.suffix.lower() == ".json" else "")
     with _open_binary(path) as handle:
         for line_number, line in enumerate(utf8_lines(handle, str(path)), start=1):
             if not line.strip():
                 continue
-            record = parse_json(line, f"{path}:{line_number}")
+            try:
+                record = parse_json(line, f"{path}:{line_number}")
+            except DataError as error:
+                raise DataError(f"{error}{hint}") from None
             if not isinstance(record, dict):
-                raise DataError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
+                raise DataError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}{hint}")
             yield line_number, record
 
 
@@ -443,17 +450,20 @@ def _read_parquet(path: Path, batch_rows: int = 4096) -> Iterator[tuple[int, Rec
             yield row, record
 
 
-def text_of(record: Record, where: str, column: str = "text") -> str:
-    """The text in ``record[column]``, or :class:`DataError` naming ``where`` (the row) when it is missing, not a
-    string, blank, or not encodable (:func:`check_encodable`)."""
+def text_of(record: Record, where: str, column: str = "text", *, hint: str = "") -> str:
+    """The text in ``record[column]``, or :class:`DataError` naming ``where`` (the row) when it is missing, null, not
+    a string, blank (:func:`zstc.validation.is_blank`), or not encodable (:func:`check_encodable`). ``hint`` ends the
+    message on a null or blank text (classify's ``--skip-empty``)."""
     if column not in record:
         raise DataError(f"{where}: no {column!r} field (fields: {', '.join(map(str, record))})")
     text = record[column]
+    if text is None:  # JSON null, a Parquet null cell: "NoneType" is Python's word, not the file's
+        raise DataError(f"{where}: {column!r} is null, expected a string{hint}")
     if not isinstance(text, str):
         raise DataError(f"{where}: {column!r} is {type(text).__name__}, expected a string")
-    if not text.strip():
-        raise DataError(f"{where}: empty text")
-    check_encodable(text, where)
+    check_encodable(text, where)  # first: a NUL is binary data, not an invisible character
+    if is_blank(text):
+        raise DataError(f"{where}: empty text{blank_detail(text)}{hint}")
     return text
 
 
@@ -475,21 +485,29 @@ def read_texts(source: str | Path, *, text_column: str = "text") -> list[str]:
     return texts
 
 
-def read_label_sets(path: str | Path, *, text_column: str = "text", label_column: str = "label") -> tuple[list[str], list[list[str]]]:
+def read_label_sets(path: str | Path, *, text_column: str = "text", label_column: str = "label",
+                    labels: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """Labelled texts for fitting multi-label thresholds: each row's text and its labels. The label column
-    holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names."""
+    holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names; with ``labels``, each must be one
+    of them (or ``"none"``), else a :class:`DataError` naming the file and row."""
+    from zstc.multilabel import NONE_LABEL
+
     texts: list[str] = []
     label_sets: list[list[str]] = []
     for row, record in read_records(path):
         where = f"{path}:{row}"
         texts.append(text_of(record, where, text_column))
         value = record.get(label_column)
-        if isinstance(value, str) and value.strip():
+        if isinstance(value, str) and not is_blank(value):
             label_sets.append([value.strip()])
         elif isinstance(value, list) and all(isinstance(name, str) for name in value):
             label_sets.append([name.strip() for name in value])
         else:
             raise DataError(f"{where}: expected column {label_column!r} to hold a label, 'none' or a list of labels, found {value!r}")
+        if labels is not None:  # the fit said "dev text 3 has label ...", naming neither file nor line
+            unknown = [name for name in label_sets[-1] if name != NONE_LABEL and name not in labels]
+            if unknown:
+                raise DataError(f"{where}: label {quoted(unknown[0])} is not one of the labels: {', '.join(labels)}")
     if not texts:
         raise DataError(f"{path}: no labelled texts")
     return texts, label_sets
@@ -499,8 +517,8 @@ def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
     texts = []
     for number, line in enumerate(lines, start=1):
         text = line.rstrip("\r\n")
-        if text.strip():
-            check_encodable(text, f"{source}:{number}")
+        check_encodable(text, f"{source}:{number}")  # before the blank test: a line of NUL is binary data, not skipped
+        if not is_blank(text):
             texts.append(text)
     if not texts:
         raise DataError(f"{source}: no texts")
@@ -527,7 +545,7 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
     else:
         pairs = []
         for line in read_text(path).splitlines():
-            if not line.strip():  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
+            if is_blank(line):  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
                 continue
             label, _, description = line.partition("\t")
             pairs.append((label.strip(), description.strip() or label.strip()))

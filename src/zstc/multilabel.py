@@ -136,23 +136,23 @@ def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str]
     return checked
 
 
-def check_probability_thresholds(threshold: float | None, per_label: Mapping[str, float], scale: str, *,
-                                 parameter: str = "threshold", per_label_parameter: str = "per_label") -> None:
-    """Thresholds on probabilities lie in [0, 1]: above 1 no label passes (every text "none"), below 0 every label
-    does, and neither was said. ``scale`` says what the probabilities are (``a Platt calibration's``); errors
-    name ``parameter`` / ``per_label_parameter`` (the CLI writes them as its flags). Raw cuts (cosines, log-odds,
-    logits) have no such bounds and are not checked here."""
+def check_threshold_range(threshold: float | None, per_label: Mapping[str, float], low: float, high: float, scale: str, *,
+                          parameter: str = "threshold", per_label_parameter: str = "per_label") -> None:
+    """Thresholds on scores bounded to [``low``, ``high``] (probabilities: [0, 1]; cosines: [-1, 1]) lie in that
+    range: above it no label passes (every text "none"), below it every label does, and neither was said.
+    ``scale`` says what the scores are (``probabilities here (a Platt calibration's)``); errors name ``parameter`` /
+    ``per_label_parameter`` (the CLI writes them as its flags). Log-odds and logits have no such bounds."""
     from zstc.validation import Rule
 
-    rule = Rule(low=0.0, high=1.0)
+    rule = Rule(low=low, high=high)
     problem = rule.problem(threshold) if threshold is not None else None
     if problem:
-        raise OptionError(f"{parameter} {problem}: multi-label decides on probabilities here ({scale})", parameter)
+        raise OptionError(f"{parameter} {problem}: multi-label decides on {scale}", parameter)
     for name, value in per_label.items():
         problem = rule.problem(value)
         if problem:
             raise OptionError(f"{per_label_parameter}: the threshold of {quoted(name)} {problem}: multi-label decides on "
-                              f"probabilities here ({scale})", per_label_parameter)
+                              f"{scale}", per_label_parameter)
 
 
 def _check_label_named(name: str, labels: Sequence[str], parameter: str) -> None:

@@ -63,8 +63,10 @@ def prediction_record(prediction: Any) -> Row:
     return record_of(prediction)
 
 
-def empty_record(text: str, *, multi_label: bool) -> Row:
-    """The row of an empty text under ``--skip-empty``: present, but with no label and no scores."""
+def empty_record(text: str | None, *, multi_label: bool) -> Row:
+    """The row of an empty text under ``--skip-empty``: present, but with no label and no scores. ``text`` is the
+    input's value as read (a null stays null), so :func:`output_row` sees the classified text and keeps the columns
+    every other row has."""
     if multi_label:
         return {"text": text, "labels": None, "scores": None}
     return {"text": text, "label": None, "score": None, "scores": None}
@@ -541,13 +543,14 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-LABELLING_VERSION = "4"
+LABELLING_VERSION = "5"
 """Version of how ``classify`` turns scores into output rows; with the family's ``SCORING_VERSION`` it is part of a
 resumable run's identity, so a run resumed under another zstc starts over instead of mixing rows of two versions.
 2: in bf16, multi-label decisions recheck in fp32 the pairs near their threshold (zstc.scorers.pairs).
 3: an input column already named ``input_<field>`` is renamed too, not replaced (:func:`output_row`).
 4: in bf16, decisions on an average of description variants (polarity labels, ``--hypotheses ensemble``) recheck the
-average in fp32, not each variant alone (:func:`zstc.hypotheses.variants.average_rechecked`)."""
+average in fp32, not each variant alone (:func:`zstc.hypotheses.variants.average_rechecked`).
+5: a null text skipped by ``--skip-empty`` is written null, not "" (which renamed the input's to ``input_text``)."""
 
 
 @dataclasses.dataclass
@@ -578,11 +581,13 @@ class ChunkLabeller:
         ``null``, a Parquet null cell), else an error naming the row. A record without the text column is an
         error with ``skip_empty`` too: a misnamed ``--text-column`` wrote every row unlabelled, with exit 0."""
         from zstc.io import text_of
+        from zstc.validation import check_encodable, is_blank
 
         value = record.get(self.text_column)
-        if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and not value.strip())):
+        # check_encodable first: a text of NUL characters is binary data, an error, not an empty text to skip
+        if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and is_blank(check_encodable(value, where)))):
             return None
-        return text_of(record, where, self.text_column)
+        return text_of(record, where, self.text_column, hint=": give --skip-empty to write such a row without a label")
 
     def kept(self, record: Row) -> Row:
         """The input columns carried into the output row (all of them, or ``keep_columns``, each of which must exist)."""
@@ -599,7 +604,7 @@ class ChunkLabeller:
         scores the chunk, so its errors are those of ``zstc classify``, row for row."""
         texts = [self.text(record, where) for where, record in records]
         if check is not None:
-            check([output_row(self.kept(record), empty_record(text if text is not None else str(record.get(self.text_column) or ""),
+            check([output_row(self.kept(record), empty_record(text if text is not None else record.get(self.text_column),
                                                               multi_label=self.multi_label))
                    for (_, record), text in zip(records, texts)], [where for where, _ in records])
         return texts
@@ -623,6 +628,6 @@ class ChunkLabeller:
         out = []
         for (_, record), text in zip(records, texts):
             fields = prediction_record(next(found)) if text is not None else empty_record(
-                str(record.get(self.text_column) or ""), multi_label=self.multi_label)
+                record.get(self.text_column), multi_label=self.multi_label)
             out.append(output_row(self.kept(record), fields))
         return out

@@ -135,9 +135,9 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
     cleaned = [check_encodable(str(label).strip(), f"{what}: entry {i + 1}", LabelError) for i, label in enumerate(given)]
     if not cleaned:
         raise LabelError(f"no {what} given: expected at least two")
-    empty = [i for i, label in enumerate(cleaned) if not label]
+    empty = [i for i, label in enumerate(cleaned) if is_blank(label)]
     if empty:
-        raise LabelError(f"{what} contain an empty entry (position {empty[0] + 1})")
+        raise LabelError(f"{what} contain an empty entry at position {empty[0] + 1}{blank_detail(cleaned[empty[0]])}")
     if len(cleaned) < 2 and not allow_single:
         raise LabelError(f"only one label given ({quoted(cleaned[0])}): zero-shot classification needs at least two")
     return check_distinct(cleaned, what)
@@ -163,9 +163,9 @@ def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[st
         if not isinstance(description, str):
             raise LabelError(f"the description of {quoted(label)} is {type(description).__name__}, expected a string")
         check_encodable(description, f"the description of {quoted(label)}", LabelError)
-        if not description.strip():
-            raise LabelError(f"the description of {quoted(label)} is empty: describe the label, or give no description "
-                             "to use its name")
+        if is_blank(description):
+            raise LabelError(f"the description of {quoted(label)} is empty{blank_detail(description)}: describe the label, "
+                             "or give no description to use its name")
         if description in first:
             raise LabelError(f"labels {quoted(first[description])} and {quoted(label)} have the same description "
                              f"({quoted(description)}): no model can tell them apart; describe them differently or merge them")
@@ -215,6 +215,25 @@ def _normalisation_joining(first: str, second: str) -> str | None:
     return None
 
 
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+"""Unicode categories with nothing for a model to read: control characters, format characters (zero-width space,
+byte-order mark, word joiner, soft hyphen) and separators."""
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` holds nothing a model can read: every character is whitespace or in :data:`_INVISIBLE_CATEGORIES`.
+    The one rule for empty texts, labels, descriptions, documents and queries: ``str.strip()`` keeps a zero-width
+    space or a control character, which tokenizers drop, and such a text was classified on the template alone."""
+    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES for char in text)
+
+
+def blank_detail(text: str) -> str:
+    """What a message on a blank ``text`` adds: `` (only invisible characters, such as U+200B)`` when it holds some
+    besides whitespace (a reader sees no reason for "empty" otherwise), else nothing."""
+    invisible = next((char for char in text if not char.isspace()), None)
+    return "" if invisible is None else f" (only invisible characters, such as U+{ord(invisible):04X})"
+
+
 def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     """Return the texts as a list, or raise :class:`DataError` naming the first empty one."""
     result = check_sequence(texts, "texts", DataError, source=source)
@@ -223,21 +242,23 @@ def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     for i, text in enumerate(result):
         if not isinstance(text, str):
             raise DataError(f"{source}: text {i + 1} is {type(text).__name__}, expected a string")
-        if not text.strip():
-            raise DataError(f"{source}: text {i + 1} is empty")
-        check_encodable(text, f"{source}: text {i + 1}")
+        check_encodable(text, f"{source}: text {i + 1}")  # first: a NUL is binary data, not an invisible character
+        if is_blank(text):
+            raise DataError(f"{source}: text {i + 1} is empty{blank_detail(text)}")
     return result
 
 
-def check_encodable(text: str, where: str, error: type[ZstcError] = DataError) -> str:
+def check_encodable(text: str, where: str, error: type[ZstcError] = DataError, *, parameters: tuple[str, ...] = ()) -> str:
     """``text`` unchanged, or ``error`` naming ``where`` if no tokenizer can take it: a lone UTF-16 surrogate (a JSON
-    ``"\\ud800"``) or a NUL character (binary data). One rule for files, the Python API and the service."""
+    ``"\\ud800"``) or a NUL character (binary data). One rule for files, the Python API and the service.
+    ``parameters``: the option names ``where`` mentions, for the CLI to write as its flags."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as failure:
-        raise error(f"{where} holds a lone UTF-16 surrogate (U+{ord(text[failure.start]):04X}) at character {failure.start}") from None
+        raise error(f"{where} holds a lone UTF-16 surrogate (U+{ord(text[failure.start]):04X}) at character {failure.start}",
+                    parameters=parameters) from None
     if "\x00" in text:
-        raise error(f"{where} holds a NUL character (binary data?)")
+        raise error(f"{where} holds a NUL character (binary data?)", parameters=parameters)
     return text
 
 
@@ -261,6 +282,8 @@ def check_template(template: str, *, what: str = "template") -> str:
     parameters = () if what.startswith("-") else (what,)
     if not isinstance(template, str):
         raise LabelError(f"{what} must be a string, got {type(template).__name__}", parameters=parameters)
+    # Here, not when a description built from it is checked: that named the first label's description.
+    check_encodable(template, what, LabelError, parameters=parameters)
     cannot = f"{what} {quoted(template)} cannot be filled"
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]

@@ -27,7 +27,7 @@ from zstc.benchmark.catalog import TaskSpec, get_task_spec, local_task_file
 from zstc.errors import DataError
 from zstc.benchmark.tasks import HARNESS_DRAWS, NO_HYPOTHESIS, Task, apply_unlabelled_policy, sample_task
 from zstc.io import GROUPED_SUFFIXES, TEXT_SUFFIXES, Record, read_records, text_of
-from zstc.validation import check_labels
+from zstc.validation import check_labels, is_blank
 
 HUB_DATASET = "btzsc/btzsc"
 
@@ -63,7 +63,7 @@ def group_paired_rows(rows: Iterable[tuple[int, Record]], *, name: str, source: 
         where = f"{source}:{row_number}"
         text = text_of(record, where)
         hypothesis = record.get("hypothesis")
-        if not isinstance(hypothesis, str) or not hypothesis.strip():
+        if not isinstance(hypothesis, str) or is_blank(hypothesis):
             raise DataError(f"{where}: missing or empty 'hypothesis'")
         try:
             positive = int(record["labels"])

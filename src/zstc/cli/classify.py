@@ -42,7 +42,7 @@ def classify(
     format_: Annotated[Optional[str], typer.Option("--format", help="jsonl, csv or parquet, whatever the --out extension says.")] = None,
     chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
     keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
-    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text (blank, whitespace or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.")] = False,
+    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text (blank, only whitespace or invisible characters, or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.")] = False,
     engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (a pool of Ray scorer actors; writes Parquet files into the --out folder).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")] = None,
     actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
@@ -72,12 +72,12 @@ def classify(
     from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
     from zstc.scale.planner import ENGINES
-    from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options
+    from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options, is_blank
 
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
-        names = check_labels(_split_labels(labels) if labels.strip() else [], allow_single=multi_label)
+        names = check_labels(_split_labels(labels) if not is_blank(labels) else [], allow_single=multi_label)
         given = names
     else:
         mapping = read_label_descriptions(labels_file, allow_single=multi_label)  # type: ignore[arg-type]  # set: exactly one of the two is given
@@ -145,7 +145,7 @@ def classify(
         if multi_label:  # on probabilities (a Platt file's, or the model's own) a cut lies in [0, 1]
             classifier.check_thresholds(threshold, per_label, per_label_parameter="label_thresholds")
     if multi_label and fit_thresholds:
-        dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column)
+        dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column, labels=names)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
         labeller.threshold, _ = classifier.fit_thresholds(dev_texts, dev_gold, names, descriptions)  # type: ignore[union-attr]  # built when fitting
         note(f"threshold {labeller.threshold:.4g} fitted on {len(dev_texts)} texts of {fit_thresholds}")

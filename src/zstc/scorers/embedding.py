@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Self, cast
 import numpy as np
 import torch
 
-from zstc.errors import DescriptionTooLongError, ModelError, quoted
+from zstc.errors import DescriptionTooLongError, ModelError
 from zstc.models.loading import load_error, model_source, pinned
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import (
@@ -124,10 +124,8 @@ class EmbeddingScorer(TorchScorer[None]):
     def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...], precision: Precision | None = None) -> torch.Tensor:
         too_long = self._too_long(loaded, list(documents))
         if too_long:
-            raise DescriptionTooLongError(
-                f"a label description is longer than {self.spec.model_id}'s {loaded.max_length} tokens; "
-                f"label descriptions are never truncated: shorten {quoted(documents[too_long[0]])}", documents[too_long[0]], loaded.max_length
-            )
+            raise DescriptionTooLongError.of(documents[too_long[0]], loaded.max_length, model=self.spec.model_id,
+                                             user_limit=self.max_length is not None)
         return self._encode(loaded, list(documents), show_progress=False, precision=precision)
 
     def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,

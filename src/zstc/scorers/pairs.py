@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from zstc.errors import DescriptionTooLongError, ModelError, quoted
+from zstc.errors import DescriptionTooLongError, ModelError
 from zstc.models.loading import load_error, model_source, pinned
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
@@ -218,6 +218,7 @@ def plan_pairs(
     max_pairs: int = DEFAULT_MAX_PAIRS,
     max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     length_step: int = 1,
+    user_limit: bool = False,
 ) -> PairPlan:
     """Tokenize each sequence once and order the pairs into batches.
 
@@ -226,6 +227,7 @@ def plan_pairs(
     The second sequence is never truncated: one that leaves no room for a first sequence within
     ``max_length`` is an error, not a silently shortened hypothesis. ``length_step``: each pass is padded to a
     multiple of it (at most ``max_length``), as on a GPU (:data:`zstc.scorers.families.GPU_LENGTH_STEP`).
+    ``user_limit``: ``max_length`` is the user's, not the model's own (an error then names it as the cause).
     """
     template = PairTemplate.from_tokenizer(tokenizer)
     # No first sequence can keep more than max_length tokens, so tokenizing beyond that is wasted work
@@ -237,11 +239,8 @@ def plan_pairs(
     room = max_length - template.n_special - second_lengths
     if len(room) and room.min() < 1:
         longest = int(np.argmin(room))
-        raise DescriptionTooLongError(
-            f"a label description is {second_lengths[longest]} tokens long, which leaves no room for the text "
-            f"within the model's {max_length} tokens; label descriptions are never truncated: shorten "
-            f"{quoted(second_texts[longest])}", second_texts[longest], max_length
-        )
+        raise DescriptionTooLongError.of(second_texts[longest], max_length, model="the model", user_limit=user_limit,
+                                         length=int(second_lengths[longest]))
     if pairs is None:
         firsts, seconds = (grid.ravel() for grid in np.indices((len(first_ids), len(second_ids))))
     else:
@@ -484,7 +483,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
             return plan_pairs(
                 loaded.tokenizer, firsts, seconds, max_length=self.limit(loaded), pairs=pairs,
                 max_pairs=max_pairs or self.batch_size, max_batch_tokens=self.max_batch_tokens,
-                length_step=self.length_step,
+                length_step=self.length_step, user_limit=self.max_length is not None,
             )
 
     def _scores_by_pair(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool,

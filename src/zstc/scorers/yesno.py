@@ -37,6 +37,7 @@ from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.batching import length_batches
 from zstc.scorers.causal import CausalLMScorer, TokenIds, left_pad, positions
 from zstc.scorers.prompts import YESNO_ANSWERS, YESNO_INSTRUCTION, yesno_prompt
+from zstc.validation import is_blank
 
 AnswerIds = list[int]
 """The token ids of "yes" and "no", read from the tokenizer when the model loads."""
@@ -58,7 +59,7 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         pair's full prompt (the reference computation, and the baseline of ``benchmarks/prefix_cache.py``)."""
         super().__init__(spec, **options)
         given = self.options["instruction"]
-        if given is not None and not given.strip():  # "" read as "the default" ran another prompt than the one asked for
+        if given is not None and is_blank(given):  # "" read as "the default" ran another prompt than the one asked for
             raise OptionError("instruction is empty: leave it out for the default (BTZSC's; nli-probe's: the paper's NLI "
                               "probe instruction)", "instruction")
         self.instruction: str = given or YESNO_INSTRUCTION

@@ -68,7 +68,7 @@ from zstc.server.schemas import (
     InfoResponse, RerankRequest, RerankResponse,
 )
 from zstc.server.telemetry import Telemetry
-from zstc.validation import check_distinct_descriptions, check_encodable, check_labels, check_template, check_texts
+from zstc.validation import blank_detail, check_distinct_descriptions, check_encodable, check_labels, check_template, check_texts, is_blank
 
 logger = logging.getLogger("zstc.server")
 
@@ -593,7 +593,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         check_size("texts", len(texts), "max_texts")
         texts = check_texts(texts)
         given = body.parameters.candidate_labels
-        candidates = [label for label in given.split(",") if label.strip()] if isinstance(given, str) else list(given)
+        candidates = [label for label in given.split(",") if not is_blank(label)] if isinstance(given, str) else list(given)
         check_size("labels", len(candidates), "max_labels")
         check_chars("text", texts)
         check_chars("candidate label", candidates)
@@ -647,12 +647,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def rerank(request: Request, body: RerankRequest) -> JSONResponse:
         """Cohere/Jina rerank: the query is scored as a text against each document as a label description."""
         started = time.perf_counter()
-        if not body.query.strip():
-            raise DataError("query is empty")
         documents = [d if isinstance(d, str) else d.text for d in body.documents]
         check_size("documents", len(documents), "max_labels")
         check_field_chars("query", body.query)
-        check_encodable(body.query, "query")
+        check_encodable(body.query, "query")  # first: a NUL is binary data, not an invisible character
+        if is_blank(body.query):
+            raise DataError(f"query is empty{blank_detail(body.query)}")
         check_chars("document", documents)
         if not documents:
             raise LabelError("no documents given")

@@ -10,6 +10,7 @@ import numpy as np
 
 from zstc.errors import DataError
 from zstc.io import read_records
+from zstc.validation import is_blank
 from zstc.benchmark.provenance import sha256_file as sha256_of
 
 NLI_CLASSES: tuple[str, ...] = ("entailment", "neutral", "contradiction")
@@ -43,7 +44,7 @@ def read_nli_pairs(path: str | Path) -> NliPairs:
         where = f"{path}:{row}"
         for column in ("premise", "hypothesis"):
             value = record.get(column)
-            if not isinstance(value, str) or not value.strip():
+            if not isinstance(value, str) or is_blank(value):
                 raise DataError(f"{where}: expected a non-empty string in column {column!r}, found {value!r}")
         label = record.get("label")
         if label not in NLI_CLASSES:
