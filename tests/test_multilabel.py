@@ -266,3 +266,29 @@ def test_a_cut_for_one_label_leaves_the_other_labels_rule_as_it_was() -> None:
     assert classifier.margin_for(0.1, labels, {}) is None
     # One label with a cut of its own is a yes/no question, not the margin rule's one label that always passes.
     assert classifier.predict_multi_label(["Goal"], ["economy"], per_label={"economy": 0.5})[0].labels == ["none"]
+
+
+class FixedProbabilityScorer(ProbabilityScorer):
+    """The same probabilities for every call: texts are rows of ``matrix``."""
+
+    def __init__(self, matrix: list[list[float]]) -> None:
+        super().__init__()
+        self.matrix = np.asarray(matrix, dtype=np.float32)
+
+    def score(self, texts, labels, *, show_progress: bool = False) -> np.ndarray:
+        return self.matrix[: len(texts), : len(labels)]
+
+
+def test_a_fitted_threshold_on_probabilities_is_one_predict_accepts() -> None:
+    """The fit's cut below the dev set's lowest score (every label passes: here, every dev text has both labels) is
+    that score minus 1e-6: with a probability of 0.0 (a saturated model's), -1e-06, which predict_multi_label then
+    refused ("threshold must be >= 0"), so a user could not use the threshold just fitted. Per-label cuts too."""
+    from zstc.api import Classifier
+
+    labels = ["sports", "politics"]
+    classifier = Classifier(FixedProbabilityScorer([[0.0, 0.3], [0.9, 0.0], [0.4, 0.7]]))
+    texts = ["one", "two", "three"]
+    threshold, own = classifier.fit_thresholds(texts, [labels] * 3, labels, per_label=True)
+    assert threshold == 0.0 and own == {"sports": 0.0, "politics": 0.0}
+    predicted = classifier.predict_multi_label(texts, labels, threshold=threshold, per_label=own)
+    assert [p.labels for p in predicted] == [["politics", "sports"], ["sports", "politics"], ["politics", "sports"]]

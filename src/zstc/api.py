@@ -390,12 +390,20 @@ class Classifier:
         """Multi-label thresholds on probabilities (:meth:`probability_scale`) lie in [0, 1], on cosines (the embedding
         and encoder families, uncalibrated) in [-1, 1] (:func:`zstc.multilabel.check_threshold_range`); log-odds and
         logit cuts are not bounded."""
+        bounds = self.threshold_bounds()
+        if bounds is not None:
+            low, high, scale = bounds
+            check_threshold_range(threshold, per_label, low, high, scale, per_label_parameter=per_label_parameter)
+
+    def threshold_bounds(self) -> tuple[float, float, str] | None:
+        """The range a multi-label threshold must lie in, with what the scores are in words: [0, 1] on probabilities
+        (:meth:`probability_scale`), [-1, 1] on uncalibrated cosines; None for log-odds and logits (any finite cut)."""
         scale = self.probability_scale()
         if scale is not None:
-            check_threshold_range(threshold, per_label, 0.0, 1.0, f"probabilities here ({scale})", per_label_parameter=per_label_parameter)
-        elif score_type_of(self.scorer) == "cosine":  # a cosine cut of 5 made every text "none", -5 passed every label
-            check_threshold_range(threshold, per_label, -1.0, 1.0, "cosine similarities here, which lie in [-1, 1]",
-                                  per_label_parameter=per_label_parameter)
+            return 0.0, 1.0, f"probabilities here ({scale})"
+        if score_type_of(self.scorer) == "cosine":  # a cosine cut of 5 made every text "none", -5 passed every label
+            return -1.0, 1.0, "cosine similarities here, which lie in [-1, 1]"
+        return None
 
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
@@ -473,8 +481,20 @@ class Classifier:
         matrix = self.scores(texts, labels, descriptions, allow_single=True)
         platt = self.platt()
         # Behind a shortlist the fit decides as predict_multi_label does: unscored pairs never pass.
-        return fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels, per_label=per_label,
-                              scored=self.scored(matrix))
+        threshold, own = fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels,
+                                        per_label=per_label, scored=self.scored(matrix))
+        bounds = self.threshold_bounds()
+        if bounds is None:
+            return threshold, own
+        # A fitted cut just past the dev set's lowest or highest score (every label passes, or none) fell outside the
+        # scores' range where a score lies on its bound (a probability of 0.0), and predict_multi_label then refused
+        # the threshold the fit had returned. Clipped to the bound, the cut passes every score as the fit's did (the
+        # decision is score >= cut); past the top, only a score on the bound itself would pass it now.
+        low, high, _ = bounds
+        def clipped(cut: float) -> float:
+            return float(min(max(cut, low), high))
+
+        return clipped(threshold), {name: clipped(cut) for name, cut in own.items()}
 
 
 def check_score_kind(kind: str) -> None:
