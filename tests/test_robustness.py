@@ -1171,3 +1171,21 @@ def test_a_hand_edited_impossible_metric_is_refused_not_reported(zstc_cli, resul
     assert_user_error(zstc_cli("report", str(result), "--out", str(tmp_path / "rep"), "--no-paper"), "macro_f1", shown)
     assert_user_error(zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "lb.json")), "macro_f1", shown)
     assert not (tmp_path / "rep").exists() and not (tmp_path / "lb.json").exists()
+
+
+def test_bench_refuses_a_multi_label_threshold_outside_the_scores_range(zstc_cli, btzsc_dir, tmp_path, monkeypatch) -> None:
+    """classify refused a cosine cut of 5 (every text "none") or a p_yes cut of 2; bench --multi-label took them and
+    printed a table of zeros after scoring every dataset. Now refused before any model loads, naming --threshold;
+    log-odds cuts stay unbounded."""
+    import zstc.scorers.embedding
+
+    def not_now(self):
+        raise AssertionError("the model loaded before --threshold was checked")
+
+    monkeypatch.setattr(zstc.scorers.embedding.EmbeddingScorer, "_load_model", not_now)
+    for threshold in ("5", "-1.5"):
+        code, out, err = zstc_cli("bench", "-m", "all-MiniLM-L6-v2", "--data", str(btzsc_dir), "--tasks", "banking77",
+                                  "--multi-label", "--threshold", threshold, "--out", str(tmp_path / "r.json"))
+        assert code == 2 and err.startswith("error: --threshold must be >= -1 and <= 1, got ") and \
+            "cosine similarities" in err, err
+    assert not (tmp_path / "r.json").exists()

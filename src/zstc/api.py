@@ -30,7 +30,7 @@ from zstc.hypotheses.variants import (
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
-from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, score_type_of
+from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, score_bounds, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
@@ -398,12 +398,10 @@ class Classifier:
     def threshold_bounds(self) -> tuple[float, float, str] | None:
         """The range a multi-label threshold must lie in, with what the scores are in words: [0, 1] on probabilities
         (:meth:`probability_scale`), [-1, 1] on uncalibrated cosines; None for log-odds and logits (any finite cut)."""
-        scale = self.probability_scale()
-        if scale is not None:
-            return 0.0, 1.0, f"probabilities here ({scale})"
-        if score_type_of(self.scorer) == "cosine":  # a cosine cut of 5 made every text "none", -5 passed every label
-            return -1.0, 1.0, "cosine similarities here, which lie in [-1, 1]"
-        return None
+        if self.platt() is not None:
+            return 0.0, 1.0, "probabilities here (a Platt calibration's)"
+        # A cosine cut of 5 made every text "none", -5 passed every label; 2 and -1 did the same on probabilities.
+        return score_bounds(self.family, score_type_of(self.scorer))
 
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,

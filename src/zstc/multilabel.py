@@ -155,6 +155,22 @@ def check_threshold_range(threshold: float | None, per_label: Mapping[str, float
                               f"{scale}", per_label_parameter)
 
 
+def score_bounds(family: str | None, score_type: str | None) -> tuple[float, float, str] | None:
+    """The range a model's raw scores lie in, so a multi-label threshold on them must too, with what they are in
+    words (:func:`check_threshold_range`'s ``scale``): [0, 1] on probabilities (score type ``prob``, an LLM's
+    distribution over its options), [-1, 1] on cosines; None for log-odds and logits, which any finite cut suits."""
+    from zstc.probabilities import score_scale
+
+    scale = score_scale(family, score_type)
+    if scale == "prob":
+        return 0.0, 1.0, "probabilities here (the model's scores are probabilities)"
+    if scale == "distribution":
+        return 0.0, 1.0, "probabilities here (the model's scores are a distribution over the labels)"
+    if score_type == "cosine":  # score_scale reads a scorer of no score type as cosines; its cuts are not bounded here
+        return -1.0, 1.0, "cosine similarities here, which lie in [-1, 1]"
+    return None
+
+
 def _check_label_named(name: str, labels: Sequence[str], parameter: str) -> None:
     """A per-label threshold's label must be one of ``labels``."""
     if name not in labels:

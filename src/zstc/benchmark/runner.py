@@ -289,7 +289,13 @@ class Bench:
         check_hypotheses_template(config.hypotheses, config.template)
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)
-            make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
+            scorer = make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
+            if config.multi_label and config.threshold is not None:  # as classify: a cut outside the scores' range is said
+                from zstc.multilabel import check_threshold_range, score_bounds, score_type_of
+
+                bounds = score_bounds(spec.family, score_type_of(scorer))
+                if bounds is not None:
+                    check_threshold_range(config.threshold, {}, *bounds)
             data_files = data_folder_files(str(config.data))
             check_output_path(Path(config.out), inputs=data_files)
             if is_special_file(Path(config.out)):  # /dev/stdout, /dev/full, a FIFO: no folder can go beside it
