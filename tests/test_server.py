@@ -434,6 +434,9 @@ def test_hostile_bodies_are_4xx_never_500(client: TestClient, body: bytes) -> No
     ("/", {"inputs": "\ufeff", "parameters": {"candidate_labels": "a,b"}}, "input: text 1 is empty (only invisible characters, such as U+FEFF)"),
     ("/rerank", {"query": "\u2060", "documents": ["d", "e"]}, "query is empty (only invisible characters, such as U+2060)"),
     ("/rerank", {"query": "q", "documents": ["d", "\u200b"]}, "documents contain an empty entry at position 2 (only invisible"),
+    # A repeated document is scored once, but positions are the client's: this one was "position 2" of the distinct ones.
+    ("/rerank", {"query": "q", "documents": ["d", "d", " e ", "e", "\u200b"]}, "documents contain an empty entry at position 5 (only invisible"),
+    ("/rerank", {"query": "q", "documents": ["d", "d", "\u0000e"]}, "documents: entry 3 holds a NUL character"),
 ])
 def test_nul_and_invisible_characters_are_refused_as_the_cli_refuses_them(client: TestClient, path: str, payload: Any, message: str) -> None:
     # JSON's "\u0000" decodes to a NUL; the CLI refuses one in a file ("binary data?"), the service said nothing.

@@ -119,11 +119,13 @@ def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: st
     return list(values)
 
 
-def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False) -> list[str]:
+def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False,
+                 allow_repeats: bool = False) -> list[str]:
     """Return the labels as a list of stripped strings, or raise :class:`LabelError`.
 
     A zero-shot decision among fewer than two candidates is meaningless for argmax; multi-label
-    scoring (one label, yes or no) passes ``allow_single=True``.
+    scoring (one label, yes or no) passes ``allow_single=True``. ``allow_repeats``: an entry may repeat (rerank's
+    documents, each scored once), and errors still name positions in ``labels`` as given.
     """
     given = check_sequence(labels, what, LabelError)
     for i, label in enumerate(given):
@@ -140,7 +142,7 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
         raise LabelError(f"{what} contain an empty entry at position {empty[0] + 1}{blank_detail(cleaned[empty[0]])}")
     if len(cleaned) < 2 and not allow_single:
         raise LabelError(f"only one label given ({quoted(cleaned[0])}): zero-shot classification needs at least two")
-    return check_distinct(cleaned, what)
+    return cleaned if allow_repeats else check_distinct(cleaned, what)
 
 
 def check_distinct(values: list[str], what: str, *, parameter: str | None = None) -> list[str]:

@@ -656,8 +656,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         check_chars("document", documents)
         if not documents:
             raise LabelError("no documents given")
-        stripped = [d.strip() for d in documents]
-        distinct = check_labels(list(dict.fromkeys(stripped)), what="documents", allow_single=True)
+        # Positions as the client gave them (a repeated document is scored once, but an error names where it is).
+        stripped = check_labels(documents, what="documents", allow_single=True, allow_repeats=True)
+        distinct = list(dict.fromkeys(stripped))
         try:
             rows, job = await score(request, [body.query], [tuple(distinct)])
         except DescriptionTooLongError as error:  # the scorer's words are classification's ("label description")
