@@ -1459,6 +1459,34 @@ def test_an_llm_service_takes_per_label_thresholds_and_refuses_a_lone_label(smol
             assert response.status_code == 422 and "would always score 1; give two or more" in response.json()["error"], response.text
 
 
+def test_a_shortlisted_service_shortlists_among_each_variant_of_polarity_labels(nli: Classifier) -> None:
+    """``serve --shortlist`` with polarity labels (five descriptions each): each variant is shortlisted on its own
+    and the variants' scores averaged, as the library's cascade does; the service shortlisted 2 of all fifteen
+    descriptions at once, leaving most labels of most variants unscored."""
+    cascade = Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", shortlist=2)
+    labels = ["positive", "negative", "neutral"]
+    np.testing.assert_allclose(_served_scores(cascade, TEXTS, labels), cascade.scores(TEXTS, labels), atol=1e-4, rtol=0)
+
+
+def _served_scores(classifier: Classifier, texts: list[str], labels: list[str]) -> list[list[float]]:
+    """Each text's score of each label (in ``labels``' order) from a fresh server of ``classifier``, single-label."""
+    with TestClient(create_app(classifier, ServeSettings())) as served:
+        wait_ready(served)
+        answer = served.post("/classify", json={"texts": texts, "labels": labels})
+    assert answer.status_code == 200, answer.text
+    return [[{entry["label"]: entry["score"] for entry in result["scores"]}[label] for label in labels]
+            for result in answer.json()["results"]]
+
+
+def test_an_llm_service_scores_each_variant_of_polarity_labels_apart(smollm2_folder: Path) -> None:
+    """Polarity labels (five descriptions each) on an LLM: each variant is one question of three options (a
+    distribution over them) and the distributions are averaged, as the library scores them; the service asked one
+    question of all fifteen descriptions, whose shares differ."""
+    classifier = Classifier("HuggingFaceTB/SmolLM2-135M-Instruct", family="llm", precision="fp32")
+    texts, labels = TEXTS[:2], ["positive", "negative", "neutral"]
+    np.testing.assert_allclose(_served_scores(classifier, texts, labels), classifier.scores(texts, labels), atol=1e-5, rtol=0)
+
+
 # -- notes on a request's own inputs -------------------------------------------------------------------------------
 
 LONG_TEXT = "The striker scored twice in the second half and the crowd sang until the final whistle blew. " * 3

@@ -463,11 +463,13 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # -- POST /classify, POST / ----------------------------------------------------------------------------------
 
-    async def label_descriptions(label_sets: list[tuple[list[str], list[str] | None, str | None]]) -> tuple[list[tuple[str, ...]], list[int]]:
+    async def label_descriptions(label_sets: list[tuple[list[str], list[str] | None, str | None]]
+                                 ) -> tuple[list[tuple[str, ...]], list[int]]:
         """What the model scores for each ``(names, their descriptions or None, template)``, and how many descriptions
         each label has: one, or (zstc's default for polarity labels, :func:`zstc.api.describe_labels`) several, variant
-        after variant, which the engine averages (in bf16 rechecking the average, as the library does). Labels the model reads alike are refused (:func:`check_labels_read_apart`:
-        off the event loop, where it may wait for the tokenizer; a label set seen before is answered from the scorer's cache)."""
+        after variant, which the engine averages (in bf16 rechecking the average, as the library does). Labels the model
+        reads alike are refused (:func:`check_labels_read_apart`: off the event loop, where it may wait for the tokenizer;
+        a label set seen before is answered from the scorer's cache)."""
         flat: list[tuple[str, ...]] = []
         counts: list[int] = []
         distinct = {}

@@ -269,7 +269,8 @@ class Backend:
 
         def rescore(which: np.ndarray) -> list[np.ndarray]:
             chosen = [averaged[int(k)] for k in which]
-            exact, read = self.score_exactly([jobs[j].texts[i] for j, i in chosen], [jobs[j].label_sets[i] for j, i in chosen])
+            exact, read = self.score_exactly([jobs[j].texts[i] for j, i in chosen], [jobs[j].label_sets[i] for j, i in chosen],
+                                             [jobs[j].variants[i] for j, i in chosen])
             reread.extend(read)
             return [_variant_mean(row, jobs[j].variants[i]) for (j, i), row in zip(chosen, exact)]
 
@@ -288,8 +289,8 @@ class Backend:
     def decisions(self, jobs: Sequence[ScoreJob]) -> list[Decision]:
         """Per text of the batch (every job's, in order), how :meth:`score` has its descriptions decided on: a text with
         one description per label by its cuts and margins; an average of variants not at all where :meth:`answer`
-        rechecks the average, else by the near ties of its descriptions, all variants as one decision (fp32 rechecks
-        nothing; a cascade has no fp32 twin, and like the library's it leaves the average unrechecked)."""
+        rechecks the average, else by its descriptions' near ties (fp32 rechecks nothing; a cascade, which has no fp32
+        twin, rechecks each variant's, scored apart by :class:`MatrixBackend` as the library's cascade scores them)."""
         apart = self.averages_apart
         return [(job.thresholds[i], job.margins[i], True) if count == 1 else (None, None, not apart)
                 for job in jobs for i, count in enumerate(job.variants)]
@@ -299,15 +300,18 @@ class Backend:
         with what the call read."""
         raise NotImplementedError
 
-    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]]) -> tuple[list[np.ndarray], tuple[str, ...]]:
-        """Each text's fp32 row against its own descriptions, by the scorer's fp32 twin (which shares its model), and
-        what it read for :attr:`Scored.reread` (nothing here: a backend that counts tokens says)."""
+    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
+                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        """Each text's fp32 row against its own descriptions (``variants[i]`` per label, each variant scored apart as
+        :meth:`MatrixBackend.score` scores them), by the scorer's fp32 twin (which shares its model), and what it read
+        for :attr:`Scored.reread` (nothing here: a backend that counts tokens says)."""
         exact = self.scorer.twin(precision="fp32")
-        rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(texts)
-        for labels, positions in _positions_by(label_sets).items():
-            for p, row in zip(positions, score_with_notes(exact, [texts[p] for p in positions], list(labels)).scores):
-                rows[p] = row
-        return rows, ()
+        parts = _variant_parts(label_sets, variants)
+        pieces = [[np.empty(0, np.float32)] * count for count in variants]
+        for labels, which in _positions_by([labels for _, _, labels in parts]).items():
+            for q, row in zip(which, score_with_notes(exact, [texts[parts[q][0]] for q in which], list(labels)).scores):
+                pieces[parts[q][0]][parts[q][1]] = row
+        return [np.concatenate(row) for row in pieces], ()
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
         """Tokens the model read for these jobs in the call that answered ``scored`` (for the batch-tokens
@@ -349,6 +353,12 @@ class Call:
 def _variant_mean(row: np.ndarray, variants: int) -> np.ndarray:
     """A row of descriptions, variant after variant -> one score per label, the mean of its variants (float32)."""
     return row.reshape(variants, -1).mean(axis=0)
+
+
+def _variant_parts(label_sets: Sequence[tuple[str, ...]], variants: Sequence[int]) -> list[tuple[int, int, tuple[str, ...]]]:
+    """Each label set's variants (its descriptions, variant after variant) as ``(position, variant, descriptions)``."""
+    return [(p, k, labels[k * len(labels) // count : (k + 1) * len(labels) // count])
+            for p, (labels, count) in enumerate(zip(label_sets, variants)) for k in range(count)]
 
 
 def _positions_by(keys: Sequence[Any]) -> dict[Any, list[int]]:
@@ -408,9 +418,11 @@ class PairBackend(Backend):
         return Scored(_split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))]),
                       truncated=_truncated_per_job(jobs, truncated), reread=tuple(s for pair in rescored for s in pair))
 
-    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]]) -> tuple[list[np.ndarray], tuple[str, ...]]:
-        """:meth:`Backend.score_exactly`: every text's pairs in one ``score_pairs`` run of the fp32 twin; what it read is
-        each distinct pair's text and description, as the model reads them."""
+    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
+                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        """:meth:`Backend.score_exactly` (a pair's score is its own, whatever the variants): every text's pairs in one
+        ``score_pairs`` run of the fp32 twin; what it read is each distinct pair's text and description, as the model
+        reads them."""
         formatted, described = self._format(texts, label_sets)
         firsts = [text for text, labels in zip(formatted, described) for _ in labels]
         seconds = [label for labels in described for label in labels]
@@ -432,26 +444,30 @@ class PairBackend(Backend):
 
 
 class MatrixBackend(Backend):
-    """Any scorer: one ``score(texts, labels)`` call per distinct label set, with every text that has it."""
+    """Any scorer: one ``score(texts, labels)`` call per distinct label set (per variant of one), with every text that has it."""
 
     def score(self, jobs: Sequence[ScoreJob]) -> Scored:
         """The batch's texts grouped by label set (and multi-label cuts where the scorer uses them), one score call per group."""
         flat_texts = [text for job in jobs for text in job.texts]
+        variants = [count for job in jobs for count in job.variants]
+        decisions = self.decisions(jobs)
+        # A label set's variants (polarity labels) are scored apart, one call each, as the library scores them: an LLM
+        # lists one variant's options in its prompt (a distribution over them), a cascade shortlists among one variant's.
+        parts = _variant_parts([labels for job in jobs for labels in job.label_sets], variants)
         # Multi-label cuts and margins split a call only for a scorer that uses them (an embedding model; a
         # cross-encoder behind a shortlist).
         uses_cuts = rechecks_thresholds(self.scorer)
-        sets = zip((labels for job in jobs for labels in job.label_sets), self.decisions(jobs))
-        groups = _positions_by([(labels, cut, margin, decided) if uses_cuts else (labels, None, None, decided)
-                                for labels, (cut, margin, decided) in sets])
-        results, encoded, reread = self._score_calls([Call([flat_texts[p] for p in positions], list(labels), cut, margin, decided)
-                                                      for (labels, cut, margin, decided), positions in groups.items()])
-        rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
+        groups = _positions_by([(labels, *(decisions[p] if uses_cuts else (None, None, decisions[p][2]))) for p, _, labels in parts])
+        results, encoded, reread = self._score_calls([Call([flat_texts[parts[q][0]] for q in which], list(labels), cut, margin, decided)
+                                                      for (labels, cut, margin, decided), which in groups.items()])
+        pieces = [[np.empty(0, np.float32)] * count for count in variants]
         truncated: set[int] = set()
-        for positions, result in zip(groups.values(), results):
-            for p, row in zip(positions, result.scores):
-                rows[p] = row
-            truncated.update(positions[row] for row in result.truncated)
-        return Scored(_split_rows(jobs, rows), encoded, truncated=_truncated_per_job(jobs, truncated), reread=reread)
+        for which, result in zip(groups.values(), results):
+            for q, row in zip(which, result.scores):
+                pieces[parts[q][0]][parts[q][1]] = row
+            truncated.update(parts[which[row]][0] for row in result.truncated)
+        return Scored(_split_rows(jobs, [np.concatenate(row) for row in pieces]), encoded, truncated=_truncated_per_job(jobs, truncated),
+                      reread=reread)
 
     def _score_calls(self, calls: list[Call]) -> tuple[list[ScoreResult], tuple[str, ...], tuple[str, ...]]:
         """One result per call (its matrix, and the rows it truncated), the label descriptions encoded apart from a
@@ -506,10 +522,11 @@ class EmbeddingBackend(MatrixBackend):
         reread += [d for d in fp32_uncached if d in self.fp32_label_cache]
         return list(results), encoded, tuple(reread)
 
-    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]]) -> tuple[list[np.ndarray], tuple[str, ...]]:
-        """:meth:`Backend.score_exactly`: the texts embedded in one fp32 run of the twin, their descriptions' fp32
-        embeddings from the recheck's cache (filled as it misses); what it read is the texts and the descriptions it
-        found no fp32 embedding for."""
+    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
+                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        """:meth:`Backend.score_exactly` (a cosine is its pair's own, whatever the variants): the texts embedded in one
+        fp32 run of the twin, their descriptions' fp32 embeddings from the recheck's cache (filled as it misses); what
+        it read is the texts and the descriptions it found no fp32 embedding for."""
         formatted, described = self._format(texts, label_sets)
         uncached = [d for d in dict.fromkeys(d for labels in described for d in labels) if d not in self.fp32_label_cache]
         results = self.scorer.twin(precision="fp32").score_requests(list(zip(([text] for text in texts), label_sets)),
