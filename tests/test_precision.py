@@ -499,6 +499,31 @@ def test_score_requests_rechecks_a_services_decisions_with_fp32_labels_cached_ap
     assert all(not torch.equal(fp32_cache._items[d], bf16_cache._items[d]) for d in fp32_cache._items)
 
 
+def _answers_in_one_batch(classifier: Any, bodies: list[dict[str, Any]], max_batch_pairs: int) -> list[list[dict[str, Any]]]:
+    """Each ``POST /classify`` body's results from ``zstc serve`` of ``classifier``, the requests sent at once and scored
+    in one batch (asserted), each answered with its own texts' rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastapi.testclient import TestClient
+
+    from zstc.server.app import ServeSettings, create_app
+    from zstc.server.engine import EngineConfig
+
+    settings = ServeSettings(engine=EngineConfig(max_wait_ms=500, max_batch_pairs=max_batch_pairs))
+    with TestClient(create_app(classifier, settings)) as client:
+        while client.get("/health/ready").status_code != 200:
+            time.sleep(0.05)
+        batches = client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
+        with ThreadPoolExecutor(len(bodies)) as pool:
+            answers = list(pool.map(lambda body: client.post("/classify", json=body), bodies))
+        assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
+    assert all(answer.status_code == 200 for answer in answers), [answer.text for answer in answers]
+    results = [answer.json()["results"] for answer in answers]
+    for body, result in zip(bodies, results):
+        assert [r["text"] for r in result] == body["texts"], "each request gets its own texts' rows"
+    return results
+
+
 @requires_fast_bf16
 @pytest.mark.slow
 def test_a_bf16_embedding_server_makes_fp32s_decisions(emotiondair_minilm: EmotionsByMiniLM, record_property) -> None:
@@ -508,13 +533,6 @@ def test_a_bf16_embedding_server_makes_fp32s_decisions(emotiondair_minilm: Emoti
     embeds every request of a batch in one run. Four requests (single- and multi-label, two halves of the texts) in
     one batch: each gets its own texts' rows. Decisions fp32 makes by less than its noise may go either way."""
     pytest.importorskip("fastapi")
-    from concurrent.futures import ThreadPoolExecutor
-
-    from fastapi.testclient import TestClient
-
-    from zstc.server.app import ServeSettings, create_app
-    from zstc.server.engine import EngineConfig
-
     task, hypotheses, labels, fp32, plain, served, exact, margin, cut = emotiondair_minilm
     barely_multi, barely_single = _barely_decided(exact, labels, cut, margin, {}).any(axis=1), ~_decided(exact)
     expected_sets = [set(p.labels) for p in fp32.predict_multi_label(task.texts, labels, hypotheses)]
@@ -526,18 +544,7 @@ def test_a_bf16_embedding_server_makes_fp32s_decisions(emotiondair_minilm: Emoti
 
     halves = [task.texts[:100], task.texts[100:]]
     bodies = [{"texts": half, "labels": labels, "descriptions": hypotheses, "multi_label": multi} for multi in (True, False) for half in halves]
-    settings = ServeSettings(engine=EngineConfig(max_wait_ms=500, max_batch_pairs=len(task.texts) * len(labels) * 2))
-    with TestClient(create_app(served, settings)) as client:
-        while client.get("/health/ready").status_code != 200:
-            time.sleep(0.05)
-        batches = client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
-        with ThreadPoolExecutor(len(bodies)) as pool:
-            answers = list(pool.map(lambda body: client.post("/classify", json=body), bodies))
-        assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
-    assert all(answer.status_code == 200 for answer in answers), [answer.text for answer in answers]
-    results = [answer.json()["results"] for answer in answers]
-    for body, result in zip(bodies, results):
-        assert [r["text"] for r in result] == body["texts"], "each request gets its own texts' rows"
+    results = _answers_in_one_batch(served, bodies, max_batch_pairs=len(task.texts) * len(labels) * 2)
     label_sets = [set(r["labels"]) for r in results[0] + results[1]]  # multi-label: compared as sets (order follows scores)
     best = [r["label"] for r in results[2] + results[3]]
     assert [i for i, skip in enumerate(barely_multi) if not skip and label_sets[i] != expected_sets[i]] == []
@@ -712,3 +719,73 @@ def test_a_twin_shares_the_model_and_keeps_its_label_embeddings_apart() -> None:
     fp32 = make_scorer(MINILM, precision="fp32", device="cpu").score(texts, labels)
     np.testing.assert_allclose(exact.score(texts, labels), fp32, atol=1e-6)
     assert exact._label_cache is bf16._fp32_label_cache and plain._label_cache is bf16._label_cache
+
+
+def _served_decisions(classifier: Any, bodies: list[dict[str, Any]], max_batch_pairs: int) -> list[list[Any]]:
+    """Each request's decisions from ``zstc serve`` of ``classifier`` (:func:`_answers_in_one_batch`): the label of each
+    text (single-label), or its label set (multi-label)."""
+    return [[set(r["labels"]) if body.get("multi_label") else r["label"] for r in results]
+            for body, results in zip(bodies, _answers_in_one_batch(classifier, bodies, max_batch_pairs))]
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_a_bf16_server_decides_an_average_of_description_variants_as_fp32(btzsc_dir: Path) -> None:
+    """``zstc serve`` in bf16 with polarity labels (five descriptions each, averaged): the decision is on the average,
+    so that is what the server rechecks, for every request of a batch by its own rule, as the library does. On the 100
+    financialphrasebank texts where bf16 picks another label than fp32 for text 77 (alone, and rechecking each
+    description's near ties: the server's answer before), its answers are an fp32 Classifier's and the bf16 library's,
+    single-label and under the embedding family's default multi-label rule, four requests in one batch."""
+    pytest.importorskip("fastapi")
+    from zstc.api import Classifier
+
+    texts = sample_task(btzsc_dir, "financialphrasebank", 100).texts
+    labels = ["positive", "negative", "neutral"]
+    fp32, checked = (Classifier(precision=p, device="cpu") for p in ("fp32", "bf16"))
+    exact = fp32.scores(texts, labels)
+    assert (np.diff(np.sort(exact, axis=1)[:, -2:], axis=1) > 1e-5).all()  # no decision within fp32's own noise here
+    expected_best = [labels[int(j)] for j in exact.argmax(1)]
+    expected_sets = [set(p.labels) for p in fp32.predict_multi_label(texts, labels)]
+    assert [p.label for p in checked.predict(texts, labels)] == expected_best
+    assert [set(p.labels) for p in checked.predict_multi_label(texts, labels)] == expected_sets
+
+    halves = [texts[:50], texts[50:]]
+    bodies = [{"texts": half, "labels": labels, "multi_label": multi} for multi in (False, True) for half in halves]
+    served = _served_decisions(Classifier(precision="bf16", device="cpu"), bodies, max_batch_pairs=len(texts) * 15 * 2)
+    assert served[0] + served[1] == expected_best
+    assert served[2] + served[3] == expected_sets
+
+
+@requires_fast_bf16
+@pytest.mark.slow
+def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_as_fp32(nli_folder: Path, btzsc_dir: Path,
+                                                                                       record_property) -> None:
+    """The pair backend (an NLI cross-encoder, every request's pairs in one run) with polarity labels in bf16: each
+    text's average of its five descriptions per label is rechecked on the average, its pairs not one by one, so the
+    server decides as an fp32 Classifier and as the bf16 library, single-label and under a cut where the averages are
+    densest. Decisions fp32 makes by less than its noise may go either way. (No flip of bf16 alone was found cheaply for
+    this model: on these 60 texts it flips none, so this checks the pair backend's path to the same answers; the flip
+    is the embedding server's test above.)"""
+    pytest.importorskip("fastapi")
+    from zstc.api import Classifier
+
+    texts = sample_task(btzsc_dir, "financialphrasebank", 60).texts
+    labels = ["positive", "negative", "neutral"]
+    fp32, alone, checked = (Classifier(str(nli_folder), family="nli", precision=p, **how)
+                            for p, how in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {})))
+    exact = fp32.scores(texts, labels)
+    cut = float(np.median(exact))
+    decided, far = _decided(exact), (np.abs(exact - cut) > NOISE).all(axis=1)
+    record_property("bf16_alone_single_label_flips", int((alone.scores(texts, labels).argmax(1) != exact.argmax(1)).sum()))
+    expected_best = [labels[int(j)] for j in exact.argmax(1)]
+    expected_sets = [set(p.labels) for p in fp32.predict_multi_label(texts, labels, threshold=cut)]
+    library_best = [p.label for p in checked.predict(texts, labels)]
+    library_sets = [set(p.labels) for p in checked.predict_multi_label(texts, labels, threshold=cut)]
+
+    halves = [texts[:30], texts[30:]]
+    bodies = [{"texts": half, "labels": labels, **({"multi_label": True, "threshold": cut} if multi else {})}
+              for multi in (False, True) for half in halves]
+    served = _served_decisions(Classifier(str(nli_folder), family="nli", precision="bf16"), bodies, len(texts) * 15 * 2)
+    best, sets = served[0] + served[1], served[2] + served[3]
+    assert [i for i in np.flatnonzero(decided) if best[i] != expected_best[i] or library_best[i] != expected_best[i]] == []
+    assert [i for i in np.flatnonzero(far) if sets[i] != expected_sets[i] or library_sets[i] != expected_sets[i]] == []

@@ -1509,6 +1509,34 @@ def test_an_llm_service_takes_per_label_thresholds_and_refuses_a_lone_label(smol
             assert response.status_code == 422 and "would always score 1; give two or more" in response.json()["error"], response.text
 
 
+def test_a_shortlisted_service_shortlists_among_each_variant_of_polarity_labels(nli: Classifier) -> None:
+    """``serve --shortlist`` with polarity labels (five descriptions each): each variant is shortlisted on its own
+    and the variants' scores averaged, as the library's cascade does; the service shortlisted 2 of all fifteen
+    descriptions at once, leaving most labels of most variants unscored."""
+    cascade = Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", shortlist=2)
+    labels = ["positive", "negative", "neutral"]
+    np.testing.assert_allclose(_served_scores(cascade, TEXTS, labels), cascade.scores(TEXTS, labels), atol=1e-4, rtol=0)
+
+
+def _served_scores(classifier: Classifier, texts: list[str], labels: list[str]) -> list[list[float]]:
+    """Each text's score of each label (in ``labels``' order) from a fresh server of ``classifier``, single-label."""
+    with TestClient(create_app(classifier, ServeSettings())) as served:
+        wait_ready(served)
+        answer = served.post("/classify", json={"texts": texts, "labels": labels})
+    assert answer.status_code == 200, answer.text
+    return [[{entry["label"]: entry["score"] for entry in result["scores"]}[label] for label in labels]
+            for result in answer.json()["results"]]
+
+
+def test_an_llm_service_scores_each_variant_of_polarity_labels_apart(smollm2_folder: Path) -> None:
+    """Polarity labels (five descriptions each) on an LLM: each variant is one question of three options (a
+    distribution over them) and the distributions are averaged, as the library scores them; the service asked one
+    question of all fifteen descriptions, whose shares differ."""
+    classifier = Classifier("HuggingFaceTB/SmolLM2-135M-Instruct", family="llm", precision="fp32")
+    texts, labels = TEXTS[:2], ["positive", "negative", "neutral"]
+    np.testing.assert_allclose(_served_scores(classifier, texts, labels), classifier.scores(texts, labels), atol=1e-5, rtol=0)
+
+
 # -- notes on a request's own inputs -------------------------------------------------------------------------------
 
 LONG_TEXT = "The striker scored twice in the second half and the crowd sang until the final whistle blew. " * 3
@@ -1599,22 +1627,53 @@ def test_batch_tokens_count_what_the_bf16_recheck_read_again(family: str, nli: C
     unit = "texts" if family == "embedding" else "(text, label) pairs"
     rescored_all = f"{len(texts) * (1 if family == 'embedding' else len(labels))} of "
     assert any(note.startswith(rescored_all) and f" {unit} rescored in fp32" in note for note in notes), notes
-    tokenizer = classifier.scorer.loaded.tokenizer
-    spec = classifier.scorer.spec
+    # Texts once, descriptions once (cache empty); again: every text and the fp32 descriptions (every pair, read again).
+    expected = 2 * _tokens_read(classifier, texts, descriptions)
+    assert _batch_tokens(classifier, {"texts": texts, "labels": labels, "template": TEMPLATE}) == expected
+
+
+def _tokens_read(classifier: Classifier, texts: Sequence[str], descriptions: Sequence[str]) -> int:
+    """The tokens one pass over ``texts`` and ``descriptions`` reads, as the model reads them: an embedding model each
+    text and description once, a cross-encoder each pair (a text with each description)."""
+    tokenizer, spec = classifier.scorer.loaded.tokenizer, classifier.scorer.spec
     length = {s: len(ids) for s, ids in zip([*texts, *descriptions], tokenizer([spec.format_query(t) for t in texts] + [
         spec.format_document(d) for d in descriptions], add_special_tokens=False)["input_ids"])}
     text_tokens, description_tokens = sum(length[t] for t in texts), sum(length[d] for d in descriptions)
-    if family == "embedding":  # texts once, descriptions once (cache empty); again: every text and the fp32 descriptions
-        expected = 2 * (text_tokens + description_tokens)
-    else:  # each pair holds its text and its description; every pair read again
-        expected = 2 * (text_tokens * len(labels) + description_tokens * len(texts))
+    if classifier.scorer.family == "embedding":
+        return text_tokens + description_tokens
+    return text_tokens * len(descriptions) + description_tokens * len(texts)
+
+
+def _batch_tokens(classifier: Classifier, body: dict[str, Any]) -> float:
+    """The zstc_batch_tokens sum after ``body``, the only request of a fresh server of ``classifier``."""
     with TestClient(create_app(classifier, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as service:
         wait_ready(service)
-        response = service.post("/classify", json={"texts": texts, "labels": labels, "template": TEMPLATE})
+        response = service.post("/classify", json=body)
         assert response.status_code == 200, response.text
         registry = service.app.state.telemetry.registry
         deadline = time.monotonic() + 30
         while not registry.get_sample_value("zstc_batch_tokens_count"):  # observed from the model thread, after the answer
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        assert registry.get_sample_value("zstc_batch_tokens_sum") == expected
+        return registry.get_sample_value("zstc_batch_tokens_sum")
+
+
+@pytest.mark.parametrize("family", ["embedding", "nli"])
+def test_batch_tokens_count_an_averages_bf16_recheck_once(family: str, nli: Classifier) -> None:
+    """Polarity labels (five descriptions each, averaged) in bf16: the batch's run reads every description without a
+    recheck of its own, and the recheck on the average reads each text it rescores whole again in fp32 (every text here,
+    as the library's notes say: three texts are all among the closest calls a recheck measures), so zstc_batch_tokens
+    holds the first pass and that, once: the embedding backend's texts and fp32 descriptions, the pair backend's pairs."""
+    from zstc.api import describe_labels
+    from zstc.hypotheses.variants import score_hypotheses_with_notes
+
+    model = MINILM if family == "embedding" else nli.scorer.spec.model_id
+    classifier = Classifier(model, family=family, precision="bf16")
+    labels = ["positive", "negative", "neutral"]
+    described = describe_labels(labels, classifier.template)
+    descriptions = [d for variant in described.variants.values() for d in variant]  # type: ignore[union-attr]
+    assert len(descriptions) == 5 * len(labels)
+    notes = score_hypotheses_with_notes(classifier.scorer, TEXTS, described).notes
+    assert f"{len(TEXTS)} of {len(TEXTS)} texts rescored in fp32: near ties of their text's best bf16 score" in notes, notes
+    # The first pass, and every text again in fp32, whole (an embedding model: with the fp32 descriptions, none cached).
+    assert _batch_tokens(classifier, {"texts": TEXTS, "labels": labels}) == 2 * _tokens_read(classifier, TEXTS, descriptions)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from zstc.scorers.base import ScoreResult, add_note, offers, score_with_notes
-from zstc.scorers.recheck import label_cuts, margin_cuts, recheck_in_fp32
+from zstc.scorers.recheck import label_cuts, margin_cuts, pair_cuts, recheck_in_fp32
 from zstc.errors import LabelError, UnknownNameError, quoted
 from zstc.validation import check_template
 
@@ -221,26 +221,51 @@ def average_rechecked(scorer: Any, texts: Sequence[str], variants: Sequence[Sequ
     ``p_yes`` is the sigmoid of its log-odds, ``|dp| <= |dlogit| / 4``; an LLM's probabilities ``exp`` of its
     log-probabilities, ``|dp| <= |dlog p|``) an error is no larger in the returned probabilities. The margin widens by
     itself if the texts rescored show a larger error. A text is rescored whole, every variant and label in fp32 (by
-    the scorer's fp32 twin, which shares its model), so the notes count texts.
+    the scorer's fp32 twin, which shares its model), so the notes count texts. The recheck step is
+    :func:`recheck_means` (the service's too, for a batch of requests each with its own labels).
     """
     plain, exact_scorer = scorer.twin(recheck_margin=0.0), scorer.twin(precision="fp32")
     averaged = _averaged([score_with_notes(plain, texts, variant, show_progress=show_progress) for variant in variants])
     mean = averaged.scores
-    n_texts, n_labels = mean.shape
-    groups = np.repeat(np.arange(n_texts), n_labels)
-    per_label = label_cuts(thresholds, n_labels)
-    cuts = None if per_label is None else np.tile(per_label, n_texts)
-    near = label_cuts(margins, n_labels)
-    if near is not None:
-        cuts = margin_cuts(mean.ravel(), groups, cuts, np.tile(near, n_texts))
 
-    def rescore(todo: np.ndarray) -> np.ndarray:
-        rows = np.unique(groups[todo])
+    def rescore(rows: np.ndarray) -> list[np.ndarray]:
         again = [texts[int(i)] for i in rows]
-        exact = mean.copy()
-        exact[rows] = np.mean([score_with_notes(exact_scorer, again, variant).scores for variant in variants], axis=0)
-        return exact.ravel()[todo]
+        return list(np.mean([score_with_notes(exact_scorer, again, variant).scores for variant in variants], axis=0))
 
-    rechecked, notes = recheck_in_fp32(mean.ravel(), groups, cuts, scorer.recheck_margin, rescore, whole_groups=True,
-                                       unit="texts")
-    return ScoreResult(rechecked.reshape(mean.shape), averaged.notes + notes)
+    n_texts = len(mean)
+    rechecked, notes = recheck_means(list(mean), [thresholds] * n_texts, [margins] * n_texts, scorer.recheck_margin, rescore)
+    return ScoreResult(np.array(rechecked, dtype=np.float32).reshape(mean.shape), averaged.notes + notes)
+
+
+Cuts = Sequence[float] | np.ndarray | None
+
+
+def recheck_means(means: Sequence[np.ndarray], thresholds: Sequence[Cuts], margins: Sequence[Cuts], margin: float,
+                  rescore: Callable[[np.ndarray], Sequence[np.ndarray]]) -> tuple[list[np.ndarray], list[str]]:
+    """The recheck step of :func:`average_rechecked`, for texts with labels of their own (a service's batch): each
+    text's bf16 mean row (one score per label, averaged over the variants), with every text whose decision on it bf16
+    could change replaced by its fp32 mean, and the notes saying how many texts.
+
+    ``thresholds[i]`` and ``margins[i]``: text ``i``'s multi-label cuts and the embedding family's default-rule margins,
+    one per label (None: none; a ``nan`` margin: a label with a cut of its own), taken on the mean as
+    :func:`~zstc.scorers.recheck.recheck_in_fp32` takes them. ``rescore(rows)``: the fp32 mean rows of the texts
+    ``rows`` (indices into ``means``, ascending), every variant and label scored again.
+    """
+    lengths = [len(mean) for mean in means]
+    flat = np.concatenate(means) if means else np.zeros(0, dtype=np.float32)
+    groups = np.repeat(np.arange(len(means)), lengths)
+    cuts = pair_cuts([label_cuts(cut, n) for cut, n in zip(thresholds, lengths)], lengths)
+    near = pair_cuts([label_cuts(rule, n) for rule, n in zip(margins, lengths)], lengths)
+    if near is not None:
+        cuts = margin_cuts(flat, groups, cuts, near)
+    starts = np.cumsum([0, *lengths])
+
+    def rescore_pairs(todo: np.ndarray) -> np.ndarray:
+        rows = np.unique(groups[todo])
+        exact = flat.copy()
+        for row, fresh in zip(rows, rescore(rows)):
+            exact[starts[row] : starts[row + 1]] = fresh
+        return exact[todo]
+
+    rechecked, notes = recheck_in_fp32(flat, groups, cuts, margin, rescore_pairs, whole_groups=True, unit="texts")
+    return [rechecked[starts[i] : starts[i + 1]] for i in range(len(means))], notes

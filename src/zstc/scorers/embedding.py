@@ -209,7 +209,7 @@ class EmbeddingScorer(TorchScorer[None]):
         return ScoreResult((left * right).sum(dim=-1).cpu().numpy().astype(np.float32), notes, truncated=truncated)
 
     def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *,
-                       label_cache: LruCache[torch.Tensor] | None = None, recheck: bool = False,
+                       label_cache: LruCache[torch.Tensor] | None = None, recheck: bool | Sequence[bool] = False,
                        thresholds: Sequence[Sequence[float] | np.ndarray | None] | None = None,
                        margins: Sequence[Sequence[float] | np.ndarray | None] | None = None,
                        fp32_label_cache: LruCache[torch.Tensor] | None = None) -> list[ScoreResult]:
@@ -222,7 +222,8 @@ class EmbeddingScorer(TorchScorer[None]):
         whose hits it counts), so a new label set is free once each of its descriptions has been seen, in
         whatever set; without it, the scorer's own cache of whole label sets is used.
 
-        ``recheck``: each call is a decision (a service's requests; a cascade's shortlists are not), so in bf16 its
+        ``recheck`` (one for every call, or one per call): each call is a decision (a service's requests; a cascade's
+        shortlists are not; nor is a service's average of description variants, rechecked on the average), so in bf16 its
         texts with a near decision are embedded again in fp32 as :meth:`score_with_notes` does (:meth:`_recheck_texts`),
         by ``thresholds[i]`` and ``margins[i]``, call ``i``'s multi-label cuts and default-rule margins (None: its
         best label). ``fp32_label_cache`` then holds the recheck's fp32 embedding per description, apart from
@@ -231,6 +232,9 @@ class EmbeddingScorer(TorchScorer[None]):
         calls = [([self.spec.format_query(text) for text in texts], tuple(self.spec.format_document(label) for label in labels))
                  for texts, labels in requests]
         cuts, call_margins = call_cuts(thresholds, margins, len(calls))
+        rechecks = [recheck] * len(calls) if isinstance(recheck, bool) else list(recheck)
+        if len(rechecks) != len(calls):
+            raise ValueError(f"{len(rechecks)} recheck flags for {len(calls)} calls")
         distinct = list(dict.fromkeys(query for queries, _ in calls for query in queries))
         row_of = {query: i for i, query in enumerate(distinct)}
         text_embeddings = self._encode(loaded, distinct, show_progress=False) if distinct else None
@@ -240,7 +244,7 @@ class EmbeddingScorer(TorchScorer[None]):
         fp32_labels = None if fp32_label_cache is None else (  # a recheck's: computed only when a text is rechecked
             lambda documents: self._label_sets_by_description(loaded, [documents], fp32_label_cache, "fp32")(documents))
         results = []
-        for (queries, documents), cut, margin in zip(calls, cuts, call_margins):
+        for (queries, documents), cut, margin, decided in zip(calls, cuts, call_margins, rechecks):
             label_embeddings = label_set(documents)
             if text_embeddings is None or not queries:
                 results.append(ScoreResult(np.zeros((len(queries), len(documents)), dtype=np.float32), []))
@@ -248,7 +252,7 @@ class EmbeddingScorer(TorchScorer[None]):
             matrix = cosines(text_embeddings[[row_of[query] for query in queries]], label_embeddings)
             notes, truncated = self._truncation(loaded, queries)
             record: list[np.ndarray] = []
-            if recheck:
+            if decided:
                 matrix, rechecked = self._recheck_texts(loaded, queries, documents, matrix, label_cuts(cut, len(documents)),
                                                         label_cuts(margin, len(documents)), fp32_labels, record)
                 notes += rechecked

@@ -383,7 +383,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]],
                     cuts: list[tuple[float, ...] | None] | None = None,
-                    margins: list[tuple[float, ...] | None] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
+                    margins: list[tuple[float, ...] | None] | None = None,
+                    variants: list[int] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
+        """Queue ``texts`` (each with its descriptions, ``variants[i]`` per label, variant after variant) and wait for
+        their rows: one score per label (the mean of its variants), or the error the request gets."""
         pairs = sum(len(d) for d in descriptions)
         if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
             limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
@@ -391,7 +394,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
                                                  f"several descriptions counts each); {limit} (GET /info)")
         try:
-            job = engine.submit(texts, descriptions, cuts, margins)
+            job = engine.submit(texts, descriptions, cuts, margins, variants)
         except Overloaded as error:
             raise ServiceError(429, "overloaded", str(error), {"retry-after": str(error.retry_after)}) from None
         except Unavailable as error:
@@ -460,12 +463,16 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # -- POST /classify, POST / ----------------------------------------------------------------------------------
 
-    async def label_descriptions(label_sets: list[tuple[list[str], list[str] | None, str | None]]) -> list[tuple[str, ...]]:
-        """What the model scores for each ``(names, their descriptions or None, template)``: one description per label,
-        or (zstc's default for polarity labels, :func:`zstc.api.describe_labels`) several, variant after variant;
-        :func:`label_scores` averages them. Labels the model reads alike are refused (:func:`check_labels_read_apart`:
-        off the event loop, where it may wait for the tokenizer; a label set seen before is answered from the scorer's cache)."""
-        flat, distinct = [], {}
+    async def label_descriptions(label_sets: list[tuple[list[str], list[str] | None, str | None]]
+                                 ) -> tuple[list[tuple[str, ...]], list[int]]:
+        """What the model scores for each ``(names, their descriptions or None, template)``, and how many descriptions
+        each label has: one, or (zstc's default for polarity labels, :func:`zstc.api.describe_labels`) several, variant
+        after variant, which the engine averages (in bf16 rechecking the average, as the library does). Labels the model
+        reads alike are refused (:func:`check_labels_read_apart`: off the event loop, where it may wait for the tokenizer;
+        a label set seen before is answered from the scorer's cache)."""
+        flat: list[tuple[str, ...]] = []
+        counts: list[int] = []
+        distinct = {}
         for names, given, template in label_sets:
             if given is not None and len(given) != len(names):
                 raise LabelError(f"{len(given)} descriptions for {len(names)} labels")
@@ -474,6 +481,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             check_distinct_descriptions(names, described)
             variants = list(described.variants.values()) if isinstance(described, HypothesisSet) else [list(described)]
             flat.append(tuple(description for variant in variants for description in variant))
+            counts.append(len(variants))
             check_chars("label description", flat[-1])
             distinct[(tuple(names), flat[-1])] = (names, described)
 
@@ -482,11 +490,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
                 check_labels_read_apart(scorer, names, described)
 
         await asyncio.to_thread(read_apart)
-        return flat
-
-    def label_scores(row: np.ndarray, labels: int) -> np.ndarray:
-        """A scored row of (variants x labels) descriptions -> one score per label, the variants' mean."""
-        return row.reshape(-1, labels).mean(axis=0)
+        return flat, counts
 
     async def classify_zstc(request: Request, body: ClassifyRequest) -> JSONResponse:
         started = time.perf_counter()
@@ -521,9 +525,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             template = body.template if body.template is not None or given is not None else probability_model.template
             names_per_set.append(names)
             label_sets.append((names, given, template))
-        descriptions_per_set = await label_descriptions(label_sets)
+        descriptions_per_set, variants_per_set = await label_descriptions(label_sets)
         if not per_text:
             names_per_set, descriptions_per_set = names_per_set * len(texts), descriptions_per_set * len(texts)
+            variants_per_set = variants_per_set * len(texts)
         threshold: float | None = None
         margin: float | None = None
         per_label: list[Any] = [None] * len(texts)
@@ -544,17 +549,16 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
         cuts: list[tuple[float, ...] | None] = [None] * len(texts)
         margins: list[tuple[float, ...] | None] = [None] * len(texts)
-        if threshold is not None:  # as Classifier.predict_multi_label: bf16 rechecks the pairs near each label's cut and,
+        if threshold is not None:  # as Classifier.predict_multi_label: bf16 rechecks the scores near each label's cut and,
             # under the embedding family's default rule, near the text's best minus the margin (labels without a cut of
-            # their own); not an average of description variants, whose cut is on no one variant's scores.
-            single = [len(described) == len(names) for names, described in zip(names_per_set, descriptions_per_set)]
-            cuts = [tuple(raw_cuts(label_thresholds(len(names), threshold, names, overrides))) if one else None
-                    for names, overrides, one in zip(names_per_set, per_label, single)]
+            # their own); for an average of description variants, on the average (the engine's Backend.answer).
+            cuts = [tuple(raw_cuts(label_thresholds(len(names), threshold, names, overrides)))
+                    for names, overrides in zip(names_per_set, per_label)]
             if margin is not None:
-                margins = [tuple(math.nan if name in overrides else margin for name in names) if one else None
-                           for names, overrides, one in zip(names_per_set, per_label, single)]
-        rows, job = await score(request, texts, descriptions_per_set, cuts, margins)
-        results = [text_result(text, label_scores(row, len(names)), names, body.multi_label, threshold, overrides, body.precision, margin)
+                margins = [tuple(math.nan if name in overrides else margin for name in names)
+                           for names, overrides in zip(names_per_set, per_label)]
+        rows, job = await score(request, texts, descriptions_per_set, cuts, margins, variants_per_set)
+        results = [text_result(text, row, names, body.multi_label, threshold, overrides, body.precision, margin)
                    for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
         content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results,
                    "notes": request_notes(job)}
@@ -603,10 +607,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         # label would always say 1).
         multi_label = body.parameters.multi_label or len(candidates) == 1
         names = check_labels(candidates, what="candidate_labels", allow_single=multi_label)
-        descriptions = (await label_descriptions([(names, None, body.parameters.hypothesis_template)]))[0]
-        rows, job = await score(request, texts, [descriptions] * len(texts))
+        (descriptions,), (variants,) = await label_descriptions([(names, None, body.parameters.hypothesis_template)])
+        rows, job = await score(request, texts, [descriptions] * len(texts), variants=[variants] * len(texts))
         answers = []
-        for row in (label_scores(row, len(names)) for row in rows):
+        for row in rows:
             if multi_label:
                 probabilities = multi_label_probabilities(row)  # each label on its own, as the pipeline's multi_label
                 scored = probability_model.scored(row)

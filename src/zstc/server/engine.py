@@ -20,7 +20,9 @@ How it works, and where each idea comes from:
   are embedded again in fp32 (with fp32 label embeddings, cached apart), as the library does. Other families
   (yes/no, LLM) are called once per distinct label set in the batch, with all texts that share it; the yes/no
   scorer keeps its shared-prefix cache. Behind ``--shortlist``, each text's labels are shortlisted by the bi-encoder and the
-  shortlisted pairs of all requests go to the cross-encoder in one run.
+  shortlisted pairs of all requests go to the cross-encoder in one run. Labels with several descriptions (polarity
+  labels) are averaged after the batch's run, in the model thread; in bf16 the averages of the whole batch are then
+  rechecked together, on the average, as the library rechecks one call's (:meth:`Backend.answer`).
 * **Backpressure counted in pairs.** TEI caps in-flight work (``--max-concurrent-requests``) and answers 429
   ``{"error_type": "overloaded"}`` past it; Ray Serve's ``max_queued_requests`` answers 503 or 429 with
   ``Retry-After``. Here the cap is ``max_queued_pairs`` of work waiting or running, because a request of
@@ -61,12 +63,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from zstc.errors import NonFiniteScoresError
+from zstc.hypotheses.variants import recheck_means, rechecks_average
 from zstc.scorers.base import LruCache, ScoreResult, check_finite_scores, offers, rechecks_thresholds, score_with_notes
 from zstc.scorers.recheck import pair_cuts
 from zstc.server.settings import EngineConfig
@@ -97,10 +100,13 @@ class ScoreJob:
     label_sets: list[tuple[str, ...]]
     future: asyncio.Future[list[np.ndarray]]
     thresholds: list[tuple[float, ...] | None]
-    """Per text: its multi-label cut per description, for bf16's recheck of the pairs near it (None: argmax)."""
+    """Per text: its multi-label cut per label, for bf16's recheck of the scores near it (None: argmax)."""
     margins: list[tuple[float, ...] | None]
-    """Per text: the embedding family's default-rule margin per description (``nan``: a label with a cut of its own;
+    """Per text: the embedding family's default-rule margin per label (``nan``: a label with a cut of its own;
     None: no margin rule), for bf16's recheck of the texts near their best minus it."""
+    variants: list[int] = field(default_factory=list)
+    """Per text: how many descriptions each of its labels has (zstc's polarity labels: several, variant after variant,
+    :func:`zstc.api.describe_labels`), whose scores are averaged into one per label; empty: one each."""
     pairs: int = 0
     enqueued: float = field(default_factory=time.perf_counter)
     started: float | None = None
@@ -112,6 +118,7 @@ class ScoreJob:
 
     def __post_init__(self) -> None:
         self.pairs = sum(len(labels) for labels in self.label_sets)
+        self.variants = self.variants or [1] * len(self.label_sets)
 
     @property
     def queue_s(self) -> float:
@@ -219,7 +226,8 @@ class Scored:
     one by one, and each call counts only what it read)."""
 
     rows: list[list[np.ndarray]]
-    """Per job, one float32 row per text: its labels' (descriptions') scores, in their order."""
+    """Per job, one float32 row per text: from :meth:`Backend.score`, its descriptions' scores in their order; from
+    :meth:`Backend.answer`, its labels' (the mean of their variants)."""
     encoded: tuple[str, ...] = ()
     """Embedding models: the label descriptions (as the model reads them) this call encoded, the ones not
     found in the label cache; the others cost the model nothing."""
@@ -232,15 +240,78 @@ class Scored:
     cached (embedding models). The batch-tokens metric counts them with the first pass."""
 
 
+Decision = tuple[tuple[float, ...] | None, tuple[float, ...] | None, bool]
+"""How one text's descriptions are decided on in the backend's call: their multi-label cuts and default-rule margins
+(one per description, or None) and whether bf16 rechecks them there at all."""
+
+
 class Backend:
     """Scores a batch of jobs in the model thread: per job, one row of scores per text."""
 
     def __init__(self, scorer: Any) -> None:
         self.scorer = scorer
 
+    def answer(self, jobs: Sequence[ScoreJob]) -> Scored:
+        """What each job is answered: :meth:`score`'s rows, with each text whose labels have several descriptions
+        given the mean of its variants (one score per label). Where the scorer rechecks an average on the average
+        (:func:`~zstc.hypotheses.variants.rechecks_average`: bf16 with an fp32 twin), as the library does, the means of
+        the whole batch go through :func:`~zstc.hypotheses.variants.recheck_means` (by each text's own cuts and
+        margins), the texts it picks rescored whole in fp32 (:meth:`score_exactly`) and what they read counted in
+        :attr:`Scored.reread`."""
+        scored = self.score(jobs)
+        rows = [list(job_rows) for job_rows in scored.rows]
+        averaged = [(j, i) for j, job in enumerate(jobs) for i, count in enumerate(job.variants) if count > 1]
+        for j, i in averaged:
+            rows[j][i] = _variant_mean(rows[j][i], jobs[j].variants[i])
+        if not averaged or not self.averages_apart:
+            return replace(scored, rows=rows)
+        reread: list[str] = []
+
+        def rescore(which: np.ndarray) -> list[np.ndarray]:
+            chosen = [averaged[int(k)] for k in which]
+            exact, read = self.score_exactly([jobs[j].texts[i] for j, i in chosen], [jobs[j].label_sets[i] for j, i in chosen],
+                                             [jobs[j].variants[i] for j, i in chosen])
+            reread.extend(read)
+            return [_variant_mean(row, jobs[j].variants[i]) for (j, i), row in zip(chosen, exact)]
+
+        means, _ = recheck_means([rows[j][i] for j, i in averaged], [jobs[j].thresholds[i] for j, i in averaged],
+                                 [jobs[j].margins[i] for j, i in averaged], self.scorer.recheck_margin, rescore)
+        for (j, i), mean in zip(averaged, means):
+            rows[j][i] = mean
+        return replace(scored, rows=rows, reread=scored.reread + tuple(reread))
+
+    @property
+    def averages_apart(self) -> bool:
+        """Whether :meth:`answer` rechecks averages of description variants on the average, so that :meth:`score`
+        leaves their descriptions without a recheck of their own (paid twice, and on no variant's decision)."""
+        return rechecks_average(self.scorer)
+
+    def decisions(self, jobs: Sequence[ScoreJob]) -> list[Decision]:
+        """Per text of the batch (every job's, in order), how :meth:`score` has its descriptions decided on: a text with
+        one description per label by its cuts and margins; an average of variants not at all where :meth:`answer`
+        rechecks the average, else by its descriptions' near ties (fp32 rechecks nothing; a cascade, which has no fp32
+        twin, rechecks each variant's, scored apart by :class:`MatrixBackend` as the library's cascade scores them)."""
+        apart = self.averages_apart
+        return [(job.thresholds[i], job.margins[i], True) if count == 1 else (None, None, not apart)
+                for job in jobs for i, count in enumerate(job.variants)]
+
     def score(self, jobs: Sequence[ScoreJob]) -> Scored:
-        """Per job, one float32 row per text (:attr:`Scored.rows`), with what the call read."""
+        """Per job, one float32 row per text (:attr:`Scored.rows`: one score per description, variant after variant),
+        with what the call read."""
         raise NotImplementedError
+
+    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
+                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        """Each text's fp32 row against its own descriptions (``variants[i]`` per label, each variant scored apart as
+        :meth:`MatrixBackend.score` scores them), by the scorer's fp32 twin (which shares its model), and what it read
+        for :attr:`Scored.reread` (nothing here: a backend that counts tokens says)."""
+        exact = self.scorer.twin(precision="fp32")
+        parts = _variant_parts(label_sets, variants)
+        pieces = [[np.empty(0, np.float32)] * count for count in variants]
+        for labels, which in _positions_by([labels for _, _, labels in parts]).items():
+            for q, row in zip(which, score_with_notes(exact, [texts[parts[q][0]] for q in which], list(labels)).scores):
+                pieces[parts[q][0]][parts[q][1]] = row
+        return [np.concatenate(row) for row in pieces], ()
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
         """Tokens the model read for these jobs in the call that answered ``scored`` (for the batch-tokens
@@ -256,11 +327,13 @@ class Backend:
         return loaded if hasattr(loaded, "tokenizer") and hasattr(loaded, "tokenizer_lock") else None
 
     def _formatted(self, jobs: Sequence[ScoreJob]) -> tuple[list[str], list[tuple[str, ...]]]:
+        """The jobs' texts and label descriptions as the model reads them (:meth:`_format`)."""
+        return self._format([text for job in jobs for text in job.texts], [labels for job in jobs for labels in job.label_sets])
+
+    def _format(self, texts: Sequence[str], label_sets: Sequence[tuple[str, ...]]) -> tuple[list[str], list[tuple[str, ...]]]:
         """Texts and label descriptions as the model reads them (the registry's query/document prefixes)."""
         spec = self.scorer.spec
-        texts = [spec.format_query(text) for job in jobs for text in job.texts]
-        label_sets = [tuple(spec.format_document(d) for d in labels) for job in jobs for labels in job.label_sets]
-        return texts, label_sets
+        return [spec.format_query(text) for text in texts], [tuple(spec.format_document(d) for d in labels) for labels in label_sets]
 
 
 @dataclass(frozen=True)
@@ -273,6 +346,27 @@ class Call:
     """One multi-label cut per label (:attr:`ScoreJob.thresholds`), or None."""
     margins: tuple[float, ...] | None
     """One default-rule margin per label (:attr:`ScoreJob.margins`), or None."""
+    recheck: bool = True
+    """Whether bf16 rechecks this call's decisions (not an average of variants, rechecked on the average: :meth:`Backend.answer`)."""
+
+
+def _variant_mean(row: np.ndarray, variants: int) -> np.ndarray:
+    """A row of descriptions, variant after variant -> one score per label, the mean of its variants (float32)."""
+    return row.reshape(variants, -1).mean(axis=0)
+
+
+def _variant_parts(label_sets: Sequence[tuple[str, ...]], variants: Sequence[int]) -> list[tuple[int, int, tuple[str, ...]]]:
+    """Each label set's variants (its descriptions, variant after variant) as ``(position, variant, descriptions)``."""
+    return [(p, k, labels[k * len(labels) // count : (k + 1) * len(labels) // count])
+            for p, (labels, count) in enumerate(zip(label_sets, variants)) for k in range(count)]
+
+
+def _positions_by(keys: Sequence[Any]) -> dict[Any, list[int]]:
+    """Each distinct key (first seen first) -> the positions holding it."""
+    positions: dict[Any, list[int]] = {}
+    for position, key in enumerate(keys):
+        positions.setdefault(key, []).append(position)
+    return positions
 
 
 def _split_rows(jobs: Sequence[ScoreJob], rows: list[np.ndarray]) -> list[list[np.ndarray]]:
@@ -303,19 +397,39 @@ class PairBackend(Backend):
         # Each text of each request is one decision among its own labels (bf16 rechecks its near ties in fp32),
         # even when another request sent the same text with other labels; a multi-label text's pairs are
         # decided by their cuts instead (bf16 rechecks the pairs near them).
-        groups = np.repeat(np.arange(len(label_sets)), [len(labels) for labels in label_sets])
-        cuts = pair_cuts([cut for job in jobs for cut in job.thresholds], [len(labels) for labels in label_sets])
+        counts = [len(labels) for labels in label_sets]
+        decisions = self.decisions(jobs)
+        owners = np.repeat(np.arange(len(label_sets)), counts)
+        # A text whose average is rechecked after the batch (Backend.answer): each of its pairs a group of its own,
+        # a decision of one, which no recheck picks (never a near tie, never among the closest calls).
+        groups = owners.copy()
+        alone = np.repeat(np.array([not decided for _, _, decided in decisions], dtype=bool), counts)
+        groups[alone] = len(label_sets) + np.arange(int(alone.sum()))
+        cuts = pair_cuts([cut for cut, _, _ in decisions], counts)
         given = {"groups": groups, **({"cuts": cuts} if cuts is not None else {})}
         result = (self.scorer.score_pairs_with_notes(firsts, seconds, **given) if offers(self.scorer, "score_pairs_with_notes")
                   else ScoreResult(self.scorer.score_pairs(firsts, seconds, **given)))  # a scorer that says nothing of its pairs
         scores = result.scores
-        bounds = np.cumsum([0, *(len(labels) for labels in label_sets)])
+        bounds = np.cumsum([0, *counts])
         # A text is truncated for its request when any of its own pairs was (another request may pair the same text
         # with a longer description, which leaves it less room).
-        truncated = {int(groups[pair]) for pair in result.truncated}
+        truncated = {int(owners[pair]) for pair in result.truncated}
         rescored = dict.fromkeys((firsts[pair], seconds[pair]) for pair in result.rescored)  # a pair twice is rescored once
         return Scored(_split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))]),
                       truncated=_truncated_per_job(jobs, truncated), reread=tuple(s for pair in rescored for s in pair))
+
+    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
+                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        """:meth:`Backend.score_exactly` (a pair's score is its own, whatever the variants): every text's pairs in one
+        ``score_pairs`` run of the fp32 twin; what it read is each distinct pair's text and description, as the model
+        reads them."""
+        formatted, described = self._format(texts, label_sets)
+        firsts = [text for text, labels in zip(formatted, described) for _ in labels]
+        seconds = [label for labels in described for label in labels]
+        scores = self.scorer.twin(precision="fp32").score_pairs(firsts, seconds)
+        bounds = np.cumsum([0, *(len(labels) for labels in described)])
+        return ([scores[bounds[i] : bounds[i + 1]] for i in range(len(texts))],
+                tuple(s for pair in dict.fromkeys(zip(firsts, seconds)) for s in pair))
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
         """Tokens the batch's pairs hold: each text once per label, plus each description, and bf16's rescored pairs
@@ -330,35 +444,38 @@ class PairBackend(Backend):
 
 
 class MatrixBackend(Backend):
-    """Any scorer: one ``score(texts, labels)`` call per distinct label set, with every text that has it."""
+    """Any scorer: one ``score(texts, labels)`` call per distinct label set (per variant of one), with every text that has it."""
 
     def score(self, jobs: Sequence[ScoreJob]) -> Scored:
         """The batch's texts grouped by label set (and multi-label cuts where the scorer uses them), one score call per group."""
-        groups: dict[tuple[tuple[str, ...], tuple[float, ...] | None, tuple[float, ...] | None], list[int]] = {}
         flat_texts = [text for job in jobs for text in job.texts]
+        variants = [count for job in jobs for count in job.variants]
+        decisions = self.decisions(jobs)
+        # A label set's variants (polarity labels) are scored apart, one call each, as the library scores them: an LLM
+        # lists one variant's options in its prompt (a distribution over them), a cascade shortlists among one variant's.
+        parts = _variant_parts([labels for job in jobs for labels in job.label_sets], variants)
         # Multi-label cuts and margins split a call only for a scorer that uses them (an embedding model; a
         # cross-encoder behind a shortlist).
         uses_cuts = rechecks_thresholds(self.scorer)
-        sets = zip((labels for job in jobs for labels in job.label_sets), (cut for job in jobs for cut in job.thresholds),
-                   (margin for job in jobs for margin in job.margins))
-        for position, (labels, cut, margin) in enumerate(sets):
-            groups.setdefault((labels, cut, margin) if uses_cuts else (labels, None, None), []).append(position)
-        results, encoded, reread = self._score_calls([Call([flat_texts[p] for p in positions], list(labels), cut, margin)
-                                                      for (labels, cut, margin), positions in groups.items()])
-        rows: list[np.ndarray] = [np.empty(0, np.float32)] * len(flat_texts)
+        groups = _positions_by([(labels, *(decisions[p] if uses_cuts else (None, None, decisions[p][2]))) for p, _, labels in parts])
+        results, encoded, reread = self._score_calls([Call([flat_texts[parts[q][0]] for q in which], list(labels), cut, margin, decided)
+                                                      for (labels, cut, margin, decided), which in groups.items()])
+        pieces = [[np.empty(0, np.float32)] * count for count in variants]
         truncated: set[int] = set()
-        for positions, result in zip(groups.values(), results):
-            for p, row in zip(positions, result.scores):
-                rows[p] = row
-            truncated.update(positions[row] for row in result.truncated)
-        return Scored(_split_rows(jobs, rows), encoded, truncated=_truncated_per_job(jobs, truncated), reread=reread)
+        for which, result in zip(groups.values(), results):
+            for q, row in zip(which, result.scores):
+                pieces[parts[q][0]][parts[q][1]] = row
+            truncated.update(parts[which[row]][0] for row in result.truncated)
+        return Scored(_split_rows(jobs, [np.concatenate(row) for row in pieces]), encoded, truncated=_truncated_per_job(jobs, truncated),
+                      reread=reread)
 
     def _score_calls(self, calls: list[Call]) -> tuple[list[ScoreResult], tuple[str, ...], tuple[str, ...]]:
         """One result per call (its matrix, and the rows it truncated), the label descriptions encoded apart from a
         cache (:attr:`Scored.encoded`) and what bf16's recheck read again (:attr:`Scored.reread`): only the embedding
         backend knows the last two."""
-        return [score_with_notes(self.scorer, call.texts, call.labels, thresholds=call.cuts, margins=call.margins)
-                for call in calls], (), ()
+        plain = self.scorer.twin(recheck_margin=0.0) if not all(call.recheck for call in calls) else self.scorer
+        return [score_with_notes(self.scorer if call.recheck else plain, call.texts, call.labels, thresholds=call.cuts,
+                                 margins=call.margins) for call in calls], (), ()
 
 
 class CascadeBackend(MatrixBackend):
@@ -395,7 +512,7 @@ class EmbeddingBackend(MatrixBackend):
         # Each call is a request's decision: in bf16 its texts near one are embedded again in fp32, as
         # Classifier.predict and predict_multi_label do, so the service decides as they do at the same precision.
         results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], label_cache=self.label_cache,
-                                             recheck=True, thresholds=[call.cuts for call in calls],
+                                             recheck=[call.recheck for call in calls], thresholds=[call.cuts for call in calls],
                                              margins=[call.margins for call in calls], fp32_label_cache=self.fp32_label_cache)
         if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
             self._on_lookup(self.label_cache.hits - hits, self.label_cache.misses - misses)
@@ -404,6 +521,17 @@ class EmbeddingBackend(MatrixBackend):
         reread = [spec.format_query(call.texts[row]) for call, result in zip(calls, results) for row in result.rescored]
         reread += [d for d in fp32_uncached if d in self.fp32_label_cache]
         return list(results), encoded, tuple(reread)
+
+    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
+                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+        """:meth:`Backend.score_exactly` (a cosine is its pair's own, whatever the variants): the texts embedded in one
+        fp32 run of the twin, their descriptions' fp32 embeddings from the recheck's cache (filled as it misses); what
+        it read is the texts and the descriptions it found no fp32 embedding for."""
+        formatted, described = self._format(texts, label_sets)
+        uncached = [d for d in dict.fromkeys(d for labels in described for d in labels) if d not in self.fp32_label_cache]
+        results = self.scorer.twin(precision="fp32").score_requests(list(zip(([text] for text in texts), label_sets)),
+                                                                    label_cache=self.fp32_label_cache)
+        return [result.scores[0] for result in results], (*formatted, *uncached)
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
         """Tokens encoded for the batch: its texts, the descriptions not found in the label cache, and what bf16's recheck
@@ -492,7 +620,7 @@ class BatchingEngine:
         assert self._thread is not None
         job = ScoreJob(["warm-up"], [("a", "b")], asyncio.get_running_loop().create_future(), [None], [None])
         try:
-            await asyncio.wrap_future(self._thread.submit(self.backend.score, [job]))
+            await asyncio.wrap_future(self._thread.submit(self.backend.answer, [job]))
         except Exception as error:
             self.state, self.failure = "failed", f"{type(error).__name__}: {error}"
             logger.error("the model failed its warm-up forward pass: %s", self.failure)
@@ -540,13 +668,14 @@ class BatchingEngine:
 
     def submit(self, texts: list[str], label_sets: list[tuple[str, ...]],
                thresholds: list[tuple[float, ...] | None] | None = None,
-               margins: list[tuple[float, ...] | None] | None = None) -> ScoreJob:
+               margins: list[tuple[float, ...] | None] | None = None, variants: list[int] | None = None) -> ScoreJob:
         """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`; ``thresholds`` and
-        ``margins`` are each text's multi-label cuts and default-rule margins (one per description; see :class:`ScoreJob`)."""
+        ``margins`` are each text's multi-label cuts and default-rule margins (one per label), ``variants`` how many
+        descriptions each of its labels has (see :class:`ScoreJob`). The job's rows hold one score per label."""
         if self.state != "ready":
             raise Unavailable(self.unavailable_reason())
         job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future(), thresholds or [None] * len(label_sets),
-                       margins or [None] * len(label_sets))
+                       margins or [None] * len(label_sets), variants or [])
         if self.queued_pairs + job.pairs > self.config.max_queued_pairs:
             raise Overloaded(
                 f"the server is at capacity: {self.queued_pairs} (text, label) pairs are queued or running, this request "
@@ -642,7 +771,7 @@ class BatchingEngine:
             job.started = started
         answered: list[tuple[list[ScoreJob], Scored]] = []  # each call that answered, with its jobs: the batch-tokens metric's
         try:
-            scored: Scored = await asyncio.wrap_future(self._thread.submit(self.backend.score, batch))
+            scored: Scored = await asyncio.wrap_future(self._thread.submit(self.backend.answer, batch))
             results: list[list[np.ndarray] | BaseException] = list(scored.rows)
             answered.append((batch, scored))
             for job, truncated in zip(batch, scored.truncated):
@@ -657,7 +786,7 @@ class BatchingEngine:
                         results.append(asyncio.CancelledError())
                         continue
                     try:
-                        alone: Scored = await asyncio.wrap_future(self._thread.submit(self.backend.score, [job]))
+                        alone: Scored = await asyncio.wrap_future(self._thread.submit(self.backend.answer, [job]))
                         results.extend(alone.rows)
                         answered.append(([job], alone))
                         job.truncated = alone.truncated[0] if alone.truncated else ()
