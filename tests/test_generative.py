@@ -6,7 +6,6 @@ once into zstc's model cache (the session fixture), so a CI run pays the convers
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import unicodedata
@@ -24,7 +23,13 @@ from zstc.scorers.llm import OPTION_SYMBOL_POOL, LLMScorer, option_symbols
 from zstc.scorers.prompts import (
     HARNESS_OPTION_SYMBOLS, LLM_HARNESS_TEMPLATE, LLM_PLAIN_TEMPLATE, YESNO_TEMPLATE, llm_options, yesno_prompt,
 )
+from zstc.scorers.base import ScoreResult
 from zstc.scorers.yesno import YesNoScorer, shared_prefix_length
+
+
+def _scores_and_notes(result: ScoreResult) -> tuple[np.ndarray, list[str]]:
+    """A call's matrix and notes (a ScoreResult also holds the positions it truncated and rescored)."""
+    return result.scores, result.notes
 
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -256,7 +261,7 @@ def test_yesno_runs_full_prompts_when_prefix_states_do_not_suffice(yesno: YesNoS
     assert yesno._prefix_states_suffice()  # SmolLM2: plain key/value layers
     cached = yesno.score(TEXTS[:1], LABELS[2:])
     monkeypatch.setattr(yesno, "_prefix_states_suffice", lambda: False)  # as for a sliding-window model
-    full, notes = dataclasses.astuple(yesno.score_with_notes(TEXTS[:1], LABELS[2:]))
+    full, notes = _scores_and_notes(yesno.score_with_notes(TEXTS[:1], LABELS[2:]))
     assert "prefix cache not used" in notes[0]
     assert np.abs(cached - full).max() <= 1e-4
 
@@ -271,7 +276,7 @@ def test_yesno_truncates_only_the_text(yesno: YesNoScorer) -> None:
         assert decoded.startswith(PROTOCOL_YESNO.split("{text}")[0])
         assert decoded.endswith("\n<Document>: " + LABELS[0] + PROTOCOL_YESNO.split("{label}")[1])
         assert "My card payment was declined" in decoded
-        scores, notes = dataclasses.astuple(yesno.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS[2:]))
+        scores, notes = _scores_and_notes(yesno.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS[2:]))
         assert np.isfinite(scores).all()
         assert notes == ["1 of 2 texts exceed 160 tokens with their prompt and were truncated"]
         yesno.max_length = 40  # not even the prompt without its text fits
@@ -315,7 +320,7 @@ def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
     saved = llm.max_length
     llm.max_length = 300
     try:
-        scores, notes = dataclasses.astuple(llm.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS))
+        scores, notes = _scores_and_notes(llm.score_with_notes([LONG_TEXT, TEXTS[1]], LABELS))
         assert np.isfinite(scores).all()
         assert notes == ["1 of 2 texts exceed 300 tokens with their prompt and were truncated"]  # the short text is not
         (ids,), _ = llm._fit(llm.loaded, LONG_TEXT, lambda t: [llm._prompt_ids(t, llm_options([*"ABCD"], LABELS))])
