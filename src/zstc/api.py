@@ -30,7 +30,7 @@ from zstc.hypotheses.variants import (
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
-from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, score_bounds, score_type_of
+from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, PROBABILITY_SCALES, score_bounds, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
@@ -383,8 +383,7 @@ class Classifier:
         probabilities: score type ``prob``, an LLM's distribution over the options), in words; None for raw scores."""
         if self.platt() is not None:
             return "a Platt calibration's"
-        scale = score_scale(self.family, score_type_of(self.scorer))
-        return {"prob": "the model's scores are probabilities", "distribution": "the model's scores are a distribution over the labels"}.get(scale)
+        return PROBABILITY_SCALES.get(score_scale(self.family, score_type_of(self.scorer)))
 
     def check_thresholds(self, threshold: float | None, per_label: Mapping[str, float], *, per_label_parameter: str = "per_label") -> None:
         """Multi-label thresholds on probabilities (:meth:`probability_scale`) lie in [0, 1], on cosines (the embedding
@@ -398,8 +397,9 @@ class Classifier:
     def threshold_bounds(self) -> tuple[float, float, str] | None:
         """The range a multi-label threshold must lie in, with what the scores are in words: [0, 1] on probabilities
         (:meth:`probability_scale`), [-1, 1] on uncalibrated cosines; None for log-odds and logits (any finite cut)."""
-        if self.platt() is not None:
-            return 0.0, 1.0, "probabilities here (a Platt calibration's)"
+        scale = self.probability_scale()
+        if scale is not None:
+            return 0.0, 1.0, f"probabilities here ({scale})"
         # A cosine cut of 5 made every text "none", -5 passed every label; 2 and -1 did the same on probabilities.
         return score_bounds(self.family, score_type_of(self.scorer))
 
@@ -489,6 +489,7 @@ class Classifier:
         # the threshold the fit had returned. Clipped to the bound, the cut passes every score as the fit's did (the
         # decision is score >= cut); past the top, only a score on the bound itself would pass it now.
         low, high, _ = bounds
+
         def clipped(cut: float) -> float:
             return float(min(max(cut, low), high))
 

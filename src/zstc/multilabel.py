@@ -155,6 +155,13 @@ def check_threshold_range(threshold: float | None, per_label: Mapping[str, float
                               f"{scale}", per_label_parameter)
 
 
+PROBABILITY_SCALES: dict[str, str] = {
+    "prob": "the model's scores are probabilities",
+    "distribution": "the model's scores are a distribution over the labels",
+}
+"""The score scales (:func:`zstc.probabilities.score_scale`) that are probabilities, each in words."""
+
+
 def score_bounds(family: str | None, score_type: str | None) -> tuple[float, float, str] | None:
     """The range a model's raw scores lie in, so a multi-label threshold on them must too, with what they are in
     words (:func:`check_threshold_range`'s ``scale``): [0, 1] on probabilities (score type ``prob``, an LLM's
@@ -162,10 +169,8 @@ def score_bounds(family: str | None, score_type: str | None) -> tuple[float, flo
     from zstc.probabilities import score_scale
 
     scale = score_scale(family, score_type)
-    if scale == "prob":
-        return 0.0, 1.0, "probabilities here (the model's scores are probabilities)"
-    if scale == "distribution":
-        return 0.0, 1.0, "probabilities here (the model's scores are a distribution over the labels)"
+    if scale in PROBABILITY_SCALES:
+        return 0.0, 1.0, f"probabilities here ({PROBABILITY_SCALES[scale]})"
     if score_type == "cosine":  # score_scale reads a scorer of no score type as cosines; its cuts are not bounded here
         return -1.0, 1.0, "cosine similarities here, which lie in [-1, 1]"
     return None
