@@ -789,3 +789,43 @@ def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_
     best, sets = served[0] + served[1], served[2] + served[3]
     assert [i for i in np.flatnonzero(decided) if best[i] != expected_best[i] or library_best[i] != expected_best[i]] == []
     assert [i for i in np.flatnonzero(far) if sets[i] != expected_sets[i] or library_sets[i] != expected_sets[i]] == []
+
+
+# -- fp32 whatever the thread count -------------------------------------------------------------------------------
+
+THREAD_PROBE = """
+import hashlib, json, sys
+{first}
+from zstc.scorers import make_scorer
+from zstc.scorers.runtime import blas_thread_invariant
+texts, labels = json.loads(sys.argv[1])
+scores = make_scorer("sentence-transformers/all-MiniLM-L6-v2", family="embedding", precision="fp32").score(texts, labels)
+print(json.dumps([hashlib.sha256(scores.tobytes()).hexdigest(), blas_thread_invariant()]))
+"""
+
+
+def _scored_with_threads(threads: int, task: Any, first: str = "") -> tuple[str, bool | None]:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    env.pop("MKL_CBWR", None)
+    done = subprocess.run([sys.executable, "-c", THREAD_PROBE.format(first=first), json.dumps([task.texts, task.hypotheses])],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    digest, invariant = json.loads(done.stdout.splitlines()[-1])
+    return digest, invariant
+
+
+def test_fp32_scores_do_not_depend_on_the_thread_count(btzsc_dir: Path) -> None:
+    """A Ray worker scores with one thread, bench with one per core: the same texts must give the same bits. On an
+    Intel Xeon, MKL split all-MiniLM-L6-v2's 12 x 72 cosine product by thread count (banking77: 12 texts, 72 labels)
+    and the last bits moved, so a sweep's results were not bench's; zstc asks MKL for its strict mode on import
+    (zstc.REPRODUCIBLE_BLAS). Where MKL started before zstc could ask (torch used first), it says so."""
+    task = sample_task(btzsc_dir, "banking77", 12)
+    one, two = _scored_with_threads(1, task), _scored_with_threads(2, task)
+    assert one[0] == two[0]
+    assert one[1] is not False and two[1] is not False
+    late = _scored_with_threads(1, task, first="import torch; torch.ones(2, 2) @ torch.ones(2, 2)")
+    assert late[1] in (False, None)  # MKL started in its default mode: not thread-invariant (or no MKL to ask)

@@ -5,10 +5,20 @@ The public API is imported lazily so ``import zstc`` stays fast (no torch until 
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
+
+REPRODUCIBLE_BLAS = ("MKL_CBWR", "AUTO,STRICT")
+"""fp32 numbers must not depend on how many threads computed them. On Intel CPUs, MKL (torch's BLAS on x86) splits
+some small matrix products by thread count, so the same texts scored with 1 and 2 threads differed in the last bit
+(all-MiniLM-L6-v2 on 12 emotiondair texts: a 12x384 by 384x72 product; a Ray worker runs with one thread, ``bench``
+with one per core). MKL's strict reproducibility mode makes every product bit-identical whatever the thread count, at
+no measured cost. MKL reads the variable at its first call, so it is set here, before zstc imports torch; a value the
+user set is kept. :func:`zstc.scorers.runtime.blas_thread_invariant` says whether it took effect in this process."""
+os.environ.setdefault(*REPRODUCIBLE_BLAS)
 
 _LAZY = {
     "classify": "zstc.api",

@@ -9,6 +9,7 @@ torch build, and taking it switched bf16 on silently on some machines and not on
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -33,6 +34,35 @@ FAST_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 (Intel Cooper Lake, AMD Zen 4 and later). Measured on Zen 4 (benchmarks/precision_speed.py, README
 "Precision"): bf16 autocast 2.1x faster than fp32 on a 2048x2048 matmul, 1.6x on MiniLM. Without them (AVX2
 only) torch emulates bf16 and it is ~600x slower, so ``auto`` keeps fp32 there."""
+
+
+MKL_CBWR_STRICT = 0x10000
+"""The strict bit of MKL's reproducibility mode (``MKL_CBWR_STRICT`` in mkl_cbwr.h)."""
+MKL_CBWR_BRANCH_OFF = 1
+"""MKL's mode when ``MKL_CBWR`` was not set as it started: code paths and splits of its own choosing."""
+
+
+@cache
+def blas_thread_invariant() -> bool | None:
+    """Whether this process's fp32 matrix products are bit-identical whatever the thread count: MKL's strict mode is in
+    force (:data:`zstc.REPRODUCIBLE_BLAS`). False when MKL started before ``import zstc`` could ask for it (torch used
+    first, with ``MKL_CBWR`` unset); None where torch has no MKL to ask (another BLAS, another processor)."""
+    import ctypes
+
+    try:
+        library = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
+        get_mode = library.mkl_serv_cbwr_get
+    except (OSError, AttributeError):
+        return None
+    torch.ones(2, 2) @ torch.ones(2, 2)  # MKL fixes its mode at its first call: make that call, then read the mode
+    mode = get_mode(-1)  # -1: MKL_CBWR_ALL, the whole mode
+    if mode == MKL_CBWR_BRANCH_OFF and "STRICT" in os.environ.get("MKL_CBWR", ""):
+        # Asked for, never read: MKL had started before. (Only this case is said: on another vendor's processor MKL may
+        # answer a strict request with a mode of its own choosing, which is not this process's mistake.)
+        logging.getLogger(__name__).warning(
+            "fp32 scores in this process may differ in the last bit with the number of threads: MKL started before zstc "
+            "could set MKL_CBWR=AUTO,STRICT (import zstc before using torch, or set MKL_CBWR=AUTO,STRICT in the environment)")
+    return bool(mode & MKL_CBWR_STRICT)
 
 
 def resolve_device(device: str | None = None) -> torch.device:
@@ -192,6 +222,8 @@ def inference_context(device: torch.device, precision: Precision) -> Iterator[No
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
                 yield
         else:
+            if device.type == "cpu":
+                blas_thread_invariant()  # said once per process, where it matters: fp32 on a CPU
             with fp32_as_recorded(precision):
                 yield
 
