@@ -1296,12 +1296,17 @@ def test_cli_refuses_a_busy_port_before_loading_the_model(zstc_cli) -> None:
     assert status == 2 and "--max-batch-pairs must be >= 1, got 0" in err
 
 
-def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chromium: str) -> None:
+def test_playground_in_headless_chromium(short_minilm: Classifier, tmp_path: Path, chromium: str) -> None:
+    """The page shows each text's scores and, under them, the answer's notes: here that its third text, longer than the
+    16 tokens the model reads, was truncated."""
+    from urllib.parse import urlencode
+
     browser = chromium
-    with running_server(create_app(minilm)) as port:
+    with running_server(create_app(short_minilm)) as port:
         base = f"http://127.0.0.1:{port}"
         _wait_until_ready(port)
-        url = f"{base}/?text=The+striker+scored+twice.&text=Rates+rose+again.&labels=sports,economy,politics&run=1"
+        texts = ["The striker scored twice.", "Rates rose again.", LONG_TEXT]
+        url = f"{base}/?{urlencode([*(('text', text) for text in texts), ('labels', 'sports,economy,politics'), ('run', '1')])}"
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
         dom = ""
@@ -1311,9 +1316,10 @@ def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chr
             if 'data-state="done"' in dom:
                 break
         assert 'data-state="done"' in dom, dom[-2000:]
-        assert dom.count('class="result"') == 2
+        assert dom.count('class="result"') == 3
         assert "label: sports" in dom and "label: economy" in dom
-        assert dom.count("<tr") == 6 and "%" in dom
+        assert dom.count("<tr") == 9 and "%" in dom
+        assert '<div id="notes"><p class="note">text 3 exceeds 16 tokens and was truncated</p></div>' in dom
         screenshot = tmp_path / "playground.png"
         shot = subprocess.run([browser, *flags, "--hide-scrollbars", "--window-size=1000,1100", "--virtual-time-budget=30000",
                                f"--screenshot={screenshot}", url], capture_output=True, text=True, timeout=300)
