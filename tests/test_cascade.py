@@ -198,6 +198,44 @@ def test_llm_cascade_in_the_harness_style_sorts_each_shortlist(smollm2_folder: P
     assert cascade.describe()["prompt_style"] == "harness"
 
 
+# -- texts cut to a token limit -------------------------------------------------------------------------------
+
+LONG_TEXT = " ".join([TEXTS[4]] * 20)
+"""About 200 tokens: past the small limits given to the main models, within the shortlister's 256."""
+LONGER_TEXT = " ".join([TEXTS[2]] * 30)
+"""About 330 tokens: past the shortlister's 256, within the NLI model's 512 with a label description."""
+
+
+@pytest.mark.parametrize("family, limit", [("yesno", 120), ("llm", 200)])
+def test_a_cascade_names_the_rows_its_main_model_cut(family: str, limit: int, smollm2_folder: Path, shortlister) -> None:
+    """Behind a shortlist the texts sharing a shortlist are one call of the main model: the rows it cut are mapped back
+    from each call's to the cascade's (they were counted in a note, never named, so a server could not tell a request)."""
+    main = make_scorer(SMOLLM2, family, device="cpu", precision="fp32", batch_size=8, max_length=limit)
+    texts = [TEXTS[0], LONG_TEXT, TEXTS[1], TEXTS[3] + " " + LONG_TEXT]
+    result = CascadeScorer(main, shortlister, 2).score_with_notes(texts, LABELS)
+    assert len({tuple(sorted(row)) for row in result.ranks[:, :2].tolist()}) > 1, "more than one call of the main model"
+    assert result.truncated == (1, 3)
+    # Counted where the calls' notes are merged ("2 of M": M sums the texts of the calls that had the note only).
+    assert any(note.startswith("2 of ") and note.endswith(f" texts exceed {limit} tokens with their prompt and were truncated")
+               for note in result.notes), result.notes
+
+
+def test_a_cascade_names_the_rows_its_shortlister_or_its_cross_encoder_cut(nli_folder: Path, shortlister) -> None:
+    """The pair path (one score_pairs run for every call): the cross-encoder's cut pairs by their call and row; and a
+    text only the shortlister cut (it reads 256 tokens, the cross-encoder 512) was shortlisted on its beginning, so it is
+    among the rows too, and the shortlister's note is the cascade's, marked as its; nothing is told twice."""
+    short = CascadeScorer(make_scorer(str(nli_folder), "nli", precision="fp32", max_length=32), shortlister, 2)
+    first, second = short.score_requests([(TEXTS[:2], LABELS), ([TEXTS[2], LONG_TEXT, TEXTS[3]], LABELS)])
+    assert first.truncated == () and second.truncated == (1,)
+    assert "the room left by the label description within 32 tokens" in second.notes[1]  # the shared run's note, on each call
+    whole = CascadeScorer(make_scorer(str(nli_folder), "nli", precision="fp32"), shortlister, 2)
+    result = whole.score_with_notes([TEXTS[0], LONGER_TEXT, LONGER_TEXT + " Again."], LABELS)
+    assert result.truncated == (1, 2)
+    assert result.notes[1:] == [f"2 of 3 texts exceed 256 tokens and were truncated (shortlister {DEFAULT_SHORTLISTER})"]
+    alone = CascadeScorer(short.main, shortlister, len(LABELS)).score_with_notes([LONG_TEXT, TEXTS[0]], LABELS)  # no shortlist
+    assert alone.truncated == (0,) and alone.truncated == short.main.score_with_notes([LONG_TEXT, TEXTS[0]], LABELS).truncated
+
+
 # -- the command line and the API ---------------------------------------------------------------------------
 
 

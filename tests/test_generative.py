@@ -331,6 +331,40 @@ def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
         llm.max_length = saved
 
 
+@pytest.mark.parametrize("family, limit", [("yesno", 160), ("llm", 300)])
+def test_a_generative_call_names_the_texts_it_cut(family: str, limit: int, request: pytest.FixtureRequest) -> None:
+    """ScoreResult.truncated holds the rows of the texts cut to fit, which a server splits by request (the note only
+    counted them: an LLM or yes/no server could not say which texts were its requests'). In bf16 the fp32 recheck
+    scores texts again, the long ones cut again: it adds no position, repeats none and drops none."""
+    scorer = request.getfixturevalue(family)
+    labels = LABELS[2:] if family == "yesno" else LABELS
+    texts = [TEXTS[1], LONG_TEXT, TEXTS[0], "Again: " + LONG_TEXT]
+    saved = scorer.max_length
+    scorer.max_length = limit
+    try:
+        result = scorer.score_with_notes(texts, labels)
+        assert result.truncated == (1, 3)
+        assert result.notes == [f"2 of 4 texts exceed {limit} tokens with their prompt and were truncated"]
+        bf16 = scorer.twin(precision="bf16").score_with_notes(texts, labels)
+        assert any("rescored in fp32" in note for note in bf16.notes), bf16.notes  # the recheck ran
+        assert bf16.truncated == (1, 3) and bf16.notes[-1] == result.notes[0]
+    finally:
+        scorer.max_length = saved
+
+
+def test_yesno_pairs_name_the_pairs_they_cut(yesno: YesNoScorer) -> None:
+    """An aligned pair call's positions are pairs, each fitted on its own (two pairs share the long first member, apart
+    in the call), as a cross-encoder's pair call gives them."""
+    saved = yesno.max_length
+    yesno.max_length = 160
+    try:
+        result = yesno.score_pairs_with_notes([LONG_TEXT, TEXTS[1], LONG_TEXT], LABELS[1:])
+        assert result.truncated == (0, 2)
+        assert result.notes == ["2 of 3 texts exceed 160 tokens with their prompt and were truncated"]
+    finally:
+        yesno.max_length = saved
+
+
 def test_yesno_score_is_p_yes_at_the_final_position(yesno: YesNoScorer) -> None:
     """PROTOCOL.md s.2: p_yes = exp(v_yes) / (exp(v_yes) + exp(v_no)), the final-position logits of "yes" and "no"
     after the whole prompt, computed here by hand from one plain forward pass per pair."""

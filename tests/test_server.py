@@ -44,6 +44,7 @@ from zstc.probabilities import DEFAULT_TEMPERATURES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 TEMPLATE = "This text is about {}."
 TEXTS = ["The striker scored twice in the second half.", "The central bank raised interest rates again.",
          "Parliament passed the new budget after a long debate."]
@@ -1295,12 +1296,17 @@ def test_cli_refuses_a_busy_port_before_loading_the_model(zstc_cli) -> None:
     assert status == 2 and "--max-batch-pairs must be >= 1, got 0" in err
 
 
-def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chromium: str) -> None:
+def test_playground_in_headless_chromium(short_minilm: Classifier, tmp_path: Path, chromium: str) -> None:
+    """The page shows each text's scores and, under them, the answer's notes: here that its third text, longer than the
+    16 tokens the model reads, was truncated."""
+    from urllib.parse import urlencode
+
     browser = chromium
-    with running_server(create_app(minilm)) as port:
+    with running_server(create_app(short_minilm)) as port:
         base = f"http://127.0.0.1:{port}"
         _wait_until_ready(port)
-        url = f"{base}/?text=The+striker+scored+twice.&text=Rates+rose+again.&labels=sports,economy,politics&run=1"
+        texts = ["The striker scored twice.", "Rates rose again.", LONG_TEXT]
+        url = f"{base}/?{urlencode([*(('text', text) for text in texts), ('labels', 'sports,economy,politics'), ('run', '1')])}"
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
         dom = ""
@@ -1310,9 +1316,10 @@ def test_playground_in_headless_chromium(minilm: Classifier, tmp_path: Path, chr
             if 'data-state="done"' in dom:
                 break
         assert 'data-state="done"' in dom, dom[-2000:]
-        assert dom.count('class="result"') == 2
+        assert dom.count('class="result"') == 3
         assert "label: sports" in dom and "label: economy" in dom
-        assert dom.count("<tr") == 6 and "%" in dom
+        assert dom.count("<tr") == 9 and "%" in dom
+        assert '<div id="notes"><p class="note">text 3 exceeds 16 tokens and was truncated</p></div>' in dom
         screenshot = tmp_path / "playground.png"
         shot = subprocess.run([browser, *flags, "--hide-scrollbars", "--window-size=1000,1100", "--virtual-time-budget=30000",
                                f"--screenshot={screenshot}", url], capture_output=True, text=True, timeout=300)
@@ -1554,6 +1561,30 @@ def short_nli(nli: Classifier) -> Classifier:
     return Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", max_length=32)
 
 
+@pytest.fixture(scope="module")
+def short_shortlisted_nli(nli: Classifier) -> Classifier:
+    """``short_nli`` behind ``--shortlist 2``: a request's pairs go to the cross-encoder in one run, shortlisted first."""
+    return Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", max_length=32, shortlist=2)
+
+
+@pytest.fixture(scope="module")
+def short_yesno(smollm2_folder: Path) -> Classifier:
+    """SmolLM2 as a yes/no judge reading at most 120 tokens: a judge prompt of a short text is about 95."""
+    return Classifier(SMOLLM2, family="yesno", precision="fp32", device="cpu", max_length=120)
+
+
+@pytest.fixture(scope="module")
+def short_shortlisted_yesno(smollm2_folder: Path) -> Classifier:
+    """``short_yesno`` behind ``--shortlist 2``: each shortlist's texts are one call of the judge."""
+    return Classifier(SMOLLM2, family="yesno", precision="fp32", device="cpu", max_length=120, shortlist=2)
+
+
+@pytest.fixture(scope="module")
+def short_llm(smollm2_folder: Path) -> Classifier:
+    """SmolLM2 as an LLM reading at most 180 tokens: its prompt of a short text among three options is about 165."""
+    return Classifier(SMOLLM2, family="llm", precision="fp32", device="cpu", max_length=180)
+
+
 def test_a_text_longer_than_the_model_reads_is_named_in_its_answer(short_minilm: Classifier) -> None:
     """Each shape says which of the request's texts the model truncated (zstc's in `notes`, the Hugging Face and
     rerank shapes in the x-zstc-notes header), and the scores are Classifier.predict's on the same model."""
@@ -1576,10 +1607,20 @@ def test_a_text_longer_than_the_model_reads_is_named_in_its_answer(short_minilm:
         assert json.loads(rerank.headers["x-zstc-notes"]) == ["the query exceeds 16 tokens and was truncated"]
 
 
-@pytest.mark.parametrize("model", ["short_minilm", "short_nli"])
-def test_requests_batched_together_each_get_only_their_own_truncation_note(model: str, request: pytest.FixtureRequest) -> None:
+BESIDE_LABEL = " (label descriptions never are)"
+
+
+@pytest.mark.parametrize("model, within", [
+    ("short_minilm", "16 tokens"), ("short_nli", "the room left by the label description within 32 tokens"),
+    ("short_shortlisted_nli", "the room left by the label description within 32 tokens"),
+    ("short_yesno", "120 tokens with its prompt"), ("short_shortlisted_yesno", "120 tokens with its prompt"),
+    ("short_llm", "180 tokens with its prompt"),
+])
+def test_requests_batched_together_each_get_only_their_own_truncation_note(model: str, within: str, request: pytest.FixtureRequest) -> None:
     """Two requests scored in one batch (the embedding backend's one encoding run; the cross-encoder's one
-    score_pairs call): only the one with a long text is told, and of its own text's position."""
+    score_pairs call, behind a shortlist too; the yes/no judge's and the LLM's one call for the label set, behind a
+    shortlist one per shortlist): only the one with a long text is told, and of its own text's position, in the
+    family's words (a judge or an LLM reads the text inside its prompt)."""
     classifier: Classifier = request.getfixturevalue(model)
     settings = ServeSettings(engine=EngineConfig(max_wait_ms=3000), limits=Limits(max_chars=1000))
     long_request = {"texts": ["Goal!", LONG_TEXT], "labels": LABELS, "template": TEMPLATE}
@@ -1593,8 +1634,21 @@ def test_requests_batched_together_each_get_only_their_own_truncation_note(model
         assert telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches_before == 1, "one batch"
         assert [answer.status_code for answer in answers] == [200, 200]
         long_notes, short_notes = (answer.json()["notes"] for answer in answers)
-        assert len(long_notes) == 1 and long_notes[0].startswith("text 2 exceeds ") and "truncated" in long_notes[0]
+        assert long_notes == [f"text 2 exceeds {within} and was truncated" + (BESIDE_LABEL if "label description" in within else "")]
         assert short_notes == []
+
+
+def test_a_shortlisted_service_names_a_text_only_its_shortlister_cut(nli: Classifier) -> None:
+    """Behind --shortlist a text longer than the shortlister reads (256 tokens) was shortlisted on its beginning, though
+    the cross-encoder reads it whole (512 tokens with a label description): its request is told, and of both limits."""
+    cascade = Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", shortlist=2)
+    longer = " ".join([TEXTS[1]] * 40)  # 322 tokens
+    with TestClient(create_app(cascade, ServeSettings(limits=Limits(max_chars=2000)))) as service:
+        wait_ready(service)
+        answer = service.post("/classify", json={"texts": ["Goal!", "Rates went up.", longer], "labels": LABELS, "template": TEMPLATE})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["notes"] == ["text 3 exceeds the room left by the label description within 512 tokens, or the "
+                                          "shortlister's 256 tokens, and was truncated" + BESIDE_LABEL]
 
 
 def test_a_cross_encoder_tells_only_the_request_whose_description_left_its_text_too_little_room(short_nli: Classifier) -> None:
@@ -1610,8 +1664,8 @@ def test_a_cross_encoder_tells_only_the_request_whose_description_left_its_text_
         with ThreadPoolExecutor(2) as pool:
             fits, cut = pool.map(lambda body: service.post("/classify", json=body), bodies)
         assert fits.json()["notes"] == []
-        assert cut.json()["notes"] == ["text 2 exceeds the room left by the label description within 32 tokens and was truncated "
-                                       "(label descriptions never are)"]
+        assert cut.json()["notes"] == ["text 2 exceeds the room left by the label description within 32 tokens and was truncated"
+                                       + BESIDE_LABEL]
 
 
 @pytest.mark.parametrize("family", ["embedding", "nli"])

@@ -44,7 +44,9 @@ class ScoreResult:
     truncated: tuple[int, ...] = field(default=(), kw_only=True)  # keyword only: subclasses add positional fields
     """The positions (rows of a matrix; pairs of a pair call) of the texts cut to the model's token limit, which
     :attr:`notes` only counts: a caller that scored several users' texts in one call (``zstc serve``) tells each
-    user which of theirs. Filled by the families that cut a text by itself (embedding models, cross-encoders)."""
+    user which of theirs. Filled by zstc's families (a text cut beside a cross-encoder's label description or inside a
+    generative family's prompt too), and by a cascade, for the rows its shortlister or its main model cut; each
+    position once, from the first pass (bf16's fp32 recheck reads again what that pass cut, and adds none)."""
     rescored: tuple[int, ...] = field(default=(), kw_only=True)
     """bf16: the positions its fp32 recheck read again, so that a server counts the tokens it cost: pairs of a cross-encoder's
     pair call (``score_pairs_with_notes``), rows (texts, embedded again whole) of an embedding model's ``score_requests``

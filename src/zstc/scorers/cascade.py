@@ -19,6 +19,8 @@ The result keeps the full ``(texts, labels)`` shape:
   the symbols A, B, ...; with ``prompt_style="harness"`` sorted, as the harness sorts any list of labels), so
   its scores are a softmax over those ``k`` options: that is a different prompt from the full run's, and the
   scorer notes it.
+* A text that either model cut to its token limit is among the result's ``truncated`` rows (one the shortlister cut
+  was shortlisted on its beginning), and the shortlister's notes follow the main model's, marked as its.
 
 ``k >= L`` runs the main scorer alone on all labels: exactly the full run. Ties in the shortlister's scores
 are broken by label position (the earlier label wins), so the shortlist is deterministic.
@@ -26,9 +28,9 @@ are broken by label position (the earlier label wins), so the shortlist is deter
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -104,6 +106,17 @@ class CascadeResult(ScoreResult):
     """(text, label) pairs the main model ran."""
     pairs_total: int = 0
     """(text, label) pairs the main model would have run without the cascade."""
+
+
+class PairCall(NamedTuple):
+    """One call of a cascade's pair run: its texts and labels, each row's labels in shortlist order, its multi-label
+    cuts (one per label, or None) and the shortlister's result (None where it did not run: no more labels than K)."""
+
+    texts: list[str]
+    labels: list[str]
+    ranks: np.ndarray
+    thresholds: Sequence[float] | np.ndarray | None
+    shortlisting: ScoreResult | None
 
 
 def shortlist_ranks(scores: np.ndarray) -> np.ndarray:
@@ -230,12 +243,13 @@ class CascadeScorer:
             # Nothing to leave out: exactly the main scorer's run (the shortlister is not even loaded).
             result = score_with_notes(self.main, texts, labels, show_progress=show_progress, thresholds=thresholds, margins=margins)
             ranks = shortlist_ranks(result.scores) if n else np.zeros((0, n_labels), dtype=np.int64)
-            return CascadeResult(result.scores, list(result.notes), ranks, n * n_labels, n * n_labels)
-        ranks = shortlist_ranks(self.shortlister.score(texts, labels))
+            return CascadeResult(result.scores, list(result.notes), ranks, n * n_labels, n * n_labels, truncated=result.truncated)
+        shortlisting = score_with_notes(self.shortlister, texts, labels)
+        ranks = shortlist_ranks(shortlisting.scores)
         if self._pairs_path():  # cross-encoders: cuts only (the margin rule is the embedding family's)
-            return self._score_pairs([(texts, labels, ranks, thresholds)], show_progress)[0]
-        main_scores, notes = self._score_groups(texts, labels, ranks, show_progress, thresholds, margins)
-        return self._result(main_scores, ranks, notes)
+            return self._score_pairs([PairCall(texts, labels, ranks, thresholds, shortlisting)], show_progress)[0]
+        main_scores, notes, truncated = self._score_groups(texts, labels, ranks, show_progress, thresholds, margins)
+        return self._result(main_scores, ranks, notes, truncated, shortlisting)
 
     def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]],
                        thresholds: Sequence[Sequence[float] | None] | None = None,
@@ -257,12 +271,15 @@ class CascadeScorer:
                     for (texts, labels), cut, margin in zip(calls, cuts, near)]
         shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
         ranks = {i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)) for i, (texts, labels) in enumerate(calls)}
+        shortlists: list[ScoreResult]
         if offers(self.shortlister, "score_requests"):  # an embedding model: every call's texts encoded in one run
-            shortlists = [result.scores for result in cast(Any, self.shortlister).score_requests([calls[i] for i in shortlisted])]
+            shortlists = list(cast(Any, self.shortlister).score_requests([calls[i] for i in shortlisted]))
         else:
-            shortlists = [self.shortlister.score(*calls[i]) for i in shortlisted]
-        ranks.update({i: shortlist_ranks(scores) for i, scores in zip(shortlisted, shortlists)})
-        return self._score_pairs([(texts, labels, ranks[i], cuts[i]) for i, (texts, labels) in enumerate(calls)], show_progress=False)
+            shortlists = [score_with_notes(self.shortlister, *calls[i]) for i in shortlisted]
+        ranks.update({i: shortlist_ranks(result.scores) for i, result in zip(shortlisted, shortlists)})
+        shortlist_of = dict(zip(shortlisted, shortlists))
+        return self._score_pairs([PairCall(texts, labels, ranks[i], cuts[i], shortlist_of.get(i)) for i, (texts, labels) in enumerate(calls)],
+                                 show_progress=False)
 
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         """The (texts x labels) matrix: the main model's scores for each text's shortlist, placeholders below them."""
@@ -271,12 +288,21 @@ class CascadeScorer:
     def _pairs_path(self) -> bool:
         return self.family in PAIR_FAMILIES and isinstance(self.main, PairScorer)
 
-    def _result(self, main_scores: np.ndarray, ranks: np.ndarray, notes: list[str]) -> CascadeResult:
+    def _result(self, main_scores: np.ndarray, ranks: np.ndarray, notes: list[str], truncated: Iterable[int],
+                shortlisting: ScoreResult | None) -> CascadeResult:
+        """A call's result from the main model's scores of each row's shortlist, its notes and the rows it cut to its token
+        limit, and the shortlister's result (None where it did not run). A row either model cut was not read whole: the
+        result's :attr:`~zstc.scorers.base.ScoreResult.truncated` holds both's, and the shortlister's notes (a text it
+        cut was shortlisted on its beginning) follow the main model's, marked as its."""
         n, n_labels = ranks.shape
         kept = min(self.k, n_labels)
         full = fill_unlisted(main_scores, ranks, kept)
+        if shortlisting is not None:
+            notes = [*notes, *(f"{note} (shortlister {self.shortlister.spec.model_id})" for note in shortlisting.notes)]
+            truncated = {*truncated, *shortlisting.truncated}
+        rows = tuple(sorted(set(truncated)))
         if kept == n_labels:  # every label scored: ranked in the main model's own order, as the full run is
-            return CascadeResult(full, notes, shortlist_ranks(full), n * n_labels, n * n_labels)
+            return CascadeResult(full, notes, shortlist_ranks(full), n * n_labels, n * n_labels, truncated=rows)
         notes = [
             f"{n * kept} of {n * n_labels} (text, label) pairs scored by the main model "
             f"(the rest ranked below them by the {self.shortlist.canonical} shortlist)",
@@ -284,10 +310,9 @@ class CascadeScorer:
         ]
         if self.family in SHARED_PROMPT_FAMILIES:
             notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
-        return CascadeResult(full, notes, ranks, n * kept, n * n_labels)
+        return CascadeResult(full, notes, ranks, n * kept, n * n_labels, truncated=rows)
 
-    def _score_pairs(self, calls: list[tuple[list[str], list[str], np.ndarray, Sequence[float] | np.ndarray | None]],
-                     show_progress: bool) -> list[CascadeResult]:
+    def _score_pairs(self, calls: list[PairCall], show_progress: bool) -> list[CascadeResult]:
         """The shortlisted pairs of every call in one batched run of the pair scorer (batches span texts and calls);
         each text's pairs compete as one decision, or are decided by their label's cut where the call gives
         thresholds (for bf16's recheck)."""
@@ -298,7 +323,7 @@ class CascadeScorer:
         seconds: list[str] = []
         cuts: list[np.ndarray | None] = []
         shapes: list[tuple[int, int]] = []
-        for texts, labels, ranks, thresholds in calls:
+        for texts, labels, ranks, thresholds, _ in calls:
             kept = min(self.k, len(labels))
             documents = [spec.format_document(label) for label in labels]
             firsts += [spec.format_query(text) for text in texts for _ in range(kept)]
@@ -313,16 +338,19 @@ class CascadeScorer:
                                                                     **({"cuts": multi_label} if multi_label is not None else {}))
         scores, notes = np.asarray(scored.scores, dtype=np.float32), list(scored.notes)
         results, start = [], 0
-        for (_, _, ranks, _), (n, kept) in zip(calls, shapes):
-            results.append(self._result(scores[start : start + n * kept].reshape(n, kept), ranks, notes))
+        for call, (n, kept) in zip(calls, shapes):
+            # The pairs the main model cut, by their text's row in the call (pair start + row * kept + rank).
+            rows = {(pair - start) // kept for pair in scored.truncated if start <= pair < start + n * kept}
+            results.append(self._result(scores[start : start + n * kept].reshape(n, kept), call.ranks, notes, rows, call.shortlisting))
             start += n * kept
         return results
 
     def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool,
                       thresholds: Sequence[float] | np.ndarray | None = None,
-                      margins: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+                      margins: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, list[str], set[int]]:
         """Texts that share a shortlist are scored in one call on just those labels, in their own order, with those
-        labels' multi-label cuts and margins where given (for the main scorer's bf16 recheck near them)."""
+        labels' multi-label cuts and margins where given (for the main scorer's bf16 recheck near them). Returns each
+        row's main scores (in its shortlist's order), the calls' notes and the rows their model cut to its token limit."""
         from tqdm.auto import tqdm
 
         groups: dict[tuple[int, ...], list[int]] = {}
@@ -330,6 +358,7 @@ class CascadeScorer:
             groups.setdefault(tuple(sorted(row.tolist())), []).append(i)
         main_scores = np.empty((len(texts), self.k), dtype=np.float32)
         per_call: list[list[str]] = []
+        truncated: set[int] = set()
         for shortlist, members in tqdm(groups.items(), desc="shortlists", disable=not show_progress, leave=False):
             sub_result = score_with_notes(self.main, [texts[i] for i in members], [labels[j] for j in shortlist],
                                           thresholds=None if thresholds is None else [thresholds[j] for j in shortlist],
@@ -339,7 +368,8 @@ class CascadeScorer:
             for row, i in enumerate(members):
                 main_scores[i] = sub[row, [column[j] for j in ranks[i, : self.k].tolist()]]
             per_call.append(list(sub_result.notes))
-        return main_scores, _merge_notes(per_call)
+            truncated.update(members[row] for row in sub_result.truncated)  # the call's rows are its members, in order
+        return main_scores, _merge_notes(per_call), truncated
 
 
 def _merge_notes(per_call: list[list[str]]) -> list[str]:

@@ -5,13 +5,13 @@ of score it produces (which sets the default multi-label threshold), the public 
 ``model_type``, its colour in report figures, the options its scorer takes with their constraints, a
 description, and its defaults: the temperature of ``--scores probs``, a measured multi-label threshold and
 whether that rule has a relative margin, whether its scores are a distribution over the labels, whether its
-grid may be flattened into pairs, and whether one prompt lists all of a text's labels. Every per-family table
-elsewhere is a view of these records (:class:`FamilyTable`, :class:`FamilySet`): ``zstc.models.registry.FAMILIES``,
-``zstc.scorers.FAMILY_SCORERS``, ``zstc.multilabel.FAMILY_SCORE_TYPE``, ``zstc.multilabel.FAMILY_THRESHOLDS``,
-``zstc.multilabel.RELATIVE_FAMILIES``, ``zstc.probabilities.DEFAULT_TEMPERATURES``,
+grid may be flattened into pairs, whether one prompt lists all of a text's labels, and whether a text is read inside
+a prompt. Every per-family table elsewhere is a view of these records (:class:`FamilyTable`, :class:`FamilySet`):
+``zstc.models.registry.FAMILIES``, ``zstc.scorers.FAMILY_SCORERS``, ``zstc.multilabel.FAMILY_SCORE_TYPE``,
+``zstc.multilabel.FAMILY_THRESHOLDS``, ``zstc.multilabel.RELATIVE_FAMILIES``, ``zstc.probabilities.DEFAULT_TEMPERATURES``,
 ``zstc.probabilities.DISTRIBUTION_FAMILIES``, ``zstc.scorers.cascade.PAIR_FAMILIES``,
-``zstc.scorers.cascade.SHARED_PROMPT_FAMILIES``, ``zstc.benchmark.leaderboard.PUBLIC_MODEL_TYPES`` and
-``zstc.reports.figures.FAMILY_COLOURS``.
+``zstc.scorers.cascade.SHARED_PROMPT_FAMILIES``, ``zstc.server.app.PROMPT_FAMILIES``,
+``zstc.benchmark.leaderboard.PUBLIC_MODEL_TYPES`` and ``zstc.reports.figures.FAMILY_COLOURS``.
 
 Adding a family is one scorer module plus one ``register_family(Family(...))`` call. This module imports
 nothing heavy (no torch), so the registry and the CLI can read it at import time.
@@ -114,6 +114,10 @@ class Family:
     """Whether one prompt per text lists every label scored with it, so that a label's score depends on which other
     labels are scored beside it: a shortlist of K labels is a different prompt from the full run's
     (:data:`zstc.scorers.cascade.SHARED_PROMPT_FAMILIES`). Not :attr:`distribution`, which says what the scores are."""
+    text_in_prompt: bool = False
+    """Whether the model reads each text inside a prompt (instructions, label descriptions, an answer's beginning) that
+    takes its share of the token limit, so that a text is cut when it and its prompt exceed the limit: what the notes
+    naming a cut text say, the library's ("with their prompt") as ``zstc serve``'s (:data:`zstc.server.app.PROMPT_FAMILIES`)."""
 
     def scorer_class(self) -> type:
         """The scorer class, imported from its ``module:Class`` on first use."""
@@ -354,6 +358,7 @@ register_family(Family(
     # Not flattened into pairs although they score pairs (the NLI probe): their grid cuts a text once for its longest
     # label, so a flattened grid would score a long text differently; they are scored grid by grid.
     flattens_to_pairs=False,
+    text_in_prompt=True,  # the judge prompt: system turn, instruction, label description
 ))
 register_family(Family(
     "llm", "zstc.scorers.llm:LLMScorer", None, "llm", "#ff7f0e",
@@ -368,4 +373,5 @@ register_family(Family(
     temperature=1.0,  # the model's own distribution over the options, unchanged
     distribution=True,  # probabilities over the options (they sum to 1), so no fixed multi-label cut suits them
     labels_in_one_prompt=True,  # the multiple-choice prompt lists the text's options
+    text_in_prompt=True,  # the multiple-choice prompt: instructions, options, the answer's beginning
 ))

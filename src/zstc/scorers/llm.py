@@ -193,21 +193,22 @@ class LLMScorer(CausalLMScorer[Symbols]):
         # The softmax over the symbols' logits is the harness's too: its softmax over the whole
         # vocabulary, renormalised over the symbols' columns, is the same function (and cannot underflow).
         scores = torch.softmax(logits, dim=-1).numpy()[:, columns].astype(np.float32)
-        return ScoreResult(scores, notes + self._truncation_notes(loaded, truncated, len(texts)))
+        return ScoreResult(scores, notes + self._truncation_notes(loaded, len(truncated), len(texts)), truncated=truncated)
 
     def _option_logits(self, loaded: LoadedModel[Symbols], texts: Sequence[str], listing: str, symbol_ids: list[int],
-                       show_progress: bool, precision: Precision | None = None) -> tuple[torch.Tensor, int]:
-        """The option symbols' logits after each text's prompt, ``(len(texts), len(symbol_ids))`` float32, and how many
-        texts were cut to fit; in the scorer's precision, or ``precision`` (the recheck's fp32)."""
+                       show_progress: bool, precision: Precision | None = None) -> tuple[torch.Tensor, tuple[int, ...]]:
+        """The option symbols' logits after each text's prompt, ``(len(texts), len(symbol_ids))`` float32, and the
+        positions in ``texts`` of those cut to fit (:attr:`ScoreResult.truncated`; the recheck, which reads again texts
+        the first pass told of, drops them); in the scorer's precision, or ``precision`` (the recheck's fp32)."""
         logits = torch.empty(len(texts), len(symbol_ids))
-        truncated = 0
+        truncated: list[int] = []
         with inference_context(self.device, precision or self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
             for batch in self._text_batches(texts):
                 fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, listing)]) for i in batch]
-                truncated += sum(cut for _, cut in fitted)
+                truncated += [i for i, (_, cut) in zip(batch, fitted) if cut]
                 logits[batch] = self._answer_logits(loaded, [prompts[0] for prompts, _ in fitted], symbol_ids)
                 bar.update(len(batch))
-        return logits, truncated
+        return logits, tuple(sorted(truncated))  # batched by length: back in the texts' order
 
 
 def _log_option_cuts(cuts: np.ndarray | None, columns: Sequence[int], options: int, texts: int) -> np.ndarray | None:

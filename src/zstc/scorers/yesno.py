@@ -122,11 +122,11 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         cuts = label_cuts(thresholds, len(labels))
         loaded = self.loaded
 
-        def prompts_of(i: int) -> TextPrompts:  # every label's prompt; the text counts once if cut
+        def prompts_of(i: int) -> TextPrompts:  # every label's prompt, each reading the text as cut for the longest
             prompts, cut = self._fitted_prompts(loaded, texts[i], labels)
-            return TextPrompts(prompts, int(cut))
+            return TextPrompts(prompts, (cut,) * len(prompts))
 
-        per_text, truncated, notes = self._text_logits(loaded, [len(text) for text in texts], prompts_of, len(texts) * len(labels), show_progress)
+        per_text, cut, notes = self._text_logits(loaded, [len(text) for text in texts], prompts_of, len(texts) * len(labels), show_progress)
         logits = torch.stack(per_text).reshape(-1, 2) if per_text else torch.empty(0, 2)
         rows, columns = (grid.ravel() for grid in np.indices((len(texts), len(labels))))
 
@@ -137,8 +137,9 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
             return [(fitted[row][column], split[row]) for row, column in zip(rows[todo].tolist(), columns[todo].tolist())]
 
         notes += self._recheck_pairs(loaded, logits, rows, None if cuts is None else cuts[columns], rescored_prompts, text_of=rows)
-        notes += self._truncation_notes(loaded, truncated, len(texts))
-        return ScoreResult(p_yes(logits).reshape(len(texts), len(labels)), notes)
+        truncated = tuple(i for i, flags in enumerate(cut) if any(flags))  # the first pass's: a recheck cuts nothing anew
+        notes += self._truncation_notes(loaded, len(truncated), len(texts))
+        return ScoreResult(p_yes(logits).reshape(len(texts), len(labels)), notes, truncated=truncated)
 
     def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
                     cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
@@ -166,14 +167,16 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         def fitted(first: str) -> list[tuple[list[TokenIds], bool]]:  # one prompt per pair of this first member
             return [self._fitted_prompts(loaded, first, [seconds[i]]) for i in members[first]]
 
-        def prompts_of(t: int) -> TextPrompts:  # each cut counts
+        def prompts_of(t: int) -> TextPrompts:  # each pair's prompt, cut or not on its own
             prompts = fitted(distinct[t])
-            return TextPrompts([ids[0] for ids, _ in prompts], sum(cut for _, cut in prompts))
+            return TextPrompts([ids[0] for ids, _ in prompts], tuple(cut for _, cut in prompts))
 
-        per_text, truncated, notes = self._text_logits(loaded, [len(first) for first in distinct], prompts_of, len(firsts), show_progress)
+        per_text, cut, notes = self._text_logits(loaded, [len(first) for first in distinct], prompts_of, len(firsts), show_progress)
         logits = torch.empty(len(firsts), 2)
-        for first, values in zip(distinct, per_text):
+        was_cut = np.zeros(len(firsts), dtype=bool)
+        for first, values, flags in zip(distinct, per_text, cut):
             logits[members[first]] = values
+            was_cut[members[first]] = flags
         first_index = np.empty(len(firsts), dtype=np.int64)
         for t, first in enumerate(distinct):
             first_index[members[first]] = t
@@ -188,8 +191,9 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
             return [(again[firsts[k]][slot[k]], split[firsts[k]]) for k in wanted]
 
         notes += self._recheck_pairs(loaded, logits, competing, pair_cuts, rescored_prompts, text_of=first_index)
-        notes += self._truncation_notes(loaded, truncated, len(firsts))
-        return ScoreResult(p_yes(logits), notes)
+        truncated = tuple(np.flatnonzero(was_cut).tolist())  # the first pass's: a recheck cuts nothing anew
+        notes += self._truncation_notes(loaded, len(truncated), len(firsts))
+        return ScoreResult(p_yes(logits), notes, truncated=truncated)
 
     def _recheck_pairs(self, loaded: LoadedModel[AnswerIds], logits: torch.Tensor, groups: np.ndarray, cuts: np.ndarray | None,
                        prompts_of: Callable[[np.ndarray], list[tuple[TokenIds, int]]], *, text_of: np.ndarray) -> list[str]:
@@ -209,7 +213,7 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
                 by_text.setdefault(text, []).append(k)
             picked = list(by_text.values())
             per_text, _, _ = self._text_logits(loaded, [len(prompts[ks[0]][0]) for ks in picked],
-                                               lambda t: TextPrompts([prompts[k][0] for k in picked[t]], 0, prompts[picked[t][0]][1]),
+                                               lambda t: TextPrompts([prompts[k][0] for k in picked[t]], prefix=prompts[picked[t][0]][1]),
                                                len(prompts), False, precision="fp32")
             for ks, values in zip(picked, per_text):
                 logits[positions[ks]] = values
@@ -218,28 +222,29 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         return self._recheck(_log_odds(logits), groups, logit_cuts(cuts), rescore)[1]
 
     def _text_logits(self, loaded: LoadedModel[AnswerIds], sizes: Sequence[int], prompts_of: Callable[[int], TextPrompts],
-                     total: int, show_progress: bool, precision: Precision | None = None) -> tuple[list[torch.Tensor], int, list[str]]:
+                     total: int, show_progress: bool, precision: Precision | None = None
+                     ) -> tuple[list[torch.Tensor], list[tuple[bool, ...]], list[str]]:
         """For each text (``sizes[i]``: text ``i``'s length, to batch similar ones together), the (yes, no) logits of
-        its prompts, shape ``(prompts, 2)``; how many cuts of a text were made; and the call's notes (prefix cache not
-        used). ``prompts_of(i)``: text ``i``'s prompts (:class:`TextPrompts`: token ids, the cuts they count as, and
-        where a recheck splits them); ``total``: all the prompts, for the progress bar; ``precision``: the recheck's
-        fp32, else the scorer's."""
+        its prompts, shape ``(prompts, 2)``; which of its prompts read it cut (:attr:`TextPrompts.cut`); and the call's
+        notes (prefix cache not used). ``prompts_of(i)``: text ``i``'s prompts (:class:`TextPrompts`: token ids, which
+        read the text cut, and where a recheck splits them); ``total``: all the prompts, for the progress bar;
+        ``precision``: the recheck's fp32, else the scorer's."""
         share_prefix = self._shares_prefix()
         notes: list[str] = []
         if self.prefix_cache and not share_prefix:
             notes.append("prefix cache not used: this model's layers keep more state than keys and values "
                          "(sliding-window or recurrent attention), so every pair ran its whole prompt")
         per_text: list[torch.Tensor] = [torch.empty(0, 2)] * len(sizes)
-        truncated = 0
+        cut: list[tuple[bool, ...]] = [()] * len(sizes)
         with inference_context(self.device, precision or self.precision), tqdm(total=total, unit="pair", disable=not show_progress) as bar:
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
             for batch in length_batches(sizes, self.batch_size):
                 fitted = [prompts_of(i) for i in batch]
-                truncated += sum(text.cuts for text in fitted)
                 logits, start = self._pair_logits(loaded, fitted, bar, share_prefix=share_prefix), 0
                 for i, text in zip(batch, fitted):
                     per_text[i], start = logits[start : start + len(text.prompts)], start + len(text.prompts)
-        return per_text, truncated, notes
+                    cut[i] = text.cut
+        return per_text, cut, notes
 
     def _pair_logits(self, loaded: LoadedModel[AnswerIds], texts: list[TextPrompts], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
         """(yes, no) logits of every prompt of every text, shape ``(prompts, 2)``, text by text (texts may have
@@ -349,8 +354,10 @@ class TextPrompts(NamedTuple):
     """One text's prompts, as a scoring pass takes them."""
 
     prompts: list[TokenIds]
-    cuts: int = 0
-    """How many cuts of the text they count as (for the truncation note)."""
+    cut: tuple[bool, ...] = ()
+    """For each prompt, whether it reads the text cut to fit (the call's truncation note and
+    :attr:`~zstc.scorers.base.ScoreResult.truncated`): every prompt of a grid's text (cut once, for its longest), or
+    each aligned pair's own. Empty: none does (a recheck's prompts, which the first pass already told of)."""
     prefix: int | None = None
     """The leading tokens run once for all of them; None: :func:`run_prefix_length`'s. A recheck sets it to the split
     its text's run used, so that a pair rescored alone reads the same two passes."""

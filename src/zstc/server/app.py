@@ -60,7 +60,9 @@ from zstc.hypotheses.variants import HypothesisSet
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
 from zstc.multilabel import check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
-from zstc.server.engine import BatchingEngine, Overloaded, PairBackend, ScoreJob, Unavailable
+from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
+from zstc.scorers.families import FamilySet
+from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
@@ -71,6 +73,10 @@ from zstc.server.telemetry import Telemetry
 from zstc.validation import blank_detail, check_distinct_descriptions, check_encodable, check_labels, check_template, check_texts, is_blank
 
 logger = logging.getLogger("zstc.server")
+
+PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
+"""Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
+the library's says "with their prompt". A view of the :class:`zstc.scorers.families.Family` records (``text_in_prompt``)."""
 
 OWN_PROBABILITY_TEMPERATURES: dict[str, float] = {"cosine": 0.05, "logodds": 1.0, "logit": 1.0}
 """The temperature T of each label's own probability (multi-label, rerank), ``sigmoid((score - t0) / T)``, per
@@ -437,8 +443,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     # one call, whose notes mix them, so each request's truncated texts come from the positions the scorer reports
     # (ScoreJob.truncated). The rest is not the request's: bf16's fp32 recheck counts the pairs of the whole batch and
     # makes decisions fp32's (nothing for the client to act on); "prefix cache not used" and a shortlist's prompt
-    # are facts of the model and its settings (GET /info), the same for every request.
-    cut_with_label = isinstance(engine.backend, PairBackend)  # a cross-encoder reads the text with a label description
+    # are facts of the model and its settings (GET /info), the same for every request. A text is cut as the family
+    # reads it (behind a shortlist, the main model's): beside a label description (cross-encoders), inside a prompt
+    # (the generative families), or alone.
+    cut_with_label = family in PAIR_FAMILIES
+    cut_in_prompt = family in PROMPT_FAMILIES
 
     def request_notes(job: ScoreJob, subject: str = "text") -> list[str]:
         """What ``job``'s request is told of its own inputs: its texts the model cut to its token limit, by position
@@ -453,6 +462,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             which = f"{subject} {numbers[0]}" if one else f"{subject}s {', '.join(numbers[:-1])} and {numbers[-1]}"
         limit = scorer.describe().get("max_length")  # the limit in force, once the model is loaded (it is: it scored)
         within = f"the room left by the label description within {limit} tokens" if cut_with_label else f"{limit} tokens"
+        if cut_in_prompt:
+            within += f" with {'its' if one else 'their'} prompt"
+        # A cascade's positions are its shortlister's too: one with a lower limit cuts texts the model reads whole.
+        shortlister = scorer.shortlister.describe().get("max_length") if isinstance(scorer, CascadeScorer) else None
+        if isinstance(shortlister, int) and isinstance(limit, int) and shortlister < limit:
+            within += f", or the shortlister's {shortlister} tokens,"
         return [f"{which} {'exceeds' if one else 'exceed'} {within} and {'was' if one else 'were'} truncated"
                 + (" (label descriptions never are)" if cut_with_label else "")]
 

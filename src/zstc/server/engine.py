@@ -233,7 +233,8 @@ class Scored:
     found in the label cache; the others cost the model nothing."""
     truncated: tuple[tuple[int, ...], ...] = ()
     """Per job, the positions of its texts the model cut to its token limit (:attr:`ScoreResult.truncated`, taken
-    apart by job); empty for a scorer that does not say which (a user's own object, the LLM and yes/no families)."""
+    apart by job); empty for a scorer that does not say which (a user's own object that fills no
+    :attr:`ScoreResult.truncated`)."""
     reread: tuple[str, ...] = ()
     """bf16: the strings (as the model reads them) its fp32 recheck read again, once per reading: each rescored pair's
     text and description (cross-encoders), each text embedded again and each description whose fp32 embedding was not

@@ -1,5 +1,6 @@
-"""The playground page served at ``GET /``: type texts and labels, see the scores. One self-contained HTML file
-(no external scripts, styles or fonts), calling ``POST /classify`` with ``fetch``.
+"""The playground page served at ``GET /``: type texts and labels, see the scores, and under them the answer's notes
+(a text longer than the model reads, named by position). One self-contained HTML file (no external scripts, styles or
+fonts), calling ``POST /classify`` with ``fetch``; what the answer holds is shown as text, never as markup.
 
 Query parameters fill the form, and ``run=1`` submits it on load (``/?text=...&labels=a,b&run=1``): a link
 that shows a result, and how the headless-browser test drives the page.
@@ -32,6 +33,8 @@ PLAYGROUND_HTML = """<!doctype html>
   .bar { height: .8rem; background: #2f5bd3; border-radius: 3px; min-width: 1px; }
   tr.passed td:first-child::after { content: " \\2713"; color: #1b7f3b; }
   small { color: #5a6478; }
+  #notes { margin-top: 1.2rem; color: #5a6478; }
+  #notes p { margin: .2rem 0; }
 </style>
 </head>
 <body data-state="idle">
@@ -57,6 +60,7 @@ PLAYGROUND_HTML = """<!doctype html>
 </form>
 <div id="error"></div>
 <div id="results"></div>
+<div id="notes"></div>
 <script>
 "use strict";
 const $ = (id) => document.getElementById(id);
@@ -95,6 +99,13 @@ function render(data) {
     box.append(text, answer, table);
     out.appendChild(box);
   }
+  // What applies to the request's own texts (one the model cut to its token limit), in the server's words.
+  $("notes").replaceChildren(...(data.notes || []).map((note) => {
+    const line = document.createElement("p");
+    line.className = "note";
+    line.textContent = note;
+    return line;
+  }));
 }
 
 async function classify(event) {
