@@ -826,6 +826,6 @@ def test_fp32_scores_do_not_depend_on_the_thread_count(btzsc_dir: Path) -> None:
     task = sample_task(btzsc_dir, "banking77", 12)
     one, two = _scored_with_threads(1, task), _scored_with_threads(2, task)
     assert one[0] == two[0]
-    assert one[1] is not False and two[1] is not False
+    # Whether MKL reports its strict mode is not asserted: on another vendor's processor it may choose a mode of its own.
     late = _scored_with_threads(1, task, first="import torch; torch.ones(2, 2) @ torch.ones(2, 2)")
     assert late[1] in (False, None)  # MKL started in its default mode: not thread-invariant (or no MKL to ask)
