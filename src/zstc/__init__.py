@@ -14,8 +14,8 @@ __version__ = "0.1.0"
 REPRODUCIBLE_BLAS = ("MKL_CBWR", "AUTO,STRICT")
 """fp32 numbers must not depend on how many threads computed them. On Intel CPUs, MKL (torch's BLAS on x86) splits
 some small matrix products by thread count, so the same texts scored with 1 and 2 threads differed in the last bit
-(all-MiniLM-L6-v2 on 12 emotiondair texts: a 12x384 by 384x72 product; a Ray worker runs with one thread, ``bench``
-with one per core). MKL's strict reproducibility mode makes every product bit-identical whatever the thread count, at
+(a 12x384 by 384x72 product, the shape of all-MiniLM-L6-v2's cosines of 12 texts with 72 labels; a Ray sweep, one
+thread per worker, moved the last bits of ``bench``'s emotiondair scores, one thread per core). MKL's strict reproducibility mode makes every product bit-identical whatever the thread count, at
 no measured cost. MKL reads the variable at its first call, so it is set here, before zstc imports torch; a value the
 user set is kept. :func:`zstc.scorers.runtime.blas_thread_invariant` says whether it took effect in this process."""
 os.environ.setdefault(*REPRODUCIBLE_BLAS)

@@ -55,13 +55,16 @@ def blas_thread_invariant() -> bool | None:
     except (OSError, AttributeError):
         return None
     torch.ones(2, 2) @ torch.ones(2, 2)  # MKL fixes its mode at its first call: make that call, then read the mode
+    from zstc import REPRODUCIBLE_BLAS
+
+    name, value = REPRODUCIBLE_BLAS
     mode = get_mode(-1)  # -1: MKL_CBWR_ALL, the whole mode
-    if mode == MKL_CBWR_BRANCH_OFF and "STRICT" in os.environ.get("MKL_CBWR", ""):
+    if mode == MKL_CBWR_BRANCH_OFF and "STRICT" in os.environ.get(name, ""):
         # Asked for, never read: MKL had started before. (Only this case is said: on another vendor's processor MKL may
         # answer a strict request with a mode of its own choosing, which is not this process's mistake.)
         logging.getLogger(__name__).warning(
             "fp32 scores in this process may differ in the last bit with the number of threads: MKL started before zstc "
-            "could set MKL_CBWR=AUTO,STRICT (import zstc before using torch, or set MKL_CBWR=AUTO,STRICT in the environment)")
+            f"could set {name}={value} (import zstc before using torch, or set {name}={value} in the environment)")
     return bool(mode & MKL_CBWR_STRICT)
 
 
