@@ -71,7 +71,7 @@ def root(
 
 
 # Command modules: importing one registers its commands. Heavy imports stay inside the commands.
-from zstc.cli import bench, cache, classify, demo, experiments, info, probe, report, serve, sweep, train  # noqa: E402,F401
+from zstc.cli import bench, cache, classify, data, demo, experiments, info, probe, report, serve, sweep, train  # noqa: E402,F401
 
 
 _signals: list[int] = []
