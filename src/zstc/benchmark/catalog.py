@@ -165,7 +165,7 @@ def require_data_source(data: str | Path | None) -> DataSource:
 
 
 def packaged_folder(name: str, marker: str) -> Path | None:
-    """A folder of zstc's package data (``zstc/resources/<name>``) holding ``marker``; None when the install lacks it."""
+    """A folder of zstc's package data (``zstc/resources/<name>``) holding ``marker``; None if the install lacks it."""
     folder = Path(str(resources.files("zstc.resources").joinpath(name)))
     return folder if (folder / marker).is_file() else None
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from zstc.cli import app
 from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
-from zstc.cli.data import DataOption, data_location
+from zstc.cli.pull import DataOption, data_location
 
 console = Console(stderr=True)
 

@@ -28,8 +28,9 @@ DEMO_OUT = Path("runs/demo.json")
 
 
 def find_data(data: Path | None) -> DataSource:
-    """Where the demo benchmarks: ``--data``, else where every command looks (:func:`zstc.benchmark.catalog.data_source`)
-    when that holds the demo's first dataset, else the packaged sample, so the demo runs on a machine with nothing else."""
+    """Where the demo benchmarks: ``--data``, else where every command looks
+    (:func:`zstc.benchmark.catalog.data_source`) when that holds the demo's first dataset, else the packaged sample,
+    so the demo runs on a machine with nothing else."""
     from zstc.benchmark.catalog import SAMPLE, data_source, local_task_file
 
     found = data_source(data)
@@ -52,7 +53,8 @@ def demo(
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import available_tasks, resolve_task_names, sample_dir
     from zstc.cli.bench import print_summary
-    from zstc.cli.verbosity import note, say
+    from zstc.cli.pull import announce
+    from zstc.cli.verbosity import note
     from zstc.io import check_output_path
     from zstc.validation import check_options
 
@@ -69,7 +71,7 @@ def demo(
                          max_samples=max_samples, out=out)
     bench = Bench(config, show_progress=False)
     bench.validate()
-    say(source.line())
+    announce(source)
     console = Console()
     console.rule(f"classify with {DEFAULT_MODEL}")
     classifier = Classifier(DEFAULT_MODEL, template="This text is about {}.")
@@ -80,6 +82,7 @@ def demo(
 
     console.rule(f"benchmark on {source.location} ({max_samples} texts per dataset, the paper's [CLS] pooling)")
     if sample:
-        note("this is zstc's packaged sample (a few hundred texts of the datasets whose licences allow shipping them), "
-             "not the paper's protocol: its delta to the paper is not a reproduction; `zstc data pull` gets the full data")
+        note("this is zstc's packaged sample (a few hundred texts of the datasets whose licences allow shipping "
+             "them), not the paper's protocol: its delta to the paper is not a reproduction; `zstc data pull` gets "
+             "the full data")
     print_summary(bench.run())

@@ -122,7 +122,7 @@ def dataset_similarity(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
     from zstc.benchmark.similarity import check_dataset_count, dataset_similarity as compute
-    from zstc.cli.data import data_location
+    from zstc.cli.pull import data_location
     from zstc.errors import OptionError
     from zstc.io import check_output_path
     from zstc.reports.figures import FIGURE_FORMATS

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from zstc.cli import app
-from zstc.cli.data import DataOption, data_location
+from zstc.cli.pull import DataOption, data_location
 from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
 from zstc.validation import check_hypotheses_template
 

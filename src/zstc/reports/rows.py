@@ -185,7 +185,8 @@ def sample_differences(summary: dict[str, Any]) -> dict[str, str]:
     (:data:`PAPER_WHOLE_DATASETS`): what ``--sampling paper --max-samples 1000`` scores."""
     evaluation = summary.get("evaluation") or {}
     method, cap = evaluation.get("sampling") or "stratified", evaluation.get("max_samples")
-    whole_file = (evaluation.get("run_identity") or {}).get("unlabelled", evaluation.get("unlabelled_policy")) in (None, "paper")
+    policy = (evaluation.get("run_identity") or {}).get("unlabelled", evaluation.get("unlabelled_policy"))
+    whole_file = policy in (None, "paper")  # under 'exclude' a file's count leaves out texts without a hypothesis
     differences: dict[str, str] = {}
     for name, row in ((summary.get("results") or {}).get("by_dataset") or {}).items():
         scored, source = row.get("n_texts"), row.get("source_texts")
@@ -233,10 +234,11 @@ def protocol_differences(summary: dict[str, Any]) -> list[str]:
     drawn = [name for name, kind in sorted(samples.items()) if kind == "drawn"]
     if drawn:
         differences.append(f"a draw of {cap} texts of {', '.join(drawn)}, which the paper scored whole ({paper_draw} does)")
-    part = [f"{name} ({by_dataset[name]['source_texts']} of {catalog()[name].texts})" for name, kind in sorted(samples.items())
-            if kind == "part"]
+    part = [f"{name} ({by_dataset[name]['source_texts']} of {catalog()[name].texts})"
+            for name, kind in sorted(samples.items()) if kind == "part"]
     if part:
-        differences.append(f"only part of the published test set of {', '.join(part)} (the packaged sample, or a cut file)")
+        differences.append(f"only part of the published test set of {', '.join(part)} "
+                           "(the packaged sample, or a cut file)")
     if "sampled" in samples.values():
         differences.append(f"a {method} sample of at most {cap} texts per dataset, where the paper scored its own sample "
                            f"of {PAPER_SAMPLE_SIZE} ({paper_draw})")

@@ -5,37 +5,58 @@ one line every benchmark command says about where its data comes from (the rule 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from zstc.cli import CommandGroup, app
 
-data_app = typer.Typer(cls=CommandGroup, help="The BTZSC benchmark data: `zstc data pull` downloads and checks it once.",
-                       no_args_is_help=True)
+if TYPE_CHECKING:
+    from zstc.benchmark.catalog import DataSource
+
+data_app = typer.Typer(
+    cls=CommandGroup,
+    help="The BTZSC benchmark data: `zstc data pull` downloads and checks it once.",
+    no_args_is_help=True,
+)
 app.add_typer(data_app, name="data")
 
 
-DataOption = Annotated[Optional[str], typer.Option(
-    help="A directory of dataset files (grouped or paired layout), 'hub' for btzsc/btzsc, or 'sample' (the packaged "
-         "sample, not the paper's protocol); default: $ZSTC_DATA, else what `zstc data pull` stored, else shared/data/btzsc.")]
+DataOption = Annotated[
+    Optional[str],
+    typer.Option(
+        help="A directory of dataset files (grouped or paired layout), 'hub' for btzsc/btzsc, or 'sample' (the "
+        "packaged sample, not the paper's protocol); default: $ZSTC_DATA, else what `zstc data pull` stored, else "
+        "shared/data/btzsc."
+    ),
+]
 """``--data`` of the benchmark commands; where it is left out, :func:`zstc.benchmark.catalog.data_source` decides."""
 
 
 def data_location(data: str | Path | None) -> str:
-    """Where a command reads BTZSC datasets from (``--data``, else the rule's next step), said in one line on stderr;
+    """Where a command reads BTZSC datasets from (``--data``, else the rule's next step), said by :func:`announce`;
     a :class:`zstc.errors.DataError` saying how to get data when nothing is found."""
     from zstc.benchmark.catalog import require_data_source
-    from zstc.cli.verbosity import say
 
     source = require_data_source(data)
-    say(source.line())
+    announce(source)
     return source.location
+
+
+def announce(source: DataSource) -> None:
+    """Say where the data comes from in one line on stderr, unless it is the folder ``--data`` named (the user said
+    it already, and an error after it stays one line)."""
+    from zstc.cli.verbosity import say
+
+    if source.origin != "--data":
+        say(source.line())
 
 
 @data_app.command("pull")
 def pull(
-    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets or a task family; default: all 22.")] = None,
+    tasks: Annotated[
+        Optional[str], typer.Option(help="Comma-separated datasets or a task family; default: all 22.")
+    ] = None,
     force: Annotated[bool, typer.Option(help="Download again datasets already pulled and intact.")] = False,
 ) -> None:
     """Download the BTZSC datasets from the hub (btzsc/btzsc), check them against tasks.json (hypotheses, and the
@@ -64,6 +85,8 @@ def pull(
             continue
         say(f"{step}: {entry['texts']:,} texts checked, stored (sha256 {str(entry['sha256'])[:12]})")
     if failed:
-        raise DataError(f"{len(failed)} of {len(names)} datasets not pulled: {', '.join(failed)} (see above); "
-                        "the others are stored; run the same command again to retry")
+        raise DataError(
+            f"{len(failed)} of {len(names)} datasets not pulled: {', '.join(failed)} (see above); "
+            "the others are stored; run the same command again to retry"
+        )
     say(f"done: {folder} holds them; every command now finds them without --data")
