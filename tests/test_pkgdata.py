@@ -150,6 +150,22 @@ def test_data_pull_downloads_checks_and_keeps_the_datasets_for_offline_runs(
     assert not (stored / "rottentomatoes.jsonl").exists()
 
 
+def test_data_pull_without_the_datasets_package_says_so_once(nowhere: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               zstc_cli) -> None:
+    monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets: ImportError
+    status, _, err = zstc_cli("data", "pull")
+    assert status == 2 and err.count("needs the datasets package: pip install 'zstc[hub]'") == 1, err
+
+
+@pytest.mark.hub
+def test_data_pull_from_the_real_hub(nowhere: Path, zstc_cli) -> None:
+    """The real btzsc/btzsc: financialphrasebank's 690 texts arrive, pass the checks, and are found afterwards."""
+    status, _, err = zstc_cli("data", "pull", "--tasks", "financialphrasebank")
+    assert status == 0 and "690 texts checked, stored" in err, err
+    status, out, _ = zstc_cli("tasks", "--family", "sentiment")
+    assert status == 0 and "1 found in" in out
+
+
 # --- from outside the workspace ---------------------------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -232,11 +233,17 @@ def load_btzsc_sample(name: str, data: str | Path, *, max_samples: int | None, s
     return sample_task(task, sampling, max_samples, seed), affected, len(task)
 
 
-def _load_from_hub(spec: TaskSpec) -> Task:
+def hub_datasets() -> Any:
+    """The ``datasets`` package that reads the hub, or a :class:`DataError` saying how to install it."""
     try:
         import datasets
     except ImportError:
         raise DataError("loading from the hub needs the datasets package: pip install 'zstc[hub]'") from None
+    return datasets
+
+
+def _load_from_hub(spec: TaskSpec) -> Task:
+    datasets = hub_datasets()
     try:
         rows = datasets.load_dataset(HUB_DATASET, spec.name, split="test")
     except Exception as error:  # network, auth and missing-config errors all land here

@@ -84,7 +84,7 @@ def tasks(
         return
     where = f"in {directory}" if directory else "locally (no data directory found; give --data)"
     console.print(f"{found} found {where}; `zstc bench --data DIR --tasks available` runs them; "
-                  "the others load with --data hub.", style="dim")
+                  "the others: `zstc data pull` fetches them once, --data hub reads them at run time.", style="dim")
 
 
 @app.command()

@@ -63,11 +63,17 @@ def pull(
     number of texts where known) and keep them in $ZSTC_CACHE/data with their sha256; afterwards every command
     finds them without the hub."""
     from zstc.benchmark.catalog import pulled_data_dir, resolve_task_names
-    from zstc.benchmark.data import pull_dataset, pulled_intact
-    from zstc.cli.verbosity import say
+    from zstc.benchmark.data import hub_datasets, pull_dataset, pulled_intact
+    from zstc.cli.verbosity import say, show_progress
     from zstc.errors import DataError
 
-    names = resolve_task_names(tasks or "all", "hub")
+    names = resolve_task_names(tasks, "hub")
+    datasets = hub_datasets()  # missing: said once, not once per dataset
+    if show_progress():  # the download's own bars on a terminal: a large dataset takes a while
+        from huggingface_hub.utils import enable_progress_bars  # type: ignore[attr-defined]  # not in its __all__
+
+        enable_progress_bars()
+        datasets.utils.logging.enable_progress_bar()
     folder = pulled_data_dir()
     say(f"pulling {len(names)} BTZSC datasets into {folder}")
     failed: list[str] = []
