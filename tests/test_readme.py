@@ -23,7 +23,7 @@ from shared_data import REPO, SHARED_DATA
 README = REPO / "README.md"
 
 SKIP_RULES: list[tuple[str, str]] = [
-    (r"--data hub|--tasks intent", "needs the Hugging Face hub"),
+    (r"--data hub|--tasks intent|\bdata pull\b", "needs the Hugging Face hub"),
     (r"\bmodels/|--backbone|train-nli", "needs a model folder the reader trains first (minutes to an hour)"),
     (r"\bserve\b", "starts a server that runs until stopped (tests/test_server.py covers it)"),
     (r"\bdemo\b", "the whole demo (make demo runs it)"),
@@ -194,7 +194,7 @@ def test_readme_layout_table_matches_the_tree() -> None:
     assert set(rows) == _tree(PACKAGE), "the Layout table's first column lists every folder and top-level module"
     for entry, description in rows.items():
         if entry.endswith("/"):
-            named = set(re.findall(r"`(\w+\.(?:py|json))`", description))
+            named = set(re.findall(r"`(\w+\.(?:py|json)|\w+/)`", description))
             assert named == _tree(PACKAGE / entry), f"the {entry} row names every file of {entry} and no other"
 
 

@@ -580,6 +580,7 @@ def test_without_the_papers_files_the_report_shows_only_the_runs(runs: dict[str,
     monkeypatch.chdir(tmp_path)  # no shared/data/baselines beside or above it
     monkeypatch.setenv("ZSTC_BASELINES", str(tmp_path / "empty"))
     monkeypatch.delenv("ZSTC_SHARED_DATA", raising=False)
+    monkeypatch.setattr("zstc.benchmark.catalog.packaged_folder", lambda name, marker: None)  # an install without them
     # No cache to clear: the scores are looked for afresh, so a folder found earlier does not answer for this one.
     assert baselines.baselines_dir() is None and baselines.published("macro_f1") == {}
     written = build_report([runs["native"]], tmp_path / "r", draws=50, confusion_matrices=False)

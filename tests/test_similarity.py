@@ -89,8 +89,9 @@ def test_no_data_folder_and_an_input_as_output_are_refused(zstc_cli, btzsc_dir, 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ZSTC_SHARED_DATA", raising=False)
     monkeypatch.delenv("ZSTC_DATA", raising=False)
+    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))  # nothing pulled by `zstc data pull` either
     code, _, err = zstc_cli("dataset-similarity")
-    assert code == 2 and "no data directory found: give --data" in err
+    assert code == 2 and "no BTZSC data found: run `zstc data pull`" in err
     code, _, err = zstc_cli("dataset-similarity", "--data", str(tmp_path / "missing"))
     assert code == 2 and "no such directory" in err
     target = btzsc_dir / "imdb.jsonl"

@@ -1,9 +1,11 @@
-"""The paper's published scores for its 38 models, read from the BTZSC result files (not shipped with zstc).
+"""The paper's published scores for its 38 models, read from the BTZSC result files.
 
 The files (``f1_scores.csv``, ``acc_scores.csv``, ``precision_scores.csv``, ``recall_scores.csv``,
-``roc_scores.csv``; first column ``mdl``, the paper's short model name) are looked for in ``$ZSTC_BASELINES``,
-then ``$ZSTC_SHARED_DATA/baselines``, then a ``shared/data/baselines`` folder beside or above the working
-directory. Without them every comparison with the paper is left out, not guessed.
+``roc_scores.csv``; first column ``mdl``, the paper's short model name) ship with zstc as package data
+(``zstc/resources/paper_scores``, the paper's figures unchanged), so bench, report, validate and the demo compare
+with the paper wherever zstc is installed. ``$ZSTC_BASELINES``, then ``$ZSTC_SHARED_DATA/baselines``, then a
+``shared/data/baselines`` folder beside or above the working directory override them (a corrected table is
+tried without reinstalling).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ METRIC_FILES: dict[str, str] = {
 
 
 def baselines_dir() -> Path | None:
-    """The folder holding the paper's result files, or None when none is found."""
-    from zstc.benchmark.catalog import find_shared_data
+    """The folder holding the paper's result files: an override (see the module docstring), else the packaged
+    tables; None only when neither holds them (an install that lost its package data)."""
+    from zstc.benchmark.catalog import find_shared_data, packaged_folder
 
-    return find_shared_data("baselines", METRIC_FILES["macro_f1"], override_env="ZSTC_BASELINES")
+    override = find_shared_data("baselines", METRIC_FILES["macro_f1"], override_env="ZSTC_BASELINES")
+    return override or packaged_folder("paper_scores", METRIC_FILES["macro_f1"])
 
 
 def published(metric: str) -> dict[str, dict[str, float]]:

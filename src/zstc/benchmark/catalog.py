@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from zstc.errors import UnknownNameError, UnknownOptionError, did_you_mean
+from zstc.errors import DataError, UnknownNameError, UnknownOptionError, did_you_mean
 
 FAMILY_ORDER: tuple[str, ...] = ("sentiment", "emotion", "intent", "topic")
 
@@ -31,6 +31,9 @@ class TaskSpec:
     """One hypothesis per entry of ``labels``, verbatim (typos included: they are part of the benchmark)."""
     labels_without_hypothesis: tuple[str, ...] = ()
     """Gold classes the published data has no hypothesis for (banking77: 5, massive: 1)."""
+    texts: int | None = None
+    """How many texts the published test set holds, where known here (the six datasets rebuilt and checked against
+    the published rows); ``zstc data pull`` refuses a download of another size."""
 
     def __post_init__(self) -> None:
         if len(self.labels) != len(self.hypotheses):
@@ -49,6 +52,7 @@ def catalog() -> dict[str, TaskSpec]:
             labels=tuple(entry["labels"]),
             hypotheses=tuple(entry["hypotheses"]),
             labels_without_hypothesis=tuple(entry.get("labels_without_hypothesis", ())),
+            texts=entry.get("texts"),
         )
         for name, entry in raw.items()
     }
@@ -103,10 +107,75 @@ def available_tasks(directory: str | Path) -> list[str]:
     return [name for name in catalog() if local_task_file(directory, name) is not None]
 
 
-def default_data_dir() -> Path | None:
-    """Where BTZSC files are looked for when no --data is given: ``$ZSTC_DATA``, ``$ZSTC_SHARED_DATA/btzsc``,
-    else a ``shared/data/btzsc`` folder beside or above the working directory (as the paper's baselines are found)."""
-    return find_shared_data("btzsc", override_env="ZSTC_DATA")
+SAMPLE = "sample"
+"""``--data sample``: the evaluation sample shipped in the package (``zstc/resources/sample``, a few hundred texts of
+each dataset whose licence allows redistribution): what ``zstc demo`` benchmarks on a machine with nothing else."""
+HUB = "hub"
+"""``--data hub``: the Hugging Face dataset ``btzsc/btzsc``, read at run time; only when asked for by name."""
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where a command reads BTZSC datasets from, and by which step of :func:`data_source`'s rule."""
+
+    location: str
+    """A folder of dataset files, or ``"hub"``."""
+    origin: str
+    """How it was chosen: ``--data``, ``$ZSTC_DATA``, ``pulled``, ``shared data`` or ``packaged sample``."""
+
+    def line(self) -> str:
+        """The one line a command says when it starts."""
+        return f"data: {self.location} ({self.origin})"
+
+
+def pulled_data_dir() -> Path:
+    """Where ``zstc data pull`` keeps the BTZSC datasets it downloaded and checked: ``$ZSTC_CACHE/data``."""
+    from zstc.defaults import cache_root
+
+    return cache_root() / "data"
+
+
+def data_source(data: str | Path | None) -> DataSource | None:
+    """The one rule for where BTZSC datasets come from: ``--data`` (a folder, ``hub`` or ``sample``), else
+    ``$ZSTC_DATA``, else the datasets ``zstc data pull`` stored, else a shared data folder (``$ZSTC_SHARED_DATA/btzsc``
+    or ``shared/data/btzsc`` beside or above the working directory). The hub only when named. None when nothing is
+    found; :func:`require_data_source` says what to do then."""
+    if data is not None:
+        if str(data) == SAMPLE:
+            return DataSource(str(sample_dir()), "packaged sample: not the paper's protocol")
+        return DataSource(str(data), "--data")
+    if os.environ.get("ZSTC_DATA"):
+        return DataSource(os.environ["ZSTC_DATA"], "$ZSTC_DATA")
+    if available_tasks(pulled_data_dir()):
+        return DataSource(str(pulled_data_dir()), "pulled by `zstc data pull`")
+    shared = find_shared_data("btzsc")
+    return DataSource(str(shared), "shared data") if shared is not None else None
+
+
+NO_DATA = ("no BTZSC data found: run `zstc data pull` once (on a machine with the hub), set ZSTC_DATA, or pass "
+           "--data DIR, --data hub or --data sample (the packaged sample)")
+
+
+def require_data_source(data: str | Path | None) -> DataSource:
+    """:func:`data_source`, or a :class:`DataError` that says how to get data when it finds none."""
+    found = data_source(data)
+    if found is None:
+        raise DataError(NO_DATA)
+    return found
+
+
+def packaged_folder(name: str, marker: str) -> Path | None:
+    """A folder of zstc's package data (``zstc/resources/<name>``) holding ``marker``; None if the install lacks it."""
+    folder = Path(str(resources.files("zstc.resources").joinpath(name)))
+    return folder if (folder / marker).is_file() else None
+
+
+def sample_dir() -> Path:
+    """The packaged evaluation sample (see :data:`SAMPLE`)."""
+    found = packaged_folder(SAMPLE, "README.md")
+    if found is None:
+        raise DataError("this zstc install has no packaged sample (zstc/resources/sample); reinstall zstc")
+    return found
 
 
 def find_shared_data(subfolder: str, marker: str | None = None, *, override_env: str | None = None) -> Path | None:

@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -232,11 +233,17 @@ def load_btzsc_sample(name: str, data: str | Path, *, max_samples: int | None, s
     return sample_task(task, sampling, max_samples, seed), affected, len(task)
 
 
-def _load_from_hub(spec: TaskSpec) -> Task:
+def hub_datasets() -> Any:
+    """The ``datasets`` package that reads the hub, or a :class:`DataError` saying how to install it."""
     try:
         import datasets
     except ImportError:
         raise DataError("loading from the hub needs the datasets package: pip install 'zstc[hub]'") from None
+    return datasets
+
+
+def _load_from_hub(spec: TaskSpec) -> Task:
+    datasets = hub_datasets()
     try:
         rows = datasets.load_dataset(HUB_DATASET, spec.name, split="test")
     except Exception as error:  # network, auth and missing-config errors all land here
@@ -292,3 +299,67 @@ def load_user_task(path: str | Path, descriptions: Mapping[str, str] | None = No
     index_of = {label: i for i, label in enumerate(labels)}
     gold = np.asarray([index_of.get(label, NO_HYPOTHESIS) for label in raw_gold], dtype=np.int64)
     return Task(name or path.stem, texts, gold, labels, [descriptions[label] for label in labels], source=str(path))
+
+
+# --- zstc data pull: the hub's datasets, downloaded once, checked, kept for offline runs -----------------------------
+
+PULL_MANIFEST = "manifest.json"
+
+
+def pull_dataset(name: str, folder: Path) -> dict[str, object]:
+    """Download BTZSC dataset ``name`` from the hub (paired layout, regrouped and checked by :func:`load_paired`: every
+    text has the catalog's hypotheses, in order), check its size against the catalog where known, and store it in
+    ``folder`` as a grouped ``NAME.jsonl`` (every text, in the hub's order, before any policy or quirk). Returns its
+    manifest entry (texts, paired rows, sha256 of the rows served and of the file written), which is also recorded
+    in ``folder/manifest.json``; a dataset stored before is replaced only once the new one has passed every check."""
+    from zstc.benchmark.provenance import sha256_file
+    from zstc.io import atomic_write
+
+    spec = get_task_spec(name)
+    task = _load_from_hub(spec)
+    if spec.texts is not None and len(task) != spec.texts:
+        raise DataError(f"{task.source}: {len(task)} texts, but the published {name} test set has {spec.texts} "
+                        "(tasks.json); not stored")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    with atomic_write(path) as handle:
+        for text, gold in zip(task.texts, task.gold.tolist()):
+            record: dict[str, object] = {"text": text, "label": gold}
+            if gold != NO_HYPOTHESIS:
+                record["label_text"] = spec.labels[gold]
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    entry: dict[str, object] = {
+        "texts": len(task), "paired_rows": len(task) * len(spec.hypotheses), "unlabelled_texts": task.n_unlabelled,
+        "source": task.source, "rows_sha256": task.content_sha256, "sha256": sha256_file(path),
+    }
+    manifest = read_pull_manifest(folder)
+    manifest[name] = entry
+    with atomic_write(folder / PULL_MANIFEST) as handle:
+        json.dump(manifest, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+    return entry
+
+
+def read_pull_manifest(folder: Path) -> dict[str, dict[str, object]]:
+    """What ``zstc data pull`` recorded in ``folder`` (empty before the first pull); a damaged manifest is a
+    :class:`DataError` naming it."""
+    path = folder / PULL_MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataError(f"{path}: unreadable ({error}); remove it and pull again") from None
+    if not isinstance(manifest, dict):
+        raise DataError(f"{path}: expected a JSON object; remove it and pull again")
+    return manifest
+
+
+def pulled_intact(name: str, folder: Path) -> bool:
+    """Whether ``folder`` holds dataset ``name`` as ``zstc data pull`` stored it (its sha256 as recorded)."""
+    from zstc.benchmark.provenance import sha256_file
+
+    entry = read_pull_manifest(folder).get(name)
+    path = folder / f"{name}.jsonl"
+    return isinstance(entry, dict) and path.is_file() and entry.get("sha256") == sha256_file(path)
+

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -95,7 +94,9 @@ class _HashCache:
 
     @classmethod
     def load(cls) -> _HashCache:
-        path = Path(os.environ.get("ZSTC_CACHE") or "~/.cache/zstc").expanduser() / "file-hashes.json"
+        from zstc.defaults import cache_root
+
+        path = cache_root() / "file-hashes.json"
         try:
             entries = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

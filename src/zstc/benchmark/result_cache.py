@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from zstc.benchmark.store import DatasetResult, write_json
+from zstc.defaults import cache_root
 from zstc.io import atomic_write
 
 NO_REVISION = "no_revision_available"
@@ -45,7 +46,7 @@ def results_root() -> Path:
     explicit = os.environ.get("ZSTC_RESULTS_CACHE")
     if explicit:
         return Path(explicit).expanduser()
-    return Path(os.environ.get("ZSTC_CACHE") or "~/.cache/zstc").expanduser() / "results"
+    return cache_root() / "results"
 
 
 def model_folder(model: str) -> str:

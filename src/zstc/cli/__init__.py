@@ -71,7 +71,9 @@ def root(
 
 
 # Command modules: importing one registers its commands. Heavy imports stay inside the commands.
-from zstc.cli import bench, cache, classify, demo, experiments, info, probe, report, serve, sweep, train  # noqa: E402,F401
+from zstc.cli import (  # noqa: E402,F401
+    bench, cache, classify, demo, experiments, info, probe, pull, report, serve, sweep, train,
+)
 
 
 _signals: list[int] = []

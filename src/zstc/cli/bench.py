@@ -12,6 +12,7 @@ from rich.table import Table
 from zstc.cli import app
 from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
+from zstc.cli.pull import DataOption, data_location
 
 console = Console(stderr=True)
 
@@ -20,7 +21,7 @@ console = Console(stderr=True)
 @with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="fp32")
 def bench(
     model: Model,
-    data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
+    data: DataOption = None,
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Summary JSON; per-dataset details go to <stem>.details/.")] = Path("results.json"),
     family: Family = None,
@@ -57,6 +58,7 @@ def bench(
         from zstc.errors import OptionError
 
         raise OptionError("--fresh (the same as --overwrite always) contradicts --overwrite never; give one of them")
+    data = data_location(data)
     config = BenchConfig(
         model=model,
         family=family,

@@ -10,12 +10,14 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
+from zstc.cli.pull import data_location
 from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
 from zstc.validation import check_hypotheses_template
 
 console = Console(stderr=True)
 
-Data = Annotated[str, typer.Option(help="A directory of dataset files, or 'hub' for btzsc/btzsc.")]
+Data = Annotated[str, typer.Option(
+    help="A directory of dataset files, 'hub' for btzsc/btzsc, or 'sample' (the packaged sample).")]
 Task = Annotated[str, typer.Option(help="One BTZSC dataset.")]
 MaxSamples = Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N texts.")]
 CalibrationSamples = Annotated[Optional[int], typer.Option(
@@ -38,10 +40,11 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
 
 
 def _check_before_work(task: str, out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None,
-                       *, more_data: tuple[str, ...] = ()) -> None:
+                       *, more_data: tuple[str, ...] = ()) -> str:
     """Everything checkable without the model, before it loads: --task names one dataset (not a family), option
     ranges (``rules`` adds or narrows :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be
-    any file in ``data`` or in the other data folders read (``more_data``: unseen's --train-data)."""
+    any file in ``data`` or in the other data folders read (``more_data``: unseen's --train-data). Returns where
+    ``data`` is (``sample`` named), said in one line."""
     from zstc.benchmark.catalog import one_dataset
     from zstc.benchmark.data import data_directory, data_folder_files
     from zstc.io import check_output_path
@@ -49,11 +52,13 @@ def _check_before_work(task: str, out: Path | None, data: str, options: dict[str
 
     one_dataset(task)
     check_options(options, {**OPTION_RULES, **(rules or {})})
+    data = data_location(data)
     for folder in (data, *more_data):  # a missing folder is said as such
         if folder != "hub":
             data_directory(folder)
     if out is not None:
         check_output_path(out, inputs=data_folder_files(data, *more_data))
+    return data
 
 
 def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
@@ -92,7 +97,7 @@ def template_robustness(
     if template:  # a template given twice would count twice in the mean and the standard deviation
         check_distinct(template, "template", parameter="template")
     check_choice("hypotheses", hypotheses, ENSEMBLE_MEMBERS)  # before the model loads: each template needs a filler
-    _check_before_work(task, out, data, {"max_samples": max_samples, "seed": seed})
+    data = _check_before_work(task, out, data, {"max_samples": max_samples, "seed": seed})
     scorer = _scorer(model, family, scoring)
     loaded = _load(task, data, max_samples, seed)
     report = measure(scorer, loaded, template or list(DEFAULT_ROBUSTNESS_TEMPLATES), variant=hypotheses)
@@ -158,8 +163,9 @@ def calibrate(
         check_template(template, what="--template")
     check_choice("hypotheses", hypotheses, VARIANTS)
     # Three texts at least: two to fit on (one fits nothing: the temperature runs to its bound), one to test on.
-    _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
-                       {"method": Rule(choices=METHODS), "max_samples": Rule(3, integer=True)})
+    data = _check_before_work(task, out, data, {"method": method, "max_samples": max_samples,
+                                                "dev_fraction": dev_fraction, "seed": seed},
+                              {"method": Rule(choices=METHODS), "max_samples": Rule(3, integer=True)})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
@@ -241,9 +247,10 @@ def unseen(
         check_template(template, what="--template")
     # One hypothesis per label: the fine-tuning pairs hold one, so the ensemble (three averaged) is no choice here.
     check_choice("hypotheses", hypotheses, tuple(v for v in VARIANTS if v != "ensemble"))
-    _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps, "dev_size": dev_size,
-                                   "eval_fraction": eval_fraction, "max_samples": max_samples, "max_train_samples": max_train_samples,
-                                   "seed": seed}, more_data=(train_data,))
+    data = _check_before_work(task, out, data, {"alpha": alpha, "negatives": negatives, "max_steps": max_steps,
+                                                "dev_size": dev_size, "eval_fraction": eval_fraction,
+                                                "max_samples": max_samples, "max_train_samples": max_train_samples,
+                                                "seed": seed}, more_data=(train_data,))
     if train_data == "hub":
         raise OptionError(f"train_data hub: {HUB_DATASET} publishes only test splits, so the model would be fine-tuned on the "
                           "texts it is tested on; give a folder with the dataset's training split (e.g. "

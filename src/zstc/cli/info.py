@@ -53,18 +53,19 @@ def count_texts(path: Path, n_labels: int) -> int:
 @app.command()
 def tasks(
     family: Annotated[Optional[str], typer.Option(help="Only this task family.")] = None,
-    data: Annotated[Optional[Path], typer.Option(help="Directory of dataset files to look in; default: $ZSTC_DATA, $ZSTC_SHARED_DATA/btzsc or shared/data/btzsc beside or above the working directory.")] = None,
+    data: Annotated[Optional[Path], typer.Option(help="Directory of dataset files to look in, or 'sample' (the packaged sample); default: as `zstc bench` finds one ($ZSTC_DATA, what `zstc data pull` stored, shared/data/btzsc).")] = None,
 ) -> None:
     """List the 22 BTZSC datasets: family, domain, labels, and how many texts are found locally, where."""
-    from zstc.benchmark.catalog import catalog, default_data_dir, families, local_task_file
+    from zstc.benchmark.catalog import catalog, data_source, families, local_task_file
     from zstc.errors import DataError, UnknownNameError, did_you_mean
 
     groups = families()
     if family is not None and family not in groups:
         raise UnknownNameError(f"unknown task family {family!r}{did_you_mean(family, groups)}; expected one of {', '.join(groups)}")
-    if data is not None and not data.is_dir():
+    source = data_source(data)
+    directory = Path(source.location) if source is not None else None
+    if data is not None and directory is not None and not directory.is_dir():
         raise DataError(f"{data}: no such directory")
-    directory = data or default_data_dir()
     table = Table(title="BTZSC tasks" + (f" (files looked for in {directory})" if directory else ""))
     for column in ("dataset", "family", "domain", "labels", "no hypothesis", "texts here", "file"):
         table.add_column(column, no_wrap=column in ("dataset", "file"), justify="right" if column in ("labels", "no hypothesis", "texts here") else "left")
@@ -83,7 +84,7 @@ def tasks(
         return
     where = f"in {directory}" if directory else "locally (no data directory found; give --data)"
     console.print(f"{found} found {where}; `zstc bench --data DIR --tasks available` runs them; "
-                  "the others load with --data hub.", style="dim")
+                  "the others: `zstc data pull` fetches them once, --data hub reads them at run time.", style="dim")
 
 
 @app.command()
@@ -118,21 +119,18 @@ def dataset_similarity(
 ) -> None:
     """Weighted Jaccard similarity of the token distributions of every pair of datasets (the paper's dataset
     similarity analysis): each dataset's most similar one, the most similar pairs, and the whole matrix."""
-    from zstc.benchmark.catalog import default_data_dir, resolve_task_names
+    from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
     from zstc.benchmark.similarity import check_dataset_count, dataset_similarity as compute
-    from zstc.errors import DataError, OptionError
+    from zstc.cli.pull import data_location
+    from zstc.errors import OptionError
     from zstc.io import check_output_path
     from zstc.reports.figures import FIGURE_FORMATS
     from zstc.validation import check_options, check_sampling
 
     check_options({"max_samples": max_samples, "seed": seed})
     check_sampling(sampling, max_samples)
-    if data is None:
-        found = default_data_dir()
-        if found is None:
-            raise DataError("no data directory found: give --data DIR (a folder of BTZSC dataset files) or --data hub")
-        data = str(found)
+    data = data_location(data)
     local = data != "hub"
     if local:
         data_directory(data)  # a missing folder is said as such, not as "no dataset files in it"

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from zstc.cli import app
+from zstc.cli.pull import DataOption, data_location
 from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
 from zstc.validation import check_hypotheses_template
 
@@ -19,7 +20,7 @@ console = Console(stderr=True)
 @with_scorer_options("batch_size", "precision", "device", "max_length", precision="fp32")
 def sweep(
     models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders), each model once under one name.")],
-    data: Annotated[str, typer.Option(help="A directory of dataset files (grouped or paired layout), or 'hub' for btzsc/btzsc.")],
+    data: DataOption = None,
     tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for one summary per model (<model>.json, as `zstc bench` writes it) and its details.")] = Path("sweep"),
     engine: Annotated[str, typer.Option(help="'local' (this process, one model at a time) or 'ray' (an actor per model).")] = "local",
@@ -54,6 +55,7 @@ def sweep(
     check_hypotheses_template(hypotheses, template)
     check_output_dir(out)  # before any work: an existing file, a missing parent folder
     names = check_labels(models.split(","), what="models", allow_single=True)
+    data = data_location(data)
     template_config = BenchConfig(
         model=names[0], tasks=resolve_task_names(tasks, data), data=data, unlabelled=unlabelled, max_samples=max_samples, sampling=sampling,
         seed=seed, overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from zstc.defaults import cache_root
 from zstc.errors import ModelError
 
 _log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def smollm2_135m_instruct(locate_only: bool = False) -> Path | None:
 
 def model_cache_dir() -> Path:
     """Where converted models are kept: ``$ZSTC_CACHE/models``, default ``~/.cache/zstc/models``."""
-    return Path(os.environ.get("ZSTC_CACHE") or "~/.cache/zstc").expanduser() / "models"
+    return cache_root() / "models"
 
 
 def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:

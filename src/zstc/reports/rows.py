@@ -178,14 +178,22 @@ def scored_every_text(dataset: str, n_texts: int, source_texts: int | None, max_
 def sample_differences(summary: dict[str, Any]) -> dict[str, str]:
     """The datasets of a run summary whose scored texts are not the ones the paper scored, each with how:
     ``"whole"`` (every text of a dataset of which the paper scored the harness's draw of 1000), ``"drawn"`` (a draw of
-    1000 texts of a dataset the paper scored whole: rottentomatoes) or ``"sampled"`` (any other sample). The paper
+    1000 texts of a dataset the paper scored whole: rottentomatoes), ``"part"`` (read from a file holding fewer texts
+    than the published test set, as the packaged sample does: the catalog's ``texts``) or ``"sampled"`` (any other
+    sample). The paper
     scored the harness's draw of 1000 texts, every text of a smaller dataset, and all of rottentomatoes
     (:data:`PAPER_WHOLE_DATASETS`): what ``--sampling paper --max-samples 1000`` scores."""
     evaluation = summary.get("evaluation") or {}
     method, cap = evaluation.get("sampling") or "stratified", evaluation.get("max_samples")
+    policy = (evaluation.get("run_identity") or {}).get("unlabelled", evaluation.get("unlabelled_policy"))
+    whole_file = policy in (None, "paper")  # under 'exclude' a file's count leaves out texts without a hypothesis
     differences: dict[str, str] = {}
     for name, row in ((summary.get("results") or {}).get("by_dataset") or {}).items():
         scored, source = row.get("n_texts"), row.get("source_texts")
+        published_size = catalog()[name].texts if name in catalog() else None
+        if whole_file and source is not None and published_size is not None and source < published_size:
+            differences[name] = "part"  # a file with only part of the test set: the packaged sample, or a cut file
+            continue
         if scored is None:  # a summary that did not record it: its sample, as it said
             if evaluation.get("sampled", cap is not None):
                 differences[name] = "sampled"
@@ -226,6 +234,11 @@ def protocol_differences(summary: dict[str, Any]) -> list[str]:
     drawn = [name for name, kind in sorted(samples.items()) if kind == "drawn"]
     if drawn:
         differences.append(f"a draw of {cap} texts of {', '.join(drawn)}, which the paper scored whole ({paper_draw} does)")
+    part = [f"{name} ({by_dataset[name]['source_texts']} of {catalog()[name].texts})"
+            for name, kind in sorted(samples.items()) if kind == "part"]
+    if part:
+        differences.append(f"only part of the published test set of {', '.join(part)} "
+                           "(the packaged sample, or a cut file)")
     if "sampled" in samples.values():
         differences.append(f"a {method} sample of at most {cap} texts per dataset, where the paper scored its own sample "
                            f"of {PAPER_SAMPLE_SIZE} ({paper_draw})")

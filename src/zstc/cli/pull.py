@@ -1,0 +1,98 @@
+"""``zstc data pull``: the BTZSC datasets downloaded once from the hub, checked, and kept for offline runs; and the
+one line every benchmark command says about where its data comes from (the rule is
+:func:`zstc.benchmark.catalog.data_source`'s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from zstc.cli import CommandGroup, app
+
+if TYPE_CHECKING:
+    from zstc.benchmark.catalog import DataSource
+
+data_app = typer.Typer(
+    cls=CommandGroup,
+    help="The BTZSC benchmark data: `zstc data pull` downloads and checks it once.",
+    no_args_is_help=True,
+)
+app.add_typer(data_app, name="data")
+
+
+DataOption = Annotated[
+    Optional[str],
+    typer.Option(
+        help="A directory of dataset files (grouped or paired layout), 'hub' for btzsc/btzsc, or 'sample' (the "
+        "packaged sample, not the paper's protocol); default: $ZSTC_DATA, else what `zstc data pull` stored, else "
+        "shared/data/btzsc."
+    ),
+]
+"""``--data`` of the benchmark commands; where it is left out, :func:`zstc.benchmark.catalog.data_source` decides."""
+
+
+def data_location(data: str | Path | None) -> str:
+    """Where a command reads BTZSC datasets from (``--data``, else the rule's next step), said by :func:`announce`;
+    a :class:`zstc.errors.DataError` saying how to get data when nothing is found."""
+    from zstc.benchmark.catalog import require_data_source
+
+    source = require_data_source(data)
+    announce(source)
+    return source.location
+
+
+def announce(source: DataSource) -> None:
+    """Say where the data comes from in one line on stderr, unless it is the folder ``--data`` named (the user said
+    it already, and an error after it stays one line)."""
+    from zstc.cli.verbosity import say
+
+    if source.origin != "--data":
+        say(source.line())
+
+
+@data_app.command("pull")
+def pull(
+    tasks: Annotated[
+        Optional[str], typer.Option(help="Comma-separated datasets or a task family; default: all 22.")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Download again datasets already pulled and intact.")] = False,
+) -> None:
+    """Download the BTZSC datasets from the hub (btzsc/btzsc), check them against tasks.json (hypotheses, and the
+    number of texts where known) and keep them in $ZSTC_CACHE/data with their sha256; afterwards every command
+    finds them without the hub."""
+    from zstc.benchmark.catalog import pulled_data_dir, resolve_task_names
+    from zstc.benchmark.data import hub_datasets, pull_dataset, pulled_intact
+    from zstc.cli.verbosity import say, show_progress
+    from zstc.errors import DataError
+
+    names = resolve_task_names(tasks, "hub")
+    datasets = hub_datasets()  # missing: said once, not once per dataset
+    if show_progress():  # the download's own bars on a terminal: a large dataset takes a while
+        from huggingface_hub.utils import enable_progress_bars  # type: ignore[attr-defined]  # not in its __all__
+
+        enable_progress_bars()
+        datasets.utils.logging.enable_progress_bar()
+    folder = pulled_data_dir()
+    say(f"pulling {len(names)} BTZSC datasets into {folder}")
+    failed: list[str] = []
+    for number, name in enumerate(names, start=1):
+        step = f"[{number}/{len(names)}] {name}"
+        if not force and pulled_intact(name, folder):
+            say(f"{step}: already pulled, sha256 checked")
+            continue
+        say(f"{step}: downloading")
+        try:
+            entry = pull_dataset(name, folder)
+        except DataError as error:  # the others are still pulled; the command fails at the end, naming them
+            say(f"{step}: failed: {error}")
+            failed.append(name)
+            continue
+        say(f"{step}: {entry['texts']:,} texts checked, stored (sha256 {str(entry['sha256'])[:12]})")
+    if failed:
+        raise DataError(
+            f"{len(failed)} of {len(names)} datasets not pulled: {', '.join(failed)} (see above); "
+            "the others are stored; run the same command again to retry"
+        )
+    say(f"done: {folder} holds them; every command now finds them without --data")
