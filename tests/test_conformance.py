@@ -175,6 +175,20 @@ def test_paper_model_conforms(row: Row, standin_folders: tuple[Path, dict[str, P
     bf16 = make_scorer(str(folder), precision="bf16", **_options(row)).score(texts, labels)
     assert (bf16.argmax(1) == scores.argmax(1)).all()
 
+    # The dry run (config and tokenizer only) says the same.
+    code, out, err = zstc_cli("models", "check", str(folder), "--text", texts[0], "--labels", ",".join(labels), *_flags(row))
+    assert code == 0 and "cannot:" not in out, out + err
+    facts = dict(line.strip().split("  ", 1) for line in out.splitlines()[1:])
+    assert facts["family"].strip().startswith(f"{family} (") and facts["max length"].strip().startswith(f"{limit} tokens")
+    if family == "embedding":
+        pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
+        assert facts["pooling"].strip().split()[0] == next(k for k, on in pooling.items() if on is True).split("_")[2]
+    if family == "yesno":
+        assert facts["prompt"].strip() == repr(YESNO_PROMPT.format(text=texts[0], label=labels[0]))
+    if family == "llm":
+        options = "\n".join(f"{symbol}) {label}" for symbol, label in zip("ABC", labels))
+        assert facts["prompt"].strip() == repr(chat_opening(row.chat, LLM_QUESTION.format(text=texts[0], options=options)) + LLM_ANSWER)
+
     # The three front doors, with the registry's family.
     classifier = Classifier(str(folder), **_options(row))
     assert classifier.family == family and len(classifier.predict(texts[:2], ["good news", "bad news"])) == 2
@@ -309,3 +323,23 @@ def test_a_model_with_its_own_code_runs_only_when_trusted(standin_folders: tuple
     for name in ("Alibaba-NLP/gte-base-en-v1.5", "gte-large-en-v1.5"):  # the registry says so before the hub is asked
         with pytest.raises(ModelError, match="runs modelling code of its own .* give trust_remote_code"):
             make_scorer(name).score(["a text"], ["a label"])
+
+
+def test_models_check_reads_no_weights_and_names_what_it_cannot_handle(standin_folders: tuple[Path, dict[str, Path]],
+                                                                        tmp_path: Path, zstc_cli: Any) -> None:
+    base, built = standin_folders
+    reranker = stand_in(next(row for row in ROWS if row.paper_name == "Qwen3-Reranker-0.6B"), base, built)
+    config_only = tmp_path / "no-weights"
+    config_only.mkdir()
+    for entry in reranker.iterdir():
+        if not entry.name.endswith(".safetensors"):
+            (config_only / entry.name).symlink_to(entry)
+    code, out, err = zstc_cli("models", "check", str(config_only), "--text", "T", "--labels", "L")
+    assert code == 0 and repr(YESNO_PROMPT.format(text="T", label="L")) in out, out + err
+
+    gte = stand_in(next(row for row in ROWS if row.paper_name == "gte-base-en-v1.5"), base, built)
+    code, out, _ = zstc_cli("models", "check", str(gte))
+    assert code == 1 and "embedding (" in out
+    assert [line for line in out.splitlines() if "cannot:" in line and "--trust-remote-code" in line]
+    code, out, _ = zstc_cli("models", "check", str(reranker), "--family", "nli")  # a causal LM has no NLI head
+    assert code == 1 and "cannot:" in out and "no nli head" in out
