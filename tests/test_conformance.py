@@ -315,6 +315,8 @@ def test_a_model_with_its_own_code_runs_only_when_trusted(standin_folders: tuple
     assert not (tmp_path / "r.json").exists()
     code, _, err = zstc_cli("classify", "-", "--labels", "a,b", "--model", str(folder))
     assert code != 0 and "--trust-remote-code" in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = zstc_cli("serve", "--model", str(folder), "--port", "18765")  # refused at start, before it listens
+    assert code != 0 and "--trust-remote-code" in err and err.count("error") == 1, err
     assert zstc_cli(*bench, "--trust-remote-code")[0] == 0
     identity = json.loads((tmp_path / "r.json").read_text())["evaluation"]["run_identity"]
     assert identity["scorer_options"]["trust_remote_code"] is True
