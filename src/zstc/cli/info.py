@@ -118,7 +118,7 @@ def models(ctx: typer.Context, family: Annotated[Optional[str], typer.Option(hel
 @models_app.command("check")
 @with_scorer_options("pooling", "score_type", "entailment_index", "prompt_style", "max_length", "trust_remote_code", "instruction")
 def check(
-    model: Annotated[str, typer.Argument(help="Hub id, paper short name or local folder.")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="Hub id, paper short name or local folder.")],
     family: FamilyOption = None,
     text: Annotated[str, typer.Option(help="The sample text whose input is shown.")] = "The quarterly profit rose by 20 percent.",
     labels: Annotated[str, typer.Option("--labels", "-l", help="Comma-separated sample labels (the first is paired with the text; an LLM lists all).")] = "positive,negative",
