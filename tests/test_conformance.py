@@ -144,32 +144,54 @@ def _flags(row: Row) -> list[str]:
 @pytest.mark.parametrize("row", ROWS, ids=[row.paper_name for row in ROWS])
 def test_paper_model_conforms(row: Row, standin_folders: tuple[Path, dict[str, Path]], btzsc_dir: Path, tmp_path: Path,
                               zstc_cli: Any) -> None:
+    base, built = standin_folders
+    _conforms(row, stand_in(row, base, built), btzsc_dir, tmp_path, zstc_cli)
+
+
+HUB_ROWS = [row for row in ROWS if row.arch != "real" and row.paper_name not in
+            ("bert-base-uncased-nli", "bert-large-uncased-nli", "bert-large-uncased-nli-triplet", "deberta-v3-base-nli",
+             "deberta-v3-large-nli", "deberta-v3-large-nli-triplet", "modernbert-base-nli", "modernbert-large-nli",
+             "modernbert-large-nli-triplet")]
+"""The rows with a hub id (the paper's own NLI models have none; all-MiniLM-L6-v2 runs its real weights above)."""
+
+
+@pytest.mark.hub
+@pytest.mark.parametrize("row", HUB_ROWS, ids=[row.paper_name for row in HUB_ROWS])
+def test_paper_checkpoint_conforms(row: Row, btzsc_dir: Path, tmp_path: Path, zstc_cli: Any) -> None:
+    """The same row on the real checkpoint (ZSTC_TEST_HUB=1, a GPU advised for the 7-12B ones): everything but the
+    chat template's exact text, which the real template writes with its own preamble (a date, a system turn)."""
+    _conforms(row, row.paper_name, btzsc_dir, tmp_path, zstc_cli)
+
+
+def _conforms(row: Row, model: Path | str, btzsc_dir: Path, tmp_path: Path, zstc_cli: Any) -> None:
     from zstc import Classifier
     from zstc.models.registry import registered_models
     from zstc.scorers import make_scorer
 
-    base, built = standin_folders
-    folder = stand_in(row, base, built)
+    folder = model if isinstance(model, Path) else None
     family = FAMILY[row.paper_name]
     texts, labels = _texts(btzsc_dir)
+    # A real checkpoint's own limit (up to 128k tokens) would read the long text whole: it is cut at 512 there.
+    sized = {**_options(row), **({} if folder is not None else {"max_length": 512})}
 
-    # The registry's facts, applied to the folder that names the entry.
-    spec = get_model_spec(str(folder))
+    # The registry's facts, applied to the folder that names the entry (or to the hub id).
+    spec = get_model_spec(str(model))
     entry = next((s for s in registered_models() if s.paper_name == row.paper_name), None)
-    assert spec.family == family and spec.paper_name == row.paper_name and spec.model_id == str(folder)
+    assert spec.family == family and spec.paper_name == row.paper_name
+    assert spec.model_id == (str(folder) if folder is not None else entry.model_id if entry else None)
     if entry is not None:
         assert (spec.query_prefix, spec.document_prefix, spec.query_template) == (entry.query_prefix, entry.document_prefix, entry.query_template)
     assert spec.format_query("T") == QUERY_SIDE.get(row.paper_name, "") + "T"
     assert spec.format_document("L") == DOCUMENT_SIDE.get(row.paper_name, "") + "L"
 
-    scorer = make_scorer(str(folder), batch_size=16, **_options(row))
+    scorer = make_scorer(str(model), batch_size=16, **sized)
     assert FAMILY_OF[type(scorer).__name__] == family
     options = {"prefix_cache": False} if family == "yesno" else {}
-    whole = make_scorer(str(folder), batch_size=16, **options, **_options(row)) if options else scorer
+    whole = make_scorer(str(model), batch_size=16, **options, **sized) if options else scorer
     with Received(_network(whole)) as received:
         scores = whole.score(texts, labels)
     tokenizer, limit = whole.loaded.tokenizer, whole.loaded.max_length
-    _protocol_reaches_the_model(family, row, tokenizer, limit, received.ids, texts, labels, whole)
+    _protocol_reaches_the_model(family, row, tokenizer, limit, received.ids, texts, labels, whole, exact_chat=folder is not None)
 
     # The score rule, on one text and every label.
     with Received(_network(scorer)) as one:
@@ -177,36 +199,37 @@ def test_paper_model_conforms(row: Row, standin_folders: tuple[Path, dict[str, P
     _score_rule(family, scorer, one, single, texts[0], labels)
 
     # Batch 1 against 16, the long text in the batch; bf16 with its recheck decides as fp32 does.
-    alone = make_scorer(str(folder), batch_size=1, **_options(row)).score(texts, labels)
+    alone = make_scorer(str(model), batch_size=1, **sized).score(texts, labels)
     assert np.abs(alone - scores).max() <= 1e-5
     assert (alone.argmax(1) == scores.argmax(1)).all()
     if family == "yesno":
         np.testing.assert_allclose(scorer.score(texts, labels), scores, atol=1e-5)  # the prefix cache changes nothing
-    bf16 = make_scorer(str(folder), precision="bf16", **_options(row)).score(texts, labels)
+    bf16 = make_scorer(str(model), precision="bf16", **sized).score(texts, labels)
     assert (bf16.argmax(1) == scores.argmax(1)).all()
 
     # The dry run (config and tokenizer only) says the same.
-    code, out, err = zstc_cli("models", "check", str(folder), "--text", texts[0], "--labels", ",".join(labels), *_flags(row))
+    code, out, err = zstc_cli("models", "check", str(model), "--text", texts[0], "--labels", ",".join(labels), *_flags(row))
     assert code == 0 and "cannot:" not in out, out + err
     facts = dict(line.strip().split("  ", 1) for line in out.splitlines()[1:])
-    assert facts["family"].strip().startswith(f"{family} (") and facts["max length"].strip().startswith(f"{limit} tokens")
-    if family == "embedding":
+    assert facts["family"].strip().startswith(f"{family} (")
+    assert folder is None or facts["max length"].strip().startswith(f"{limit} tokens")
+    if family == "embedding" and folder is not None:
         pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
         assert facts["pooling"].strip().split()[0] == next(k for k, on in pooling.items() if on is True).split("_")[2]
     if family == "yesno":
         assert facts["prompt"].strip() == repr(YESNO_PROMPT.format(text=texts[0], label=labels[0]))
-    if family == "llm":
+    if family == "llm" and folder is not None:
         options = "\n".join(f"{symbol}) {label}" for symbol, label in zip("ABC", labels))
         assert facts["prompt"].strip() == repr(chat_opening(row.chat, LLM_QUESTION.format(text=texts[0], options=options)) + LLM_ANSWER)
 
     # The three front doors, with the registry's family.
-    classifier = Classifier(str(folder), **_options(row))
+    classifier = Classifier(str(model), **sized)
     assert classifier.family == family and len(classifier.predict(texts[:2], ["good news", "bad news"])) == 2
     inputs = tmp_path / "texts.txt"
     inputs.write_text("\n".join([texts[0], texts[2]]) + "\n")
-    code, _, err = zstc_cli("classify", str(inputs), "--labels", "good news,bad news", "--model", str(folder), *_flags(row))
+    code, _, err = zstc_cli("classify", str(inputs), "--labels", "good news,bad news", "--model", str(model), *_flags(row))
     assert code == 0, err
-    code, _, err = zstc_cli("bench", "--model", str(folder), "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+    code, _, err = zstc_cli("bench", "--model", str(model), "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
                             "--max-samples", "3", "--out", str(tmp_path / "r.json"), *_flags(row))
     assert code == 0, err
     summary = json.loads((tmp_path / "r.json").read_text())
@@ -214,7 +237,7 @@ def test_paper_model_conforms(row: Row, standin_folders: tuple[Path, dict[str, P
 
 
 def _protocol_reaches_the_model(family: str, row: Row, tokenizer: Any, limit: int, seen: list[list[int]], texts: list[str],
-                                labels: list[str], scorer: Any) -> None:
+                                labels: list[str], scorer: Any, *, exact_chat: bool) -> None:
     if family in ("nli", "reranker"):  # premise/query = text first, hypothesis/document = label second; only the text cut
         expected = [tokenizer(t, label, truncation="only_first", max_length=limit)["input_ids"] for t in texts for label in labels]
         assert sorted(map(tuple, seen)) == sorted(set(map(tuple, expected)))
@@ -243,7 +266,13 @@ def _protocol_reaches_the_model(family: str, row: Row, tokenizer: Any, limit: in
         options = "\n".join(f"{symbol}) {label}" for symbol, label in zip("ABC", labels))
         decoded = [tokenizer.decode(ids) for ids in seen]
         for text in (texts[0], texts[2], texts[3]):
-            assert chat_opening(row.chat, LLM_QUESTION.format(text=text, options=options)) + LLM_ANSWER in decoded
+            question = LLM_QUESTION.format(text=text, options=options)
+            if exact_chat:
+                assert chat_opening(row.chat, question) + LLM_ANSWER in decoded
+            else:  # the real template: the question inside it, the answer's beginning after it
+                assert any(question in p and p.endswith(LLM_ANSWER) for p in decoded)
+        if not exact_chat:
+            return
         head, tail = chat_opening(row.chat, LLM_QUESTION.format(text="\0", options=options)).split("\0")
         cut = [p for p in decoded if texts[1][:40] in p]
         assert len(cut) == 1 and cut[0].startswith(head) and cut[0].endswith(tail + LLM_ANSWER)
@@ -291,20 +320,6 @@ def _score_rule(family: str, scorer: Any, received: Received, scores: np.ndarray
         symbols = [tokenizer(LLM_ANSWER + " " + s, add_special_tokens=False)["input_ids"][-1] for s in "ABC"]
         last = received.logits[-1][0, -1]
         np.testing.assert_allclose(scores[0], torch.softmax(last[symbols], dim=0).numpy(), atol=1e-5)
-
-
-@pytest.mark.hub
-@pytest.mark.parametrize("row", [row for row in ROWS if row.arch != "real"], ids=[row.paper_name for row in ROWS if row.arch != "real"])
-def test_paper_model_loads_from_the_hub(row: Row) -> None:
-    """The same front door on the real checkpoint (ZSTC_TEST_HUB=1): it loads with the registry's family and scores."""
-    from zstc.models.registry import PAPER_MODELS_WITHOUT_HUB_ID
-    from zstc.scorers import make_scorer
-
-    if row.paper_name in PAPER_MODELS_WITHOUT_HUB_ID:
-        pytest.skip(f"{row.paper_name} has no hub id in the protocol")
-    scorer = make_scorer(row.paper_name, **_options(row))
-    scores = scorer.score(["The company's profit rose by 20 percent."], ["positive", "negative", "neutral"])
-    assert scores.shape == (1, 3) and np.isfinite(scores).all()
 
 
 def test_a_model_with_its_own_code_runs_only_when_trusted(standin_folders: tuple[Path, dict[str, Path]], btzsc_dir: Path,
