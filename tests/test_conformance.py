@@ -370,3 +370,15 @@ def test_models_check_reads_no_weights_and_names_what_it_cannot_handle(standin_f
     assert [line for line in out.splitlines() if "cannot:" in line and "--trust-remote-code" in line]
     code, out, _ = zstc_cli("models", "check", str(reranker), "--family", "nli")  # a causal LM has no NLI head
     assert code == 1 and "cannot:" in out and "no nli head" in out
+
+
+def test_a_hub_model_with_its_own_code_is_refused_naming_the_flag() -> None:
+    """A model the registry does not mark: transformers' refusal (trust_remote_code=False is passed, so it never asks on
+    the terminal) becomes the same one line."""
+    from zstc.models.loading import load_error
+    from zstc.models.registry import ModelSpec
+
+    error = ValueError("The repository some-org/custom contains custom code which must be executed to correctly load "
+                       "the model. Please pass the argument `trust_remote_code=True` to allow custom code to be run.")
+    translated = load_error(ModelSpec("some-org/custom", "embedding"), error)
+    assert translated.parameters == ("trust_remote_code",) and "give trust_remote_code" in str(translated)

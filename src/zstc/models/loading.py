@@ -56,10 +56,14 @@ def remote_code(spec: ModelSpec, trusted: bool) -> dict[str, Any]:
     if trusted:
         return {"trust_remote_code": True}
     if spec.trust_remote_code or _ships_code(Path(spec.model_id).expanduser()):
-        raise ModelError(
-            f"{spec.model_id} runs modelling code of its own (an auto_map in its config), which zstc runs only when "
-            "asked: give trust_remote_code to run it", parameters=("trust_remote_code",))
-    return {}
+        raise _untrusted(spec)
+    # False, not left out: transformers would otherwise ask on the terminal whether to run a hub model's code.
+    return {"trust_remote_code": False}
+
+
+def _untrusted(spec: ModelSpec) -> ModelError:
+    return ModelError(f"{spec.model_id} runs modelling code of its own (an auto_map in its config), which zstc runs only "
+                      "when asked: give trust_remote_code to run it", parameters=("trust_remote_code",))
 
 
 def _ships_code(folder: Path) -> bool:
@@ -171,6 +175,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 def load_error(spec: ModelSpec, error: Exception) -> ModelError:
     """Translate a loading failure into one line that says what to do about it."""
+    if "trust_remote_code" in str(error):  # a hub model the registry does not know ships its own code
+        return _untrusted(spec)
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"
     reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
     if not spec.available_offline() and ("/" in spec.model_id or offline):

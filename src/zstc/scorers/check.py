@@ -144,7 +144,7 @@ def check_model(model: str, family: str | None = None, *, text: str = "The quart
 def _tokenizer_kwargs(source: str, scorer: Any) -> dict[str, Any]:
     from zstc.models.loading import pinned
 
-    # Explicitly False when not given: transformers would otherwise ask on the terminal whether to run the code.
+    # False when not given: transformers would otherwise ask on the terminal whether to run the code.
     return {**pinned(source), "trust_remote_code": bool(scorer.options.get("trust_remote_code"))}
 
 
