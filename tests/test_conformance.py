@@ -382,3 +382,18 @@ def test_a_hub_model_with_its_own_code_is_refused_naming_the_flag() -> None:
                        "the model. Please pass the argument `trust_remote_code=True` to allow custom code to be run.")
     translated = load_error(ModelSpec("some-org/custom", "embedding"), error)
     assert translated.parameters == ("trust_remote_code",) and "give trust_remote_code" in str(translated)
+
+
+def test_a_folders_model_file_names_a_registry_entry_or_is_refused(tmp_path: Path, zstc_cli: Any) -> None:
+    from zstc.errors import ModelError
+
+    (tmp_path / "zstc_model.json").write_text(json.dumps({"model": "e5-base-V2"}))  # any casing of a paper name
+    spec = get_model_spec(str(tmp_path))
+    assert (spec.model_id, spec.family, spec.query_prefix, spec.paper_name) == (str(tmp_path), "embedding", "query: ", "e5-base-v2")
+    assert get_model_spec(str(tmp_path), "encoder").family == "encoder"  # a family given still wins
+    (tmp_path / "zstc_model.json").write_text(json.dumps({"model": "e5-base-v3"}))
+    with pytest.raises(ModelError, match=r"names unknown model 'e5-base-v3'.*did you mean.*e5-base-v2"):
+        get_model_spec(str(tmp_path))
+    (tmp_path / "zstc_model.json").write_text("{not json")
+    code, _, err = zstc_cli("models", "check", str(tmp_path))
+    assert code != 0 and err.startswith("error: ") and "zstc_model.json: not a readable model file" in err and len(err.splitlines()) == 1, err
