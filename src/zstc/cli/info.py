@@ -9,7 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import app
+from zstc.cli import CommandGroup, app
+from zstc.cli.options import Family as FamilyOption
+from zstc.cli.options import ScorerOptions, cli_message, with_scorer_options
 from zstc.cli.verbosity import quiet
 
 if TYPE_CHECKING:
@@ -87,9 +89,16 @@ def tasks(
                   "the others: `zstc data pull` fetches them once, --data hub reads them at run time.", style="dim")
 
 
-@app.command()
-def models(family: Annotated[Optional[str], typer.Option(help="Only this model family.")] = None) -> None:
+models_app = typer.Typer(cls=CommandGroup, help="List registered models: family, paper name, size, and whether they run offline "
+                         "here; `zstc models check MODEL` says what zstc would do with a model.")
+app.add_typer(models_app, name="models")
+
+
+@models_app.callback(invoke_without_command=True)
+def models(ctx: typer.Context, family: Annotated[Optional[str], typer.Option(help="Only this model family.")] = None) -> None:
     """List registered models: family, paper name, size, and whether they run offline here."""
+    if ctx.invoked_subcommand is not None:
+        return
     from zstc.models.registry import FAMILIES, registered_models
 
     if family is not None and family not in FAMILIES:
@@ -105,6 +114,33 @@ def models(family: Annotated[Optional[str], typer.Option(help="Only this model f
     Console(width=max(Console().width, 120)).print(table)
     if not quiet():  # a hint, not a result
         Console().print("Any other hub model or local folder works with --family.", style="dim")
+
+
+@models_app.command("check")
+@with_scorer_options("pooling", "score_type", "entailment_index", "prompt_style", "max_length", "trust_remote_code", "instruction")
+def check(
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="Hub id, paper short name or local folder.")],
+    family: FamilyOption = None,
+    text: Annotated[str, typer.Option(help="The sample text whose input is shown.")] = "The quarterly profit rose by 20 percent.",
+    labels: Annotated[str, typer.Option("--labels", "-l", help="Comma-separated sample labels (the first is paired with the text; an LLM lists all).")] = "positive,negative",
+    *,
+    scoring: ScorerOptions,
+) -> None:
+    """What zstc will do with MODEL, read from its config and tokenizer only (no weights): family and why, pooling,
+    prefixes or instruction, score rule, entailment index, max length, the input for a sample text and label, and
+    anything it cannot handle (then the exit status is 1)."""
+    from zstc.cli.classify import _split_labels
+    from zstc.scorers.check import check_model
+
+    report = check_model(model, family, text=text, labels=_split_labels(labels), **scoring.kwargs())
+    print(report.model)
+    width = max(len(name) for name, _ in report.facts)
+    for name, value in report.facts:
+        print(f"  {name.ljust(width)}  {value}")
+    for problem in report.problems:
+        print(f"  cannot: {cli_message(problem)}")
+    if report.problems:
+        raise typer.Exit(1)
 
 
 @app.command("dataset-similarity")

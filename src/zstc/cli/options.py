@@ -44,6 +44,11 @@ Shortlist = Annotated[
                  "'K' (shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
 ]
 MaxLength = Annotated[Optional[int], typer.Option(help="Token limit per input; default: the model's own. Only texts are truncated.")]
+TrustRemoteCode = Annotated[
+    Optional[bool],
+    typer.Option("--trust-remote-code", help="Run modelling code the model's own files ship (its config's auto_map; "
+                 "gte-base/large-en-v1.5 need it). Off by default: such a model is refused."),
+]
 Instruction = Annotated[
     Optional[str],
     typer.Option(help="Yes/no rerankers: the prompt's <Instruct> line; default: BTZSC's (nli-probe: the paper's NLI probe instruction)."),
@@ -146,6 +151,7 @@ SCORER_OPTIONS: dict[str, Any] = {
     "device": Device,
     "max_length": MaxLength,
     "recheck_margin": RecheckMargin,
+    "trust_remote_code": TrustRemoteCode,
     "instruction": Instruction,
     "shortlist": Shortlist,
 }

@@ -6,6 +6,7 @@ Every load of weights holds :data:`LOADING_LOCK` (see there why).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -46,6 +47,33 @@ def model_source(spec: ModelSpec) -> str:
             f"or hub cache entry) and the Hugging Face hub ({_hub_endpoint()}) is unreachable"
         )
     return spec.model_id
+
+
+def remote_code(spec: ModelSpec, trusted: bool) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments for modelling code the model ships itself: ``trust_remote_code`` when the
+    user gave it (``trusted``); without it, a model that needs its own code (the registry says so, or a local folder's
+    ``config.json`` has an ``auto_map``) is refused here, in one line naming the option, before anything loads."""
+    if trusted:
+        return {"trust_remote_code": True}
+    if spec.trust_remote_code or _ships_code(Path(spec.model_id).expanduser()):
+        raise _untrusted(spec)
+    # False, not left out: transformers would otherwise ask on the terminal whether to run a hub model's code.
+    return {"trust_remote_code": False}
+
+
+def _untrusted(spec: ModelSpec) -> ModelError:
+    return ModelError(f"{spec.model_id} runs modelling code of its own (an auto_map in its config), which zstc runs only "
+                      "when asked: give trust_remote_code to run it", parameters=("trust_remote_code",))
+
+
+def _ships_code(folder: Path) -> bool:
+    config = folder / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        return "auto_map" in json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # an unreadable config fails the load itself, with its own message
 
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -147,6 +175,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 def load_error(spec: ModelSpec, error: Exception) -> ModelError:
     """Translate a loading failure into one line that says what to do about it."""
+    if "trust_remote_code" in str(error):  # a hub model the registry does not know ships its own code
+        return _untrusted(spec)
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"
     reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
     if not spec.available_offline() and ("/" in spec.model_id or offline):

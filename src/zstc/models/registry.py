@@ -52,6 +52,9 @@ class ModelSpec:
     """Scorer options the paper's published row was measured with, where known (all-MiniLM-L6-v2: [CLS] pooling,
     PROTOCOL.md s.2); a run without them is compared with that row as a run off the paper's protocol."""
     notes: str = ""
+    trust_remote_code: bool = False
+    """Whether the model's published files run modelling code of their own (a config ``auto_map``): it loads only
+    with ``trust_remote_code`` given (gte-base/large-en-v1.5)."""
 
     def paper_option_differences(self, used: Mapping[str, Any]) -> list[str]:
         """How the scorer options ``used`` (one left out or None: its family's default) differ from
@@ -119,8 +122,8 @@ _SPECS: list[ModelSpec] = [
     ModelSpec("intfloat/e5-mistral-7b-instruct", "embedding", "e5-mistral-7b-instruct", 7110, query_template=_INSTRUCT_QUERY),
     ModelSpec("BAAI/bge-base-en-v1.5", "embedding", "bge-base-en-v1.5", 109),
     ModelSpec("BAAI/bge-large-en-v1.5", "embedding", "bge-large-en-v1.5", 335),
-    ModelSpec("Alibaba-NLP/gte-base-en-v1.5", "embedding", "gte-base-en-v1.5", 137),
-    ModelSpec("Alibaba-NLP/gte-large-en-v1.5", "embedding", "gte-large-en-v1.5", 434),
+    ModelSpec("Alibaba-NLP/gte-base-en-v1.5", "embedding", "gte-base-en-v1.5", 137, trust_remote_code=True),
+    ModelSpec("Alibaba-NLP/gte-large-en-v1.5", "embedding", "gte-large-en-v1.5", 434, trust_remote_code=True),
     ModelSpec("Alibaba-NLP/gte-modernbert-base", "embedding", "gte-modernbert-base", 149),
     ModelSpec("Qwen/Qwen3-Embedding-0.6B", "embedding", "Qwen3-Embedding-0.6B", 596, query_template=_INSTRUCT_QUERY),
     ModelSpec("Qwen/Qwen3-Embedding-8B", "embedding", "Qwen3-Embedding-8B", 7570, query_template=_INSTRUCT_QUERY),
@@ -195,7 +198,7 @@ def get_model_spec(model: str, family: str | None = None, *, parameter: str = "m
         raise OptionError(f"{parameter} is empty: give a hub id, paper short name or local folder (see `zstc models`)", parameter)
     if family is not None:
         get_family(family)  # raises for an unknown family
-    spec = _lookup(model)
+    spec = _lookup(model) or _named_by_folder(model)
     if spec is not None:
         if family is not None and family != spec.family:
             # Scoring a model with another family's rule (an NLI model's encoder as an embedder, say)
@@ -222,6 +225,35 @@ class UnknownModelError(ModelError):
     def __init__(self, named: str, advice: str) -> None:
         super().__init__(f"{named}: {advice}", parameters=("family",))
         self.named = named
+
+
+MODEL_FILE = "zstc_model.json"
+"""A file in a local model folder that names the registry entry the folder holds a copy of (``{"model":
+"intfloat/e5-base-v2"}``: a hub id or paper short name): the folder is then scored with that entry's facts
+(family, prefixes, instruction, paper name). It is one of the folder's files, so part of a result's identity."""
+
+
+def _named_by_folder(model: str) -> ModelSpec | None:
+    """The registry entry a local folder's :data:`MODEL_FILE` names, with the folder as its model id; None for a
+    folder without one (or no folder)."""
+    import json
+
+    folder = Path(model).expanduser()
+    file = folder / MODEL_FILE
+    if not file.is_file():
+        return None
+    try:
+        named = json.loads(file.read_text(encoding="utf-8")).get("model")
+    except (OSError, ValueError, AttributeError) as error:
+        raise ModelError(f"{file}: not a readable model file ({error}); expected {{\"model\": \"<hub id or paper name>\"}}") from None
+    if isinstance(named, str) and named in PAPER_MODELS_WITHOUT_HUB_ID:
+        return ModelSpec(model, PAPER_MODELS_WITHOUT_HUB_ID[named], named, PAPER_MODELS_WITHOUT_HUB_ID_SIZES[named])
+    spec = _lookup(named) if isinstance(named, str) else None
+    if spec is None:
+        names = [name for entry in _REGISTRY.values() for name in (entry.model_id, entry.paper_name) if name]
+        raise UnknownModelError(f"{file} names unknown model {named!r}{did_you_mean(str(named), names)}",
+                                "give a hub id or paper short name of `zstc models`")
+    return replace(spec, model_id=model, offline_source=None)
 
 
 def _family_from_files(model: str) -> str | None:

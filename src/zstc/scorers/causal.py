@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import torch
 
 from zstc.errors import ModelError
-from zstc.models.loading import load_error, model_source, pinned
+from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.scorers.base import LoadedModel, TorchScorer, count_parameters, token_limit
 from zstc.scorers.batching import length_batches
 
@@ -51,11 +51,12 @@ class CausalLMScorer(TorchScorer[F]):
         model in fp32 is 32 GB), and ``recheck_margin=0`` asks for them."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        code = remote_code(self.spec, self.options["trust_remote_code"])  # refused before the hub is asked
         source = model_source(self.spec)
         try:
             pin = pinned(source)  # a hub model at the commit its fingerprint names
-            tokenizer = AutoTokenizer.from_pretrained(source, **pin)
-            model: Any = AutoModelForCausalLM.from_pretrained(source, **pin, dtype=torch.bfloat16 if self.weights_dtype == "bf16" else torch.float32)
+            tokenizer = AutoTokenizer.from_pretrained(source, **pin, **code)
+            model: Any = AutoModelForCausalLM.from_pretrained(source, **pin, **code, dtype=torch.bfloat16 if self.weights_dtype == "bf16" else torch.float32)
         except Exception as error:
             raise load_error(self.spec, error) from None
         model.to(self.device).eval()

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from zstc.errors import DescriptionTooLongError, ModelError
-from zstc.models.loading import load_error, model_source, pinned
+from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import (
     LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
@@ -69,13 +69,15 @@ class EmbeddingScorer(TorchScorer[None]):
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
+        code = remote_code(self.spec, self.options["trust_remote_code"])  # refused before the hub is asked
         source = model_source(self.spec)
         pin = pinned(source)  # a hub model at the commit its fingerprint names
         try:
             if self.pooling == "native":
-                model = SentenceTransformer(source, device=str(self.device), **pin)
+                model = SentenceTransformer(source, device=str(self.device), **pin, **code)
             else:
-                transformer = Transformer(source, model_kwargs=dict(pin), processor_kwargs=dict(pin), config_kwargs=dict(pin))
+                kwargs = {**pin, **code}
+                transformer = Transformer(source, model_kwargs=kwargs, processor_kwargs=dict(kwargs), config_kwargs=dict(kwargs))
                 pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="cls")
                 model = SentenceTransformer(modules=[transformer, pooling], device=str(self.device))
         except Exception as error:

@@ -243,6 +243,8 @@ DEVICE = OptionSpec(str, None, allow_none=True, help="cpu, cuda, cuda:1, ...; No
 PRECISION = OptionSpec(str, "fp32", help="fp32 or bf16 (autocast), resolved before the scorer is built "
                        "(zstc.scorers.runtime.resolve_precision turns 'auto' into one of them)")
 MAX_LENGTH = OptionSpec(int, None, low=1, allow_none=True, help="token limit per input; None: the model's own")
+TRUST_REMOTE_CODE = OptionSpec(bool, False, help="run modelling code the model's own files ship (a config auto_map); "
+                               "off: such a model is refused")
 MAX_BATCH_TOKENS = OptionSpec(int, None, low=1, allow_none=True,
                               help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, {GPU_MAX_BATCH_TOKENS:,} on a GPU")
 DEFAULT_RECHECK_MARGIN = 0.1
@@ -288,6 +290,7 @@ def torch_options(batch_size: int | OptionSpec, **extra: OptionSpec) -> dict[str
         "precision": PRECISION,
         "batch_size": batch_size if isinstance(batch_size, OptionSpec) else OptionSpec(int, batch_size, low=1, help="texts per forward pass"),
         "max_length": MAX_LENGTH,
+        "trust_remote_code": TRUST_REMOTE_CODE,
     }
 
 

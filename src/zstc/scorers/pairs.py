@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from zstc.errors import DescriptionTooLongError, ModelError
-from zstc.models.loading import load_error, model_source, pinned
+from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
@@ -365,20 +365,21 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
     # -- loading --------------------------------------------------------------------------------------
 
     def _load_model(self) -> LoadedModel[OutputColumn]:
+        code = remote_code(self.spec, self.options["trust_remote_code"])  # refused before the hub is asked
         source = model_source(self.spec)
-        model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(source)
+        model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(source, code)
         model.eval()
         column = self._resolve_outputs(id2label)
         limit = token_limit(self.spec, self.max_length, tokenizer, position_limit)
         return LoadedModel(model, tokenizer, limit, count_parameters(model), column)
 
-    def _load_transformers(self, source: str) -> _RawModel:
+    def _load_transformers(self, source: str, code: dict[str, Any]) -> _RawModel:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         try:
             pin = pinned(source)  # a hub model at the commit its fingerprint names
-            tokenizer = AutoTokenizer.from_pretrained(source, **pin)
-            model, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True, **pin)
+            tokenizer = AutoTokenizer.from_pretrained(source, **pin, **code)
+            model, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True, **pin, **code)
         except Exception as error:
             raise load_error(self.spec, error) from None
         # transformers puts a randomly initialised head on a plain encoder with only a warning; its scores
