@@ -94,7 +94,8 @@ def test_the_serve_settings_and_flags_take_their_defaults_from_the_records() -> 
 ])
 def test_one_rule_says_one_thing_from_the_cli_and_the_library(value: Any, message: str) -> None:
     """The CLI's early check of a scorer option (before any model loads) and a family's own check (make_scorer)
-    are one rule with one message. They said "must be a whole number" and "must be an integer" for 1.5."""
+    are one rule with one message. They said "must be a whole number" and "must be an integer" for 1.5, and the
+    family refused the 2.0 that the other took."""
     from zstc.cli.options import scorer_options
     from zstc.scorers import make_scorer
 
@@ -104,6 +105,7 @@ def test_one_rule_says_one_thing_from_the_cli_and_the_library(value: Any, messag
         make_scorer("some-org/some-model", "embedding", batch_size=value)
     assert str(cli.value) == str(library.value) == message
     assert cli.value.parameters == library.value.parameters == ("batch_size",)
+    assert scorer_options(batch_size=2.0)["batch_size"] == make_scorer("some-org/some-model", "embedding", batch_size=2.0).batch_size == 2
 
 
 @pytest.mark.parametrize(("closed", "refused", "kept"), [

@@ -160,8 +160,9 @@ class Option:
 def _is_instance(value: Any, kind: type) -> bool:
     if kind is bool:
         return isinstance(value, (bool, _numpy_bool()))
-    if kind is int:  # True is an int to Python, never a batch size to a user
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if kind is int:  # True is an int to Python, never a batch size to a user; 2.0 (JSON, pandas) is the number 2
+        whole = isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer()
+        return not isinstance(value, bool) and (isinstance(value, numbers.Integral) or whole)
     if kind is float:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
     return isinstance(value, kind)
@@ -406,12 +407,18 @@ FRACTION = Option(float, constraint=Interval(0, 1, closed="right"))
 RESERVED = Option(float, constraint=Interval(0))
 """What a Ray actor reserves (0 is Ray's own "none of it")."""
 
+HYPOTHESIS_VARIANTS: tuple[str, ...] = ("dataset", "name", "definition", "both", "ensemble")
+"""How labels become hypotheses (:mod:`zstc.hypotheses.variants`): the choices of the ``hypotheses`` option."""
+
 OPTIONS: dict[str, Option] = {
     # decisions
     "threshold": Option(float,
                         help="Multi-label threshold, a plain cut for every label; default: the family's measured cut "
                              "(embedding models: with the margin rule), else the score type's (see `zstc.multilabel`)."),
     "alpha": Option(float, constraint=Interval(0, 1)),
+    "hypotheses": Option(str, "dataset", Choices(HYPOTHESIS_VARIANTS, meaning="hypothesis variant"),
+                         help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
+                              "(WordNet), 'both', or 'ensemble' (the three averaged)."),
     # data and samples
     "max_samples": COUNT,
     "max_train_samples": COUNT,

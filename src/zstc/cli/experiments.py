@@ -152,18 +152,18 @@ def calibrate(
 
     from zstc.probabilities import as_logits, calibration_record, score_scale
     from zstc.yin.calibration import calibrate as fit_and_report
-    from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider, score_hypotheses
+    from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
     from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
-    from zstc.validation import OPTIONS, Choices, Interval, Option, check_choice, check_template
+    from zstc.validation import OPTIONS, Choices, Interval, Option, check_template
     from zstc.probabilities import METHODS
 
     check_hypotheses_template(hypotheses, template)
     if template is not None:
         check_template(template, what="--template")
-    check_choice("hypotheses", hypotheses, VARIANTS)
+    OPTIONS["hypotheses"].check("hypotheses", hypotheses)
     # Three texts at least: two to fit on (one fits nothing: the temperature runs to its bound), one to test on.
     _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
                        {"method": Option(str, constraint=Choices(METHODS)), "max_samples": OPTIONS["max_samples"].but(constraint=Interval(3))})

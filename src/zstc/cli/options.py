@@ -45,11 +45,7 @@ Instruction = Annotated[Optional[str], typer_option(SCORER_OPTIONS["instruction"
 RecheckMargin = Annotated[Optional[float], typer_option(SCORER_OPTIONS["recheck_margin"])]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
-Hypotheses = Annotated[
-    str,
-    typer.Option(help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
-                 "(WordNet), 'both', or 'ensemble' (the three averaged)."),
-]
+Hypotheses = Annotated[str, typer_option(OPTIONS["hypotheses"])]
 Template = Annotated[
     Optional[str],
     typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
