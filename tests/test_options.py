@@ -108,6 +108,14 @@ def test_one_rule_says_one_thing_from_the_cli_and_the_library(value: Any, messag
     assert scorer_options(batch_size=2.0)["batch_size"] == make_scorer("some-org/some-model", "embedding", batch_size=2.0).batch_size == 2
 
 
+def test_a_commands_own_option_is_not_taken_for_a_scorer_option() -> None:
+    """nli-probe's --query (hypothesis or premise) is the probe's; the yes/no scorer's query option has no flag."""
+    from zstc.cli.options import ScorerOptions
+
+    parameters = {"query": "premise", "batch_size": 8, "precision": None, "seed": 0, "model": "m"}
+    assert ScorerOptions.of(parameters, "fp32").given == {"batch_size": 8, "precision": None}
+
+
 @pytest.mark.parametrize(("closed", "refused", "kept"), [
     ("both", [-0.5, 1.5], [0, 1]),
     ("left", [-0.5, 1], [0, 0.5]),

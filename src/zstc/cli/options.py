@@ -117,9 +117,13 @@ def cli_message(error: ZstcError) -> str:
 
 # -- the scorer options, as one bundle --------------------------------------------------------------------
 
-SCORER_FLAGS: tuple[str, ...] = (*SCORER_OPTIONS, "bf16")
-"""The parameter names of a command's scorer flags (each declared in :data:`~zstc.scorers.families.SCORER_OPTIONS`,
-``bf16`` here), which :meth:`ScorerOptions.of` gathers."""
+SCORER_FLAGS: tuple[str, ...] = (
+    "pooling", "score_type", "entailment_index", "prompt_style", "batch_size", "precision", "bf16", "device", "max_length",
+    "recheck_margin", "instruction", "shortlist",
+)
+"""The scorer options that have a flag (each declared in :data:`~zstc.scorers.families.SCORER_OPTIONS`, ``bf16``
+here), in ``--help``'s order: the parameters :meth:`ScorerOptions.of` gathers. Not ``query``, a yes/no scorer's
+option without a flag: nli-probe's ``--query`` is the probe's own (which side of a pair), not the scorer's."""
 
 
 @dataclass(frozen=True)
