@@ -781,7 +781,8 @@ def test_rules_are_data() -> None:
     with pytest.raises(OptionError, match="eval_fraction must be > 0 and <= 1, got 1.5"):
         check_options({"eval_fraction": 1.5})
     with pytest.raises(OptionError, match="max_samples must be >= 2"):
-        check_options({"max_samples": 1}, {**OPTIONS, "max_samples": OPTIONS["max_samples"].but(constraint=Interval(2))})
+        narrower = OPTIONS["max_samples"].but(constraint=Interval(2))
+        check_options({"max_samples": 1}, {**OPTIONS, "max_samples": narrower})
 
 
 def test_calibrate_help_states_the_sample_floor_it_enforces() -> None:

@@ -26,7 +26,8 @@ from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import (
-    ASPECT_TEMPLATES, DEFAULT_ASPECT, HypothesisSet, build_hypotheses, score_hypotheses_with_notes, tie_message, tied_labels,
+    ASPECT_TEMPLATES, DEFAULT_ASPECT, HypothesisSet, build_hypotheses, score_hypotheses_with_notes, tie_message,
+    tied_labels,
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
@@ -34,8 +35,8 @@ from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rul
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
-    OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option, check_options, check_read_apart, check_sequence, check_template,
-    check_texts,
+    OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option, check_options,
+    check_read_apart, check_sequence, check_template, check_texts,
 )
 from zstc.probabilities import Calibration, default_calibration, load_calibration, score_scale
 

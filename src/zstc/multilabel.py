@@ -151,8 +151,8 @@ def check_threshold_range(threshold: float | None, per_label: Mapping[str, float
     for name, value in per_label.items():
         found = rule.problem(value)
         if found:
-            raise OptionError(f"{per_label_parameter}: the threshold of {quoted(name)} {found[1]}: multi-label decides on "
-                              f"{scale}", per_label_parameter)
+            raise OptionError(f"{per_label_parameter}: the threshold of {quoted(name)} {found[1]}: multi-label "
+                              f"decides on {scale}", per_label_parameter)
 
 
 PROBABILITY_SCALES: dict[str, str] = {

@@ -7,8 +7,9 @@ Options are checked against data, not code: each option is declared once, as an 
 constraint of one vocabulary, :class:`Interval`, :class:`Choices` or :class:`DeviceName`, default, help and
 flag; scikit-learn's ``_param_validation`` is the model), and one function, :func:`check_options`, checks a
 dict of values against a dict of options before any work starts. The CLI's flags and the service's settings
-are made from the same records, so a flag, a field and a check cannot disagree. Messages name the Python parameter (``batch_size must be >= 1, got
-0``); the CLI rewrites the names it finds in :attr:`OptionError.parameters` into its flags when it prints one.
+are made from the same records, so a flag, a field and a check cannot disagree. Messages name the Python
+parameter (``batch_size must be >= 1, got 0``); the CLI rewrites the names it finds in
+:attr:`OptionError.parameters` into its flags when it prints one.
 """
 
 from __future__ import annotations
@@ -126,9 +127,9 @@ class Option:
         """Why ``value`` breaks this option, as an error class and a message to follow the option's name
         (``must be >= 1, got 0``); None when it keeps it. Each rule's one message is written here."""
         if value is None:
-            return None if self.allow_none else (OptionError, f"must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got None")
+            return None if self.allow_none else (OptionError, f"must be {self._type_words()}, got None")
         if not _is_instance(value, self.type):
-            return OptionError, f"must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got {quoted(value)}"
+            return OptionError, f"must be {self._type_words()}, got {quoted(value)}"
         if self.type is float and not math.isfinite(value):
             return OptionError, f"must be a finite number, got {value}"
         if isinstance(self.constraint, Interval):
@@ -142,6 +143,9 @@ class Option:
             return (OptionError, problem) if problem else None
         return None
 
+    def _type_words(self) -> str:
+        return _TYPE_WORDS.get(self.type, self.type.__name__)
+
     def check(self, name: str, value: Any) -> Any:
         """``value`` if it keeps this option (an ``int`` as a ``float`` for a ``float`` option), else
         :class:`OptionError` naming ``name``."""
@@ -150,7 +154,8 @@ class Option:
             error, problem = found
             if error is UnknownOptionError and isinstance(self.constraint, Choices) and self.constraint.meaning:
                 expected, hint = self.constraint.listed(value)
-                raise error(f"unknown {self.constraint.meaning} {quoted(value)}: {name} must be one of {expected}{hint}", name)
+                meaning = self.constraint.meaning
+                raise error(f"unknown {meaning} {quoted(value)}: {name} must be one of {expected}{hint}", name)
             raise error(f"{name} {problem}", name)
         if value is None:
             return None
@@ -412,13 +417,15 @@ HYPOTHESIS_VARIANTS: tuple[str, ...] = ("dataset", "name", "definition", "both",
 
 OPTIONS: dict[str, Option] = {
     # decisions
-    "threshold": Option(float,
-                        help="Multi-label threshold, a plain cut for every label; default: the family's measured cut "
-                             "(embedding models: with the margin rule), else the score type's (see `zstc.multilabel`)."),
+    "threshold": Option(
+        float,
+        help="Multi-label threshold, a plain cut for every label; default: the family's measured cut (embedding "
+             "models: with the margin rule), else the score type's (see `zstc.multilabel`)."),
     "alpha": Option(float, constraint=Interval(0, 1)),
-    "hypotheses": Option(str, "dataset", Choices(HYPOTHESIS_VARIANTS, meaning="hypothesis variant"),
-                         help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
-                              "(WordNet), 'both', or 'ensemble' (the three averaged)."),
+    "hypotheses": Option(
+        str, "dataset", Choices(HYPOTHESIS_VARIANTS, meaning="hypothesis variant"),
+        help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
+             "(WordNet), 'both', or 'ensemble' (the three averaged)."),
     # data and samples
     "max_samples": COUNT,
     "max_train_samples": COUNT,
@@ -437,8 +444,10 @@ OPTIONS: dict[str, Option] = {
     "patience": COUNT,
     "eval_fraction": FRACTION,
     "batch_size": COUNT,
-    "max_length": COUNT.but(allow_none=True, help="Token limit per input; default: the model's own. Only texts are truncated."),
-    "device": Option(str, constraint=DeviceName(), allow_none=True, help="cpu, cuda, cuda:1, ...; default: CUDA when present."),
+    "max_length": COUNT.but(allow_none=True,
+                            help="Token limit per input; default: the model's own. Only texts are truncated."),
+    "device": Option(str, constraint=DeviceName(), allow_none=True,
+                     help="cpu, cuda, cuda:1, ...; default: CUDA when present."),
     "chunk_size": Option(int, constraint=Interval(1, sys.maxsize)),  # classify: itertools.islice takes no larger count
     # Ray
     "actors": COUNT,

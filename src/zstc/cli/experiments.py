@@ -166,7 +166,8 @@ def calibrate(
     OPTIONS["hypotheses"].check("hypotheses", hypotheses)
     # Three texts at least: two to fit on (one fits nothing: the temperature runs to its bound), one to test on.
     _check_before_work(task, out, data, {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
-                       {"method": Option(str, constraint=Choices(METHODS)), "max_samples": OPTIONS["max_samples"].but(constraint=Interval(3))})
+                       {"method": Option(str, constraint=Choices(METHODS)),
+                        "max_samples": OPTIONS["max_samples"].but(constraint=Interval(3))})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))

@@ -22,10 +22,12 @@ def typer_option(option: Option) -> Any:
     return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar)
 
 
-MODEL = Option(str, DEFAULT_MODEL, help="Hub id, paper short name or local folder (see `zstc models`).", flags=("--model", "-m"))
+MODEL = Option(str, DEFAULT_MODEL, help="Hub id, paper short name or local folder (see `zstc models`).",
+               flags=("--model", "-m"))
 FAMILY = Option(str, None, allow_none=True, help=f"{', '.join(FamilyNames())}; read from the registry when omitted.",
                 flags=("--family", "-f"))
-BF16 = Option(bool, None, allow_none=True, help="Aliases of --precision bf16 and --precision fp32.", flags=("--bf16/--no-bf16",))
+BF16 = Option(bool, None, allow_none=True, help="Aliases of --precision bf16 and --precision fp32.",
+              flags=("--bf16/--no-bf16",))
 """``--bf16/--no-bf16``, the CLI's aliases of ``--precision`` (not a scorer option: :func:`requested_precision`)."""
 
 Model = Annotated[str, typer_option(MODEL)]
@@ -118,8 +120,8 @@ def cli_message(error: ZstcError) -> str:
 # -- the scorer options, as one bundle --------------------------------------------------------------------
 
 SCORER_FLAGS: tuple[str, ...] = (
-    "pooling", "score_type", "entailment_index", "prompt_style", "batch_size", "precision", "bf16", "device", "max_length",
-    "recheck_margin", "instruction", "shortlist",
+    "pooling", "score_type", "entailment_index", "prompt_style", "batch_size", "precision", "bf16", "device",
+    "max_length", "recheck_margin", "instruction", "shortlist",
 )
 """The scorer options that have a flag (each declared in :data:`~zstc.scorers.families.SCORER_OPTIONS`, ``bf16``
 here), in ``--help``'s order: the parameters :meth:`ScorerOptions.of` gathers. Not ``query``, a yes/no scorer's

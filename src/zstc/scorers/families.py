@@ -265,47 +265,56 @@ _PRECISION_HELP = "fp32, bf16 (autocast) or auto (bf16 where the hardware runs i
 
 SCORER_OPTIONS: dict[str, Option] = {
     # Choices without a meaning: "unknown pooling" would read "unknown --pooling" on the command line.
-    "pooling": Option(str, "native", Choices(POOLINGS),
-                      help="Embedding models: 'native' (the model's own config) or 'cls' (the paper's computation)."),
-    "score_type": Option(str, "logodds", Choices(NLI_SCORE_TYPES, meaning="score type"),
-                         help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'.",
-                         flags=("--score-type",)),
-    "entailment_index": Option(int, None, Interval(0), allow_none=True,
-                               help="NLI models: the output index of entailment, when id2label does not say."),
-    "prompt_style": Option(str, "paper", Choices(LLM_PROMPT_STYLES),
-                           help="LLM models: 'paper' (appendix C.3 through the chat template, labels in their order; the "
-                                "default) or 'harness' (the public BTZSC harness's code exactly: its plain prompt, labels "
-                                "sorted, its 100 symbols)."),
+    "pooling": Option(
+        str, "native", Choices(POOLINGS),
+        help="Embedding models: 'native' (the model's own config) or 'cls' (the paper's computation)."),
+    "score_type": Option(
+        str, "logodds", Choices(NLI_SCORE_TYPES, meaning="score type"), flags=("--score-type",),
+        help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'."),
+    "entailment_index": Option(
+        int, None, Interval(0), allow_none=True,
+        help="NLI models: the output index of entailment, when id2label does not say."),
+    "prompt_style": Option(
+        str, "paper", Choices(LLM_PROMPT_STYLES),
+        help="LLM models: 'paper' (appendix C.3 through the chat template, labels in their order; the default) or "
+             "'harness' (the public BTZSC harness's code exactly: its plain prompt, labels sorted, its 100 symbols)."),
     "batch_size": OPTIONS["batch_size"].but(
-        allow_none=True, help=f"Texts (or pairs) per forward pass; default: the family's (cross-encoders: {DEFAULT_MAX_PAIRS} "
-                              f"pairs on a CPU, {GPU_MAX_PAIRS:,} on a GPU)."),
+        allow_none=True,
+        help=f"Texts (or pairs) per forward pass; default: the family's (cross-encoders: {DEFAULT_MAX_PAIRS} pairs on "
+             f"a CPU, {GPU_MAX_PAIRS:,} on a GPU)."),
     # fp32 or bf16 once a scorer is built (zstc.scorers.runtime.resolve_precision turns 'auto' into one of them).
-    "precision": Option(str, "fp32", help=f"{_PRECISION_HELP}; default: fp32 (benchmark numbers are the same on every machine).",
-                        flags=("--precision",)),
+    "precision": Option(
+        str, "fp32", flags=("--precision",),
+        help=f"{_PRECISION_HELP}; default: fp32 (benchmark numbers are the same on every machine)."),
     "device": OPTIONS["device"],
     "max_length": OPTIONS["max_length"],
     "recheck_margin": Option(
         float, DEFAULT_RECHECK_MARGIN, Interval(0),
-        help="bf16 runs: scores within this margin of a text's best score (multi-label: of their label's threshold) are "
-             f"rescored in fp32, so decisions are fp32's. Default {DEFAULT_RECHECK_MARGIN:g} ({DEFAULT_COSINE_RECHECK_MARGIN:g} "
-             "for embedding and encoder cosines, whose texts are embedded again) (widens by itself when bf16 errs more); "
-             "0: off (yesno and llm then load their weights in bf16). Unused in fp32."),
-    "instruction": Option(str, None, allow_none=True,
-                          help="Yes/no rerankers: the prompt's <Instruct> line; default: BTZSC's (nli-probe: the paper's NLI "
-                               "probe instruction)."),
-    "shortlist": Option(str, None, allow_none=True,
-                        help="Cascade: a bi-encoder keeps each text's top K labels and only those are scored by --model; "
-                             "'K' (shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted "
-                             "one."),
+        help="bf16 runs: scores within this margin of a text's best score (multi-label: of their label's "
+             f"threshold) are rescored in fp32, so decisions are fp32's. Default {DEFAULT_RECHECK_MARGIN:g} "
+             f"({DEFAULT_COSINE_RECHECK_MARGIN:g} for embedding and encoder cosines, whose texts are embedded again) "
+             "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
+             "Unused in fp32."),
+    "instruction": Option(
+        str, None, allow_none=True,
+        help="Yes/no rerankers: the prompt's <Instruct> line; default: BTZSC's (nli-probe: the paper's NLI probe "
+             "instruction)."),
+    "shortlist": Option(
+        str, None, allow_none=True,
+        help="Cascade: a bi-encoder keeps each text's top K labels and only those are scored by --model; 'K' "
+             "(shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
     # Options with no flag of their own: the library's and the service's.
-    "max_batch_tokens": Option(int, None, Interval(1), allow_none=True,
-                               help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, "
-                                    f"{GPU_MAX_BATCH_TOKENS:,} on a GPU"),
-    "prefix_cache": Option(bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"),
-    "query": Option(str, "text", Choices(YESNO_QUERIES),
-                    help="which side fills the prompt's <Query>: 'text' (BTZSC's; a pair's first member) or 'label' (the "
-                         "label description, or a pair's second member; the text then fills <Document>); either way only "
-                         "the text is ever cut"),
+    "max_batch_tokens": Option(
+        int, None, Interval(1), allow_none=True,
+        help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, "
+             f"{GPU_MAX_BATCH_TOKENS:,} on a GPU"),
+    "prefix_cache": Option(
+        bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"),
+    "query": Option(
+        str, "text", Choices(YESNO_QUERIES),
+        help="which side fills the prompt's <Query>: 'text' (BTZSC's; a pair's first member) or 'label' (the label "
+             "description, or a pair's second member; the text then fills <Document>); either way only the text is "
+             "ever cut"),
 }
 """Every keyword option of a scorer (and of the cascade around one, ``shortlist``), each declared once: type,
 constraint, default, help and flag. A family takes some of them (:func:`family_options`), with its own default where it

@@ -78,7 +78,8 @@ def resolve_device(device: str | None = None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     from zstc.validation import OPTIONS
 
-    OPTIONS["device"].check("device", device)  # an unknown name or a missing GPU is the user's error, not torch's RuntimeError
+    # An unknown name or a missing GPU is the user's error, not torch's RuntimeError.
+    OPTIONS["device"].check("device", device)
     return torch.device(device)
 
 

@@ -18,17 +18,20 @@ _COUNT = Option(int, constraint=Interval(1), panel=BATCHING)
 SERVE_OPTIONS: dict[str, Option] = {
     "host": Option(str, "127.0.0.1", help="Address to listen on (127.0.0.1: this machine only)."),
     "port": Option(int, 8000, help="Port to listen on."),  # checked with the address (zstc.cli.serve)
-    "calibration": Option(Path, None, allow_none=True, flags=("--calibration",),
-                          help="A file written by `zstc calibrate --out`: its temperature gives the single-label "
-                               "probabilities; a Platt file, the multi-label ones (thresholds then apply to them)."),
-    "api_key": Option(str, None, allow_none=True, envvar="ZSTC_API_KEY",
-                      help="Require 'Authorization: Bearer KEY' (401 without); /health, /health/ready, /metrics, the docs "
-                           "and the playground (GET /) stay open."),
+    "calibration": Option(
+        Path, None, allow_none=True, flags=("--calibration",),
+        help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities; a "
+             "Platt file, the multi-label ones (thresholds then apply to them)."),
+    "api_key": Option(
+        str, None, allow_none=True, envvar="ZSTC_API_KEY",
+        help="Require 'Authorization: Bearer KEY' (401 without); /health, /health/ready, /metrics, the docs and the "
+             "playground (GET /) stay open."),
     # the batching engine (EngineConfig)
     "max_batch_pairs": _COUNT.but(default=1024, help="(text, label) pairs per batch formed across requests."),
     "max_wait_ms": Option(float, 5.0, Interval(0), panel=BATCHING,
                           help="How long an idle model waits for a batch to fill after its first request."),
-    "max_queued_pairs": _COUNT.but(default=32768, help="Pairs queued or running at most; past it: 429 with Retry-After."),
+    "max_queued_pairs": _COUNT.but(default=32768,
+                                   help="Pairs queued or running at most; past it: 429 with Retry-After."),
     # request limits (Limits)
     "max_texts": _COUNT.but(default=128, help="Texts per request (413 past it)."),
     "max_labels": _COUNT.but(default=128, help="Labels (or rerank documents) per request."),
@@ -40,10 +43,12 @@ SERVE_OPTIONS: dict[str, Option] = {
     "max_body_seconds": Option(float, 30.0, Interval(0, closed="right"), panel=BATCHING,
                                help="Seconds a request's body may take to arrive after its headers (408 past it)."),
     # the batching engine again, in --help's order
-    "label_cache_size": _COUNT.but(default=4096, help="Embedding models: label-description embeddings kept (in bf16, as "
-                                                      "many fp32 ones again for the recheck)."),
+    "label_cache_size": _COUNT.but(
+        default=4096,
+        help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck)."),
     "threads": _COUNT.but(allow_none=True, help="torch threads of the model thread; default: one per core."),
-    "drain_timeout": Option(float, 10.0, Interval(0), help="On SIGTERM: seconds to finish requests in flight before stopping."),
+    "drain_timeout": Option(float, 10.0, Interval(0),
+                            help="On SIGTERM: seconds to finish requests in flight before stopping."),
     "access_log": Option(bool, True, help="Log every request.", flags=("--access-log/--no-access-log",)),
 }
 """Every ``zstc serve`` setting, declared once, by parameter name (in ``--help``'s order)."""
@@ -100,7 +105,8 @@ class ServeSettings:
     """On SIGTERM: seconds to finish requests in flight before stopping (uvicorn's graceful shutdown)."""
 
     def __post_init__(self) -> None:
-        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": SERVE_OPTIONS["drain_timeout"]}, context="zstc serve")
+        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": SERVE_OPTIONS["drain_timeout"]},
+                      context="zstc serve")
         if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
             raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
         # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline
