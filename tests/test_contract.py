@@ -29,7 +29,7 @@ from zstc.models.registry import FAMILIES, ModelSpec, registered_models
 from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_SCORE_TYPE
 from zstc.scorers import FAMILY_SCORERS, Family, ScoreResult, families, get_family, make_scorer, register_family
 from zstc.scorers.families import unregister_family
-from zstc.validation import OptionSpec
+from zstc.validation import Interval, Option
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -45,7 +45,7 @@ PUBLIC_MODEL_TYPE_NAMES = {"embedding", "nli", "reranker", "llm"}
 
 TOY = Family(
     "toy", "toy_family:WordShareScorer", "prob", "embedding", "#17becf",
-    {"lowercase": OptionSpec(bool, True, help="compare words ignoring case")},
+    {"lowercase": Option(bool, True, help="compare words ignoring case")},
     "Toy family for tests: the share of a label's words found in the text.",
 )
 
@@ -235,9 +235,10 @@ def test_options_are_checked_against_the_family_specs(family: str) -> None:
         make_scorer(model, family, not_an_option=1)
     assert raised.value.parameters == ("not_an_option",)
     for name, spec in get_family(family).options.items():
-        if spec.low is not None:
-            with pytest.raises(OptionError, match=rf"^{name} must be >= {int(spec.low)}, got {int(spec.low) - 1}(\.0)?$"):  # a float option says -1.0
-                make_scorer(model, family, **{name: int(spec.low) - 1})
+        low = spec.constraint.low if isinstance(spec.constraint, Interval) else None
+        if low is not None:
+            with pytest.raises(OptionError, match=rf"^{name} must be >= {int(low)}, got {int(low) - 1}$"):
+                make_scorer(model, family, **{name: int(low) - 1})
         if spec.type is bool:
             with pytest.raises(OptionError, match=rf"^{name} must be true or false, got 'yes'$"):
                 make_scorer(model, family, **{name: "yes"})

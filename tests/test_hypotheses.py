@@ -64,9 +64,11 @@ def test_dataset_variant_keeps_the_verbalizers() -> None:
 def test_bad_template_and_variant_are_user_errors() -> None:
     with pytest.raises(LabelError, match="exactly one"):
         build_hypotheses(["a", "b"], "name", "no placeholder")
-    with pytest.raises(UnknownNameError, match="expected one of"):
+    # One message for the rule, whoever checks it (the API, build_hypotheses, the bench's provider, calibrate).
+    one = r"^unknown hypothesis variant '{}': hypotheses must be one of dataset, name, definition, both, ensemble"
+    with pytest.raises(UnknownNameError, match=one.format("synonyms")):
         build_hypotheses(["a", "b"], "synonyms", "{}")
-    with pytest.raises(UnknownNameError):
+    with pytest.raises(UnknownNameError, match=one.format("bogus")):
         make_hypothesis_provider("bogus")
 
 

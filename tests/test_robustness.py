@@ -775,13 +775,14 @@ def test_usage_errors_are_one_line_too(zstc_cli, texts: Path, tmp_path: Path, re
 
 def test_rules_are_data() -> None:
     from zstc.errors import OptionError
-    from zstc.validation import OPTION_RULES, Rule, check_options
+    from zstc.validation import OPTIONS, Interval, check_options
 
     check_options({"alpha": 0.05, "batch_size": 8, "threshold": None})
     with pytest.raises(OptionError, match="eval_fraction must be > 0 and <= 1, got 1.5"):
         check_options({"eval_fraction": 1.5})
     with pytest.raises(OptionError, match="max_samples must be >= 2"):
-        check_options({"max_samples": 1}, {**OPTION_RULES, "max_samples": Rule(2, integer=True)})
+        narrower = OPTIONS["max_samples"].but(constraint=Interval(2))
+        check_options({"max_samples": 1}, {**OPTIONS, "max_samples": narrower})
 
 
 def test_calibrate_help_states_the_sample_floor_it_enforces() -> None:

@@ -1421,7 +1421,7 @@ def test_settings_are_checked_in_parameter_names() -> None:
     with pytest.raises(OptionError, match="drain_timeout must be >= 0, got -1") as refused:
         ServeSettings(drain_timeout=-1)
     assert refused.value.parameters == ("drain_timeout",)
-    with pytest.raises(OptionError, match="drain_timeout must be finite"):
+    with pytest.raises(OptionError, match="drain_timeout must be a finite number, got nan"):
         ServeSettings(drain_timeout=float("nan"))
 
 

@@ -26,7 +26,8 @@ from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import (
-    ASPECT_TEMPLATES, DEFAULT_ASPECT, VARIANTS, HypothesisSet, build_hypotheses, score_hypotheses_with_notes, tie_message, tied_labels,
+    ASPECT_TEMPLATES, DEFAULT_ASPECT, HypothesisSet, build_hypotheses, score_hypotheses_with_notes, tie_message,
+    tied_labels,
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
@@ -34,13 +35,12 @@ from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rul
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
-    OptionSpec, Rule, check_distinct_descriptions, check_labels, check_option, check_options, check_read_apart, check_sequence, check_template,
-    check_texts,
+    OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option, check_options,
+    check_read_apart, check_sequence, check_template, check_texts,
 )
 from zstc.probabilities import Calibration, default_calibration, load_calibration, score_scale
 
-HYPOTHESES = OptionSpec(str, "dataset", choices=VARIANTS, meaning="hypothesis variant",
-                        help="how labels become hypotheses: 'dataset' (as given), 'name', 'definition', 'both', 'ensemble'")
+HYPOTHESES = OPTIONS["hypotheses"]
 
 
 SCORE_KINDS: tuple[str, ...] = ("probs", "raw")
@@ -100,7 +100,7 @@ def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: 
     out (when the caller carries the input row through).
     """
     if digits is not None:  # round(x, -1) would make every score 0.0, round(x, "2") a TypeError
-        digits = int(check_option("digits", digits, Rule(0, integer=True)))
+        digits = int(check_option("digits", digits, Option(int, constraint=Interval(0))))
 
     def rounded(value: float) -> float:
         return value if digits is None else round(value, digits)
@@ -498,7 +498,7 @@ class Classifier:
 
 def check_score_kind(kind: str) -> None:
     """``kind`` is one of :data:`SCORE_KINDS`, else an :class:`UnknownOptionError` naming ``scores``."""
-    OptionSpec(str, choices=SCORE_KINDS, meaning="score kind").check("scores", kind)
+    Option(str, constraint=Choices(SCORE_KINDS, meaning="score kind")).check("scores", kind)
 
 
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path | Scorer = DEFAULT_MODEL, family: str | None = None,

@@ -124,12 +124,12 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str], paramete
 def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str], parameter: str = "per_label") -> dict[str, float]:
     """A mapping of per-label thresholds checked as :func:`parse_label_thresholds` checks ``LABEL=NUMBER`` items
     (each label one of ``labels``, each threshold a finite number)."""
-    from zstc.validation import Rule
+    from zstc.validation import OPTIONS
 
     if not isinstance(per_label, Mapping):  # a list of numbers has no label names to match
         raise OptionError(f"{parameter} must be a mapping of label to threshold, got {type(per_label).__name__}", parameter)
     for name, value in per_label.items():
-        Rule().check(f"{parameter}[{name!r}]", value)  # "per_label['a'] must be a finite number, got nan"
+        OPTIONS["threshold"].check(f"{parameter}[{name!r}]", value)  # "per_label['a'] must be a finite number, got nan"
     checked = {str(name): float(value) for name, value in per_label.items()}
     for name in checked:
         _check_label_named(name, labels, parameter)
@@ -142,17 +142,17 @@ def check_threshold_range(threshold: float | None, per_label: Mapping[str, float
     range: above it no label passes (every text "none"), below it every label does, and neither was said.
     ``scale`` says what the scores are (``probabilities here (a Platt calibration's)``); errors name ``parameter`` /
     ``per_label_parameter`` (the CLI writes them as its flags). Log-odds and logits have no such bounds."""
-    from zstc.validation import Rule
+    from zstc.validation import Interval, Option
 
-    rule = Rule(low=low, high=high)
-    problem = rule.problem(threshold) if threshold is not None else None
-    if problem:
-        raise OptionError(f"{parameter} {problem}: multi-label decides on {scale}", parameter)
+    rule = Option(float, constraint=Interval(low, high))
+    found = rule.problem(threshold) if threshold is not None else None
+    if found:
+        raise OptionError(f"{parameter} {found[1]}: multi-label decides on {scale}", parameter)
     for name, value in per_label.items():
-        problem = rule.problem(value)
-        if problem:
-            raise OptionError(f"{per_label_parameter}: the threshold of {quoted(name)} {problem}: multi-label decides on "
-                              f"{scale}", per_label_parameter)
+        found = rule.problem(value)
+        if found:
+            raise OptionError(f"{per_label_parameter}: the threshold of {quoted(name)} {found[1]}: multi-label "
+                              f"decides on {scale}", per_label_parameter)
 
 
 PROBABILITY_SCALES: dict[str, str] = {

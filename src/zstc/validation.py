@@ -3,11 +3,13 @@
 Every entry point (Python API, CLI, HTTP service, bench) calls these, so a message for a given mistake is
 written once and reads the same everywhere.
 
-Options are checked against data, not code: each option has a spec, an :class:`OptionSpec` (type, range,
-choices, finiteness, whether ``None`` is a value, default) or a :class:`Rule` (the range of a non-scorer
-option, :data:`OPTION_RULES`), and one function, :func:`check_options`, checks a dict of values against a
-dict of specs before any work starts. Messages name the Python parameter (``batch_size must be >= 1, got
-0``); the CLI rewrites the names it finds in :attr:`OptionError.parameters` into its flags when it prints one.
+Options are checked against data, not code: each option is declared once, as an :class:`Option` (type, one
+constraint of one vocabulary, :class:`Interval`, :class:`Choices` or :class:`DeviceName`, default, help and
+flag; scikit-learn's ``_param_validation`` is the model), and one function, :func:`check_options`, checks a
+dict of values against a dict of options before any work starts. The CLI's flags and the service's settings
+are made from the same records, so a flag, a field and a check cannot disagree. Messages name the Python
+parameter (``batch_size must be >= 1, got 0``); the CLI rewrites the names it finds in
+:attr:`OptionError.parameters` into its flags when it prints one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from zstc.errors import DataError, LabelError, OptionError, UnknownOptionError, ZstcError, did_you_mean, quoted
@@ -29,59 +31,143 @@ _TYPE_WORDS: dict[type, str] = {bool: "true or false", int: "an integer", float:
 
 
 @dataclass(frozen=True)
-class OptionSpec:
-    """What values one option accepts, and its default."""
+class Interval:
+    """Numbers from ``low`` to ``high`` (``None``: unbounded on that side), as scikit-learn's
+    ``Interval(Real, 0, None, closed="left")``: ``closed`` says which ends belong to it, ``"both"``, ``"left"``,
+    ``"right"`` or ``"neither"``. Whether they are whole numbers is the option's :attr:`Option.type`."""
+
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+
+    def problem(self, value: Any) -> str | None:
+        """Why the number ``value`` lies outside the interval (``must be > 0, got 0``), or None."""
+        low_open, high_open = self.closed in ("right", "neither"), self.closed in ("left", "neither")
+        too_low = self.low is not None and (value <= self.low if low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if high_open else value > self.high)
+        shown = value if isinstance(value, numbers.Integral) else f"{value:g}"  # a whole number as typed, not as 1e+23
+        return f"must be {self.text()}, got {shown}" if too_low or too_high else None
+
+    def text(self) -> str:
+        """``"> 0"``, ``">= 0 and <= 1"``: the bounds as a message states them."""
+        bounds = []
+        if self.low is not None:
+            bounds.append(f"{'>' if self.closed in ('right', 'neither') else '>='} {_number(self.low)}")
+        if self.high is not None:
+            bounds.append(f"{'<' if self.closed in ('left', 'neither') else '<='} {_number(self.high)}")
+        return " and ".join(bounds) or "a number"
+
+
+@dataclass(frozen=True)
+class Choices:
+    """One of a few values (scikit-learn's ``StrOptions``). ``meaning`` says what a value names, for the message:
+    ``"score type"`` gives "unknown score type 'odds': score_type must be one of ..."."""
+
+    values: tuple[Any, ...]
+    meaning: str = ""
+
+    def listed(self, value: Any) -> tuple[str, str]:
+        """The choices as a message lists them, and a did-you-mean hint for ``value``."""
+        hint = did_you_mean(value, [str(choice) for choice in self.values]) if isinstance(value, str) else ""
+        return ", ".join(str(choice) for choice in self.values), hint
+
+
+@dataclass(frozen=True)
+class DeviceName:
+    """A device torch understands and this machine has (``cpu``, ``cuda``, ``cuda:1``, ``mps``) or ``auto``."""
+
+
+Constraint = Interval | Choices | DeviceName
+"""The one constraint vocabulary of zstc's options."""
+_ErrorClass = type[OptionError]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option, declared once: its type, constraint, default and help, and the flag that gives it on the command
+    line. The CLI's typer parameters (:func:`zstc.cli.options.typer_option`), the service's settings and the
+    library's checks (:meth:`check`, :func:`check_options`) are all made from it. Its name is its key in the dict
+    of options it belongs to, as in scikit-learn's ``_parameter_constraints``."""
 
     type: type
-    """``bool``, ``int``, ``float`` or ``str`` (an ``int`` is accepted where a ``float`` is asked for)."""
+    """``bool``, ``int``, ``float`` or ``str`` (an ``int`` is accepted where a ``float`` is asked for; a ``float``
+    is finite)."""
     default: Any = None
-    low: float | None = None
-    """Smallest allowed value (``low_inclusive=False``: values must be above it)."""
-    high: float | None = None
-    low_inclusive: bool = True
-    high_inclusive: bool = True
-    choices: tuple[Any, ...] | None = None
-    """The only values allowed, when the option names one of a few things."""
-    finite: bool = True
-    """For ``float`` options: reject NaN and infinity."""
+    constraint: Constraint | None = None
     allow_none: bool = False
     """Whether ``None`` is a value of its own (it then means what :attr:`help` says, e.g. "the model's own")."""
-    meaning: str = ""
-    """What a value names, for messages about choices: ``"score type"`` gives "unknown score type 'odds'"."""
     help: str = ""
+    """The help of its flag (``zstc CMD --help``)."""
+    flags: tuple[str, ...] = ()
+    """The flag's declarations when they are not ``--`` plus the name with dashes (``("--model", "-m")``,
+    ``("--bf16/--no-bf16",)``)."""
+    panel: str | None = None
+    """The ``--help`` panel that lists the flag (None: Options)."""
+    envvar: str | None = None
+    """An environment variable that gives the value when the flag is not given (``--help`` shows it)."""
+
+    def but(self, **changes: Any) -> Option:
+        """This option with some fields changed (a family's own default batch size, a command's narrower range)."""
+        return replace(self, **changes)
+
+    def field(self, **extra: Any) -> Any:
+        """The pydantic ``Field`` of this option in the service's request models: its default and its constraint
+        (an :class:`Interval` as ``ge``/``gt``/``le``/``lt``, a ``float`` finite), with ``extra`` (a description)."""
+        from pydantic import Field
+
+        bounds: dict[str, Any] = {"allow_inf_nan": False} if self.type is float else {}
+        if isinstance(self.constraint, Interval):
+            if self.constraint.low is not None:
+                bounds["gt" if self.constraint.closed in ("right", "neither") else "ge"] = self.constraint.low
+            if self.constraint.high is not None:
+                bounds["lt" if self.constraint.closed in ("left", "neither") else "le"] = self.constraint.high
+        return Field(default=self.default, **bounds, **extra)
+
+    def problem(self, value: Any) -> tuple[_ErrorClass, str] | None:
+        """Why ``value`` breaks this option, as an error class and a message to follow the option's name
+        (``must be >= 1, got 0``); None when it keeps it. Each rule's one message is written here."""
+        if value is None:
+            return None if self.allow_none else (OptionError, f"must be {self._type_words()}, got None")
+        if not _is_instance(value, self.type):
+            return OptionError, f"must be {self._type_words()}, got {quoted(value)}"
+        if self.type is float and not math.isfinite(value):
+            return OptionError, f"must be a finite number, got {value}"
+        if isinstance(self.constraint, Interval):
+            problem = self.constraint.problem(value)
+            return (OptionError, problem) if problem else None
+        if isinstance(self.constraint, Choices) and value not in self.constraint.values:
+            expected, hint = self.constraint.listed(value)
+            return UnknownOptionError, f"must be one of {expected}, got {quoted(value)}{hint}"
+        if isinstance(self.constraint, DeviceName):
+            problem = _device_problem(value)
+            return (OptionError, problem) if problem else None
+        return None
+
+    def _type_words(self) -> str:
+        return _TYPE_WORDS.get(self.type, self.type.__name__)
 
     def check(self, name: str, value: Any) -> Any:
-        """``value`` if it satisfies this spec, else :class:`OptionError` naming ``name``."""
+        """``value`` if it keeps this option (an ``int`` as a ``float`` for a ``float`` option), else
+        :class:`OptionError` naming ``name``."""
+        found = self.problem(value)
+        if found is not None:
+            error, problem = found
+            if error is UnknownOptionError and isinstance(self.constraint, Choices) and self.constraint.meaning:
+                expected, hint = self.constraint.listed(value)
+                meaning = self.constraint.meaning
+                raise error(f"unknown {meaning} {quoted(value)}: {name} must be one of {expected}{hint}", name)
+            raise error(f"{name} {problem}", name)
         if value is None:
-            if self.allow_none:
-                return None
-            raise OptionError(f"{name} must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got None", name)
-        if not _is_instance(value, self.type):
-            raise OptionError(f"{name} must be {_TYPE_WORDS.get(self.type, self.type.__name__)}, got {quoted(value)}", name)
-        if self.type is float:
-            value = float(value)
-            if self.finite and not math.isfinite(value):
-                raise OptionError(f"{name} must be finite, got {value}", name)
-        elif self.type is int:
-            value = int(value)
-        if self.choices is not None and value not in self.choices:
-            expected = ", ".join(str(choice) for choice in self.choices)
-            hint = did_you_mean(value, [str(choice) for choice in self.choices]) if isinstance(value, str) else ""
-            if self.meaning:
-                raise UnknownOptionError(f"unknown {self.meaning} {quoted(value)}: {name} must be one of {expected}{hint}", name)
-            raise UnknownOptionError(f"{name} must be one of {expected}, got {quoted(value)}{hint}", name)
-        if self.low is not None and not (value >= self.low if self.low_inclusive else value > self.low):
-            raise OptionError(f"{name} must be {'>=' if self.low_inclusive else '>'} {_number(self.low)}, got {value}", name)
-        if self.high is not None and not (value <= self.high if self.high_inclusive else value < self.high):
-            raise OptionError(f"{name} must be {'<=' if self.high_inclusive else '<'} {_number(self.high)}, got {value}", name)
-        return value
+            return None
+        return float(value) if self.type is float else int(value) if self.type is int else value
 
 
 def _is_instance(value: Any, kind: type) -> bool:
     if kind is bool:
         return isinstance(value, (bool, _numpy_bool()))
-    if kind is int:  # True is an int to Python, never a batch size to a user
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if kind is int:  # True is an int to Python, never a batch size to a user; 2.0 (JSON, pandas) is the number 2
+        whole = isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer()
+        return not isinstance(value, bool) and (isinstance(value, numbers.Integral) or whole)
     if kind is float:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
     return isinstance(value, kind)
@@ -303,54 +389,6 @@ def check_template(template: str, *, what: str = "template") -> str:
 # -- option ranges ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rule:
-    """What one option's value must be: a finite number within bounds, an integer, one of some choices, or a
-    device name torch understands. ``None`` (an option not given) always passes."""
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    """Whether ``low`` itself is excluded (a learning rate must be > 0, a batch size >= 1)."""
-    high_open: bool = False
-    integer: bool = False
-    choices: tuple[str, ...] = ()
-    device: bool = False
-
-    def problem(self, value: Any) -> str | None:
-        """Why ``value`` breaks the rule, or None."""
-        if self.choices:
-            return None if value in self.choices else f"must be one of {', '.join(self.choices)}, got {quoted(value)}"
-        if self.device:
-            return _device_problem(value)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"must be a number, got {quoted(value)}"
-        if not math.isfinite(value):
-            return f"must be a finite number, got {value}"
-        if self.integer and value != int(value):
-            return f"must be a whole number, got {value}"
-        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
-        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        shown = value if isinstance(value, int) else f"{value:g}"  # a whole number as typed, not as 1e+23
-        return f"must be {self.range_text()}, got {shown}" if too_low or too_high else None
-
-    def check(self, name: str, value: Any) -> Any:
-        """``value`` if it keeps the rule, else :class:`OptionError` naming ``name``."""
-        problem = self.problem(value)
-        if problem:
-            raise OptionError(f"{name} {problem}", name)
-        return value
-
-    def range_text(self) -> str:
-        """``"> 0"``, ``">= 0 and <= 1"``: the bounds as a message states them."""
-        bounds = []
-        if self.low is not None:
-            bounds.append(f"{'>' if self.low_open else '>='} {_number(self.low)}")
-        if self.high is not None:
-            bounds.append(f"{'<' if self.high_open else '<='} {_number(self.high)}")
-        return " and ".join(bounds) or "a number"
-
-
 def _device_problem(value: Any) -> str | None:
     import torch
 
@@ -368,22 +406,35 @@ def _device_problem(value: Any) -> str | None:
     return None
 
 
-POSITIVE = Rule(0, low_open=True)
-COUNT = Rule(1, integer=True)
-FRACTION = Rule(0, 1, low_open=True)
+POSITIVE = Option(float, constraint=Interval(0, closed="right"))
+COUNT = Option(int, constraint=Interval(1))
+FRACTION = Option(float, constraint=Interval(0, 1, closed="right"))
+RESERVED = Option(float, constraint=Interval(0))
+"""What a Ray actor reserves (0 is Ray's own "none of it")."""
 
-OPTION_RULES: dict[str, Rule] = {
+HYPOTHESIS_VARIANTS: tuple[str, ...] = ("dataset", "name", "definition", "both", "ensemble")
+"""How labels become hypotheses (:mod:`zstc.hypotheses.variants`): the choices of the ``hypotheses`` option."""
+
+OPTIONS: dict[str, Option] = {
     # decisions
-    "threshold": Rule(),
-    "alpha": Rule(0, 1),
+    "threshold": Option(
+        float,
+        help="Multi-label threshold, a plain cut for every label; default: the family's measured cut (embedding "
+             "models: with the margin rule), else the score type's (see `zstc.multilabel`)."),
+    "alpha": Option(float, constraint=Interval(0, 1)),
+    "hypotheses": Option(
+        str, "dataset", Choices(HYPOTHESIS_VARIANTS, meaning="hypothesis variant"),
+        help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
+             "(WordNet), 'both', or 'ensemble' (the three averaged)."),
     # data and samples
     "max_samples": COUNT,
     "max_train_samples": COUNT,
-    "dev_fraction": Rule(0, 1, low_open=True, high_open=True),
+    "dev_fraction": Option(float, constraint=Interval(0, 1, closed="neither")),
     "dev_size": COUNT,
-    "negatives": Rule(0, integer=True),
-    "bootstrap": Rule(100, integer=True),
-    "seed": Rule(0, 2**32 - 1, integer=True),  # numpy takes no negative seed, and its legacy one (transformers' set_seed) none past 32 bits
+    "negatives": Option(int, constraint=Interval(0)),
+    "bootstrap": Option(int, constraint=Interval(100)),
+    # numpy takes no negative seed, and its legacy one (transformers' set_seed) none past 32 bits
+    "seed": Option(int, constraint=Interval(0, 2**32 - 1)),
     # training (train-nli and unseen's fine-tuning)
     "backbone_lr": POSITIVE,
     "head_lr": POSITIVE,
@@ -393,25 +444,28 @@ OPTION_RULES: dict[str, Rule] = {
     "patience": COUNT,
     "eval_fraction": FRACTION,
     "batch_size": COUNT,
-    "max_length": COUNT,
-    "device": Rule(device=True),
-    "chunk_size": Rule(1, sys.maxsize, integer=True),  # classify: itertools.islice takes no larger count
-    # Ray: what an actor reserves (0 is Ray's own "none of it")
+    "max_length": COUNT.but(allow_none=True,
+                            help="Token limit per input; default: the model's own. Only texts are truncated."),
+    "device": Option(str, constraint=DeviceName(), allow_none=True,
+                     help="cpu, cuda, cuda:1, ...; default: CUDA when present."),
+    "chunk_size": Option(int, constraint=Interval(1, sys.maxsize)),  # classify: itertools.islice takes no larger count
+    # Ray
     "actors": COUNT,
-    "cpus_per_actor": Rule(0),
-    "gpus_per_actor": Rule(0),
-    "cpus_per_model": Rule(0),
-    "gpus_per_model": Rule(0),
-    "max_retries": Rule(0, integer=True),
+    "cpus_per_actor": RESERVED,
+    "gpus_per_actor": RESERVED,
+    "cpus_per_model": RESERVED,
+    "gpus_per_model": RESERVED,
+    "max_retries": Option(int, constraint=Interval(0)),
 }
-"""The range of every non-scorer option, by parameter name. A command checks its options with
-:func:`check_options` before loading anything; a command whose option is narrower passes its own rule."""
+"""zstc's options that are not one scorer family's (those are :data:`zstc.scorers.families.SCORER_OPTIONS`), by
+parameter name. A command checks its options with :func:`check_options` before loading anything; a command whose
+option is narrower passes its own (``OPTIONS["max_samples"].but(constraint=Interval(3))``)."""
 
 
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices``, else :class:`~zstc.errors.UnknownOptionError` naming ``name`` (with
     a did-you-mean hint): one message for every option that names one of a few things."""
-    checked: str = OptionSpec(str, choices=tuple(choices)).check(name, value)
+    checked: str = Option(str, constraint=Choices(tuple(choices))).check(name, value)
     return checked
 
 
@@ -429,31 +483,25 @@ def check_sampling(sampling: str, max_samples: int | None) -> str:
     return sampling
 
 
-def check_options(values: Mapping[str, Any], specs: Mapping[str, OptionSpec | Rule] | None = None, *,
+def check_options(values: Mapping[str, Any], options: Mapping[str, Option] | None = None, *,
                   context: str = "") -> dict[str, Any]:
-    """The values checked against their specs (default: :data:`OPTION_RULES`); raises :class:`OptionError`
-    naming the first parameter whose value breaks its spec (``eval_fraction must be > 0 and <= 1, got 1.5``).
+    """The values checked against their options (default: :data:`OPTIONS`); raises :class:`OptionError` naming
+    the first parameter whose value breaks its option (``eval_fraction must be > 0 and <= 1, got 1.5``).
 
-    A value of ``None`` counts as not given (front ends pass ``None`` for what the user left unset): an
-    :class:`OptionSpec` gives its default, a :class:`Rule` lets it pass. A name the specs do not have is an
-    :class:`UnknownOptionError` ("pooling does not apply to nli models"), never silently ignored; ``context``
-    says to what (``"nli models (m)"``). The result has every :class:`OptionSpec` option and every value given.
+    A value of ``None`` counts as not given (front ends pass ``None`` for what the user left unset) and gives the
+    option's default. A name the options do not have is an :class:`UnknownOptionError` ("pooling does not apply
+    to nli models"), never silently ignored; ``context`` says to what (``"nli models (m)"``). The result has
+    every option, each the value given or its default.
     """
-    specs = OPTION_RULES if specs is None else specs
-    unknown = [name for name, value in values.items() if name not in specs and value is not None]
+    options = OPTIONS if options is None else options
+    unknown = [name for name, value in values.items() if name not in options and value is not None]
     if unknown:
-        target = context or f"this call (it takes {', '.join(specs) or 'no options'})"
+        target = context or f"this call (it takes {', '.join(options) or 'no options'})"
         raise UnknownOptionError(f"{', '.join(unknown)} does not apply to {target}", *unknown)
-    checked: dict[str, Any] = {}
-    for name, spec in specs.items():
-        value = values.get(name)
-        if isinstance(spec, OptionSpec):
-            checked[name] = spec.default if value is None else spec.check(name, value)
-        elif name in values:
-            checked[name] = value if value is None else spec.check(name, value)
-    return checked
+    return {name: option.default if values.get(name) is None else option.check(name, values[name])
+            for name, option in options.items()}
 
 
-def check_option(name: str, value: Any, spec: OptionSpec | Rule) -> Any:
-    """One option (``None`` is its default): ``check_options({name: value}, {name: spec})[name]``."""
-    return check_options({name: value}, {name: spec}).get(name)
+def check_option(name: str, value: Any, option: Option) -> Any:
+    """One option (``None`` is its default): ``check_options({name: value}, {name: option})[name]``."""
+    return check_options({name: value}, {name: option})[name]

@@ -34,7 +34,7 @@ from zstc.benchmark.baselines import paper_rows
 from zstc.errors import DataError, ModelError, UnknownOptionError
 from zstc.io import GROUPED_SUFFIXES, read_records
 from zstc.scorers.base import PairScorer, Scorer
-from zstc.validation import OptionSpec
+from zstc.validation import Choices, Option
 
 if TYPE_CHECKING:
     from zstc.scorers.families import Family
@@ -61,7 +61,7 @@ paper does not say; the first is the default (see the module docstring)."""
 SCORER_QUERY: dict[str, str] = {"hypothesis": "label", "premise": "text"}
 """Probe side -> the yes/no scorer's ``query`` option: the probe scores premises as texts (first members of its
 pairs) and hypotheses as labels (second members)."""
-QUERY = OptionSpec(str, QUERY_SIDES[0], choices=QUERY_SIDES,  # no meaning: the CLI would write "unknown --query side"
+QUERY = Option(str, QUERY_SIDES[0], Choices(QUERY_SIDES),  # no meaning: the CLI would write "unknown --query side"
                    help="yes/no rerankers: which member of each pair fills the prompt's <Query>")
 
 

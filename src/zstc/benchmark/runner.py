@@ -24,7 +24,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
-from zstc.validation import OptionSpec, check_hypotheses_template, check_sampling
+from zstc.validation import check_choice, check_hypotheses_template, check_sampling
 from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
@@ -284,7 +284,7 @@ class Bench:
     def validate(self) -> tuple[dict[str, Any], str]:
         """Check everything cheap before any model loads (names, options); returns the run's identity and its key."""
         config = self.config
-        OptionSpec(str, choices=OVERWRITE_STRATEGIES).check("overwrite", config.overwrite)
+        check_choice("overwrite", config.overwrite, OVERWRITE_STRATEGIES)
         check_sampling(config.sampling, config.max_samples)
         check_hypotheses_template(config.hypotheses, config.template)
         if self._identity is None:

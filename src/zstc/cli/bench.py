@@ -10,7 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
+from zstc.cli.options import (
+    BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionFp32, PromptStyle,
+    RecheckMargin, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
+)
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 from zstc.cli.pull import DataOption, data_location
 
@@ -18,7 +21,6 @@ console = Console(stderr=True)
 
 
 @app.command()
-@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="fp32")
 def bench(
     model: Model,
     data: DataOption = None,
@@ -37,10 +39,14 @@ def bench(
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
     *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionFp32 = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, trust_remote_code: TrustRemoteCode = None,
+    shortlist: Shortlist = None,
 ) -> None:
     """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
     family and overall means, side by side with the paper's published numbers."""
+    scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.tasks import UNLABELLED_POLICIES

@@ -18,7 +18,10 @@ import typer
 from zstc.cli import app
 from zstc.errors import DataError
 from zstc.io import TEXT_SUFFIXES, suffix_list, unsupported_type
-from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
+from zstc.cli.options import (
+    DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionAuto,
+    PromptStyle, RecheckMargin, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
+)
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
 from zstc.cli.verbosity import note
 
@@ -26,7 +29,6 @@ if TYPE_CHECKING:
     from zstc.probabilities import Calibration
 
 @app.command()
-@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def classify(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help=f"A file of texts ({suffix_list(TEXT_SUFFIXES)}; .ndjson and .json are JSON Lines, .txt one text per line), or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
     labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels; double-quote one that holds a comma: '\"Food, drink\",Travel'.")] = None,
@@ -53,11 +55,15 @@ def classify(
     model: Model = DEFAULT,
     family: Family = None,
     *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionAuto = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, trust_remote_code: TrustRemoteCode = None,
+    shortlist: Shortlist = None,
 ) -> None:
     """One output row per input row: the input's columns, the predicted label (or, with --multi-label, every
     label that passes the threshold, or "none") and the score of every label. JSONL on stdout, or --out
     FILE (.jsonl, .csv, .parquet), written a chunk at a time and resumable after an interrupt."""
+    scoring = ScorerOptions.of(locals(), "auto")  # first: the scorer flags among the parameters
     from zstc.api import Classifier, check_labels_read_apart, label_hypotheses
     from zstc.cli.verbosity import show_progress
     from zstc.defaults import DEFAULT_TEMPLATE

@@ -11,7 +11,10 @@ from rich.table import Table
 
 from zstc.cli import app
 from zstc.cli.pull import data_location
-from zstc.cli.options import Family, Hypotheses, Model, ScorerOptions, Template, with_scorer_options
+from zstc.cli.options import (
+    BatchSize, Bf16, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, PrecisionFp32,
+    PromptStyle, RecheckMargin, ScoreType, ScorerOptions, Template,
+)
 from zstc.validation import check_hypotheses_template
 
 console = Console(stderr=True)
@@ -42,16 +45,16 @@ def _load(task: str, data: str, max_samples: int | None, seed: int, unlabelled: 
 def _check_before_work(task: str, out: Path | None, data: str, options: dict[str, Any], rules: dict[str, Any] | None = None,
                        *, more_data: tuple[str, ...] = ()) -> str:
     """Everything checkable without the model, before it loads: --task names one dataset (not a family), option
-    ranges (``rules`` adds or narrows :data:`zstc.validation.OPTION_RULES`) and the --out path, which may not be
+    ranges (``rules`` adds or narrows :data:`zstc.validation.OPTIONS`) and the --out path, which may not be
     any file in ``data`` or in the other data folders read (``more_data``: unseen's --train-data). Returns where
     ``data`` is (``sample`` named), said in one line."""
     from zstc.benchmark.catalog import one_dataset
     from zstc.benchmark.data import data_directory, data_folder_files
     from zstc.io import check_output_path
-    from zstc.validation import OPTION_RULES, check_options
+    from zstc.validation import OPTIONS, check_options
 
     one_dataset(task)
-    check_options(options, {**OPTION_RULES, **(rules or {})})
+    check_options(options, {**OPTIONS, **(rules or {})})
     data = data_location(data)
     for folder in (data, *more_data):  # a missing folder is said as such
         if folder != "hub":
@@ -72,7 +75,6 @@ def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
 
 
 @app.command("template-robustness")
-@with_scorer_options(precision="fp32")
 def template_robustness(
     model: Model,
     data: Data,
@@ -84,9 +86,12 @@ def template_robustness(
     out: Out = None,
     family: Family = None,
     *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionFp32 = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
+    scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.runner import data_sha256
     from zstc.hypotheses.variants import ENSEMBLE_MEMBERS
     from zstc.validation import check_choice, check_distinct, check_template
@@ -126,7 +131,6 @@ def _print_notes(notes: list[str]) -> None:
 
 
 @app.command()
-@with_scorer_options(precision="fp32")
 def calibrate(
     model: Model,
     data: Data,
@@ -140,32 +144,36 @@ def calibrate(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the calibration file here (JSON: the fitted parameters, model and settings, ECE and Brier); `classify --calibration F` and `serve --calibration F` use it.")] = None,
     family: Family = None,
     *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionFp32 = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None,
 ) -> None:
     """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest.
 
     The --out file is a calibration file: `classify --calibration F` uses its temperature for single-label
     probabilities (or its Platt scaling for multi-label ones)."""
+    scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     import numpy as np
 
     from zstc.probabilities import as_logits, calibration_record, score_scale
     from zstc.yin.calibration import calibrate as fit_and_report
-    from zstc.hypotheses.variants import VARIANTS, make_hypothesis_provider, score_hypotheses
+    from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.multilabel import score_type_of
     from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
-    from zstc.validation import Rule, check_choice, check_template
+    from zstc.validation import OPTIONS, Choices, Interval, Option, check_template
     from zstc.probabilities import METHODS
 
     check_hypotheses_template(hypotheses, template)
     if template is not None:
         check_template(template, what="--template")
-    check_choice("hypotheses", hypotheses, VARIANTS)
+    OPTIONS["hypotheses"].check("hypotheses", hypotheses)
     # Three texts at least: two to fit on (one fits nothing: the temperature runs to its bound), one to test on.
     data = _check_before_work(task, out, data, {"method": method, "max_samples": max_samples,
                                                 "dev_fraction": dev_fraction, "seed": seed},
-                              {"method": Rule(choices=METHODS), "max_samples": Rule(3, integer=True)})
+                              {"method": Option(str, constraint=Choices(METHODS)),
+                               "max_samples": OPTIONS["max_samples"].but(constraint=Interval(3))})
     loaded = _load(task, data, max_samples, seed)
     dev = stratified_sample(loaded, max(1, round(dev_fraction * len(loaded))), seed)
     test = loaded.subset(np.setdiff1d(np.arange(len(loaded)), _positions(loaded, dev)))
@@ -207,7 +215,6 @@ def _positions(task: Any, part: Any) -> Any:
 
 
 @app.command()
-@with_scorer_options("pooling", "score_type", "batch_size", "precision", "device", "max_length", precision="fp32")
 def unseen(
     model: Model,
     data: Data,
@@ -229,9 +236,11 @@ def unseen(
     out: Out = None,
     family: Family = None,
     *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None, score_type: ScoreType = None, batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None, bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None,
 ) -> None:
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.data import HUB_DATASET, data_folder_files, load_btzsc_task
     from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample

@@ -11,7 +11,9 @@ from rich.table import Table
 
 from zstc.cli import CommandGroup, app
 from zstc.cli.options import Family as FamilyOption
-from zstc.cli.options import ScorerOptions, cli_message, with_scorer_options
+from zstc.cli.options import (
+    EntailmentIndex, Instruction, MaxLength, Pooling, PromptStyle, ScorerOptions, ScoreType, TrustRemoteCode, cli_message,
+)
 from zstc.cli.verbosity import quiet
 
 if TYPE_CHECKING:
@@ -117,18 +119,19 @@ def models(ctx: typer.Context, family: Annotated[Optional[str], typer.Option(hel
 
 
 @models_app.command("check")
-@with_scorer_options("pooling", "score_type", "entailment_index", "prompt_style", "max_length", "trust_remote_code", "instruction")
 def check(
     model: Annotated[str, typer.Argument(metavar="MODEL", help="Hub id, paper short name or local folder.")],
     family: FamilyOption = None,
     text: Annotated[str, typer.Option(help="The sample text whose input is shown.")] = "The quarterly profit rose by 20 percent.",
     labels: Annotated[str, typer.Option("--labels", "-l", help="Comma-separated sample labels (the first is paired with the text; an LLM lists all).")] = "positive,negative",
-    *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None, max_length: MaxLength = None, trust_remote_code: TrustRemoteCode = None,
+    instruction: Instruction = None,
 ) -> None:
     """What zstc will do with MODEL, read from its config and tokenizer only (no weights): family and why, pooling,
     prefixes or instruction, score rule, entailment index, max length, the input for a sample text and label, and
     anything it cannot handle (then the exit status is 1)."""
+    scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.cli.classify import _split_labels
     from zstc.scorers.check import check_model
 

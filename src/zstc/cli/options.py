@@ -2,72 +2,53 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import re
-import typing
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, Optional
 
 import typer
 
 from zstc.defaults import DEFAULT_MODEL
 from zstc.errors import ZstcError
-from zstc.scorers.families import DEFAULT_COSINE_RECHECK_MARGIN, DEFAULT_MAX_PAIRS, DEFAULT_RECHECK_MARGIN, GPU_MAX_PAIRS, FamilyNames  # no torch: start-up stays fast
+from zstc.scorers.families import AUTO_PRECISION, SCORER_OPTIONS, FamilyNames  # no torch: start-up stays fast
+from zstc.validation import OPTIONS, Option
 
-Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
-Family = Annotated[
-    Optional[str],
-    typer.Option("--family", "-f", help=f"{', '.join(FamilyNames())}; read from the registry when omitted."),
-]
-Pooling = Annotated[Optional[str], typer.Option(help="Embedding models: 'native' (the model's own config) or 'cls' (the paper's computation).")]
-ScoreType = Annotated[
-    Optional[str],
-    typer.Option("--score-type", help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'."),
-]
-EntailmentIndex = Annotated[Optional[int], typer.Option(help="NLI models: the output index of entailment, when id2label does not say.")]
-PromptStyle = Annotated[
-    Optional[str],
-    typer.Option(help="LLM models: 'paper' (appendix C.3 through the chat template, labels in their order; the default) or "
-                 "'harness' (the public BTZSC harness's code exactly: its plain prompt, labels sorted, its 100 symbols)."),
-]
-BatchSize = Annotated[Optional[int], typer.Option(help=f"Texts (or pairs) per forward pass; default: the family's (cross-encoders: {DEFAULT_MAX_PAIRS} pairs on a CPU, {GPU_MAX_PAIRS:,} on a GPU).")]
-_PRECISION_HELP = "fp32, bf16 (autocast) or auto (bf16 where the hardware runs it fast: CUDA, AMX or AVX512-BF16)"
-PrecisionFp32 = Annotated[Optional[str], typer.Option("--precision", help=f"{_PRECISION_HELP}; default: fp32 (benchmark numbers are the same on every machine).")]
-PrecisionAuto = Annotated[Optional[str], typer.Option("--precision", help=f"{_PRECISION_HELP}; default: auto.")]
-Bf16 = Annotated[Optional[bool], typer.Option("--bf16/--no-bf16", help="Aliases of --precision bf16 and --precision fp32.")]
-Device = Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, ...; default: CUDA when present.")]
-Shortlist = Annotated[
-    Optional[str],
-    typer.Option(help="Cascade: a bi-encoder keeps each text's top K labels and only those are scored by --model; "
-                 "'K' (shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
-]
-MaxLength = Annotated[Optional[int], typer.Option(help="Token limit per input; default: the model's own. Only texts are truncated.")]
-TrustRemoteCode = Annotated[
-    Optional[bool],
-    typer.Option("--trust-remote-code", help="Run modelling code the model's own files ship (its config's auto_map; "
-                 "gte-base/large-en-v1.5 need it). Off by default: such a model is refused."),
-]
-Instruction = Annotated[
-    Optional[str],
-    typer.Option(help="Yes/no rerankers: the prompt's <Instruct> line; default: BTZSC's (nli-probe: the paper's NLI probe instruction)."),
-]
-RecheckMargin = Annotated[
-    Optional[float],
-    typer.Option(help="bf16 runs: scores within this margin of a text's best score "
-                 f"(multi-label: of their label's threshold) are rescored in fp32, so decisions are fp32's. Default {DEFAULT_RECHECK_MARGIN:g} "
-                 f"({DEFAULT_COSINE_RECHECK_MARGIN:g} for embedding and encoder cosines, whose texts are embedded again) "
-                 "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
-                 "Unused in fp32."),
-]
+
+def typer_option(option: Option) -> Any:
+    """The ``typer.Option`` of an option record: its flags, help, ``--help`` panel and environment variable. A
+    command's parameter is ``Annotated[T, typer_option(record)] = default``; its type ``T`` is written beside it for
+    mypy, and a test holds it to the record's."""
+    return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar)
+
+
+MODEL = Option(str, DEFAULT_MODEL, help="Hub id, paper short name or local folder (see `zstc models`).",
+               flags=("--model", "-m"))
+FAMILY = Option(str, None, allow_none=True, help=f"{', '.join(FamilyNames())}; read from the registry when omitted.",
+                flags=("--family", "-f"))
+BF16 = Option(bool, None, allow_none=True, help="Aliases of --precision bf16 and --precision fp32.",
+              flags=("--bf16/--no-bf16",))
+"""``--bf16/--no-bf16``, the CLI's aliases of ``--precision`` (not a scorer option: :func:`requested_precision`)."""
+
+Model = Annotated[str, typer_option(MODEL)]
+Family = Annotated[Optional[str], typer_option(FAMILY)]
+Pooling = Annotated[Optional[str], typer_option(SCORER_OPTIONS["pooling"])]
+ScoreType = Annotated[Optional[str], typer_option(SCORER_OPTIONS["score_type"])]
+EntailmentIndex = Annotated[Optional[int], typer_option(SCORER_OPTIONS["entailment_index"])]
+PromptStyle = Annotated[Optional[str], typer_option(SCORER_OPTIONS["prompt_style"])]
+BatchSize = Annotated[Optional[int], typer_option(SCORER_OPTIONS["batch_size"])]
+PrecisionFp32 = Annotated[Optional[str], typer_option(SCORER_OPTIONS["precision"])]
+PrecisionAuto = Annotated[Optional[str], typer_option(AUTO_PRECISION)]
+Bf16 = Annotated[Optional[bool], typer_option(BF16)]
+Device = Annotated[Optional[str], typer_option(SCORER_OPTIONS["device"])]
+Shortlist = Annotated[Optional[str], typer_option(SCORER_OPTIONS["shortlist"])]
+MaxLength = Annotated[Optional[int], typer_option(SCORER_OPTIONS["max_length"])]
+Instruction = Annotated[Optional[str], typer_option(SCORER_OPTIONS["instruction"])]
+RecheckMargin = Annotated[Optional[float], typer_option(SCORER_OPTIONS["recheck_margin"])]
+TrustRemoteCode = Annotated[Optional[bool], typer_option(SCORER_OPTIONS["trust_remote_code"])]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
-Hypotheses = Annotated[
-    str,
-    typer.Option(help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
-                 "(WordNet), 'both', or 'ensemble' (the three averaged)."),
-]
+Hypotheses = Annotated[str, typer_option(OPTIONS["hypotheses"])]
 Template = Annotated[
     Optional[str],
     typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
@@ -76,8 +57,7 @@ Template = Annotated[
                  "Not with --hypotheses dataset, whose hypotheses are the dataset's own."),
 ]
 MultiLabel = Annotated[bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")]
-Threshold = Annotated[Optional[float], typer.Option(help="Multi-label threshold, a plain cut for every label; default: the family's "
-                                                   "measured cut (embedding models: with the margin rule), else the score type's (see `zstc.multilabel`).")]
+Threshold = Annotated[Optional[float], typer_option(OPTIONS["threshold"])]
 LabelThresholds = Annotated[
     Optional[list[str]],
     typer.Option("--label-threshold", help="Multi-label threshold for one label, LABEL=NUMBER (a plain cut for that label; the others keep theirs); repeatable."),
@@ -97,16 +77,16 @@ def requested_precision(precision: str | None, bf16: bool | None, default: str) 
 
 
 def scorer_options(**given: Any) -> dict[str, Any]:
-    """The scorer keyword arguments the user actually set (unset options take the family's defaults), with
-    ``precision`` (when given) resolved to fp32 or bf16 for the device: once per run, here. A ``shortlist``
-    is recorded in its canonical ``MODEL:K`` form, so ``8`` and ``all-MiniLM-L6-v2:8`` are one setting (one
-    fingerprint)."""
+    """The scorer keyword arguments the user actually set (unset options take the family's defaults), checked
+    against :data:`~zstc.scorers.families.SCORER_OPTIONS` before any model loads, with ``precision`` (when given)
+    resolved to fp32 or bf16 for the device: once per run, here. A ``shortlist`` is recorded in its canonical
+    ``MODEL:K`` form, so ``8`` and ``all-MiniLM-L6-v2:8`` are one setting (one fingerprint)."""
     from zstc.scorers.runtime import resolved_options
-    from zstc.validation import OPTION_RULES, check_options
+    from zstc.validation import check_options
 
     options = {name: value for name, value in given.items() if value is not None}
-    # Ranges of the options zstc's rule table knows (batch size, max length, device), before any model loads.
-    check_options({name: value for name, value in options.items() if name in OPTION_RULES})
+    # The ranges every family shares; a family's own check (which options it takes) follows when the scorer is made.
+    check_options({name: value for name, value in options.items() if name in SCORER_OPTIONS}, SCORER_OPTIONS)
     if "shortlist" in options:
         from zstc.scorers.cascade import parse_shortlist
 
@@ -140,26 +120,13 @@ def cli_message(error: ZstcError) -> str:
 
 # -- the scorer options, as one bundle --------------------------------------------------------------------
 
-SCORER_OPTIONS: dict[str, Any] = {
-    "pooling": Pooling,
-    "score_type": ScoreType,
-    "entailment_index": EntailmentIndex,
-    "prompt_style": PromptStyle,
-    "batch_size": BatchSize,
-    "precision": None,  # PrecisionFp32 or PrecisionAuto, by the command's default
-    "bf16": Bf16,
-    "device": Device,
-    "max_length": MaxLength,
-    "recheck_margin": RecheckMargin,
-    "trust_remote_code": TrustRemoteCode,
-    "instruction": Instruction,
-    "shortlist": Shortlist,
-}
-"""The scorer options a command can take, in the order ``--help`` lists them."""
-
-SCORER_PARAMETERS: tuple[str, ...] = tuple(name for name in SCORER_OPTIONS if name not in ("shortlist", "instruction"))
-"""The options of the scorer itself that every scoring command takes (the cascade's ``shortlist`` is a command's
-choice on top; ``instruction`` is taken only where a command names it: ``nli-probe``, whose default differs)."""
+SCORER_FLAGS: tuple[str, ...] = (
+    "pooling", "score_type", "entailment_index", "prompt_style", "batch_size", "precision", "bf16", "device",
+    "max_length", "recheck_margin", "trust_remote_code", "instruction", "shortlist",
+)
+"""The scorer options that have a flag (each declared in :data:`~zstc.scorers.families.SCORER_OPTIONS`, ``bf16``
+here), in ``--help``'s order: the parameters :meth:`ScorerOptions.of` gathers. Not ``query``, a yes/no scorer's
+option without a flag: nli-probe's ``--query`` is the probe's own (which side of a pair), not the scorer's."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +135,13 @@ class ScorerOptions:
 
     given: dict[str, Any]
     default_precision: str = "fp32"
+
+    @classmethod
+    def of(cls, parameters: dict[str, Any], default_precision: str) -> ScorerOptions:
+        """The scorer flags among a command's ``parameters`` (its ``locals()`` on entry: each flag is a parameter
+        of its own, typed from its record); ``default_precision`` is the command's (fp32 for benchmark numbers,
+        auto for classifying)."""
+        return cls({name: value for name, value in parameters.items() if name in SCORER_FLAGS}, default_precision)
 
     def get(self, name: str) -> Any:
         """The value given for option ``name`` (None: not given, so the family's default applies)."""
@@ -184,53 +158,3 @@ class ScorerOptions:
         given = {name: value for name, value in self.given.items()
                  if name not in ("precision", "bf16") and (only is None or name in only)}
         return scorer_options(**{**given, **override, "precision": self.precision})
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def with_scorer_options(*names: str, precision: str = "fp32") -> Callable[[F], F]:
-    """Give a command the scorer options ``names`` (default: all of :data:`SCORER_OPTIONS`) as flags, and
-    hand them to it as one ``scoring: ScorerOptions`` argument instead of one parameter each.
-
-    ``precision`` is the command's default (``fp32`` for benchmark numbers, ``auto`` for classifying);
-    ``--bf16/--no-bf16`` come with ``--precision``. The flags stand in ``--help`` where the command declares
-    ``scoring`` (keyword-only, after ``*``), so a command keeps the order its users know.
-    """
-    chosen = list(names or SCORER_PARAMETERS)
-    if "precision" in chosen and "bf16" not in chosen:
-        chosen.append("bf16")
-    chosen = [name for name in SCORER_OPTIONS if name in chosen]
-    annotations = {
-        name: (PrecisionAuto if precision == "auto" else PrecisionFp32) if name == "precision" else SCORER_OPTIONS[name]
-        for name in chosen
-    }
-
-    def decorate(command: F) -> F:
-        signature = inspect.signature(command)
-        if "scoring" not in signature.parameters:
-            raise TypeError(f"{command.__name__} takes the scorer options as `scoring: ScorerOptions` (keyword-only)")
-        # Typer reads the annotations from the signature: give it objects, not the module's strings.
-        hints = typing.get_type_hints(command, include_extras=True)
-        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotations[name]) for name in chosen]
-        # Typer passes every option by keyword: all keyword-only, so the added flags may stand anywhere.
-        parameters: list[inspect.Parameter] = []
-        for name, parameter in signature.parameters.items():
-            if name == "scoring":
-                parameters += added
-            else:
-                parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, parameter.annotation)))
-
-        @functools.wraps(command)
-        def wrapper(**kwargs: Any) -> Any:
-            given = {name: kwargs.pop(name) for name in chosen}
-            return command(**kwargs, scoring=ScorerOptions(given, precision))
-
-        wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {
-            **{name: value for name, value in hints.items() if name != "scoring"},
-            **annotations,
-        }
-        return wrapper  # type: ignore[return-value]
-
-    return decorate

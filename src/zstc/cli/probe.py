@@ -12,13 +12,24 @@ from rich.markup import escape
 from rich.table import Table
 
 from zstc.cli import app
-from zstc.cli.options import Model, ScorerOptions, with_scorer_options
+from zstc.cli.options import (
+    BatchSize,
+    Bf16,
+    Device,
+    EntailmentIndex,
+    Instruction,
+    MaxLength,
+    Model,
+    Pooling,
+    PrecisionFp32,
+    ScorerOptions,
+    ScoreType,
+)
 
 console = Console(stderr=True)
 
 
 @app.command("nli-probe")
-@with_scorer_options("pooling", "score_type", "entailment_index", "batch_size", "precision", "device", "max_length", "instruction", precision="fp32")
 def nli_probe(
     model: Model,
     data: Annotated[Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")],
@@ -30,7 +41,9 @@ def nli_probe(
         help="Yes/no rerankers: which side of each pair fills the prompt's <Query>, 'hypothesis' (the instruction's "
              "literal reading; the default) or 'premise' (as in classification); the paper does not say which it used.")] = None,
     *,
-    scoring: ScorerOptions,
+    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None, precision: PrecisionFp32 = None, bf16: Bf16 = None, device: Device = None,
+    max_length: MaxLength = None, instruction: Instruction = None,
 ) -> None:
     """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
     --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model. Cross-encoders
@@ -38,13 +51,18 @@ def nli_probe(
     with the model's query prefix) and the hypothesis's (as a label description), as in BTZSC: the paper's
     all-MiniLM-L6-v2 row needs --pooling cls. Yes/no rerankers are prompted with the paper's NLI instruction unless
     --instruction gives another. LLMs are not probed (the paper states no rule for one pair)."""
+    scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.data import data_folder_files
-    from zstc.benchmark.nli_probe import find_nli_sets, probe_family, probe_options, run_probe
+    from zstc.benchmark.nli_probe import (
+        find_nli_sets,
+        probe_family,
+        probe_options,
+        run_probe,
+    )
     from zstc.benchmark.store import write_json
-    from zstc.scorers import make_scorer
     from zstc.cli.verbosity import show_progress
-
     from zstc.io import check_output_path
+    from zstc.scorers import make_scorer
     from zstc.validation import check_options
 
     check_options({"seed": seed})

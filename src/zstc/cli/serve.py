@@ -3,51 +3,65 @@
 from __future__ import annotations
 
 import signal
-import sys
 import socket
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import typer
-
 from zstc.cli import app
+from zstc.cli.options import (
+    DEFAULT,
+    BatchSize,
+    Bf16,
+    Device,
+    EntailmentIndex,
+    Family,
+    MaxLength,
+    Model,
+    Pooling,
+    PrecisionAuto,
+    PromptStyle,
+    RecheckMargin, TrustRemoteCode,
+    ScorerOptions,
+    ScoreType,
+    Shortlist,
+    typer_option,
+)
 from zstc.errors import Terminated
-from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
+from zstc.server.settings import SERVE_OPTIONS as _SERVE
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
-
-_BATCHING = "Batching and limits"
-_ENGINE, _LIMITS, _SETTINGS = EngineConfig(), Limits(), ServeSettings()
-"""The flags' defaults: the settings' own (their one home), which ``--help`` shows."""
 
 
 @app.command()
-@with_scorer_options(*SCORER_PARAMETERS, "shortlist", precision="auto")
 def serve(
     model: Model = DEFAULT,
     family: Family = None,
     *,
-    scoring: ScorerOptions,
-    host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities; a Platt file, the multi-label ones (thresholds then apply to them).")] = None,
-    api_key: Annotated[Optional[str], typer.Option(envvar="ZSTC_API_KEY", show_envvar=True,
-                                                   help="Require 'Authorization: Bearer KEY' (401 without); /health, /health/ready, /metrics, the docs and the playground (GET /) stay open.")] = None,
-    max_batch_pairs: Annotated[int, typer.Option(help="(text, label) pairs per batch formed across requests.", rich_help_panel=_BATCHING)] = _ENGINE.max_batch_pairs,
-    max_wait_ms: Annotated[float, typer.Option(help="How long an idle model waits for a batch to fill after its first request.", rich_help_panel=_BATCHING)] = _ENGINE.max_wait_ms,
-    max_queued_pairs: Annotated[int, typer.Option(help="Pairs queued or running at most; past it: 429 with Retry-After.", rich_help_panel=_BATCHING)] = _ENGINE.max_queued_pairs,
-    max_texts: Annotated[int, typer.Option(help="Texts per request (413 past it).", rich_help_panel=_BATCHING)] = _LIMITS.max_texts,
-    max_labels: Annotated[int, typer.Option(help="Labels (or rerank documents) per request.", rich_help_panel=_BATCHING)] = _LIMITS.max_labels,
-    max_chars: Annotated[int, typer.Option(help="Characters per text, label, description or document.", rich_help_panel=_BATCHING)] = _LIMITS.max_chars,
-    max_request_pairs: Annotated[int, typer.Option(help="(text, label) pairs per request.", rich_help_panel=_BATCHING)] = _LIMITS.max_request_pairs,
-    max_body_bytes: Annotated[int, typer.Option(help="Request body size (413 past it, from Content-Length before reading).", rich_help_panel=_BATCHING)] = _LIMITS.max_body_bytes,
-    max_body_seconds: Annotated[float, typer.Option(help="Seconds a request's body may take to arrive after its headers (408 past it).", rich_help_panel=_BATCHING)] = _LIMITS.max_body_seconds,
-    label_cache_size: Annotated[int, typer.Option(help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck).", rich_help_panel=_BATCHING)] = _ENGINE.label_cache_size,
-    threads: Annotated[Optional[int], typer.Option(help="torch threads of the model thread; default: one per core.", rich_help_panel=_BATCHING)] = _ENGINE.threads,
-    drain_timeout: Annotated[float, typer.Option(help="On SIGTERM: seconds to finish requests in flight before stopping.")] = _SETTINGS.drain_timeout,
-    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = True,
+    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionAuto = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, trust_remote_code: TrustRemoteCode = None,
+    shortlist: Shortlist = None,
+    host: Annotated[str, typer_option(_SERVE["host"])] = _SERVE["host"].default,
+    port: Annotated[int, typer_option(_SERVE["port"])] = _SERVE["port"].default,
+    calibration: Annotated[Optional[Path], typer_option(_SERVE["calibration"])] = _SERVE["calibration"].default,
+    api_key: Annotated[Optional[str], typer_option(_SERVE["api_key"])] = _SERVE["api_key"].default,
+    max_batch_pairs: Annotated[int, typer_option(_SERVE["max_batch_pairs"])] = _SERVE["max_batch_pairs"].default,
+    max_wait_ms: Annotated[float, typer_option(_SERVE["max_wait_ms"])] = _SERVE["max_wait_ms"].default,
+    max_queued_pairs: Annotated[int, typer_option(_SERVE["max_queued_pairs"])] = _SERVE["max_queued_pairs"].default,
+    max_texts: Annotated[int, typer_option(_SERVE["max_texts"])] = _SERVE["max_texts"].default,
+    max_labels: Annotated[int, typer_option(_SERVE["max_labels"])] = _SERVE["max_labels"].default,
+    max_chars: Annotated[int, typer_option(_SERVE["max_chars"])] = _SERVE["max_chars"].default,
+    max_request_pairs: Annotated[int, typer_option(_SERVE["max_request_pairs"])] = _SERVE["max_request_pairs"].default,
+    max_body_bytes: Annotated[int, typer_option(_SERVE["max_body_bytes"])] = _SERVE["max_body_bytes"].default,
+    max_body_seconds: Annotated[float, typer_option(_SERVE["max_body_seconds"])] = _SERVE["max_body_seconds"].default,
+    label_cache_size: Annotated[int, typer_option(_SERVE["label_cache_size"])] = _SERVE["label_cache_size"].default,
+    threads: Annotated[Optional[int], typer_option(_SERVE["threads"])] = _SERVE["threads"].default,
+    drain_timeout: Annotated[float, typer_option(_SERVE["drain_timeout"])] = _SERVE["drain_timeout"].default,
+    access_log: Annotated[bool, typer_option(_SERVE["access_log"])] = _SERVE["access_log"].default,
 ) -> None:
     """Serve zero-shot classification over HTTP: POST /classify (zstc and Hugging Face shapes), POST /rerank,
     GET /health, /health/ready, /info, /metrics, a playground at / and the API at /docs."""
+    scoring = ScorerOptions.of(locals(), "auto")  # first: the scorer flags among the parameters
     from zstc.errors import ModelError
 
     try:
@@ -60,7 +74,7 @@ def serve(
     bound_kernel_caches()  # before the first forward pass (the warm-up below), or they are read unbounded
     from zstc.api import Classifier
 
-    # Checked by zstc.validation's specs; the CLI's error handler names the flags (--max-batch-pairs).
+    # Checked against SERVE_OPTIONS; the CLI's error handler names the flags (--max-batch-pairs).
     settings = ServeSettings(
         limits=Limits(max_texts=max_texts, max_labels=max_labels, max_chars=max_chars, max_request_pairs=max_request_pairs,
                       max_body_bytes=max_body_bytes, max_body_seconds=max_body_seconds),

@@ -10,14 +10,22 @@ from rich.console import Console
 
 from zstc.cli import app
 from zstc.cli.pull import DataOption, data_location
-from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
+from zstc.cli.options import (
+    BatchSize,
+    Bf16,
+    Device,
+    Hypotheses,
+    MaxLength,
+    PrecisionFp32,
+    ScorerOptions,
+    Template,
+)
 from zstc.validation import check_hypotheses_template
 
 console = Console(stderr=True)
 
 
 @app.command()
-@with_scorer_options("batch_size", "precision", "device", "max_length", precision="fp32")
 def sweep(
     models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders), each model once under one name.")],
     data: DataOption = None,
@@ -36,17 +44,24 @@ def sweep(
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     *,
-    scoring: ScorerOptions,
+    batch_size: BatchSize = None, precision: PrecisionFp32 = None, bf16: Bf16 = None, device: Device = None,
+    max_length: MaxLength = None,
 ) -> None:
     """Every (model, dataset) unit once: finished ones (details folder or result cache) are skipped, each model
     is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
+    scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
     from zstc.cli.verbosity import say
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
-    from zstc.validation import check_choice, check_labels, check_options, check_sampling
+    from zstc.validation import (
+        check_choice,
+        check_labels,
+        check_options,
+        check_sampling,
+    )
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
     check_sampling(sampling, max_samples)

@@ -24,8 +24,10 @@ import numpy as np
 
 from zstc.scorers.base import ScoreResult, add_note, offers, score_with_notes
 from zstc.scorers.recheck import label_cuts, margin_cuts, pair_cuts, recheck_in_fp32
-from zstc.errors import LabelError, UnknownNameError, quoted
-from zstc.validation import check_template
+from zstc.errors import LabelError, quoted
+from zstc.validation import HYPOTHESIS_VARIANTS, OPTIONS, check_template
+
+HYPOTHESES = OPTIONS["hypotheses"]
 
 ASPECT_TEMPLATES: dict[str, str] = {
     "topic": "this text is about {}",
@@ -47,7 +49,8 @@ FAMILY_ASPECT: dict[str, str] = {
 """Which aspect template a BTZSC task family uses when no template is given."""
 
 DEFAULT_ASPECT = "topic"
-VARIANTS: tuple[str, ...] = ("dataset", "name", "definition", "both", "ensemble")
+VARIANTS: tuple[str, ...] = HYPOTHESIS_VARIANTS
+"""The hypothesis variants, as the ``hypotheses`` option declares them (:data:`zstc.validation.OPTIONS`)."""
 ENSEMBLE_MEMBERS: tuple[str, ...] = ("name", "definition", "both")
 
 @dataclass(frozen=True)
@@ -122,8 +125,7 @@ def tie_message(variant: str, groups: list[list[str]]) -> str:
 
 def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, dataset: Sequence[str] | None = None) -> HypothesisSet:
     """The hypotheses of ``labels`` under ``variant`` (see the module docstring), filled into ``template``."""
-    if variant not in VARIANTS:
-        raise UnknownNameError(f"unknown hypothesis variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    HYPOTHESES.check("hypotheses", variant)
     if variant == "dataset":
         if dataset is None:
             raise LabelError("the 'dataset' hypotheses need the dataset's own label descriptions")
@@ -151,8 +153,7 @@ def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, data
 
 def make_hypothesis_provider(variant: str, template: str | None = None) -> Callable[[Any], HypothesisSet]:
     """A ``Task -> HypothesisSet`` function for :class:`zstc.benchmark.runner.Bench` (template: the user's or the aspect's)."""
-    if variant not in VARIANTS:
-        raise UnknownNameError(f"hypotheses must be one of {', '.join(VARIANTS)}, got {variant!r}", parameters=("hypotheses",))
+    HYPOTHESES.check("hypotheses", variant)
     if template is not None:
         check_template(template)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar, overload
 
 from zstc.errors import UnknownNameError
-from zstc.validation import OptionSpec, check_options
+from zstc.validation import OPTIONS, Choices, Interval, Option, check_options
 
 V = TypeVar("V")
 S = TypeVar("S")
@@ -92,7 +92,7 @@ class Family:
     """The public BTZSC leaderboard's ``model_type`` for models of this family."""
     colour: str
     """Colour of the family in report figures (a matplotlib colour)."""
-    options: Mapping[str, OptionSpec] = field(default_factory=dict)
+    options: Mapping[str, Option] = field(default_factory=dict)
     """The keyword options the scorer takes, with their types, ranges and defaults."""
     description: str = ""
     temperature: float = 1.0
@@ -237,33 +237,13 @@ class FamilySet(AbstractSet[str]):
         return repr(frozenset(self))
 
 
-# -- the options scorers share --------------------------------------------------------------------------
+# -- the options scorers take: each declared once --------------------------------------------------------------
 
-DEVICE = OptionSpec(str, None, allow_none=True, help="cpu, cuda, cuda:1, ...; None: CUDA when present")
-PRECISION = OptionSpec(str, "fp32", help="fp32 or bf16 (autocast), resolved before the scorer is built "
-                       "(zstc.scorers.runtime.resolve_precision turns 'auto' into one of them)")
-MAX_LENGTH = OptionSpec(int, None, low=1, allow_none=True, help="token limit per input; None: the model's own")
-TRUST_REMOTE_CODE = OptionSpec(bool, False, help="run modelling code the model's own files ship (a config auto_map); "
-                               "off: such a model is refused")
-MAX_BATCH_TOKENS = OptionSpec(int, None, low=1, allow_none=True,
-                              help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, {GPU_MAX_BATCH_TOKENS:,} on a GPU")
 DEFAULT_RECHECK_MARGIN = 0.1
 """Scorers in bf16 (cross-encoders, yes/no judges, LLMs): labels within this margin of their text's best score are
 rescored in fp32, so that bf16 makes fp32's decisions (zstc.scorers.recheck). Measured on a trained MiniLM NLI model, banking77
 (120 texts x 72 labels): bf16's largest error 0.034 logits (the margin must exceed twice it; it widens by
 itself when the rechecked pairs show more), 1.8% of pairs rescored, and argmax agreement 0.967 -> 1."""
-
-
-def recheck_margin_option(default: float, rechecked: str, off: str = "") -> OptionSpec:
-    """The ``recheck_margin`` option of a family whose bf16 decisions are rechecked in fp32 (:mod:`zstc.scorers.recheck`):
-    ``rechecked`` says what is done again within the margin, ``off`` what else a margin of 0 changes."""
-    return OptionSpec(float, default, low=0.0, help=f"bf16 only: {rechecked} in fp32, so decisions are fp32's; 0: none are{off}")
-
-
-RECHECK_MARGIN = recheck_margin_option(
-    DEFAULT_RECHECK_MARGIN, "labels whose score is within this margin of their text's best (or of their threshold) are rescored",
-    " (and yes/no and LLM weights load in bf16)")
-
 DEFAULT_COSINE_RECHECK_MARGIN = 0.01
 """The embedding families' :data:`DEFAULT_RECHECK_MARGIN`, on cosines: a text with a cosine within this of a decision
 (its best label's, or its multi-label cut) is embedded again in fp32. Measured with all-MiniLM-L6-v2 (AMD Zen 4,
@@ -272,27 +252,6 @@ margin must exceed twice it; it widens by itself where bf16 errs more), and with
 in another label set under the default multi-label rule, 1 of 200 with another best label. On 1000 banking77 texts
 (``benchmarks/bf16_agreement.py --family embedding``) the largest error was 0.0030, and this margin rechecked 12% of
 the texts single-label and 38% under the default rule (emotiondair: 31% and 66%; README, "Precision")."""
-COSINE_RECHECK_MARGIN = recheck_margin_option(
-    DEFAULT_COSINE_RECHECK_MARGIN, "texts with a cosine within this margin of their best label's (or of a multi-label decision) are "
-    "embedded again")
-
-
-PAIRS_PER_PASS = OptionSpec(int, None, low=1, allow_none=True,
-                            help=f"pairs per forward pass at most; None: {DEFAULT_MAX_PAIRS} on a CPU, {GPU_MAX_PAIRS:,} on a GPU")
-
-
-def torch_options(batch_size: int | OptionSpec, **extra: OptionSpec) -> dict[str, OptionSpec]:
-    """The options of a scorer that runs a torch model (device, precision, batch size, max length), plus ``extra``.
-    ``batch_size``: its default, or its whole spec (cross-encoders: :data:`PAIRS_PER_PASS`, by device)."""
-    return {
-        **extra,
-        "device": DEVICE,
-        "precision": PRECISION,
-        "batch_size": batch_size if isinstance(batch_size, OptionSpec) else OptionSpec(int, batch_size, low=1, help="texts per forward pass"),
-        "max_length": MAX_LENGTH,
-        "trust_remote_code": TRUST_REMOTE_CODE,
-    }
-
 
 POOLINGS: tuple[str, ...] = ("native", "cls")
 NLI_SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
@@ -302,11 +261,90 @@ code builds it (:mod:`zstc.scorers.llm`)."""
 YESNO_QUERIES: tuple[str, ...] = ("text", "label")
 """Which side of a (text, label) pair a yes/no reranker's prompt reads as its <Query> (the other is its <Document>)."""
 
+_PRECISION_HELP = "fp32, bf16 (autocast) or auto (bf16 where the hardware runs it fast: CUDA, AMX or AVX512-BF16)"
+
+SCORER_OPTIONS: dict[str, Option] = {
+    # Choices without a meaning: "unknown pooling" would read "unknown --pooling" on the command line.
+    "pooling": Option(
+        str, "native", Choices(POOLINGS),
+        help="Embedding models: 'native' (the model's own config) or 'cls' (the paper's computation)."),
+    "score_type": Option(
+        str, "logodds", Choices(NLI_SCORE_TYPES, meaning="score type"), flags=("--score-type",),
+        help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'."),
+    "entailment_index": Option(
+        int, None, Interval(0), allow_none=True,
+        help="NLI models: the output index of entailment, when id2label does not say."),
+    "prompt_style": Option(
+        str, "paper", Choices(LLM_PROMPT_STYLES),
+        help="LLM models: 'paper' (appendix C.3 through the chat template, labels in their order; the default) or "
+             "'harness' (the public BTZSC harness's code exactly: its plain prompt, labels sorted, its 100 symbols)."),
+    "batch_size": OPTIONS["batch_size"].but(
+        allow_none=True,
+        help=f"Texts (or pairs) per forward pass; default: the family's (cross-encoders: {DEFAULT_MAX_PAIRS} pairs on "
+             f"a CPU, {GPU_MAX_PAIRS:,} on a GPU)."),
+    # fp32 or bf16 once a scorer is built (zstc.scorers.runtime.resolve_precision turns 'auto' into one of them).
+    "precision": Option(
+        str, "fp32", flags=("--precision",),
+        help=f"{_PRECISION_HELP}; default: fp32 (benchmark numbers are the same on every machine)."),
+    "device": OPTIONS["device"],
+    "max_length": OPTIONS["max_length"],
+    "recheck_margin": Option(
+        float, DEFAULT_RECHECK_MARGIN, Interval(0),
+        help="bf16 runs: scores within this margin of a text's best score (multi-label: of their label's "
+             f"threshold) are rescored in fp32, so decisions are fp32's. Default {DEFAULT_RECHECK_MARGIN:g} "
+             f"({DEFAULT_COSINE_RECHECK_MARGIN:g} for embedding and encoder cosines, whose texts are embedded again) "
+             "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
+             "Unused in fp32."),
+    "trust_remote_code": Option(
+        bool, False, flags=("--trust-remote-code",),
+        help="Run modelling code the model's own files ship (its config's auto_map; gte-base/large-en-v1.5 need it). "
+             "Off by default: such a model is refused."),
+    "instruction": Option(
+        str, None, allow_none=True,
+        help="Yes/no rerankers: the prompt's <Instruct> line; default: BTZSC's (nli-probe: the paper's NLI probe "
+             "instruction)."),
+    "shortlist": Option(
+        str, None, allow_none=True,
+        help="Cascade: a bi-encoder keeps each text's top K labels and only those are scored by --model; 'K' "
+             "(shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
+    # Options with no flag of their own: the library's and the service's.
+    "max_batch_tokens": Option(
+        int, None, Interval(1), allow_none=True,
+        help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, "
+             f"{GPU_MAX_BATCH_TOKENS:,} on a GPU"),
+    "prefix_cache": Option(
+        bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"),
+    "query": Option(
+        str, "text", Choices(YESNO_QUERIES),
+        help="which side fills the prompt's <Query>: 'text' (BTZSC's; a pair's first member) or 'label' (the label "
+             "description, or a pair's second member; the text then fills <Document>); either way only the text is "
+             "ever cut"),
+}
+"""Every keyword option of a scorer (and of the cascade around one, ``shortlist``), each declared once: type,
+constraint, default, help and flag. A family takes some of them (:func:`family_options`), with its own default where it
+has one; the CLI's flags are made from the same records (:mod:`zstc.cli.options`). The cascade's ``shortlist`` is taken
+by :func:`zstc.scorers.make_scorer`, not by a family."""
+
+AUTO_PRECISION = SCORER_OPTIONS["precision"].but(default="auto", help=f"{_PRECISION_HELP}; default: auto.")
+"""``precision`` where a command's default is auto (those that classify; the benchmark's is fp32)."""
+COSINE_RECHECK_MARGIN = SCORER_OPTIONS["recheck_margin"].but(default=DEFAULT_COSINE_RECHECK_MARGIN)
+"""The embedding families' ``recheck_margin``: texts with a cosine within it of a decision are embedded again."""
+
+
+def family_options(batch_size: int | None, *names: str, **own: Option) -> dict[str, Option]:
+    """The options of a scorer that runs a torch model: ``names`` (of :data:`SCORER_OPTIONS`) and ``own`` (a family's
+    own version of one) first, then device, precision, batch size (its default ``batch_size``; ``None``: by device,
+    as cross-encoders pass :func:`pass_shape`), max length and trust_remote_code."""
+    torch = ("device", "precision", "batch_size", "max_length", "trust_remote_code")
+    chosen = {**{name: SCORER_OPTIONS[name] for name in names}, **own, **{name: SCORER_OPTIONS[name] for name in torch}}
+    if batch_size is not None:
+        chosen["batch_size"] = chosen["batch_size"].but(default=batch_size, allow_none=False)
+    return chosen
+
+
 register_family(Family(
     "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
-    torch_options(64, pooling=OptionSpec(str, "native", choices=POOLINGS,  # no meaning: "unknown pooling" would read "unknown --pooling"
-                                         help="'native' (the model's own configuration) or 'cls' (the paper's)"),
-                  recheck_margin=COSINE_RECHECK_MARGIN),
+    family_options(64, "pooling", recheck_margin=COSINE_RECHECK_MARGIN),
     "Embedding models: cosine similarity of text and label-description embeddings.",
     temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
     threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
@@ -317,45 +355,28 @@ register_family(Family(
 ))
 register_family(Family(
     "encoder", "zstc.scorers.embedding:EncoderScorer", "cosine", "embedding", "#7f7f7f",
-    torch_options(64, recheck_margin=COSINE_RECHECK_MARGIN),
+    family_options(64, recheck_margin=COSINE_RECHECK_MARGIN),
     "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
     temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py
     threshold=0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
 ))
 register_family(Family(
     "nli", "zstc.scorers.nli:NliScorer", "logodds", "nli", "#d62728",
-    torch_options(
-        PAIRS_PER_PASS,
-        score_type=OptionSpec(str, "logodds", choices=NLI_SCORE_TYPES, meaning="score type",
-                              help="'logodds' (the paper's), 'logit' (the public harness) or 'prob'"),
-        entailment_index=OptionSpec(int, None, low=0, allow_none=True,
-                                    help="the output index of entailment; None: read from id2label"),
-        max_batch_tokens=MAX_BATCH_TOKENS,
-        recheck_margin=RECHECK_MARGIN,
-    ),
+    family_options(None, "score_type", "entailment_index", "max_batch_tokens", "recheck_margin"),
     "NLI cross-encoders: premise = text, hypothesis = label description, score = how strongly it is entailed.",
     temperature=1.0,  # not measured (no NLI model ships offline): log-odds are already on a logit scale
     flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
 ))
 register_family(Family(
     "reranker", "zstc.scorers.reranker:RerankerScorer", "logit", "reranker", "#2ca02c",
-    torch_options(PAIRS_PER_PASS, max_batch_tokens=MAX_BATCH_TOKENS, recheck_margin=RECHECK_MARGIN),
+    family_options(None, "max_batch_tokens", "recheck_margin"),
     "Cross-encoder rerankers: query = text, document = label description, score = relevance.",
     temperature=1.0,  # not measured (no reranker ships offline): relevance logits
     flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
 ))
 register_family(Family(
     "yesno", "zstc.scorers.yesno:YesNoScorer", "prob", "reranker", "#9467bd",
-    torch_options(
-        16,
-        instruction=OptionSpec(str, None, allow_none=True, help="the judge prompt's instruction; None: BTZSC's"),
-        prefix_cache=OptionSpec(bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"),
-        query=OptionSpec(str, "text", choices=YESNO_QUERIES,  # no meaning: "unknown query side" would read "unknown --query side"
-                         help="which side fills the prompt's <Query>: 'text' (BTZSC's; a pair's first member) or 'label' "
-                              "(the label description, or a pair's second member; the text then fills <Document>); "
-                              "either way only the text is ever cut"),
-        recheck_margin=RECHECK_MARGIN,
-    ),
+    family_options(16, "instruction", "prefix_cache", "query", "recheck_margin"),
     "Generative yes/no rerankers: p(yes) after a judge prompt per (text, label description).",
     temperature=1.0,  # logit(p(yes)) per label, as the model gives it
     # Not flattened into pairs although they score pairs (the NLI probe): their grid cuts a text once for its longest
@@ -365,13 +386,7 @@ register_family(Family(
 ))
 register_family(Family(
     "llm", "zstc.scorers.llm:LLMScorer", None, "llm", "#ff7f0e",
-    torch_options(
-        8,
-        prompt_style=OptionSpec(str, "paper", choices=LLM_PROMPT_STYLES,
-                                help="'paper' (appendix C.3 through the chat template, labels in their order) or 'harness' "
-                                     "(the public BTZSC harness's code: its plain prompt, labels sorted, its 100 symbols)"),
-        recheck_margin=RECHECK_MARGIN,
-    ),
+    family_options(8, "prompt_style", "recheck_margin"),
     "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
     temperature=1.0,  # the model's own distribution over the options, unchanged
     distribution=True,  # probabilities over the options (they sum to 1), so no fixed multi-label cut suits them

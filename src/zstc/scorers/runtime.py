@@ -20,7 +20,7 @@ from typing import Any, Literal, cast
 import torch
 
 from zstc.errors import UnknownNameError
-from zstc.validation import OptionSpec
+from zstc.validation import check_choice
 
 Precision = Literal["fp32", "bf16"]
 """A resolved precision: what the scorers and the trainer take."""
@@ -76,9 +76,10 @@ def resolve_device(device: str | None = None) -> torch.device:
     """
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    from zstc.validation import check_options
+    from zstc.validation import OPTIONS
 
-    check_options({"device": device})  # an unknown name or a missing GPU is the user's error, not torch's RuntimeError
+    # An unknown name or a missing GPU is the user's error, not torch's RuntimeError.
+    OPTIONS["device"].check("device", device)
     return torch.device(device)
 
 
@@ -131,7 +132,7 @@ def resolve_precision(requested: str | None, device: torch.device) -> Precision:
     """
     if requested is None:
         return "fp32"
-    OptionSpec(str, choices=PRECISION_CHOICES).check("precision", requested)
+    check_choice("precision", requested, PRECISION_CHOICES)
     if requested == "auto":
         pinned = os.environ.get(AUTO_PRECISION_ENV)
         if pinned:

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_THRESHOLDS
+from zstc.validation import OPTIONS
 
 
 def _cuts(cuts: Mapping[str, float]) -> str:
@@ -74,8 +75,7 @@ class ClassifyRequest(BaseModel):
     template: Text | None = Field(default=None, description="Turns each label name into its description, e.g. 'This text is about {}.' "
                                      "(refused with descriptions other than the names: those are scored as written).")
     multi_label: bool = Field(default=False, description="Every label whose score reaches the threshold, or 'none'.")
-    threshold: float | None = Field(
-        default=None, allow_inf_nan=False,
+    threshold: float | None = OPTIONS["threshold"].field(
         description="Multi-label threshold on the raw score (on the probability when the server has a Platt calibration "
         f"file). Default: the family's measured cut ({_cuts(FAMILY_THRESHOLDS)} on the cosine), else the score type's "
         f"({_cuts(DEFAULT_THRESHOLDS)}), which GET /info gives as own_probability_center; 0.5 with a Platt calibration. "

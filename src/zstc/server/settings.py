@@ -1,62 +1,96 @@
 """``zstc serve``'s settings and their defaults: request limits, the batching engine's, authentication and
-draining. Their one home, read by the server and by the command's flags (``zstc serve --help`` shows these
-defaults); this module imports neither FastAPI nor the model code, so the CLI reads it without the serve extra."""
+draining. Each is declared once, in :data:`SERVE_OPTIONS` (type, range, default, help, flag); the settings
+dataclasses take their defaults and checks from it, and ``zstc serve``'s flags are made from it. This module
+imports neither FastAPI nor the model code, so the CLI reads it without the serve extra."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from zstc.errors import OptionError
+from zstc.validation import Interval, Option, check_options
+
+BATCHING = "Batching and limits"
+"""The ``zstc serve --help`` panel of the batching engine's settings and the request limits."""
+_COUNT = Option(int, constraint=Interval(1), panel=BATCHING)
+
+SERVE_OPTIONS: dict[str, Option] = {
+    "host": Option(str, "127.0.0.1", help="Address to listen on (127.0.0.1: this machine only)."),
+    "port": Option(int, 8000, help="Port to listen on."),  # checked with the address (zstc.cli.serve)
+    "calibration": Option(
+        Path, None, allow_none=True, flags=("--calibration",),
+        help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities; a "
+             "Platt file, the multi-label ones (thresholds then apply to them)."),
+    "api_key": Option(
+        str, None, allow_none=True, envvar="ZSTC_API_KEY",
+        help="Require 'Authorization: Bearer KEY' (401 without); /health, /health/ready, /metrics, the docs and the "
+             "playground (GET /) stay open."),
+    # the batching engine (EngineConfig)
+    "max_batch_pairs": _COUNT.but(default=1024, help="(text, label) pairs per batch formed across requests."),
+    "max_wait_ms": Option(float, 5.0, Interval(0), panel=BATCHING,
+                          help="How long an idle model waits for a batch to fill after its first request."),
+    "max_queued_pairs": _COUNT.but(default=32768,
+                                   help="Pairs queued or running at most; past it: 429 with Retry-After."),
+    # request limits (Limits)
+    "max_texts": _COUNT.but(default=128, help="Texts per request (413 past it)."),
+    "max_labels": _COUNT.but(default=128, help="Labels (or rerank documents) per request."),
+    "max_chars": _COUNT.but(default=10_000, help="Characters per text, label, description or document."),
+    "max_request_pairs": _COUNT.but(default=8192, help="(text, label) pairs per request."),
+    "max_body_bytes": _COUNT.but(default=2_000_000,  # TEI's default --payload-limit
+                                 help="Request body size (413 past it, from Content-Length before reading)."),
+    # A client that stalls or trickles its body would otherwise hold its connection and a growing buffer.
+    "max_body_seconds": Option(float, 30.0, Interval(0, closed="right"), panel=BATCHING,
+                               help="Seconds a request's body may take to arrive after its headers (408 past it)."),
+    # the batching engine again, in --help's order
+    "label_cache_size": _COUNT.but(
+        default=4096,
+        help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck)."),
+    "threads": _COUNT.but(allow_none=True, help="torch threads of the model thread; default: one per core."),
+    "drain_timeout": Option(float, 10.0, Interval(0),
+                            help="On SIGTERM: seconds to finish requests in flight before stopping."),
+    "access_log": Option(bool, True, help="Log every request.", flags=("--access-log/--no-access-log",)),
+}
+"""Every ``zstc serve`` setting, declared once, by parameter name (in ``--help``'s order)."""
+
+
+def _check(settings: object) -> None:
+    """The fields of a settings dataclass checked against their :data:`SERVE_OPTIONS`."""
+    values = asdict(settings)  # type: ignore[call-overload]  # a dataclass instance
+    check_options(values, {name: SERVE_OPTIONS[name] for name in values}, context="zstc serve")
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """How the engine batches and how much it queues (the ``zstc serve`` options of the same names)."""
+    """How the engine batches and how much it queues (the ``zstc serve`` options of the same names). Embedding models
+    keep ``label_cache_size`` label-description embeddings (least recently used dropped first), in bf16 as many fp32
+    ones again, for the recheck (:class:`zstc.server.engine.EmbeddingBackend`); a single request larger than
+    ``max_batch_pairs`` is a batch of its own."""
 
-    max_batch_pairs: int = 1024
-    """(text, label) pairs per batch at most; a single larger request is a batch of its own."""
-    max_wait_ms: float = 5.0
-    """How long a batch may wait for more requests after its first one, when the model is idle."""
-    max_queued_pairs: int = 32768
-    """Pairs waiting or running at most; past it a request is refused with 429 and Retry-After."""
-    label_cache_size: int = 4096
-    """Embedding models: label-description embeddings kept (least recently used dropped first); in bf16 as many fp32
-    ones again, for the recheck (:class:`zstc.server.engine.EmbeddingBackend`)."""
-    threads: int | None = None
+    max_batch_pairs: int = SERVE_OPTIONS["max_batch_pairs"].default
+    max_wait_ms: float = SERVE_OPTIONS["max_wait_ms"].default
+    max_queued_pairs: int = SERVE_OPTIONS["max_queued_pairs"].default
+    label_cache_size: int = SERVE_OPTIONS["label_cache_size"].default
+    threads: int | None = SERVE_OPTIONS["threads"].default
     """torch intra-op threads of the model thread; None: torch's default (one per core)."""
 
     def __post_init__(self) -> None:
-        from zstc.validation import OptionSpec, check_options
-
-        check_options(asdict(self), {
-            "max_batch_pairs": OptionSpec(int, low=1), "max_queued_pairs": OptionSpec(int, low=1),
-            "label_cache_size": OptionSpec(int, low=1), "max_wait_ms": OptionSpec(float, low=0),
-            "threads": OptionSpec(int, low=1, allow_none=True),
-        }, context="zstc serve")
+        _check(self)
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Published (``GET /info``) and enforced per request; past one the answer is 413."""
+    """Published (``GET /info``) and enforced per request; past one the answer is 413 (408 for ``max_body_seconds``)."""
 
-    max_texts: int = 128
-    max_labels: int = 128
-    max_chars: int = 10_000
-    """Characters per text, label, description or rerank document."""
-    max_request_pairs: int = 8192
-    """(text, label) pairs per request."""
-    max_body_bytes: int = 2_000_000
-    """TEI's default ``--payload-limit``."""
-    max_body_seconds: float = 30.0
-    """How long a request's body may take to arrive once its headers have (408 past it): a client that stalls or
-    trickles its body would otherwise hold its connection and a growing buffer for as long as it likes."""
+    max_texts: int = SERVE_OPTIONS["max_texts"].default
+    max_labels: int = SERVE_OPTIONS["max_labels"].default
+    max_chars: int = SERVE_OPTIONS["max_chars"].default
+    max_request_pairs: int = SERVE_OPTIONS["max_request_pairs"].default
+    max_body_bytes: int = SERVE_OPTIONS["max_body_bytes"].default
+    max_body_seconds: float = SERVE_OPTIONS["max_body_seconds"].default
 
     def __post_init__(self) -> None:
-        from zstc.validation import OptionSpec, check_options
-
-        specs = {name: OptionSpec(int, low=1) for name in asdict(self)}
-        specs["max_body_seconds"] = OptionSpec(float, low=0, low_inclusive=False)
-        check_options(asdict(self), specs, context="zstc serve")
+        _check(self)
 
 
 @dataclass(frozen=True)
@@ -65,15 +99,14 @@ class ServeSettings:
 
     limits: Limits = field(default_factory=Limits)
     engine: EngineConfig = field(default_factory=EngineConfig)
-    api_key: str | None = None
+    api_key: str | None = SERVE_OPTIONS["api_key"].default
     """Bearer token required by every endpoint except /health, /health/ready, /metrics, the docs and the playground page."""
-    drain_timeout: float = 10.0
+    drain_timeout: float = SERVE_OPTIONS["drain_timeout"].default
     """On SIGTERM: seconds to finish requests in flight before stopping (uvicorn's graceful shutdown)."""
 
     def __post_init__(self) -> None:
-        from zstc.validation import OptionSpec, check_options
-
-        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": OptionSpec(float, low=0)}, context="zstc serve")
+        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": SERVE_OPTIONS["drain_timeout"]},
+                      context="zstc serve")
         if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
             raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
         # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from zstc.validation import OptionSpec
+from zstc.validation import check_choice
 from zstc.models.nli_head import VARIANT_LABELS
 from zstc.scorers.pairs import log_odds
 from zstc.training.nli_pairs import NLI_CLASSES
@@ -81,7 +81,7 @@ class TrainConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        OptionSpec(str, choices=tuple(VARIANT_LABELS)).check("variant", self.variant)
+        check_choice("variant", self.variant, tuple(VARIANT_LABELS))
 
     def to_record(self) -> dict[str, Any]:
         """The configuration as JSON-ready values (what a trained model's record and a checkpoint's resume key hold)."""
