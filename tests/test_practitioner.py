@@ -491,10 +491,10 @@ def test_template_robustness_table_and_json(zstc_cli, tmp_path, btzsc_dir) -> No
 
 
 def test_family_thresholds_take_precedence_for_their_own_score_type() -> None:
-    from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_THRESHOLDS, default_threshold
+    from zstc.policy import DEFAULT_THRESHOLDS, default_threshold, family_thresholds
 
-    assert default_threshold("cosine", "embedding") == FAMILY_THRESHOLDS["embedding"] != DEFAULT_THRESHOLDS["cosine"]
-    assert default_threshold(None, "encoder") == FAMILY_THRESHOLDS["encoder"]
+    assert default_threshold("cosine", "embedding") == family_thresholds()["embedding"] != DEFAULT_THRESHOLDS["cosine"]
+    assert default_threshold(None, "encoder") == family_thresholds()["encoder"]
     assert default_threshold("prob", "nli") == 0.5  # an NLI model asked for probabilities: the score type's rule
 
 
