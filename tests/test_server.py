@@ -37,6 +37,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from zstc.api import Classifier  # noqa: E402
 from zstc.errors import LabelError  # noqa: E402
 from zstc.models.registry import ModelSpec  # noqa: E402
+from zstc.scorers.base import Capabilities  # noqa: E402
 from zstc.policy import default_threshold  # noqa: E402
 from zstc.server.app import create_app  # noqa: E402
 from zstc.server.settings import EngineConfig, Limits, ServeSettings  # noqa: E402
@@ -959,6 +960,7 @@ def test_a_batched_backend_that_scores_nan_fails_only_that_request() -> None:
 
     class Embeddings:
         family: ClassVar[str] = "embedding"
+        CAPABILITIES: ClassVar[Capabilities] = Capabilities(request_batching=True)  # score_requests, no bf16 here
 
         def __init__(self) -> None:
             self.spec = ModelSpec(model_id="test/embeddings", family="embedding")
@@ -994,6 +996,7 @@ class WordEmbeddings:
     a call whose labels hold "too long" fails before it encodes anything."""
 
     family: ClassVar[str] = "embedding"
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(request_batching=True)  # score_requests, no bf16 here
 
     class Loaded:
         tokenizer_lock = threading.Lock()
