@@ -303,7 +303,7 @@ class Classifier:
         ``thresholds`` (one raw-score cut per label) tell a bf16 cross-encoder or embedding model which pairs to
         recheck in fp32 (:mod:`zstc.scorers.recheck`): the caller decides by them, not by each text's best label;
         ``margins`` (one per label, ``nan`` for none) that a label must also be near its text's best score
-        (:func:`zstc.multilabel.decide`)."""
+        (:func:`zstc.policy.decide`)."""
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:

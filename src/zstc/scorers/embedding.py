@@ -139,7 +139,7 @@ class EmbeddingScorer(TorchScorer[None]):
         In bf16 the texts with a decision bf16's rounding could change are embedded again in fp32, whole
         (:meth:`_recheck_texts`): near ties of their best label, or with ``thresholds`` (one multi-label cut per
         label) near their cuts, and with ``margins`` (one per label, ``nan`` for none: the embedding family's default
-        rule, :func:`zstc.multilabel.decide`) near their best score minus the margin."""
+        rule, :func:`zstc.policy.decide`) near their best score minus the margin."""
         loaded = self.loaded
         documents = tuple(self.spec.format_document(label) for label in labels)
         label_embeddings = self._label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents))
