@@ -116,7 +116,7 @@ def entailment_log_odds(model, tokenizer, premises: list[str], hypotheses: list[
 
 def zero_shot_btzsc(model, tokenizer, args: argparse.Namespace, device, precision: Precision) -> dict[str, dict[str, float]]:
     """Macro-F1 and accuracy of zero-shot classification on the BTZSC sets, next to the embedding model's row."""
-    from zstc.decisions import argmax_decisions
+    from zstc.policy import argmax_decisions
     from zstc.benchmark.data import load_btzsc_sample
     from zstc.benchmark.metrics import dataset_metrics
 

@@ -73,7 +73,8 @@ def main() -> None:
     from zstc.benchmark.tasks import paper_sample
     from zstc.hypotheses.polarity import POLARITY_PHRASES
     from zstc.hypotheses.variants import readable_label
-    from zstc.multilabel import FAMILY_THRESHOLDS, default_margin, multilabel_metrics
+    from zstc.multilabel import multilabel_metrics
+    from zstc.policy import default_margin, family_thresholds
     from zstc.scorers import make_scorer
     from zstc.probabilities import DEFAULT_TEMPERATURES
 
@@ -114,7 +115,7 @@ def main() -> None:
         return result
 
     report: dict = {"model": args.model, "max_samples": args.max_samples, "sampling": "paper", "f1": {}, "multi_label": {}, "reviews": {}}
-    floor = FAMILY_THRESHOLDS["embedding"]
+    floor = family_thresholds()["embedding"]
     chosen_margin = default_margin("embedding", DEFAULT_TEMPERATURES["embedding"])
     multi: dict[str, tuple[np.ndarray, np.ndarray, list[str]]] = {}
     for name in args.datasets.split(","):

@@ -26,7 +26,7 @@ import pytest
 from zstc.errors import OptionError, UnknownOptionError
 from zstc.models import offline
 from zstc.models.registry import FAMILIES, ModelSpec, registered_models
-from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_SCORE_TYPE
+from zstc.policy import DEFAULT_THRESHOLDS, family_record
 from zstc.scorers import FAMILY_SCORERS, Family, ScoreResult, families, get_family, make_scorer, register_family
 from zstc.scorers.families import unregister_family
 from zstc.validation import Interval, Option
@@ -223,7 +223,7 @@ def test_family_record_is_consistent(family: str) -> None:
 
     assert family in FAMILIES and family in FAMILY_SCORERS
     assert PUBLIC_MODEL_TYPES[family] == record.model_type and FAMILY_COLOURS[family] == record.colour
-    assert FAMILY_SCORE_TYPE.get(family) == record.score_type
+    assert family_record(family) is record
     # The runner fingerprints results with the scoring version; a family that declares none (the toy) has "".
     assert record.scoring_version == getattr(cls, "SCORING_VERSION", "") and (record.scoring_version or family == "toy")
 
@@ -260,7 +260,7 @@ def test_a_new_familys_defaults_are_read_from_its_record() -> None:
     defaults (as the toy does)."""
     import math
 
-    from zstc.multilabel import FAMILY_THRESHOLDS, RELATIVE_FAMILIES, default_margin, default_threshold
+    from zstc.policy import default_margin, default_threshold, family_thresholds
     from zstc.scorers.cascade import PAIR_FAMILIES
     from zstc.probabilities import DEFAULT_TEMPERATURES, DISTRIBUTION_FAMILIES, default_calibration, score_scale
 
@@ -271,17 +271,17 @@ def test_a_new_familys_defaults_are_read_from_its_record() -> None:
     register_family(throwaway)
     try:
         assert DEFAULT_TEMPERATURES["toy-tuned"] == 0.25 and default_calibration("toy-tuned").parameters["temperature"] == 0.25
-        assert FAMILY_THRESHOLDS["toy-tuned"] == 0.7
+        assert family_thresholds()["toy-tuned"] == 0.7
         assert default_threshold("prob", "toy-tuned") == default_threshold(None, "toy-tuned") == 0.7
         assert default_threshold("logit", "toy-tuned") == DEFAULT_THRESHOLDS["logit"]  # another score type: its own rule
-        assert "toy-tuned" in RELATIVE_FAMILIES and default_margin("toy-tuned", 0.25) == pytest.approx(0.25 * math.log(2))
+        assert default_margin("toy-tuned", 0.25) == pytest.approx(0.25 * math.log(2))
         assert "toy-tuned" in DISTRIBUTION_FAMILIES and score_scale("toy-tuned", "prob") == "distribution"
         assert "toy-tuned" in PAIR_FAMILIES
     finally:
         unregister_family(throwaway.name)
-    assert "toy-tuned" not in DEFAULT_TEMPERATURES and "toy-tuned" not in FAMILY_THRESHOLDS and "toy-tuned" not in PAIR_FAMILIES
+    assert "toy-tuned" not in DEFAULT_TEMPERATURES and "toy-tuned" not in family_thresholds() and "toy-tuned" not in PAIR_FAMILIES
     # The toy family gives none of them: the defaults.
-    assert DEFAULT_TEMPERATURES["toy"] == 1.0 and "toy" not in FAMILY_THRESHOLDS and default_margin("toy", 0.25) is None
+    assert DEFAULT_TEMPERATURES["toy"] == 1.0 and "toy" not in family_thresholds() and default_margin("toy", 0.25) is None
     assert "toy" not in PAIR_FAMILIES and "toy" not in DISTRIBUTION_FAMILIES and score_scale("toy", "prob") == "prob"
 
 

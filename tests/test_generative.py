@@ -722,9 +722,11 @@ def test_nli_probe_query_is_refused_where_it_means_nothing(tmp_path: Path, zstc_
         assert code == 2 and err.startswith(message) and len(err.splitlines()) == 1, err
 
 
-def test_llm_multi_label_takes_a_threshold_per_label_and_shows_its_distribution_as_probabilities(smollm2_folder: Path) -> None:
+def test_llm_multi_label_takes_a_threshold_per_label_and_shows_probabilities_of_its_decisions(smollm2_folder: Path) -> None:
     """An LLM has no default multi-label cut, and a threshold for every label was refused all the same ("give
-    threshold"); --scores probs asked for a Platt file although the scores are a distribution over the labels."""
+    threshold"); --scores probs asked for a Platt file although the scores are a distribution over the labels. Its
+    probabilities mean the decision (zstc.policy): the distribution's log-odds measured from the cut's, >= 0.5 exactly
+    where a label passed."""
     from zstc.api import Classifier
     from zstc.errors import ZstcError
 
@@ -734,7 +736,9 @@ def test_llm_multi_label_takes_a_threshold_per_label_and_shows_its_distribution_
     [plain] = classifier.predict_multi_label(texts, labels, threshold=0.3)
     assert given.labels == plain.labels and given.scores == plain.scores
     [shown] = classifier.predict_multi_label(texts, labels, threshold=0.3, scores="probs")
-    assert shown.scores == plain.raw_scores and sum(shown.scores.values()) == pytest.approx(1.0, abs=1e-4)
+    logit = {label: np.log(p / (1 - p)) - np.log(0.3 / 0.7) for label, p in plain.raw_scores.items()}
+    assert shown.scores == pytest.approx({label: 1 / (1 + np.exp(-value)) for label, value in logit.items()}, abs=1e-6)
+    assert {label for label, p in shown.scores.items() if p >= 0.5} == set(plain.labels) - {"none"}
     with pytest.raises(ZstcError, match="have no default multi-label cut; give threshold, a per-label one for every label"):
         classifier.predict_multi_label(texts, labels, per_label={"business": 0.3})
 

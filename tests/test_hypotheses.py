@@ -241,7 +241,8 @@ def test_bench_cli_ensemble_and_multi_label(tmp_path) -> None:
     report = summary["multi_label"]["by_dataset"]["financialphrasebank"]
     # The report is the threshold's decisions on the run's own (ensemble-averaged) scores. At 0.08, where the 12
     # texts' cosines lie (0.2 left every text "none", weighted F1 0), some texts get labels and some "none".
-    from zstc.multilabel import decide, multilabel_metrics
+    from zstc.multilabel import multilabel_metrics
+    from zstc.policy import decide
 
     stored = np.load(tmp_path / "r.details" / "financialphrasebank.npz")
     labels = ["negative", "neutral", "positive"]

@@ -10,18 +10,9 @@ import pytest
 from sklearn.metrics import f1_score
 from yin_helpers import MINILM, WordOverlapScorer
 
-from zstc.errors import LabelError, UnknownNameError
-from zstc.multilabel import (
-    DEFAULT_THRESHOLDS,
-    decide,
-    default_threshold,
-    fit_thresholds,
-    gold_matrix,
-    label_sets,
-    multilabel_metrics,
-    parse_label_thresholds,
-    score_type_of,
-)
+from zstc.errors import LabelError, OptionError, UnknownNameError
+from zstc.multilabel import fit_thresholds, gold_matrix, multilabel_metrics
+from zstc.policy import DEFAULT_THRESHOLDS, decide, default_threshold, label_sets, parse_label_thresholds, score_type_of
 
 LABELS = ["a", "b", "c"]
 SCORES = np.array([[0.9, 0.6, 0.1], [0.2, 0.1, 0.3], [0.4, 0.8, 0.7]], dtype=np.float32)
@@ -202,7 +193,7 @@ def test_classify_cli_fits_thresholds_on_a_labelled_file(tmp_path) -> None:
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert "sports" in rows[0]["labels"] and rows[1]["labels"] == ["none"]
     refused = runner.invoke(app, ["classify", str(texts), "-l", "sports,banking", "-m", MINILM, "--fit-thresholds", str(dev)])
-    assert isinstance(refused.exception, LabelError) and "apply to --multi-label" in str(refused.exception)
+    assert isinstance(refused.exception, OptionError) and "fit_thresholds applies to multi_label" in str(refused.exception)
 
 
 @pytest.mark.slow
@@ -261,9 +252,9 @@ def test_a_cut_for_one_label_leaves_the_other_labels_rule_as_it_was() -> None:
     assert classifier.predict_multi_label(["Goal"], labels)[0].labels == ["sports"]
     assert classifier.predict_multi_label(["Goal"], labels, per_label={"sports": 0.5})[0].labels == ["none"]
     assert classifier.predict_multi_label(["Goal"], labels, per_label={"economy": 0.1})[0].labels == ["sports", "economy"]
-    assert classifier.margin_for(None, labels, {"sports": 0.5}) == classifier.default_margin() is not None
-    assert classifier.margin_for(None, labels, dict.fromkeys(labels, 0.5)) is None  # every label decided by its own cut
-    assert classifier.margin_for(0.1, labels, {}) is None
+    assert classifier.policy.multi_label(labels, None, {"sports": 0.5}).margin == classifier.default_margin() is not None
+    assert classifier.policy.multi_label(labels, None, dict.fromkeys(labels, 0.5)).margin is None  # each label its own cut
+    assert classifier.policy.multi_label(labels, 0.1, {}).margin is None
     # One label with a cut of its own is a yes/no question, not the margin rule's one label that always passes.
     assert classifier.predict_multi_label(["Goal"], ["economy"], per_label={"economy": 0.5})[0].labels == ["none"]
 

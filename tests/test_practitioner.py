@@ -146,9 +146,13 @@ def test_default_multi_label_rule_on_topics(classifier: Classifier) -> None:
     assert Classifier(classifier.scorer, calibration=Calibration("platt", {"slope": 1.0, "intercept": 0.0})).default_margin() is None
 
 
-def test_multi_label_probabilities_need_a_platt_file(classifier: Classifier) -> None:
-    with pytest.raises(LabelError, match="Platt calibration"):
-        classifier.predict_multi_label(["x"], ["a", "b"], scores="probs")
+def test_multi_label_probabilities_mean_the_decision_without_a_platt_file(classifier: Classifier) -> None:
+    """Multi-label probabilities were refused without a Platt file, while the service reported its own (centred on the
+    family's cut, ignoring the margin rule): each label's probability is now >= 0.5 exactly when it passed."""
+    texts = ["The striker scored twice, and the club's shares rose on the stock market.", "x"]
+    for prediction in classifier.predict_multi_label(texts, ["sports", "economy", "cooking"], scores="probs"):
+        assert prediction.score_kind == "probs" and prediction.scores != prediction.raw_scores
+        assert {label for label, p in prediction.scores.items() if p >= 0.5} == set(prediction.labels) - {"none"}
     with pytest.raises(UnknownNameError, match="score kind"):
         classifier.predict(["x"], ["a", "b"], scores="logits")
 
@@ -491,10 +495,10 @@ def test_template_robustness_table_and_json(zstc_cli, tmp_path, btzsc_dir) -> No
 
 
 def test_family_thresholds_take_precedence_for_their_own_score_type() -> None:
-    from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_THRESHOLDS, default_threshold
+    from zstc.policy import DEFAULT_THRESHOLDS, default_threshold, family_thresholds
 
-    assert default_threshold("cosine", "embedding") == FAMILY_THRESHOLDS["embedding"] != DEFAULT_THRESHOLDS["cosine"]
-    assert default_threshold(None, "encoder") == FAMILY_THRESHOLDS["encoder"]
+    assert default_threshold("cosine", "embedding") == family_thresholds()["embedding"] != DEFAULT_THRESHOLDS["cosine"]
+    assert default_threshold(None, "encoder") == family_thresholds()["encoder"]
     assert default_threshold("prob", "nli") == 0.5  # an NLI model asked for probabilities: the score type's rule
 
 
@@ -548,9 +552,9 @@ def test_classify_refuses_a_threshold_it_would_not_use() -> None:
     from zstc.errors import OptionError
 
     # Single-label decides by argmax: the threshold was dropped without a word (the CLI refuses --threshold so).
-    with pytest.raises(OptionError, match="threshold applies to multi-label classification") as caught:
+    with pytest.raises(OptionError, match="threshold applies to multi_label classification") as caught:
         classify(["The match ended 2-1."], ["sports", "politics"], threshold=0.3)
-    assert caught.value.parameters == ("threshold",)
+    assert caught.value.parameters == ("threshold", "multi_label")
     # multi_label="false" is truthy: it would have run multi-label; refused before the model loads.
     for not_a_bool in ("false", 1, None):
         with pytest.raises(OptionError, match="multi_label must be True or False") as caught:

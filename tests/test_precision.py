@@ -405,7 +405,7 @@ def test_bf16_embedding_models_make_fp32s_decisions(emotiondair_minilm: Emotions
     single-label too. A decision fp32 itself makes by less than its run-to-run noise (1e-5: a rechecked text runs in
     another batch) may go either way."""
     from zstc.api import Classifier
-    from zstc.multilabel import decide
+    from zstc.policy import decide
 
     task, hypotheses, labels, fp32, plain, checked, exact, margin, cut = emotiondair_minilm
 
@@ -676,7 +676,7 @@ def test_bf16_decides_an_average_of_description_variants_as_fp32(btzsc_dir: Path
     so it is what bf16 rechecks: every decision is then fp32's, single-label and under the embedding family's
     default multi-label rule (labels near the text's best), and the notes say how many texts were embedded again."""
     from zstc.api import Classifier
-    from zstc.multilabel import decide
+    from zstc.policy import decide
 
     texts = sample_task(btzsc_dir, "financialphrasebank", 100).texts
     labels = ["positive", "negative", "neutral"]

@@ -675,7 +675,7 @@ def test_option_ranges(zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path) -
         (["classify", str(texts), "-l", "a,b", "--actors", "3"], "--actors applies to --engine ray; this run uses --engine local"),
         (["classify", str(texts), "-l", "a,b", "--address", "auto", "--gpus-per-actor", "1"], "--address, --gpus-per-actor apply to --engine ray"),
         (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--threshold", "0.3",
-          "--out", str(tmp_path / "b.json")], "--threshold applies to --multi-label decisions"),
+          "--out", str(tmp_path / "b.json")], "--threshold applies to --multi-label classification: give --multi-label"),
         (["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--fresh", "--overwrite", "never",
           "--out", str(tmp_path / "b.json")], "--fresh (the same as --overwrite always) contradicts --overwrite never"),
         # An empty --tasks is an error, not "every dataset at full size" (a folder without datasets: that error, quickly).

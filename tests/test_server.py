@@ -37,7 +37,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from zstc.api import Classifier  # noqa: E402
 from zstc.errors import LabelError  # noqa: E402
 from zstc.models.registry import ModelSpec  # noqa: E402
-from zstc.multilabel import default_threshold  # noqa: E402
+from zstc.scorers.base import Capabilities  # noqa: E402
+from zstc.policy import default_threshold  # noqa: E402
 from zstc.server.app import create_app  # noqa: E402
 from zstc.server.settings import EngineConfig, Limits, ServeSettings  # noqa: E402
 from zstc.probabilities import DEFAULT_TEMPERATURES  # noqa: E402
@@ -223,9 +224,9 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     for result, prediction in zip(response.json()["results"], expected):
         assert result["labels"] == prediction.labels and scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
         assert {e["label"] for e in result["scores"] if e["passed"]} == set(prediction.labels) - {"none"}
-        cut = default_threshold("cosine", "embedding")
-        for entry in result["scores"]:  # each label's own probability, 0.5 at the default multi-label cut
-            assert entry["probability"] == pytest.approx(1 / (1 + np.exp(-(entry["score"] - cut) / 0.05)), abs=1e-4)
+        for entry in result["scores"]:  # each label's own probability, 0.5 at the request's cut
+            assert entry["probability"] == pytest.approx(1 / (1 + np.exp(-(entry["score"] - 0.2) / 0.05)), abs=1e-4)
+            assert (entry["probability"] >= 0.5) == entry["passed"]
     assert expected[0].labels != ["none"]
     nothing = client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 0.99})
     assert nothing.json()["results"][0]["labels"] == ["none"]
@@ -297,13 +298,12 @@ def test_hugging_face_shape(client: TestClient, minilm: Classifier, path: str) -
 
     both = client.post(path, json={"inputs": TEXTS[:2], "parameters": {"candidate_labels": LABELS, "multi_label": True}})
     assert both.status_code == 200 and len(both.json()) == 2
-    # multi_label: each label's own probability (its cosine through the sigmoid centred on the family's cut), not a
-    # softmax over the labels, which would sum to 1 (measured sums 2.15 and 2.73).
-    raw = minilm.scores(TEXTS[:2], LABELS, [f"This example is {label}." for label in LABELS])
-    own = 1 / (1 + np.exp(-(raw - default_threshold("cosine", "embedding")) / 0.05))
-    for answer, expected_row in zip(both.json(), own, strict=True):
-        assert {e["label"]: e["score"] for e in answer} == pytest.approx(dict(zip(LABELS, expected_row)), abs=1e-5)
-        assert sum(e["score"] for e in answer) > 1.5
+    # multi_label: each label's own probability, >= 0.5 exactly where the library's default rule passes it (not a
+    # softmax over the labels, which would sum to 1): the library's multi-label probabilities.
+    expected = minilm.predict_multi_label(TEXTS[:2], LABELS, [f"This example is {label}." for label in LABELS], scores="probs")
+    for answer, prediction in zip(both.json(), expected, strict=True):
+        assert {e["label"]: e["score"] for e in answer} == pytest.approx(prediction.scores, abs=1e-5)
+        assert {e["label"] for e in answer if e["score"] >= 0.5} == set(prediction.labels) - {"none"}
 
 
 def test_hugging_face_default_template_is_the_pipelines(client: TestClient, minilm: Classifier) -> None:
@@ -366,7 +366,7 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
     ({"texts": ["x"], "labels": ["a", "b"], "template": "About {topic}: {}"}, "template 'About {topic}: {}' cannot be filled"),
     ({"texts": ["x"], "labels": ["a", "b"], "template": "no slot"}, "exactly one '{}'"),
     ({"texts": ["x"], "labels": ["a", "b"], "multilabel": True}, "multilabel: Extra inputs are not permitted"),
-    ({"texts": ["x"], "labels": ["a", "b"], "threshold": 0.5}, "apply to multi_label"),
+    ({"texts": ["x"], "labels": ["a", "b"], "threshold": 0.5}, "threshold applies to multi_label classification"),
     ({"texts": ["x"], "labels": ["a", "none"], "multi_label": True}, "'none' is what multi-label classification predicts"),
     ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"c": 0.1}}, "threshold given for 'c'"),
     # all-MiniLM-L6-v2's cosines lie in [-1, 1]: a cut of 5 made every text "none", -5 passed every label.
@@ -677,8 +677,9 @@ def test_health_info_and_metrics(client: TestClient) -> None:
 
 
 def test_info_publishes_the_temperature_of_each_probability(client: TestClient) -> None:
-    """/info's temperature is the single-label softmax's (0.061 for embedding models); multi-label and rerank
-    probabilities are a sigmoid at another one (0.05 on cosines). A client reading /info can recompute both."""
+    """/info's temperature is the single-label softmax's (0.061 for embedding models); rerank's relevance is a sigmoid
+    at another one (0.05 on cosines), centred on the default cut; so are multi-label probabilities under a plain cut.
+    A client reading /info can recompute them."""
     info = client.get("/info").json()
     assert info["temperature"] == info["single_label_temperature"] == DEFAULT_TEMPERATURES["embedding"]
     assert (info["own_probability_center"], info["own_probability_temperature"]) == (default_threshold("cosine", "embedding"), 0.05)
@@ -688,7 +689,8 @@ def test_info_publishes_the_temperature_of_each_probability(client: TestClient) 
 
     # Template "{}": the labels scored as they are, as /rerank scores its documents.
     body = {"texts": TEXTS[:1], "labels": LABELS, "template": "{}"}
-    result = client.post("/classify", json={**body, "multi_label": True}).json()["results"][0]["scores"]
+    cut = {"threshold": info["own_probability_center"]}
+    result = client.post("/classify", json={**body, "multi_label": True, **cut}).json()["results"][0]["scores"]
     assert [entry["probability"] for entry in result] == pytest.approx([sigmoid(entry["score"]) for entry in result], abs=1e-6)
     single = client.post("/classify", json=body).json()["results"][0]["scores"]
     raw = np.array([entry["score"] for entry in single]) / info["single_label_temperature"]
@@ -702,10 +704,10 @@ def test_info_publishes_the_temperature_of_each_probability(client: TestClient) 
 def test_the_threshold_field_documents_the_default_classify_uses(client: TestClient) -> None:
     """The default multi-label threshold is the family's measured cut (with the embedding family's margin rule),
     not the score type's rough one: the field's description says so with the numbers the code uses."""
-    from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_THRESHOLDS
+    from zstc.policy import DEFAULT_THRESHOLDS, family_thresholds
 
     described = client.get("/openapi.json").json()["components"]["schemas"]["ClassifyRequest"]["properties"]["threshold"]["description"]
-    for name, cut in {**FAMILY_THRESHOLDS, **DEFAULT_THRESHOLDS}.items():
+    for name, cut in {**family_thresholds(), **DEFAULT_THRESHOLDS}.items():
         assert f"{name} {cut:g}" in described, name
     assert "family's measured cut" in described and "margin rule" in described and "own_probability_center" in described
 
@@ -958,6 +960,7 @@ def test_a_batched_backend_that_scores_nan_fails_only_that_request() -> None:
 
     class Embeddings:
         family: ClassVar[str] = "embedding"
+        CAPABILITIES: ClassVar[Capabilities] = Capabilities(request_batching=True)  # score_requests, no bf16 here
 
         def __init__(self) -> None:
             self.spec = ModelSpec(model_id="test/embeddings", family="embedding")
@@ -993,6 +996,7 @@ class WordEmbeddings:
     a call whose labels hold "too long" fails before it encodes anything."""
 
     family: ClassVar[str] = "embedding"
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(request_batching=True)  # score_requests, no bf16 here
 
     class Loaded:
         tokenizer_lock = threading.Lock()
@@ -1512,8 +1516,10 @@ def test_an_llm_service_takes_per_label_thresholds_and_refuses_a_lone_label(smol
         lone = [llm_client.post("/classify", json={**body, "labels": ["sports"], "threshold": 0.9}),
                 llm_client.post("/", json={"inputs": "Shares fell.", "parameters": {"candidate_labels": "business"}}),
                 llm_client.post("/rerank", json={"query": "Shares fell.", "documents": ["business news"]})]
-        for response in lone:
+        for response in lone[::2]:
             assert response.status_code == 422 and "would always score 1; give two or more" in response.json()["error"], response.text
+        # The HF shape decides multi-label (one candidate) by the default rule, and an LLM has no default cut.
+        assert lone[1].status_code == 422 and "this shape takes no threshold: POST /classify" in lone[1].json()["error"], lone[1].text
 
 
 def test_a_shortlisted_service_shortlists_among_each_variant_of_polarity_labels(nli: Classifier) -> None:

@@ -13,12 +13,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from zstc.models.registry import ModelSpec
-from zstc.scorers import ScoreResult
+from zstc.scorers import Capabilities, ScoreResult
 from zstc.scorers.families import get_family
 
 
 class WordShareScorer:
     family: ClassVar[str] = "toy"
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True)  # score_with_notes
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         self.spec = spec

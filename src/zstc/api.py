@@ -14,7 +14,6 @@ writes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import (
@@ -31,21 +29,22 @@ from zstc.hypotheses.variants import (
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
-from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, PROBABILITY_SCALES, score_bounds, score_type_of
+from zstc.multilabel import fit_thresholds
+from zstc.policy import NONE_LABEL, DecisionPolicy, argmax_decisions, check_multi_label_options, check_multilabel_names
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
-    OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option, check_options,
+    OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option,
     check_read_apart, check_sequence, check_template, check_texts,
 )
-from zstc.probabilities import Calibration, default_calibration, load_calibration, score_scale
+from zstc.probabilities import Calibration, load_calibration
 
 HYPOTHESES = OPTIONS["hypotheses"]
 
 
 SCORE_KINDS: tuple[str, ...] = ("probs", "raw")
-"""``probs``: probabilities (single-label: a softmax over the labels; multi-label: Platt-calibrated or the
-model's own); ``raw``: the family's own scores (cosines, NLI log-odds, LLM option probabilities, ...)."""
+"""``probs``: probabilities (single-label: a softmax over the labels; multi-label: each label's own, >= 0.5 exactly
+when it passed); ``raw``: the family's own scores (cosines, NLI log-odds, LLM option probabilities, ...)."""
 
 def _ranked(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
     """``{label: value}``, highest first (ties keep the label order)."""
@@ -228,7 +227,7 @@ class Classifier:
         # "{}" with Yin's variants stays: the bare name, definition or both, as bench fills it (not the aspect's).
         self.template = check_template(template) if template is not None else None
         # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
-        self._calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
+        calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
@@ -251,6 +250,8 @@ class Classifier:
             if given:
                 raise OptionError(f"{', '.join(given)} cannot be given with a scorer object: build the scorer with them", *given)
             self.scorer = model
+        self.policy = DecisionPolicy.for_scorer(self.scorer, calibration, calibration_name)
+        """How this classifier's scores become decisions and probabilities (:mod:`zstc.policy`)."""
         self.notes: list[str] = []
         """What the user should hear about this classifier (``classify`` and ``serve`` print it): a calibration
         fitted on another model."""
@@ -266,9 +267,7 @@ class Classifier:
 
     def temperature(self) -> float:
         """The temperature of single-label probabilities: the calibration file's, else the family's default."""
-        if self.calibration is not None and self.calibration.method == "temperature":
-            return self.calibration.parameters["temperature"]
-        return default_calibration(self.family).parameters["temperature"]
+        return self.policy.temperature()
 
     def probabilities(self, matrix: np.ndarray) -> np.ndarray:
         """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature` (behind a
@@ -278,24 +277,12 @@ class Classifier:
                             parameters=("matrix",))
         if np.shape(matrix)[1] == 0:  # a softmax over no labels: numpy's "zero-size array" ValueError
             raise DataError("matrix has no labels (0 columns): a distribution needs at least one label's score", parameters=("matrix",))
-        scale = score_scale(self.family, score_type_of(self.scorer))
-        probabilities = self.single_label_calibration().single_label(matrix, scale)
-        scored = self.scored(matrix)
-        if scored is None:
-            return probabilities
-        kept = np.where(scored, probabilities, 0.0)
-        return kept / kept.sum(axis=1, keepdims=True)
+        return self.policy.single_label_probabilities(matrix, self.scored(matrix))
 
     def single_label_calibration(self) -> Calibration:
-        """The temperature single-label probabilities use: the calibration's, else the family's default. A Platt
-        calibration is refused (an :class:`OptionError`, as ``classify`` refuses one without ``--multi-label``):
-        it is for :meth:`predict_multi_label`, and the family's temperature in its place would ignore it silently."""
-        if self.calibration is None:
-            return default_calibration(self.family)
-        if self.calibration.method != "temperature":
-            raise OptionError(f"{self._calibration_name} is a {self.calibration.method} calibration, for predict_multi_label; "
-                              "single-label probabilities need a temperature (zstc calibrate --method temperature)", "calibration")
-        return self.calibration
+        """The temperature single-label probabilities use (:meth:`zstc.policy.DecisionPolicy.single_label_calibration`:
+        a Platt calibration is refused, as ``classify`` refuses one without ``--multi-label``)."""
+        return self.policy.single_label_calibration()
 
     def scored(self, matrix: np.ndarray) -> np.ndarray | None:
         """Behind a shortlist: which labels of each row the model scored (the others hold placeholders, which
@@ -306,7 +293,7 @@ class Classifier:
 
     def platt(self) -> Calibration | None:
         """The Platt calibration multi-label decides on (``calibration`` when it is one), else None."""
-        return self.calibration if self.calibration is not None and self.calibration.method == "platt" else None
+        return self.policy.platt()
 
     def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                allow_single: bool = False, notes: list[str] | None = None,
@@ -316,7 +303,7 @@ class Classifier:
         ``thresholds`` (one raw-score cut per label) tell a bf16 cross-encoder or embedding model which pairs to
         recheck in fp32 (:mod:`zstc.scorers.recheck`): the caller decides by them, not by each text's best label;
         ``margins`` (one per label, ``nan`` for none) that a label must also be near its text's best score
-        (:func:`zstc.multilabel.decide`)."""
+        (:func:`zstc.policy.decide`)."""
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
@@ -353,99 +340,35 @@ class Classifier:
         ]
 
     def default_threshold(self) -> float:
-        """The multi-label threshold without options: 0.5 on Platt probabilities, else the family's
-        (see :data:`zstc.multilabel.FAMILY_THRESHOLDS`)."""
-        if self.platt() is not None:
-            return 0.5
-        return default_threshold(score_type_of(self.scorer), self.family)
-
-    def cut_for_the_rest(self, threshold: float | None, labels: Iterable[str], per_label: Mapping[str, float]) -> float:
-        """The multi-label cut of the ``labels`` without their own in ``per_label``: ``threshold``, else
-        :meth:`default_threshold`. None is needed (NaN, never read) when every label has its own, so a family without
-        a default cut (llm) takes per-label thresholds alone."""
-        if threshold is not None:
-            return threshold
-        return self.default_threshold() if default_rule_applies(threshold, labels, per_label) else math.nan
+        """The multi-label threshold without options: 0.5 on Platt probabilities, else the family's."""
+        return self.policy.default_threshold()
 
     def default_margin(self) -> float | None:
-        """The multi-label margin without options (:func:`zstc.multilabel.default_margin`): for the embedding
+        """The multi-label margin without options (:func:`zstc.policy.default_margin`): for the embedding
         family, labels at least half as probable as the best one at :meth:`temperature`; None otherwise."""
-        return None if self.platt() is not None else default_margin(self.family, self.temperature())
-
-    def margin_for(self, threshold: float | None, labels: Iterable[str], per_label: Mapping[str, float]) -> float | None:
-        """The margin of the default rule where it still decides: without ``threshold``, for the labels with no cut of
-        their own in ``per_label`` (:func:`zstc.multilabel.decide`); None when a threshold is given or every label has its
-        own cut. A cut for one label leaves the others' rule as it was."""
-        return self.default_margin() if default_rule_applies(threshold, labels, per_label) else None
-
-    def probability_scale(self) -> str | None:
-        """What multi-label decides on when it is probabilities (a Platt calibration's, or scores that are
-        probabilities: score type ``prob``, an LLM's distribution over the options), in words; None for raw scores."""
-        if self.platt() is not None:
-            return "a Platt calibration's"
-        return PROBABILITY_SCALES.get(score_scale(self.family, score_type_of(self.scorer)))
-
-    def check_thresholds(self, threshold: float | None, per_label: Mapping[str, float], *, per_label_parameter: str = "per_label") -> None:
-        """Multi-label thresholds on probabilities (:meth:`probability_scale`) lie in [0, 1], on cosines (the embedding
-        and encoder families, uncalibrated) in [-1, 1] (:func:`zstc.multilabel.check_threshold_range`); log-odds and
-        logit cuts are not bounded."""
-        bounds = self.threshold_bounds()
-        if bounds is not None:
-            low, high, scale = bounds
-            check_threshold_range(threshold, per_label, low, high, scale, per_label_parameter=per_label_parameter)
-
-    def threshold_bounds(self) -> tuple[float, float, str] | None:
-        """The range a multi-label threshold must lie in, with what the scores are in words: [0, 1] on probabilities
-        (:meth:`probability_scale`), [-1, 1] on uncalibrated cosines; None for log-odds and logits (any finite cut)."""
-        scale = self.probability_scale()
-        if scale is not None:
-            return 0.0, 1.0, f"probabilities here ({scale})"
-        # A cosine cut of 5 made every text "none", -5 passed every label; 2 and -1 did the same on probabilities.
-        return score_bounds(self.family, score_type_of(self.scorer))
+        return self.policy.default_margin()
 
     def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
                             threshold: float | None = None, per_label: Mapping[str, float] | None = None,
                             notes: list[str] | None = None, scores: str | None = None) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
         :meth:`default_threshold` and, for the embedding family, :meth:`default_margin` below the text's best
-        label), or ``"none"``. With a Platt calibration the thresholds apply to its
-        probabilities and ``scores`` defaults to ``probs``; otherwise to the raw scores, and ``probs`` is
-        only available when the raw scores are probabilities already."""
-        check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
+        label), or ``"none"``. With a Platt calibration the thresholds apply to its probabilities and ``scores``
+        defaults to ``probs``; otherwise to the raw scores, and to ``raw``. ``probs`` are each label's probability,
+        >= 0.5 exactly when the label passed (:meth:`zstc.policy.MultiLabelRule.probabilities`)."""
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=True)
-        check_multilabel_names(labels)
-        per_label = check_label_thresholds(per_label or {}, labels)  # a NaN one would make its label never pass
-        self.check_thresholds(threshold, per_label)  # on probabilities, 2 made every text "none" and -1 passed every label
-        platt = self.platt()
-        kind = scores or ("probs" if platt is not None else "raw")
+        rule = self.policy.multi_label(labels, threshold, per_label)  # every option checked, before any text is scored
+        kind = scores or ("probs" if rule.platt is not None else "raw")
         check_score_kind(kind)
-        if kind == "probs" and platt is None and self.probability_scale() is None:  # llm's distribution is shown as is
-            raise LabelError(f"multi-label probabilities from {self.family} scores need a Platt calibration file: "
-                             "zstc calibrate --method platt --out F, then --calibration F (or use raw scores)")
-        # The default rule (no threshold of the user's) keeps labels near the best one; a given threshold is a plain cut,
-        # and a label's own cut decides that label alone.
-        margin = self.margin_for(threshold, labels, per_label)
-        check_margin_rule(labels, margin, per_label)
-        cut = self.cut_for_the_rest(threshold, labels, per_label)
-        # bf16 rechecks the pairs near each label's cut (in raw scores: through Platt's inverse) and, under the default
-        # margin rule, near the text's best minus the margin (the labels without a cut of their own: decide's rule).
-        cuts = label_thresholds(len(labels), cut, labels, per_label)
-        if platt is not None:
-            cuts = platt.score_at(cuts)
-        margins = None if margin is None else [math.nan if name in per_label else margin for name in labels]
-        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes, thresholds=cuts, margins=margins)
-        decided_on = platt.multi_label(matrix) if platt is not None else matrix
-        shown = decided_on if kind == "probs" else matrix
-        chosen = decide(decided_on, labels, cut, per_label, margin)
+        # bf16 rechecks the pairs near each label's cut (in raw scores) and, under the default margin rule, near the
+        # text's best minus the margin.
+        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes, thresholds=rule.recheck_cuts(),
+                             margins=rule.recheck_margins())
         scored = self.scored(matrix)
-        if scored is not None:  # a label left out of the shortlist was never scored: it cannot pass
-            chosen &= scored
-        return [
-            MultiLabelPrediction(text, [name for name in _ranked(labels, row) if name in names] if names != [NONE_LABEL] else names,
-                                 _ranked(labels, view), _ranked(labels, row), kind)
-            for text, names, view, row in zip(texts, label_sets(chosen, labels), shown, matrix)
-        ]
+        shown = rule.probabilities(matrix, scored) if kind == "probs" else matrix
+        return [MultiLabelPrediction(text, names, _ranked(labels, view), _ranked(labels, row), kind)
+                for text, names, view, row in zip(texts, rule.label_sets(matrix, scored), shown, matrix)]
 
     def fit_thresholds(self, texts: Sequence[str], gold: Sequence[Sequence[str]], labels: Sequence[str],
                        descriptions: Sequence[str] | None = None, *, per_label: bool = False) -> tuple[float, dict[str, float]]:
@@ -481,7 +404,7 @@ class Classifier:
         # Behind a shortlist the fit decides as predict_multi_label does: unscored pairs never pass.
         threshold, own = fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels,
                                         per_label=per_label, scored=self.scored(matrix))
-        bounds = self.threshold_bounds()
+        bounds = self.policy.threshold_bounds()
         if bounds is None:
             return threshold, own
         # A fitted cut just past the dev set's lowest or highest score (every label passes, or none) fell outside the
@@ -511,8 +434,7 @@ def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path |
     See :class:`Classifier` to reuse a model."""
     if not isinstance(multi_label, bool):  # "yes", "false" or 0 would be read by truth value, silently
         raise OptionError(f"multi_label must be True or False, got {quoted(multi_label)}", "multi_label")
-    if threshold is not None and not multi_label:  # said, not dropped (as the CLI's --threshold)
-        raise OptionError("threshold applies to multi-label classification: give multi_label=True, or no threshold", "threshold")
+    check_multi_label_options(multi_label, threshold=threshold)  # said, not dropped (as the CLI's --threshold)
     classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
                             calibration=calibration, **options)
     if multi_label:

@@ -490,7 +490,7 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
     """Labelled texts for fitting multi-label thresholds: each row's text and its labels. The label column
     holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names; with ``labels``, each must be one
     of them (or ``"none"``), else a :class:`DataError` naming the file and row."""
-    from zstc.multilabel import NONE_LABEL
+    from zstc.policy import NONE_LABEL
 
     texts: list[str] = []
     label_sets: list[list[str]] = []

@@ -543,14 +543,16 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-LABELLING_VERSION = "5"
+LABELLING_VERSION = "6"
 """Version of how ``classify`` turns scores into output rows; with the family's ``SCORING_VERSION`` it is part of a
 resumable run's identity, so a run resumed under another zstc starts over instead of mixing rows of two versions.
 2: in bf16, multi-label decisions recheck in fp32 the pairs near their threshold (zstc.scorers.pairs).
 3: an input column already named ``input_<field>`` is renamed too, not replaced (:func:`output_row`).
 4: in bf16, decisions on an average of description variants (polarity labels, ``--hypotheses ensemble``) recheck the
 average in fp32, not each variant alone (:func:`zstc.hypotheses.variants.average_rechecked`).
-5: a null text skipped by ``--skip-empty`` is written null, not "" (which renamed the input's to ``input_text``)."""
+5: a null text skipped by ``--skip-empty`` is written null, not "" (which renamed the input's to ``input_text``).
+6: multi-label ``--scores probs`` are >= 0.5 exactly when their label passed (:meth:`zstc.policy.MultiLabelRule.probabilities`),
+not the raw probabilities of yes/no or LLM scores, nor Platt's at a cut other than 0.5."""
 
 
 @dataclasses.dataclass

@@ -21,7 +21,7 @@ from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.result_cache import ResultCache
 from zstc.benchmark.catalog import catalog
-from zstc.decisions import argmax_decisions
+from zstc.policy import argmax_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
 from zstc.validation import check_choice, check_hypotheses_template, check_sampling
@@ -291,11 +291,9 @@ class Bench:
             spec = get_model_spec(config.model, config.family)
             scorer = make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
             if config.multi_label and config.threshold is not None:  # as classify: a cut outside the scores' range is said
-                from zstc.multilabel import check_threshold_range, score_bounds, score_type_of
+                from zstc.policy import DecisionPolicy
 
-                bounds = score_bounds(spec.family, score_type_of(scorer))
-                if bounds is not None:
-                    check_threshold_range(config.threshold, {}, *bounds)
+                DecisionPolicy.for_scorer(scorer).check_thresholds(config.threshold, {})
             data_files = data_folder_files(str(config.data))
             check_output_path(Path(config.out), inputs=data_files)
             if is_special_file(Path(config.out)):  # /dev/stdout, /dev/full, a FIFO: no folder can go beside it
@@ -474,33 +472,24 @@ class Bench:
 
 
 def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> MultiLabelSummary:
-    """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none". Without a
-    threshold, the family's default rule, as ``classify --multi-label`` decides: its cut and, for the embedding
-    family, the margin that keeps only labels near a text's best (:func:`zstc.multilabel.default_margin`)."""
-    from zstc.multilabel import decide, default_margin, default_threshold, multilabel_metrics, score_type_of
+    """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none", as ``classify
+    --multi-label`` decides (:meth:`zstc.policy.DecisionPolicy.multi_label`): without a threshold, the family's
+    default rule, its cut and, for the embedding family, the margin that keeps only labels near a text's best."""
+    from zstc.multilabel import multilabel_metrics
+    from zstc.policy import DecisionPolicy
     from zstc.scorers.cascade import scored_by
-    from zstc.probabilities import default_calibration
 
-    family = getattr(scorer, "family", None)
-    cut = default_threshold(score_type_of(scorer), family) if threshold is None else threshold
-    margin = None if threshold is not None else default_margin(family, default_calibration(family).parameters["temperature"])
-
-    def decisions(scores: np.ndarray, names: list[str]) -> np.ndarray:
-        chosen = decide(scores, names, cut, margin=margin)
-        scored = scored_by(scorer, scores)
-        if scored is not None:  # a label outside a text's shortlist was never scored: it cannot pass
-            chosen &= scored
-        return chosen
-
-    return MultiLabelSummary(
-        threshold=cut,
-        margin=margin,
-        by_dataset={
-            # Finished results carry their arrays (ResultStore.finished checks).
-            name: multilabel_metrics(r.gold, decisions(r.scores, r.label_names), r.label_names)  # type: ignore[arg-type]
-            for name, r in results.items()
-        },
-    )
+    policy = DecisionPolicy.for_scorer(scorer)
+    by_dataset = {}
+    for name, result in results.items():
+        # Finished results carry their arrays (ResultStore.finished checks).
+        assert result.scores is not None and result.gold is not None
+        rule = policy.multi_label(result.label_names, threshold)
+        decisions = rule.decide(result.scores, scored_by(scorer, result.scores))  # a label outside a shortlist never passes
+        by_dataset[name] = multilabel_metrics(result.gold, decisions, result.label_names)
+    cut = threshold if threshold is not None else policy.default_threshold()
+    margin = None if threshold is not None else policy.default_margin()
+    return MultiLabelSummary(threshold=cut, margin=margin, by_dataset=by_dataset)
 
 
 def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, DatasetResult], scorer: Scorer | None,

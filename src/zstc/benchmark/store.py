@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from zstc.benchmark.metrics import METRICS, dataset_metrics
 from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
-from zstc.decisions import argmax_decisions
+from zstc.policy import argmax_decisions
 from zstc.errors import DataError
 from zstc.io import atomic_write, read_json, remove_orphan_temps, umask_mode  # noqa: F401  (umask_mode: kept importable from here)
 

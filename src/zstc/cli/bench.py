@@ -52,14 +52,12 @@ def bench(
     from zstc.benchmark.tasks import UNLABELLED_POLICIES
 
     from zstc.errors import Terminated
+    from zstc.policy import check_multi_label_options
     from zstc.validation import check_choice, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)  # --sampling and the template rule: Bench.validate's
     check_options({"threshold": threshold, "max_samples": max_samples, "seed": seed})
-    if threshold is not None and not multi_label:  # as classify: said, not ignored
-        from zstc.errors import LabelError
-
-        raise LabelError("--threshold applies to --multi-label decisions")
+    check_multi_label_options(multi_label, threshold=threshold)  # as classify: said, not ignored
     if fresh and overwrite == "never":  # --fresh won, silently: everything was recomputed
         from zstc.errors import OptionError
 

@@ -73,7 +73,7 @@ def classify(
     from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
-    from zstc.multilabel import RELATIVE_FAMILIES, default_rule_applies, parse_label_thresholds
+    from zstc.policy import check_multi_label_options, default_rule_applies, parse_label_thresholds
     from zstc.models.registry import get_model_spec
     from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
     from zstc.scorers.families import get_family
@@ -92,8 +92,7 @@ def classify(
         template = DEFAULT_TEMPLATE
     descriptions = label_hypotheses(names, hypotheses=hypotheses, template=None if template == "{}" and hypotheses == "dataset" else template,
                                      descriptions=given)  # "{}" with Yin's variants: the bare filler, as in bench
-    if (threshold is not None or label_threshold or fit_thresholds) and not multi_label:
-        raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
+    check_multi_label_options(multi_label, threshold=threshold, label_thresholds=label_threshold, fit_thresholds=fit_thresholds)
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
     options = scoring.kwargs()
@@ -138,7 +137,7 @@ def classify(
     loaded_calibration = None
     if calibration is not None:
         # The embedding family's default multi-label rule is the one multi-label use of a temperature (its margin).
-        margin_rule = (get_model_spec(model, family).family in RELATIVE_FAMILIES and not fit_thresholds
+        margin_rule = (get_family(get_model_spec(model, family).family).relative_margin and not fit_thresholds
                        and default_rule_applies(threshold, names, per_label))  # a label without a cut of its own keeps the rule
         loaded_calibration = _calibration_for(calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule)
     classifier = (Classifier(model, family=family, template=None, calibration=loaded_calibration, **options)
@@ -149,7 +148,7 @@ def classify(
         check_distinct_descriptions(names, descriptions)
         check_labels_read_apart(classifier.scorer, names, descriptions)
         if multi_label:  # on probabilities (a Platt file's, or the model's own) a cut lies in [0, 1]
-            classifier.check_thresholds(threshold, per_label, per_label_parameter="label_thresholds")
+            classifier.policy.check_thresholds(threshold, per_label, per_label_parameter="label_thresholds")
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column, labels=names)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
@@ -220,7 +219,7 @@ def _identity(input_sha256: str | None, classifier: Any, labeller: Any, spec: An
     described = _describe(labeller)
     if labeller.multi_label:  # as Classifier.predict_multi_label decides
         described["scores"] = labeller.scores or ("probs" if classifier.platt() is not None else "raw")
-        described["margin"] = classifier.margin_for(labeller.threshold, labeller.names, labeller.per_label)
+        described["margin"] = classifier.policy.multi_label(labeller.names, labeller.threshold, labeller.per_label).margin
         described["threshold"] = classifier.default_threshold() if labeller.threshold is None else labeller.threshold
     else:
         described["scores"] = labeller.scores or "probs"

@@ -158,7 +158,7 @@ def calibrate(
     from zstc.probabilities import as_logits, calibration_record, score_scale
     from zstc.yin.calibration import calibrate as fit_and_report
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
-    from zstc.multilabel import score_type_of
+    from zstc.policy import score_type_of
     from zstc.benchmark.runner import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from zstc.scorers.base import ScoreResult, add_note, offers, score_with_notes
+from zstc.scorers.base import ScoreResult, add_note, capabilities, score_with_notes
 from zstc.scorers.recheck import label_cuts, margin_cuts, pair_cuts, recheck_in_fp32
 from zstc.errors import LabelError, quoted
 from zstc.validation import HYPOTHESIS_VARIANTS, OPTIONS, check_template
@@ -203,7 +203,7 @@ def rechecks_average(scorer: Any) -> bool:
     """Whether an average of ``scorer``'s scores is rechecked as a whole (:func:`average_rechecked`): a bf16 scorer
     with a recheck margin whose class makes twins in another precision (:meth:`zstc.scorers.base.TorchScorer.twin`;
     a cascade does not: its shortlists would be drawn again for the rescored texts)."""
-    return offers(scorer, "twin") and scorer.precision == "bf16" and scorer.recheck_margin > 0
+    return capabilities(scorer).twin and scorer.precision == "bf16" and scorer.recheck_margin > 0
 
 
 def average_rechecked(scorer: Any, texts: Sequence[str], variants: Sequence[Sequence[str]], *, show_progress: bool = False,

@@ -13,7 +13,7 @@ from zstc.scorers.families import Family, FamilyTable, families, get_family, reg
 
 if TYPE_CHECKING:
     from zstc.models.registry import ModelSpec
-    from zstc.scorers.base import PairScorer, Scorer, ScoreResult
+    from zstc.scorers.base import Capabilities, PairScorer, Scorer, ScoreResult
 
 FAMILY_SCORERS: FamilyTable[str] = FamilyTable(
     lambda family: family.scorer if isinstance(family.scorer, str) else f"{family.scorer.__module__}:{family.scorer.__qualname__}"
@@ -52,7 +52,7 @@ def make_scorer(model: str | ModelSpec, family: str | None = None, *, shortlist:
     return with_shortlist(scorer, shortlist, **({"device": device} if device is not None else {}))
 
 
-_LAZY = {"Scorer": "zstc.scorers.base", "PairScorer": "zstc.scorers.base", "ScoreResult": "zstc.scorers.base"}
+_LAZY = {"Capabilities": "zstc.scorers.base", "Scorer": "zstc.scorers.base", "PairScorer": "zstc.scorers.base", "ScoreResult": "zstc.scorers.base"}
 
 
 def __getattr__(name: str) -> Any:
@@ -62,6 +62,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "FAMILY_SCORERS", "Family", "PairScorer", "ScoreResult", "Scorer", "families", "get_family", "make_scorer",
+    "FAMILY_SCORERS", "Capabilities", "Family", "PairScorer", "ScoreResult", "Scorer", "families", "get_family", "make_scorer",
     "register_family", "scorer_class",
 ]

@@ -36,6 +36,38 @@ V = TypeVar("V")
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a scorer offers beyond ``score(texts, labels)``, declared by its class as ``CAPABILITIES`` and read by
+    callers (:func:`capabilities`), never discovered by probing its attributes. The contract tests check that each
+    class's declaration matches the methods it implements."""
+
+    notes: bool = False
+    """``score_with_notes(texts, labels)``: the scores with what the call has to tell (a :class:`ScoreResult`)."""
+    pair_scoring: bool = False
+    """``score_pairs`` and ``score_pairs_with_notes``: aligned (text, label) pairs, as :class:`PairScorer`."""
+    request_batching: bool = False
+    """``score_requests``: several requests' texts and labels in one call (the service batches across requests)."""
+    rechecks: bool = False
+    """``score_with_notes(..., thresholds=)`` takes multi-label cuts (the embedding families ``margins=`` too): a bf16
+    run rescores in fp32 the pairs near them."""
+    twin: bool = False
+    """``twin(precision=, recheck_margin=)``: the same model in another precision, sharing its loaded weights."""
+    read_apart: bool = False
+    """``indistinguishable(labels)``: which label descriptions the model reads as the very same input."""
+
+
+NO_CAPABILITIES = Capabilities()
+"""What a scorer that declares nothing (a user's own object with ``score``) offers: ``score`` alone."""
+
+
+def capabilities(scorer: object) -> Capabilities:
+    """What ``scorer`` declares it offers: its ``CAPABILITIES`` (a class's, or a cascade's own, which depend on the
+    scorer it wraps), else :data:`NO_CAPABILITIES`."""
+    declared = getattr(scorer, "CAPABILITIES", NO_CAPABILITIES)
+    return declared if isinstance(declared, Capabilities) else NO_CAPABILITIES
+
+
+@dataclass(frozen=True)
 class ScoreResult:
     """A score matrix (or, for pairs, a vector) and the notes of the call that produced it."""
 
@@ -106,7 +138,7 @@ def rechecks_thresholds(scorer: Any) -> bool:
     whose bf16 run rescores in fp32 the pairs near them (:mod:`zstc.scorers.pairs`), or an embedding model, which
     embeds those texts again in fp32 (and takes the default rule's ``margins`` too). Other scorers' decisions need
     no thresholds in advance."""
-    return bool(getattr(scorer, "rechecks_thresholds", False))
+    return capabilities(scorer).rechecks
 
 
 def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
@@ -116,11 +148,10 @@ def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str]
     ``score``, its matrix and whatever ``notes`` attribute it keeps. ``thresholds`` (one per label: the caller
     decides by cuts) and ``margins`` (one per label, ``nan`` for none: the embedding family's default rule, which only
     it has) reach the scorers that use them (:func:`rechecks_thresholds`)."""
-    method = getattr(scorer, "score_with_notes", None)
-    if method is not None:
+    if capabilities(scorer).notes:
         given = {name: value for name, value in (("thresholds", thresholds), ("margins", margins))
                  if value is not None and rechecks_thresholds(scorer)}
-        result: ScoreResult = method(texts, labels, show_progress=show_progress, **given)
+        result: ScoreResult = scorer.score_with_notes(texts, labels, show_progress=show_progress, **given)  # type: ignore[attr-defined]
     else:
         result = ScoreResult(scorer.score(texts, labels, show_progress=show_progress), list(getattr(scorer, "notes", [])))
     check_finite_scores(result.scores)
@@ -131,7 +162,7 @@ def indistinguishable_labels(scorer: Any, labels: Sequence[str]) -> list[tuple[i
     """The groups of positions in ``labels`` (label descriptions, as ``score`` takes them) that ``scorer``'s model
     reads as the very same input (:meth:`TorchScorer.indistinguishable`): their scores tie on every text. Empty for
     a scorer that cannot tell (one without the capability, such as a user's own object with ``score``)."""
-    if not offers(scorer, "indistinguishable"):
+    if not capabilities(scorer).read_apart:
         return []
     groups: list[tuple[int, ...]] = scorer.indistinguishable(labels)
     return groups
@@ -250,13 +281,6 @@ class LruCache(Generic[V]):
             return key in self._items
 
 
-def offers(scorer: Any, method: str) -> bool:
-    """Whether ``scorer``'s class defines ``method`` (a capability such as ``score_pairs`` or
-    ``score_requests``). Asked of the class, not the instance: a :class:`~zstc.scorers.cascade.CascadeScorer`
-    answers for its main scorer's attributes through ``__getattr__``, yet offers only what it defines."""
-    return callable(getattr(type(scorer), method, None))
-
-
 ALIKE_CACHE_SIZE = 256
 """Label sets whose :meth:`TorchScorer.indistinguishable` answer is kept (least recently used dropped first)."""
 
@@ -267,8 +291,7 @@ class TorchScorer(Generic[F]):
     family: ClassVar[str] = ""
     SCORING_VERSION: ClassVar[str] = ""
     """Version of the scoring math, per family (each scorer class sets its own); part of result fingerprints."""
-    rechecks_thresholds: ClassVar[bool] = False
-    """Whether :meth:`score_with_notes` takes multi-label thresholds (see :func:`rechecks_thresholds`)."""
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, twin=True, read_apart=True)
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         from zstc.scorers.runtime import check_precision, resolve_device

@@ -35,7 +35,9 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from zstc.errors import OptionError
-from zstc.scorers.base import PairScorer, Scorer, ScoreResult, indistinguishable_labels, offers, rechecks_thresholds, score_with_notes
+from zstc.scorers.base import (
+    Capabilities, PairScorer, Scorer, ScoreResult, capabilities, indistinguishable_labels, rechecks_thresholds, score_with_notes,
+)
 from zstc.scorers.families import FamilySet
 from zstc.scorers.recheck import call_cuts
 
@@ -192,10 +194,12 @@ class CascadeScorer:
         return self.main.spec
 
     @property
-    def rechecks_thresholds(self) -> bool:
-        """Whether the main scorer takes multi-label thresholds: each text's shortlisted labels' cuts reach it, in the
-        pair path's one run or in each shortlist group's call (:meth:`_score_groups`)."""
-        return rechecks_thresholds(self.main)
+    def CAPABILITIES(self) -> Capabilities:  # the name every scorer declares its capabilities by
+        """What the cascade offers, of its own: notes, requests batched (:meth:`score_requests`) and which labels its
+        main scorer reads alike; multi-label cuts where the main scorer takes them (each text's shortlisted labels'
+        cuts reach it, in the pair path's one run or in each shortlist group's call, :meth:`_score_groups`). No pair
+        scoring (a pair outside a shortlist has no score), and no twin (its shortlists would be drawn again)."""
+        return Capabilities(notes=True, request_batching=True, rechecks=rechecks_thresholds(self.main), read_apart=True)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes the cascade does not define itself (score_type, bf16, model_id, ...).
@@ -272,7 +276,7 @@ class CascadeScorer:
         shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
         ranks = {i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)) for i, (texts, labels) in enumerate(calls)}
         shortlists: list[ScoreResult]
-        if offers(self.shortlister, "score_requests"):  # an embedding model: every call's texts encoded in one run
+        if capabilities(self.shortlister).request_batching:  # an embedding model: every call's texts encoded in one run
             shortlists = list(cast(Any, self.shortlister).score_requests([calls[i] for i in shortlisted]))
         else:
             shortlists = [score_with_notes(self.shortlister, *calls[i]) for i in shortlisted]

@@ -19,6 +19,7 @@ from zstc.errors import DescriptionTooLongError, ModelError
 from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import (
+    Capabilities,
     LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
 )
 from zstc.scorers.families import POOLINGS
@@ -40,7 +41,8 @@ class EmbeddingScorer(TorchScorer[None]):
     family: ClassVar[str] = "embedding"
     SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 embeds the texts with a near decision again in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
-    rechecks_thresholds: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, pair_scoring=True, request_batching=True, rechecks=True,
+                                                        twin=True, read_apart=True)
     """Takes multi-label thresholds and margins (``score_with_notes(..., thresholds=, margins=)``): in bf16, the texts
     with a cosine near them are embedded again in fp32."""
 
@@ -139,7 +141,7 @@ class EmbeddingScorer(TorchScorer[None]):
         In bf16 the texts with a decision bf16's rounding could change are embedded again in fp32, whole
         (:meth:`_recheck_texts`): near ties of their best label, or with ``thresholds`` (one multi-label cut per
         label) near their cuts, and with ``margins`` (one per label, ``nan`` for none: the embedding family's default
-        rule, :func:`zstc.multilabel.decide`) near their best score minus the margin."""
+        rule, :func:`zstc.policy.decide`) near their best score minus the margin."""
         loaded = self.loaded
         documents = tuple(self.spec.format_document(label) for label in labels)
         label_embeddings = self._label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents))

@@ -6,9 +6,8 @@ of score it produces (which sets the default multi-label threshold), the public 
 description, and its defaults: the temperature of ``--scores probs``, a measured multi-label threshold and
 whether that rule has a relative margin, whether its scores are a distribution over the labels, whether its
 grid may be flattened into pairs, whether one prompt lists all of a text's labels, and whether a text is read inside
-a prompt. Every per-family table elsewhere is a view of these records (:class:`FamilyTable`, :class:`FamilySet`):
-``zstc.models.registry.FAMILIES``, ``zstc.scorers.FAMILY_SCORERS``, ``zstc.multilabel.FAMILY_SCORE_TYPE``,
-``zstc.multilabel.FAMILY_THRESHOLDS``, ``zstc.multilabel.RELATIVE_FAMILIES``, ``zstc.probabilities.DEFAULT_TEMPERATURES``,
+a prompt (the decision policy, :mod:`zstc.policy`, reads the records themselves). Every per-family table elsewhere is a view of these records (:class:`FamilyTable`, :class:`FamilySet`):
+``zstc.models.registry.FAMILIES``, ``zstc.scorers.FAMILY_SCORERS``, ``zstc.probabilities.DEFAULT_TEMPERATURES``,
 ``zstc.probabilities.DISTRIBUTION_FAMILIES``, ``zstc.scorers.cascade.PAIR_FAMILIES``,
 ``zstc.scorers.cascade.SHARED_PROMPT_FAMILIES``, ``zstc.server.app.PROMPT_FAMILIES``,
 ``zstc.benchmark.leaderboard.PUBLIC_MODEL_TYPES`` and ``zstc.reports.figures.FAMILY_COLOURS``.
@@ -100,10 +99,10 @@ class Family:
     as logits by :func:`zstc.probabilities.score_scale`); 1 leaves them on that scale."""
     threshold: float | None = None
     """Measured default multi-label threshold for the family's own score type; ``None``: the score type's rough
-    rule (:data:`zstc.multilabel.DEFAULT_THRESHOLDS`)."""
+    rule (:data:`zstc.policy.DEFAULT_THRESHOLDS`)."""
     relative_margin: bool = False
     """Whether the default multi-label rule also asks a label to be near the text's best one
-    (:func:`zstc.multilabel.default_margin`)."""
+    (:func:`zstc.policy.default_margin`)."""
     distribution: bool = False
     """Whether the scores are a distribution over the text's labels (they sum to 1): read as logits by their log,
     whatever score type the scorer reports (:func:`zstc.probabilities.score_scale`)."""

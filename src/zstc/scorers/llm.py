@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from zstc.errors import LabelError, ModelError, quoted
 from zstc.models.registry import ModelSpec
-from zstc.scorers.base import LoadedModel, ScoreResult
+from zstc.scorers.base import Capabilities, LoadedModel, ScoreResult
 from zstc.scorers.recheck import label_cuts
 from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.causal import CausalLMScorer, next_token_id
@@ -57,7 +57,7 @@ class LLMScorer(CausalLMScorer[Symbols]):
     family: ClassVar[str] = "llm"
     SCORING_VERSION: ClassVar[str] = "3"  # 2: bf16 is autocast over fp32 weights and rechecks near ties in fp32; 3: and near multi-label cuts
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
-    rechecks_thresholds: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, rechecks=True, twin=True, read_apart=True)
     """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rescores in fp32 the texts
     with an option near its cut."""
 

@@ -36,7 +36,7 @@ import torch
 
 from zstc.errors import DescriptionTooLongError, ModelError
 from zstc.models.loading import load_error, model_source, pinned, remote_code
-from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
+from zstc.scorers.base import Capabilities, LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
 from zstc.scorers.recheck import label_cuts
@@ -348,7 +348,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
     """
 
     family: ClassVar[str] = ""
-    rechecks_thresholds: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, pair_scoring=True, rechecks=True, twin=True, read_apart=True)
     """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rechecks the pairs near them."""
 
     def __init__(self, spec: Any, **options: Any) -> None:

@@ -12,7 +12,7 @@ show a larger bf16 error than half of it.
 Multi-label decisions are cuts, not argmaxes: a caller that decides by thresholds passes them, and every score
 within the margin of its cut is rescored instead (:func:`near_cuts`). The same bound gives the same guarantee: a
 score on the other side of its cut in fp32 has ``|b - t| <= |b - f| < m/2``. The embedding family's default rule
-also asks a label to be near the text's best (``s >= best - d``, :func:`zstc.multilabel.decide`): its cut is
+also asks a label to be near the text's best (``s >= best - d``, :func:`zstc.policy.decide`): its cut is
 ``max(t, best - d)`` (:func:`margin_cuts`), which moves with the best, and bf16's is off fp32's by less than
 ``m/2`` too, so a score on the other side of it in fp32 is within ``m`` of bf16's cut (``|b - c_b| <
 |b - f| + |c_b - c_f| < m``): the pairs within the margin of it are rescored, their texts whole.
@@ -173,7 +173,7 @@ def call_cuts(thresholds: Sequence[Sequence[float] | np.ndarray | None] | None,
 
 
 def margin_cuts(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, margins: np.ndarray) -> np.ndarray:
-    """The cut each pair is decided by under a margin rule (:func:`zstc.multilabel.decide`): a pair with a margin
+    """The cut each pair is decided by under a margin rule (:func:`zstc.policy.decide`): a pair with a margin
     (not ``nan``) passes when it reaches its cut and its group's best score minus its margin, so its cut is the
     larger of the two (``cuts`` None: the margin's alone); a pair without keeps its own. Computed from bf16 ``scores``, these
     are the cuts the recheck rescores the pairs near (the module docstring's bound)."""

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from zstc.errors import ModelError, OptionError
 from zstc.models.registry import ModelSpec
-from zstc.scorers.base import LoadedModel, ScoreResult, check_pair_arguments
+from zstc.scorers.base import Capabilities, LoadedModel, ScoreResult, check_pair_arguments
 from zstc.scorers.recheck import label_cuts, logit_cuts
 from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.batching import length_batches
@@ -51,7 +51,7 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
     family: ClassVar[str] = "yesno"
     SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 is autocast over fp32 weights and rechecks near ties and cuts in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
-    rechecks_thresholds: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, pair_scoring=True, rechecks=True, twin=True, read_apart=True)
     """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rechecks the pairs near them."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:

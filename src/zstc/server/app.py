@@ -21,16 +21,14 @@ surrogates and NaN numbers are 422s, and error messages never echo raw input.
 
 Scores and probabilities. ``score`` is the model's raw score, of the scorer's score type: ``cosine``
 (embedding, encoder), ``logodds`` / ``logit`` / ``prob`` (NLI, by ``--score-type``), ``logit`` (reranker),
-``prob`` (yes/no: p(yes)), and for LLMs a distribution over the options. ``probability`` is, for single-label
-classification, exactly what :meth:`zstc.api.Classifier.probabilities` gives (``classify --scores probs``): a
-softmax over the text's labels at the family's measured temperature (``zstc.probabilities.DEFAULT_TEMPERATURES``)
-or a calibration file's (``serve --calibration``); ``GET /info`` publishes it as ``single_label_temperature``. For
-multi-label and rerank, each label's own probability is ``sigmoid((score - t0) / T)`` with t0 the default multi-label
-threshold (``zstc.multilabel.default_threshold``: the family's measured one) and T 0.05 for cosines, 1 for log-odds
-and logits (``GET /info``: ``own_probability_center`` and ``own_probability_temperature``, another T than the
-softmax's), so 0.5 sits at the default cut; probabilities pass through unchanged. With a Platt calibration file (``serve
---calibration``), multi-label probabilities are its own and thresholds apply to them (default 0.5), as in
-:meth:`zstc.api.Classifier.predict_multi_label`.
+``prob`` (yes/no: p(yes)), and for LLMs a distribution over the options. Every decision and probability is
+:mod:`zstc.policy`'s, as the library's and ``zstc classify``'s: for single-label classification ``probability`` is a
+softmax over the text's labels at the family's measured temperature or a calibration file's (``serve
+--calibration``; ``GET /info``: ``single_label_temperature``). For multi-label (zstc's shape and the Hugging Face
+shape) each label's probability is >= 0.5 exactly when the label passed
+(:meth:`zstc.policy.MultiLabelRule.probabilities`). Rerank's relevance is a document's own probability at the default
+cut, ``sigmoid((score - t0) / T)`` (``GET /info``: ``own_probability_center`` and ``own_probability_temperature``);
+probabilities pass through unchanged.
 """
 
 # No `from __future__ import annotations` here: FastAPI reads the route signatures' annotations at runtime.
@@ -39,7 +37,6 @@ import asyncio
 import hmac
 import json
 import logging
-import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -57,9 +54,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from zstc import __version__
 from zstc.api import Classifier, check_labels_read_apart, label_hypotheses
 from zstc.hypotheses.variants import HypothesisSet
-from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
-from zstc.multilabel import check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
+from zstc.policy import (
+    DecisionPolicy, MultiLabelRule, argmax_decisions, check_label_thresholds, check_multi_label_options, check_multilabel_names,
+)
 from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 from zstc.scorers.families import FamilySet
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
@@ -78,40 +76,12 @@ PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
 """Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
 the library's says "with their prompt". A view of the :class:`zstc.scorers.families.Family` records (``text_in_prompt``)."""
 
-OWN_PROBABILITY_TEMPERATURES: dict[str, float] = {"cosine": 0.05, "logodds": 1.0, "logit": 1.0}
-"""The temperature T of each label's own probability (multi-label, rerank), ``sigmoid((score - t0) / T)``, per
-score type; not the single-label softmax's, which is the family's measured one (or a calibration file's:
-:meth:`zstc.api.Classifier.temperature`). ``GET /info`` publishes both. Probability scores (``prob``, an LLM's
-distribution) have none: they pass through unchanged."""
-
-
 class ServiceError(Exception):
     """An answer other than 200, with TEI's error body."""
 
     def __init__(self, status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.error_type, self.headers = status, error_type, headers or {}
-
-
-# -- scores to probabilities --------------------------------------------------------------------------------------
-
-
-def own_probability_sigmoid(score_type: str | None, family: str | None = None) -> tuple[float, float] | None:
-    """``(t0, T)`` of :func:`own_probabilities`' sigmoid, or None where the scores are probabilities already."""
-    if score_type in ("prob", None):
-        return None
-    # Centred on the multi-label cut classify and the server decide with, so 0.5 means "at the threshold".
-    return default_threshold(score_type, family), OWN_PROBABILITY_TEMPERATURES[score_type]
-
-
-def own_probabilities(scores: np.ndarray, score_type: str | None, family: str | None = None) -> np.ndarray:
-    """Each label's own probability: ``sigmoid((score - t0) / T)``; probability scores unchanged."""
-    scores = np.asarray(scores, dtype=np.float64)
-    sigmoid = own_probability_sigmoid(score_type, family)
-    if sigmoid is None:
-        return scores
-    center, temperature = sigmoid
-    return 1 / (1 + np.exp(-(scores - center) / temperature))
 
 
 # -- the gate: metrics, API key, availability and body size, before FastAPI reads a byte -------------------------
@@ -282,24 +252,20 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         # has no per-request hypotheses choice, so a Classifier built for another one would be ignored silently.
         raise OptionError(f"hypotheses={classifier.hypotheses!r} is not served: the service describes labels by each request's "
                           "descriptions or template; build the Classifier with hypotheses='dataset'", "hypotheses")
-    # Single-label probabilities are the library's (family temperature or calibration file), not the server's own.
+    # Decisions and probabilities are the library's (zstc.policy), with the classifier's calibration.
     probability_model = classifier if isinstance(classifier, Classifier) else Classifier(scorer, template=None)
-    # A Platt calibration is for multi-label requests (Classifier.probabilities refuses it); single-label ones get
+    policy = probability_model.policy
+    # A Platt calibration is for multi-label requests (single-label probabilities refuse it); single-label ones get
     # the family's temperature, as without a file (zstc serve says so when it starts).
-    single_label_model = probability_model if probability_model.platt() is None else Classifier(scorer, template=None)
+    single_label_policy = policy if policy.platt() is None else DecisionPolicy.for_scorer(scorer)
 
     def single_label_probabilities(row: np.ndarray) -> np.ndarray:
-        return np.asarray(single_label_model.probabilities(np.asarray(row, dtype=np.float64)[None, :])[0], dtype=np.float64)
+        matrix = np.asarray(row, dtype=np.float64)[None, :]
+        return single_label_policy.single_label_probabilities(matrix, probability_model.scored(matrix))[0]
     telemetry = Telemetry()
     engine = BatchingEngine(scorer, settings.engine, telemetry)
-    score_type = score_type_of(scorer)
+    score_type = policy.score_type
     model_id, family = scorer.spec.model_id, scorer.family
-    platt = probability_model.platt()
-
-    def multi_label_probabilities(row: np.ndarray) -> np.ndarray:
-        """Each label's own probability for multi-label: a Platt calibration file's (``serve --calibration``), on
-        which Classifier.predict_multi_label also decides; else :func:`own_probabilities`."""
-        return platt.multi_label(row) if platt is not None else own_probabilities(row, score_type, family)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -544,63 +510,44 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if not per_text:
             names_per_set, descriptions_per_set = names_per_set * len(texts), descriptions_per_set * len(texts)
             variants_per_set = variants_per_set * len(texts)
-        threshold: float | None = None
-        margin: float | None = None
-        per_label: list[Any] = [None] * len(texts)
-        if (body.threshold is not None or body.label_thresholds) and not body.multi_label:
-            raise LabelError("threshold and label_thresholds apply to multi_label classification")
+        check_multi_label_options(body.multi_label, threshold=body.threshold, label_thresholds=body.label_thresholds)
+        rules: list[MultiLabelRule | None] = [None] * len(texts)
         if body.multi_label:
             # With one label set per text, a threshold names a label of any set and applies where that label is.
             every_name = list(dict.fromkeys(name for names in names_per_set for name in names))
             given = check_label_thresholds(body.label_thresholds or {}, every_name, "label_thresholds")
-            # The library's default: the family's raw-score cut, or 0.5 on a Platt calibration's probabilities (none
-            # needed where every label has its own).
-            threshold = probability_model.cut_for_the_rest(body.threshold, every_name, given)
-            margin = probability_model.margin_for(body.threshold, every_name, given)  # as Classifier.predict_multi_label's
-            for names in names_per_set[:1] if not per_text else names_per_set:  # one label under it passes every text
-                check_margin_rule(names, margin, given)
-            probability_model.check_thresholds(body.threshold, given, per_label_parameter="label_thresholds")  # [0, 1] on probabilities
-            per_label = [{name: value for name, value in given.items() if name in names} for names in names_per_set]
-
-        cuts: list[tuple[float, ...] | None] = [None] * len(texts)
-        margins: list[tuple[float, ...] | None] = [None] * len(texts)
-        if threshold is not None:  # as Classifier.predict_multi_label: bf16 rechecks the scores near each label's cut and,
-            # under the embedding family's default rule, near the text's best minus the margin (labels without a cut of
-            # their own); for an average of description variants, on the average (the engine's Backend.answer).
-            cuts = [tuple(raw_cuts(label_thresholds(len(names), threshold, names, overrides)))
-                    for names, overrides in zip(names_per_set, per_label)]
-            if margin is not None:
-                margins = [tuple(math.nan if name in overrides else margin for name in names)
-                           for names, overrides in zip(names_per_set, per_label)]
+            by_set: dict[tuple[str, ...], MultiLabelRule] = {}
+            for names in names_per_set:
+                if tuple(names) not in by_set:
+                    own = {name: value for name, value in given.items() if name in names}
+                    by_set[tuple(names)] = policy.multi_label(names, body.threshold, own, per_label_parameter="label_thresholds")
+            rules = [by_set[tuple(names)] for names in names_per_set]
+        # bf16 rechecks the scores near each label's cut and, under the embedding family's default rule, near the text's
+        # best minus the margin, as the library does; for an average of description variants, on the average (the
+        # engine's Backend.answer).
+        cuts = [None if rule is None else tuple(rule.recheck_cuts()) for rule in rules]
+        margins = [None if rule is None or rule.margin is None else tuple(rule.recheck_margins() or ()) for rule in rules]
         rows, job = await score(request, texts, descriptions_per_set, cuts, margins, variants_per_set)
-        results = [text_result(text, row, names, body.multi_label, threshold, overrides, body.precision, margin)
-                   for text, row, names, overrides in zip(texts, rows, names_per_set, per_label)]
+        results = [text_result(text, row, names, rule, body.precision)
+                   for text, row, names, rule in zip(texts, rows, names_per_set, rules)]
         content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results,
                    "notes": request_notes(job)}
         return JSONResponse(content, headers=timing_headers(job, started))
 
-    def raw_cuts(thresholds: np.ndarray) -> np.ndarray:
-        """Thresholds on what multi-label decides on -> the raw scores where they cut (through Platt's inverse)."""
-        return platt.score_at(thresholds) if platt is not None else thresholds
-
-    def text_result(text: str, row: np.ndarray, names: list[str], multi_label: bool, threshold: float | None,
-                    per_label: dict[str, float] | None, decimals: int | None, margin: float | None = None) -> dict[str, Any]:
+    def text_result(text: str, row: np.ndarray, names: list[str], rule: MultiLabelRule | None, decimals: int | None) -> dict[str, Any]:
+        """One text's answer: its label (single-label) or labels (``rule``'s, multi-label), and each label's score and
+        probability, highest score first (ties keep the label order)."""
         def rounded(value: float) -> float:
             return round(float(value), decimals) if decimals is not None else float(value)
 
-        order = np.argsort(-row, kind="stable")  # highest first; ties keep the label order
-        if multi_label:
-            assert threshold is not None
-            probabilities = multi_label_probabilities(row)
-            # As Classifier.predict_multi_label: with a Platt calibration the thresholds apply to its probabilities.
-            passed = decide((probabilities if platt is not None else row)[None, :], names, threshold, per_label, margin)[0]
-            scored = probability_model.scored(row)
-            if scored is not None:  # behind --shortlist: labels outside the text's shortlist were never scored
-                passed, probabilities = passed & scored[0], np.where(scored[0], probabilities, 0.0)
+        order = np.argsort(-row, kind="stable")
+        if rule is not None:
+            matrix = np.asarray(row, dtype=np.float64)[None, :]
+            scored = probability_model.scored(matrix)
+            passed, probabilities = rule.decide(matrix, scored)[0], rule.probabilities(matrix, scored)[0]
             scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j]), "passed": bool(passed[j])}
                       for j in order]
-            labels = [names[j] for j in order if passed[j]] or label_sets(passed[None, :], names)[0]  # highest first, as the library's
-            return {"text": text, "labels": labels, "scores": scores}
+            return {"text": text, "labels": rule.label_sets(matrix, scored)[0], "scores": scores}
         probabilities = single_label_probabilities(row)
         scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j])} for j in order]
         return {"text": text, "label": names[int(argmax_decisions(row[None, :])[0])], "scores": scores}
@@ -623,16 +570,18 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         multi_label = body.parameters.multi_label or len(candidates) == 1
         names = check_labels(candidates, what="candidate_labels", allow_single=multi_label)
         (descriptions,), (variants,) = await label_descriptions([(names, None, body.parameters.hypothesis_template)])
-        rows, job = await score(request, texts, [descriptions] * len(texts), variants=[variants] * len(texts))
+        # Multi-label: zstc's default rule, whose probabilities are >= 0.5 exactly where a label passed (a client
+        # thresholding at 0.5, as Hugging Face clients do, gets zstc's decisions); the cuts are rechecked in bf16.
+        rule = policy.rule_without_options(names) if multi_label else None
+        cuts: list[tuple[float, ...] | None] = [None if rule is None else tuple(rule.recheck_cuts())] * len(texts)
+        margins: list[tuple[float, ...] | None] = [None if rule is None or rule.margin is None
+                                                   else tuple(rule.recheck_margins() or ())] * len(texts)
+        rows, job = await score(request, texts, [descriptions] * len(texts), cuts, margins, [variants] * len(texts))
         answers = []
         for row in rows:
-            if multi_label:
-                probabilities = multi_label_probabilities(row)  # each label on its own, as the pipeline's multi_label
-                scored = probability_model.scored(row)
-                if scored is not None:
-                    probabilities = np.where(scored[0], probabilities, 0.0)
-            else:
-                probabilities = single_label_probabilities(row)
+            matrix = np.asarray(row, dtype=np.float64)[None, :]
+            probabilities = (rule.probabilities(matrix, probability_model.scored(matrix))[0] if rule is not None
+                             else single_label_probabilities(row))
             order = np.argsort(-probabilities, kind="stable")
             answers.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
         return JSONResponse(answers[0] if single else answers, headers={**timing_headers(job, started), **notes_header(request_notes(job))})
@@ -685,7 +634,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             which = f"document {index + 1}" if index is not None else "a document"
             raise LabelError(f"{which} is too long for {model_id}'s limit of {error.limit} tokens (a cross-encoder reads it "
                              "with the query); documents are scored whole, never truncated: shorten or split it") from None
-        relevance = dict(zip(distinct, own_probabilities(rows[0], score_type, family)))
+        relevance = dict(zip(distinct, policy.relevance(rows[0])))
         ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
         results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
                     **({"document": {"text": documents[i]}} if body.return_documents else {})} for i in ranked]
@@ -714,8 +663,8 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
              tags=["operations"])
     async def info() -> dict[str, Any]:
         """The model, its family and score type, the probabilities' temperatures, the limits and the batching settings."""
-        single_label_temperature = single_label_model.temperature()
-        center, temperature = own_probability_sigmoid(score_type, family) or (None, None)
+        single_label_temperature = single_label_policy.temperature()
+        center, temperature = policy.own_probability_sigmoid() or (None, None)
         return {
             "model": model_id, "family": family, "score_type": score_type, "temperature": single_label_temperature,
             "single_label_temperature": single_label_temperature,

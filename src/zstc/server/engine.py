@@ -70,7 +70,7 @@ import numpy as np
 
 from zstc.errors import NonFiniteScoresError
 from zstc.hypotheses.variants import recheck_means, rechecks_average
-from zstc.scorers.base import LruCache, ScoreResult, check_finite_scores, offers, rechecks_thresholds, score_with_notes
+from zstc.scorers.base import LruCache, ScoreResult, capabilities, check_finite_scores, rechecks_thresholds, score_with_notes
 from zstc.scorers.recheck import pair_cuts
 from zstc.server.settings import EngineConfig
 
@@ -408,8 +408,7 @@ class PairBackend(Backend):
         groups[alone] = len(label_sets) + np.arange(int(alone.sum()))
         cuts = pair_cuts([cut for cut, _, _ in decisions], counts)
         given = {"groups": groups, **({"cuts": cuts} if cuts is not None else {})}
-        result = (self.scorer.score_pairs_with_notes(firsts, seconds, **given) if offers(self.scorer, "score_pairs_with_notes")
-                  else ScoreResult(self.scorer.score_pairs(firsts, seconds, **given)))  # a scorer that says nothing of its pairs
+        result = self.scorer.score_pairs_with_notes(firsts, seconds, **given)  # PairBackend: a scorer declaring pair_scoring
         scores = result.scores
         bounds = np.cumsum([0, *counts])
         # A text is truncated for its request when any of its own pairs was (another request may pair the same text
@@ -563,14 +562,15 @@ def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int
     """The backend that batches best for this scorer's family."""
     from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 
-    # By what the scorer's class offers (`offers`), never by what an instance answers: a cascade answers for its
-    # main scorer's attributes. Pairs only for the families whose pair scores are their grid's (a yes/no reranker
-    # scores pairs too, but cuts a long text otherwise than its grid, which Classifier.predict gives).
+    # By what the scorer declares (`capabilities`), never by probing its attributes. Pairs only for the families whose
+    # pair scores are their grid's (a yes/no reranker scores pairs too, but cuts a long text otherwise than its grid,
+    # which Classifier.predict gives).
+    offered = capabilities(scorer)
     if isinstance(scorer, CascadeScorer):
         return CascadeBackend(scorer)
-    if offers(scorer, "score_pairs") and getattr(scorer, "family", None) in PAIR_FAMILIES:
+    if offered.pair_scoring and getattr(scorer, "family", None) in PAIR_FAMILIES:
         return PairBackend(scorer)
-    if offers(scorer, "score_requests"):
+    if offered.request_batching:
         return EmbeddingBackend(scorer, config.label_cache_size, on_lookup)
     return MatrixBackend(scorer)
 

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_THRESHOLDS
+from zstc.policy import DEFAULT_THRESHOLDS, family_thresholds
 from zstc.validation import OPTIONS
 
 
@@ -77,7 +77,7 @@ class ClassifyRequest(BaseModel):
     multi_label: bool = Field(default=False, description="Every label whose score reaches the threshold, or 'none'.")
     threshold: float | None = OPTIONS["threshold"].field(
         description="Multi-label threshold on the raw score (on the probability when the server has a Platt calibration "
-        f"file). Default: the family's measured cut ({_cuts(FAMILY_THRESHOLDS)} on the cosine), else the score type's "
+        f"file). Default: the family's measured cut ({_cuts(family_thresholds())} on the cosine), else the score type's "
         f"({_cuts(DEFAULT_THRESHOLDS)}), which GET /info gives as own_probability_center; 0.5 with a Platt calibration. "
         "Without a threshold, an embedding model's label must also be at least half as probable as the text's best one "
         "(the margin rule); a threshold given is a plain cut.",

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from zstc.benchmark.metrics import dataset_metrics
-from zstc.decisions import argmax_decisions
+from zstc.policy import argmax_decisions
 from zstc.errors import UnknownNameError
 from zstc.hypotheses.variants import ASPECT_TEMPLATES, ENSEMBLE_MEMBERS, build_hypotheses, score_hypotheses
 from zstc.scorers.base import add_note

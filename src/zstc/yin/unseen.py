@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import f1_score
 
-from zstc.decisions import argmax_decisions
+from zstc.policy import argmax_decisions
 from zstc.errors import DataError, OptionError, ZstcError
 from zstc.io import atomic_write
 from zstc.benchmark.metrics import dataset_metrics
