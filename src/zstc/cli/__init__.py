@@ -17,8 +17,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from zstc.entry import stopped
-from zstc.errors import Terminated, ZstcError
+from zstc.errors import Terminated, ZstcError, stopped
 
 
 class CommandGroup(TyperGroup):

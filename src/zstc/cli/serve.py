@@ -106,7 +106,7 @@ def _leave_if_model_running(engine: Any, signum: int | None) -> None:
     import logging
     import os
 
-    from zstc.entry import STOPS
+    from zstc.errors import STOPS
 
     if not engine.model_running:
         return
