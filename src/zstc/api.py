@@ -30,11 +30,11 @@ from zstc.hypotheses.variants import (
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
-from zstc.multilabel import NONE_LABEL, check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, PROBABILITY_SCALES, score_bounds, score_type_of
+from zstc.multilabel import check_label_thresholds, check_margin_rule, check_threshold_range, check_multilabel_names, decide, default_margin, default_rule_applies, default_threshold, fit_thresholds, label_sets, PROBABILITY_SCALES, score_bounds, score_type_of
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
-    OptionSpec, Rule, check_distinct_descriptions, check_labels, check_option, check_options, check_read_apart, check_sequence, check_template,
+    NONE_LABEL, OptionSpec, Rule, check_distinct_descriptions, check_labels, check_option, check_options, check_read_apart, check_sequence, check_template,
     check_texts,
 )
 from zstc.probabilities import Calibration, default_calibration, load_calibration, score_scale

@@ -24,8 +24,7 @@ from sklearn.preprocessing import MultiLabelBinarizer
 from zstc.decisions import threshold_decisions
 from zstc.errors import LabelError, OptionError, UnknownNameError, quoted
 from zstc.scorers.families import FamilySet, FamilyTable
-
-NONE_LABEL = "none"
+from zstc.validation import NONE_LABEL
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
     "prob": 0.5,  # a probability: the label is more likely than not

@@ -119,6 +119,11 @@ def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: st
     return list(values)
 
 
+NONE_LABEL = "none"
+"""What multi-label classification predicts for a text no label applies to, so no label may be called it (a file of
+labelled texts for fitting thresholds writes it for such a text)."""
+
+
 def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False,
                  allow_repeats: bool = False) -> list[str]:
     """Return the labels as a list of stripped strings, or raise :class:`LabelError`.
