@@ -420,20 +420,6 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     return checked
 
 
-def check_sampling(sampling: str, max_samples: int | None) -> str:
-    """``sampling`` if it is a sampling method and ``max_samples`` can be drawn by it, else :class:`OptionError`
-    naming the parameter: the paper's and the harness's draws keep texts 0 and 1 of every dataset, so they cannot
-    draw fewer than two (every command with ``--sampling``, before any work)."""
-    from zstc.benchmark.tasks import HARNESS_DRAWS, PAPER_FIXED_TEXTS, SAMPLING_METHODS
-
-    check_choice("sampling", sampling, SAMPLING_METHODS)
-    if sampling in HARNESS_DRAWS and max_samples is not None and max_samples < PAPER_FIXED_TEXTS:
-        raise OptionError(f"max_samples must be >= {PAPER_FIXED_TEXTS} with sampling {sampling}, got {max_samples}: the "
-                          f"{sampling}'s draw keeps texts 0 and 1 of every dataset",
-                          "max_samples", "sampling")
-    return sampling
-
-
 def check_options(values: Mapping[str, Any], specs: Mapping[str, OptionSpec | Rule] | None = None, *,
                   context: str = "") -> dict[str, Any]:
     """The values checked against their specs (default: :data:`OPTION_RULES`); raises :class:`OptionError`

@@ -24,7 +24,7 @@ from zstc.benchmark.catalog import catalog
 from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
-from zstc.validation import OptionSpec, check_hypotheses_template, check_sampling
+from zstc.validation import OptionSpec, check_hypotheses_template
 from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
@@ -51,7 +51,7 @@ from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, merge_batch_notes
 from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
-from zstc.benchmark.tasks import HARNESS_DRAWS, Task, paper_scores_whole
+from zstc.benchmark.tasks import HARNESS_DRAWS, Task, check_sampling, paper_scores_whole
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see

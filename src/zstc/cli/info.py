@@ -121,10 +121,11 @@ def dataset_similarity(
     from zstc.benchmark.catalog import default_data_dir, resolve_task_names
     from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
     from zstc.benchmark.similarity import check_dataset_count, dataset_similarity as compute
+    from zstc.benchmark.tasks import check_sampling
     from zstc.errors import DataError, OptionError
     from zstc.io import check_output_path
     from zstc.reports.figures import FIGURE_FORMATS
-    from zstc.validation import check_options, check_sampling
+    from zstc.validation import check_options
 
     check_options({"max_samples": max_samples, "seed": seed})
     check_sampling(sampling, max_samples)

@@ -41,11 +41,11 @@ def sweep(
     is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
-    from zstc.benchmark.tasks import UNLABELLED_POLICIES
+    from zstc.benchmark.tasks import UNLABELLED_POLICIES, check_sampling
     from zstc.cli.verbosity import say
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
-    from zstc.validation import check_choice, check_labels, check_options, check_sampling
+    from zstc.validation import check_choice, check_labels, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
     check_sampling(sampling, max_samples)
