@@ -28,7 +28,7 @@ from zstc.models import offline
 from zstc.models.registry import FAMILIES, ModelSpec, registered_models
 from zstc.multilabel import DEFAULT_THRESHOLDS, FAMILY_SCORE_TYPE
 from zstc.scorers import FAMILY_SCORERS, Family, ScoreResult, families, get_family, make_scorer, register_family
-from zstc.scorers.families import unregister_family
+from zstc.models.families import unregister_family
 from zstc.validation import OptionSpec
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

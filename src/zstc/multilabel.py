@@ -23,7 +23,7 @@ from sklearn.preprocessing import MultiLabelBinarizer
 
 from zstc.decisions import threshold_decisions
 from zstc.errors import LabelError, OptionError, UnknownNameError, quoted
-from zstc.scorers.families import FamilySet, FamilyTable
+from zstc.models.families import FamilySet, FamilyTable
 from zstc.validation import NONE_LABEL
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
@@ -37,7 +37,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 a distribution over the options (they sum to 1), so no fixed cut suits multi-label: give or fit one."""
 
 FAMILY_THRESHOLDS: FamilyTable[float] = FamilyTable(lambda family: family.threshold)
-"""Measured defaults per family (a view of the :class:`zstc.scorers.families.Family` records, where each value and
+"""Measured defaults per family (a view of the :class:`zstc.models.families.Family` records, where each value and
 its measurement are written); they take precedence over the score type's rough rule. Without a threshold of the
 user's, the embedding family's labels must also be near the best one (:func:`default_margin`)."""
 
@@ -45,7 +45,7 @@ RELATIVE_FAMILIES: FamilySet = FamilySet(lambda family: family.relative_margin)
 """Families whose default multi-label rule also asks a label to be near the text's best one
 (:func:`default_margin`): where a score's level says little about a label on its own, while its distance to the
 best label's does (the embedding family's cosines: its record says why; measured by
-scripts/measure_label_defaults.py). A view of the :class:`zstc.scorers.families.Family` records."""
+scripts/measure_label_defaults.py). A view of the :class:`zstc.models.families.Family` records."""
 
 
 def default_margin(family: str | None, temperature: float) -> float | None:
@@ -55,7 +55,7 @@ def default_margin(family: str | None, temperature: float) -> float | None:
 
 
 FAMILY_SCORE_TYPE: FamilyTable[str] = FamilyTable(lambda family: family.score_type)
-"""Family name -> its score type (a view of the :class:`zstc.scorers.families.Family` records)."""
+"""Family name -> its score type (a view of the :class:`zstc.models.families.Family` records)."""
 
 
 def score_type_of(scorer: Any) -> str | None:

@@ -26,7 +26,7 @@ from pydantic_core import ErrorDetails
 from zstc import __version__
 from zstc.benchmark.catalog import FAMILY_ORDER, catalog
 from zstc.errors import DataError, UnknownNameError
-from zstc.scorers.families import FamilyTable
+from zstc.models.families import FamilyTable
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
 from zstc.benchmark.records import SCHEMAS, Metric, integral
 from zstc.benchmark.store import SCHEMA_VERSION, write_json

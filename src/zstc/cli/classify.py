@@ -70,7 +70,7 @@ def classify(
     from zstc.multilabel import RELATIVE_FAMILIES, default_rule_applies, parse_label_thresholds
     from zstc.models.registry import get_model_spec
     from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
-    from zstc.scorers.families import get_family
+    from zstc.models.families import get_family
     from zstc.scale.planner import ENGINES
     from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options, is_blank
 

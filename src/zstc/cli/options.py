@@ -14,7 +14,7 @@ import typer
 
 from zstc.defaults import DEFAULT_MODEL
 from zstc.errors import ZstcError
-from zstc.scorers.families import DEFAULT_COSINE_RECHECK_MARGIN, DEFAULT_MAX_PAIRS, DEFAULT_RECHECK_MARGIN, GPU_MAX_PAIRS, FamilyNames  # no torch: start-up stays fast
+from zstc.models.families import DEFAULT_COSINE_RECHECK_MARGIN, DEFAULT_MAX_PAIRS, DEFAULT_RECHECK_MARGIN, GPU_MAX_PAIRS, FamilyNames  # no torch: start-up stays fast
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Hub id, paper short name or local folder (see `zstc models`).")]
 Family = Annotated[

@@ -120,7 +120,7 @@ def print_probe(summary: dict[str, Any]) -> None:
 def _family_score_type(family: str | None) -> str:
     """What a family's scores are, for a model whose description has no ``score_type`` of its own."""
     from zstc.errors import UnknownNameError
-    from zstc.scorers.families import get_family
+    from zstc.models.families import get_family
 
     try:
         return get_family(family or "").score_type or "score"

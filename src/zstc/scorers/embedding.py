@@ -21,7 +21,7 @@ from zstc.models.registry import ModelSpec
 from zstc.scorers.base import (
     LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
 )
-from zstc.scorers.families import POOLINGS
+from zstc.models.families import POOLINGS
 from zstc.scorers.recheck import call_cuts, label_cuts, margin_cuts
 from zstc.scorers.runtime import IEEE_MATMUL, Precision, inference_context
 

@@ -38,7 +38,7 @@ from zstc.errors import DescriptionTooLongError, ModelError
 from zstc.models.loading import load_error, model_source, pinned
 from zstc.scorers.base import LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
-from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
+from zstc.models.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
 from zstc.scorers.recheck import label_cuts
 from zstc.scorers.runtime import Precision, inference_context
 
@@ -226,7 +226,7 @@ def plan_pairs(
     texts x labels run). ``first_texts`` should be distinct (the caller maps duplicates onto one entry).
     The second sequence is never truncated: one that leaves no room for a first sequence within
     ``max_length`` is an error, not a silently shortened hypothesis. ``length_step``: each pass is padded to a
-    multiple of it (at most ``max_length``), as on a GPU (:data:`zstc.scorers.families.GPU_LENGTH_STEP`).
+    multiple of it (at most ``max_length``), as on a GPU (:data:`zstc.models.families.GPU_LENGTH_STEP`).
     ``user_limit``: ``max_length`` is the user's, not the model's own (an error then names it as the cause).
     """
     template = PairTemplate.from_tokenizer(tokenizer)

@@ -61,7 +61,7 @@ from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
 from zstc.multilabel import check_label_thresholds, check_margin_rule, check_multilabel_names, decide, default_threshold, label_sets, score_type_of
 from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
-from zstc.scorers.families import FamilySet
+from zstc.models.families import FamilySet
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
 from zstc.server.playground import PLAYGROUND_HTML
@@ -76,7 +76,7 @@ logger = logging.getLogger("zstc.server")
 
 PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
 """Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
-the library's says "with their prompt". A view of the :class:`zstc.scorers.families.Family` records (``text_in_prompt``)."""
+the library's says "with their prompt". A view of the :class:`zstc.models.families.Family` records (``text_in_prompt``)."""
 
 OWN_PROBABILITY_TEMPERATURES: dict[str, float] = {"cosine": 0.05, "logodds": 1.0, "logit": 1.0}
 """The temperature T of each label's own probability (multi-label, rerank), ``sigmoid((score - t0) / T)``, per
