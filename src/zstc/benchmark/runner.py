@@ -25,13 +25,13 @@ from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
 from zstc.validation import OptionSpec, check_hypotheses_template
-from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
-from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_identity, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
+from zstc.runs.identity import data_sha256, fingerprint, hypotheses_identity, sampling_identity, weights_identity
+from zstc.runs.provenance import git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
 from zstc.benchmark.records import (
     Aggregate,
     DatasetResult,
@@ -46,7 +46,7 @@ from zstc.benchmark.records import (
     Timing,
     percentile,
 )
-from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, load_summary, save_summary
+from zstc.benchmark.store import DamagedResult, ResultStore, load_summary, save_summary
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, merge_batch_notes
 from zstc.scorers.batching import length_batches
@@ -114,39 +114,7 @@ class BenchConfig:
         }
 
 
-def hypotheses_identity(variant: str, template: str | None, precision: str = "fp32") -> dict[str, Any]:
-    """What a run records of its hypotheses: the variant and template, and for the variants that read WordNet
-    the lookup rules' version (:data:`zstc.hypotheses.wordnet.WORDNET_LOOKUP_VERSION`): its notes (labels tied
-    or defined in part) are not in a dataset's hypotheses, so a result of older rules would be reused without them.
-    A bf16 ensemble also records that its average is what bf16 rechecks in fp32
-    (:func:`zstc.hypotheses.variants.average_rechecked`): results stored before rechecked each variant alone, and
-    decided otherwise where the average is a near tie (fp32's and every other variant's identity are unchanged)."""
-    identity: dict[str, Any] = {"variant": variant, "template": template}
-    if variant in ("definition", "both", "ensemble"):
-        identity["wordnet_lookup"] = WORDNET_LOOKUP_VERSION
-    if variant == "ensemble" and precision == "bf16":
-        identity["bf16_recheck"] = "average"
-    return identity
-
-
-def sampling_identity(method: str, max_samples: int | None, seed: int | None) -> dict[str, Any]:
-    """What a run's sampling settings record: only what can change which texts are scored. Without
-    ``max_samples`` every text is scored whatever ``--sampling`` and ``--seed`` say, so such a run records the
-    defaults (the record the default command always wrote, which results stored before keep matching): a
-    ``--seed 3`` on full data was otherwise a run of other settings, refused beside the default's results and
-    cached apart from them. The paper's and the harness's draws have no seed."""
-    if max_samples is None:
-        return {"method": "stratified", "max_samples": None, "seed": 0}
-    return {"method": method, "max_samples": max_samples, "seed": seed if method == "stratified" else None}
-
-
 OVERWRITE_STRATEGIES: tuple[str, ...] = ("only-missing", "always", "never")
-
-
-def data_sha256(task: Task) -> str | None:
-    """The sha256 of the data ``task`` was read from: its file's, or the hub rows' (see ``Task.content_sha256``);
-    None for a task built in memory."""
-    return task.content_sha256 or (file_sha256(task.source) if task.source else None)
 
 
 def dataset_identity(task: Task, descriptions: Sequence[str]) -> dict[str, Any]:
@@ -640,25 +608,3 @@ def _model_revision(spec: ModelSpec) -> str | None:
         return model_revision(model_source(spec))
     except ZstcError:
         return None
-
-
-def model_weights_identity(spec: ModelSpec) -> str | None:
-    """The weights ``spec`` loads: the hub revision, or a content hash of a local folder or packaged checkpoint
-    (see :func:`model_identity`, files hashed once and cached); None where neither is knowable."""
-    try:
-        return model_identity(model_source(spec))
-    except ZstcError:
-        return None
-
-
-def weights_identity(spec: ModelSpec, shortlist: Any = None) -> dict[str, str | None]:
-    """What pins every weight a run computes with: the model's (``model_revision``) and, behind a ``shortlist``
-    (``K`` or ``MODEL:K``), the shortlister's (``shortlist_revision``: a folder retrained in place keeps its name,
-    and its shortlists decide which labels the model scores). None where the weights' revision is not knowable."""
-    from zstc.scorers.cascade import parse_shortlist
-
-    identity = {"model_revision": model_weights_identity(spec)}
-    shortlister = parse_shortlist(shortlist)
-    if shortlister is not None:
-        identity["shortlist_revision"] = model_weights_identity(get_model_spec(shortlister.model))
-    return identity

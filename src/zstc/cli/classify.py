@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.errors import DataError
 from zstc.io import TEXT_SUFFIXES, suffix_list, unsupported_type
 from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
@@ -62,9 +62,8 @@ def classify(
     from zstc.cli.verbosity import show_progress
     from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
-    from zstc.benchmark.runner import weights_identity
+    from zstc.runs.identity import fingerprint, weights_identity
     from zstc.scorers.base import merge_batch_notes
-    from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
     from zstc.multilabel import RELATIVE_FAMILIES, default_rule_applies, parse_label_thresholds
@@ -202,7 +201,7 @@ def _identity(input_sha256: str | None, classifier: Any, labeller: Any, spec: An
     are the same run, and resume. The precision and the device as resolved on this machine (never "auto") are
     readable in the marker too: a resume where auto means the other precision, or another device (a GPU that was
     busy or hidden, another GPU model), starts over instead of mixing rows whose numbers differ."""
-    from zstc.benchmark.store import fingerprint
+    from zstc.runs.identity import fingerprint
 
     scorer = classifier.scorer
     given = getattr(scorer, "options", None)  # a plugin family's scorer may keep none: then the options as given

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.cli.options import Model, ScorerOptions, with_scorer_options
 
 console = Console(stderr=True)
@@ -40,7 +40,7 @@ def nli_probe(
     --instruction gives another. LLMs are not probed (the paper states no rule for one pair)."""
     from zstc.benchmark.data import data_folder_files
     from zstc.benchmark.nli_probe import find_nli_sets, probe_family, probe_options, run_probe
-    from zstc.benchmark.store import write_json
+    from zstc.runs.files import write_json
     from zstc.scorers import make_scorer
     from zstc.cli.verbosity import show_progress
 
