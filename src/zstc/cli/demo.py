@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import app
+from zstc.cli.root import app
 
 EXAMPLES: list[str] = [
     "The central bank raised interest rates by half a point to fight inflation.",

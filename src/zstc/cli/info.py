@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.cli.verbosity import quiet
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.errors import Terminated
 from zstc.cli.options import DEFAULT, SCORER_PARAMETERS, Family, Model, ScorerOptions, with_scorer_options
 from zstc.server.settings import EngineConfig, Limits, ServeSettings

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.cli.options import Hypotheses, ScorerOptions, Template, with_scorer_options
 from zstc.validation import check_hypotheses_template
 
