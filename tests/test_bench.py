@@ -428,7 +428,7 @@ def test_resume_reuses_moved_data_recomputes_changed_data_and_refuses_other_sett
     summary = Bench(config(tmp_path, tmp_path / "b", **bf16, overwrite="always"), show_progress=False).run()
     assert calls == ["financialphrasebank"]
     assert summary["model"]["precision"] == "bf16" and summary["evaluation"]["precision"] == "bf16"
-    assert ResultStore(tmp_path / "r.json").load("financialphrasebank").extra["identity"]["run"]["precision"] == "bf16"
+    assert ResultStore(tmp_path / "r.json").load("financialphrasebank").identity["run"]["precision"] == "bf16"
 
 
 def test_bench_cli_refuses_a_second_run_with_other_settings(zstc_cli, tmp_path, btzsc_dir):
@@ -465,7 +465,9 @@ def test_a_summary_whose_details_are_gone_is_not_replaced_by_other_settings(zstc
     assert json.loads(out.read_text())["evaluation"]["run_identity"]["scorer_options"]["pooling"] == "cls"
 
 
-def test_a_summary_from_before_run_identities_is_compared_on_what_it_records(tmp_path, btzsc_dir):
+def test_a_summary_that_records_no_run_identity_is_not_replaced(tmp_path, btzsc_dir):
+    """A summary of an older zstc or another tool says nothing that makes it this run's: it is kept, never silently
+    replaced, unless --overwrite always."""
     small = dict(tasks=["financialphrasebank"], max_samples=6, cache=False)
     Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
     path = tmp_path / "r.json"
@@ -473,9 +475,11 @@ def test_a_summary_from_before_run_identities_is_compared_on_what_it_records(tmp
     del content["evaluation"]["run_identity"], content["evaluation"]["run_fingerprint"]
     path.write_text(json.dumps(content))
     (tmp_path / "r.details" / "financialphrasebank.json").unlink()
-    with pytest.raises(DataError, match=r"--out .*r\.json: holds the summary of a run with other settings \(sampling"):
-        Bench(config(tmp_path, btzsc_dir, **dict(small, seed=5)), show_progress=False).run()
-    Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()  # agrees on all it records: rewritten
+    with pytest.raises(DataError, match=r"--out .*r\.json: holds the summary of a run with other settings \(its settings are "
+                                        r"not recorded\).*--overwrite always"):
+        Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
+    assert json.loads(path.read_text()) == content
+    Bench(config(tmp_path, btzsc_dir, **dict(small, overwrite="always")), show_progress=False).run()
     path.write_text('{"mine": "not a bench summary"}')
     with pytest.raises(DataError, match="not a zstc result file.*--overwrite always"):
         Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()

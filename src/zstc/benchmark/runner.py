@@ -402,13 +402,10 @@ class Bench:
         recorded = evaluation.get("run_identity")
         if isinstance(recorded, dict):
             keys = [*run_identity, *(key for key in recorded if key not in run_identity)]
-        else:  # a summary from before run identities were kept: compare what it records
-            recorded = _legacy_identity(stored)
-            keys = [key for key in run_identity if key in recorded]
-        changed = [f"{key} {recorded.get(key)!r} -> {run_identity.get(key)!r}" for key in keys
-                   if recorded.get(key) != run_identity.get(key)]
-        if not changed and not evaluation.get("run_identity"):
-            return
+            changed = [f"{key} {recorded.get(key)!r} -> {run_identity.get(key)!r}" for key in keys
+                       if recorded.get(key) != run_identity.get(key)]
+        else:  # written by an older zstc or another tool: nothing says it is this run's, so it is not replaced
+            changed = ["its settings are not recorded"]
         raise DataError(
             f"--out {path}: holds the summary of a run with other settings ({'; '.join(changed) or 'settings differ'}); "
             "write to another --out, or replace it with --overwrite always"
@@ -586,21 +583,6 @@ def run_record(results: dict[str, DatasetResult], described: dict[str, Any], sof
         git_commit=software.git_commit,
         libraries=software.libraries,
     )
-
-
-def _legacy_identity(summary: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a run identity that a summary written before run identities were kept still records."""
-    evaluation, model = summary.get("evaluation", {}), summary.get("model", {})
-    identity: dict[str, Any] = {"model": model.get("name")}
-    if evaluation.get("precision"):
-        identity["precision"] = evaluation["precision"]
-    if evaluation.get("hypotheses"):
-        identity["hypotheses"] = {"variant": evaluation["hypotheses"], "template": evaluation.get("template")}
-    if evaluation.get("sampling"):
-        identity["sampling"] = sampling_identity(evaluation["sampling"], evaluation.get("max_samples"), evaluation.get("seed"))
-    if evaluation.get("unlabelled_policy"):
-        identity["unlabelled"] = evaluation["unlabelled_policy"]
-    return identity
 
 
 def _model_revision(spec: ModelSpec) -> str | None:
