@@ -107,8 +107,8 @@ class Padding:
     """How the model's tokenizer pads a batch (its pad token, pad token type and side), done with numpy.
 
     The same tensors as ``transformers.DataCollatorWithPadding`` (``tokenizer.pad`` with ``padding="longest"``),
-    which loops over the rows in Python: on an H100 it took 60% of a MiniLM cross-encoder's scoring time (1.05 s of
-    1.76 s for 28,800 pairs in passes of 256); this takes a few percent of that. Tested equal to it.
+    which loops over the rows in Python and took most of a small cross-encoder's scoring time on a GPU
+    (docs/performance.md); this takes a few percent of that. Tested equal to it.
     """
 
     pad_id: int
@@ -323,8 +323,8 @@ def log_odds(logits: torch.Tensor, column: int) -> torch.Tensor:
 
 RECHECK_MAX_PAIRS = 16
 """Pairs per fp32 pass of a small recheck. Rechecked pairs are few and of every length, so the passes are cut
-small to keep their padding small: 82 banking77 pairs took 0.41-0.51 s in passes of 16 against 0.73-0.75 s in
-passes of 64 (MiniLM, fp32, 2-core Zen 4). A recheck of more than 16 passes' worth uses the scorer's own."""
+small to keep their padding small (docs/performance.md). A recheck of more than 16 passes' worth uses the scorer's
+own."""
 # -- the scorer ---------------------------------------------------------------------------------------------
 
 
