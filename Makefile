@@ -24,6 +24,8 @@ test: $(STAMP)
 	sh scripts/setup-system-packages.sh
 	# The package ships py.typed: its annotations are checked on every run, not only when someone remembers.
 	$(PY) -m mypy src/zstc
+	# Imports run one way down zstc's layers, with no cycles (pyproject.toml's [tool.importlinter] contracts).
+	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest -q
 
 # zstc's NLI scorer against transformers' zero-shot pipeline on 60 banking77 texts x 72 labels.

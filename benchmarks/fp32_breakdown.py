@@ -26,7 +26,7 @@ from hardware import encoder_flops, encoder_linear_weights, machine_peaks
 from options import Parser, positive_int
 from transformers import AutoModel, AutoTokenizer
 
-from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS
+from zstc.models.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS
 
 
 def batches(tokenizer: Any, texts: list[str], hypotheses: list[str], max_length: int, max_pairs: int,

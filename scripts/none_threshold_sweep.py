@@ -25,7 +25,7 @@ def main() -> None:
     from zstc.benchmark.data import load_btzsc_sample
     from zstc.multilabel import fit_thresholds, multilabel_metrics
     from zstc.policy import default_threshold, score_type_of
-    from zstc.benchmark.store import write_json
+    from zstc.runs.files import write_json
     from zstc.scorers import make_scorer
     from zstc.benchmark.tasks import stratified_sample
     from zstc.yin.unseen import label_halves

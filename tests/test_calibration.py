@@ -107,7 +107,7 @@ def test_unknown_method() -> None:
 def test_experiment_reports_record_the_datas_content(zstc_cli, tmp_path, btzsc_dir, command, extra) -> None:
     """calibrate and template-robustness recorded the data folder's path only: a file edited or replaced under the
     same name gave other numbers with the same record. The file's sha256 is now in the settings."""
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
 
     lines = (btzsc_dir / "rottentomatoes.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     data = tmp_path / "data"

@@ -28,7 +28,7 @@ from zstc.errors import OptionError, UnknownOptionError
 from zstc.models.registry import FAMILIES, ModelSpec, registered_models
 from zstc.policy import DEFAULT_THRESHOLDS, family_record
 from zstc.scorers import FAMILY_SCORERS, Family, ScoreResult, families, get_family, make_scorer, register_family
-from zstc.scorers.families import unregister_family
+from zstc.models.families import unregister_family
 from zstc.validation import Interval, Option
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

@@ -271,7 +271,7 @@ def test_each_scorer_declares_what_it_implements() -> None:
     from zstc.scorers import make_scorer
     from zstc.scorers.base import NO_CAPABILITIES, Capabilities, capabilities
     from zstc.scorers.cascade import CascadeScorer
-    from zstc.scorers.families import families
+    from zstc.models.families import families
 
     for family in families():
         cls = family.scorer_class()

@@ -368,7 +368,7 @@ def test_labels_with_one_definition_are_noted_in_bench_and_refused_by_classify(z
 def test_bench_identity_follows_the_wordnet_lookup_rules() -> None:
     """The tie and part notes are not in a dataset's hypotheses: a cached result of the old lookup would come back
     without them. The variants that read WordNet record the rules' version; the others' identity is unchanged."""
-    from zstc.benchmark.runner import hypotheses_identity
+    from zstc.runs.identity import hypotheses_identity
     from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
 
     for variant in ("definition", "both", "ensemble"):
@@ -380,7 +380,7 @@ def test_bench_identity_follows_the_wordnet_lookup_rules() -> None:
 def test_a_bf16_ensembles_identity_says_its_average_is_rechecked() -> None:
     """bf16 rechecks an ensemble's average in fp32 (not each variant alone, as results stored before did): a bf16
     ensemble's identity says so, and no other run's changes (fp32's scores, and every single variant's, are as before)."""
-    from zstc.benchmark.runner import hypotheses_identity
+    from zstc.runs.identity import hypotheses_identity
 
     assert hypotheses_identity("ensemble", None, "bf16")["bf16_recheck"] == "average"
     assert "bf16_recheck" not in hypotheses_identity("ensemble", None, "fp32")

@@ -443,7 +443,7 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
 
 def test_pass_sizes_default_by_device(nli_folder: Path) -> None:
     """64 pairs / 4,096 tokens per pass on a CPU, 1,024 / 65,536 on a GPU (see GPU_MAX_PAIRS), unless given."""
-    from zstc.scorers.families import pass_shape
+    from zstc.models.families import pass_shape
 
     scorer = make_scorer(str(nli_folder), "nli", device="cpu")
     described = scorer.describe()

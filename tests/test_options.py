@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from zstc.errors import OptionError, UnknownOptionError
-from zstc.scorers.families import SCORER_OPTIONS, families
+from zstc.models.families import SCORER_OPTIONS, families
 from zstc.server.settings import SERVE_OPTIONS, EngineConfig, Limits, ServeSettings
 from zstc.validation import (
     OPTIONS,

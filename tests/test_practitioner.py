@@ -480,7 +480,7 @@ def test_unseen_without_finetuning_writes_nothing(tmp_path) -> None:
 
 
 def test_template_robustness_table_and_json(zstc_cli, tmp_path, btzsc_dir) -> None:
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
 
     out = tmp_path / "robust.json"
     code, stdout, err = zstc_cli("template-robustness", "-m", MINILM, "--data", str(btzsc_dir), "--task", "rottentomatoes",

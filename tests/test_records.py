@@ -43,18 +43,6 @@ def test_a_dataset_result_round_trips_through_the_store(tmp_path: Path) -> None:
     assert loaded.summary().latency_p50_s == 1.0 and loaded.summary().texts_per_second == 2.0
 
 
-def test_a_details_file_with_the_old_extra_bag_still_reads(tmp_path: Path) -> None:
-    """Files written before the models kept timing, memory, checksum and scorer in ``extra``."""
-    store = ResultStore(tmp_path / "r.json")
-    store.save(result())
-    path = store.directory / "imdb.json"
-    record = json.loads(path.read_text())
-    old = {key: record.pop(key) for key in ("timing", "peak_rss_mb", "peak_cuda_mb", "data_sha256", "scorer", "source_texts")}
-    path.write_text(json.dumps({**record, "extra": old}))
-    loaded = store.load("imdb")
-    assert loaded is not None and loaded.timing is not None and loaded.timing.batch_texts == 2 and loaded.source_texts == 10
-
-
 def test_invalid_results_are_refused_on_write_and_recomputed_on_read(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="n_texts"):
         result(n_texts="many")

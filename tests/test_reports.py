@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from zstc.benchmark import provenance
+from zstc.runs import provenance
 from zstc.benchmark.runner import Bench, BenchConfig, merge_batch_notes, score_timed
 from zstc.models.registry import get_model_spec
 from zstc.reports import stats

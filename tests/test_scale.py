@@ -344,7 +344,7 @@ def test_classify_with_ray_resumes_only_on_the_device_kind_it_began_on(tmp_path,
     mixes rows whose numbers differ. The device kind the actors compute on is part of it now. Without Ray: an input
     recorded as finished on CPU actors is skipped by a CPU run, and a GPU run goes on to start Ray."""
     import zstc.scale.ray_classify as ray_classify
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
     from zstc.output import ChunkLabeller
 
     class RayStarted(Exception):
@@ -466,7 +466,7 @@ def test_classify_with_ray_writes_the_bytes_classify_writes(tmp_path, zstc_cli):
 def test_classify_with_ray_reuses_an_output_only_while_it_is_its_inputs(tmp_path, monkeypatch):
     """The manifest is keyed by input, the output named by its stem: after ``other/a.jsonl`` was run into the same
     folder, ``d/a.jsonl``'s entry still said finished, and its "output" (other/a.jsonl's rows) was reused."""
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
     from zstc.output import ChunkLabeller
     from zstc.scale import ray_classify
 

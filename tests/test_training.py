@@ -158,7 +158,7 @@ def test_bad_label_is_a_data_error(tmp_path: Path) -> None:
 def test_training_lowers_the_loss_and_saves_a_loadable_model(trained: TrainResult, tiny_backbone: Path, train_file: Path) -> None:
     from transformers import AutoModel
 
-    from zstc.benchmark.provenance import model_identity
+    from zstc.runs.provenance import model_identity
 
     out = trained.out
     losses = [entry["dev_loss"] for entry in trained.history]

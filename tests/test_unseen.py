@@ -192,7 +192,7 @@ def test_a_finished_fine_tune_is_reused_only_when_trained_as_asked(tmp_path) -> 
     """A model already in --work-dir was reused whatever it had been trained with: another --base-model,
     --max-steps or seed, or other training pairs (another sample or --hypotheses) silently gave the old model's
     numbers. It is reused only when its training record matches; otherwise the run stops, naming what differs."""
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
     from zstc.errors import DataError
     from zstc.yin.unseen import finetune_on_seen
 
@@ -221,7 +221,7 @@ def test_a_finished_fine_tune_is_reused_only_at_the_precision_and_backbone_weigh
     the backbone by the content hash the trainer records (``backbone_revision``)."""
     import shutil
 
-    from zstc.benchmark.provenance import model_identity, sha256_file
+    from zstc.runs.provenance import model_identity, sha256_file
     from zstc.yin.unseen import finetune_on_seen
 
     backbone = tmp_path / "backbone"
@@ -275,7 +275,7 @@ def test_unseen_report_records_the_fine_tuning_precision(zstc_cli, tmp_path, btz
 def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> None:
     """The unseen report recorded alpha and the negatives but not the sample sizes, seed, hypotheses, template or
     the data's content: two reports with different numbers could not say why. They are now under settings."""
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
 
     test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir)
     out = tmp_path / "unseen.json"

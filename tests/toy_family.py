@@ -14,7 +14,7 @@ import numpy as np
 
 from zstc.models.registry import ModelSpec
 from zstc.scorers import Capabilities, ScoreResult
-from zstc.scorers.families import get_family
+from zstc.models.families import get_family
 
 
 class WordShareScorer:

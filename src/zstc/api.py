@@ -30,11 +30,11 @@ from zstc.hypotheses.variants import (
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
 from zstc.multilabel import fit_thresholds
-from zstc.policy import NONE_LABEL, DecisionPolicy, argmax_decisions, check_multi_label_options, check_multilabel_names
+from zstc.policy import DecisionPolicy, argmax_decisions, check_multi_label_options, check_multilabel_names
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
-    OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option,
+    NONE_LABEL, OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option,
     check_read_apart, check_sequence, check_template, check_texts,
 )
 from zstc.probabilities import Calibration, load_calibration

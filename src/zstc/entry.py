@@ -12,20 +12,8 @@ import os
 import signal
 import sys
 from types import FrameType
-from typing import NoReturn
 
-STOPS: dict[int, tuple[str, int]] = {
-    signal.SIGINT: ("interrupted (SIGINT)", 130),
-    signal.SIGTERM: ("terminated (SIGTERM)", 143),
-}
-"""Per signal: the one line zstc prints on stderr and its exit status (128 + the signal's number)."""
-
-
-def stopped(signum: int) -> NoReturn:
-    """Exit as a command stopped by ``signum`` does, after its message."""
-    message, status = STOPS[signum]
-    print(message, file=sys.stderr)
-    sys.exit(status)
+from zstc.errors import STOPS
 
 
 def _while_starting(signum: int, frame: FrameType | None) -> None:

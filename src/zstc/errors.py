@@ -1,12 +1,16 @@
 """Errors a user can cause. The CLI prints them as one line and exits non-zero; no traceback.
 
 Everything raised for bad input derives from :class:`ZstcError`, so callers of the Python API can catch
-one type. Programming errors (bugs) are left as ordinary exceptions on purpose.
+one type. Programming errors (bugs) are left as ordinary exceptions on purpose. A signal that stops zstc
+(:data:`STOPS`) is answered in the same voice: one line and its own exit status.
 """
 
 from __future__ import annotations
 
+import signal
+import sys
 from collections.abc import Iterable
+from typing import NoReturn
 
 
 class ZstcError(Exception):
@@ -91,6 +95,20 @@ class Terminated(KeyboardInterrupt):
     """
 
     exit_code: int = 143
+
+
+STOPS: dict[int, tuple[str, int]] = {
+    signal.SIGINT: ("interrupted (SIGINT)", 130),
+    signal.SIGTERM: ("terminated (SIGTERM)", 143),
+}
+"""Per signal: the one line zstc prints on stderr and its exit status (128 + the signal's number)."""
+
+
+def stopped(signum: int) -> NoReturn:
+    """Exit as a command stopped by ``signum`` does, after its message."""
+    message, status = STOPS[signum]
+    print(message, file=sys.stderr)
+    sys.exit(status)
 
 
 def quoted(value: object, limit: int = 60) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from zstc.errors import DataError, OutputError, quoted
-from zstc.validation import blank_detail, check_encodable, check_labels, is_blank
+from zstc.validation import NONE_LABEL, blank_detail, check_encodable, check_labels, is_blank
 
 BOM = "\ufeff"
 TEMP_SUFFIX = ".tmp"
@@ -490,8 +490,6 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
     """Labelled texts for fitting multi-label thresholds: each row's text and its labels. The label column
     holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names; with ``labels``, each must be one
     of them (or ``"none"``), else a :class:`DataError` naming the file and row."""
-    from zstc.policy import NONE_LABEL
-
     texts: list[str] = []
     label_sets: list[list[str]] = []
     for row, record in read_records(path):

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.metrics import f1_score, precision_recall_fscore_support
 from sklearn.preprocessing import MultiLabelBinarizer
 
-from zstc.policy import NONE_LABEL
+from zstc.validation import NONE_LABEL
 
 
 def gold_matrix(gold: np.ndarray, n_labels: int) -> np.ndarray:

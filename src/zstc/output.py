@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from zstc.benchmark.store import write_json
 from zstc.errors import DataError
 from zstc.io import write_failed
+from zstc.runs.files import write_json
 from zstc.validation import check_choice
 
 Row = dict[str, Any]

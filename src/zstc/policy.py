@@ -21,9 +21,8 @@ from scipy.special import expit
 
 from zstc.errors import LabelError, OptionError, UnknownNameError, quoted
 from zstc.probabilities import Calibration, as_logits, default_calibration, score_scale
-from zstc.scorers.families import Family, families
-
-NONE_LABEL = "none"
+from zstc.models.families import Family, families
+from zstc.validation import NONE_LABEL
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
     "prob": 0.5,  # a probability: the label is more likely than not
@@ -34,7 +33,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 """Default threshold per score type. Score types of the families: embedding/encoder ``cosine``, NLI its
 ``score_type`` (``logodds`` by default), reranker ``logit``, yes/no reranker ``prob``. An LLM's scores are
 a distribution over the options (they sum to 1), so no fixed cut suits multi-label: give or fit one. A family's
-measured cut (:attr:`zstc.scorers.families.Family.threshold`) takes precedence for its own score type."""
+measured cut (:attr:`zstc.models.families.Family.threshold`) takes precedence for its own score type."""
 
 OWN_PROBABILITY_TEMPERATURES: dict[str, float] = {"cosine": 0.05, "logodds": 1.0, "logit": 1.0}
 """The temperature T of each label's own probability (multi-label, rerank) per score type: the probability is

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from zstc.errors import DataError, OptionError, UnknownNameError, quoted
-from zstc.scorers.families import FamilySet, FamilyTable
+from zstc.models.families import FamilySet, FamilyTable
 
 CALIBRATION_PARAMETERS: dict[str, tuple[str, ...]] = {"temperature": ("temperature",), "platt": ("slope", "intercept")}
 """Each calibration method and its parameters."""
@@ -33,7 +33,7 @@ LOGIT_SCALE: dict[str, str] = {
 
 DEFAULT_TEMPERATURES: FamilyTable[float] = FamilyTable(lambda family: family.temperature)
 """Temperature of ``--scores probs`` per family when no calibration file is given (T in softmax(s / T)): a view of
-the :class:`zstc.scorers.families.Family` records, where each value and its measurement are written."""
+the :class:`zstc.models.families.Family` records, where each value and its measurement are written."""
 
 DISTRIBUTION_FAMILIES: FamilySet = FamilySet(lambda family: family.distribution)
 """Families whose scores are a distribution over the labels (the LLM's options), read as logits by their log."""

@@ -205,6 +205,11 @@ def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: st
     return list(values)
 
 
+NONE_LABEL = "none"
+"""What multi-label classification predicts for a text no label applies to, so no label may be called it (a file of
+labelled texts for fitting thresholds writes it for such a text)."""
+
+
 def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False,
                  allow_repeats: bool = False) -> list[str]:
     """Return the labels as a list of stripped strings, or raise :class:`LabelError`.
@@ -457,7 +462,7 @@ OPTIONS: dict[str, Option] = {
     "gpus_per_model": RESERVED,
     "max_retries": Option(int, constraint=Interval(0)),
 }
-"""zstc's options that are not one scorer family's (those are :data:`zstc.scorers.families.SCORER_OPTIONS`), by
+"""zstc's options that are not one scorer family's (those are :data:`zstc.models.families.SCORER_OPTIONS`), by
 parameter name. A command checks its options with :func:`check_options` before loading anything; a command whose
 option is narrower passes its own (``OPTIONS["max_samples"].but(constraint=Interval(3))``)."""
 
@@ -467,20 +472,6 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     a did-you-mean hint): one message for every option that names one of a few things."""
     checked: str = Option(str, constraint=Choices(tuple(choices))).check(name, value)
     return checked
-
-
-def check_sampling(sampling: str, max_samples: int | None) -> str:
-    """``sampling`` if it is a sampling method and ``max_samples`` can be drawn by it, else :class:`OptionError`
-    naming the parameter: the paper's and the harness's draws keep texts 0 and 1 of every dataset, so they cannot
-    draw fewer than two (every command with ``--sampling``, before any work)."""
-    from zstc.benchmark.tasks import HARNESS_DRAWS, PAPER_FIXED_TEXTS, SAMPLING_METHODS
-
-    check_choice("sampling", sampling, SAMPLING_METHODS)
-    if sampling in HARNESS_DRAWS and max_samples is not None and max_samples < PAPER_FIXED_TEXTS:
-        raise OptionError(f"max_samples must be >= {PAPER_FIXED_TEXTS} with sampling {sampling}, got {max_samples}: the "
-                          f"{sampling}'s draw keeps texts 0 and 1 of every dataset",
-                          "max_samples", "sampling")
-    return sampling
 
 
 def check_options(values: Mapping[str, Any], options: Mapping[str, Option] | None = None, *,

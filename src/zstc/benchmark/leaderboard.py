@@ -26,11 +26,12 @@ from pydantic_core import ErrorDetails
 from zstc import __version__
 from zstc.benchmark.catalog import FAMILY_ORDER, catalog
 from zstc.errors import DataError, UnknownNameError
-from zstc.scorers.families import FamilyTable
+from zstc.models.families import FamilyTable
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
 from zstc.benchmark.records import SCHEMAS, Metric, integral
-from zstc.benchmark.store import SCHEMA_VERSION, write_json
+from zstc.benchmark.store import SCHEMA_VERSION
 from zstc.io import read_json
+from zstc.runs.files import write_json
 
 PUBLIC_MODEL_TYPES: FamilyTable[str] = FamilyTable(lambda family: family.model_type)
 """zstc model family -> the leaderboard's ``model_type`` (a view of the ``Family`` records: base encoders

@@ -37,7 +37,7 @@ from zstc.scorers.base import PairScorer, Scorer
 from zstc.validation import Choices, Option
 
 if TYPE_CHECKING:
-    from zstc.scorers.families import Family
+    from zstc.models.families import Family
 
 PAPER_COLUMNS: tuple[str, ...] = ("anli_r1", "anli_r2", "anli_r3", "fevernli", "lingnli", "mnli_m", "mnli_mm", "wanli")
 """The NLI sets of the paper's ``roc_scores.csv``, in its column order."""
@@ -158,7 +158,7 @@ def _not_probed(model: str, family: str) -> ModelError:
 def probe_families() -> list[str]:
     """The registered families the probe takes: those whose scorer scores aligned pairs (not the cascade's
     :data:`~zstc.scorers.cascade.PAIR_FAMILIES`, whose grids may be flattened into pairs)."""
-    from zstc.scorers.families import families
+    from zstc.models.families import families
 
     return [family.name for family in families() if _scores_pairs(family)]
 
@@ -173,7 +173,7 @@ def probe_options(family: str, options: Mapping[str, Any], query: str | None = N
     an instruction and a <Query> (yes/no rerankers) the paper's NLI instruction unless ``options`` give one, and
     ``query`` (:data:`QUERY_SIDES`, default ``hypothesis``) as the scorer's ``query`` option. Other families read
     premise and hypothesis in fixed places, so ``query`` for them is an error naming it."""
-    from zstc.scorers.families import get_family
+    from zstc.models.families import get_family
     from zstc.scorers.prompts import YESNO_NLI_INSTRUCTION
 
     taken = get_family(family).options
@@ -203,7 +203,7 @@ def probe_family(model: str, family: str | None = None) -> str:
     ``nli``, the family the probe is for (elsewhere an unknown model without a family is an error). A family
     whose scorer cannot score pairs (an LLM, :data:`NO_PROBE_RULE`) is refused here, before its model loads."""
     from zstc.models.registry import get_model_spec
-    from zstc.scorers.families import get_family
+    from zstc.models.families import get_family
 
     if family is None:
         try:

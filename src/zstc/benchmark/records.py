@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"
@@ -146,14 +146,6 @@ class DatasetResult(BaseModel):
 
     ARRAYS: ClassVar[tuple[str, ...]] = ("scores", "gold", "predicted", "source_index")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _lift_extra(cls, data: Any) -> Any:
-        """Files written before these models kept timing, memory, data checksum and scorer in an ``extra`` bag."""
-        if isinstance(data, dict) and isinstance(data.get("extra"), dict):  # the keys of _EXTRA_FIELDS
-            data = {**{k: v for k, v in data.items() if k != "extra"}, **data["extra"]}
-        return data
-
     def summary(self) -> DatasetRow:
         """This dataset's row in the run summary."""
         return DatasetRow(
@@ -169,11 +161,6 @@ class DatasetResult(BaseModel):
         )
 
     @property
-    def extra(self) -> dict[str, Any]:
-        """The fields files before these models kept in an ``extra`` bag, as that bag (read-only)."""
-        return self.model_dump(mode="json", include=set(_EXTRA_FIELDS), exclude_none=True)
-
-    @property
     def batch_latencies(self) -> list[float]:
         """Seconds per timed scorer call (empty for results stored before timing was recorded)."""
         return list(self.timing.batch_latencies_s) if self.timing is not None else []
@@ -187,7 +174,6 @@ class DatasetResult(BaseModel):
         return self.model_dump(mode="json")
 
 
-_EXTRA_FIELDS = ("timing", "peak_rss_mb", "peak_cuda_mb", "data_sha256", "scorer", "source_texts", "run_fingerprint", "identity")
 
 
 # -- the run summary -----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Layout (MTEB-like, one folder per model and revision)::
 
 ``<model>`` is the model id with ``/`` as ``__`` (``sentence-transformers__all-MiniLM-L6-v2``);
 ``<revision>`` the hub commit, or ``no_revision_available`` (a local folder or a PyPI-shipped model).
-The fingerprint is :func:`zstc.benchmark.store.fingerprint` of the bench settings, so any setting that
+The fingerprint is :func:`zstc.runs.identity.fingerprint` of the bench settings, so any setting that
 changes a number changes the entry. ``bench`` and ``sweep`` read an entry instead of recomputing it;
 ``report`` finds per-text details there when a run's own details folder is gone.
 
@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from zstc.benchmark.store import DatasetResult, write_json
+from zstc.benchmark.store import DatasetResult
 from zstc.defaults import cache_root
 from zstc.io import atomic_write
+from zstc.runs.files import write_json
 
 NO_REVISION = "no_revision_available"
 """MTEB's name for a model without a known revision."""

@@ -24,14 +24,14 @@ from zstc.benchmark.catalog import catalog
 from zstc.policy import argmax_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
-from zstc.validation import check_choice, check_hypotheses_template, check_sampling
-from zstc.hypotheses.wordnet import WORDNET_LOOKUP_VERSION
+from zstc.validation import check_choice, check_hypotheses_template
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
-from zstc.benchmark.provenance import file_sha256, git_commit, library_versions, model_identity, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
+from zstc.runs.identity import data_sha256, fingerprint, hypotheses_identity, sampling_identity, weights_identity
+from zstc.runs.provenance import git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
 from zstc.benchmark.records import (
     Aggregate,
     DatasetResult,
@@ -46,12 +46,12 @@ from zstc.benchmark.records import (
     Timing,
     percentile,
 )
-from zstc.benchmark.store import DamagedResult, ResultStore, fingerprint, load_summary, save_summary
+from zstc.benchmark.store import DamagedResult, ResultStore, load_summary, save_summary
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, merge_batch_notes
 from zstc.scorers.batching import length_batches
 from zstc.scorers.runtime import resolve_device, resolved_options
-from zstc.benchmark.tasks import HARNESS_DRAWS, Task, paper_scores_whole
+from zstc.benchmark.tasks import HARNESS_DRAWS, Task, check_sampling, paper_scores_whole
 
 HypothesisProvider = Callable[[Task], Sequence[str]]
 """Turns a task into the label descriptions it is scored with (default: ``config.hypotheses``, see
@@ -114,39 +114,7 @@ class BenchConfig:
         }
 
 
-def hypotheses_identity(variant: str, template: str | None, precision: str = "fp32") -> dict[str, Any]:
-    """What a run records of its hypotheses: the variant and template, and for the variants that read WordNet
-    the lookup rules' version (:data:`zstc.hypotheses.wordnet.WORDNET_LOOKUP_VERSION`): its notes (labels tied
-    or defined in part) are not in a dataset's hypotheses, so a result of older rules would be reused without them.
-    A bf16 ensemble also records that its average is what bf16 rechecks in fp32
-    (:func:`zstc.hypotheses.variants.average_rechecked`): results stored before rechecked each variant alone, and
-    decided otherwise where the average is a near tie (fp32's and every other variant's identity are unchanged)."""
-    identity: dict[str, Any] = {"variant": variant, "template": template}
-    if variant in ("definition", "both", "ensemble"):
-        identity["wordnet_lookup"] = WORDNET_LOOKUP_VERSION
-    if variant == "ensemble" and precision == "bf16":
-        identity["bf16_recheck"] = "average"
-    return identity
-
-
-def sampling_identity(method: str, max_samples: int | None, seed: int | None) -> dict[str, Any]:
-    """What a run's sampling settings record: only what can change which texts are scored. Without
-    ``max_samples`` every text is scored whatever ``--sampling`` and ``--seed`` say, so such a run records the
-    defaults (the record the default command always wrote, which results stored before keep matching): a
-    ``--seed 3`` on full data was otherwise a run of other settings, refused beside the default's results and
-    cached apart from them. The paper's and the harness's draws have no seed."""
-    if max_samples is None:
-        return {"method": "stratified", "max_samples": None, "seed": 0}
-    return {"method": method, "max_samples": max_samples, "seed": seed if method == "stratified" else None}
-
-
 OVERWRITE_STRATEGIES: tuple[str, ...] = ("only-missing", "always", "never")
-
-
-def data_sha256(task: Task) -> str | None:
-    """The sha256 of the data ``task`` was read from: its file's, or the hub rows' (see ``Task.content_sha256``);
-    None for a task built in memory."""
-    return task.content_sha256 or (file_sha256(task.source) if task.source else None)
 
 
 def dataset_identity(task: Task, descriptions: Sequence[str]) -> dict[str, Any]:
@@ -432,13 +400,10 @@ class Bench:
         recorded = evaluation.get("run_identity")
         if isinstance(recorded, dict):
             keys = [*run_identity, *(key for key in recorded if key not in run_identity)]
-        else:  # a summary from before run identities were kept: compare what it records
-            recorded = _legacy_identity(stored)
-            keys = [key for key in run_identity if key in recorded]
-        changed = [f"{key} {recorded.get(key)!r} -> {run_identity.get(key)!r}" for key in keys
-                   if recorded.get(key) != run_identity.get(key)]
-        if not changed and not evaluation.get("run_identity"):
-            return
+            changed = [f"{key} {recorded.get(key)!r} -> {run_identity.get(key)!r}" for key in keys
+                       if recorded.get(key) != run_identity.get(key)]
+        else:  # written by an older zstc or another tool: nothing says it is this run's, so it is not replaced
+            changed = ["its settings are not recorded"]
         raise DataError(
             f"--out {path}: holds the summary of a run with other settings ({'; '.join(changed) or 'settings differ'}); "
             "write to another --out, or replace it with --overwrite always"
@@ -609,45 +574,8 @@ def run_record(results: dict[str, DatasetResult], described: dict[str, Any], sof
     )
 
 
-def _legacy_identity(summary: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a run identity that a summary written before run identities were kept still records."""
-    evaluation, model = summary.get("evaluation", {}), summary.get("model", {})
-    identity: dict[str, Any] = {"model": model.get("name")}
-    if evaluation.get("precision"):
-        identity["precision"] = evaluation["precision"]
-    if evaluation.get("hypotheses"):
-        identity["hypotheses"] = {"variant": evaluation["hypotheses"], "template": evaluation.get("template")}
-    if evaluation.get("sampling"):
-        identity["sampling"] = sampling_identity(evaluation["sampling"], evaluation.get("max_samples"), evaluation.get("seed"))
-    if evaluation.get("unlabelled_policy"):
-        identity["unlabelled"] = evaluation["unlabelled_policy"]
-    return identity
-
-
 def _model_revision(spec: ModelSpec) -> str | None:
     try:
         return model_revision(model_source(spec))
     except ZstcError:
         return None
-
-
-def model_weights_identity(spec: ModelSpec) -> str | None:
-    """The weights ``spec`` loads: the hub revision, or a content hash of a local folder or packaged checkpoint
-    (see :func:`model_identity`, files hashed once and cached); None where neither is knowable."""
-    try:
-        return model_identity(model_source(spec))
-    except ZstcError:
-        return None
-
-
-def weights_identity(spec: ModelSpec, shortlist: Any = None) -> dict[str, str | None]:
-    """What pins every weight a run computes with: the model's (``model_revision``) and, behind a ``shortlist``
-    (``K`` or ``MODEL:K``), the shortlister's (``shortlist_revision``: a folder retrained in place keeps its name,
-    and its shortlists decide which labels the model scores). None where the weights' revision is not knowable."""
-    from zstc.scorers.cascade import parse_shortlist
-
-    identity = {"model_revision": model_weights_identity(spec)}
-    shortlister = parse_shortlist(shortlist)
-    if shortlister is not None:
-        identity["shortlist_revision"] = model_weights_identity(get_model_spec(shortlister.model))
-    return identity

@@ -14,8 +14,6 @@ fingerprint, so stale parts are never reused).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import zipfile
 import zlib
@@ -29,24 +27,11 @@ from zstc.benchmark.metrics import METRICS, dataset_metrics
 from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
 from zstc.policy import argmax_decisions
 from zstc.errors import DataError
-from zstc.io import atomic_write, read_json, remove_orphan_temps, umask_mode  # noqa: F401  (umask_mode: kept importable from here)
+from zstc.io import atomic_write, read_json, remove_orphan_temps
+from zstc.runs.files import write_json
 
-__all__ = ["SCHEMA_VERSION", "DamagedResult", "DatasetResult", "ResultStore", "RunSummary", "fingerprint", "load_summary",
-           "percentile", "save_summary", "write_json"]
-
-
-def fingerprint(settings: dict[str, Any]) -> str:
-    """A short stable hash of the settings that determine a dataset's numbers."""
-    canonical = json.dumps(settings, sort_keys=True, default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def write_json(path: Path, content: Any) -> None:
-    """``content`` as indented UTF-8 JSON, written atomically (see :func:`zstc.io.atomic_write`); missing folders
-    are created (a user's --out was checked up front by :func:`zstc.io.check_output_path`)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(Path(path)) as handle:
-        handle.write(json.dumps(content, indent=2, ensure_ascii=False) + "\n")
+__all__ = ["SCHEMA_VERSION", "DamagedResult", "DatasetResult", "ResultStore", "RunSummary", "load_summary", "percentile",
+           "save_summary"]
 
 
 class ResultStore:

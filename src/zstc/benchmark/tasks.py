@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
 
 from zstc.errors import OptionError, UnknownNameError
+from zstc.validation import check_choice
 
 NO_HYPOTHESIS = -1
 """Gold index of a text whose class has no hypothesis among the candidates (banking77, massive)."""
@@ -178,7 +178,7 @@ def harness_sample(task: Task, max_samples: int | None) -> Task:
     """
     if max_samples is None or max_samples >= len(task):
         return task
-    if max_samples < PAPER_FIXED_TEXTS:  # checked before any work by zstc.validation.check_sampling
+    if max_samples < PAPER_FIXED_TEXTS:  # checked before any work by check_sampling
         raise OptionError(f"max_samples must be >= {PAPER_FIXED_TEXTS}, got {max_samples}: the harness's draw keeps texts 0 and 1",
                           "max_samples")
     drawn = random.Random(0).sample(range(PAPER_FIXED_TEXTS, len(task)), max_samples - PAPER_FIXED_TEXTS)
@@ -205,3 +205,15 @@ def sample_task(task: Task, method: str, max_samples: int | None, seed: int = 0)
     if method == "harness":
         return harness_sample(task, max_samples)
     raise UnknownNameError(f"unknown sampling {method!r}; expected one of {', '.join(SAMPLING_METHODS)}")
+
+
+def check_sampling(sampling: str, max_samples: int | None) -> str:
+    """``sampling`` if it is a sampling method and ``max_samples`` can be drawn by it, else :class:`OptionError`
+    naming the parameter: the paper's and the harness's draws keep texts 0 and 1 of every dataset, so they cannot
+    draw fewer than two (every command with ``--sampling``, before any work)."""
+    check_choice("sampling", sampling, SAMPLING_METHODS)
+    if sampling in HARNESS_DRAWS and max_samples is not None and max_samples < PAPER_FIXED_TEXTS:
+        raise OptionError(f"max_samples must be >= {PAPER_FIXED_TEXTS} with sampling {sampling}, got {max_samples}: the "
+                          f"{sampling}'s draw keeps texts 0 and 1 of every dataset",
+                          "max_samples", "sampling")
+    return sampling

@@ -12,68 +12,15 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
-from zstc.entry import stopped
-from zstc.errors import Terminated, ZstcError
-
-
-class CommandGroup(TyperGroup):
-    """zstc's command groups (``zstc``, ``zstc cache``). A value missing after an option (``zstc classify f
-    --labels``) is refused by click's option parser, which raises it with no context, so its line named ``zstc
-    --help``: it gets its command's context, so that it names ``zstc classify --help`` (``python -m zstc classify
-    --help`` under ``python -m``) as every other usage error does."""
-
-    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # typer's own Context, as typer passes
-        try:
-            return super().invoke(ctx)
-        except typer.TyperException as error:
-            name = ctx.invoked_subcommand  # set once the command is known, before its options are parsed
-            command = self.get_command(ctx, name) if name is not None else None
-            if command is not None and hasattr(error, "ctx") and error.ctx is None:
-                error.ctx = type(ctx)(command, info_name=name, parent=ctx)
-            raise
+from zstc.cli.root import app
+from zstc.errors import Terminated, ZstcError, stopped
 
 
-app = typer.Typer(
-    cls=CommandGroup,
-    name="zstc",
-    help="Zero-shot text classification with NLI cross-encoders, embedding models, rerankers and LLMs; "
-    "and the BTZSC benchmark.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-
-
-
-def _version(value: bool) -> None:
-    if value:
-        from zstc import __version__
-
-        print(f"zstc {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def root(
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors: no progress bars, notes or summaries.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Let the model libraries print their own logs and progress bars too.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print zstc's version and exit.")] = False,
-) -> None:
-    """Options for every command; they go before the command: `zstc --quiet classify ...`."""
-    from zstc.cli.verbosity import configure
-
-    configure(quiet=quiet, verbose=verbose)
-
-
-# Command modules: importing one registers its commands. Heavy imports stay inside the commands.
-from zstc.cli import (  # noqa: E402,F401
-    bench, cache, classify, demo, experiments, info, probe, pull, report, serve, sweep, train,
-)
+# Command modules: importing one registers its commands on app. Heavy imports stay inside the commands.
+from zstc.cli import bench, cache, classify, demo, experiments, info, probe, pull, report, serve, sweep, train  # noqa: F401
 
 
 _signals: list[int] = []

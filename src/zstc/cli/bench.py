@@ -9,13 +9,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.cli.options import (
     BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionFp32, PromptStyle,
     RecheckMargin, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
 )
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
-from zstc.cli.pull import DataOption, data_location
+from zstc.cli.options import DataOption, data_location
 
 console = Console(stderr=True)
 

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import CommandGroup, app
+from zstc.cli.root import CommandGroup, app
 
 cache_app = typer.Typer(cls=CommandGroup, help="The shared result cache ($ZSTC_CACHE/results): what bench and sweep reuse.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.errors import DataError
 from zstc.io import TEXT_SUFFIXES, suffix_list, unsupported_type
 from zstc.cli.options import (
     DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionAuto,
     PromptStyle, RecheckMargin, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
 )
-from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold
+from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold, split_labels
 from zstc.cli.verbosity import note
 
 if TYPE_CHECKING:
@@ -68,22 +68,21 @@ def classify(
     from zstc.cli.verbosity import show_progress
     from zstc.defaults import DEFAULT_TEMPLATE
     from zstc.errors import LabelError
-    from zstc.benchmark.runner import weights_identity
+    from zstc.runs.identity import fingerprint, weights_identity
     from zstc.scorers.base import merge_batch_notes
-    from zstc.benchmark.store import fingerprint
     from zstc.errors import UnknownNameError
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
     from zstc.policy import check_multi_label_options, default_rule_applies, parse_label_thresholds
     from zstc.models.registry import get_model_spec
     from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
-    from zstc.scorers.families import get_family
+    from zstc.models.families import get_family
     from zstc.scale.planner import ENGINES
     from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options, is_blank
 
     if (labels is None) == (labels_file is None):
         raise LabelError("give the labels with exactly one of --labels or --labels-file")
     if labels is not None:
-        names = check_labels(_split_labels(labels) if not is_blank(labels) else [], allow_single=multi_label)
+        names = check_labels(split_labels(labels) if not is_blank(labels) else [], allow_single=multi_label)
         given = names
     else:
         mapping = read_label_descriptions(labels_file, allow_single=multi_label)  # type: ignore[arg-type]  # set: exactly one of the two is given
@@ -207,7 +206,7 @@ def _identity(input_sha256: str | None, classifier: Any, labeller: Any, spec: An
     are the same run, and resume. The precision and the device as resolved on this machine (never "auto") are
     readable in the marker too: a resume where auto means the other precision, or another device (a GPU that was
     busy or hidden, another GPU model), starts over instead of mixing rows whose numbers differ."""
-    from zstc.benchmark.store import fingerprint
+    from zstc.runs.identity import fingerprint
 
     scorer = classifier.scorer
     given = getattr(scorer, "options", None)  # a plugin family's scorer may keep none: then the options as given
@@ -268,19 +267,6 @@ def _calibration_for(path: Path, *, multi_label: bool, scores: str | None, margi
         raise OptionError("--calibration changes single-label probabilities only, and --scores raw writes the model's "
                           "own scores: drop one of them")
     return calibration
-
-
-def _split_labels(value: str) -> list[str]:
-    """``--labels``: comma-separated, a label holding a comma in double quotes (``'"Food, drink",Travel'``), as
-    in a CSV row; a plain split made ``"Food`` and ``drink"`` two labels."""
-    import csv
-
-    from zstc.errors import LabelError
-
-    try:
-        return next(csv.reader([value], skipinitialspace=True, strict=True))
-    except csv.Error as error:
-        raise LabelError(f"--labels {value!r}: {error} (quote a label that holds a comma: '\"a, b\",c')") from None
 
 
 def _kept_columns(value: str) -> list[str] | None:

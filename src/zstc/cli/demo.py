@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import app
+from zstc.cli.root import app
 
 if TYPE_CHECKING:
     from zstc.benchmark.catalog import DataSource
@@ -53,7 +53,7 @@ def demo(
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import available_tasks, resolve_task_names, sample_dir
     from zstc.cli.bench import print_summary
-    from zstc.cli.pull import announce
+    from zstc.cli.options import announce
     from zstc.cli.verbosity import note
     from zstc.io import check_output_path
     from zstc.validation import check_options

@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import app
-from zstc.cli.pull import data_location
+from zstc.cli.root import app
+from zstc.cli.options import data_location
 from zstc.cli.options import (
     BatchSize, Bf16, Device, EntailmentIndex, Family, Hypotheses, MaxLength, Model, Pooling, PrecisionFp32,
     PromptStyle, RecheckMargin, ScoreType, ScorerOptions, Template,
@@ -65,7 +65,7 @@ def _check_before_work(task: str, out: Path | None, data: str, options: dict[str
 
 
 def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
-    from zstc.benchmark.store import write_json
+    from zstc.runs.files import write_json
 
     # The scorer's facts (precision and device among them): the same numbers need the same settings.
     report.setdefault("scorer", scorer.describe())
@@ -92,7 +92,7 @@ def template_robustness(
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
-    from zstc.benchmark.runner import data_sha256
+    from zstc.runs.identity import data_sha256
     from zstc.hypotheses.variants import ENSEMBLE_MEMBERS
     from zstc.validation import check_choice, check_distinct, check_template
     from zstc.yin.robustness import DEFAULT_ROBUSTNESS_TEMPLATES, template_robustness as measure
@@ -159,7 +159,7 @@ def calibrate(
     from zstc.yin.calibration import calibrate as fit_and_report
     from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses
     from zstc.policy import score_type_of
-    from zstc.benchmark.runner import data_sha256
+    from zstc.runs.identity import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
     from zstc.validation import OPTIONS, Choices, Interval, Option, check_template
@@ -242,7 +242,7 @@ def unseen(
     """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.data import HUB_DATASET, data_folder_files, load_btzsc_task
-    from zstc.benchmark.runner import data_sha256
+    from zstc.runs.identity import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.cli.verbosity import say, show_progress
     from zstc.errors import OptionError

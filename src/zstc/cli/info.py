@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from zstc.cli import CommandGroup, app
+from zstc.cli.root import CommandGroup, app
 from zstc.cli.options import Family as FamilyOption
 from zstc.cli.options import (
     EntailmentIndex, Instruction, MaxLength, Pooling, PromptStyle, ScorerOptions, ScoreType, TrustRemoteCode, cli_message,
@@ -132,10 +132,10 @@ def check(
     prefixes or instruction, score rule, entailment index, max length, the input for a sample text and label, and
     anything it cannot handle (then the exit status is 1)."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
-    from zstc.cli.classify import _split_labels
+    from zstc.cli.options import split_labels
     from zstc.scorers.check import check_model
 
-    report = check_model(model, family, text=text, labels=_split_labels(labels), **scoring.kwargs())
+    report = check_model(model, family, text=text, labels=split_labels(labels), **scoring.kwargs())
     print(report.model)
     width = max(len(name) for name, _ in report.facts)
     for name, value in report.facts:
@@ -161,11 +161,12 @@ def dataset_similarity(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
     from zstc.benchmark.similarity import check_dataset_count, dataset_similarity as compute
-    from zstc.cli.pull import data_location
+    from zstc.benchmark.tasks import check_sampling
+    from zstc.cli.options import data_location
     from zstc.errors import OptionError
     from zstc.io import check_output_path
     from zstc.reports.figures import FIGURE_FORMATS
-    from zstc.validation import check_options, check_sampling
+    from zstc.validation import check_options
 
     check_options({"max_samples": max_samples, "seed": seed})
     check_sampling(sampling, max_samples)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from zstc.defaults import DEFAULT_MODEL
 from zstc.errors import ZstcError
-from zstc.scorers.families import AUTO_PRECISION, SCORER_OPTIONS, FamilyNames  # no torch: start-up stays fast
+from zstc.models.families import AUTO_PRECISION, SCORER_OPTIONS, FamilyNames  # no torch: start-up stays fast
 from zstc.validation import OPTIONS, Option
+
+if TYPE_CHECKING:
+    from zstc.benchmark.catalog import DataSource
 
 
 def typer_option(option: Option) -> Any:
@@ -78,7 +82,7 @@ def requested_precision(precision: str | None, bf16: bool | None, default: str) 
 
 def scorer_options(**given: Any) -> dict[str, Any]:
     """The scorer keyword arguments the user actually set (unset options take the family's defaults), checked
-    against :data:`~zstc.scorers.families.SCORER_OPTIONS` before any model loads, with ``precision`` (when given)
+    against :data:`~zstc.models.families.SCORER_OPTIONS` before any model loads, with ``precision`` (when given)
     resolved to fp32 or bf16 for the device: once per run, here. A ``shortlist`` is recorded in its canonical
     ``MODEL:K`` form, so ``8`` and ``all-MiniLM-L6-v2:8`` are one setting (one fingerprint)."""
     from zstc.scorers.runtime import resolved_options
@@ -124,7 +128,7 @@ SCORER_FLAGS: tuple[str, ...] = (
     "pooling", "score_type", "entailment_index", "prompt_style", "batch_size", "precision", "bf16", "device",
     "max_length", "recheck_margin", "trust_remote_code", "instruction", "shortlist",
 )
-"""The scorer options that have a flag (each declared in :data:`~zstc.scorers.families.SCORER_OPTIONS`, ``bf16``
+"""The scorer options that have a flag (each declared in :data:`~zstc.models.families.SCORER_OPTIONS`, ``bf16``
 here), in ``--help``'s order: the parameters :meth:`ScorerOptions.of` gathers. Not ``query``, a yes/no scorer's
 option without a flag: nli-probe's ``--query`` is the probe's own (which side of a pair), not the scorer's."""
 
@@ -158,3 +162,48 @@ class ScorerOptions:
         given = {name: value for name, value in self.given.items()
                  if name not in ("precision", "bf16") and (only is None or name in only)}
         return scorer_options(**{**given, **override, "precision": self.precision})
+
+
+# -- shared by several commands: labels on the command line, and where the benchmark data comes from -----------
+
+def split_labels(value: str) -> list[str]:
+    """``--labels``: comma-separated, a label holding a comma in double quotes (``'"Food, drink",Travel'``), as
+    in a CSV row; a plain split made ``"Food`` and ``drink"`` two labels."""
+    import csv
+
+    from zstc.errors import LabelError
+
+    try:
+        return next(csv.reader([value], skipinitialspace=True, strict=True))
+    except csv.Error as error:
+        raise LabelError(f"--labels {value!r}: {error} (quote a label that holds a comma: '\"a, b\",c')") from None
+
+
+DataOption = Annotated[
+    Optional[str],
+    typer.Option(
+        help="A directory of dataset files (grouped or paired layout), 'hub' for btzsc/btzsc, or 'sample' (the "
+        "packaged sample, not the paper's protocol); default: $ZSTC_DATA, else what `zstc data pull` stored, else "
+        "shared/data/btzsc."
+    ),
+]
+"""``--data`` of the benchmark commands; where it is left out, :func:`zstc.benchmark.catalog.data_source` decides."""
+
+
+def data_location(data: str | Path | None) -> str:
+    """Where a command reads BTZSC datasets from (``--data``, else the rule's next step), said by :func:`announce`;
+    a :class:`zstc.errors.DataError` saying how to get data when nothing is found."""
+    from zstc.benchmark.catalog import require_data_source
+
+    source = require_data_source(data)
+    announce(source)
+    return source.location
+
+
+def announce(source: DataSource) -> None:
+    """Say where the data comes from in one line on stderr, unless it is the folder ``--data`` named (the user said
+    it already, and an error after it stays one line)."""
+    from zstc.cli.verbosity import say
+
+    if source.origin != "--data":
+        say(source.line())

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.cli.options import (
     BatchSize,
     Bf16,
@@ -53,16 +53,11 @@ def nli_probe(
     --instruction gives another. LLMs are not probed (the paper states no rule for one pair)."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.data import data_folder_files
-    from zstc.benchmark.nli_probe import (
-        find_nli_sets,
-        probe_family,
-        probe_options,
-        run_probe,
-    )
-    from zstc.benchmark.store import write_json
+    from zstc.benchmark.nli_probe import find_nli_sets, probe_family, probe_options, run_probe
+    from zstc.runs.files import write_json
+    from zstc.scorers import make_scorer
     from zstc.cli.verbosity import show_progress
     from zstc.io import check_output_path
-    from zstc.scorers import make_scorer
     from zstc.validation import check_options
 
     check_options({"seed": seed})
@@ -138,7 +133,7 @@ def print_probe(summary: dict[str, Any]) -> None:
 def _family_score_type(family: str | None) -> str:
     """What a family's scores are, for a model whose description has no ``score_type`` of its own."""
     from zstc.errors import UnknownNameError
-    from zstc.scorers.families import get_family
+    from zstc.models.families import get_family
 
     try:
         return get_family(family or "").score_type or "score"

@@ -1,18 +1,12 @@
-"""``zstc data pull``: the BTZSC datasets downloaded once from the hub, checked, and kept for offline runs; and the
-one line every benchmark command says about where its data comes from (the rule is
-:func:`zstc.benchmark.catalog.data_source`'s)."""
+"""``zstc data pull``: the BTZSC datasets downloaded once from the hub, checked, and kept for offline runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from zstc.cli import CommandGroup, app
-
-if TYPE_CHECKING:
-    from zstc.benchmark.catalog import DataSource
+from zstc.cli.root import CommandGroup, app
 
 data_app = typer.Typer(
     cls=CommandGroup,
@@ -20,36 +14,6 @@ data_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(data_app, name="data")
-
-
-DataOption = Annotated[
-    Optional[str],
-    typer.Option(
-        help="A directory of dataset files (grouped or paired layout), 'hub' for btzsc/btzsc, or 'sample' (the "
-        "packaged sample, not the paper's protocol); default: $ZSTC_DATA, else what `zstc data pull` stored, else "
-        "shared/data/btzsc."
-    ),
-]
-"""``--data`` of the benchmark commands; where it is left out, :func:`zstc.benchmark.catalog.data_source` decides."""
-
-
-def data_location(data: str | Path | None) -> str:
-    """Where a command reads BTZSC datasets from (``--data``, else the rule's next step), said by :func:`announce`;
-    a :class:`zstc.errors.DataError` saying how to get data when nothing is found."""
-    from zstc.benchmark.catalog import require_data_source
-
-    source = require_data_source(data)
-    announce(source)
-    return source.location
-
-
-def announce(source: DataSource) -> None:
-    """Say where the data comes from in one line on stderr, unless it is the folder ``--data`` named (the user said
-    it already, and an error after it stays one line)."""
-    from zstc.cli.verbosity import say
-
-    if source.origin != "--data":
-        say(source.line())
 
 
 @data_app.command("pull")

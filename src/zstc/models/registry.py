@@ -16,10 +16,10 @@ from typing import Any
 
 from zstc.errors import ModelError, OptionError, did_you_mean
 from zstc.models import offline
-from zstc.scorers.families import FamilyNames, get_family
+from zstc.models.families import FamilyNames, get_family
 
 FAMILIES: FamilyNames = FamilyNames()
-"""Model family names, read live from the :class:`zstc.scorers.families.Family` records: embedding models,
+"""Model family names, read live from the :class:`zstc.models.families.Family` records: embedding models,
 base encoders ([CLS] cosine), NLI cross-encoders, cross-encoder rerankers, generative yes/no rerankers,
 instruction-tuned LLMs, and any family registered since."""
 

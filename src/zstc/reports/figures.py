@@ -21,7 +21,7 @@ import numpy as np
 from zstc.io import atomic_write
 from zstc.errors import ZstcError
 from zstc.models.registry import FAMILIES
-from zstc.scorers.families import FamilyTable
+from zstc.models.families import FamilyTable
 from zstc.reports.rows import ModelRow
 from zstc.benchmark.similarity import DatasetSimilarity
 

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from zstc import errors
-from zstc.benchmark.provenance import sha256_file
-from zstc.benchmark.store import write_json
 from zstc.errors import DataError, OptionError, OutputError, ZstcError
 from zstc.io import read_records, same_file
 from zstc.output import ChunkLabeller, ResumableWriter
+from zstc.runs.files import write_json
+from zstc.runs.provenance import sha256_file
 from zstc.scale import connect_ray, require_ray
 from zstc.validation import check_options
 

@@ -1,7 +1,7 @@
 """Scorers, one module per model family, looked up by family name.
 
 Adding a family is one new scorer module plus one ``register_family(Family(...))`` entry (see
-:mod:`zstc.scorers.families`). This package imports no torch until a scorer is built.
+:mod:`zstc.models.families`). This package imports no torch until a scorer is built.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from zstc.scorers.families import Family, FamilyTable, families, get_family, register_family
+from zstc.models.families import Family, FamilyTable, families, get_family, register_family
 
 if TYPE_CHECKING:
     from zstc.models.registry import ModelSpec

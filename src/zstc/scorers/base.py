@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVa
 
 import numpy as np
 
-from zstc.errors import NonFiniteScoresError, ZstcError
-from zstc.models.loading import LOADING_LOCK
+from zstc.errors import NonFiniteScoresError
+from zstc.models.offline import LOADING_LOCK
 from zstc.models.registry import ModelSpec
-from zstc.scorers.families import get_family
+from zstc.models.families import get_family
 from zstc.scorers.recheck import recheck_in_fp32
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ class TorchScorer(Generic[F]):
 
         self.spec = spec
         self.options: dict[str, Any] = get_family(self.family).check_options(options, spec.model_id)
-        """Every option of the family, as given or defaulted (see :attr:`zstc.scorers.families.Family.options`)."""
+        """Every option of the family, as given or defaulted (see :attr:`zstc.models.families.Family.options`)."""
         self.device = resolve_device(self.options["device"])
         # Already resolved (fp32 or bf16): `auto` is decided once per run by resolve_precision, not here.
         self.precision: Precision = check_precision(self.options["precision"])
@@ -321,7 +321,7 @@ class TorchScorer(Generic[F]):
     @property
     def loaded(self) -> LoadedModel[F]:
         """The loaded model, loaded on first use (once, even when several threads ask at the same time;
-        never while another scorer loads, see :data:`~zstc.models.loading.LOADING_LOCK`)."""
+        never while another scorer loads, see :data:`~zstc.models.offline.LOADING_LOCK`)."""
         loaded = self._loaded
         if loaded is None:
             with self._load_lock:

@@ -38,7 +38,7 @@ from zstc.errors import OptionError
 from zstc.scorers.base import (
     Capabilities, PairScorer, Scorer, ScoreResult, capabilities, indistinguishable_labels, rechecks_thresholds, score_with_notes,
 )
-from zstc.scorers.families import FamilySet
+from zstc.models.families import FamilySet
 from zstc.scorers.recheck import call_cuts
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -48,12 +48,12 @@ PAIR_FAMILIES: FamilySet = FamilySet(lambda family: family.flattens_to_pairs)
 """Families whose grid may be flattened into aligned pairs: their scorer scores arbitrary (text, label) pairs in one
 batched run (``score_pairs``), each pair exactly as a texts x labels run scores it (each pair truncated on its own),
 so the cascade's shortlisted pairs and the service's requests are scored across texts and calls. A view of the
-:class:`zstc.scorers.families.Family` records (``flattens_to_pairs``; the yes/no family's says why it is not one)."""
+:class:`zstc.models.families.Family` records (``flattens_to_pairs``; the yes/no family's says why it is not one)."""
 
 SHARED_PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.labels_in_one_prompt)
 """Families whose prompt lists all of a text's labels (LLMs): under a shortlist it lists only the K kept, so a
 label's score is not the full run's; the cascade says so in its description and notes. A view of the
-:class:`zstc.scorers.families.Family` records (``labels_in_one_prompt``)."""
+:class:`zstc.models.families.Family` records (``labels_in_one_prompt``)."""
 
 
 @dataclass(frozen=True)

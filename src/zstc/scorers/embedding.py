@@ -15,14 +15,14 @@ from typing import Any, ClassVar, Self, cast
 import numpy as np
 import torch
 
-from zstc.errors import DescriptionTooLongError, ModelError
+from zstc.errors import DescriptionTooLongError
 from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import (
     Capabilities,
     LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
 )
-from zstc.scorers.families import POOLINGS
+from zstc.models.families import POOLINGS
 from zstc.scorers.recheck import call_cuts, label_cuts, margin_cuts
 from zstc.scorers.runtime import IEEE_MATMUL, Precision, inference_context
 

@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 import torch
 
 from zstc.models.registry import ModelSpec
-from zstc.scorers.families import NLI_SCORE_TYPES
 from zstc.scorers.pairs import CrossEncoderScorer, OutputColumn, log_odds, output_column
 
 ENTAILMENT_NAMES: frozenset[str] = frozenset({"entailment"})

@@ -38,7 +38,7 @@ from zstc.errors import DescriptionTooLongError, ModelError
 from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.scorers.base import Capabilities, LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
 from zstc.scorers.batching import longest_first, token_budget_batches
-from zstc.scorers.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
+from zstc.models.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
 from zstc.scorers.recheck import label_cuts
 from zstc.scorers.runtime import Precision, inference_context
 
@@ -107,8 +107,8 @@ class Padding:
     """How the model's tokenizer pads a batch (its pad token, pad token type and side), done with numpy.
 
     The same tensors as ``transformers.DataCollatorWithPadding`` (``tokenizer.pad`` with ``padding="longest"``),
-    which loops over the rows in Python: on an H100 it took 60% of a MiniLM cross-encoder's scoring time (1.05 s of
-    1.76 s for 28,800 pairs in passes of 256); this takes a few percent of that. Tested equal to it.
+    which loops over the rows in Python and took most of a small cross-encoder's scoring time on a GPU
+    (docs/performance.md); this takes a few percent of that. Tested equal to it.
     """
 
     pad_id: int
@@ -226,7 +226,7 @@ def plan_pairs(
     texts x labels run). ``first_texts`` should be distinct (the caller maps duplicates onto one entry).
     The second sequence is never truncated: one that leaves no room for a first sequence within
     ``max_length`` is an error, not a silently shortened hypothesis. ``length_step``: each pass is padded to a
-    multiple of it (at most ``max_length``), as on a GPU (:data:`zstc.scorers.families.GPU_LENGTH_STEP`).
+    multiple of it (at most ``max_length``), as on a GPU (:data:`zstc.models.families.GPU_LENGTH_STEP`).
     ``user_limit``: ``max_length`` is the user's, not the model's own (an error then names it as the cause).
     """
     template = PairTemplate.from_tokenizer(tokenizer)
@@ -323,8 +323,8 @@ def log_odds(logits: torch.Tensor, column: int) -> torch.Tensor:
 
 RECHECK_MAX_PAIRS = 16
 """Pairs per fp32 pass of a small recheck. Rechecked pairs are few and of every length, so the passes are cut
-small to keep their padding small: 82 banking77 pairs took 0.41-0.51 s in passes of 16 against 0.73-0.75 s in
-passes of 64 (MiniLM, fp32, 2-core Zen 4). A recheck of more than 16 passes' worth uses the scorer's own."""
+small to keep their padding small (docs/performance.md). A recheck of more than 16 passes' worth uses the scorer's
+own."""
 # -- the scorer ---------------------------------------------------------------------------------------------
 
 

@@ -31,9 +31,8 @@ PRECISION_CHOICES: tuple[str, ...] = ("fp32", "bf16", "auto")
 
 FAST_BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 """CPU flags with native bf16 matrix instructions: AMX tiles (Intel Sapphire Rapids and later) or AVX512-BF16
-(Intel Cooper Lake, AMD Zen 4 and later). Measured on Zen 4 (benchmarks/precision_speed.py, README
-"Precision"): bf16 autocast 2.1x faster than fp32 on a 2048x2048 matmul, 1.6x on MiniLM. Without them (AVX2
-only) torch emulates bf16 and it is ~600x slower, so ``auto`` keeps fp32 there."""
+(Intel Cooper Lake, AMD Zen 4 and later), where bf16 autocast is faster than fp32. Without them (AVX2 only) torch
+emulates bf16 and it is hundreds of times slower, so ``auto`` keeps fp32 there (docs/performance.md)."""
 
 
 MKL_CBWR_STRICT = 0x10000

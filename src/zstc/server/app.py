@@ -59,9 +59,9 @@ from zstc.policy import (
     DecisionPolicy, MultiLabelRule, argmax_decisions, check_label_thresholds, check_multi_label_options, check_multilabel_names,
 )
 from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
-from zstc.scorers.families import FamilySet
+from zstc.models.families import FamilySet
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
-from zstc.server.settings import EngineConfig, Limits, ServeSettings
+from zstc.server.settings import ServeSettings
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
     AnyClassifyRequest, ClassifyRequest, ClassifyResponse, ErrorResponse, HealthResponse, HFLabelScore, HFZeroShotRequest,
@@ -74,7 +74,7 @@ logger = logging.getLogger("zstc.server")
 
 PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
 """Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
-the library's says "with their prompt". A view of the :class:`zstc.scorers.families.Family` records (``text_in_prompt``)."""
+the library's says "with their prompt". A view of the :class:`zstc.models.families.Family` records (``text_in_prompt``)."""
 
 class ServiceError(Exception):
     """An answer other than 200, with TEI's error body."""

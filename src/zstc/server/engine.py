@@ -33,22 +33,19 @@ How it works, and where each idea comes from:
 * **Cancelled work is dropped.** A request whose client went away is removed from the queue; if its batch is
   already running, its rows are discarded.
 * **Freed memory goes back to the system.** Every batch has another shape, so its activations (hundreds of
-  MB for a full batch) are freed into glibc's heap in pieces that the next batch's tensors do not fit; the
-  heap grows and RSS with it (measured: +470 MB after 40 batches of a MiniLM cross-encoder, without end in
-  sight). When the model thread has no call waiting it runs ``malloc_trim(0)``, which returns the free pages
-  (+18 MB after the same 40 batches); it takes milliseconds, against a forward pass of tenths of seconds.
+  MB for a full batch) are freed into glibc's heap in pieces that the next batch's tensors do not fit, and RSS
+  grows without end. When the model thread has no call waiting it runs ``malloc_trim(0)``, which returns the
+  free pages in milliseconds.
 * **Kernel caches are bounded.** Under bf16 autocast on a CPU, every new matrix shape gets oneDNN kernels,
   kept in two caches of 1,024 entries each (oneDNN's primitive cache and ideep's, read from
-  ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY``). A server sees a new shape in nearly every
-  batch, so RSS climbs by megabytes per batch for a thousand batches (measured in-process, MiniLM
-  cross-encoder, batches of 54-1,024 pairs: +210 MB after 60 batches and still rising; fp32, which does not
-  use them, stayed flat). The engine sets both to :data:`KERNEL_CACHE_CAPACITY` unless the environment
-  already does. Under ``benchmarks/serve_load.py`` (1,000 NLI requests, 32 clients) the server's RSS,
-  which had reached 880-1,660 MB, stayed at 619-629 MB throughout, and throughput rose by a tenth: one forward pass
-  has a handful of matrix shapes, so a cache of 16 still serves every layer, and a kernel rebuilt on a miss
-  computes the same numbers. The variables are read once, at the process's first oneDNN kernel, which is
-  why ``zstc serve`` sets them before it loads the model and the engine when it is built, before its
-  warm-up pass (too late, for the shared cache, if the process ran a bf16 forward pass earlier).
+  ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY``); a server sees a new shape in nearly every
+  batch, so RSS climbs for a thousand batches. The engine sets both to :data:`KERNEL_CACHE_CAPACITY` unless the
+  environment already does: one forward pass has a handful of matrix shapes, so a small cache still serves every
+  layer, and a kernel rebuilt on a miss computes the same numbers. The variables are read once, at the process's
+  first oneDNN kernel, which is why ``zstc serve`` sets them before it loads the model and the engine when it is
+  built, before its warm-up pass (too late, for the shared cache, if the process ran a bf16 forward pass earlier).
+
+What each of these saved, measured: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ import numpy as np
 from zstc.errors import DataError
 from zstc.io import read_records
 from zstc.validation import is_blank
-from zstc.benchmark.provenance import sha256_file as sha256_of
 
 NLI_CLASSES: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 """Gold labels an NLI file may hold; a pair's class index is its position here."""

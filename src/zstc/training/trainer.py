@@ -46,7 +46,7 @@ from zstc.io import atomic_directory
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
 from zstc.scorers.runtime import Precision, fp32_as_recorded, resolve_device, resolve_precision
-from zstc.benchmark.provenance import model_identity, sha256_file as sha256_of
+from zstc.runs.provenance import model_identity, sha256_file as sha256_of
 from zstc.training.nli_pairs import (
     NLI_CLASSES,
     NliPairs,

@@ -20,7 +20,6 @@ mean squared difference over all (text, label) pairs (multi-label).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 

@@ -51,7 +51,7 @@ def check_training_data(test: Task, train: Task) -> int:
     ignored). Fine-tuning on test texts scores the model on what it was trained on. Returns how many test texts the
     training data holds (a few natural duplicates are allowed: the caller reports them). The error names the
     parameter ``train_data``."""
-    from zstc.benchmark.runner import data_sha256
+    from zstc.runs.identity import data_sha256
 
     test_sha, train_sha = data_sha256(test), data_sha256(train)
     if test_sha is not None and test_sha == train_sha:
@@ -201,7 +201,7 @@ def finetune_precision(train_options: dict[str, Any]) -> str:
 def _check_finished_model(folder: Path, pairs_path: Path, wanted: dict[str, Any]) -> None:
     """:class:`DataError` unless the model in ``folder`` was trained on ``pairs_path``'s pairs (same content) with
     the ``wanted`` training options, at the precision they resolve to here, from the same backbone weights."""
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
     from zstc.models.nli_head import read_training_record
 
     record = read_training_record(folder)
@@ -227,7 +227,7 @@ def _check_finished_model(folder: Path, pairs_path: Path, wanted: dict[str, Any]
 def _backbone_identity(name: str) -> str | None:
     """The weights the trainer would load as backbone ``name``, as it records them (``backbone_revision``: the hub
     commit or a local folder's content hash); None where not knowable (an unknown name: the trainer says so)."""
-    from zstc.benchmark.runner import model_weights_identity
+    from zstc.runs.identity import model_weights_identity
     from zstc.training.trainer import backbone_spec
 
     try:

@@ -116,7 +116,7 @@ class _HashCache:
     def save(self) -> None:
         if not self.changed:
             return
-        from zstc.benchmark.store import write_json
+        from zstc.runs.files import write_json
 
         with contextlib.suppress(OSError):
             write_json(self.path, self.entries)

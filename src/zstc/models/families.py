@@ -34,29 +34,20 @@ DEFAULT_MAX_PAIRS = 64
 """Cross-encoders: pairs per forward pass at most (``batch_size``)."""
 DEFAULT_MAX_BATCH_TOKENS = 4096
 """Cross-encoders: padded tokens per forward pass at most: long pairs get smaller batches (8 of 512 tokens),
-short pairs larger ones. Measured on an idle 2-core Zen 4, a trained MiniLM-L6 NLI model, banking77 x 72
-(40 texts, four budgets alternating in one process): 64 pairs / 4,096 tokens ran 1.33x faster than 256 /
-16,384 in fp32 (1.19x in bf16), 128 / 8,192 1.25x, 32 / 2,048 1.29x, with identical decisions and scores
-within 3e-6. Larger passes spill the activations (16,384 x 1,536 floats is 100 MB) out of the CPU's caches;
-the matrix products themselves already run at the machine's matmul peak (benchmarks/fp32_breakdown.py).
-A GPU wants larger passes: see :data:`GPU_MAX_PAIRS`."""
+short pairs larger ones. Larger passes on a CPU spill their activations out of the CPU's caches and run slower
+(docs/performance.md has the measurements). A GPU wants larger passes: see :data:`GPU_MAX_PAIRS`."""
 GPU_MAX_PAIRS = 1024
 GPU_MAX_BATCH_TOKENS = 65536
 """Cross-encoders on a GPU: pairs and padded tokens per forward pass at most, when ``batch_size`` and
 ``max_batch_tokens`` are not given. A small model is bound by kernel launches and padding work, not arithmetic,
-in small passes. Measured on an H100 (MiniLM-L6 with a 3-way head, banking77 400 texts x 72 labels, shapes warm):
-fp32 32,300 pairs/s in passes of 1,024 / 65,536 tokens against 12,200 in 64 / 4,096 (2.7x); bf16 49,500 against
-8,100 (6.1x); passes of 2,048 were no faster. Such a pass of a 24-layer, 1,024-wide model (DeBERTa-v3-large) holds a
-few hundred MB of activations."""
+in small passes; larger ones were no faster (docs/performance.md)."""
 
 
 GPU_LENGTH_STEP = 32
 """On a GPU, each pass is padded to a multiple of this many tokens (never past the model's limit). Every new
 (pairs, length) shape costs the GPU libraries a first-time search, and the memory they keep for it: a server,
-whose passes come in every shape, grew by 727 MB of RSS over 600 requests and ran its first passes of each shape
-slowly. With lengths in steps of 32 (H100, MiniLM NLI server, benchmarks/serve_load.py, 600 requests): 275 MB,
-requests sent one at a time 2x faster (103 texts/s against 52), 32 clients as fast (421 against 435). The padding
-is masked out, so scores move by float noise only; it costs arithmetic a large model would feel on short pairs,
+whose passes come in every shape, grew in memory and ran its first passes of each shape slowly (docs/performance.md
+has the numbers). The padding is masked out, so scores move by float noise only; it costs arithmetic a large model would feel on short pairs,
 which is why a CPU (no such search, and compute-bound) pads to the longest pair only."""
 
 
