@@ -1189,3 +1189,74 @@ def test_bench_refuses_a_multi_label_threshold_outside_the_scores_range(zstc_cli
         assert code == 2 and err.startswith("error: --threshold must be >= -1 and <= 1, got ") and \
             "cosine similarities" in err, err
     assert not (tmp_path / "r.json").exists()
+
+
+# -- issue 43: runs that share an output coordinate ---------------------------------------------------------------
+
+
+def _wait_until(condition, timeout: float = 180, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _marker_rows(marker: Path) -> int:
+    try:
+        return int(json.loads(marker.read_text())["rows"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_two_runs_on_one_output_never_write_into_each_other(tmp_path: Path) -> None:
+    """Two real classify processes on one --out: the second is refused at once, naming the live run's PID (it took
+    the first's live partial output for an interrupted run's, and both wrote into it); with --wait it waits, and a
+    SIGKILL of the run it waits for frees the output (the kernel releases the lock) for it to start over."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    out = tmp_path / "o.jsonl"
+    marker = out.with_name("o.jsonl.partial.json")
+    texts = tmp_path / "in.txt"
+    texts.write_text("The match ended 2-1.\nRates were raised.\n", encoding="utf-8")
+    command = [sys.executable, "-m", "zstc", "classify", "-l", "sports,economy", "-o", str(out), "--chunk-size", "1"]
+    first = subprocess.Popen([*command, "-"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    try:
+        first.stdin.write(b"one text\n")
+        first.stdin.flush()
+        _wait_until(lambda: _marker_rows(marker) >= 1 or first.poll() is not None, what="the first run's first chunk")
+        assert first.poll() is None
+        started = time.monotonic()
+        second = subprocess.run([*command, str(texts)], capture_output=True, env=env, timeout=120, check=False)
+        err = second.stderr.decode()
+        assert second.returncode == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+        assert f"{out}: another zstc run (PID {first.pid}) is writing it now" in err and "--wait" in err, err
+        assert time.monotonic() - started < 60  # refused before any model loads
+        assert _marker_rows(marker) == 1 and not out.exists()  # the live run's state untouched
+
+        log = tmp_path / "waiting.log"
+        with log.open("wb") as handle:
+            waiting = subprocess.Popen([*command, str(texts), "--wait"], stderr=handle, env=env)
+        _wait_until(lambda: "waiting for" in log.read_text(errors="replace") or waiting.poll() is not None,
+                    what="the --wait run to wait")
+        assert f"waiting for the zstc run (PID {first.pid}) that is writing {out}" in log.read_text(), log.read_text()
+        first.kill()  # SIGKILL: the lock goes with the process
+        first.wait(60)
+        assert waiting.wait(180) == 0, log.read_text()
+    finally:
+        first.kill()
+        first.wait(60)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["text"] for row in rows] == ["The match ended 2-1.", "Rates were raised."]
+    assert "starting" in log.read_text() and f"{out}" in log.read_text()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "o.jsonl", "waiting.log"]
+
+
+@pytest.mark.parametrize("companion", ["o.jsonl.partial", "o.jsonl.partial.json", "o.jsonl.partial.lock"])
+def test_an_input_named_like_a_file_the_run_writes_is_refused(zstc_cli, tmp_path: Path, companion: str) -> None:
+    """An input file named like the output's marker (``X.partial.json`` for ``--out X``) was overwritten by it."""
+    source = tmp_path / companion
+    source.write_text('{"text": "The match ended 2-1."}\n', encoding="utf-8")
+    before = digest(source)
+    out = tmp_path / "o.jsonl"
+    assert_user_error(zstc_cli("classify", str(source), "-l", "a,b", "--out", str(out)),
+                      f"writes {tmp_path / companion} as it runs, which is the input {source}")
+    assert digest(source) == before and not out.exists()

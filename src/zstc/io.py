@@ -133,7 +133,8 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
-def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out") -> Path:
+def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out",
+                      beside: Sequence[Path] = ()) -> Path:
     """Refuse, before any work, an output file that would destroy an input or cannot be written.
 
     Raises :class:`OutputError` naming ``option`` and ``path`` when the path resolves to one of ``inputs``
@@ -141,13 +142,20 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), o
     the file renamed over it would replace it all the same), or lies in a missing or unwritable folder (one
     with no write bit for anyone, even for root, or one a write fails in, such as a read-only mount).
     A target that exists and is not a regular file (``/dev/null``, a FIFO), or is ``/dev/stdout`` (even to a
-    shell's file), is accepted: it is written directly. Returns ``path``.
+    shell's file), is accepted: it is written directly. ``beside``: the files the run writes beside it as it runs
+    (a resumable output's partial file and marker), none of which may be an input either. Returns ``path``.
     """
     path = Path(path)
     where = f"{option} {path}"
     for source in inputs:
-        if source is not None and str(source) != "-" and same_file(path, source):
+        if source is None or str(source) == "-":
+            continue
+        if same_file(path, source):
             raise OutputError(f"{where}: is the input {source}; writing there would destroy it, choose another path")
+        for companion in beside:
+            if same_file(companion, source):
+                raise OutputError(f"{where}: writes {companion} as it runs, which is the input {source}; writing there "
+                                  "would destroy it, choose another path")
     if path.is_dir():
         raise OutputError(f"{where}: is a directory, expected a file")
     if path.exists() and is_special_file(path):  # a device, a FIFO, /dev/stdout even to a shell's file

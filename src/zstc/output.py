@@ -14,6 +14,11 @@ only when the run completes: until then it is left as it is.
 An input with no checksum (stdin, a FIFO: read once, as it streams) is checked a chunk at a time instead: the
 marker holds a digest of each chunk's input rows (:func:`input_digest`), and a resumed run keeps the chunks
 whose rows it reads again unchanged and continues from the first that differs (:meth:`ResumableWriter.keep`).
+
+One run writes an output at a time: while it does, it holds an OS lock (:class:`OutputLock`) on ``OUT.partial.lock``,
+which the kernel releases when the process ends however it ends (a SIGKILL too, so the next run resumes). A second
+run on the same ``OUT`` would take the first's live partial output for an interrupted run's and both would write
+into it; it is refused at once, naming the live run's PID, or waits for it to finish (``--wait``).
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import json
 import os
 import shutil
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from zstc.benchmark.store import write_json
-from zstc.errors import DataError
-from zstc.io import write_failed
+from zstc.errors import DataError, OutputError
+from zstc.io import umask_mode, write_failed
 from zstc.validation import check_choice
 
 Row = dict[str, Any]
@@ -207,6 +213,80 @@ class StdoutWriter:
                 raise write_failed(self.name, error) from None
 
 
+def companion_paths(path: Path) -> list[Path]:
+    """The files a resumable run writes beside ``path`` while it runs: the partial output, its marker and its lock.
+    None of them may be an input (the marker written over an input named ``OUT.partial.json`` destroyed it)."""
+    path = Path(path)
+    return [path.with_name(path.name + suffix) for suffix in (".partial", ".partial.json", ".partial.lock")]
+
+
+class OutputLock:
+    """An exclusive lock on the output ``path``: ``fcntl.flock`` on ``path.partial.lock``, which holds the PID of the
+    run that has it. The kernel releases it when the process ends, however it ends; :meth:`release` removes the file
+    (while holding the lock: a run that waited on the removed file sees that it was, and locks the new one).
+
+    A lock held by another run is an :class:`OutputError` naming its PID, or, with ``wait``, waited for (said
+    through ``on_note``). Where the OS has no ``flock`` (Windows), nothing is locked."""
+
+    def __init__(self, path: Path, *, wait: bool = False, on_note: Callable[[str], None] = lambda note: None) -> None:
+        self.output = Path(path)
+        self.path = companion_paths(self.output)[2]
+        self.fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - no flock on this OS
+            return
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, umask_mode())
+            except OSError as error:
+                raise write_failed(self.path, error) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd)
+                if not wait:
+                    os.close(fd)
+                    raise OutputError(f"{self.output}: another zstc run ({holder}) is writing it now; let it finish, "
+                                      "give --wait to start when it has, or choose another --out") from None
+                on_note(f"waiting for the zstc run ({holder}) that is writing {self.output}")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if _same_inode(fd, self.path):
+                break
+            os.close(fd)  # removed by the run that held it, as it finished: lock the file there now
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        self._close = weakref.finalize(self, os.close, fd)  # a writer dropped without release() lets go of it too
+
+    def release(self) -> None:
+        """Remove the lock file and release the lock (nothing if released already)."""
+        if self.fd is None:
+            return
+        self.path.unlink(missing_ok=True)
+        self._close()
+        self.fd = None
+
+
+def _lock_holder(fd: int) -> str:
+    """``PID n``, as the lock file's holder wrote it (``PID unknown`` where it has not yet)."""
+    written = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return f"PID {written}" if written.isdigit() else "PID unknown"
+
+
+def _same_inode(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def check_not_locked(path: Path) -> None:
+    """Refuse, before any work, an output another run is writing (:class:`OutputLock`); the lock is taken for real
+    when the output is opened."""
+    OutputLock(path).release()
+
+
 def input_digest(records: Iterable[Row]) -> str:
     """A digest of a chunk's input rows, to tell on a resume whether a stream gives the rows it gave before."""
     import hashlib
@@ -221,17 +301,25 @@ class ResumableWriter:
     ``identity`` holds what must not change between a run and its resumption (input sha256, settings
     fingerprint); ``on_note`` receives what the user should hear (resuming, starting over)."""
 
-    def __init__(self, path: Path, fmt: str, identity: dict[str, Any], on_note: Callable[[str], None] = lambda note: None) -> None:
+    def __init__(self, path: Path, fmt: str, identity: dict[str, Any], on_note: Callable[[str], None] = lambda note: None,
+                 *, wait: bool = False) -> None:
         self.path, self.fmt, self.identity = Path(path), fmt, identity
-        self.partial = self.path.with_name(self.path.name + ".partial")
-        self.marker = self.path.with_name(self.path.name + ".partial.json")
+        self.partial, self.marker, _ = companion_paths(self.path)
+        self.lock = OutputLock(self.path, wait=wait, on_note=on_note)  # before the marker is read: one run at a time
+        try:
+            self._open(on_note)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, on_note: Callable[[str], None]) -> None:
         # "ends": (rows, bytes) after each chunk, and "inputs" each chunk's input_digest: what keep() cuts back to.
-        self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
+        self.state: dict[str, Any] = {"identity": self.identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
                                       "ends": [], "inputs": []}
         self._schema: Any = None
         """Parquet: the columns' types over the chunks written (None: not known yet, read from them when needed)."""
         previous = self._read_marker()
-        if previous is not None and previous.get("identity") == identity and self._finished_in_place(previous):
+        if previous is not None and previous.get("identity") == self.identity and self._finished_in_place(previous):
             # Killed after finish() moved the output into place, before the marker went: the output is this run's.
             # Parquet's chunks are still there (removed after the marker); a JSONL/CSV output becomes the partial
             # output again. Either way the run resumes with every row kept, and finishes again.
@@ -239,7 +327,7 @@ class ResumableWriter:
                 os.replace(self.path, self.partial)
         elif self.path.is_file():  # an earlier run's output: said before any work, not replaced in silence at the end
             on_note(f"replacing {self.path}, which exists already: it stays as it is until this run completes")
-        if previous is not None and previous.get("identity") == identity and self._partial_intact(previous):
+        if previous is not None and previous.get("identity") == self.identity and self._partial_intact(previous):
             previous.pop("finished", None)
             self.state = previous
             self._cut_torn_chunk()
@@ -420,6 +508,11 @@ class ResumableWriter:
         """Remove the partial output and its marker: an input with no rows at all (an empty stdin) leaves nothing."""
         self._remove_partial()
         self.marker.unlink(missing_ok=True)
+        self.lock.release()
+
+    def close(self) -> None:
+        """Release the output's lock: the run ends (finished, or stopped by an error, its partial state kept)."""
+        self.lock.release()
 
     def finish(self) -> None:
         """Move the complete output into place and remove the partial state.
@@ -438,6 +531,7 @@ class ResumableWriter:
         os.replace(complete, self.path)
         self.marker.unlink(missing_ok=True)
         self._remove_partial()
+        self.lock.release()
 
     def _merge_parquet(self) -> Path:
         """One Parquet file, one row group per chunk, read and written a chunk at a time; returns where it was
