@@ -1260,3 +1260,18 @@ def test_an_input_named_like_a_file_the_run_writes_is_refused(zstc_cli, tmp_path
     assert_user_error(zstc_cli("classify", str(source), "-l", "a,b", "--out", str(out)),
                       f"writes {tmp_path / companion} as it runs, which is the input {source}")
     assert digest(source) == before and not out.exists()
+
+
+def test_sweep_refuses_two_models_written_to_one_file(zstc_cli, tmp_path: Path, own_minilm: Path, btzsc_dir: Path) -> None:
+    """``mm/a b`` and ``mm/a+b`` are both ``mm__a__b.json``: "wrote 2 summaries", one over the other. Refused before
+    any work, naming both; the sweep folder is not created."""
+    models = tmp_path / "mm"
+    models.mkdir()
+    for name in ("a b", "a+b"):
+        shutil.copytree(own_minilm, models / name, symlinks=True)
+    out = tmp_path / "sweep"
+    status, _, err = zstc_cli("sweep", "--models", f"{models / 'a b'},{models / 'a+b'}", "--data", str(btzsc_dir),
+                              "--tasks", "financialphrasebank", "--max-samples", "4", "--out", str(out))
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"--models '{models / 'a b'}' and '{models / 'a+b'}' would be written to one file name" in err, err
+    assert not out.exists()
