@@ -1275,3 +1275,66 @@ def test_sweep_refuses_two_models_written_to_one_file(zstc_cli, tmp_path: Path, 
     assert status == 2 and err.count("\n") == 1, err
     assert f"--models '{models / 'a b'}' and '{models / 'a+b'}' would be written to one file name" in err, err
     assert not out.exists()
+
+
+# -- issue 43: every write failure one error line, finished work kept ---------------------------------------------
+
+
+def _limited(size: int):
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_write_over_the_file_size_limit_is_one_error_line_and_resumes(tmp_path: Path, fmt: str) -> None:
+    """``ulimit -f``: a traceback (``OSError: File too large``, pyarrow's EFBIG) instead of the README's one line.
+    Now one ``error:`` line naming the file and the cause; the complete chunks stay and the next run resumes."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"text": f"The match ended {i}-1 after extra time. " * 10}) + "\n" for i in range(40)),
+                      encoding="utf-8")
+    out = tmp_path / f"o.{fmt}"
+    command = [sys.executable, "-m", "zstc", "classify", str(source), "-l", "sports,economy", "-o", str(out), "--chunk-size", "10"]
+    limited = subprocess.run(command, capture_output=True, env=env, timeout=300, preexec_fn=_limited(12_000), check=False)
+    err = limited.stderr.decode()
+    assert limited.returncode == 2 and err.splitlines()[-1].startswith("error: cannot write "), err
+    assert err.splitlines()[-1].endswith(": File too large") and "Traceback" not in err, err
+    assert not out.exists() and out.with_name(out.name + ".partial.json").exists()
+    assert not out.with_name(out.name + ".partial.lock").exists()
+    again = subprocess.run(command, capture_output=True, env=env, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr.decode()
+    if fmt == "jsonl":
+        assert f"resuming {out}: " in again.stderr.decode()
+        assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == [
+            json.loads(line)["text"] for line in source.read_text().splitlines()]
+
+
+def test_predictions_to_a_stdout_of_another_encoding_are_utf8(tmp_path: Path) -> None:
+    """``PYTHONIOENCODING=ascii``: a UnicodeEncodeError traceback after the chunk was scored. JSON Lines is UTF-8
+    whatever the locale: the bytes go through stdout's buffer."""
+    source = tmp_path / "in.txt"
+    source.write_text("Café au lait, résumé\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONIOENCODING": "ascii"}
+    result = subprocess.run([sys.executable, "-m", "zstc", "classify", str(source), "-l", "food,économie"],
+                            capture_output=True, env=env, timeout=300, check=False)
+    assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr.decode()
+    row = json.loads(result.stdout.decode("utf-8"))
+    assert row["text"] == "Café au lait, résumé" and set(row["scores"]) == {"food", "économie"}
+
+
+def test_a_result_cache_that_is_no_folder_is_refused_before_scoring(zstc_cli, tmp_path: Path, btzsc_dir: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ZSTC_CACHE`` naming a file: bench scored every dataset, then failed with a traceback as it cached the first.
+    Now one line naming the cache and why, before any model loads; nothing written."""
+    blocker = tmp_path / "cache-file"
+    blocker.write_text("")
+    monkeypatch.setenv("ZSTC_RESULTS_CACHE", str(blocker / "results"))
+    out = tmp_path / "r.json"
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+                               "--max-samples", "4", "--out", str(out)),
+                      f"result cache {blocker / 'results'}: {blocker} is not a folder", "ZSTC_CACHE")
+    assert not out.exists() and not tmp_path.joinpath("r.details").exists()

@@ -188,6 +188,19 @@ def check_output_dir(path: Path, *, inputs: Sequence[str | Path | None] = (), op
     return path
 
 
+def check_folder_creatable(folder: Path, what: str, hint: str) -> None:
+    """Refuse a folder zstc creates as needed (a cache) that cannot be: one of its parents is a file, or the
+    nearest that exists cannot be written in. An :class:`OutputError` naming ``what``, the folder and the cause,
+    then ``hint`` (where the folder was set)."""
+    existing = Path(folder).expanduser().absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        _check_writable_folder(existing, f"{what} {folder}")
+    except OutputError as error:
+        raise OutputError(f"{error}; {hint}") from None
+
+
 def _check_writable_folder(folder: Path, where: str) -> None:
     if not folder.exists():
         raise OutputError(f"{where}: folder {folder} does not exist")
@@ -222,8 +235,10 @@ def _file_mode(existing: Path) -> int:
 
 
 def write_failed(path: Path | str, error: OSError) -> OutputError:
-    """The one-line error for a write that failed (a full disk, a read-only folder), naming what was written."""
-    return OutputError(f"cannot write {path}: {error.strerror or error}")
+    """The one-line error for a write that failed (a full disk, a file size limit, a read-only folder), naming what
+    was written and the cause as the OS words its error number (pyarrow wraps it in a sentence of its own)."""
+    cause = os.strerror(error.errno) if isinstance(error.errno, int) and error.errno > 0 else error.strerror or error
+    return OutputError(f"cannot write {path}: {cause}")
 
 
 def is_special_file(path: Path) -> bool:

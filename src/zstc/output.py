@@ -187,15 +187,14 @@ class StdoutWriter:
     def write_chunk(self, rows: Sequence[Row], input_digest: str | None = None) -> None:
         """Write and flush one chunk's rows (CSV: the header before the first); ``input_digest`` is unused here."""
         if self.fmt == "jsonl":
-            data = encode_jsonl(rows).decode("utf-8")
+            data = encode_jsonl(rows)
         else:
             header = self.columns is None
             columns = self.columns = self.columns or list(rows[0])
-            data = encode_csv(rows, columns, header=header, first_row=self.rows + 1).decode("utf-8")
+            data = encode_csv(rows, columns, header=header, first_row=self.rows + 1)
         self.rows += len(rows)
         try:
-            self.stream.write(data)
-            self.stream.flush()
+            _write_utf8(self.stream, data)
         except OSError as error:
             if self.stream is sys.stdout:  # a closed pipe: the CLI's own handling of stdout
                 raise
@@ -285,6 +284,23 @@ def check_not_locked(path: Path) -> None:
     """Refuse, before any work, an output another run is writing (:class:`OutputLock`); the lock is taken for real
     when the output is opened."""
     OutputLock(path).release()
+
+
+def _write_utf8(stream: Any, data: bytes) -> None:
+    """Write UTF-8 ``data`` (JSON Lines and zstc's CSV are UTF-8) to a text stream and flush it. A stream of another
+    encoding (``PYTHONIOENCODING=ascii``, a C locale) gets the bytes through its buffer: encoded its way, a
+    non-ASCII text was a UnicodeEncodeError after the chunk was scored."""
+    import codecs
+
+    buffer = getattr(stream, "buffer", None)
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    if buffer is not None and codecs.lookup(encoding).name != "utf-8":
+        stream.flush()
+        buffer.write(data)
+        buffer.flush()
+        return
+    stream.write(data.decode("utf-8"))
+    stream.flush()
 
 
 def input_digest(records: Iterable[Row]) -> str:
@@ -430,14 +446,18 @@ class ResumableWriter:
         else:
             if self.fmt == "csv":
                 header = self.state["columns"] is None
-                self.state["columns"] = self.state["columns"] or list(rows[0])
-                data = encode_csv(rows, self.state["columns"], header=header, first_row=self.state["rows"] + 1)
+                columns = self.state["columns"] or list(rows[0])
+                data = encode_csv(rows, columns, header=header, first_row=self.state["rows"] + 1)
+                self.state["columns"] = columns
             else:
                 data = encode_jsonl(rows)
-            with self.partial.open("ab") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:  # a full disk, a file size limit: the chunks before this one stay, and the next run resumes after them
+                with self.partial.open("ab") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as error:
+                raise write_failed(self.partial, error) from None
             self.state["bytes"] += len(data)
         inputs, ends = self._per_chunk("inputs"), self._per_chunk("ends")
         self.state["rows"] += len(rows)
@@ -498,10 +518,14 @@ class ResumableWriter:
         self.partial.mkdir(parents=True, exist_ok=True)
         target = self._chunk_path(self.state["chunks"])
         temporary = target.with_name("." + target.name + ".tmp")
-        pq.write_table(table, temporary)
-        with temporary.open("rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
+        try:
+            pq.write_table(table, temporary)
+            with temporary.open("rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(temporary, target)
+        except OSError as error:  # pyarrow's write errors are OSErrors too
+            temporary.unlink(missing_ok=True)
+            raise write_failed(target, error) from None
         self._schema = schema
 
     def discard(self) -> None:
@@ -528,7 +552,10 @@ class ResumableWriter:
             complete = self.partial
         self.state["finished"] = _file_identity(complete)
         write_json(self.marker, self.state)
-        os.replace(complete, self.path)
+        try:
+            os.replace(complete, self.path)
+        except OSError as error:
+            raise write_failed(self.path, error) from None
         self.marker.unlink(missing_ok=True)
         self._remove_partial()
         self.lock.release()
@@ -542,11 +569,15 @@ class ResumableWriter:
         # A column that is all null in one chunk and typed in another: the permissive union types it.
         schema = _unify(schemas) if schemas else pa.schema([])
         temporary = self.path.with_name("." + self.path.name + ".tmp")
-        with pq.ParquetWriter(temporary, schema) as writer:
-            for chunk in chunks:
-                table = pq.read_table(chunk)
-                columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
-                writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+        try:
+            with pq.ParquetWriter(temporary, schema) as writer:
+                for chunk in chunks:
+                    table = pq.read_table(chunk)
+                    columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
+                    writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+        except OSError as error:  # the chunks stay: the next run merges them again
+            temporary.unlink(missing_ok=True)
+            raise write_failed(self.path, error) from None
         return temporary
 
 

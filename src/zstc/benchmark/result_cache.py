@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from zstc.benchmark.store import DatasetResult, write_json
-from zstc.io import atomic_write
+from zstc.io import atomic_write, check_folder_creatable, write_failed
 
 NO_REVISION = "no_revision_available"
 """MTEB's name for a model without a known revision."""
@@ -75,6 +75,12 @@ class ResultCache:
     def __init__(self, root: str | Path | None = None, *, on_note: Callable[[str], None] = lambda note: None) -> None:
         self.root = Path(root) if root is not None else results_root()
         self.on_note = on_note
+
+    def check_writable(self) -> None:
+        """Refuse, before any work, a cache that results cannot be written to (``$ZSTC_CACHE`` naming a file, a
+        read-only place): an :class:`zstc.errors.OutputError` naming it, not a traceback after the scoring."""
+        check_folder_creatable(self.root, "result cache", "it is set by ZSTC_CACHE (or ZSTC_RESULTS_CACHE): point it at a "
+                               "folder (bench: or give --no-cache)")
 
     def paths(self, model: str, revision: str | None, dataset: str, fingerprint: str) -> tuple[Path, Path]:
         """The entry's JSON record and ``.npz`` arrays: ``<root>/<model>/<revision>/<dataset>/<fingerprint>.*``."""
@@ -123,7 +129,10 @@ class ResultCache:
         """Store ``result`` (its ``fingerprint`` must be set); returns the entry's JSON path."""
         json_path, npz_path = self.paths(model, revision, result.dataset, result.fingerprint)
         arrays = {name: getattr(result, name) for name in DatasetResult.ARRAYS if getattr(result, name) is not None}
-        npz_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            npz_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:  # a cache path through a file, a read-only place (check_writable said it up front)
+            raise write_failed(npz_path.parent, error) from None
         with atomic_write(npz_path, "wb") as handle:
             np.savez_compressed(handle, **arrays)
         record = result.record()
