@@ -102,3 +102,39 @@ def test_fuzz_request_models(body: dict, lone: str) -> None:
             model.model_validate(body)
         except ValidationError:
             pass
+
+
+# -- issue 43: every file format splits lines the same way --------------------------------------------------------
+
+LINE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), min_size=1, max_size=12).filter(
+    lambda text: text.strip() and not text.startswith("\ufeff"))
+
+
+@FUZZ
+@given(texts=st.lists(LINE_TEXT, min_size=1, max_size=5), ends=st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=5, max_size=5),
+       inner=st.sampled_from(["", "\u2028", "\x0c", "\x85"]))
+def test_fuzz_line_endings_read_alike_in_every_format(texts: list[str], ends: list[str], inner: str) -> None:
+    """LF, CRLF and a lone CR end a line in .txt, CSV, TSV, JSON Lines and labels files alike (a CR-only .txt was one
+    text, a CR-only CSV "malformed ... universal-newline mode"); U+2028, a form feed or NEL inside a line is a character
+    of it (a labels line with U+2028 was two labels)."""
+    from zstc.io import read_label_descriptions, read_records, read_texts
+    from zstc.validation import is_blank
+
+    texts = [f"{text}{inner}x" for text in texts]
+    texts = [text for text in dict.fromkeys(texts) if not is_blank(text)]
+    if not texts:
+        return
+    joined = lambda lines: "".join(line + ends[i % len(ends)] for i, line in enumerate(lines))  # noqa: E731
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        (base / "t.txt").write_bytes(joined(texts).encode("utf-8"))
+        assert read_texts(base / "t.txt") == [text for text in texts if text.strip()]
+        for suffix, delimiter in ((".csv", ","), (".tsv", "\t")):
+            lines = ['"' + cell.replace('"', '""') + '"' + delimiter + "1" for cell in ["text", *texts]]  # quoted, as csv does
+            (base / f"t{suffix}").write_bytes(joined(lines).encode("utf-8"))
+            assert [record["text"] for _, record in read_records(base / f"t{suffix}")] == texts
+        (base / "t.jsonl").write_bytes(joined([json.dumps({"text": text}, ensure_ascii=False) for text in texts]).encode("utf-8"))
+        assert [record["text"] for _, record in read_records(base / "t.jsonl")] == texts
+        if len(texts) >= 2 and all(text == text.strip() and "\t" not in text for text in texts):
+            (base / "labels.txt").write_bytes(joined(texts).encode("utf-8"))
+            assert list(read_label_descriptions(base / "labels.txt")) == texts

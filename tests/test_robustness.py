@@ -1338,3 +1338,48 @@ def test_a_result_cache_that_is_no_folder_is_refused_before_scoring(zstc_cli, tm
                                "--max-samples", "4", "--out", str(out)),
                       f"result cache {blocker / 'results'}: {blocker} is not a folder", "ZSTC_CACHE")
     assert not out.exists() and not tmp_path.joinpath("r.details").exists()
+
+
+# -- issue 43: CSV as users have it ---------------------------------------------------------------------------------
+
+
+def test_a_csv_cell_over_128_kib_is_read_whole(tmp_path: Path) -> None:
+    """A long document in one CSV cell was "malformed CSV ... an unterminated quote?" (Python's 128 KiB cell limit);
+    JSON Lines with the same text worked."""
+    from zstc.io import read_records, read_texts
+
+    long_text = "word " * 60_000  # 300 KB
+    for suffix, delimiter in ((".csv", ","), (".tsv", "\t")):
+        path = tmp_path / f"long{suffix}"
+        path.write_text(f"id{delimiter}text\n1{delimiter}\"{long_text}\"\n2{delimiter}short\n", encoding="utf-8")
+        assert read_texts(path) == [long_text, "short"]
+        assert [record["id"] for _, record in read_records(path)] == ["1", "2"]
+
+
+def test_a_line_break_in_an_unquoted_label_is_said_in_the_users_words(zstc_cli) -> None:
+    """Python's "do you need to open the file in universal-newline mode?" is advice about Python's open()."""
+    status, _, err = zstc_cli("classify", "-", "--labels", "sports\rnews,economy")
+    assert status == 2 and "a line break inside an unquoted cell" in err and "universal-newline" not in err, err
+
+
+def test_classifys_own_csv_output_is_a_fit_thresholds_input(tmp_path: Path) -> None:
+    """``--fit-thresholds`` refused a CSV whose label cell is a JSON list, the way classify --multi-label writes it."""
+    from zstc.io import read_label_sets
+
+    path = tmp_path / "dev.csv"
+    path.write_text('text,labels\n"Goal, then rain.","[""sports"", ""weather""]"\nQuiet day.,"[]"\nRates rose.,economy\n'
+                    'Odd one,[not json\n', encoding="utf-8")
+    with pytest.raises(DataError, match="dev.csv:5: label '\\[not json' is not one of the labels"):
+        read_label_sets(path, label_column="labels", labels=["sports", "weather", "economy"])
+    path.write_text(path.read_text().rsplit("Odd one", 1)[0], encoding="utf-8")
+    texts, gold = read_label_sets(path, label_column="labels", labels=["sports", "weather", "economy"])
+    assert texts == ["Goal, then rain.", "Quiet day.", "Rates rose."] and gold == [["sports", "weather"], [], ["economy"]]
+
+
+def test_fit_thresholds_refuses_none_together_with_a_label(minilm_cls) -> None:
+    """A gold set holding a label and "none" was accepted (the label counted, "none" ignored)."""
+    from zstc.api import Classifier
+    from zstc.errors import LabelError
+
+    with pytest.raises(LabelError, match="dev text 2 has 'none' together with 'sports'"):
+        Classifier(minilm_cls).fit_thresholds(["Rates rose.", "Goal!"], [["economy"], ["none", "sports"]], ["sports", "economy"])

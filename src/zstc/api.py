@@ -470,6 +470,9 @@ class Classifier:
             if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
                 raise LabelError(f"gold: dev text {i + 1} has {type(names).__name__} {quoted(names)}, expected a label or a list of labels",
                                  parameters=("gold",))
+            if NONE_LABEL in names and any(name != NONE_LABEL for name in names):  # "no label" and a label: which?
+                raise LabelError(f"gold: dev text {i + 1} has {NONE_LABEL!r} together with {quoted(next(n for n in names if n != NONE_LABEL))}; "
+                                 f"{NONE_LABEL!r} means the text has none of the labels", parameters=("gold",))
             for name in names:
                 if name == NONE_LABEL:
                     continue

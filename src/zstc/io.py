@@ -15,6 +15,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -46,10 +47,24 @@ def decode_utf8(data: bytes, source: str, *, offset: int = 0) -> str:
         ) from None
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+"""The line ends of every file zstc reads: LF, CRLF and a lone CR (old Mac files, some exports), nothing else:
+U+2028, form feeds and the other breaks of :meth:`str.splitlines` are characters of a line, not ends."""
+_LONE_CR = re.compile(r"\r(?!\r*\n)")
+"""A CR that ends a line on its own: not one of a CRLF (nor of ``\\r\\r\\n``, a CRLF converted twice)."""
+
+
+def split_lines(text: str) -> list[str]:
+    """``text``'s lines, without their ends (:data:`_LINE_END`)."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
 def utf8_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
     """Decoded lines (ends kept) of a binary stream, a leading byte-order mark dropped; streams, never reads all.
+    A lone CR ends a line as LF and CRLF do (a CR-only file was one line: one text of a .txt, a malformed CSV).
 
-    Splitting bytes at ``\\n`` is safe: that byte never occurs inside a multi-byte UTF-8 sequence.
+    Splitting bytes at ``\\n`` and ``\\r`` is safe: those bytes never occur inside a multi-byte UTF-8 sequence.
     """
     offset = 0
     for raw in stream:
@@ -57,7 +72,15 @@ def utf8_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
         if offset == 0 and line.startswith(BOM):
             line = line[1:]
         offset += len(raw)
-        yield line
+        if "\r" not in line[:-1]:
+            yield line
+            continue
+        start = 0
+        for end in _LONE_CR.finditer(line):
+            yield line[start:end.end()]
+            start = end.end()
+        if start < len(line):
+            yield line[start:]
 
 
 def read_text(path: str | Path) -> str:
@@ -435,7 +458,31 @@ def check_header(names: Sequence[str], source: str) -> None:
         seen[name] = position
 
 
+def csv_field_limit() -> int:
+    """Raise Python's CSV cell limit (128 KiB: a long document, which JSON Lines reads whole, was "malformed CSV")
+    to the largest the platform takes, and return it: a cell is then bounded by memory, as a JSON Lines text is."""
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return limit
+        except OverflowError:  # a C long of 32 bits (Windows)
+            limit = (limit + 1) // 2 - 1 if limit > 2**31 - 1 else 2**31 - 1
+
+
+def csv_problem(error: csv.Error) -> str:
+    """Python's CSV error in the words of the file: its advice on "universal-newline mode" is about how Python opens
+    files, which zstc does, and means a line break inside an unquoted cell."""
+    message = str(error)
+    if "new-line character seen in unquoted field" in message:
+        return "a line break inside an unquoted cell; quote the cell"
+    if "field larger than field limit" in message:
+        return f"a cell larger than {csv.field_size_limit():,} characters, the most this platform's CSV reader takes"
+    return f"{message}; an unterminated quote?"
+
+
 def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
+    csv_field_limit()
     with _open_binary(path) as handle:
         # strict: an unterminated quote is an error, not a field that swallows the rest of the file.
         reader = csv.DictReader(utf8_lines(handle, str(path)), delimiter=delimiter, strict=True)
@@ -453,7 +500,7 @@ def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
                 yield reader.line_num, record
         except csv.Error as error:
             # The csv reader's own line count: the DictReader's stops at the last complete row.
-            raise DataError(f"{path}:{reader.reader.line_num}: malformed CSV ({error}; an unterminated quote?)") from None
+            raise DataError(f"{path}:{reader.reader.line_num}: malformed CSV ({csv_problem(error)})") from None
 
 
 def _read_parquet(path: Path, batch_rows: int = 4096) -> Iterator[tuple[int, Record]]:
@@ -520,7 +567,7 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
     for row, record in read_records(path):
         where = f"{path}:{row}"
         texts.append(text_of(record, where, text_column))
-        value = record.get(label_column)
+        value = _json_list_cell(record.get(label_column))
         if isinstance(value, str) and not is_blank(value):
             label_sets.append([value.strip()])
         elif isinstance(value, list) and all(isinstance(name, str) for name in value):
@@ -534,6 +581,19 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
     if not texts:
         raise DataError(f"{path}: no labelled texts")
     return texts, label_sets
+
+
+def _json_list_cell(value: Any) -> Any:
+    """A CSV cell holding a JSON list of strings (``["sports", "economy"]``, as ``classify --multi-label`` writes its
+    labels to CSV) as that list; any other value as it is."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, list) and all(isinstance(name, str) for name in parsed):
+            return parsed
+    return value
 
 
 def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
@@ -567,7 +627,7 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
             raise DataError(f"{path}: expected a JSON object {{label: description}} or a list of labels")
     else:
         pairs = []
-        for line in read_text(path).splitlines():
+        for line in split_lines(read_text(path)):
             if is_blank(line):  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
                 continue
             label, _, description = line.partition("\t")
