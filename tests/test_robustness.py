@@ -1383,3 +1383,60 @@ def test_fit_thresholds_refuses_none_together_with_a_label(minilm_cls) -> None:
 
     with pytest.raises(LabelError, match="dev text 2 has 'none' together with 'sports'"):
         Classifier(minilm_cls).fit_thresholds(["Rates rose.", "Goal!"], [["economy"], ["none", "sports"]], ["sports", "economy"])
+
+
+# -- issue 43: the Python API takes the types it documents ----------------------------------------------------------
+
+
+def test_a_mapping_or_dataframe_is_never_read_as_its_keys(minilm_cls) -> None:
+    """``predict(texts, {"sports": "About sport.", ...})`` ignored the descriptions; a dict or a DataFrame as texts
+    classified its keys or column names."""
+    import pandas as pd
+
+    from zstc.api import Classifier
+    from zstc.errors import DataError, LabelError
+
+    classifier = Classifier(minilm_cls)
+    with pytest.raises(LabelError, match="labels must be .*got a dict, whose iteration gives its keys alone: for a "
+                                         "\\{label: description\\} mapping m, pass labels=list\\(m\\)"):
+        classifier.predict(["The match ended 2-1."], {"sports": "About sport.", "economy": "About money."})
+    with pytest.raises(DataError, match="texts must be .*got a dict"):
+        classifier.predict({"a": "The match ended 2-1."}, ["sports", "economy"])
+    frame = pd.DataFrame({"text": ["The match ended 2-1.", "Rates rose."]})
+    with pytest.raises(DataError, match="texts must be .*got a DataFrame, whose iteration gives its column names"):
+        classifier.predict(frame, ["sports", "economy"])
+    assert [p.label for p in classifier.predict(frame["text"], ["sports", "economy"])] == ["sports", "economy"]
+
+
+class _OwnScorer:
+    """A user's scorer with the documented ``score(texts, labels)``, returning what it is told to."""
+
+    family = "embedding"
+
+    def __init__(self, result) -> None:
+        self.result = result
+        self.spec = None
+
+    def score(self, texts, labels):
+        return self.result(texts, labels)
+
+    def describe(self):
+        return {}
+
+
+@pytest.mark.parametrize("result, message", [
+    (lambda texts, labels: np.ones((len(texts) - 1, len(labels))), r"returned a matrix of shape \(1, 2\) for 2 texts and 2 labels"),
+    (lambda texts, labels: [["a", "b"]] * len(texts), "returned <U1 values, expected numbers"),
+    (lambda texts, labels: [[1.0], [1.0, 2.0]], "no matrix of numbers"),
+    (lambda texts, labels: np.full((len(texts), len(labels)), np.nan), "non-finite scores"),
+])
+def test_a_custom_scorer_is_checked_and_named(result, message) -> None:
+    """A custom scorer returning fewer rows than texts gave fewer predictions in silence; the documented
+    ``score(texts, labels)`` signature failed with "unexpected keyword argument 'show_progress'"."""
+    from zstc.api import Classifier
+    from zstc.errors import ModelError
+
+    with pytest.raises(ModelError, match=message):
+        Classifier(_OwnScorer(result)).predict(["a text", "another"], ["sports", "economy"])
+    good = Classifier(_OwnScorer(lambda texts, labels: np.array([[0.9, 0.1], [0.2, 0.8]])))
+    assert [p.label for p in good.predict(["a text", "another"], ["sports", "economy"])] == ["sports", "economy"]

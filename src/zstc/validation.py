@@ -111,6 +111,15 @@ def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: st
         raise error(f"{prefix}{what} must be {expected}, got one string {quoted(values)}", parameters=(what,))
     if values is None or isinstance(values, (bytes, bytearray)) or not isinstance(values, Iterable):
         raise error(f"{prefix}{what} must be {expected}, got {type(values).__name__}", parameters=(what,))
+    if isinstance(values, Mapping) or type(values).__name__ == "DataFrame":
+        # Iterated, a dict gives its keys and a DataFrame (pandas, polars) its column names: classified in silence.
+        if not isinstance(values, Mapping):
+            got, hint = "a DataFrame, whose iteration gives its column names", "pass one column, e.g. df['text']"
+        else:
+            got, hint = f"a {type(values).__name__}, whose iteration gives its keys alone", "pass a list"
+            if what == "labels":
+                hint = "for a {label: description} mapping m, pass labels=list(m) and descriptions=list(m.values())"
+        raise error(f"{prefix}{what} must be {expected}, got {got}: {hint}", parameters=(what,))
     if isinstance(values, (set, frozenset)):
         # A set of strings iterates in hash order, which changes with every process (PYTHONHASHSEED): the
         # score columns, the text rows and which label wins a tie would change from run to run.
