@@ -138,3 +138,44 @@ def test_fuzz_line_endings_read_alike_in_every_format(texts: list[str], ends: li
         if len(texts) >= 2 and all(text == text.strip() and "\t" not in text for text in texts):
             (base / "labels.txt").write_bytes(joined(texts).encode("utf-8"))
             assert list(read_label_descriptions(base / "labels.txt")) == texts
+
+
+# -- issue 43: request bodies with unknown or repeated keys --------------------------------------------------------
+
+KEY = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e, blacklist_characters='"\\'), min_size=1, max_size=12)
+
+
+@FUZZ
+@given(extra=KEY, where=st.sampled_from(["top", "parameters", "options"]), labels=st.lists(st.text(min_size=1, max_size=6), max_size=3))
+def test_fuzz_hf_shape_refuses_unknown_keys(extra: str, where: str, labels: list[str]) -> None:
+    """The Hugging Face shape ignored unknown and misspelt keys (``"multilabel": true`` answered single-label, a body
+    with ``inputs`` and ``texts`` dropped ``texts``); now any key it does not know is refused, as the zstc shape's."""
+    pytest.importorskip("fastapi")
+    from pydantic import ValidationError
+
+    from zstc.server.schemas import HFZeroShotRequest
+
+    known = {"top": {"inputs", "parameters", "options"}, "parameters": {"candidate_labels", "hypothesis_template", "multi_label"},
+             "options": {"use_cache", "wait_for_model"}}[where]
+    body: dict = {"inputs": "a text", "parameters": {"candidate_labels": labels or "a,b"}, "options": {"wait_for_model": True}}
+    HFZeroShotRequest.model_validate(body)
+    if extra in known:
+        return
+    (body if where == "top" else body[where])[extra] = True
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        HFZeroShotRequest.model_validate(body)
+
+
+@FUZZ
+@given(body=REQUEST_FIELDS, repeated=st.sampled_from(["texts", "labels", "inputs", "parameters", "query", "documents", "top_n"]),
+       value=JSON)
+def test_fuzz_a_repeated_key_is_refused(body: dict, repeated: str, value) -> None:
+    """``{"labels": [...], "labels": [...]}`` kept the last (json.loads); the service's body check refuses it, and
+    every body without a repeat passes it."""
+    from zstc.io import check_distinct_keys
+
+    text = json.dumps(body)
+    check_distinct_keys(text, "the body")
+    twice = text[:-1] + (", " if body else "") + f"{json.dumps(repeated)}: {json.dumps(value)}, {json.dumps(repeated)}: 1}}"
+    with pytest.raises(ZstcError, match=f"the body: key '{repeated}' appears twice in one object"):
+        check_distinct_keys(twice, "the body")

@@ -1440,3 +1440,34 @@ def test_a_custom_scorer_is_checked_and_named(result, message) -> None:
         Classifier(_OwnScorer(result)).predict(["a text", "another"], ["sports", "economy"])
     good = Classifier(_OwnScorer(lambda texts, labels: np.array([[0.9, 0.1], [0.2, 0.8]])))
     assert [p.label for p in good.predict(["a text", "another"], ["sports", "economy"])] == ["sports", "economy"]
+
+
+def test_the_service_refuses_repeated_and_unknown_keys(minilm_cls) -> None:
+    """Through the real app: a key given twice (any endpoint) and a key the Hugging Face shape does not know are 422s
+    naming the key; the hub's own ``options`` are taken."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from zstc.api import Classifier
+    from zstc.server.app import create_app
+
+    with TestClient(create_app(Classifier(minilm_cls))) as client:
+        deadline = time.monotonic() + 300
+        while client.get("/health/ready").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        refused = {
+            "/classify": ['{"texts": ["a"], "labels": ["x", "y"], "labels": ["p", "q"]}',
+                          '{"inputs": "a", "inputs": "b", "parameters": {"candidate_labels": ["x", "y"]}}'],
+            "/rerank": ['{"query": "a", "documents": ["x"], "query": "b"}'],
+        }
+        for path, bodies in refused.items():
+            for body in bodies:
+                answer = client.post(path, content=body, headers={"content-type": "application/json"})
+                assert answer.status_code == 422 and "appears twice in one object" in answer.json()["error"], answer.text
+        for body, key in [({"inputs": "a", "parameters": {"candidate_labels": ["x", "y"]}, "texts": ["b"]}, "texts"),
+                          ({"inputs": "a", "parameters": {"candidate_labels": ["x", "y"], "multilabel": True}}, "parameters.multilabel")]:
+            answer = client.post("/", json=body)
+            assert answer.status_code == 422 and answer.json()["error"].startswith(f"{key}: "), answer.text
+        answer = client.post("/", json={"inputs": "a", "parameters": {"candidate_labels": ["x", "y"]}, "options": {"wait_for_model": True}})
+        assert answer.status_code == 200 and [entry["label"] for entry in answer.json()] != [], answer.text

@@ -123,6 +123,17 @@ def parse_json(text: str, source: str) -> Any:
                         "only one value could be read, so give each its own key") from None
 
 
+def check_distinct_keys(text: str, source: str) -> None:
+    """:func:`parse_json`'s :class:`DataError` when ``text`` is JSON with an object that repeats a key (a service's
+    body: ``{"labels": [...], "labels": [...]}`` kept the last); malformed JSON passes, for its reader to say why."""
+    try:
+        _DISTINCT_KEYS_JSON.decode(text)
+    except _RepeatedKey:
+        parse_json(text, source)
+    except (ValueError, RecursionError):
+        return
+
+
 def read_json(path: str | Path) -> Any:
     """A UTF-8 JSON file, with every way it can be unreadable as a :class:`DataError` naming it."""
     return parse_json(read_text(path), str(path))
