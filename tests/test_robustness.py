@@ -1471,3 +1471,31 @@ def test_the_service_refuses_repeated_and_unknown_keys(minilm_cls) -> None:
             assert answer.status_code == 422 and answer.json()["error"].startswith(f"{key}: "), answer.text
         answer = client.post("/", json={"inputs": "a", "parameters": {"candidate_labels": ["x", "y"]}, "options": {"wait_for_model": True}})
         assert answer.status_code == 200 and [entry["label"] for entry in answer.json()] != [], answer.text
+
+
+# -- issue 43: calibrations that would silently mislead --------------------------------------------------------------
+
+
+def test_a_degenerate_or_foreign_calibration_is_refused(minilm_cls, tmp_path: Path) -> None:
+    """A temperature of 1e-320 gave NaN probabilities (written into JSONL, exit 0; serve answered 500 to every
+    request); files of another family, score type or format_version 99 were used without a word;
+    ``Classifier(calibration={...})`` was a traceback."""
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+    from zstc.probabilities import Calibration, load_calibration
+
+    with pytest.raises(OptionError, match="temperature must be positive, at least 1e-06 .* got 1e-320"):
+        Calibration("temperature", {"temperature": 1e-320})
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"format": "zstc-calibration", "format_version": 99, "method": "temperature",
+                                "parameters": {"temperature": 0.5}}))
+    with pytest.raises(DataError, match="format_version 99 is not one this zstc reads"):
+        load_calibration(path)
+    with pytest.raises(TypeError, match="calibration must be a file path or a zstc.probabilities.Calibration, got dict"):
+        Classifier(minilm_cls, calibration={"temperature": 0.5})
+    with pytest.raises(OptionError, match="fitted on scores of the family 'nli', and this model's are 'embedding'"):
+        Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="nli"))
+    with pytest.raises(OptionError, match="fitted on scores of the score type 'prob', and this model's are 'cosine'"):
+        Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding", score_type="prob"))
+    assert Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding",
+                                                          score_type="cosine")).temperature() == 0.5

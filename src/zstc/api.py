@@ -229,6 +229,8 @@ class Classifier:
         self.template = check_template(template) if template is not None else None
         # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
         self._calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
+        if calibration is not None and not isinstance(calibration, (Calibration, str, Path)):  # a dict was a traceback
+            raise TypeError(f"calibration must be a file path or a zstc.probabilities.Calibration, got {type(calibration).__name__}")
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
@@ -255,9 +257,21 @@ class Classifier:
         """What the user should hear about this classifier (``classify`` and ``serve`` print it): a calibration
         fitted on another model."""
         own = getattr(getattr(self.scorer, "spec", None), "model_id", None)  # None: a scorer that names no model
+        if calibration is not None:  # fitted on another family's or score type's numbers, its probabilities mean nothing here
+            self._check_calibration_fits(calibration)
         if calibration is not None and calibration.model is not None and own is not None and _model_id(calibration.model, calibration.family) != own:
             self.notes.append(f"the calibration was fitted on {calibration.model}, not on {own}: its probabilities are "
                               "that model's, not this one's")
+
+    def _check_calibration_fits(self, calibration: Calibration) -> None:
+        """Refuse a calibration fitted on another family's or score type's scores (an NLI model's logits read as an
+        embedding model's cosines): an :class:`OptionError` naming both. A calibration that names neither passes."""
+        own = {"family": self.family or None, "score type": score_type_of(self.scorer) if self.family else None}
+        fitted = {"family": calibration.family, "score type": calibration.score_type}
+        for what, value in fitted.items():
+            if value is not None and own[what] is not None and value != own[what]:
+                raise OptionError(f"{self._calibration_name} was fitted on scores of the {what} {value!r}, and this model's are "
+                                  f"{own[what]!r}: fit one for this model (zstc calibrate)", "calibration")
 
     @property
     def family(self) -> str:
