@@ -1499,3 +1499,18 @@ def test_a_degenerate_or_foreign_calibration_is_refused(minilm_cls, tmp_path: Pa
         Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding", score_type="prob"))
     assert Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding",
                                                           score_type="cosine")).temperature() == 0.5
+
+
+def test_a_label_or_text_of_combining_marks_alone_is_empty(minilm_cls) -> None:
+    """A label or text made only of combining marks was scored as if it were text (the service too: it shares the
+    rule); a mark on a letter is part of the letter."""
+    from zstc.api import Classifier
+    from zstc.errors import LabelError
+    from zstc.validation import is_blank
+
+    classifier = Classifier(minilm_cls)
+    with pytest.raises(LabelError, match="empty entry at position 2 \\(only combining marks, such as U\\+0301\\)"):
+        classifier.predict(["The match ended 2-1."], ["sports", "\u0301\u20dd"])
+    with pytest.raises(DataError, match="text 1 is empty \\(only combining marks, such as U\\+0308\\)"):
+        classifier.predict(["\u0308 \u0301"], ["sports", "economy"])
+    assert not is_blank("e\u0301") and not is_blank("\u0915\u093f")
