@@ -1514,3 +1514,17 @@ def test_a_label_or_text_of_combining_marks_alone_is_empty(minilm_cls) -> None:
     with pytest.raises(DataError, match="text 1 is empty \\(only combining marks, such as U\\+0308\\)"):
         classifier.predict(["\u0308 \u0301"], ["sports", "economy"])
     assert not is_blank("e\u0301") and not is_blank("\u0915\u093f")
+
+
+def test_cache_clear_takes_a_short_name_and_needs_an_answer(zstc_cli, tmp_path: Path, btzsc_dir: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cache clear --model all-MiniLM-L6-v2`` removed 0 entries stored under the hub id; ``cache clear < /dev/null``
+    said "interrupted (SIGINT)"."""
+    status, _, err = zstc_cli("bench", "-m", "all-MiniLM-L6-v2", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+                              "--max-samples", "4", "--out", str(tmp_path / "r.json"))
+    assert status == 0, err
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    status, _, err = zstc_cli("cache", "clear")
+    assert status == 2 and err.splitlines()[-1].startswith("error: cache clear asks before it removes anything"), err
+    status, _, err = zstc_cli("cache", "clear", "--model", "all-MiniLM-L6-v2", "--yes")
+    assert status == 0 and "removed 1 cached results" in err, err
