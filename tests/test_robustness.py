@@ -1528,3 +1528,26 @@ def test_cache_clear_takes_a_short_name_and_needs_an_answer(zstc_cli, tmp_path: 
     assert status == 2 and err.splitlines()[-1].startswith("error: cache clear asks before it removes anything"), err
     status, _, err = zstc_cli("cache", "clear", "--model", "all-MiniLM-L6-v2", "--yes")
     assert status == 0 and "removed 1 cached results" in err, err
+
+
+def test_out_edge_cases_are_said_as_what_they_are(zstc_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out`` an existing directory said "cannot tell the output format"; ``--out - --format jsonl`` wrote a file
+    named ``-``; ``--out`` through a dangling symlink created the missing folder it points into; a NaN in a kept
+    column was written as ``NaN`` (invalid JSON), exit 0."""
+    monkeypatch.chdir(tmp_path)
+    texts = tmp_path / "in.txt"
+    texts.write_text("The match ended 2-1.\n", encoding="utf-8")
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "sports,economy", "--out", str(tmp_path)),
+                      f"--out {tmp_path}: is a directory, expected a file")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(tmp_path / "missing" / "o.jsonl")
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "sports,economy", "--out", str(link)),
+                      f"folder {tmp_path / 'missing'} does not exist")
+    assert not (tmp_path / "missing").exists()
+    status, out, err = zstc_cli("classify", str(texts), "-l", "sports,economy", "--out", "-", "--format", "jsonl")
+    assert status == 0 and json.loads(out)["text"] == "The match ended 2-1." and not (tmp_path / "-").exists(), err
+    source = tmp_path / "nan.jsonl"
+    source.write_text('{"text": "The match ended 2-1.", "x": NaN}\n', encoding="utf-8")
+    assert_user_error(zstc_cli("classify", str(source), "-l", "sports,economy", "--out", str(tmp_path / "o.jsonl")),
+                      f"{source}:1: column 'x' holds NaN or infinite values, which JSON Lines cannot hold")
+    assert not (tmp_path / "o.jsonl").exists()

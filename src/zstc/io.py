@@ -199,7 +199,8 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), o
     # The mode bits, not os.access, which says yes to root whatever they are.
     if path.is_file() and not path.stat().st_mode & 0o222:
         raise OutputError(f"{where}: is read-only; writing there would replace it, make it writable (chmod u+w) or choose another path")
-    _check_writable_folder(path.absolute().parent, where)
+    # Through a symlink, the folder written in is the target's (a dangling link's missing folder was created).
+    _check_writable_folder(write_target(path).absolute().parent, where)
     return path
 
 

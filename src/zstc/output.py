@@ -54,6 +54,8 @@ def output_format(path: Path | None, forced: str | None = None) -> str:
         return check_choice("format", forced, tuple(dict.fromkeys(FORMATS.values())))
     if path is None:
         return "jsonl"
+    if path.is_dir():  # said as what it is, not as an extension that tells no format
+        raise DataError(f"--out {path}: is a directory, expected a file")
     try:
         return FORMATS[path.suffix.lower()]
     except KeyError:
@@ -132,16 +134,20 @@ def _json_value(value: Any) -> Any:
 
 
 def encode_jsonl(rows: Sequence[Row]) -> bytes:
-    """JSON Lines; a column JSON cannot hold (binary data) is a :class:`DataError` naming it."""
+    """JSON Lines; a column JSON cannot hold (binary data; NaN or an infinity, which ``json.dumps`` wrote as the
+    invalid JSON ``NaN``) is a :class:`DataError` naming it."""
     try:
-        return "".join(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n" for row in rows).encode("utf-8")
-    except TypeError:
+        return "".join(json.dumps(row, ensure_ascii=False, default=_json_value, allow_nan=False) + "\n"
+                       for row in rows).encode("utf-8")
+    except (TypeError, ValueError):
         for row in rows:
             for name, value in row.items():
                 try:
-                    json.dumps(value, default=_json_value)
+                    json.dumps(value, default=_json_value, allow_nan=False)
                 except TypeError as error:
                     raise _unwritable(name, str(error), "JSON Lines") from None
+                except ValueError:
+                    raise _unwritable(name, "NaN or infinite", "JSON Lines") from None
         raise
 
 
@@ -472,9 +478,15 @@ class ResumableWriter:
         """Refuse, before the chunk is scored, output rows (``rows``: the chunk's kept columns, with empty
         predictions) that Parquet cannot write after the chunks written so far: a column whose values change type
         (JSON Lines ``"id": 1`` then ``"id": "a2"``), an integer beyond 64 bits. A :class:`DataError` naming the
-        column and the row (``where``: each row's name). Other formats: nothing to check. ``ahead``: the chunk is
-        scored before the chunks checked earlier are written (the Ray engine's actors), so its types count for the
-        chunks checked after it as a written chunk's do."""
+        column and the row (``where``: each row's name). JSON Lines: a value JSON cannot hold (NaN, binary data),
+        named by :func:`encode_jsonl`. ``ahead``: the chunk is scored before the chunks checked earlier are written
+        (the Ray engine's actors), so its types count for the chunks checked after it as a written chunk's do."""
+        if self.fmt == "jsonl":
+            for row, name in zip(rows, where):
+                try:
+                    encode_jsonl([row])
+                except DataError as error:
+                    raise DataError(f"{name}: {error}") from None
         if self.fmt == "parquet" and rows:
             schema = self._parquet_schema(_parquet_table(rows, where).schema, rows, where)
             if ahead:

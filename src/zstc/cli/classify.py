@@ -107,6 +107,8 @@ def classify(
     if engine == "local" and len(inputs) > 1:
         raise DataError(f"one input at a time ({len(inputs)} given); --engine ray takes several files or folders")
     input = inputs[0]
+    if out is not None and str(out) == "-":  # stdout, as for the input (it wrote a file named "-")
+        out = None
     if engine == "ray":
         if out is None:
             raise DataError("--engine ray writes Parquet files into a folder: give --out FOLDER")
