@@ -1406,6 +1406,8 @@ def test_a_mapping_or_dataframe_is_never_read_as_its_keys(minilm_cls) -> None:
     with pytest.raises(DataError, match="texts must be .*got a DataFrame, whose iteration gives its column names"):
         classifier.predict(frame, ["sports", "economy"])
     assert [p.label for p in classifier.predict(frame["text"], ["sports", "economy"])] == ["sports", "economy"]
+    with pytest.raises(TypeError, match="notes must be a list .* got tuple"):  # it failed on extend, after the scoring
+        classifier.predict(["The match ended 2-1."], ["sports", "economy"], notes=())
 
 
 class _OwnScorer:

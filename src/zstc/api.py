@@ -331,6 +331,8 @@ class Classifier:
         recheck in fp32 (:mod:`zstc.scorers.recheck`): the caller decides by them, not by each text's best label;
         ``margins`` (one per label, ``nan`` for none) that a label must also be near its text's best score
         (:func:`zstc.multilabel.decide`)."""
+        if notes is not None and not isinstance(notes, list):  # a tuple failed on extend, after the scoring
+            raise TypeError(f"notes must be a list (it receives what the scorer has to say), got {type(notes).__name__}")
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
