@@ -179,3 +179,55 @@ def test_fuzz_a_repeated_key_is_refused(body: dict, repeated: str, value) -> Non
     twice = text[:-1] + (", " if body else "") + f"{json.dumps(repeated)}: {json.dumps(value)}, {json.dumps(repeated)}: 1}}"
     with pytest.raises(ZstcError, match=f"the body: key '{repeated}' appears twice in one object"):
         check_distinct_keys(twice, "the body")
+
+
+# -- issue 43: the Python API's argument types ------------------------------------------------------------------------
+
+np = pytest.importorskip("numpy")
+
+
+class _EchoScorer:
+    """A scorer with the documented ``score(texts, labels)``: a label scores 1 where its text contains it. What it
+    was asked to score is kept, so a test sees whether a dict's keys were scored."""
+
+    family = ""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[str], list[str]]] = []
+
+    def score(self, texts, labels):
+        self.seen.append((list(texts), list(labels)))
+        return np.array([[float(label in text) for label in labels] for text in texts])
+
+    def describe(self):
+        return {}
+
+
+ARGUMENT = st.one_of(
+    st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3),
+    st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3).map(tuple),
+    st.dictionaries(st.text(min_size=1, max_size=8), st.text(min_size=1, max_size=8), min_size=1, max_size=3),
+    st.sets(st.text(min_size=1, max_size=8), min_size=1, max_size=3), st.none(), st.integers(), st.text(max_size=8),
+    st.lists(st.one_of(st.integers(), st.none(), st.floats(), st.binary(max_size=3)), min_size=1, max_size=3),
+)
+
+
+@FUZZ
+@given(texts=ARGUMENT, labels=ARGUMENT, notes=st.sampled_from([None, [], (), "x"]))
+def test_fuzz_api_argument_types(texts, labels, notes) -> None:
+    """Any argument types: a result, or zstc's error or a TypeError naming the parameter; never another exception,
+    and never a dict's keys scored (a dict as texts classified its keys, as labels dropped its descriptions)."""
+    from zstc.api import Classifier
+
+    scorer = _EchoScorer()
+    try:
+        predictions = Classifier(scorer).predict(texts, labels, notes=notes)
+    except ZstcError as error:
+        assert str(error)
+        return
+    except TypeError as error:
+        assert str(error).startswith("notes must be a list"), error
+        return
+    assert not isinstance(texts, dict) and not isinstance(labels, dict)
+    assert isinstance(notes, list) or notes is None
+    assert len(predictions) == len(list(texts)) and scorer.seen

@@ -1553,3 +1553,13 @@ def test_out_edge_cases_are_said_as_what_they_are(zstc_cli, tmp_path: Path, monk
     assert_user_error(zstc_cli("classify", str(source), "-l", "sports,economy", "--out", str(tmp_path / "o.jsonl")),
                       f"{source}:1: column 'x' holds NaN or infinite values, which JSON Lines cannot hold")
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_labels_json_nan_description_is_refused(tmp_path: Path) -> None:
+    """Labels JSON ``{"food": NaN}`` became the description "nan"."""
+    from zstc.io import read_label_descriptions
+
+    path = tmp_path / "labels.json"
+    path.write_text('{"food": NaN, "travel": "Trips."}', encoding="utf-8")
+    with pytest.raises(DataError, match="the description of 'food' is NaN, expected a string"):
+        read_label_descriptions(path)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -652,6 +653,6 @@ def _label_string(value: Any, path: Path, what: str) -> str:
     """A label or description from JSON: a string (or a number, written as one); nothing else is guessed at."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (isinstance(value, int) or math.isfinite(value)):
         return str(value)
-    raise DataError(f"{path}: {what} is {json.dumps(value)[:40]}, expected a string")
+    raise DataError(f"{path}: {what} is {json.dumps(value)[:40]}, expected a string")  # NaN was the description "nan"
