@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from zstc.benchmark.store import DatasetResult, write_json
-from zstc.io import atomic_write, check_folder_creatable, write_failed
+from zstc.io import atomic_write
 
 NO_REVISION = "no_revision_available"
 """MTEB's name for a model without a known revision."""
@@ -79,6 +79,8 @@ class ResultCache:
     def check_writable(self) -> None:
         """Refuse, before any work, a cache that results cannot be written to (``$ZSTC_CACHE`` naming a file, a
         read-only place): an :class:`zstc.errors.OutputError` naming it, not a traceback after the scoring."""
+        from zstc.io import check_folder_creatable
+
         check_folder_creatable(self.root, "result cache", "it is set by ZSTC_CACHE (or ZSTC_RESULTS_CACHE): point it at a "
                                "folder (bench: or give --no-cache)")
 
@@ -132,6 +134,8 @@ class ResultCache:
         try:
             npz_path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:  # a cache path through a file, a read-only place (check_writable said it up front)
+            from zstc.io import write_failed
+
             raise write_failed(npz_path.parent, error) from None
         with atomic_write(npz_path, "wb") as handle:
             np.savez_compressed(handle, **arrays)
