@@ -116,6 +116,7 @@ def test_a_torn_chunk_is_cut_and_a_changed_input_starts_over(tmp_path):
     writer.write_chunk([{"n": 1}, {"n": 2}])
     with writer.partial.open("ab") as handle:  # what a run killed mid-chunk leaves: bytes the marker does not count
         handle.write(b'{"n": 3}\n{"n"')
+    writer.close()  # killed: the kernel releases the output's lock
     resumed = ResumableWriter(out, "jsonl", {"input_sha256": "a", "settings": "s"}, on_note=notes.append)
     assert resumed.resumed_rows == 2 and "resuming" in notes[-1]
     resumed.write_chunk([{"n": 3}])
@@ -124,6 +125,7 @@ def test_a_torn_chunk_is_cut_and_a_changed_input_starts_over(tmp_path):
 
     writer = ResumableWriter(out, "jsonl", {"input_sha256": "a", "settings": "s"})
     writer.write_chunk([{"n": 1}])
+    writer.close()
     changed = ResumableWriter(out, "jsonl", {"input_sha256": "b", "settings": "s"}, on_note=notes.append)
     assert changed.resumed_rows == 0 and "starting" in notes[-1] and "changed" in notes[-1]
 
@@ -177,6 +179,7 @@ def test_an_output_written_over_in_place_after_the_kill_is_not_taken_for_the_run
                         else real_unlink(self, *a, **k))
         with pytest.raises(KeyboardInterrupt):
             writer.finish()
+    writer.close()  # killed: the kernel releases the output's lock
     inode = out.stat().st_ino
     with out.open("r+b") as handle:  # the user's own bytes, same size, same inode
         handle.write(b'{"n": 2}\n')
@@ -663,10 +666,12 @@ def test_keep_cuts_a_resumed_output_back_to_its_first_chunks(tmp_path, fmt, kept
     writer = ResumableWriter(tmp_path / f"cut.{fmt}", fmt, identity)
     for index, rows in enumerate(chunks):
         writer.write_chunk(rows, f"d{index}")
+    writer.close()  # killed: the kernel releases the output's lock
     resumed = ResumableWriter(tmp_path / f"cut.{fmt}", fmt, identity)
     assert resumed.resumed_rows == 4 and resumed.chunk_inputs == ["d0", "d1", "d2"]
     resumed.keep(kept)
     assert resumed.resumed_rows == [0, 2][kept] and resumed.chunk_inputs == ["d0"][:kept]
+    resumed.close()
     again = ResumableWriter(tmp_path / f"cut.{fmt}", fmt, identity)  # the marker says the same
     assert again.resumed_rows == resumed.resumed_rows
     again.write_chunk([{"n": 9}], "d9")
@@ -809,6 +814,7 @@ def test_parquet_writer_refuses_mixed_types_when_a_chunk_is_written(tmp_path):
     writer.write_chunk([{"other": 1}])
     pq = pytest.importorskip("pyarrow.parquet")
     pq.write_table(pytest.importorskip("pyarrow").table({"id": ["x"]}), writer.partial / "chunk-000001.parquet")
+    writer.close()
     resumed = ResumableWriter(tmp_path / "out.parquet", "parquet", {"input_sha256": "a", "settings": "s"})
     with pytest.raises(DataError, match=f"^{writer.partial / 'chunk-000001.parquet'}: column 'id' holds string values where "
                                         "earlier rows hold int64: "):

@@ -102,3 +102,132 @@ def test_fuzz_request_models(body: dict, lone: str) -> None:
             model.model_validate(body)
         except ValidationError:
             pass
+
+
+# -- issue 43: every file format splits lines the same way --------------------------------------------------------
+
+LINE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), min_size=1, max_size=12).filter(
+    lambda text: text.strip() and not text.startswith("\ufeff"))
+
+
+@FUZZ
+@given(texts=st.lists(LINE_TEXT, min_size=1, max_size=5), ends=st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=5, max_size=5),
+       inner=st.sampled_from(["", "\u2028", "\x0c", "\x85"]))
+def test_fuzz_line_endings_read_alike_in_every_format(texts: list[str], ends: list[str], inner: str) -> None:
+    """LF, CRLF and a lone CR end a line in .txt, CSV, TSV, JSON Lines and labels files alike (a CR-only .txt was one
+    text, a CR-only CSV "malformed ... universal-newline mode"); U+2028, a form feed or NEL inside a line is a character
+    of it (a labels line with U+2028 was two labels)."""
+    from zstc.io import read_label_descriptions, read_records, read_texts
+    from zstc.validation import is_blank
+
+    texts = [f"{text}{inner}x" for text in texts]
+    texts = [text for text in dict.fromkeys(texts) if not is_blank(text)]
+    if not texts:
+        return
+    joined = lambda lines: "".join(line + ends[i % len(ends)] for i, line in enumerate(lines))  # noqa: E731
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        (base / "t.txt").write_bytes(joined(texts).encode("utf-8"))
+        assert read_texts(base / "t.txt") == [text for text in texts if text.strip()]
+        for suffix, delimiter in ((".csv", ","), (".tsv", "\t")):
+            lines = ['"' + cell.replace('"', '""') + '"' + delimiter + "1" for cell in ["text", *texts]]  # quoted, as csv does
+            (base / f"t{suffix}").write_bytes(joined(lines).encode("utf-8"))
+            assert [record["text"] for _, record in read_records(base / f"t{suffix}")] == texts
+        (base / "t.jsonl").write_bytes(joined([json.dumps({"text": text}, ensure_ascii=False) for text in texts]).encode("utf-8"))
+        assert [record["text"] for _, record in read_records(base / "t.jsonl")] == texts
+        if len(texts) >= 2 and all(text == text.strip() and "\t" not in text for text in texts):
+            (base / "labels.txt").write_bytes(joined(texts).encode("utf-8"))
+            assert list(read_label_descriptions(base / "labels.txt")) == texts
+
+
+# -- issue 43: request bodies with unknown or repeated keys --------------------------------------------------------
+
+KEY = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e, blacklist_characters='"\\'), min_size=1, max_size=12)
+
+
+@FUZZ
+@given(extra=KEY, where=st.sampled_from(["top", "parameters", "options"]), labels=st.lists(st.text(min_size=1, max_size=6), max_size=3))
+def test_fuzz_hf_shape_refuses_unknown_keys(extra: str, where: str, labels: list[str]) -> None:
+    """The Hugging Face shape ignored unknown and misspelt keys (``"multilabel": true`` answered single-label, a body
+    with ``inputs`` and ``texts`` dropped ``texts``); now any key it does not know is refused, as the zstc shape's."""
+    pytest.importorskip("fastapi")
+    from pydantic import ValidationError
+
+    from zstc.server.schemas import HFZeroShotRequest
+
+    known = {"top": {"inputs", "parameters", "options"}, "parameters": {"candidate_labels", "hypothesis_template", "multi_label"},
+             "options": {"use_cache", "wait_for_model"}}[where]
+    body: dict = {"inputs": "a text", "parameters": {"candidate_labels": labels or "a,b"}, "options": {"wait_for_model": True}}
+    HFZeroShotRequest.model_validate(body)
+    if extra in known:
+        return
+    (body if where == "top" else body[where])[extra] = True
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        HFZeroShotRequest.model_validate(body)
+
+
+@FUZZ
+@given(body=REQUEST_FIELDS, repeated=st.sampled_from(["texts", "labels", "inputs", "parameters", "query", "documents", "top_n"]),
+       value=JSON)
+def test_fuzz_a_repeated_key_is_refused(body: dict, repeated: str, value) -> None:
+    """``{"labels": [...], "labels": [...]}`` kept the last (json.loads); the service's body check refuses it, and
+    every body without a repeat passes it."""
+    from zstc.io import check_distinct_keys
+
+    text = json.dumps(body)
+    check_distinct_keys(text, "the body")
+    twice = text[:-1] + (", " if body else "") + f"{json.dumps(repeated)}: {json.dumps(value)}, {json.dumps(repeated)}: 1}}"
+    with pytest.raises(ZstcError, match=f"the body: key '{repeated}' appears twice in one object"):
+        check_distinct_keys(twice, "the body")
+
+
+# -- issue 43: the Python API's argument types ------------------------------------------------------------------------
+
+np = pytest.importorskip("numpy")
+
+
+class _EchoScorer:
+    """A scorer with the documented ``score(texts, labels)``: a label scores 1 where its text contains it. What it
+    was asked to score is kept, so a test sees whether a dict's keys were scored."""
+
+    family = ""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[str], list[str]]] = []
+
+    def score(self, texts, labels):
+        self.seen.append((list(texts), list(labels)))
+        return np.array([[float(label in text) for label in labels] for text in texts])
+
+    def describe(self):
+        return {}
+
+
+ARGUMENT = st.one_of(
+    st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3),
+    st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3).map(tuple),
+    st.dictionaries(st.text(min_size=1, max_size=8), st.text(min_size=1, max_size=8), min_size=1, max_size=3),
+    st.sets(st.text(min_size=1, max_size=8), min_size=1, max_size=3), st.none(), st.integers(), st.text(max_size=8),
+    st.lists(st.one_of(st.integers(), st.none(), st.floats(), st.binary(max_size=3)), min_size=1, max_size=3),
+)
+
+
+@FUZZ
+@given(texts=ARGUMENT, labels=ARGUMENT, notes=st.sampled_from([None, [], (), "x"]))
+def test_fuzz_api_argument_types(texts, labels, notes) -> None:
+    """Any argument types: a result, or zstc's error or a TypeError naming the parameter; never another exception,
+    and never a dict's keys scored (a dict as texts classified its keys, as labels dropped its descriptions)."""
+    from zstc.api import Classifier
+
+    scorer = _EchoScorer()
+    try:
+        predictions = Classifier(scorer).predict(texts, labels, notes=notes)
+    except ZstcError as error:
+        assert str(error)
+        return
+    except TypeError as error:
+        assert str(error).startswith("notes must be a list"), error
+        return
+    assert not isinstance(texts, dict) and not isinstance(labels, dict)
+    assert isinstance(notes, list) or notes is None
+    assert len(predictions) == len(list(texts)) and scorer.seen

@@ -1190,3 +1190,377 @@ def test_bench_refuses_a_multi_label_threshold_outside_the_scores_range(zstc_cli
         assert code == 2 and err.startswith("error: --threshold must be >= -1 and <= 1, got ") and \
             "cosine similarities" in err, err
     assert not (tmp_path / "r.json").exists()
+
+
+# -- issue 43: runs that share an output coordinate ---------------------------------------------------------------
+
+
+def _wait_until(condition, timeout: float = 180, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _marker_rows(marker: Path) -> int:
+    try:
+        return int(json.loads(marker.read_text())["rows"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_two_runs_on_one_output_never_write_into_each_other(tmp_path: Path) -> None:
+    """Two real classify processes on one --out: the second is refused at once, naming the live run's PID (it took
+    the first's live partial output for an interrupted run's, and both wrote into it); with --wait it waits, and a
+    SIGKILL of the run it waits for frees the output (the kernel releases the lock) for it to start over."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    out = tmp_path / "o.jsonl"
+    marker = out.with_name("o.jsonl.partial.json")
+    texts = tmp_path / "in.txt"
+    texts.write_text("The match ended 2-1.\nRates were raised.\n", encoding="utf-8")
+    command = [sys.executable, "-m", "zstc", "classify", "-l", "sports,economy", "-o", str(out), "--chunk-size", "1"]
+    first = subprocess.Popen([*command, "-"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    try:
+        first.stdin.write(b"one text\n")
+        first.stdin.flush()
+        _wait_until(lambda: _marker_rows(marker) >= 1 or first.poll() is not None, what="the first run's first chunk")
+        assert first.poll() is None
+        started = time.monotonic()
+        second = subprocess.run([*command, str(texts)], capture_output=True, env=env, timeout=120, check=False)
+        err = second.stderr.decode()
+        assert second.returncode == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+        assert f"{out}: another zstc run (PID {first.pid}) is writing it now" in err and "--wait" in err, err
+        assert time.monotonic() - started < 60  # refused before any model loads
+        assert _marker_rows(marker) == 1 and not out.exists()  # the live run's state untouched
+
+        log = tmp_path / "waiting.log"
+        with log.open("wb") as handle:
+            waiting = subprocess.Popen([*command, str(texts), "--wait"], stderr=handle, env=env)
+        _wait_until(lambda: "waiting for" in log.read_text(errors="replace") or waiting.poll() is not None,
+                    what="the --wait run to wait")
+        assert f"waiting for the zstc run (PID {first.pid}) that is writing {out}" in log.read_text(), log.read_text()
+        first.kill()  # SIGKILL: the lock goes with the process
+        first.wait(60)
+        assert waiting.wait(180) == 0, log.read_text()
+    finally:
+        first.kill()
+        first.wait(60)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["text"] for row in rows] == ["The match ended 2-1.", "Rates were raised."]
+    assert "starting" in log.read_text() and f"{out}" in log.read_text()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "o.jsonl", "waiting.log"]
+
+
+@pytest.mark.parametrize("companion", ["o.jsonl.partial", "o.jsonl.partial.json", "o.jsonl.partial.lock"])
+def test_an_input_named_like_a_file_the_run_writes_is_refused(zstc_cli, tmp_path: Path, companion: str) -> None:
+    """An input file named like the output's marker (``X.partial.json`` for ``--out X``) was overwritten by it."""
+    source = tmp_path / companion
+    source.write_text('{"text": "The match ended 2-1."}\n', encoding="utf-8")
+    before = digest(source)
+    out = tmp_path / "o.jsonl"
+    assert_user_error(zstc_cli("classify", str(source), "-l", "a,b", "--out", str(out)),
+                      f"writes {tmp_path / companion} as it runs, which is the input {source}")
+    assert digest(source) == before and not out.exists()
+
+
+def test_sweep_refuses_two_models_written_to_one_file(zstc_cli, tmp_path: Path, own_minilm: Path, btzsc_dir: Path) -> None:
+    """``mm/a b`` and ``mm/a+b`` are both ``mm__a__b.json``: "wrote 2 summaries", one over the other. Refused before
+    any work, naming both; the sweep folder is not created."""
+    models = tmp_path / "mm"
+    models.mkdir()
+    for name in ("a b", "a+b"):
+        shutil.copytree(own_minilm, models / name, symlinks=True)
+    out = tmp_path / "sweep"
+    status, _, err = zstc_cli("sweep", "--models", f"{models / 'a b'},{models / 'a+b'}", "--data", str(btzsc_dir),
+                              "--tasks", "financialphrasebank", "--max-samples", "4", "--out", str(out))
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"--models '{models / 'a b'}' and '{models / 'a+b'}' would be written to one file name" in err, err
+    assert not out.exists()
+
+
+# -- issue 43: every write failure one error line, finished work kept ---------------------------------------------
+
+
+def _limited(size: int):
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_write_over_the_file_size_limit_is_one_error_line_and_resumes(tmp_path: Path, fmt: str) -> None:
+    """``ulimit -f``: a traceback (``OSError: File too large``, pyarrow's EFBIG) instead of the README's one line.
+    Now one ``error:`` line naming the file and the cause; the complete chunks stay and the next run resumes."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"text": f"The match ended {i}-1 after extra time. " * 10}) + "\n" for i in range(40)),
+                      encoding="utf-8")
+    out = tmp_path / f"o.{fmt}"
+    command = [sys.executable, "-m", "zstc", "classify", str(source), "-l", "sports,economy", "-o", str(out), "--chunk-size", "10"]
+    limited = subprocess.run(command, capture_output=True, env=env, timeout=300, preexec_fn=_limited(12_000), check=False)
+    err = limited.stderr.decode()
+    assert limited.returncode == 2 and err.splitlines()[-1].startswith("error: cannot write "), err
+    assert err.splitlines()[-1].endswith(": File too large") and "Traceback" not in err, err
+    assert not out.exists() and out.with_name(out.name + ".partial.json").exists()
+    assert not out.with_name(out.name + ".partial.lock").exists()
+    again = subprocess.run(command, capture_output=True, env=env, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr.decode()
+    if fmt == "jsonl":
+        assert f"resuming {out}: " in again.stderr.decode()
+        assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == [
+            json.loads(line)["text"] for line in source.read_text().splitlines()]
+
+
+def test_predictions_to_a_stdout_of_another_encoding_are_utf8(tmp_path: Path) -> None:
+    """``PYTHONIOENCODING=ascii``: a UnicodeEncodeError traceback after the chunk was scored. JSON Lines is UTF-8
+    whatever the locale: the bytes go through stdout's buffer."""
+    source = tmp_path / "in.txt"
+    source.write_text("Café au lait, résumé\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONIOENCODING": "ascii"}
+    result = subprocess.run([sys.executable, "-m", "zstc", "classify", str(source), "-l", "food,économie"],
+                            capture_output=True, env=env, timeout=300, check=False)
+    assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr.decode()
+    row = json.loads(result.stdout.decode("utf-8"))
+    assert row["text"] == "Café au lait, résumé" and set(row["scores"]) == {"food", "économie"}
+
+
+def test_a_result_cache_that_is_no_folder_is_refused_before_scoring(zstc_cli, tmp_path: Path, btzsc_dir: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ZSTC_CACHE`` naming a file: bench scored every dataset, then failed with a traceback as it cached the first.
+    Now one line naming the cache and why, before any model loads; nothing written."""
+    blocker = tmp_path / "cache-file"
+    blocker.write_text("")
+    monkeypatch.setenv("ZSTC_RESULTS_CACHE", str(blocker / "results"))
+    out = tmp_path / "r.json"
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+                               "--max-samples", "4", "--out", str(out)),
+                      f"result cache {blocker / 'results'}: {blocker} is not a folder", "ZSTC_CACHE")
+    assert not out.exists() and not tmp_path.joinpath("r.details").exists()
+
+
+# -- issue 43: CSV as users have it ---------------------------------------------------------------------------------
+
+
+def test_a_csv_cell_over_128_kib_is_read_whole(tmp_path: Path) -> None:
+    """A long document in one CSV cell was "malformed CSV ... an unterminated quote?" (Python's 128 KiB cell limit);
+    JSON Lines with the same text worked."""
+    from zstc.io import read_records, read_texts
+
+    long_text = "word " * 60_000  # 300 KB
+    for suffix, delimiter in ((".csv", ","), (".tsv", "\t")):
+        path = tmp_path / f"long{suffix}"
+        path.write_text(f"id{delimiter}text\n1{delimiter}\"{long_text}\"\n2{delimiter}short\n", encoding="utf-8")
+        assert read_texts(path) == [long_text, "short"]
+        assert [record["id"] for _, record in read_records(path)] == ["1", "2"]
+
+
+def test_a_line_break_in_an_unquoted_label_is_said_in_the_users_words(zstc_cli) -> None:
+    """Python's "do you need to open the file in universal-newline mode?" is advice about Python's open()."""
+    status, _, err = zstc_cli("classify", "-", "--labels", "sports\rnews,economy")
+    assert status == 2 and "a line break inside an unquoted cell" in err and "universal-newline" not in err, err
+
+
+def test_classifys_own_csv_output_is_a_fit_thresholds_input(tmp_path: Path) -> None:
+    """``--fit-thresholds`` refused a CSV whose label cell is a JSON list, the way classify --multi-label writes it."""
+    from zstc.io import read_label_sets
+
+    path = tmp_path / "dev.csv"
+    path.write_text('text,labels\n"Goal, then rain.","[""sports"", ""weather""]"\nQuiet day.,"[]"\nRates rose.,economy\n'
+                    'Odd one,[not json\n', encoding="utf-8")
+    with pytest.raises(DataError, match="dev.csv:5: label '\\[not json' is not one of the labels"):
+        read_label_sets(path, label_column="labels", labels=["sports", "weather", "economy"])
+    path.write_text(path.read_text().rsplit("Odd one", 1)[0], encoding="utf-8")
+    texts, gold = read_label_sets(path, label_column="labels", labels=["sports", "weather", "economy"])
+    assert texts == ["Goal, then rain.", "Quiet day.", "Rates rose."] and gold == [["sports", "weather"], [], ["economy"]]
+
+
+def test_fit_thresholds_refuses_none_together_with_a_label(minilm_cls) -> None:
+    """A gold set holding a label and "none" was accepted (the label counted, "none" ignored)."""
+    from zstc.api import Classifier
+    from zstc.errors import LabelError
+
+    with pytest.raises(LabelError, match="dev text 2 has 'none' together with 'sports'"):
+        Classifier(minilm_cls).fit_thresholds(["Rates rose.", "Goal!"], [["economy"], ["none", "sports"]], ["sports", "economy"])
+
+
+# -- issue 43: the Python API takes the types it documents ----------------------------------------------------------
+
+
+def test_a_mapping_or_dataframe_is_never_read_as_its_keys(minilm_cls) -> None:
+    """``predict(texts, {"sports": "About sport.", ...})`` ignored the descriptions; a dict or a DataFrame as texts
+    classified its keys or column names."""
+    import pandas as pd
+
+    from zstc.api import Classifier
+    from zstc.errors import DataError, LabelError
+
+    classifier = Classifier(minilm_cls)
+    with pytest.raises(LabelError, match="labels must be .*got a dict, whose iteration gives its keys alone: for a "
+                                         "\\{label: description\\} mapping m, pass labels=list\\(m\\)"):
+        classifier.predict(["The match ended 2-1."], {"sports": "About sport.", "economy": "About money."})
+    with pytest.raises(DataError, match="texts must be .*got a dict"):
+        classifier.predict({"a": "The match ended 2-1."}, ["sports", "economy"])
+    frame = pd.DataFrame({"text": ["The match ended 2-1.", "Rates rose."]})
+    with pytest.raises(DataError, match="texts must be .*got a DataFrame, whose iteration gives its column names"):
+        classifier.predict(frame, ["sports", "economy"])
+    assert [p.label for p in classifier.predict(frame["text"], ["sports", "economy"])] == ["sports", "economy"]
+    with pytest.raises(TypeError, match="notes must be a list .* got tuple"):  # it failed on extend, after the scoring
+        classifier.predict(["The match ended 2-1."], ["sports", "economy"], notes=())
+
+
+class _OwnScorer:
+    """A user's scorer with the documented ``score(texts, labels)``, returning what it is told to."""
+
+    family = "embedding"
+
+    def __init__(self, result) -> None:
+        self.result = result
+        self.spec = None
+
+    def score(self, texts, labels):
+        return self.result(texts, labels)
+
+    def describe(self):
+        return {}
+
+
+@pytest.mark.parametrize("result, message", [
+    (lambda texts, labels: np.ones((len(texts) - 1, len(labels))), r"returned a matrix of shape \(1, 2\) for 2 texts and 2 labels"),
+    (lambda texts, labels: [["a", "b"]] * len(texts), "returned <U1 values, expected numbers"),
+    (lambda texts, labels: [[1.0], [1.0, 2.0]], "no matrix of numbers"),
+    (lambda texts, labels: np.full((len(texts), len(labels)), np.nan), "non-finite scores"),
+])
+def test_a_custom_scorer_is_checked_and_named(result, message) -> None:
+    """A custom scorer returning fewer rows than texts gave fewer predictions in silence; the documented
+    ``score(texts, labels)`` signature failed with "unexpected keyword argument 'show_progress'"."""
+    from zstc.api import Classifier
+    from zstc.errors import ModelError
+
+    with pytest.raises(ModelError, match=message):
+        Classifier(_OwnScorer(result)).predict(["a text", "another"], ["sports", "economy"])
+    good = Classifier(_OwnScorer(lambda texts, labels: np.array([[0.9, 0.1], [0.2, 0.8]])))
+    assert [p.label for p in good.predict(["a text", "another"], ["sports", "economy"])] == ["sports", "economy"]
+
+
+def test_the_service_refuses_repeated_and_unknown_keys(minilm_cls) -> None:
+    """Through the real app: a key given twice (any endpoint) and a key the Hugging Face shape does not know are 422s
+    naming the key; the hub's own ``options`` are taken."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from zstc.api import Classifier
+    from zstc.server.app import create_app
+
+    with TestClient(create_app(Classifier(minilm_cls))) as client:
+        deadline = time.monotonic() + 300
+        while client.get("/health/ready").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        refused = {
+            "/classify": ['{"texts": ["a"], "labels": ["x", "y"], "labels": ["p", "q"]}',
+                          '{"inputs": "a", "inputs": "b", "parameters": {"candidate_labels": ["x", "y"]}}'],
+            "/rerank": ['{"query": "a", "documents": ["x"], "query": "b"}'],
+        }
+        for path, bodies in refused.items():
+            for body in bodies:
+                answer = client.post(path, content=body, headers={"content-type": "application/json"})
+                assert answer.status_code == 422 and "appears twice in one object" in answer.json()["error"], answer.text
+        for body, key in [({"inputs": "a", "parameters": {"candidate_labels": ["x", "y"]}, "texts": ["b"]}, "texts"),
+                          ({"inputs": "a", "parameters": {"candidate_labels": ["x", "y"], "multilabel": True}}, "parameters.multilabel")]:
+            answer = client.post("/", json=body)
+            assert answer.status_code == 422 and answer.json()["error"].startswith(f"{key}: "), answer.text
+        answer = client.post("/", json={"inputs": "a", "parameters": {"candidate_labels": ["x", "y"]}, "options": {"wait_for_model": True}})
+        assert answer.status_code == 200 and [entry["label"] for entry in answer.json()] != [], answer.text
+
+
+# -- issue 43: calibrations that would silently mislead --------------------------------------------------------------
+
+
+def test_a_degenerate_or_foreign_calibration_is_refused(minilm_cls, tmp_path: Path) -> None:
+    """A temperature of 1e-320 gave NaN probabilities (written into JSONL, exit 0; serve answered 500 to every
+    request); files of another family, score type or format_version 99 were used without a word;
+    ``Classifier(calibration={...})`` was a traceback."""
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+    from zstc.probabilities import Calibration, load_calibration
+
+    with pytest.raises(OptionError, match="temperature must be positive, at least 1e-06 .* got 1e-320"):
+        Calibration("temperature", {"temperature": 1e-320})
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"format": "zstc-calibration", "format_version": 99, "method": "temperature",
+                                "parameters": {"temperature": 0.5}}))
+    with pytest.raises(DataError, match="format_version 99 is not one this zstc reads"):
+        load_calibration(path)
+    with pytest.raises(TypeError, match="calibration must be a file path or a zstc.probabilities.Calibration, got dict"):
+        Classifier(minilm_cls, calibration={"temperature": 0.5})
+    with pytest.raises(OptionError, match="fitted on scores of the family 'nli', and this model's are 'embedding'"):
+        Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="nli"))
+    with pytest.raises(OptionError, match="fitted on scores of the score type 'prob', and this model's are 'cosine'"):
+        Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding", score_type="prob"))
+    assert Classifier(minilm_cls, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding",
+                                                          score_type="cosine")).temperature() == 0.5
+
+
+def test_a_label_or_text_of_combining_marks_alone_is_empty(minilm_cls) -> None:
+    """A label or text made only of combining marks was scored as if it were text (the service too: it shares the
+    rule); a mark on a letter is part of the letter."""
+    from zstc.api import Classifier
+    from zstc.errors import LabelError
+    from zstc.validation import is_blank
+
+    classifier = Classifier(minilm_cls)
+    with pytest.raises(LabelError, match="empty entry at position 2 \\(only combining marks, such as U\\+0301\\)"):
+        classifier.predict(["The match ended 2-1."], ["sports", "\u0301\u20dd"])
+    with pytest.raises(DataError, match="text 1 is empty \\(only combining marks, such as U\\+0308\\)"):
+        classifier.predict(["\u0308 \u0301"], ["sports", "economy"])
+    assert not is_blank("e\u0301") and not is_blank("\u0915\u093f")
+
+
+def test_cache_clear_takes_a_short_name_and_needs_an_answer(zstc_cli, tmp_path: Path, btzsc_dir: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cache clear --model all-MiniLM-L6-v2`` removed 0 entries stored under the hub id; ``cache clear < /dev/null``
+    said "interrupted (SIGINT)"."""
+    status, _, err = zstc_cli("bench", "-m", "all-MiniLM-L6-v2", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
+                              "--max-samples", "4", "--out", str(tmp_path / "r.json"))
+    assert status == 0, err
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    status, _, err = zstc_cli("cache", "clear")
+    assert status == 2 and err.splitlines()[-1].startswith("error: cache clear asks before it removes anything"), err
+    status, _, err = zstc_cli("cache", "clear", "--model", "all-MiniLM-L6-v2", "--yes")
+    assert status == 0 and "removed 1 cached results" in err, err
+
+
+def test_out_edge_cases_are_said_as_what_they_are(zstc_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out`` an existing directory said "cannot tell the output format"; ``--out - --format jsonl`` wrote a file
+    named ``-``; ``--out`` through a dangling symlink created the missing folder it points into; a NaN in a kept
+    column was written as ``NaN`` (invalid JSON), exit 0."""
+    monkeypatch.chdir(tmp_path)
+    texts = tmp_path / "in.txt"
+    texts.write_text("The match ended 2-1.\n", encoding="utf-8")
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "sports,economy", "--out", str(tmp_path)),
+                      f"--out {tmp_path}: is a directory, expected a file")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(tmp_path / "missing" / "o.jsonl")
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "sports,economy", "--out", str(link)),
+                      f"folder {tmp_path / 'missing'} does not exist")
+    assert not (tmp_path / "missing").exists()
+    status, out, err = zstc_cli("classify", str(texts), "-l", "sports,economy", "--out", "-", "--format", "jsonl")
+    assert status == 0 and json.loads(out)["text"] == "The match ended 2-1." and not (tmp_path / "-").exists(), err
+    source = tmp_path / "nan.jsonl"
+    source.write_text('{"text": "The match ended 2-1.", "x": NaN}\n', encoding="utf-8")
+    assert_user_error(zstc_cli("classify", str(source), "-l", "sports,economy", "--out", str(tmp_path / "o.jsonl")),
+                      f"{source}:1: column 'x' holds NaN or infinite values, which JSON Lines cannot hold")
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_labels_json_nan_description_is_refused(tmp_path: Path) -> None:
+    """Labels JSON ``{"food": NaN}`` became the description "nan"."""
+    from zstc.io import read_label_descriptions
+
+    path = tmp_path / "labels.json"
+    path.write_text('{"food": NaN, "travel": "Trips."}', encoding="utf-8")
+    with pytest.raises(DataError, match="the description of 'food' is NaN, expected a string"):
+        read_label_descriptions(path)

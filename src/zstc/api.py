@@ -30,7 +30,7 @@ from zstc.hypotheses.variants import (
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
 from zstc.multilabel import fit_thresholds
-from zstc.policy import DecisionPolicy, argmax_decisions, check_multi_label_options, check_multilabel_names
+from zstc.policy import DecisionPolicy, argmax_decisions, score_type_of, check_multi_label_options, check_multilabel_names
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
@@ -228,6 +228,8 @@ class Classifier:
         self.template = check_template(template) if template is not None else None
         # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
         calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
+        if calibration is not None and not isinstance(calibration, (Calibration, str, Path)):  # a dict was a traceback
+            raise TypeError(f"calibration must be a file path or a zstc.probabilities.Calibration, got {type(calibration).__name__}")
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
@@ -256,9 +258,21 @@ class Classifier:
         """What the user should hear about this classifier (``classify`` and ``serve`` print it): a calibration
         fitted on another model."""
         own = getattr(getattr(self.scorer, "spec", None), "model_id", None)  # None: a scorer that names no model
+        if calibration is not None:  # fitted on another family's or score type's numbers, its probabilities mean nothing here
+            self._check_calibration_fits(calibration, calibration_name)
         if calibration is not None and calibration.model is not None and own is not None and _model_id(calibration.model, calibration.family) != own:
             self.notes.append(f"the calibration was fitted on {calibration.model}, not on {own}: its probabilities are "
                               "that model's, not this one's")
+
+    def _check_calibration_fits(self, calibration: Calibration, name: str) -> None:
+        """Refuse a calibration fitted on another family's or score type's scores (an NLI model's logits read as an
+        embedding model's cosines): an :class:`OptionError` naming both. A calibration that names neither passes."""
+        own = {"family": self.family or None, "score type": score_type_of(self.scorer) if self.family else None}
+        fitted = {"family": calibration.family, "score type": calibration.score_type}
+        for what, value in fitted.items():
+            if value is not None and own[what] is not None and value != own[what]:
+                raise OptionError(f"{name} was fitted on scores of the {what} {value!r}, and this model's are "
+                                  f"{own[what]!r}: fit one for this model (zstc calibrate)", "calibration")
 
     @property
     def family(self) -> str:
@@ -304,6 +318,8 @@ class Classifier:
         recheck in fp32 (:mod:`zstc.scorers.recheck`): the caller decides by them, not by each text's best label;
         ``margins`` (one per label, ``nan`` for none) that a label must also be near its text's best score
         (:func:`zstc.policy.decide`)."""
+        if notes is not None and not isinstance(notes, list):  # a tuple failed on extend, after the scoring
+            raise TypeError(f"notes must be a list (it receives what the scorer has to say), got {type(notes).__name__}")
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
@@ -393,6 +409,9 @@ class Classifier:
             if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
                 raise LabelError(f"gold: dev text {i + 1} has {type(names).__name__} {quoted(names)}, expected a label or a list of labels",
                                  parameters=("gold",))
+            if NONE_LABEL in names and any(name != NONE_LABEL for name in names):  # "no label" and a label: which?
+                raise LabelError(f"gold: dev text {i + 1} has {NONE_LABEL!r} together with {quoted(next(n for n in names if n != NONE_LABEL))}; "
+                                 f"{NONE_LABEL!r} means the text has none of the labels", parameters=("gold",))
             for name in names:
                 if name == NONE_LABEL:
                     continue

@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -46,10 +48,24 @@ def decode_utf8(data: bytes, source: str, *, offset: int = 0) -> str:
         ) from None
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+"""The line ends of every file zstc reads: LF, CRLF and a lone CR (old Mac files, some exports), nothing else:
+U+2028, form feeds and the other breaks of :meth:`str.splitlines` are characters of a line, not ends."""
+_LONE_CR = re.compile(r"\r(?!\r*\n)")
+"""A CR that ends a line on its own: not one of a CRLF (nor of ``\\r\\r\\n``, a CRLF converted twice)."""
+
+
+def split_lines(text: str) -> list[str]:
+    """``text``'s lines, without their ends (:data:`_LINE_END`)."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
 def utf8_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
     """Decoded lines (ends kept) of a binary stream, a leading byte-order mark dropped; streams, never reads all.
+    A lone CR ends a line as LF and CRLF do (a CR-only file was one line: one text of a .txt, a malformed CSV).
 
-    Splitting bytes at ``\\n`` is safe: that byte never occurs inside a multi-byte UTF-8 sequence.
+    Splitting bytes at ``\\n`` and ``\\r`` is safe: those bytes never occur inside a multi-byte UTF-8 sequence.
     """
     offset = 0
     for raw in stream:
@@ -57,7 +73,15 @@ def utf8_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
         if offset == 0 and line.startswith(BOM):
             line = line[1:]
         offset += len(raw)
-        yield line
+        if "\r" not in line[:-1]:
+            yield line
+            continue
+        start = 0
+        for end in _LONE_CR.finditer(line):
+            yield line[start:end.end()]
+            start = end.end()
+        if start < len(line):
+            yield line[start:]
 
 
 def read_text(path: str | Path) -> str:
@@ -100,6 +124,17 @@ def parse_json(text: str, source: str) -> Any:
                         "only one value could be read, so give each its own key") from None
 
 
+def check_distinct_keys(text: str, source: str) -> None:
+    """:func:`parse_json`'s :class:`DataError` when ``text`` is JSON with an object that repeats a key (a service's
+    body: ``{"labels": [...], "labels": [...]}`` kept the last); malformed JSON passes, for its reader to say why."""
+    try:
+        _DISTINCT_KEYS_JSON.decode(text)
+    except _RepeatedKey:
+        parse_json(text, source)
+    except (ValueError, RecursionError):
+        return
+
+
 def read_json(path: str | Path) -> Any:
     """A UTF-8 JSON file, with every way it can be unreadable as a :class:`DataError` naming it."""
     return parse_json(read_text(path), str(path))
@@ -133,7 +168,8 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
-def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out") -> Path:
+def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out",
+                      beside: Sequence[Path] = ()) -> Path:
     """Refuse, before any work, an output file that would destroy an input or cannot be written.
 
     Raises :class:`OutputError` naming ``option`` and ``path`` when the path resolves to one of ``inputs``
@@ -141,13 +177,20 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), o
     the file renamed over it would replace it all the same), or lies in a missing or unwritable folder (one
     with no write bit for anyone, even for root, or one a write fails in, such as a read-only mount).
     A target that exists and is not a regular file (``/dev/null``, a FIFO), or is ``/dev/stdout`` (even to a
-    shell's file), is accepted: it is written directly. Returns ``path``.
+    shell's file), is accepted: it is written directly. ``beside``: the files the run writes beside it as it runs
+    (a resumable output's partial file and marker), none of which may be an input either. Returns ``path``.
     """
     path = Path(path)
     where = f"{option} {path}"
     for source in inputs:
-        if source is not None and str(source) != "-" and same_file(path, source):
+        if source is None or str(source) == "-":
+            continue
+        if same_file(path, source):
             raise OutputError(f"{where}: is the input {source}; writing there would destroy it, choose another path")
+        for companion in beside:
+            if same_file(companion, source):
+                raise OutputError(f"{where}: writes {companion} as it runs, which is the input {source}; writing there "
+                                  "would destroy it, choose another path")
     if path.is_dir():
         raise OutputError(f"{where}: is a directory, expected a file")
     if path.exists() and is_special_file(path):  # a device, a FIFO, /dev/stdout even to a shell's file
@@ -157,7 +200,8 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), o
     # The mode bits, not os.access, which says yes to root whatever they are.
     if path.is_file() and not path.stat().st_mode & 0o222:
         raise OutputError(f"{where}: is read-only; writing there would replace it, make it writable (chmod u+w) or choose another path")
-    _check_writable_folder(path.absolute().parent, where)
+    # Through a symlink, the folder written in is the target's (a dangling link's missing folder was created).
+    _check_writable_folder(write_target(path).absolute().parent, where)
     return path
 
 
@@ -178,6 +222,19 @@ def check_output_dir(path: Path, *, inputs: Sequence[str | Path | None] = (), op
                 raise OutputError(f"{where}: would overwrite the input {source} with its {name}; choose another folder")
     _check_writable_folder(path if path.is_dir() else path.absolute().parent, where)
     return path
+
+
+def check_folder_creatable(folder: Path, what: str, hint: str) -> None:
+    """Refuse a folder zstc creates as needed (a cache) that cannot be: one of its parents is a file, or the
+    nearest that exists cannot be written in. An :class:`OutputError` naming ``what``, the folder and the cause,
+    then ``hint`` (where the folder was set)."""
+    existing = Path(folder).expanduser().absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        _check_writable_folder(existing, f"{what} {folder}")
+    except OutputError as error:
+        raise OutputError(f"{error}; {hint}") from None
 
 
 def _check_writable_folder(folder: Path, where: str) -> None:
@@ -214,8 +271,10 @@ def _file_mode(existing: Path) -> int:
 
 
 def write_failed(path: Path | str, error: OSError) -> OutputError:
-    """The one-line error for a write that failed (a full disk, a read-only folder), naming what was written."""
-    return OutputError(f"cannot write {path}: {error.strerror or error}")
+    """The one-line error for a write that failed (a full disk, a file size limit, a read-only folder), naming what
+    was written and the cause as the OS words its error number (pyarrow wraps it in a sentence of its own)."""
+    cause = os.strerror(error.errno) if isinstance(error.errno, int) and error.errno > 0 else error.strerror or error
+    return OutputError(f"cannot write {path}: {cause}")
 
 
 def is_special_file(path: Path) -> bool:
@@ -412,7 +471,31 @@ def check_header(names: Sequence[str], source: str) -> None:
         seen[name] = position
 
 
+def csv_field_limit() -> int:
+    """Raise Python's CSV cell limit (128 KiB: a long document, which JSON Lines reads whole, was "malformed CSV")
+    to the largest the platform takes, and return it: a cell is then bounded by memory, as a JSON Lines text is."""
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return limit
+        except OverflowError:  # a C long of 32 bits (Windows)
+            limit = (limit + 1) // 2 - 1 if limit > 2**31 - 1 else 2**31 - 1
+
+
+def csv_problem(error: csv.Error) -> str:
+    """Python's CSV error in the words of the file: its advice on "universal-newline mode" is about how Python opens
+    files, which zstc does, and means a line break inside an unquoted cell."""
+    message = str(error)
+    if "new-line character seen in unquoted field" in message:
+        return "a line break inside an unquoted cell; quote the cell"
+    if "field larger than field limit" in message:
+        return f"a cell larger than {csv.field_size_limit():,} characters, the most this platform's CSV reader takes"
+    return f"{message}; an unterminated quote?"
+
+
 def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
+    csv_field_limit()
     with _open_binary(path) as handle:
         # strict: an unterminated quote is an error, not a field that swallows the rest of the file.
         reader = csv.DictReader(utf8_lines(handle, str(path)), delimiter=delimiter, strict=True)
@@ -430,7 +513,7 @@ def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
                 yield reader.line_num, record
         except csv.Error as error:
             # The csv reader's own line count: the DictReader's stops at the last complete row.
-            raise DataError(f"{path}:{reader.reader.line_num}: malformed CSV ({error}; an unterminated quote?)") from None
+            raise DataError(f"{path}:{reader.reader.line_num}: malformed CSV ({csv_problem(error)})") from None
 
 
 def _read_parquet(path: Path, batch_rows: int = 4096) -> Iterator[tuple[int, Record]]:
@@ -495,7 +578,7 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
     for row, record in read_records(path):
         where = f"{path}:{row}"
         texts.append(text_of(record, where, text_column))
-        value = record.get(label_column)
+        value = _json_list_cell(record.get(label_column))
         if isinstance(value, str) and not is_blank(value):
             label_sets.append([value.strip()])
         elif isinstance(value, list) and all(isinstance(name, str) for name in value):
@@ -509,6 +592,19 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
     if not texts:
         raise DataError(f"{path}: no labelled texts")
     return texts, label_sets
+
+
+def _json_list_cell(value: Any) -> Any:
+    """A CSV cell holding a JSON list of strings (``["sports", "economy"]``, as ``classify --multi-label`` writes its
+    labels to CSV) as that list; any other value as it is."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, list) and all(isinstance(name, str) for name in parsed):
+            return parsed
+    return value
 
 
 def _plain_lines(lines: Iterable[str], source: str) -> list[str]:
@@ -542,7 +638,7 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
             raise DataError(f"{path}: expected a JSON object {{label: description}} or a list of labels")
     else:
         pairs = []
-        for line in read_text(path).splitlines():
+        for line in split_lines(read_text(path)):
             if is_blank(line):  # no comment syntax: '#sports' is a label (hashtags are), not a line to drop
                 continue
             label, _, description = line.partition("\t")
@@ -555,6 +651,6 @@ def _label_string(value: Any, path: Path, what: str) -> str:
     """A label or description from JSON: a string (or a number, written as one); nothing else is guessed at."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (isinstance(value, int) or math.isfinite(value)):
         return str(value)
-    raise DataError(f"{path}: {what} is {json.dumps(value)[:40]}, expected a string")
+    raise DataError(f"{path}: {what} is {json.dumps(value)[:40]}, expected a string")  # NaN was the description "nan"

@@ -14,6 +14,11 @@ only when the run completes: until then it is left as it is.
 An input with no checksum (stdin, a FIFO: read once, as it streams) is checked a chunk at a time instead: the
 marker holds a digest of each chunk's input rows (:func:`input_digest`), and a resumed run keeps the chunks
 whose rows it reads again unchanged and continues from the first that differs (:meth:`ResumableWriter.keep`).
+
+One run writes an output at a time: while it does, it holds an OS lock (:class:`OutputLock`) on ``OUT.partial.lock``,
+which the kernel releases when the process ends however it ends (a SIGKILL too, so the next run resumes). A second
+run on the same ``OUT`` would take the first's live partial output for an interrupted run's and both would write
+into it; it is refused at once, naming the live run's PID, or waits for it to finish (``--wait``).
 """
 
 from __future__ import annotations
@@ -27,12 +32,13 @@ import json
 import os
 import shutil
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from zstc.errors import DataError
-from zstc.io import write_failed
+from zstc.errors import DataError, OutputError
+from zstc.io import umask_mode, write_failed
 from zstc.runs.files import write_json
 from zstc.validation import check_choice
 
@@ -48,6 +54,8 @@ def output_format(path: Path | None, forced: str | None = None) -> str:
         return check_choice("format", forced, tuple(dict.fromkeys(FORMATS.values())))
     if path is None:
         return "jsonl"
+    if path.is_dir():  # said as what it is, not as an extension that tells no format
+        raise DataError(f"--out {path}: is a directory, expected a file")
     try:
         return FORMATS[path.suffix.lower()]
     except KeyError:
@@ -126,16 +134,20 @@ def _json_value(value: Any) -> Any:
 
 
 def encode_jsonl(rows: Sequence[Row]) -> bytes:
-    """JSON Lines; a column JSON cannot hold (binary data) is a :class:`DataError` naming it."""
+    """JSON Lines; a column JSON cannot hold (binary data; NaN or an infinity, which ``json.dumps`` wrote as the
+    invalid JSON ``NaN``) is a :class:`DataError` naming it."""
     try:
-        return "".join(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n" for row in rows).encode("utf-8")
-    except TypeError:
+        return "".join(json.dumps(row, ensure_ascii=False, default=_json_value, allow_nan=False) + "\n"
+                       for row in rows).encode("utf-8")
+    except (TypeError, ValueError):
         for row in rows:
             for name, value in row.items():
                 try:
-                    json.dumps(value, default=_json_value)
+                    json.dumps(value, default=_json_value, allow_nan=False)
                 except TypeError as error:
                     raise _unwritable(name, str(error), "JSON Lines") from None
+                except ValueError:
+                    raise _unwritable(name, "NaN or infinite", "JSON Lines") from None
         raise
 
 
@@ -181,15 +193,14 @@ class StdoutWriter:
     def write_chunk(self, rows: Sequence[Row], input_digest: str | None = None) -> None:
         """Write and flush one chunk's rows (CSV: the header before the first); ``input_digest`` is unused here."""
         if self.fmt == "jsonl":
-            data = encode_jsonl(rows).decode("utf-8")
+            data = encode_jsonl(rows)
         else:
             header = self.columns is None
             columns = self.columns = self.columns or list(rows[0])
-            data = encode_csv(rows, columns, header=header, first_row=self.rows + 1).decode("utf-8")
+            data = encode_csv(rows, columns, header=header, first_row=self.rows + 1)
         self.rows += len(rows)
         try:
-            self.stream.write(data)
-            self.stream.flush()
+            _write_utf8(self.stream, data)
         except OSError as error:
             if self.stream is sys.stdout:  # a closed pipe: the CLI's own handling of stdout
                 raise
@@ -207,6 +218,97 @@ class StdoutWriter:
                 raise write_failed(self.name, error) from None
 
 
+def companion_paths(path: Path) -> list[Path]:
+    """The files a resumable run writes beside ``path`` while it runs: the partial output, its marker and its lock.
+    None of them may be an input (the marker written over an input named ``OUT.partial.json`` destroyed it)."""
+    path = Path(path)
+    return [path.with_name(path.name + suffix) for suffix in (".partial", ".partial.json", ".partial.lock")]
+
+
+class OutputLock:
+    """An exclusive lock on the output ``path``: ``fcntl.flock`` on ``path.partial.lock``, which holds the PID of the
+    run that has it. The kernel releases it when the process ends, however it ends; :meth:`release` removes the file
+    (while holding the lock: a run that waited on the removed file sees that it was, and locks the new one).
+
+    A lock held by another run is an :class:`OutputError` naming its PID, or, with ``wait``, waited for (said
+    through ``on_note``). Where the OS has no ``flock`` (Windows), nothing is locked."""
+
+    def __init__(self, path: Path, *, wait: bool = False, on_note: Callable[[str], None] = lambda note: None) -> None:
+        self.output = Path(path)
+        self.path = companion_paths(self.output)[2]
+        self.fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - no flock on this OS
+            return
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, umask_mode())
+            except OSError as error:
+                raise write_failed(self.path, error) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd)
+                if not wait:
+                    os.close(fd)
+                    raise OutputError(f"{self.output}: another zstc run ({holder}) is writing it now; let it finish, "
+                                      "give --wait to start when it has, or choose another --out") from None
+                on_note(f"waiting for the zstc run ({holder}) that is writing {self.output}")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if _same_inode(fd, self.path):
+                break
+            os.close(fd)  # removed by the run that held it, as it finished: lock the file there now
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        self._close = weakref.finalize(self, os.close, fd)  # a writer dropped without release() lets go of it too
+
+    def release(self) -> None:
+        """Remove the lock file and release the lock (nothing if released already)."""
+        if self.fd is None:
+            return
+        self.path.unlink(missing_ok=True)
+        self._close()
+        self.fd = None
+
+
+def _lock_holder(fd: int) -> str:
+    """``PID n``, as the lock file's holder wrote it (``PID unknown`` where it has not yet)."""
+    written = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return f"PID {written}" if written.isdigit() else "PID unknown"
+
+
+def _same_inode(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def check_not_locked(path: Path) -> None:
+    """Refuse, before any work, an output another run is writing (:class:`OutputLock`); the lock is taken for real
+    when the output is opened."""
+    OutputLock(path).release()
+
+
+def _write_utf8(stream: Any, data: bytes) -> None:
+    """Write UTF-8 ``data`` (JSON Lines and zstc's CSV are UTF-8) to a text stream and flush it. A stream of another
+    encoding (``PYTHONIOENCODING=ascii``, a C locale) gets the bytes through its buffer: encoded its way, a
+    non-ASCII text was a UnicodeEncodeError after the chunk was scored."""
+    import codecs
+
+    buffer = getattr(stream, "buffer", None)
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    if buffer is not None and codecs.lookup(encoding).name != "utf-8":
+        stream.flush()
+        buffer.write(data)
+        buffer.flush()
+        return
+    stream.write(data.decode("utf-8"))
+    stream.flush()
+
+
 def input_digest(records: Iterable[Row]) -> str:
     """A digest of a chunk's input rows, to tell on a resume whether a stream gives the rows it gave before."""
     import hashlib
@@ -221,17 +323,25 @@ class ResumableWriter:
     ``identity`` holds what must not change between a run and its resumption (input sha256, settings
     fingerprint); ``on_note`` receives what the user should hear (resuming, starting over)."""
 
-    def __init__(self, path: Path, fmt: str, identity: dict[str, Any], on_note: Callable[[str], None] = lambda note: None) -> None:
+    def __init__(self, path: Path, fmt: str, identity: dict[str, Any], on_note: Callable[[str], None] = lambda note: None,
+                 *, wait: bool = False) -> None:
         self.path, self.fmt, self.identity = Path(path), fmt, identity
-        self.partial = self.path.with_name(self.path.name + ".partial")
-        self.marker = self.path.with_name(self.path.name + ".partial.json")
+        self.partial, self.marker, _ = companion_paths(self.path)
+        self.lock = OutputLock(self.path, wait=wait, on_note=on_note)  # before the marker is read: one run at a time
+        try:
+            self._open(on_note)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, on_note: Callable[[str], None]) -> None:
         # "ends": (rows, bytes) after each chunk, and "inputs" each chunk's input_digest: what keep() cuts back to.
-        self.state: dict[str, Any] = {"identity": identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
+        self.state: dict[str, Any] = {"identity": self.identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
                                       "ends": [], "inputs": []}
         self._schema: Any = None
         """Parquet: the columns' types over the chunks written (None: not known yet, read from them when needed)."""
         previous = self._read_marker()
-        if previous is not None and previous.get("identity") == identity and self._finished_in_place(previous):
+        if previous is not None and previous.get("identity") == self.identity and self._finished_in_place(previous):
             # Killed after finish() moved the output into place, before the marker went: the output is this run's.
             # Parquet's chunks are still there (removed after the marker); a JSONL/CSV output becomes the partial
             # output again. Either way the run resumes with every row kept, and finishes again.
@@ -239,7 +349,7 @@ class ResumableWriter:
                 os.replace(self.path, self.partial)
         elif self.path.is_file():  # an earlier run's output: said before any work, not replaced in silence at the end
             on_note(f"replacing {self.path}, which exists already: it stays as it is until this run completes")
-        if previous is not None and previous.get("identity") == identity and self._partial_intact(previous):
+        if previous is not None and previous.get("identity") == self.identity and self._partial_intact(previous):
             previous.pop("finished", None)
             self.state = previous
             self._cut_torn_chunk()
@@ -342,14 +452,18 @@ class ResumableWriter:
         else:
             if self.fmt == "csv":
                 header = self.state["columns"] is None
-                self.state["columns"] = self.state["columns"] or list(rows[0])
-                data = encode_csv(rows, self.state["columns"], header=header, first_row=self.state["rows"] + 1)
+                columns = self.state["columns"] or list(rows[0])
+                data = encode_csv(rows, columns, header=header, first_row=self.state["rows"] + 1)
+                self.state["columns"] = columns
             else:
                 data = encode_jsonl(rows)
-            with self.partial.open("ab") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:  # a full disk, a file size limit: the chunks before this one stay, and the next run resumes after them
+                with self.partial.open("ab") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as error:
+                raise write_failed(self.partial, error) from None
             self.state["bytes"] += len(data)
         inputs, ends = self._per_chunk("inputs"), self._per_chunk("ends")
         self.state["rows"] += len(rows)
@@ -364,9 +478,15 @@ class ResumableWriter:
         """Refuse, before the chunk is scored, output rows (``rows``: the chunk's kept columns, with empty
         predictions) that Parquet cannot write after the chunks written so far: a column whose values change type
         (JSON Lines ``"id": 1`` then ``"id": "a2"``), an integer beyond 64 bits. A :class:`DataError` naming the
-        column and the row (``where``: each row's name). Other formats: nothing to check. ``ahead``: the chunk is
-        scored before the chunks checked earlier are written (the Ray engine's actors), so its types count for the
-        chunks checked after it as a written chunk's do."""
+        column and the row (``where``: each row's name). JSON Lines: a value JSON cannot hold (NaN, binary data),
+        named by :func:`encode_jsonl`. ``ahead``: the chunk is scored before the chunks checked earlier are written
+        (the Ray engine's actors), so its types count for the chunks checked after it as a written chunk's do."""
+        if self.fmt == "jsonl":
+            for row, name in zip(rows, where):
+                try:
+                    encode_jsonl([row])
+                except DataError as error:
+                    raise DataError(f"{name}: {error}") from None
         if self.fmt == "parquet" and rows:
             schema = self._parquet_schema(_parquet_table(rows, where).schema, rows, where)
             if ahead:
@@ -410,16 +530,25 @@ class ResumableWriter:
         self.partial.mkdir(parents=True, exist_ok=True)
         target = self._chunk_path(self.state["chunks"])
         temporary = target.with_name("." + target.name + ".tmp")
-        pq.write_table(table, temporary)
-        with temporary.open("rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
+        try:
+            pq.write_table(table, temporary)
+            with temporary.open("rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(temporary, target)
+        except OSError as error:  # pyarrow's write errors are OSErrors too
+            temporary.unlink(missing_ok=True)
+            raise write_failed(target, error) from None
         self._schema = schema
 
     def discard(self) -> None:
         """Remove the partial output and its marker: an input with no rows at all (an empty stdin) leaves nothing."""
         self._remove_partial()
         self.marker.unlink(missing_ok=True)
+        self.lock.release()
+
+    def close(self) -> None:
+        """Release the output's lock: the run ends (finished, or stopped by an error, its partial state kept)."""
+        self.lock.release()
 
     def finish(self) -> None:
         """Move the complete output into place and remove the partial state.
@@ -435,9 +564,13 @@ class ResumableWriter:
             complete = self.partial
         self.state["finished"] = _file_identity(complete)
         write_json(self.marker, self.state)
-        os.replace(complete, self.path)
+        try:
+            os.replace(complete, self.path)
+        except OSError as error:
+            raise write_failed(self.path, error) from None
         self.marker.unlink(missing_ok=True)
         self._remove_partial()
+        self.lock.release()
 
     def _merge_parquet(self) -> Path:
         """One Parquet file, one row group per chunk, read and written a chunk at a time; returns where it was
@@ -448,11 +581,15 @@ class ResumableWriter:
         # A column that is all null in one chunk and typed in another: the permissive union types it.
         schema = _unify(schemas) if schemas else pa.schema([])
         temporary = self.path.with_name("." + self.path.name + ".tmp")
-        with pq.ParquetWriter(temporary, schema) as writer:
-            for chunk in chunks:
-                table = pq.read_table(chunk)
-                columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
-                writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+        try:
+            with pq.ParquetWriter(temporary, schema) as writer:
+                for chunk in chunks:
+                    table = pq.read_table(chunk)
+                    columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
+                    writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+        except OSError as error:  # the chunks stay: the next run merges them again
+            temporary.unlink(missing_ok=True)
+            raise write_failed(self.path, error) from None
         return temporary
 
 

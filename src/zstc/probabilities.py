@@ -39,6 +39,10 @@ DISTRIBUTION_FAMILIES: FamilySet = FamilySet(lambda family: family.distribution)
 """Families whose scores are a distribution over the labels (the LLM's options), read as logits by their log."""
 
 CALIBRATION_FORMAT = "zstc-calibration"
+CALIBRATION_FORMAT_VERSIONS = (1,)
+"""The calibration file versions this zstc reads; another (a newer zstc's) is refused, not read as if it were one."""
+MIN_TEMPERATURE = 1e-6
+"""The smallest temperature taken: fitted ones lie between about 0.01 and 100."""
 
 
 def score_scale(family: str | None, score_type: str | None) -> str:
@@ -113,7 +117,7 @@ def calibration_record(report: dict[str, Any], *, model: str, family: str, score
                        settings: dict[str, Any]) -> dict[str, Any]:
     """The JSON ``zstc calibrate`` writes: a calibration file (format, model, family, score type, method,
     parameters) that is also the report (ECE and Brier before and after, settings)."""
-    return {"format": CALIBRATION_FORMAT, "format_version": 1, "model": model, "family": family,
+    return {"format": CALIBRATION_FORMAT, "format_version": CALIBRATION_FORMAT_VERSIONS[-1], "model": model, "family": family,
             "score_type": score_type, "settings": settings, **report}
 
 
@@ -135,6 +139,10 @@ def load_calibration(path: str | Path) -> Calibration:
         raise DataError(f"calibration file {path} is not readable JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
         raise DataError(f"{path} is not a calibration file written by `zstc calibrate --out` (no \"format\": \"{CALIBRATION_FORMAT}\")")
+    if data.get("format_version", 1) not in CALIBRATION_FORMAT_VERSIONS:  # none: a file made by hand, read as the first
+        raise DataError(f"calibration file {path}: format_version {json.dumps(data.get('format_version'))} is not one this "
+                        f"zstc reads ({', '.join(map(str, CALIBRATION_FORMAT_VERSIONS))}): fit it again with this zstc's "
+                        "`zstc calibrate`, or use the zstc that wrote it")
     method, parameters = str(data.get("method")), data.get("parameters")
     problem = calibration_problem(method, parameters)
     if problem is not None:
@@ -157,6 +165,8 @@ def calibration_problem(method: str, parameters: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             shown = quoted(value) if isinstance(value, str) else json.dumps(value, default=repr)[:60]
             return f"parameter {name} must be a finite number, got {shown}"
-    if method == "temperature" and parameters["temperature"] <= 0:
-        return "the temperature must be positive"
+    if method == "temperature" and parameters["temperature"] < MIN_TEMPERATURE:
+        # 1e-320 is positive, and logits over it overflow: every probability NaN, written as such.
+        return (f"the temperature must be positive, at least {MIN_TEMPERATURE:g} (a smaller one makes the probabilities 0, 1 or, "
+                f"past float range, NaN), got {parameters['temperature']!r}")
     return None

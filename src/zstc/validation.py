@@ -197,6 +197,15 @@ def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: st
         raise error(f"{prefix}{what} must be {expected}, got one string {quoted(values)}", parameters=(what,))
     if values is None or isinstance(values, (bytes, bytearray)) or not isinstance(values, Iterable):
         raise error(f"{prefix}{what} must be {expected}, got {type(values).__name__}", parameters=(what,))
+    if isinstance(values, Mapping) or type(values).__name__ == "DataFrame":
+        # Iterated, a dict gives its keys and a DataFrame (pandas, polars) its column names: classified in silence.
+        if not isinstance(values, Mapping):
+            got, hint = "a DataFrame, whose iteration gives its column names", "pass one column, e.g. df['text']"
+        else:
+            got, hint = f"a {type(values).__name__}, whose iteration gives its keys alone", "pass a list"
+            if what == "labels":
+                hint = "for a {label: description} mapping m, pass labels=list(m) and descriptions=list(m.values())"
+        raise error(f"{prefix}{what} must be {expected}, got {got}: {hint}", parameters=(what,))
     if isinstance(values, (set, frozenset)):
         # A set of strings iterates in hash order, which changes with every process (PYTHONHASHSEED): the
         # score columns, the text rows and which label wins a tie would change from run to run.
@@ -317,14 +326,22 @@ def is_blank(text: str) -> bool:
     """Whether ``text`` holds nothing a model can read: every character is whitespace or in :data:`_INVISIBLE_CATEGORIES`.
     The one rule for empty texts, labels, descriptions, documents and queries: ``str.strip()`` keeps a zero-width
     space or a control character, which tokenizers drop, and such a text was classified on the template alone."""
-    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES for char in text)
+    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES | _MARK_CATEGORIES for char in text)
+
+
+_MARK_CATEGORIES = frozenset({"Mn", "Me"})
+"""Combining marks (accents, enclosing circles): nothing to read without a letter to sit on (an uncased tokenizer
+strips them), so a text or label of marks alone is blank; beside a letter (``e`` + U+0301) they are part of it."""
 
 
 def blank_detail(text: str) -> str:
     """What a message on a blank ``text`` adds: `` (only invisible characters, such as U+200B)`` when it holds some
     besides whitespace (a reader sees no reason for "empty" otherwise), else nothing."""
     invisible = next((char for char in text if not char.isspace()), None)
-    return "" if invisible is None else f" (only invisible characters, such as U+{ord(invisible):04X})"
+    if invisible is None:
+        return ""
+    kinds = "combining marks" if unicodedata.category(invisible) in _MARK_CATEGORIES else "invisible characters"
+    return f" (only {kinds}, such as U+{ord(invisible):04X})"
 
 
 def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:

@@ -78,6 +78,14 @@ class ResultCache:
         self.root = Path(root) if root is not None else results_root()
         self.on_note = on_note
 
+    def check_writable(self) -> None:
+        """Refuse, before any work, a cache that results cannot be written to (``$ZSTC_CACHE`` naming a file, a
+        read-only place): an :class:`zstc.errors.OutputError` naming it, not a traceback after the scoring."""
+        from zstc.io import check_folder_creatable
+
+        check_folder_creatable(self.root, "result cache", "it is set by ZSTC_CACHE (or ZSTC_RESULTS_CACHE): point it at a "
+                               "folder (bench: or give --no-cache)")
+
     def paths(self, model: str, revision: str | None, dataset: str, fingerprint: str) -> tuple[Path, Path]:
         """The entry's JSON record and ``.npz`` arrays: ``<root>/<model>/<revision>/<dataset>/<fingerprint>.*``."""
         folder = self.root / model_folder(model) / (revision or NO_REVISION) / dataset
@@ -125,7 +133,12 @@ class ResultCache:
         """Store ``result`` (its ``fingerprint`` must be set); returns the entry's JSON path."""
         json_path, npz_path = self.paths(model, revision, result.dataset, result.fingerprint)
         arrays = {name: getattr(result, name) for name in DatasetResult.ARRAYS if getattr(result, name) is not None}
-        npz_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            npz_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:  # a cache path through a file, a read-only place (check_writable said it up front)
+            from zstc.io import write_failed
+
+            raise write_failed(npz_path.parent, error) from None
         with atomic_write(npz_path, "wb") as handle:
             np.savez_compressed(handle, **arrays)
         record = result.record()

@@ -264,6 +264,8 @@ class Bench:
                 DecisionPolicy.for_scorer(scorer).check_thresholds(config.threshold, {})
             data_files = data_folder_files(str(config.data))
             check_output_path(Path(config.out), inputs=data_files)
+            if self.cache is not None:  # results are put there after scoring: a cache that cannot take them is said now
+                self.cache.check_writable()
             if is_special_file(Path(config.out)):  # /dev/stdout, /dev/full, a FIFO: no folder can go beside it
                 raise OutputError(f"out {config.out}: not a regular file, and bench keeps its details (what a rerun "
                                   f"resumes from) in {self.store.directory.name}/ beside out: give a file path",

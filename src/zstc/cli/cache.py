@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -25,7 +26,7 @@ def list_entries(model: ModelFilter = None) -> None:
     from zstc.benchmark.result_cache import ResultCache
 
     cache = ResultCache()
-    entries = cache.entries(model)
+    entries = cache.entries(_cached_name(model))
     table = Table(title=f"{len(entries)} cached results in {cache.root}")
     for column in ("model", "revision", "dataset", "fingerprint", "texts", "macro-F1", "created"):
         table.add_column(column, justify="right" if column in ("texts", "macro-F1") else "left")
@@ -66,8 +67,34 @@ def clear(model: ModelFilter = None, yes: Annotated[bool, typer.Option("--yes", 
     """Remove every cached result (or one model's)."""
     from zstc.benchmark.result_cache import ResultCache
 
+    from zstc.errors import OptionError
+
     cache = ResultCache()
+    model = _cached_name(model)
     what = f"the cached results of {model}" if model else f"every cached result in {cache.root}"
-    if not yes and not typer.confirm(f"remove {what}?", err=True):
+    try:
+        confirmed = yes or typer.confirm(f"remove {what}?", err=True)
+    except typer.Abort as error:
+        if not isinstance(error.__cause__ or error.__context__, EOFError):  # click raises it "from None"
+            raise
+        # stdin ended (< /dev/null, a script): no answer, which was reported as an interrupt
+        print(file=sys.stderr)  # ends the question's line
+        raise OptionError("cache clear asks before it removes anything, and stdin ended without an answer: give --yes "
+                          "to clear without asking", "yes") from None
+    if not confirmed:
         raise typer.Exit(1)
     console.print(f"removed {cache.clear(model)} cached results")
+
+
+def _cached_name(model: str | None) -> str | None:
+    """``--model`` as the cache files entries: a registered model's short name (``all-MiniLM-L6-v2``) as its hub id,
+    under which bench stores it (it cleared 0 entries); any other name as given."""
+    from zstc.errors import ZstcError
+    from zstc.models.registry import get_model_spec
+
+    if model is None or Path(model).expanduser().exists():
+        return model
+    try:
+        return get_model_spec(model).model_id
+    except ZstcError:
+        return model

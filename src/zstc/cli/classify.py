@@ -52,6 +52,7 @@ def classify(
     gpus_per_actor: Annotated[float, typer.Option(help="--engine ray: GPUs each scorer actor reserves.")] = 0.0,
     scores: Annotated[Optional[str], typer.Option("--scores", help="'probs': probabilities (single-label: softmax over the labels at the family's measured temperature, or the --calibration file's); 'raw': the model's own scores. Default: probs for single-label, raw for multi-label (probs with a Platt --calibration).")] = None,
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature (or, multi-label, its Platt scaling) turns scores into probabilities.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="When another zstc run is writing --out, wait for it to finish instead of stopping.")] = False,
     model: Model = DEFAULT,
     family: Family = None,
     *,
@@ -74,7 +75,8 @@ def classify(
     from zstc.io import check_output_path, is_special_file, read_label_descriptions, read_label_sets, write_target
     from zstc.policy import check_multi_label_options, default_rule_applies, parse_label_thresholds
     from zstc.models.registry import get_model_spec
-    from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, output_format
+    from zstc.output import FORMATS, LABELLING_VERSION, ChunkLabeller, ResumableWriter, StdoutWriter, check_not_locked
+    from zstc.output import companion_paths, output_format
     from zstc.models.families import get_family
     from zstc.scale.planner import ENGINES
     from zstc.validation import check_choice, check_distinct_descriptions, check_labels, check_options, is_blank
@@ -109,6 +111,8 @@ def classify(
     if engine == "local" and len(inputs) > 1:
         raise DataError(f"one input at a time ({len(inputs)} given); --engine ray takes several files or folders")
     input = inputs[0]
+    if out is not None and str(out) == "-":  # stdout, as for the input (it wrote a file named "-")
+        out = None
     if engine == "ray":
         if out is None:
             raise DataError("--engine ray writes Parquet files into a folder: give --out FOLDER")
@@ -124,7 +128,9 @@ def classify(
         fmt = output_format(out, format_)
         if out is not None:
             # Before anything is read or loaded: an output that is an input would destroy it.
-            check_output_path(out, inputs=[input, labels_file, fit_thresholds, calibration])
+            check_output_path(out, inputs=[input, labels_file, fit_thresholds, calibration], beside=companion_paths(out))
+            if not is_special_file(out) and not wait:  # a live run on this output: said now, not after the model loads
+                check_not_locked(write_target(out))
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
         first = source.first()
         if first is not None:  # a misnamed --text-column or --keep-columns, or a text that is no string, too
@@ -183,8 +189,11 @@ def classify(
         writer = StdoutWriter(fmt, _open_stream(out), name=str(out))
     else:
         identity = _identity(source.sha256, classifier, labeller, spec, options, common)  # type: ignore[union-attr]  # local engine: opened
-        writer = ResumableWriter(write_target(out), fmt, identity, on_note=note)
-    written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
+        writer = ResumableWriter(write_target(out), fmt, identity, on_note=note, wait=wait)
+    try:
+        written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
+    finally:
+        getattr(writer, "close", lambda: None)()  # the output's lock (its partial state stays, to resume)
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for message in notes:
         note(message)

@@ -172,11 +172,13 @@ def split_labels(value: str) -> list[str]:
     import csv
 
     from zstc.errors import LabelError
+    from zstc.io import csv_field_limit, csv_problem
 
+    csv_field_limit()
     try:
         return next(csv.reader([value], skipinitialspace=True, strict=True))
     except csv.Error as error:
-        raise LabelError(f"--labels {value!r}: {error} (quote a label that holds a comma: '\"a, b\",c')") from None
+        raise LabelError(f"--labels {value!r}: {csv_problem(error)} (quote a label that holds a comma: '\"a, b\",c')") from None
 
 
 DataOption = Annotated[

@@ -101,6 +101,21 @@ def check_distinct_models(models: Sequence[str], family: str | None = None) -> N
                 raise LabelError(f"models {quoted(seen[name])} and {quoted(model)} are the same model ({name}); give it once",
                                  parameters=("models",))
         seen.update(dict.fromkeys(names, model))
+    check_distinct_files(models, model_folder, what="models", written="summary and details")
+
+
+def check_distinct_files(names: Sequence[str], file_name: Callable[[str], str], *, what: str, written: str) -> None:
+    """Refuse two ``names`` that ``file_name`` maps to one file name (``mm/a b`` and ``mm/a+b`` are both ``mm__a__b``),
+    compared without case as a case-insensitive file system compares them: one's ``written`` files would replace
+    the other's. Said before any work, naming both."""
+    files: dict[str, str] = {}
+    for name in names:
+        file = file_name(name)
+        if file.casefold() in files:
+            raise LabelError(f"{what} {files[file.casefold()]!r} and {name!r} would be written to one file "
+                             f"name ({file}), one's {written} over the other's: rename or move one of them",
+                             parameters=(what,))
+        files[file.casefold()] = name
 
 
 def _plan(template: BenchConfig, models: Sequence[str], out_dir: Path, on_event: Callable[[str, Any], None] | None) -> SweepPlan:

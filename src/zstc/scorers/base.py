@@ -15,7 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
@@ -152,10 +152,44 @@ def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str]
         given = {name: value for name, value in (("thresholds", thresholds), ("margins", margins))
                  if value is not None and rechecks_thresholds(scorer)}
         result: ScoreResult = scorer.score_with_notes(texts, labels, show_progress=show_progress, **given)  # type: ignore[attr-defined]
-    else:
-        result = ScoreResult(scorer.score(texts, labels, show_progress=show_progress), list(getattr(scorer, "notes", [])))
+    else:  # a user's own object may have the documented score(texts, labels) without show_progress
+        progress = {"show_progress": show_progress} if _takes(scorer.score, "show_progress") else {}
+        result = ScoreResult(scorer.score(texts, labels, **progress), list(getattr(scorer, "notes", [])))
+    matrix = _score_matrix(scorer, result.scores, len(texts), len(labels))
+    if matrix is not result.scores:
+        result = replace(result, scores=matrix)
     check_finite_scores(result.scores)
     return result
+
+
+def _takes(method: Callable[..., Any], name: str) -> bool:
+    """Whether ``method`` takes the keyword argument ``name`` (or any keyword); True where it cannot be told."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def _score_matrix(scorer: Any, scores: Any, texts: int, labels: int) -> np.ndarray:
+    """``scores`` as the float matrix every caller decides on, or a :class:`zstc.errors.ModelError` naming the scorer
+    and what it returned: a user's scorer returning fewer rows than texts gave fewer predictions, in silence, and a
+    list of strings or a wrong shape a traceback from deep inside."""
+    from zstc.errors import ModelError
+
+    name = f"scorer {type(scorer).__name__}"
+    try:
+        matrix = np.asarray(scores)
+    except (TypeError, ValueError) as error:  # ragged rows
+        raise ModelError(f"{name} returned {type(scores).__name__} that is no matrix of numbers ({error})") from None
+    if matrix.dtype.kind not in "fiu" or matrix.dtype.kind == "b":
+        raise ModelError(f"{name} returned {matrix.dtype} values, expected numbers (a float matrix of texts x labels)")
+    if matrix.shape != (texts, labels):
+        raise ModelError(f"{name} returned a matrix of shape {matrix.shape} for {texts} texts and {labels} labels; "
+                         f"it must return one row per text and one column per label, shape ({texts}, {labels})")
+    return matrix if matrix.dtype.kind == "f" else matrix.astype(np.float32)
 
 
 def indistinguishable_labels(scorer: Any, labels: Sequence[str]) -> list[tuple[int, ...]]:

@@ -62,6 +62,7 @@ from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 from zstc.models.families import FamilySet
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import ServeSettings
+from zstc.io import check_distinct_keys
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
     AnyClassifyRequest, ClassifyRequest, ClassifyResponse, ErrorResponse, HealthResponse, HFLabelScore, HFZeroShotRequest,
@@ -217,6 +218,13 @@ class Gate:
         if len(body) > limit:
             await self._send_error(send, 413, "too_large", f"the request body is larger than {limit} bytes (GET /info)",
                                    {"connection": "close"})
+            return None
+        try:  # a key given twice: json.loads, the routes' reader, keeps the last value without a word
+            check_distinct_keys(body.decode("utf-8"), "the body")
+        except UnicodeDecodeError:
+            pass  # the route's reader says what is wrong with it
+        except DataError as error:
+            await self._send_error(send, 422, "validation", str(error))
             return None
         delivered = False
 

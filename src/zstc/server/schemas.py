@@ -130,7 +130,8 @@ class ClassifyResponse(BaseModel):
 class HFParameters(BaseModel):
     """The ``parameters`` of the Hugging Face zero-shot classification task."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)  # hub clients send more (e.g. options) than zero-shot needs
+    # A misspelt key ("multilabel") was ignored and answered single-label with a 200: refused, as the zstc shape does.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     candidate_labels: list[Text] | Text = Field(description="Labels, as a list or one comma-separated string (as the pipeline takes them).")
     hypothesis_template: Text = Field(default="This example is {}.", description="The pipeline's default is 'This example is {}.'")
@@ -146,14 +147,27 @@ class HFParameters(BaseModel):
         return data
 
 
+class HFOptions(BaseModel):
+    """The ``options`` hub clients send (``{"wait_for_model": true}``): transport settings that change no score."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    use_cache: bool | None = None
+    wait_for_model: bool | None = None
+
+
 class HFZeroShotRequest(BaseModel):
     """``{"inputs": text, "parameters": {...}}``: answered as ``[{"label", "score"}]``, highest score first
     (a list of such lists when ``inputs`` is a list)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True)  # {"inputs", "texts"} dropped texts in silence
 
     inputs: Text | list[Text]
     parameters: HFParameters
+    options: HFOptions | None = Field(default=None, description="The hub's request options, which hold here as they "
+                                      "are: the model is always loaded before an answer (wait_for_model) and no answer "
+                                      "comes from a cache (use_cache).")
+
 
 
 class HFLabelScore(BaseModel):
