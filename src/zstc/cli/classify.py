@@ -90,7 +90,7 @@ def classify(
         raise LabelError("--threshold, --label-threshold and --fit-thresholds apply to --multi-label classification")
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
-    options = scoring.kwargs()
+    options = scoring.kwargs(model=model, family=family)
     per_label = parse_label_thresholds(label_threshold or [], names) if multi_label else {}
     labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty,

@@ -91,9 +91,10 @@ def requested_precision(precision: str | None, bf16: bool | None, default: str) 
     return precision or alias or default
 
 
-def scorer_options(**given: Any) -> dict[str, Any]:
+def scorer_options(model_family: str | None = None, **given: Any) -> dict[str, Any]:
     """The scorer keyword arguments the user actually set (unset options take the family's defaults), with
-    ``precision`` (when given) resolved to fp32 or bf16 for the device: once per run, here. A ``shortlist``
+    ``precision`` (when given) resolved to fp32 or bf16 for the device and the model's family (``auto`` is
+    family-aware: :func:`zstc.scorers.runtime.resolve_precision`): once per run, here. A ``shortlist``
     is recorded in its canonical ``MODEL:K`` form, so ``8`` and ``all-MiniLM-L6-v2:8`` are one setting (one
     fingerprint)."""
     from zstc.scorers.runtime import resolved_options
@@ -108,7 +109,7 @@ def scorer_options(**given: Any) -> dict[str, Any]:
         shortlist = parse_shortlist(options["shortlist"])
         options["shortlist"] = shortlist.canonical if shortlist is not None else None
     if "precision" in options:
-        return resolved_options(options.pop("precision"), options)
+        return resolved_options(options.pop("precision"), options, model_family)
     return options
 
 
@@ -172,12 +173,19 @@ class ScorerOptions:
         """``--precision`` or its ``--bf16/--no-bf16`` alias, else the command's default (not yet resolved)."""
         return requested_precision(self.given.get("precision"), self.given.get("bf16"), self.default_precision)
 
-    def kwargs(self, only: Collection[str] | None = None, **override: Any) -> dict[str, Any]:
+    def kwargs(self, only: Collection[str] | None = None, *, model: str | None = None, family: str | None = None,
+               **override: Any) -> dict[str, Any]:
         """Keyword arguments for :func:`zstc.scorers.make_scorer`: the options set (those named in ``only``,
-        when given), ``override`` on top, and the precision resolved for the device."""
+        when given), ``override`` on top, and the precision resolved for the device and, for ``auto``, for the
+        family of ``model`` (``family``: the user's ``--family``) when given."""
         given = {name: value for name, value in self.given.items()
                  if name not in ("precision", "bf16") and (only is None or name in only)}
-        return scorer_options(**{**given, **override, "precision": self.precision})
+        model_family = None
+        if model is not None and self.precision == "auto":
+            from zstc.models.registry import get_model_spec
+
+            model_family = get_model_spec(model, family).family
+        return scorer_options(model_family, **{**given, **override, "precision": self.precision})
 
 
 F = TypeVar("F", bound=Callable[..., Any])

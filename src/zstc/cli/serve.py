@@ -71,7 +71,7 @@ def serve(
     )
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
 
-    classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs())
+    classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs(model=model, family=family))
     from zstc.cli.verbosity import note
 
     for message in classifier.notes:

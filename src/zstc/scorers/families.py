@@ -118,6 +118,9 @@ class Family:
     """Whether the model reads each text inside a prompt (instructions, label descriptions, an answer's beginning) that
     takes its share of the token limit, so that a text is cut when it and its prompt exceed the limit: what the notes
     naming a cut text say, the library's ("with their prompt") as ``zstc serve``'s (:data:`zstc.server.app.PROMPT_FAMILIES`)."""
+    auto_bf16_on_cpu: bool = True
+    """Whether ``--precision auto`` picks bf16 for this family on a CPU with fast bf16 (:func:`zstc.scorers.runtime.resolve_precision`):
+    False where the fp32 recheck of bf16's near decisions eats bf16's gain there (docs/performance-embedding.md)."""
 
     def scorer_class(self) -> type:
         """The scorer class, imported from its ``module:Class`` on first use."""
@@ -311,6 +314,7 @@ register_family(Family(
     # "positive" in absolute terms, and both pass any cut that keeps clear texts from "none"), while its distance to
     # the best label's does. Measured: scripts/measure_label_defaults.py.
     relative_margin=True,
+    auto_bf16_on_cpu=False,  # a rechecked text is embedded again whole: docs/performance-embedding.md
 ))
 register_family(Family(
     "encoder", "zstc.scorers.embedding:EncoderScorer", "cosine", "embedding", "#7f7f7f",
@@ -318,6 +322,7 @@ register_family(Family(
     "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
     temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py
     threshold=0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
+    auto_bf16_on_cpu=False,  # as the embedding family's
 ))
 register_family(Family(
     "nli", "zstc.scorers.nli:NliScorer", "logodds", "nli", "#d62728",
