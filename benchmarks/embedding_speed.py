@@ -9,6 +9,7 @@ alternate chunk by chunk in one process on each dataset, so background load on a
 (``nli_vs_pipeline.timed_rounds``).
 
     python benchmarks/embedding_speed.py --data ../shared/data/btzsc [--texts 1000] [--precision fp32|bf16|auto]
+        [--backend torch|onnxruntime]
 
 Per dataset it prints both times, the speedup (reference s / zstc s) and agreement (the share of texts whose best
 label is the reference's); then each side's fraction of the machine's fp32 matmul peak (``hardware.py``; zstc's
@@ -45,6 +46,8 @@ def main() -> None:
     parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
                         help="zstc's precision (default: auto, classify's); the reference stays fp32")
     parser.add_argument("--recheck-margin", type=non_negative_float, help="zstc in bf16: its recheck margin (default: zstc's)")
+    parser.add_argument("--backend", choices=("torch", "onnxruntime"), help="zstc's backend (default: zstc's, torch; "
+                        "onnxruntime runs fp32 and needs the onnx extra)")
     parser.add_argument("--keep-auto-env", action="store_true", help="let $ZSTC_AUTO_PRECISION decide what auto means")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -99,7 +102,8 @@ def run(args: argparse.Namespace) -> None:
     spec = get_model_spec(args.model)
     reference = SentenceTransformer(model_source(spec), device="cpu")
     reference.eval()
-    options = {"batch_size": args.batch_size, **({} if args.recheck_margin is None else {"recheck_margin": args.recheck_margin})}
+    options = {"batch_size": args.batch_size, **({} if args.recheck_margin is None else {"recheck_margin": args.recheck_margin}),
+               **({} if args.backend is None else {"backend": args.backend})}
     classifier = Classifier(args.model, device="cpu", precision=args.precision, **options)
     path = classifier.scorer.describe()
     print(f"{args.model}: zstc {path.get('precision')} ({', '.join(f'{k}={v}' for k, v in sorted(options.items()))}) "

@@ -278,6 +278,13 @@ COSINE_RECHECK_MARGIN = recheck_margin_option(
     "embedded again")
 
 
+EMBEDDING_BACKENDS: tuple[str, ...] = ("torch", "onnxruntime")
+"""What runs an embedding model's transformer: torch, or ONNX Runtime fp32 on it exported with ``torch.onnx`` (the
+``onnx`` extra; the same tokenizer and pooling; docs/performance-embedding.md)."""
+EMBEDDING_BACKEND = OptionSpec(str, "torch", choices=EMBEDDING_BACKENDS, meaning="backend",
+                               help="'torch' or 'onnxruntime' (fp32 only; needs the onnx extra)")
+
+
 PAIRS_PER_PASS = OptionSpec(int, None, low=1, allow_none=True,
                             help=f"pairs per forward pass at most; None: {DEFAULT_MAX_PAIRS} on a CPU, {GPU_MAX_PAIRS:,} on a GPU")
 
@@ -306,7 +313,7 @@ register_family(Family(
     "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
     torch_options(64, pooling=OptionSpec(str, "native", choices=POOLINGS,  # no meaning: "unknown pooling" would read "unknown --pooling"
                                          help="'native' (the model's own configuration) or 'cls' (the paper's)"),
-                  recheck_margin=COSINE_RECHECK_MARGIN),
+                  recheck_margin=COSINE_RECHECK_MARGIN, backend=EMBEDDING_BACKEND),
     "Embedding models: cosine similarity of text and label-description embeddings.",
     temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
     threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
@@ -318,7 +325,7 @@ register_family(Family(
 ))
 register_family(Family(
     "encoder", "zstc.scorers.embedding:EncoderScorer", "cosine", "embedding", "#7f7f7f",
-    torch_options(64, recheck_margin=COSINE_RECHECK_MARGIN),
+    torch_options(64, recheck_margin=COSINE_RECHECK_MARGIN, backend=EMBEDDING_BACKEND),
     "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
     temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py
     threshold=0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
