@@ -856,3 +856,15 @@ def test_fp32_scores_do_not_depend_on_the_thread_count(btzsc_dir: Path) -> None:
     # Whether MKL reports its strict mode is not asserted: on another vendor's processor it may choose a mode of its own.
     late = _scored_with_threads(1, task, first="import torch; torch.ones(2, 2) @ torch.ones(2, 2)")
     assert late[1] in (False, None)  # MKL started in its default mode: not thread-invariant (or no MKL to ask)
+
+
+def test_cli_backend_onnxruntime_in_bf16_is_refused_naming_both_flags(zstc_cli, tmp_path: Path) -> None:
+    """--backend onnxruntime runs fp32 only: with --precision bf16, classify refuses it before any model loads,
+    naming both flags; with a family that has no backend (NLI), the option is refused as unknown."""
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a text\n", encoding="utf-8")
+    status, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--backend", "onnxruntime", "--precision", "bf16")
+    assert status == 2 and "--backend 'onnxruntime' runs fp32 only" in err and "--precision" in err, err
+    status, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--model", "cross-encoder/nli-roberta-base",
+                              "--backend", "onnxruntime")
+    assert status != 0 and "--backend" in err and "Traceback" not in err, err

@@ -38,6 +38,8 @@ PrecisionFp32 = Annotated[Optional[str], typer.Option("--precision", help=f"{_PR
 PrecisionAuto = Annotated[Optional[str], typer.Option("--precision", help=f"{_PRECISION_HELP}; default: auto.")]
 Bf16 = Annotated[Optional[bool], typer.Option("--bf16/--no-bf16", help="Aliases of --precision bf16 and --precision fp32.")]
 Device = Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, ...; default: CUDA when present.")]
+Backend = Annotated[Optional[str], typer.Option(help="Embedding models: 'torch' (the default) or 'onnxruntime' (ONNX Runtime "
+                                                     "fp32, about twice as fast on a CPU; needs the onnx extra).")]
 Shortlist = Annotated[
     Optional[str],
     typer.Option(help="Cascade: a bi-encoder keeps each text's top K labels and only those are scored by --model; "
@@ -147,6 +149,7 @@ SCORER_OPTIONS: dict[str, Any] = {
     "device": Device,
     "max_length": MaxLength,
     "recheck_margin": RecheckMargin,
+    "backend": Backend,
     "instruction": Instruction,
     "shortlist": Shortlist,
 }
