@@ -38,6 +38,7 @@ def run_script(*arguments: str, timeout: float = 120) -> subprocess.CompletedPro
     (("cascade.py", "--data", "nowhere", "--model", "nowhere", "--repeats", "0"), "error: argument --repeats: must be at least 1, got 0"),
     (("classify_memory.py", "--sizes", "abc"), "error: argument --sizes: 'abc' is not a whole number"),
     (("sweep_overhead.py", "--max-samples", "0"), "error: argument --max-samples: must be at least 1, got 0"),
+    (("embedding_speed.py", "--data", "nowhere", "--texts", "0"), "error: argument --texts: must be at least 1, got 0"),
     (("bf16_agreement.py", "--data", "nowhere"),
      "error: --family nli needs --model: a trained NLI model (a random head's near ties exaggerate disagreement)"),
     (("bf16_agreement.py", "--family", "embedding", "--data", "nowhere", "--margins", "0.005,0"),
@@ -93,3 +94,19 @@ def test_bf16_agreement_measures_an_embedding_model_single_and_multi_label(btzsc
     assert all(float(value) >= 0 for value in values.values())
     assert values["rechecked_agreement"] == values["rechecked_label_set_agreement"] == "1.0000"
     assert 0 < float(values["rechecked_texts"]) <= 1 and 0 < float(values["multi_rechecked_texts"]) <= 1
+
+
+def test_embedding_speed_compares_zstc_with_sentence_transformers_encode(btzsc_dir: Path) -> None:
+    """The embedding speed benchmark runs zstc's classify path (auto: fp32 for this family on a CPU) against
+    sentence-transformers' own encode on a few texts of two datasets, and its last line reports the speedup, the
+    argmax agreement with sentence-transformers (1: both are fp32 on the same texts) and the worst dataset's speedup."""
+    done = run_script("embedding_speed.py", "--data", str(btzsc_dir), "--datasets", "agnews,banking77", "--texts", "6",
+                      "--chunk", "3", timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("zstc peak fraction: ") and "of the fp32 matmul peak" in line for line in lines), done.stdout
+    assert any(line.startswith("banking77: reference ") and "agreement 1.0000" in line for line in lines), done.stdout
+    values = dict(part.split("=") for part in lines[-1].split())
+    assert list(values) == ["speedup", "agreement", "worst_dataset_speedup"], lines[-1]
+    assert values["agreement"] == "1.0000"
+    assert 0 < float(values["worst_dataset_speedup"]) <= float(values["speedup"]) * 10

@@ -326,3 +326,24 @@ def test_nli_probe_cli_takes_an_embedding_model_and_its_pooling(tmp_path, zstc_c
     assert written["model"]["pooling"] == "cls" and written["paper"]["model"] == "all-MiniLM-L6-v2"
     assert "paper (all-MiniLM-L6-v2)" in out and "pooling cls" in out and f"{written['auroc']['anli_r1']:.4f}" in out
     assert "0.4527" in out and "not run as the paper's row" not in out  # the paper's anli_r1, made as this run was
+
+
+def test_onnxruntime_backend_makes_torch_fp32s_decisions(btzsc_dir, minilm_native):
+    """backend='onnxruntime' runs the same model's transformer in ONNX Runtime fp32, with the model's own tokenizer and
+    pooling: cosines within float noise of torch's and the same best label for every text; the scorer describes its
+    backend. bf16 with it is refused, naming both options."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from zstc.errors import OptionError
+    from zstc.scorers import make_scorer
+
+    task = load_btzsc_task("banking77", btzsc_dir)[0]
+    texts, descriptions = list(task.texts[:40]), list(task.hypotheses)
+    ort = make_scorer(minilm_native.model_id, pooling="native", precision="fp32", backend="onnxruntime")
+    exact, fast = minilm_native.score(texts, descriptions), ort.score(texts, descriptions)
+    assert np.abs(exact - fast).max() < 1e-5
+    assert (exact.argmax(axis=1) == fast.argmax(axis=1)).all()
+    assert ort.describe()["backend"] == "onnxruntime" and "backend" not in minilm_native.describe()
+    with pytest.raises(OptionError, match="backend 'onnxruntime' runs fp32 only") as raised:
+        make_scorer(minilm_native.model_id, precision="bf16", backend="onnxruntime")
+    assert set(raised.value.parameters) == {"backend", "precision"}

@@ -52,6 +52,19 @@ def test_resolve_precision(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_precision("fp16", CPU)
 
 
+def test_auto_precision_is_family_aware_on_a_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CPU with fast bf16, auto keeps fp32 for the embedding families (their recheck embeds a text again whole,
+    which eats bf16's gain) and picks bf16 for the others; on a GPU, and when asked for, bf16 stays bf16."""
+    monkeypatch.delenv("ZSTC_AUTO_PRECISION", raising=False)  # the suite pins auto to fp32 (conftest)
+    monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
+    assert resolve_precision("auto", CPU, "embedding") == resolve_precision("auto", CPU, "encoder") == "fp32"
+    assert resolve_precision("auto", CPU, "nli") == resolve_precision("auto", CPU, "llm") == "bf16"
+    assert resolve_precision("auto", torch.device("cuda"), "embedding") == "bf16"
+    assert resolve_precision("bf16", CPU, "embedding") == "bf16"
+    monkeypatch.setenv("ZSTC_AUTO_PRECISION", "bf16")  # a pin is a pin, for every family
+    assert resolve_precision("auto", CPU, "embedding") == "bf16"
+
+
 def test_auto_precision_can_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
     monkeypatch.setenv("ZSTC_AUTO_PRECISION", "fp32")
@@ -80,10 +93,11 @@ def test_classifier_defaults_to_auto(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ZSTC_AUTO_PRECISION", raising=False)  # the suite pins auto to fp32 (conftest)
 
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
-    assert Classifier().scorer.describe()["precision"] == "bf16"
-    assert Classifier(precision="fp32").scorer.describe()["precision"] == "fp32"
+    assert Classifier(device="cpu").scorer.describe()["precision"] == "fp32"  # the default embedding model: family-aware auto
+    assert Classifier("cross-encoder/nli-roberta-base", device="cpu").scorer.describe()["precision"] == "bf16"
+    assert Classifier(precision="bf16").scorer.describe()["precision"] == "bf16"
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: False)
-    assert Classifier().scorer.describe()["precision"] == "fp32"
+    assert Classifier("cross-encoder/nli-roberta-base", device="cpu").scorer.describe()["precision"] == "fp32"
 
 
 def test_cli_precision_and_its_aliases() -> None:
@@ -96,6 +110,19 @@ def test_cli_precision_and_its_aliases() -> None:
     with pytest.raises(UnknownNameError, match="contradicts"):
         requested_precision("fp32", True, "fp32")
     assert scorer_options(precision="bf16", device="cpu", pooling=None) == {"precision": "bf16", "device": "cpu"}
+
+
+def test_cli_auto_precision_is_resolved_for_the_models_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    """classify and serve resolve --precision auto for their model's family (or --family's), as the Classifier does."""
+    from zstc.cli.options import ScorerOptions
+
+    monkeypatch.delenv("ZSTC_AUTO_PRECISION", raising=False)
+    monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
+    auto = ScorerOptions({"device": "cpu"}, default_precision="auto")
+    assert auto.kwargs(model="all-MiniLM-L6-v2")["precision"] == "fp32"
+    assert auto.kwargs(model="cross-encoder/nli-roberta-base")["precision"] == "bf16"
+    assert auto.kwargs(model="cross-encoder/nli-roberta-base", family="embedding")["precision"] == "fp32"
+    assert auto.kwargs()["precision"] == "bf16"  # no model named: the hardware alone
 
 
 def test_bench_defaults_to_fp32_and_records_it(zstc_cli, btzsc_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -829,3 +856,15 @@ def test_fp32_scores_do_not_depend_on_the_thread_count(btzsc_dir: Path) -> None:
     # Whether MKL reports its strict mode is not asserted: on another vendor's processor it may choose a mode of its own.
     late = _scored_with_threads(1, task, first="import torch; torch.ones(2, 2) @ torch.ones(2, 2)")
     assert late[1] in (False, None)  # MKL started in its default mode: not thread-invariant (or no MKL to ask)
+
+
+def test_cli_backend_onnxruntime_in_bf16_is_refused_naming_both_flags(zstc_cli, tmp_path: Path) -> None:
+    """--backend onnxruntime runs fp32 only: with --precision bf16, classify refuses it before any model loads,
+    naming both flags; with a family that has no backend (NLI), the option is refused as unknown."""
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a text\n", encoding="utf-8")
+    status, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--backend", "onnxruntime", "--precision", "bf16")
+    assert status == 2 and "--backend 'onnxruntime' runs fp32 only" in err and "--precision" in err, err
+    status, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--model", "cross-encoder/nli-roberta-base",
+                              "--backend", "onnxruntime")
+    assert status != 0 and "--backend" in err and "Traceback" not in err, err

@@ -243,7 +243,7 @@ class Classifier:
             if "precision" in get_family(spec.family).options:
                 from zstc.scorers.runtime import resolved_options
 
-                options = resolved_options(precision, options)
+                options = resolved_options(precision, options, spec.family)
             elif precision not in (None, "auto"):  # asked for explicitly: make_scorer says it does not apply
                 options = {**options, "precision": precision}
             self.scorer: Scorer = make_scorer(spec, shortlist=shortlist, **options)

@@ -236,7 +236,9 @@ class Bench:
         self.show_progress = show_progress
         self.store = ResultStore(config.out)
         # Precision resolved once for the whole run (None: fp32), so the scorer and the fingerprint agree.
-        self.scorer_options = resolved_options(config.scorer_options.get("precision"), config.scorer_options)
+        precision = config.scorer_options.get("precision")
+        family = get_model_spec(config.model, config.family).family if precision == "auto" else None  # auto is family-aware
+        self.scorer_options = resolved_options(precision, config.scorer_options, family)
         self.cache = ResultCache(on_note=lambda note: self.on_event("note", note)) if config.cache else None
         self._scorer: Scorer | None = None
         self._identity: tuple[dict[str, Any], str] | None = None

@@ -12,7 +12,7 @@ from rich.table import Table
 from zstc.cli.root import app
 from zstc.cli.options import (
     BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionFp32, PromptStyle,
-    RecheckMargin, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
+    RecheckMargin, Backend, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
 )
 from zstc.cli.options import Hypotheses, MultiLabel, Template, Threshold
 from zstc.cli.options import DataOption, data_location
@@ -41,7 +41,8 @@ def bench(
     *,
     pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
     prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionFp32 = None,
-    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, trust_remote_code: TrustRemoteCode = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, backend: Backend = None,
+    trust_remote_code: TrustRemoteCode = None,
     shortlist: Shortlist = None,
 ) -> None:
     """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,

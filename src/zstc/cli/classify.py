@@ -20,7 +20,7 @@ from zstc.errors import DataError
 from zstc.io import TEXT_SUFFIXES, suffix_list, unsupported_type
 from zstc.cli.options import (
     DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionAuto,
-    PromptStyle, RecheckMargin, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
+    PromptStyle, RecheckMargin, Backend, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
 )
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold, split_labels
 from zstc.cli.verbosity import note
@@ -58,7 +58,8 @@ def classify(
     *,
     pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
     prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionAuto = None,
-    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, trust_remote_code: TrustRemoteCode = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, backend: Backend = None,
+    trust_remote_code: TrustRemoteCode = None,
     shortlist: Shortlist = None,
 ) -> None:
     """One output row per input row: the input's columns, the predicted label (or, with --multi-label, every
@@ -96,7 +97,7 @@ def classify(
     check_multi_label_options(multi_label, threshold=threshold, label_thresholds=label_threshold, fit_thresholds=fit_thresholds)
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
-    options = scoring.kwargs()
+    options = scoring.kwargs(model=model, family=family)
     per_label = parse_label_thresholds(label_threshold or [], names) if multi_label else {}
     labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
                              multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty,

@@ -50,6 +50,7 @@ MaxLength = Annotated[Optional[int], typer_option(SCORER_OPTIONS["max_length"])]
 Instruction = Annotated[Optional[str], typer_option(SCORER_OPTIONS["instruction"])]
 RecheckMargin = Annotated[Optional[float], typer_option(SCORER_OPTIONS["recheck_margin"])]
 TrustRemoteCode = Annotated[Optional[bool], typer_option(SCORER_OPTIONS["trust_remote_code"])]
+Backend = Annotated[Optional[str], typer_option(SCORER_OPTIONS["backend"])]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
 Hypotheses = Annotated[str, typer_option(OPTIONS["hypotheses"])]
@@ -80,10 +81,11 @@ def requested_precision(precision: str | None, bf16: bool | None, default: str) 
     return precision or alias or default
 
 
-def scorer_options(**given: Any) -> dict[str, Any]:
+def scorer_options(model_family: str | None = None, **given: Any) -> dict[str, Any]:
     """The scorer keyword arguments the user actually set (unset options take the family's defaults), checked
     against :data:`~zstc.models.families.SCORER_OPTIONS` before any model loads, with ``precision`` (when given)
-    resolved to fp32 or bf16 for the device: once per run, here. A ``shortlist`` is recorded in its canonical
+    resolved to fp32 or bf16 for the device and the model's family (``auto`` is family-aware:
+    :func:`zstc.scorers.runtime.resolve_precision`): once per run, here. A ``shortlist`` is recorded in its canonical
     ``MODEL:K`` form, so ``8`` and ``all-MiniLM-L6-v2:8`` are one setting (one fingerprint)."""
     from zstc.scorers.runtime import resolved_options
     from zstc.validation import check_options
@@ -97,7 +99,7 @@ def scorer_options(**given: Any) -> dict[str, Any]:
         shortlist = parse_shortlist(options["shortlist"])
         options["shortlist"] = shortlist.canonical if shortlist is not None else None
     if "precision" in options:
-        return resolved_options(options.pop("precision"), options)
+        return resolved_options(options.pop("precision"), options, model_family)
     return options
 
 
@@ -126,7 +128,7 @@ def cli_message(error: ZstcError) -> str:
 
 SCORER_FLAGS: tuple[str, ...] = (
     "pooling", "score_type", "entailment_index", "prompt_style", "batch_size", "precision", "bf16", "device",
-    "max_length", "recheck_margin", "trust_remote_code", "instruction", "shortlist",
+    "max_length", "recheck_margin", "backend", "trust_remote_code", "instruction", "shortlist",
 )
 """The scorer options that have a flag (each declared in :data:`~zstc.models.families.SCORER_OPTIONS`, ``bf16``
 here), in ``--help``'s order: the parameters :meth:`ScorerOptions.of` gathers. Not ``query``, a yes/no scorer's
@@ -156,12 +158,19 @@ class ScorerOptions:
         """``--precision`` or its ``--bf16/--no-bf16`` alias, else the command's default (not yet resolved)."""
         return requested_precision(self.given.get("precision"), self.given.get("bf16"), self.default_precision)
 
-    def kwargs(self, only: Collection[str] | None = None, **override: Any) -> dict[str, Any]:
+    def kwargs(self, only: Collection[str] | None = None, *, model: str | None = None, family: str | None = None,
+               **override: Any) -> dict[str, Any]:
         """Keyword arguments for :func:`zstc.scorers.make_scorer`: the options set (those named in ``only``,
-        when given), ``override`` on top, and the precision resolved for the device."""
+        when given), ``override`` on top, and the precision resolved for the device and, for ``auto``, for the
+        family of ``model`` (``family``: the user's ``--family``) when given."""
         given = {name: value for name, value in self.given.items()
                  if name not in ("precision", "bf16") and (only is None or name in only)}
-        return scorer_options(**{**given, **override, "precision": self.precision})
+        model_family = None
+        if model is not None and self.precision == "auto":
+            from zstc.models.registry import get_model_spec
+
+            model_family = get_model_spec(model, family).family
+        return scorer_options(model_family, **{**given, **override, "precision": self.precision})
 
 
 # -- shared by several commands: labels on the command line, and where the benchmark data comes from -----------

@@ -21,7 +21,7 @@ from zstc.cli.options import (
     Pooling,
     PrecisionAuto,
     PromptStyle,
-    RecheckMargin, TrustRemoteCode,
+    RecheckMargin, Backend, TrustRemoteCode,
     ScorerOptions,
     ScoreType,
     Shortlist,
@@ -39,7 +39,8 @@ def serve(
     *,
     pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
     prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionAuto = None,
-    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, trust_remote_code: TrustRemoteCode = None,
+    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, backend: Backend = None,
+    trust_remote_code: TrustRemoteCode = None,
     shortlist: Shortlist = None,
     host: Annotated[str, typer_option(_SERVE["host"])] = _SERVE["host"].default,
     port: Annotated[int, typer_option(_SERVE["port"])] = _SERVE["port"].default,
@@ -85,7 +86,7 @@ def serve(
     )
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
 
-    classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs())
+    classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs(model=model, family=family))
     from zstc.cli.verbosity import note
 
     for message in classifier.notes:

@@ -108,6 +108,9 @@ class Family:
     """Whether the model reads each text inside a prompt (instructions, label descriptions, an answer's beginning) that
     takes its share of the token limit, so that a text is cut when it and its prompt exceed the limit: what the notes
     naming a cut text say, the library's ("with their prompt") as ``zstc serve``'s (:data:`zstc.server.app.PROMPT_FAMILIES`)."""
+    auto_bf16_on_cpu: bool = True
+    """Whether ``--precision auto`` picks bf16 for this family on a CPU with fast bf16 (:func:`zstc.scorers.runtime.resolve_precision`):
+    False where the fp32 recheck of bf16's near decisions eats bf16's gain there (docs/performance-embedding.md)."""
 
     def scorer_class(self) -> type:
         """The scorer class, imported from its ``module:Class`` on first use."""
@@ -242,6 +245,10 @@ margin must exceed twice it; it widens by itself where bf16 errs more), and with
 in another label set under the default multi-label rule, 1 of 200 with another best label. On 1000 banking77 texts
 (``benchmarks/bf16_agreement.py --family embedding``) the largest error was 0.0030, and this margin rechecked 12% of
 the texts single-label and 38% under the default rule (emotiondair: 31% and 66%; README, "Precision")."""
+EMBEDDING_BACKENDS: tuple[str, ...] = ("torch", "onnxruntime")
+"""What runs an embedding model's transformer: torch, or ONNX Runtime fp32 on it exported with ``torch.onnx`` (the
+``onnx`` extra; the same tokenizer and pooling; docs/performance-embedding.md)."""
+
 
 POOLINGS: tuple[str, ...] = ("native", "cls")
 NLI_SCORE_TYPES: tuple[str, ...] = ("logodds", "logit", "prob")
@@ -285,6 +292,10 @@ SCORER_OPTIONS: dict[str, Option] = {
              f"({DEFAULT_COSINE_RECHECK_MARGIN:g} for embedding and encoder cosines, whose texts are embedded again) "
              "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
              "Unused in fp32."),
+    "backend": Option(
+        str, "torch", Choices(EMBEDDING_BACKENDS, meaning="backend"),
+        help="Embedding models: 'torch' (the default) or 'onnxruntime' (ONNX Runtime fp32, about twice as fast on a CPU; "
+             "needs the onnx extra)."),
     "trust_remote_code": Option(
         bool, False, flags=("--trust-remote-code",),
         help="Run modelling code the model's own files ship (its config's auto_map; gte-base/large-en-v1.5 need it). "
@@ -334,7 +345,7 @@ def family_options(batch_size: int | None, *names: str, **own: Option) -> dict[s
 
 register_family(Family(
     "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
-    family_options(64, "pooling", recheck_margin=COSINE_RECHECK_MARGIN),
+    family_options(64, "pooling", "backend", recheck_margin=COSINE_RECHECK_MARGIN),
     "Embedding models: cosine similarity of text and label-description embeddings.",
     temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
     threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
@@ -342,13 +353,15 @@ register_family(Family(
     # "positive" in absolute terms, and both pass any cut that keeps clear texts from "none"), while its distance to
     # the best label's does. Measured: scripts/measure_label_defaults.py.
     relative_margin=True,
+    auto_bf16_on_cpu=False,  # a rechecked text is embedded again whole: docs/performance-embedding.md
 ))
 register_family(Family(
     "encoder", "zstc.scorers.embedding:EncoderScorer", "cosine", "embedding", "#7f7f7f",
-    family_options(64, recheck_margin=COSINE_RECHECK_MARGIN),
+    family_options(64, "backend", recheck_margin=COSINE_RECHECK_MARGIN),
     "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
     temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py
     threshold=0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
+    auto_bf16_on_cpu=False,  # as the embedding family's
 ))
 register_family(Family(
     "nli", "zstc.scorers.nli:NliScorer", "logodds", "nli", "#d62728",

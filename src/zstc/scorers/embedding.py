@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Self, cast
 import numpy as np
 import torch
 
-from zstc.errors import DescriptionTooLongError
+from zstc.errors import DescriptionTooLongError, ModelError, OptionError
 from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import (
@@ -23,8 +23,12 @@ from zstc.scorers.base import (
     LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
 )
 from zstc.models.families import POOLINGS
+from zstc.scorers.ort_backend import OrtEncoder, ort_encoder
 from zstc.scorers.recheck import call_cuts, label_cuts, margin_cuts
 from zstc.scorers.runtime import IEEE_MATMUL, Precision, inference_context
+
+Backend = OrtEncoder | None
+"""What a loaded embedding model runs its transformer with: ONNX Runtime (``backend="onnxruntime"``), or None: torch."""
 
 LABEL_CACHE_SIZE = 64
 """Label sets whose embeddings are kept (least recently used dropped first): a server answering requests
@@ -33,7 +37,7 @@ with ever new label sets must not grow without bound."""
 __all__ = ["POOLINGS", "EmbeddingScorer", "EncoderScorer"]
 
 
-class EmbeddingScorer(TorchScorer[None]):
+class EmbeddingScorer(TorchScorer[Backend]):
     """Embedding models and base encoders: cosine similarity of the text's and each label's embedding, with
     the model's own query/document prefixes or instruction (PROTOCOL.md section 2). Label embeddings are cached
     per label set."""
@@ -50,6 +54,10 @@ class EmbeddingScorer(TorchScorer[None]):
         super().__init__(spec, **options)
         # A family without a pooling option (base encoders) is scored the paper's way, [CLS].
         self.pooling: str = self.options.get("pooling", "cls")
+        self.backend: str = self.options.get("backend", "torch")
+        if self.backend != "torch" and self.precision != "fp32":
+            raise OptionError(f"backend {self.backend!r} runs fp32 only, got precision {self.precision!r}: give precision fp32, "
+                              "or backend 'torch' for bf16", "backend", "precision")
         self._label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)
         self._fp32_label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)  # the recheck's label side
 
@@ -62,12 +70,13 @@ class EmbeddingScorer(TorchScorer[None]):
         return twin
 
     def describe(self) -> dict[str, Any]:
-        """The base description, plus the pooling the cosines use (``native`` or ``cls``)."""
-        return {**super().describe(), "pooling": self.pooling}
+        """The base description, plus the pooling the cosines use (``native`` or ``cls``) and, when not torch, the
+        backend that runs the model."""
+        return {**super().describe(), "pooling": self.pooling, **({"backend": self.backend} if self.backend != "torch" else {})}
 
     # -- loading --------------------------------------------------------------------------------------
 
-    def _load_model(self) -> LoadedModel[None]:
+    def _load_model(self) -> LoadedModel[Backend]:
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
@@ -90,14 +99,28 @@ class EmbeddingScorer(TorchScorer[None]):
         elif model.max_seq_length is None:  # no limit in the model's configuration: the tokenizer's, or an error
             model.max_seq_length = model_max_length(self.spec, model.tokenizer)
         model.eval()
-        return LoadedModel(model, _own_copy(model.tokenizer), int(model.max_seq_length), count_parameters(model), None)
+        backend = self._ort_encoder(model) if self.backend == "onnxruntime" else None
+        return LoadedModel(model, _own_copy(model.tokenizer), int(model.max_seq_length), count_parameters(model), backend)
+
+    def _ort_encoder(self, model: Any) -> OrtEncoder:
+        """The model's transformer in ONNX Runtime; a model torch.onnx cannot export is an error that says so."""
+        try:
+            return ort_encoder(model)
+        except OptionError:
+            raise
+        except Exception as error:  # torch.onnx's errors have no common class  # noqa: BLE001
+            raise ModelError(f"{self.spec.model_id} could not be exported for backend 'onnxruntime' ({type(error).__name__}: "
+                             f"{str(error).splitlines()[0] if str(error) else ''}); use backend 'torch'") from None
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def _encode(self, loaded: LoadedModel[None], sentences: list[str], show_progress: bool, precision: Precision | None = None) -> torch.Tensor:
+    def _encode(self, loaded: LoadedModel[Backend], sentences: list[str], show_progress: bool, precision: Precision | None = None) -> torch.Tensor:
         # encode tokenizes inside, with the model's own tokenizer: under the lock that guards it (model_lock where
         # loaded.tokenizer is a copy for the checks, which then never wait for a forward pass).
         lock = loaded.model_lock if loaded.tokenizer is not loaded.model.tokenizer else loaded.tokenizer_lock
+        if loaded.facts is not None and (precision or self.precision) == "fp32":  # ONNX Runtime: fp32 throughout
+            with lock, torch.inference_mode():
+                return torch.nn.functional.normalize(loaded.facts(sentences, self.batch_size).float(), dim=-1)
         with lock, inference_context(self.device, precision or self.precision):
             embeddings = loaded.model.encode(
                 sentences,
@@ -107,7 +130,7 @@ class EmbeddingScorer(TorchScorer[None]):
             )
         return torch.nn.functional.normalize(embeddings.float(), dim=-1)
 
-    def _too_long(self, loaded: LoadedModel[None], sentences: list[str]) -> list[int]:
+    def _too_long(self, loaded: LoadedModel[Backend], sentences: list[str]) -> list[int]:
         """The positions of the sentences longer than the model's token limit."""
         # Cutting one token past the limit still shows which are too long, without tokenizing whole documents
         # (and without transformers' "longer than the maximum" warning, which the note replaces).
@@ -118,14 +141,14 @@ class EmbeddingScorer(TorchScorer[None]):
                                        max_length=loaded.max_length + 1, return_length=True)["length"]
         return [i for i, length in enumerate(lengths) if length > loaded.max_length]
 
-    def _truncation(self, loaded: LoadedModel[None], queries: list[str]) -> tuple[list[str], tuple[int, ...]]:
+    def _truncation(self, loaded: LoadedModel[Backend], queries: list[str]) -> tuple[list[str], tuple[int, ...]]:
         """The note on the queries cut to the token limit, and their positions (:attr:`ScoreResult.truncated`)."""
         truncated = tuple(self._too_long(loaded, queries))
         if not truncated:
             return [], ()
         return [f"{len(truncated)} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"], truncated
 
-    def _label_embeddings(self, loaded: LoadedModel[None], documents: tuple[str, ...], precision: Precision | None = None) -> torch.Tensor:
+    def _label_embeddings(self, loaded: LoadedModel[Backend], documents: tuple[str, ...], precision: Precision | None = None) -> torch.Tensor:
         too_long = self._too_long(loaded, list(documents))
         if too_long:
             raise DescriptionTooLongError.of(documents[too_long[0]], loaded.max_length, model=self.spec.model_id,
@@ -154,7 +177,7 @@ class EmbeddingScorer(TorchScorer[None]):
                                                     label_cuts(thresholds, len(labels)), label_cuts(margins, len(labels)))
         return ScoreResult(matrix, notes + recheck_notes, truncated=truncated)
 
-    def _recheck_texts(self, loaded: LoadedModel[None], queries: list[str], documents: tuple[str, ...], matrix: np.ndarray,
+    def _recheck_texts(self, loaded: LoadedModel[Backend], queries: list[str], documents: tuple[str, ...], matrix: np.ndarray,
                        cuts: np.ndarray | None, margins: np.ndarray | None,
                        fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None,
                        record: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
@@ -264,7 +287,7 @@ class EmbeddingScorer(TorchScorer[None]):
             results.append(ScoreResult(matrix, notes, truncated=truncated, rescored=rescored))
         return results
 
-    def _label_sets_by_set(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:
+    def _label_sets_by_set(self, loaded: LoadedModel[Backend], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:
         """Label embeddings per label set from the scorer's own cache; the descriptions of every set not
         cached are encoded in one run."""
         uncached = tuple(dict.fromkeys(d for documents in sets if documents not in self._label_cache for d in documents))
@@ -277,7 +300,7 @@ class EmbeddingScorer(TorchScorer[None]):
 
         return lambda documents: self._label_cache.get_or_compute(documents, lambda: encoded(documents))
 
-    def _label_sets_by_description(self, loaded: LoadedModel[None], sets: list[tuple[str, ...]], cache: LruCache[torch.Tensor],
+    def _label_sets_by_description(self, loaded: LoadedModel[Backend], sets: list[tuple[str, ...]], cache: LruCache[torch.Tensor],
                                    precision: Precision | None = None) -> Callable[[tuple[str, ...]], torch.Tensor]:
         """Label embeddings per label set, from ``cache``'s one embedding per description; the descriptions
         not cached are encoded in one run (in ``precision``: the recheck's fp32, into a cache of its own)."""

@@ -123,9 +123,11 @@ AUTO_PRECISION_ENV = "ZSTC_AUTO_PRECISION"
 """Set to fp32 or bf16 to fix what ``auto`` resolves to on every machine (the test suite sets fp32)."""
 
 
-def resolve_precision(requested: str | None, device: torch.device) -> Precision:
+def resolve_precision(requested: str | None, device: torch.device, family: str | None = None) -> Precision:
     """``fp32`` or ``bf16`` for a run: as asked, or for ``auto`` bf16 where :func:`bf16_fast` says so, unless
-    ``$ZSTC_AUTO_PRECISION`` pins what ``auto`` resolves to.
+    ``$ZSTC_AUTO_PRECISION`` pins what ``auto`` resolves to, or the model's ``family`` runs fp32's decisions faster in
+    fp32 on a CPU (its :attr:`~zstc.models.families.Family.auto_bf16_on_cpu`: the embedding families, whose recheck
+    embeds a text again whole).
 
     ``None`` is ``fp32``: a library caller who says nothing gets the same numbers on every machine.
     """
@@ -139,6 +141,11 @@ def resolve_precision(requested: str | None, device: torch.device) -> Precision:
             if pinned not in PRECISIONS:
                 raise UnknownNameError(f"{AUTO_PRECISION_ENV} must be one of {', '.join(PRECISIONS)}, got {pinned!r}")
             return cast(Precision, pinned)
+        if device.type == "cpu" and family is not None:
+            from zstc.models.families import get_family
+
+            if not get_family(family).auto_bf16_on_cpu:
+                return "fp32"
         return "bf16" if bf16_fast(device) else "fp32"
     return cast(Precision, requested)
 
@@ -231,11 +238,12 @@ def inference_context(device: torch.device, precision: Precision) -> Iterator[No
                 yield
 
 
-def resolved_options(precision: str | None, options: dict[str, Any]) -> dict[str, Any]:
-    """Scorer options with ``precision`` resolved for the device they name (once per run, by the caller).
+def resolved_options(precision: str | None, options: dict[str, Any], family: str | None = None) -> dict[str, Any]:
+    """Scorer options with ``precision`` resolved for the device they name and the model's ``family`` (once per run,
+    by the caller; :func:`resolve_precision`).
 
     The result always carries ``precision`` (``fp32`` or ``bf16``), so what a scorer computes in is never
     left to the scorer's default.
     """
     device = resolve_device(options.get("device"))
-    return {**options, "precision": resolve_precision(precision, device)}
+    return {**options, "precision": resolve_precision(precision, device, family)}
