@@ -236,7 +236,7 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, help="write the F1-vs-pairs curve here (PNG)")
     args = parser.parse_args()
     from zstc.errors import ZstcError
-    from zstc.validation import check_sampling
+    from zstc.benchmark.tasks import check_sampling
 
     for samples in (args.max_samples, args.yesno_max_samples):
         try:  # before the default NLI model's minutes of training

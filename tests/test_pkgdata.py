@@ -113,7 +113,7 @@ def test_data_pull_downloads_checks_and_keeps_the_datasets_for_offline_runs(
     stored = nowhere / "cache" / "data"
     manifest = json.loads((stored / "manifest.json").read_text())["financialphrasebank"]
     assert manifest["texts"] == 690 and manifest["paired_rows"] == 690 * 3 and len(manifest["rows_sha256"]) == 64
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
 
     assert manifest["sha256"] == sha256_file(stored / "financialphrasebank.jsonl")
     # The stored file is the grouped layout of the same texts and gold labels as the shared data's own copy.

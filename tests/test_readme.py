@@ -296,7 +296,7 @@ def test_service_info_publishes_limits_as_the_options_give_them() -> None:
     from dataclasses import asdict
 
     pytest.importorskip("fastapi")
-    from zstc.server.app import Limits
+    from zstc.server.settings import Limits
     from zstc.server.schemas import InfoResponse
 
     info = InfoResponse(model="m", family="embedding", score_type="cosine", temperature=1.0, single_label_temperature=1.0,

@@ -20,7 +20,8 @@ from conftest import skip_unless_cpu_reduces_fp32_products
 from zstc.errors import DataError, ModelError
 from zstc.models.nli_head import NliHead, build_nli_model, is_zstc_nli_model, load_zstc_nli_model
 from zstc.training import TrainConfig, TrainResult, default_learning_rates, evaluate_pairs, train_nli
-from zstc.training.nli_pairs import length_grouped_batches, read_nli_pairs, sha256_of, split_dev
+from zstc.runs.provenance import sha256_file as sha256_of
+from zstc.training.nli_pairs import length_grouped_batches, read_nli_pairs, split_dev
 from zstc.training.recipe import entailment_score, nli_loss
 
 WORDS = "the a cat dog bird man woman child is was red blue green big small happy sad runs sleeps eats not".split()

@@ -312,7 +312,7 @@ def pull_dataset(name: str, folder: Path) -> dict[str, object]:
     ``folder`` as a grouped ``NAME.jsonl`` (every text, in the hub's order, before any policy or quirk). Returns its
     manifest entry (texts, paired rows, sha256 of the rows served and of the file written), which is also recorded
     in ``folder/manifest.json``; a dataset stored before is replaced only once the new one has passed every check."""
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
     from zstc.io import atomic_write
 
     spec = get_task_spec(name)
@@ -357,7 +357,7 @@ def read_pull_manifest(folder: Path) -> dict[str, dict[str, object]]:
 
 def pulled_intact(name: str, folder: Path) -> bool:
     """Whether ``folder`` holds dataset ``name`` as ``zstc data pull`` stored it (its sha256 as recorded)."""
-    from zstc.benchmark.provenance import sha256_file
+    from zstc.runs.provenance import sha256_file
 
     entry = read_pull_manifest(folder).get(name)
     path = folder / f"{name}.jsonl"
