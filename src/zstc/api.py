@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from zstc.adapt import Adaptation
 from zstc.decisions import argmax_decisions, label_thresholds
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
@@ -337,20 +338,51 @@ class Classifier:
         return result.scores
 
     def predict(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-                notes: list[str] | None = None, scores: str = "probs") -> list[Prediction]:
+                notes: list[str] | None = None, scores: str = "probs", adapt: str | None = None) -> list[Prediction]:
         """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
-        ``notes``, when given, receives what the scorer had to say (texts truncated, ...)."""
+        ``notes``, when given, receives what the scorer had to say (texts truncated, ...). ``adapt``: a method of
+        :data:`zstc.adapt.METHODS` that adapts the decisions (and probabilities) to these texts as one corpus
+        (:meth:`adaptation`); None or ``none``: each text decided alone."""
         check_score_kind(scores)
         self.single_label_calibration()  # a Platt calibration is refused before any text is scored (raw scores too)
+        if adapt is not None:
+            self.check_adapt(adapt)
         texts = check_texts(texts)
         labels = check_labels(labels)
         matrix = self.scores(texts, labels, descriptions, notes=notes)
-        shown = self.probabilities(matrix) if scores == "probs" else matrix
-        best = argmax_decisions(matrix)
+        if adapt is not None and adapt != "none":
+            adapted = self.adaptation(matrix, adapt)
+            shown = adapted.probabilities(matrix) if scores == "probs" else matrix
+            best = adapted.decisions(matrix)
+        else:
+            shown = self.probabilities(matrix) if scores == "probs" else matrix
+            best = argmax_decisions(matrix)
         return [
             Prediction(text, labels[int(b)], _ranked(labels, view), _ranked(labels, row), scores)
             for text, b, view, row in zip(texts, best, shown, matrix)
         ]
+
+    def check_adapt(self, method: str) -> str:
+        """``method`` if this classifier can adapt with it: one of :data:`zstc.adapt.METHODS`, and not behind a
+        shortlist (its placeholders for the labels left out are no scores to estimate from)."""
+        from zstc.adapt import check_method
+        from zstc.scorers.cascade import CascadeScorer
+
+        check_method(method)
+        if method != "none" and isinstance(self.scorer, CascadeScorer):
+            raise OptionError(f"adapt {method} needs every label's score of every text; a shortlist scores only each "
+                              "text's top labels: leave one of them out", "adapt")
+        return method
+
+    def adaptation(self, matrix: np.ndarray, method: str) -> Adaptation:
+        """``method``'s per-label offsets estimated from a corpus's raw score ``matrix`` (all its texts, or a sample of
+        them) at this classifier's score scale and :meth:`temperature`: apply them to any matrix of the same labels
+        with :meth:`~zstc.adapt.Adaptation.decisions` or :meth:`~zstc.adapt.Adaptation.probabilities`."""
+        from zstc.adapt import estimate
+
+        self.check_adapt(method)
+        return estimate(matrix, method, scale=score_scale(self.family, score_type_of(self.scorer)),
+                        temperature=self.temperature())
 
     def default_threshold(self) -> float:
         """The multi-label threshold without options: 0.5 on Platt probabilities, else the family's
@@ -504,17 +536,21 @@ def check_score_kind(kind: str) -> None:
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path | Scorer = DEFAULT_MODEL, family: str | None = None,
              template: str | None = DEFAULT_TEMPLATE, hypotheses: str = "dataset", multi_label: bool = False,
              threshold: float | None = None, shortlist: str | int | None = None, scores: str | None = None,
-             calibration: str | Path | Calibration | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+             calibration: str | Path | Calibration | None = None, adapt: str | None = None,
+             **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax; ``scores`` probabilities by default), or
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
-    when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`).
+    when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`);
+    ``adapt`` adapts single-label decisions to ``texts`` as one corpus (:meth:`Classifier.predict`).
     See :class:`Classifier` to reuse a model."""
     if not isinstance(multi_label, bool):  # "yes", "false" or 0 would be read by truth value, silently
         raise OptionError(f"multi_label must be True or False, got {quoted(multi_label)}", "multi_label")
     if threshold is not None and not multi_label:  # said, not dropped (as the CLI's --threshold)
         raise OptionError("threshold applies to multi-label classification: give multi_label=True, or no threshold", "threshold")
+    if adapt is not None and multi_label:  # said, not dropped
+        raise OptionError("adapt applies to single-label classification: leave out multi_label or adapt", "adapt")
     classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
                             calibration=calibration, **options)
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold, scores=scores)
-    return classifier.predict(texts, labels, scores=scores or "probs")
+    return classifier.predict(texts, labels, scores=scores or "probs", adapt=adapt)
