@@ -145,3 +145,50 @@ def test_api_refusals(minilm_native) -> None:
         Classifier(minilm_native).predict(["a text"], ["a", "b"], adapt="yes")
     with pytest.raises(OptionError, match="adapt applies to single-label"):
         classify(["a text"], ["a", "b"], model=minilm_native, multi_label=True, adapt="balance")
+
+
+def _small_data(btzsc_dir, folder, shuffle_gold: bool):
+    """Every 12th text of financialphrasebank (all three classes), gold labels kept or shuffled among the texts."""
+    import json
+    import random
+
+    folder.mkdir()
+    (folder / "tasks.json").write_bytes((btzsc_dir / "tasks.json").read_bytes())
+    rows = [json.loads(line) for line in (btzsc_dir / "financialphrasebank.jsonl").read_text(encoding="utf-8").splitlines()][::12]
+    if shuffle_gold:
+        golds = [(row["label"], row["label_text"]) for row in rows]
+        random.Random(0).shuffle(golds)
+        rows = [{**row, "label": label, "label_text": text} for row, (label, text) in zip(rows, golds)]
+    (folder / "financialphrasebank.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return folder
+
+
+def test_bench_adapts_without_reading_gold(zstc_cli, tmp_path, btzsc_dir):
+    """bench --adapt: decisions of the stored scores adapted as one corpus, the same with the gold labels shuffled,
+    recorded in the run identity and the title, reused on a rerun (its stored decisions checked), off by default."""
+    import json
+
+    from zstc.adapt import corpus_decisions
+    from zstc.benchmark.store import ResultStore
+
+    MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+    predicted = {}
+    for shuffled in (False, True):
+        data = _small_data(btzsc_dir, tmp_path / f"data-{shuffled}", shuffled)
+        out = tmp_path / f"r-{shuffled}.json"
+        args = ["bench", "--model", MINILM, "--data", str(data), "--tasks", "financialphrasebank", "--out", str(out),
+                "--no-cache", "--adapt", "balance"]
+        code, stdout, err = zstc_cli(*args)
+        assert code == 0, err
+        assert "decisions adapted to each dataset: balance" in stdout
+        summary = json.loads(out.read_text())
+        assert summary["evaluation"]["run_identity"]["adapt"] == "balance"
+        result = ResultStore(out).load("financialphrasebank")
+        predicted[shuffled] = result.predicted
+        assert (result.predicted == corpus_decisions(result.scores, "balance", result.scorer)).all()
+        assert (result.predicted != result.scores.argmax(axis=1)).any()  # the adaptation moved some decision
+    assert (predicted[False] == predicted[True]).all()
+    code, _, err = zstc_cli(*args)  # the same run again: its stored result passes the check and is reused
+    assert code == 0 and "reusing a finished result" in err
+    code, _, err = zstc_cli(*args[:-2])  # without --adapt: a run of other settings, refused at the same --out
+    assert code == 2 and "adapt" in err

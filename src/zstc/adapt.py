@@ -28,13 +28,17 @@ so the result is deterministic and bounded in time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp, softmax
 
+from zstc.decisions import argmax_decisions
 from zstc.errors import DataError, UnknownOptionError, quoted
-from zstc.probabilities import as_logits
+from zstc.multilabel import FAMILY_SCORE_TYPE
+from zstc.probabilities import as_logits, default_calibration, score_scale
 
 METHODS: dict[str, str] = {
     "none": "no adaptation: each text decided alone, as the paper's protocol does",
@@ -129,6 +133,19 @@ def adapt(scores: np.ndarray, method: str, *, scale: str = "cosine", temperature
     matrix = _matrix(scores)
     basis = matrix if sample is None else matrix[np.asarray(sample)]
     return estimate(basis, method, scale=scale, temperature=temperature).logits(matrix)
+
+
+def corpus_decisions(scores: np.ndarray, method: str, scorer: Mapping[str, Any]) -> np.ndarray:
+    """Each text's label index when the texts of ``scores`` are decided as one corpus by ``method`` (``none``: each
+    alone, :func:`zstc.decisions.argmax_decisions`), at the scale and default temperature of the family that
+    ``scorer`` (a scorer's ``describe()``, as a result stores it) names: bench's decisions, and what its stored
+    results are checked against."""
+    if check_method(method) == "none":
+        return argmax_decisions(scores)
+    family = scorer.get("family")
+    score_type = scorer.get("score_type") or FAMILY_SCORE_TYPE.get(family or "")
+    temperature = default_calibration(family).parameters["temperature"]
+    return estimate(scores, method, scale=score_scale(family, score_type), temperature=temperature).decisions(scores)
 
 
 def _matrix(scores: np.ndarray) -> np.ndarray:
