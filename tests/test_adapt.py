@@ -192,3 +192,58 @@ def test_bench_adapts_without_reading_gold(zstc_cli, tmp_path, btzsc_dir):
     assert code == 0 and "reusing a finished result" in err
     code, _, err = zstc_cli(*args[:-2])  # without --adapt: a run of other settings, refused at the same --out
     assert code == 2 and "adapt" in err
+
+
+def test_classify_adapts_a_whole_file_and_a_resumed_run_equals_one_run(zstc_cli, tmp_path, monkeypatch):
+    """classify --adapt: one adaptation estimated from the whole file, applied to every chunk, the API's decisions on
+    the same texts; a run killed after its first chunk and resumed writes the same bytes as one uninterrupted run."""
+    import json
+    from pathlib import Path
+
+    from zstc.api import Classifier
+    from zstc.output import ResumableWriter
+
+    source = Path(__file__).parent / "data" / "reviews.csv"
+    labels = "positive,negative,about delivery"
+    args = ["classify", str(source), "--labels", labels, "--chunk-size", "7", "--adapt", "balance"]
+    code, _, err = zstc_cli(*args, "--out", str(tmp_path / "one.jsonl"))
+    assert code == 0 and "--adapt balance: estimated from 20 texts" in err, err
+    written = [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
+    plain = Classifier().predict([row["text"] for row in written], labels.split(","))
+    adapted = Classifier().predict([row["text"] for row in written], labels.split(","), adapt="balance")
+    assert [row["label"] for row in written] == [p.label for p in adapted] != [p.label for p in plain]
+
+    real_write = ResumableWriter.write_chunk
+
+    def one_chunk_then_killed(self, rows, *digest):
+        real_write(self, rows, *digest)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
+        assert zstc_cli(*args, "--out", str(tmp_path / "resumed.jsonl"))[0] == 130
+    code, _, err = zstc_cli(*args, "--out", str(tmp_path / "resumed.jsonl"))
+    assert code == 0 and "7 predictions from an interrupted run are kept" in err, err
+    assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--adapt", "sinkhorn"], "adapt must be one of none, centre, balance"),
+    (["--adapt-sample", "5"], "--adapt-sample applies to --adapt"),
+    (["--adapt", "balance", "--multi-label"], "applies to single-label"),
+    (["--adapt", "balance", "--engine", "ray", "--out", "folder"], "not available with --engine ray"),
+])
+def test_classify_adapt_refusals(zstc_cli, extra, message):
+    from pathlib import Path
+
+    source = Path(__file__).parent / "data" / "reviews.csv"
+    code, _, err = zstc_cli("classify", str(source), "--labels", "positive,negative", *extra)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_classify_adapt_refuses_stdin(zstc_cli, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("a text\n"))
+    code, _, err = zstc_cli("classify", "-", "--labels", "positive,negative", "--adapt", "balance")
+    assert code == 2 and "reads the input twice" in err and "stdin" in err, err

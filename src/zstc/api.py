@@ -338,20 +338,21 @@ class Classifier:
         return result.scores
 
     def predict(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-                notes: list[str] | None = None, scores: str = "probs", adapt: str | None = None) -> list[Prediction]:
+                notes: list[str] | None = None, scores: str = "probs", adapt: str | Adaptation | None = None) -> list[Prediction]:
         """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
         ``notes``, when given, receives what the scorer had to say (texts truncated, ...). ``adapt``: a method of
         :data:`zstc.adapt.METHODS` that adapts the decisions (and probabilities) to these texts as one corpus
-        (:meth:`adaptation`); None or ``none``: each text decided alone."""
+        (:meth:`adaptation`), or an :class:`~zstc.adapt.Adaptation` already estimated on a larger corpus they belong
+        to (``classify --adapt`` decides a file a chunk at a time so); None or ``none``: each text decided alone."""
         check_score_kind(scores)
         self.single_label_calibration()  # a Platt calibration is refused before any text is scored (raw scores too)
-        if adapt is not None:
+        if isinstance(adapt, str):
             self.check_adapt(adapt)
         texts = check_texts(texts)
         labels = check_labels(labels)
         matrix = self.scores(texts, labels, descriptions, notes=notes)
         if adapt is not None and adapt != "none":
-            adapted = self.adaptation(matrix, adapt)
+            adapted = adapt if isinstance(adapt, Adaptation) else self.adaptation(matrix, adapt)
             shown = adapted.probabilities(matrix) if scores == "probs" else matrix
             best = adapted.decisions(matrix)
         else:
