@@ -200,8 +200,8 @@ def test_classify_adapts_a_whole_file_and_a_resumed_run_equals_one_run(zstc_cli,
     import json
     from pathlib import Path
 
+    from test_classify_stream import _interrupted_after_first_chunk
     from zstc.api import Classifier
-    from zstc.output import ResumableWriter
 
     source = Path(__file__).parent / "data" / "reviews.csv"
     labels = "positive,negative,about delivery"
@@ -213,15 +213,9 @@ def test_classify_adapts_a_whole_file_and_a_resumed_run_equals_one_run(zstc_cli,
     adapted = Classifier().predict([row["text"] for row in written], labels.split(","), adapt="balance")
     assert [row["label"] for row in written] == [p.label for p in adapted] != [p.label for p in plain]
 
-    real_write = ResumableWriter.write_chunk
-
-    def one_chunk_then_killed(self, rows, *digest):
-        real_write(self, rows, *digest)
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as patched:
-        patched.setattr(ResumableWriter, "write_chunk", one_chunk_then_killed)
-        assert zstc_cli(*args, "--out", str(tmp_path / "resumed.jsonl"))[0] == 130
+    resumed = tmp_path / "resumed.jsonl"
+    assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, [*args, "--out", str(resumed)],
+                                          tmp_path / "resumed.jsonl.partial.json")["rows"] == 7
     code, _, err = zstc_cli(*args, "--out", str(tmp_path / "resumed.jsonl"))
     assert code == 0 and "7 predictions from an interrupted run are kept" in err, err
     assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
