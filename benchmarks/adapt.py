@@ -90,17 +90,14 @@ def resamples(gold: np.ndarray, seed: int) -> dict[str, np.ndarray]:
     return drawn
 
 
-PAIRS = 150
-"""Two-class texts per set in the multi-label measurement, as scripts/measure_label_defaults.py joins them."""
-
-
 def multi_label_rows(data: str, store: Path) -> dict[str, dict[str, float]]:
     """Label-wise weighted F1 of ``classify --multi-label``'s default rule (all-MiniLM-L6-v2, native pooling) as
     today and with each label's scores shifted by an adaptation's offsets (in score units, mean shift 0, so the
     average label keeps its cut), on the texts scripts/measure_label_defaults.py fitted the rule on: the paper's
-    draw of each set (texts with a gold class) plus :data:`PAIRS` texts of two classes joined. Scores are kept in
+    draw of each set (texts with a gold class) plus 150 texts of two classes joined. Scores are kept in
     ``store/multilabel``."""
-    import random
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from measure_label_defaults import two_class_texts
 
     from zstc.adapt import METHODS, estimate
     from zstc.api import Classifier
@@ -115,22 +112,13 @@ def multi_label_rows(data: str, store: Path) -> dict[str, dict[str, float]]:
     rows: dict[str, dict[str, float]] = {}
     for name in DATASETS:
         task = paper_sample(load_btzsc_task(name, data, unlabelled="exclude")[0], 1000)
-        labels, texts = [readable_label(label) for label in task.label_names], list(task.texts)
-        rng = random.Random(0)
-        pairs: list[tuple[int, int]] = []
-        while len(pairs) < PAIRS:
-            a, b = rng.sample(range(len(texts)), 2)
-            if task.gold[a] != task.gold[b]:
-                pairs.append((a, b))
+        labels = [readable_label(label) for label in task.label_names]
+        texts, gold = two_class_texts(task)
         kept = store / "multilabel" / f"{name}.npy"
         if not kept.exists():
             print(f"multi-label: scoring {name}", flush=True)
-            np.save(kept, classifier.scores(texts + [f"{texts[a]} {texts[b]}" for a, b in pairs], labels))
+            np.save(kept, classifier.scores(texts, labels))
         scores = np.load(kept)
-        gold = np.zeros(scores.shape, dtype=bool)
-        gold[np.arange(len(texts)), task.gold] = True
-        for i, (a, b) in enumerate(pairs):
-            gold[len(texts) + i, [task.gold[a], task.gold[b]]] = True
         row = {}
         for method in METHODS:
             offsets = estimate(scores, method, temperature=temperature).offsets * temperature
