@@ -192,6 +192,10 @@ def test_bench_adapts_without_reading_gold(zstc_cli, tmp_path, btzsc_dir):
     assert code == 0 and "reusing a finished result" in err
     code, _, err = zstc_cli(*args[:-2])  # without --adapt: a run of other settings, refused at the same --out
     assert code == 2 and "adapt" in err
+    refused = [tmp_path / "refused.json" if arg == str(out) else arg for arg in args[:-2]]
+    for extra, message in ((["--adapt", "balance", "--multi-label"], "not adapted"), (["--adapt", "sinkhorn"], "adapt must be one of")):
+        code, _, err = zstc_cli(*map(str, refused), *extra)
+        assert code == 2 and message in err and not (tmp_path / "refused.json").exists(), err
 
 
 def test_classify_adapts_a_whole_file_and_a_resumed_run_equals_one_run(zstc_cli, tmp_path, monkeypatch):

@@ -294,6 +294,9 @@ class Bench:
         check_sampling(config.sampling, config.max_samples)
         check_hypotheses_template(config.hypotheses, config.template)
         check_method(config.adapt)
+        if config.adapt != "none" and config.multi_label:  # its view would be of unadapted scores, silently
+            raise OptionError(f"--adapt {config.adapt} adapts single-label decisions; the --multi-label view is not "
+                              "adapted: leave one of them out", "adapt", "multi_label")
         if config.adapt != "none" and self.scorer_options.get("shortlist") is not None:
             raise OptionError(f"--adapt {config.adapt} needs every label's score of every text; --shortlist scores only "
                               "each text's top labels: leave one of them out", "adapt", "shortlist")
