@@ -43,6 +43,16 @@ def test_em_finds_a_skewed_prior(method: str) -> None:
     assert (adaptation.decisions(scores) == gold).mean() > (scores.argmax(axis=1) == gold).mean()
 
 
+def test_adapt_estimates_on_a_stated_sample_and_applies_to_every_text() -> None:
+    from zstc.adapt import adapt
+
+    scores, _ = biased_corpus()
+    sample = np.arange(0, 300, 3)
+    adapted = adapt(scores, "balance", temperature=0.061, sample=sample)
+    np.testing.assert_array_equal(adapted, estimate(scores[sample], "balance", temperature=0.061).logits(scores))
+    assert not np.allclose(adapted, adapt(scores, "balance", temperature=0.061))  # another basis, other offsets
+
+
 def test_balance_gives_equal_label_mass() -> None:
     scores, _ = biased_corpus(texts=2000)
     adaptation = estimate(scores, "balance", temperature=0.061)

@@ -5,8 +5,8 @@ the whole file: one label may absorb most texts. Every method here reads only th
 (never a gold label), works on the family's logits over its temperature (``Z = as_logits(S) / T``, the
 single-label probabilities' own scale, :mod:`zstc.probabilities`), and returns one additive offset per label: the
 adapted decision is ``argmax(Z + offsets)``, the adapted probabilities ``softmax(Z + offsets)``. Offsets are
-estimated once per corpus (or on a stated sample of it) and applied to every text, so a streamed, resumed or
-distributed run decides exactly as one in-process run given the same scores.
+estimated once per corpus (or on a stated sample of it) and applied to every text, so a streamed or resumed run
+decides exactly as one in-process run given the same scores.
 
 Methods (:data:`METHODS`):
 
@@ -17,10 +17,9 @@ Methods (:data:`METHODS`):
 * ``em``: the label prior re-estimated by EM (Saerens, Latinne and Decaestecker, 2002) from the calibrated
   probabilities ``softmax(Z)``, read as a model of uniform prior; offsets ``log(K * prior)``.
 * ``em-map``: the same with a Dirichlet prior on the label prior (a pseudo-count of :data:`PSEUDO_TEXTS_PER_LABEL`
-  texts per label): a maximum a posteriori prior that cannot collapse onto one label as plain EM can.
+  texts per label): a maximum a posteriori prior, which keeps every label's prior away from 0.
 
-Every method's offsets are shrunk toward 0 by ``n / (n + K)`` for ``n`` texts and ``K`` labels (``balance``,
-``centre``): a corpus of one text keeps its decision (for one row, full balancing would make every label tie), and
+``balance``'s and ``centre``'s offsets are shrunk toward 0 by ``n / (n + K)`` for ``n`` texts and ``K`` labels: a corpus of one text keeps its decision (for one row, full balancing would make every label tie), and
 a corpus of thousands is balanced almost fully. Inputs are refused when not finite; every step works in log space
 (``logsumexp``), so extreme scores give finite offsets, never NaN; iterations are capped (:data:`MAX_ITERATIONS`),
 so the result is deterministic and bounded in time.
@@ -29,7 +28,7 @@ so the result is deterministic and bounded in time.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,9 +46,10 @@ METHODS: dict[str, str] = {
     "em": "the corpus's label prior re-estimated by EM on the calibrated probabilities (Saerens et al. 2002)",
     "em-map": "EM with a Dirichlet prior on the label prior (no collapse onto one label)",
 }
-"""Each adaptation method and what it does, in words for ``--help`` and messages."""
+"""Each adaptation method (the choices of ``--adapt`` and ``adapt=``) and what it does."""
 DEFAULT_METHOD = "balance"
-"""The method ``adapt=True`` means: the one measured best by benchmarks/adapt.py (see docs/adaptation.md)."""
+"""The method measured best by benchmarks/adapt.py (its last line's): opt-in, the default of no command, since it
+fails the imbalanced-file target (docs/adaptation.md)."""
 
 MAX_ITERATIONS = 200
 """Cap on the iterations of ``balance`` and the EM methods."""
@@ -71,7 +71,6 @@ class Adaptation:
     iterations: int = 0
     temperature: float = 1.0
     scale: str = "cosine"
-    notes: list[str] = field(default_factory=list)
 
     def logits(self, scores: np.ndarray) -> np.ndarray:
         """The adapted (texts, labels) logits of ``scores``: ``as_logits(scores) / T + offsets``."""
