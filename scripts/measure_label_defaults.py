@@ -28,6 +28,7 @@ import math
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,23 @@ DATASETS = ["financialphrasebank", "rottentomatoes", "imdb", "agnews", "emotiond
 SENTIMENT = ["financialphrasebank", "rottentomatoes", "imdb"]
 PAIRS = 150
 MARGINS = [0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1]
+
+
+def two_class_texts(task: Any, pairs: int = PAIRS) -> tuple[list[str], np.ndarray]:
+    """The multi-label rule's texts: ``task``'s texts (one gold label each), then ``pairs`` texts of two different
+    classes joined (seeded), and the gold (texts, labels) indicator matrix. benchmarks/adapt.py measures on them too."""
+    texts = list(task.texts)
+    rng = random.Random(0)
+    joined: list[tuple[int, int]] = []
+    while len(joined) < pairs:
+        a, b = rng.sample(range(len(texts)), 2)
+        if task.gold[a] != task.gold[b]:
+            joined.append((a, b))
+    gold = np.zeros((len(texts) + pairs, len(task.label_names)), dtype=bool)
+    gold[np.arange(len(texts)), task.gold] = True
+    for i, (a, b) in enumerate(joined):
+        gold[len(texts) + i, [task.gold[a], task.gold[b]]] = True
+    return texts + [f"{texts[a]} {texts[b]}" for a, b in joined], gold
 
 
 def main() -> None:
@@ -121,23 +139,14 @@ def main() -> None:
     for name in args.datasets.split(","):
         task = paper_sample(load_btzsc_task(name, args.data, unlabelled="exclude")[0], args.max_samples)
         labels, texts = list(task.label_names), list(task.texts)
-        rng = random.Random(0)
-        pairs: list[tuple[int, int]] = []
-        while len(pairs) < PAIRS:
-            a, b = rng.sample(range(len(texts)), 2)
-            if task.gold[a] != task.gold[b]:
-                pairs.append((a, b))
-        scores = described(labels, texts + [f"{texts[a]} {texts[b]}" for a, b in pairs])
+        all_texts, gold = two_class_texts(task)
+        scores = described(labels, all_texts)
         single = {way: m[:len(texts)] for way, m in scores.items()}
         report["f1"][name] = {way: macro_f1(task.gold, m) for way, m in single.items()}
         print(f"\n{name} ({len(texts)} texts): macro-F1")
         for way, value in report["f1"][name].items():
             print(f"  {value:.3f}  {way}")
         default_way = next((w for w in scores if w.startswith("phrases: zstc default")), "template 'This is {}.'")
-        gold = np.zeros((len(texts) + len(pairs), len(labels)), dtype=bool)
-        gold[np.arange(len(texts)), task.gold] = True
-        for i, (a, b) in enumerate(pairs):
-            gold[len(texts) + i, [task.gold[a], task.gold[b]]] = True
         multi[name] = (scores[default_way], gold, labels)
 
     print(f"\nmulti-label with the default descriptions: single texts + {PAIRS} two-text pairs; cut {floor} plus a margin "

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from zstc.adapt import Adaptation, check_adapt_options
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import (
@@ -340,20 +341,48 @@ class Classifier:
         return result.scores
 
     def predict(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-                notes: list[str] | None = None, scores: str = "probs") -> list[Prediction]:
+                notes: list[str] | None = None, scores: str = "probs", adapt: str | Adaptation | None = None) -> list[Prediction]:
         """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
-        ``notes``, when given, receives what the scorer had to say (texts truncated, ...)."""
+        ``notes``, when given, receives what the scorer had to say (texts truncated, ...). ``adapt``: a method of
+        :data:`zstc.adapt.METHODS` that adapts the decisions (and probabilities) to these texts as one corpus
+        (:meth:`adaptation`), or an :class:`~zstc.adapt.Adaptation` already estimated on a larger corpus they belong
+        to (``classify --adapt`` decides a file a chunk at a time so); None or ``none``: each text decided alone."""
         check_score_kind(scores)
         self.single_label_calibration()  # a Platt calibration is refused before any text is scored (raw scores too)
+        if isinstance(adapt, str):
+            self.check_adapt(adapt)
         texts = check_texts(texts)
         labels = check_labels(labels)
         matrix = self.scores(texts, labels, descriptions, notes=notes)
-        shown = self.probabilities(matrix) if scores == "probs" else matrix
-        best = argmax_decisions(matrix)
+        if adapt is not None and adapt != "none":
+            adapted = adapt if isinstance(adapt, Adaptation) else self.adaptation(matrix, adapt)
+            shown = adapted.probabilities(matrix) if scores == "probs" else matrix
+            best = adapted.decisions(matrix)
+        else:
+            shown = self.probabilities(matrix) if scores == "probs" else matrix
+            best = argmax_decisions(matrix)
         return [
             Prediction(text, labels[int(b)], _ranked(labels, view), _ranked(labels, row), scores)
             for text, b, view, row in zip(texts, best, shown, matrix)
         ]
+
+    def check_adapt(self, method: str) -> str:
+        """``method`` if this classifier can adapt with it: one of :data:`zstc.adapt.METHODS`, and not behind a
+        shortlist (its placeholders for the labels left out are no scores to estimate from)."""
+        from zstc.scorers.cascade import CascadeScorer
+
+        return check_adapt_options(method, shortlist=isinstance(self.scorer, CascadeScorer))
+
+    def adaptation(self, matrix: np.ndarray, method: str) -> Adaptation:
+        """``method``'s per-label offsets estimated from a corpus's raw score ``matrix`` (all its texts, or a sample of
+        them) at this classifier's score scale and :meth:`temperature`: apply them to any matrix of the same labels
+        with :meth:`~zstc.adapt.Adaptation.decisions` or :meth:`~zstc.adapt.Adaptation.probabilities`."""
+        from zstc.adapt import estimate
+        from zstc.probabilities import score_scale
+
+        self.check_adapt(method)
+        return estimate(matrix, method, scale=score_scale(self.policy.family, self.policy.score_type),
+                        temperature=self.temperature())
 
     def default_threshold(self) -> float:
         """The multi-label threshold without options: 0.5 on Platt probabilities, else the family's."""
@@ -446,16 +475,20 @@ def check_score_kind(kind: str) -> None:
 def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path | Scorer = DEFAULT_MODEL, family: str | None = None,
              template: str | None = DEFAULT_TEMPLATE, hypotheses: str = "dataset", multi_label: bool = False,
              threshold: float | None = None, shortlist: str | int | None = None, scores: str | None = None,
-             calibration: str | Path | Calibration | None = None, **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+             calibration: str | Path | Calibration | None = None, adapt: str | None = None,
+             **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax; ``scores`` probabilities by default), or
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
-    when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`).
+    when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`);
+    ``adapt`` adapts single-label decisions to ``texts`` as one corpus (:meth:`Classifier.predict`).
     See :class:`Classifier` to reuse a model."""
     if not isinstance(multi_label, bool):  # "yes", "false" or 0 would be read by truth value, silently
         raise OptionError(f"multi_label must be True or False, got {quoted(multi_label)}", "multi_label")
     check_multi_label_options(multi_label, threshold=threshold)  # said, not dropped (as the CLI's --threshold)
+    if adapt is not None:  # said, not dropped
+        check_adapt_options(adapt, multi_label=multi_label)
     classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
                             calibration=calibration, **options)
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold, scores=scores)
-    return classifier.predict(texts, labels, scores=scores or "probs")
+    return classifier.predict(texts, labels, scores=scores or "probs", adapt=adapt)

@@ -708,6 +708,9 @@ class ChunkLabeller:
     skip_empty: bool = False
     scores: str | None = None
     """``probs`` or ``raw`` (``zstc.api.SCORE_KINDS``); None: the Classifier's default for the kind of decision."""
+    adaptation: Any = None
+    """Single-label: a :class:`zstc.adapt.Adaptation` estimated on the whole input (``classify --adapt``), applied to
+    every chunk; None: each text decided alone."""
 
     def __post_init__(self) -> None:
         if self.scores is not None:  # before any model loads, not at the first chunk
@@ -762,7 +765,8 @@ class ChunkLabeller:
                 predicted = classifier.predict_multi_label(present, self.names, self.descriptions, threshold=self.threshold,
                                                            per_label=self.per_label, notes=notes, scores=self.scores)
             else:
-                predicted = classifier.predict(present, self.names, self.descriptions, notes=notes, scores=self.scores or "probs")
+                predicted = classifier.predict(present, self.names, self.descriptions, notes=notes, scores=self.scores or "probs",
+                                               adapt=self.adaptation)
         found = iter(predicted)
         out = []
         for (_, record), text in zip(records, texts):

@@ -21,7 +21,7 @@ from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.result_cache import ResultCache
 from zstc.benchmark.catalog import catalog
-from zstc.policy import argmax_decisions
+from zstc.adapt import check_adapt_options, corpus_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
 from zstc.validation import check_choice, check_hypotheses_template
@@ -94,6 +94,9 @@ class BenchConfig:
     """Multi-label threshold; None: the scorer's score-type default."""
     cache: bool = True
     """Reuse and fill the shared result cache (:mod:`zstc.benchmark.result_cache`); never changes a number."""
+    adapt: str = "none"
+    """Decide each dataset's texts as one corpus (:mod:`zstc.adapt`); ``none``: each text alone, the paper's protocol.
+    In the run identity when not ``none`` (results of other decisions are other results)."""
 
     def run_identity(self, spec: ModelSpec, scorer_options: dict[str, Any]) -> dict[str, Any]:
         """What determines every dataset's numbers in this run (and nothing that does not, like the out path
@@ -111,6 +114,7 @@ class BenchConfig:
             "hypotheses": hypotheses_identity(self.hypotheses, self.template, scorer_options["precision"]),
             "sampling": sampling_identity(self.sampling, self.max_samples, self.seed),
             "unlabelled": self.unlabelled,
+            **({"adapt": self.adapt} if self.adapt != "none" else {}),  # absent for "none": older runs' identities hold
         }
 
 
@@ -177,15 +181,17 @@ def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, 
     return TimedScores(scores, warmup, batch_texts, latencies, merge_batch_notes(notes))
 
 
-def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, show_progress: bool = False) -> tuple[DatasetResult, float]:
-    """Score one task and compute its metrics; returns the result (fingerprint unset) and the wall time.
+def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, show_progress: bool = False,
+                  adapt: str = "none") -> tuple[DatasetResult, float]:
+    """Score one task and compute its metrics; returns the result (fingerprint unset) and the wall time. ``adapt``:
+    how the texts are decided (:func:`zstc.adapt.corpus_decisions`; ``none``: argmax, each text alone).
 
     The wall time covers the batched scoring calls, not model loading (recorded as ``warmup_s``).
     """
     device = scorer.describe().get("device")
     reset_cuda_peak(device)
     timed = score_timed(scorer, task.texts, descriptions, show_progress=show_progress)
-    predicted = argmax_decisions(timed.scores)
+    predicted = corpus_decisions(timed.scores, adapt, scorer.describe())
     result = DatasetResult(
         dataset=task.name,
         family=task.family,
@@ -257,6 +263,8 @@ class Bench:
         check_choice("overwrite", config.overwrite, OVERWRITE_STRATEGIES)
         check_sampling(config.sampling, config.max_samples)
         check_hypotheses_template(config.hypotheses, config.template)
+        check_adapt_options(config.adapt, multi_label=config.multi_label,
+                            shortlist=self.scorer_options.get("shortlist") is not None)
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)
             scorer = make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
@@ -332,7 +340,7 @@ class Bench:
         """Score and judge one prepared dataset (nothing is read from or written to any store)."""
         config, task = self.config, prepared.task
         self.on_event("start", task)
-        result, _ = evaluate_task(self.scorer, task, prepared.descriptions, show_progress=self.show_progress)
+        result, _ = evaluate_task(self.scorer, task, prepared.descriptions, show_progress=self.show_progress, adapt=config.adapt)
         result.unlabelled_policy = config.unlabelled
         # Policy 'paper' relabels rather than drops: count the relabelled texts that were scored.
         result.unlabelled_texts = task.n_counted_as_class0 if config.unlabelled == "paper" else prepared.affected

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from zstc.benchmark.metrics import METRICS, dataset_metrics
 from zstc.benchmark.records import SCHEMA_VERSION, DatasetResult, RunSummary, first_problem, percentile
-from zstc.policy import argmax_decisions
+from zstc.adapt import corpus_decisions
 from zstc.errors import DataError
 from zstc.io import atomic_write, read_json, remove_orphan_temps
 from zstc.runs.files import write_json
@@ -125,9 +125,11 @@ def _check_arrays(result: DatasetResult, json_path: Path, npz_path: Path) -> Non
     if result.scores is not None:
         if result.scores.ndim != 2 or result.scores.shape[0] != len(result.predicted) or result.scores.shape[1] == 0:
             raise DamagedResult(npz_path, f"its scores have shape {result.scores.shape}, not ({len(result.predicted)}, labels)")
-        differ = np.flatnonzero(argmax_decisions(result.scores) != result.predicted)
+        adapt = ((result.identity or {}).get("run") or {}).get("adapt", "none")  # bench --adapt: decided as one corpus
+        differ = np.flatnonzero(corpus_decisions(result.scores, adapt, result.scorer or {}) != result.predicted)
         if len(differ):
-            raise DamagedResult(npz_path, f"its predictions are not the argmax of its scores ({len(differ)} of "
+            how = "the argmax of its scores" if adapt == "none" else f"its scores' decisions adapted by {adapt}"
+            raise DamagedResult(npz_path, f"its predictions are not {how} ({len(differ)} of "
                                           f"{len(result.predicted)} texts, the first at row {differ[0]})")
     recomputed = dataset_metrics(result.gold, result.predicted)
     for metric in METRICS:

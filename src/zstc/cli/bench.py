@@ -38,6 +38,7 @@ def bench(
     template: Template = None,
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
+    adapt: Annotated[str, typer.Option(help="Decide each dataset's texts as one corpus, never reading its gold labels: 'none' (each text alone, the paper's protocol), 'balance', 'centre', 'em' or 'em-map' (see docs/adaptation.md); part of the run's identity and shown in the table's title.")] = "none",
     *,
     pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
     prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionFp32 = None,
@@ -81,6 +82,7 @@ def bench(
         multi_label=multi_label,
         threshold=threshold,
         cache=cache,
+        adapt=adapt,
     )
     from zstc.cli.verbosity import show_progress
 
@@ -131,7 +133,9 @@ def print_summary(summary: dict[str, Any]) -> None:
     paper = summary.get("paper", {}).get("macro_f1", {})
     other_texts = sample_differences(summary) if paper else {}  # marked: its delta is not the model's alone
     model = summary["model"]
-    table = Table(title=f"{model['name']} on BTZSC ({model.get('precision', 'precision unknown')}, {model.get('device', 'device unknown')})", show_footer=False)
+    adapted = (summary.get("evaluation", {}).get("run_identity") or {}).get("adapt")
+    how = f"; decisions adapted to each dataset: {adapted}" if adapted else ""
+    table = Table(title=f"{model['name']} on BTZSC ({model.get('precision', 'precision unknown')}, {model.get('device', 'device unknown')}{how})", show_footer=False)
     for column in ("dataset", "family", "texts", "macro-F1", "accuracy", "macro-P", "macro-R"):
         table.add_column(column, justify="left" if column in ("dataset", "family") else "right")
     if paper:

@@ -53,6 +53,8 @@ def classify(
     scores: Annotated[Optional[str], typer.Option("--scores", help="'probs': probabilities (single-label: softmax over the labels at the family's measured temperature, or the --calibration file's); 'raw': the model's own scores. Default: probs for single-label, raw for multi-label (probs with a Platt --calibration).")] = None,
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature (or, multi-label, its Platt scaling) turns scores into probabilities.")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="When another zstc run is writing --out, wait for it to finish instead of stopping.")] = False,
+    adapt: Annotated[str, typer.Option(help="Single-label: decide the texts as one corpus, correcting the model's bias toward some labels from the scores of the whole input (read twice: a file, not stdin): 'none' (each text alone), 'balance' (assumes the labels are about equally frequent in the input), 'centre', 'em' or 'em-map'; see docs/adaptation.md.")] = "none",
+    adapt_sample: Annotated[Optional[int], typer.Option(min=1, help="--adapt: estimate from the first N texts of the input instead of all of them.")] = None,
     model: Model = DEFAULT,
     family: Family = None,
     *,
@@ -104,6 +106,7 @@ def classify(
                              scores=scores)
     check_choice("engine", engine, ENGINES)
     check_options({"chunk_size": chunk_size})
+    _check_adapt(adapt, adapt_sample, multi_label=multi_label, engine=engine, inputs=inputs)
     ray_only = {"--address": address is not None, "--actors": actors != 1, "--cpus-per-actor": cpus_per_actor != 1.0,
                 "--gpus-per-actor": gpus_per_actor != 0.0}
     if engine == "local" and any(ray_only.values()):  # said, not ignored: the user expected them to do something
@@ -155,6 +158,8 @@ def classify(
         check_labels_read_apart(classifier.scorer, names, descriptions)
         if multi_label:  # on probabilities (a Platt file's, or the model's own) a cut lies in [0, 1]
             classifier.policy.check_thresholds(threshold, per_label, per_label_parameter="label_thresholds")
+    if adapt != "none":  # estimated from the whole input (or its first --adapt-sample texts) before any row is written
+        labeller.adaptation = _adaptation(source, labeller, classifier, chunk_size, adapt, adapt_sample)  # type: ignore[arg-type]  # local engine
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column, labels=names)
         # One global cut: per-label cuts fitted on the few texts a user labels overfit them badly.
@@ -237,6 +242,45 @@ def _identity(input_sha256: str | None, classifier: Any, labeller: Any, spec: An
             "device": device}
 
 
+def _check_adapt(adapt: str, sample: int | None, *, multi_label: bool, engine: str, inputs: list[str]) -> None:
+    """Refuse what ``--adapt`` cannot do, before anything is read or loaded: multi-label, the Ray engine, an input
+    read once (stdin, a FIFO: the estimate reads the input before its rows are decided), ``--adapt-sample`` alone."""
+    from zstc.adapt import check_adapt_options
+    from zstc.errors import OptionError
+
+    check_adapt_options(adapt, multi_label=multi_label)
+    if adapt == "none":
+        if sample is not None:
+            raise OptionError("--adapt-sample applies to --adapt: give a method, or leave --adapt-sample out", "adapt_sample")
+        return
+    if engine != "local":
+        raise OptionError(f"--adapt {adapt} is not available with --engine {engine} yet: run classify --engine local", "adapt")
+    if inputs[0] == "-" or not Path(inputs[0]).is_file():
+        raise OptionError(f"--adapt {adapt} reads the input twice (the estimate, then the decisions): give a file, not "
+                          f"{'stdin' if inputs[0] == '-' else inputs[0]}", "adapt")
+
+
+def _adaptation(source: _Input, labeller: Any, classifier: Any, chunk_size: int, method: str, sample: int | None) -> Any:
+    """``method``'s adaptation estimated from the scores of the input's texts (its first ``sample`` ones), scored a
+    chunk at a time as the decisions will be."""
+    import numpy as np
+
+    matrices, seen = [], 0
+    rows = source.rows()
+    while (sample is None or seen < sample) and (chunk := list(itertools.islice(rows, chunk_size))):
+        texts = [text for text in labeller.checked(chunk) if text is not None]
+        texts = texts[:sample - seen] if sample is not None else texts
+        if texts:
+            matrices.append(classifier.scores(texts, labeller.names, labeller.descriptions))
+        seen += len(texts)
+    if not matrices:
+        raise DataError(f"--adapt {method}: the input has no text to estimate from")
+    adaptation = classifier.adaptation(np.concatenate(matrices), method)
+    note(f"--adapt {method}: estimated from {adaptation.texts} texts; label shares after adapting "
+         + ", ".join(f"{name} {share:.2f}" for name, share in zip(labeller.names, adaptation.shares)))
+    return adaptation
+
+
 def _device(scorer: Any) -> str | None:
     """The device ``scorer`` computes on, by its kind (:func:`zstc.scorers.runtime.device_kind`); None for a scorer
     that names none (a plugin family's without torch)."""
@@ -291,7 +335,9 @@ def _describe(labeller: Any) -> dict[str, Any]:
     """Everything about the labelling that changes an output row (the fingerprint's input)."""
     from dataclasses import fields
 
-    described = {f.name: getattr(labeller, f.name) for f in fields(labeller) if f.name != "descriptions"}
+    described = {f.name: getattr(labeller, f.name) for f in fields(labeller) if f.name not in ("descriptions", "adaptation")}
+    if labeller.adaptation is not None:  # absent without --adapt: the settings of earlier runs stay theirs
+        described["adaptation"] = labeller.adaptation.record()
     described["descriptions"] = [str(d) for d in labeller.descriptions]
     described["description_variants"] = getattr(labeller.descriptions, "variants", None)
     return described

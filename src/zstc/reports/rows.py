@@ -220,6 +220,8 @@ def protocol_differences(summary: dict[str, Any]) -> list[str]:
     if hypotheses.get("variant") not in (None, "dataset") or hypotheses.get("template") is not None:
         template = f" with template {hypotheses['template']!r}" if hypotheses.get("template") is not None else ""
         differences.append(f"hypotheses {hypotheses.get('variant')!r}{template} instead of BTZSC's own")
+    if identity.get("adapt"):
+        differences.append(f"decisions adapted to each dataset's scores ({identity['adapt']}) instead of each text alone")
     policy = identity.get("unlabelled", evaluation.get("unlabelled_policy"))
     if policy not in (None, "paper"):
         differences.append(f"unlabelled policy {policy!r} instead of 'paper'")
