@@ -153,7 +153,7 @@ def test_api_refusals(minilm_native) -> None:
 
     with pytest.raises(UnknownOptionError, match="adapt must be one of"):
         Classifier(minilm_native).predict(["a text"], ["a", "b"], adapt="yes")
-    with pytest.raises(OptionError, match="adapt applies to single-label"):
+    with pytest.raises(OptionError, match="adapt balance applies to single-label"):
         classify(["a text"], ["a", "b"], model=minilm_native, multi_label=True, adapt="balance")
 
 
@@ -203,7 +203,7 @@ def test_bench_adapts_without_reading_gold(zstc_cli, tmp_path, btzsc_dir):
     code, _, err = zstc_cli(*args[:-2])  # without --adapt: a run of other settings, refused at the same --out
     assert code == 2 and "adapt" in err
     refused = [tmp_path / "refused.json" if arg == str(out) else arg for arg in args[:-2]]
-    for extra, message in ((["--adapt", "balance", "--multi-label"], "not adapted"), (["--adapt", "sinkhorn"], "adapt must be one of")):
+    for extra, message in ((["--adapt", "balance", "--multi-label"], "applies to single-label"), (["--adapt", "sinkhorn"], "adapt must be one of")):
         code, _, err = zstc_cli(*map(str, refused), *extra)
         assert code == 2 and message in err and not (tmp_path / "refused.json").exists(), err
 
