@@ -24,6 +24,8 @@ test: $(STAMP)
 	sh scripts/setup-system-packages.sh
 	# The package ships py.typed: its annotations are checked on every run, not only when someone remembers.
 	$(PY) -m mypy src/zstc
+	# Pyflakes and pycodestyle errors (pyproject.toml [tool.ruff]).
+	$(PY) -m ruff check src tests benchmarks scripts
 	# Imports run one way down zstc's layers, with no cycles (pyproject.toml's [tool.importlinter] contracts).
 	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest -q

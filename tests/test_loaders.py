@@ -9,7 +9,7 @@ from zstc.benchmark.catalog import get_task_spec
 from zstc.errors import DataError, LabelError
 from zstc.benchmark.data import load_btzsc_task, load_grouped, load_paired, load_user_task
 from zstc.io import read_label_descriptions, read_records, read_texts
-from zstc.benchmark.tasks import NO_HYPOTHESIS, apply_unlabelled_policy, stratified_sample
+from zstc.benchmark.tasks import NO_HYPOTHESIS, stratified_sample
 
 
 def write_jsonl(path: Path, rows) -> Path:

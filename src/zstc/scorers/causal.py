@@ -24,7 +24,7 @@ from zstc.scorers.batching import length_batches
 F = TypeVar("F")
 TokenIds = list[int]
 
-__all__ = ["CausalLMScorer", "left_pad", "length_batches", "model_max_length", "next_token_id", "positions"]
+__all__ = ["CausalLMScorer", "left_pad", "length_batches", "next_token_id", "positions"]
 
 
 class CausalLMScorer(TorchScorer[F]):
