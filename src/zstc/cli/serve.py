@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import signal
-import sys
 import socket
+import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -43,7 +45,8 @@ def serve(
     max_body_seconds: Annotated[float, typer.Option(help="Seconds a request's body may take to arrive after its headers (408 past it).", rich_help_panel=_BATCHING)] = _LIMITS.max_body_seconds,
     label_cache_size: Annotated[int, typer.Option(help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck).", rich_help_panel=_BATCHING)] = _ENGINE.label_cache_size,
     threads: Annotated[Optional[int], typer.Option(help="torch threads of the model thread; default: one per core.", rich_help_panel=_BATCHING)] = _ENGINE.threads,
-    drain_timeout: Annotated[float, typer.Option(help="On SIGTERM: seconds to finish requests in flight before stopping.")] = _SETTINGS.drain_timeout,
+    drain_timeout: Annotated[float, typer.Option(help="On SIGTERM, after --shutdown-delay: seconds to finish requests in flight and queued before stopping.")] = _SETTINGS.drain_timeout,
+    shutdown_delay: Annotated[float, typer.Option(help="On SIGTERM: seconds to go on serving (with /health/ready 503 and 'Connection: close') before the drain, while a load balancer stops sending here (Kubernetes: the preStop window).")] = _SETTINGS.shutdown_delay,
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = True,
 ) -> None:
     """Serve zero-shot classification over HTTP: POST /classify (zstc and Hugging Face shapes), POST /rerank,
@@ -51,14 +54,11 @@ def serve(
     from zstc.errors import ModelError
 
     try:
+        import fastapi  # noqa: F401  # the app's, imported as the model loads: checked here, before the port opens
+        import prometheus_client  # noqa: F401
         import uvicorn
-
-        from zstc.server.app import create_app
-        from zstc.server.engine import bound_kernel_caches
     except ImportError as error:
         raise ModelError(f"zstc serve needs the serve extra ({error.name} is missing): pip install 'zstc[serve]'") from None
-    bound_kernel_caches()  # before the first forward pass (the warm-up below), or they are read unbounded
-    from zstc.api import Classifier
 
     # Checked by zstc.validation's specs; the CLI's error handler names the flags (--max-batch-pairs).
     settings = ServeSettings(
@@ -68,49 +68,87 @@ def serve(
                             label_cache_size=label_cache_size, threads=threads),
         api_key=api_key,
         drain_timeout=drain_timeout,
+        shutdown_delay=shutdown_delay,
     )
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
+    from zstc.server.lifecycle import Launcher
 
-    classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs())
-    from zstc.cli.verbosity import note
+    def build() -> Any:
+        """Load the model (behind the open port: /health answers meanwhile) and build the app."""
+        from zstc.api import Classifier
+        from zstc.server.app import create_app
+        from zstc.server.engine import bound_kernel_caches
 
-    for message in classifier.notes:
-        note(message)
-    if classifier.platt() is not None:  # not ignored without a word: the file is for multi-label requests only
-        note(f"--calibration {calibration} is a platt calibration: multi-label requests use its probabilities, single-label "
-             f"ones the {classifier.family} family's temperature ({classifier.temperature():g})")
-    classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
-    application = create_app(classifier, settings)
-    engine = application.state.engine
+        bound_kernel_caches()  # before the first forward pass (the warm-up below), or they are read unbounded
+        classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs())
+        from zstc.cli.verbosity import note
+
+        for message in classifier.notes:
+            note(message)
+        if classifier.platt() is not None:  # not ignored without a word: the file is for multi-label requests only
+            note(f"--calibration {calibration} is a platt calibration: multi-label requests use its probabilities, single-label "
+                 f"ones the {classifier.family} family's temperature ({classifier.temperature():g})")
+        classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load stops the server
+        return create_app(classifier, settings)
+
+    launcher = Launcher(build, model, family)
 
     class DrainingServer(uvicorn.Server):
-        """On SIGTERM/SIGINT the engine refuses new work (503) at once, while uvicorn finishes what is in flight."""
+        """SIGTERM: unready at once, serving on for --shutdown-delay, then the drain (the engine refuses new work with
+        a 503 while uvicorn finishes what is in flight). SIGINT (Ctrl-C): the drain at once."""
 
         def handle_exit(self, sig: int, frame: Any) -> None:
-            engine.begin_drain()
-            super().handle_exit(sig, frame)
+            delay = settings.shutdown_delay
+            if sig == signal.SIGTERM and launcher.shutting_down and not launcher.draining:
+                return  # the delay runs already (`timeout` sends its SIGTERM twice: to the process and its group)
+            if sig != signal.SIGTERM or launcher.shutting_down or launcher.app is None or delay <= 0:
+                launcher.begin_drain()
+                super().handle_exit(sig, frame)
+                return
+            launcher.begin_shutdown()
+            logging.getLogger("zstc.server").info("SIGTERM: not ready; serving on for %gs (--shutdown-delay), then draining", delay)
 
-    config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
+            def drain() -> None:
+                launcher.begin_drain()
+                super(DrainingServer, self).handle_exit(sig, frame)
+
+            timer = threading.Timer(delay, drain)
+            timer.daemon = True
+            timer.start()
+
+    config = uvicorn.Config(launcher, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
                             access_log=access_log, log_level="info")
+    server = DrainingServer(config)
+
+    def failed() -> None:
+        server.should_exit = True
+
+    launcher.on_failure = failed
     try:
-        DrainingServer(config).run()  # after a SIGTERM/SIGINT, uvicorn re-raises it on its way out
+        server.run()  # after a SIGTERM/SIGINT, uvicorn re-raises it on its way out
     except KeyboardInterrupt as stop:  # zstc.errors.Terminated for SIGTERM
-        _leave_if_model_running(engine, signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
+        terminated = isinstance(stop, Terminated)
+        _leave_if_still_working(launcher, signal.SIGTERM if terminated else signal.SIGINT)
+        if terminated:  # how a service is told to stop: drained in time (no batch cut off above), that is success
+            return
         raise
-    _leave_if_model_running(engine, None)
+    if launcher.failure is not None:
+        raise launcher.failure
+    _leave_if_still_working(launcher, None)
 
 
-def _leave_if_model_running(engine: Any, signum: int | None) -> None:
-    """End the process at once when a batch outlived the drain: an interpreter that finalises while the model
-    thread is inside torch aborts (see :attr:`zstc.server.engine.BatchingEngine.model_running`)."""
-    import logging
+def _leave_if_still_working(launcher: Any, signum: int | None) -> None:
+    """End the process at once when a batch outlived the drain, or the model was still loading: an interpreter that
+    finalises while a thread is inside torch aborts (see :attr:`zstc.server.engine.BatchingEngine.model_running`)."""
     import os
 
     from zstc.entry import STOPS
 
-    if not engine.model_running:
+    engine = launcher.engine
+    if not (launcher.loading or (engine is not None and engine.model_running)):
         return
-    logging.getLogger("zstc.server").warning("a batch was still running at shutdown; stopping without waiting for it")
+    if engine is not None and engine.model_running:
+        logging.getLogger("zstc.server").warning("a batch was still running at shutdown; stopping without waiting for it")
     message, status = STOPS[signum] if signum is not None else ("", 0)
     if message:
         print(message, file=sys.stderr)

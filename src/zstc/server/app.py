@@ -62,6 +62,7 @@ from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 from zstc.scorers.families import FamilySet
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
+from zstc.server.lifecycle import send_error
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
     AnyClassifyRequest, ClassifyRequest, ClassifyResponse, ErrorResponse, HealthResponse, HFLabelScore, HFZeroShotRequest,
@@ -108,10 +109,6 @@ ERROR_MEANINGS = {
 """The error responses /docs lists, by status (the body is always ``{"error", "error_type"}``)."""
 REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "not_found", 408: "timeout", 413: "too_large", 422: "validation",
            429: "overloaded", 499: "cancelled", 503: "unhealthy"}
-
-
-def _error_body(message: str, error_type: str) -> bytes:
-    return json.dumps({"error": message, "error_type": error_type}).encode()
 
 
 class Gate:
@@ -229,13 +226,7 @@ class Gate:
 
         return replay
 
-    @staticmethod
-    async def _send_error(send: Send, status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> None:
-        body = _error_body(message, error_type)
-        raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-        await send({"type": "http.response.start", "status": status, "headers": raw})
-        await send({"type": "http.response.body", "body": body})
+    _send_error = staticmethod(send_error)
 
 
 # -- the app ---------------------------------------------------------------------------------------------------
@@ -648,8 +639,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     @app.get("/health", response_model=HealthResponse, tags=["operations"])
     async def health() -> dict[str, Any]:
-        """Liveness: the process answers. An app from create_app answers 200 while its model loads; `zstc serve`
-        loads the model before it opens its port."""
+        """Liveness: the process answers (`zstc serve` answers it while the model loads: zstc.server.lifecycle)."""
         return {"status": "ok", "model": model_id, "family": family}
 
     @app.get("/health/ready", response_model=HealthResponse, responses=errors(503), tags=["operations"])

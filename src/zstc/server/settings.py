@@ -68,12 +68,16 @@ class ServeSettings:
     api_key: str | None = None
     """Bearer token required by every endpoint except /health, /health/ready, /metrics, the docs and the playground page."""
     drain_timeout: float = 10.0
-    """On SIGTERM: seconds to finish requests in flight before stopping (uvicorn's graceful shutdown)."""
+    """On SIGTERM, after ``shutdown_delay``: seconds to finish requests in flight and queued before stopping (uvicorn's
+    graceful shutdown)."""
+    shutdown_delay: float = 0.0
+    """On SIGTERM: seconds to go on serving, unready, before the drain (see :mod:`zstc.server.lifecycle`)."""
 
     def __post_init__(self) -> None:
         from zstc.validation import OptionSpec, check_options
 
-        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": OptionSpec(float, low=0)}, context="zstc serve")
+        check_options({"drain_timeout": self.drain_timeout, "shutdown_delay": self.shutdown_delay},
+                      {"drain_timeout": OptionSpec(float, low=0), "shutdown_delay": OptionSpec(float, low=0)}, context="zstc serve")
         if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
             raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
         # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline
