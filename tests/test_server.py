@@ -326,7 +326,7 @@ def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> Non
     documents = ["Interest rates and inflation.", "A goal in the last minute.", {"text": "The league table after round 5."},
                  "A goal in the last minute."]
     response = client.post(path, json={"query": "football match", "documents": documents, "top_n": 3, "return_documents": True,
-                                       "model": "whatever-the-client-says"})
+                                       "model": "all-MiniLM-L6-v2"})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["model"] == MINILM and len(body["results"]) == 3
@@ -340,6 +340,53 @@ def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> Non
     assert scores == sorted(scores, reverse=True) and all(0 < s < 1 for s in scores)
     bare = client.post(path, json={"query": "football", "documents": ["a", "b"]}).json()
     assert all("document" not in r for r in bare["results"]) and len(bare["results"]) == 2
+
+
+def test_rerank_fields_of_cohere_and_jina_take_effect_and_unknown_ones_are_refused(client: TestClient, minilm: Classifier) -> None:
+    """rank_fields, max_tokens_per_doc, raw_scores and model each change the answer or refuse it; an unknown field is
+    a 422 naming it (nothing accepted without effect); meta and usage count the tokens read."""
+    documents = [{"title": "Weather", "body": "A goal in the last minute won the match."}, {"title": "Sports", "body": "Rain all day."}]
+    by_body = client.post("/v1/rerank", json={"query": "football", "documents": documents, "rank_fields": ["body"],
+                                              "return_documents": True})
+    assert by_body.status_code == 200, by_body.text
+    assert [r["index"] for r in by_body.json()["results"]] == [0, 1] and by_body.json()["results"][0]["document"] == documents[0]
+    as_is = Classifier(minilm.scorer, template=None)  # documents are read as they are, as label descriptions
+    read = as_is.scores(["football"], [f"body: {d['body']}" for d in documents], allow_single=True)[0]
+    raw = client.post("/v2/rerank", json={"query": "football", "documents": documents, "rank_fields": ["body"], "raw_scores": True})
+    assert [r["relevance_score"] for r in sorted(raw.json()["results"], key=lambda r: r["index"])] == pytest.approx(read, abs=1e-4)
+    assert raw.json()["meta"]["api_version"] == {"version": "2"}
+    missing = client.post("/rerank", json={"query": "q", "documents": documents, "rank_fields": ["summary"]})
+    assert missing.status_code == 422 and "document 1 has no field 'summary'" in missing.json()["error"]
+    long = "word " * 99  # 99 tokens: cut to 40, as Cohere does, and said
+    cut = client.post("/v2/rerank", json={"query": "q", "documents": ["short", long], "max_tokens_per_doc": 40})
+    assert cut.status_code == 200, cut.text
+    assert json.loads(cut.headers["x-zstc-notes"]) == ["document 2 was cut to its first 40 tokens (max_tokens_per_doc)"]
+    assert cut.json()["usage"] == {"total_tokens": 1 + 1 + 40} == {"total_tokens": cut.json()["meta"]["tokens"]["input_tokens"]}
+    same = as_is.scores(["q"], ["short", ("word " * 40).strip()], allow_single=True)[0]
+    assert sorted(r["relevance_score"] for r in client.post("/rerank", json={
+        "query": "q", "documents": ["short", long], "max_tokens_per_doc": 40, "raw_scores": True}).json()["results"]) == \
+        pytest.approx(sorted(same), abs=1e-4)
+    other = client.post("/v2/rerank", json={"query": "q", "documents": ["a"], "model": "rerank-v3.5"})
+    assert other.status_code == 422 and "model 'rerank-v3.5' is not served here" in other.json()["error"] and MINILM in other.json()["error"]
+    unknown = client.post("/rerank", json={"query": "q", "documents": ["a"], "truncate": True})
+    assert unknown.status_code == 422 and unknown.json()["error"].startswith("truncate:"), unknown.text
+
+
+def test_cohere_sdk_v1_and_v2_rerank(minilm: Classifier) -> None:
+    """Cohere's own SDK, unchanged: ClientV2.rerank posts to /v2/rerank, Client.rerank (v1) to /v1/rerank with rank_fields."""
+    cohere = pytest.importorskip("cohere")
+    with running_server(create_app(minilm)) as port:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready_on(http.client.HTTPConnection("127.0.0.1", port, timeout=60))
+        v2 = cohere.ClientV2(api_key="unused", base_url=base).rerank(
+            model="all-MiniLM-L6-v2", query="football", documents=["Rain all day.", "A late goal won the match."], top_n=1,
+            max_tokens_per_doc=64)
+        assert [r.index for r in v2.results] == [1] and 0 < v2.results[0].relevance_score < 1
+        assert v2.meta is not None and v2.meta.tokens is not None and v2.meta.tokens.input_tokens and v2.meta.tokens.input_tokens > 0
+        v1 = cohere.Client(api_key="unused", base_url=base).rerank(
+            model="all-MiniLM-L6-v2", query="football", rank_fields=["body"], return_documents=True,
+            documents=[{"title": "Sports", "body": "Rain all day."}, {"title": "Weather", "body": "A late goal won the match."}])
+        assert [r.index for r in v1.results] == [1, 0]
 
 
 def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None:
@@ -511,7 +558,7 @@ def test_a_rerank_document_too_long_for_the_model_is_named(client: TestClient, n
         response = served.post("/rerank", json={"query": "q", "documents": ["short", long]})
         assert response.status_code == 422, response.text
         error = response.json()["error"]
-        assert error.startswith("document 2 is too long for") and "never truncated: shorten or split it" in error
+        assert error.startswith("document 2 is too long for") and "scored whole unless max_tokens_per_doc cuts them" in error
 
 
 def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> None:
@@ -1174,21 +1221,26 @@ def running_server(app: Any) -> Iterator[int]:
         thread.join(30)
 
 
+def wait_ready_on(connection: http.client.HTTPConnection, timeout: float = 600) -> None:
+    """Poll /health/ready on one keep-alive connection until it answers 200."""
+    deadline = time.monotonic() + timeout
+    while True:
+        connection.request("GET", "/health/ready")
+        ready = connection.getresponse()
+        ready.read()
+        if ready.status == 200:
+            return
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
 def test_keep_alive_connection_survives_bad_requests(minilm: Classifier) -> None:
     with running_server(create_app(minilm)) as port:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         connection.request("GET", "/health")
         connection.getresponse().read()
         sock = connection.sock
-        deadline = time.monotonic() + 600
-        while True:
-            connection.request("GET", "/health/ready")
-            ready = connection.getresponse()
-            ready.read()
-            if ready.status == 200:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_ready_on(connection)
         for body in (b'{"texts": ["x"], "labels": ["a", "b"], "template": "{x} {}"}', b'{"texts": ["\\ud800"], "labels": ["a", "b"]}',
                      b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
                      b'{"texts": ["x"], "labels": ["a", "b"]}'):

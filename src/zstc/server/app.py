@@ -6,7 +6,8 @@ in batches formed across requests. Endpoints (OpenAPI at ``/docs``):
 
 * ``POST /classify``: zstc's shape, or the Hugging Face zero-shot shape (an object with ``inputs``);
   ``POST /``: the Hugging Face shape, where hub clients send it;
-* ``POST /rerank`` and ``POST /v1/rerank``: Cohere/Jina rerank (the shape infinity, vLLM and TEI serve);
+* ``POST /rerank``, ``POST /v1/rerank`` and ``POST /v2/rerank``: Cohere/Jina rerank (the shape infinity, vLLM and TEI
+  serve; Cohere's v1 and v2 SDKs post to the last two), with :mod:`zstc.server.rerank`'s fields;
 * ``GET /health`` (liveness), ``GET /health/ready`` (a forward pass succeeded), ``GET /info``, ``GET /metrics``
   (Prometheus), ``GET /`` (a playground page).
 
@@ -63,6 +64,7 @@ from zstc.scorers.families import FamilySet
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
 from zstc.server.lifecycle import send_error
+from zstc.server.rerank import check_model, count_tokens, document_text, truncate, truncation_note
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
     AnyClassifyRequest, ClassifyRequest, ClassifyResponse, ErrorResponse, HealthResponse, HFLabelScore, HFZeroShotRequest,
@@ -606,7 +608,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def rerank(request: Request, body: RerankRequest) -> JSONResponse:
         """Cohere/Jina rerank: the query is scored as a text against each document as a label description."""
         started = time.perf_counter()
-        documents = [d if isinstance(d, str) else d.text for d in body.documents]
+        check_model(body.model, model_id)
+        given = [d if isinstance(d, str) else d.model_dump(exclude_none=True) for d in body.documents]
+        documents = [document_text(d, body.rank_fields, i + 1) for i, d in enumerate(given)]
         check_size("documents", len(documents), "max_labels")
         check_field_chars("query", body.query)
         check_encodable(body.query, "query")  # first: a NUL is binary data, not an invisible character
@@ -615,6 +619,15 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         check_chars("document", documents)
         if not documents:
             raise LabelError("no documents given")
+        loaded = await asyncio.to_thread(lambda: _tokenizer_of(scorer))
+        notes: list[str] = []
+        if body.max_tokens_per_doc is not None:
+            if loaded is None:
+                raise OptionError(f"max_tokens_per_doc is not supported for {model_id} (no tokenizer to count its tokens)",
+                                  "max_tokens_per_doc")
+            documents, cut, _ = await asyncio.to_thread(truncate, *loaded, documents, body.max_tokens_per_doc)
+            if cut:
+                notes.append(truncation_note(cut, body.max_tokens_per_doc))
         # Positions as the client gave them (a repeated document is scored once, but an error names where it is).
         stripped = check_labels(documents, what="documents", allow_single=True, allow_repeats=True)
         distinct = list(dict.fromkeys(stripped))
@@ -624,15 +637,23 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             index = next((i for i, d in enumerate(stripped) if error.description in (d, scorer.spec.format_document(d))), None)
             which = f"document {index + 1}" if index is not None else "a document"
             raise LabelError(f"{which} is too long for {model_id}'s limit of {error.limit} tokens (a cross-encoder reads it "
-                             "with the query); documents are scored whole, never truncated: shorten or split it") from None
-        relevance = dict(zip(distinct, policy.relevance(rows[0])))
+                             "with the query); documents are scored whole unless max_tokens_per_doc cuts them: "
+                             "set it, shorten or split it") from None
+        relevance = dict(zip(distinct, rows[0] if body.raw_scores else policy.relevance(rows[0])))
         ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
         results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
-                    **({"document": {"text": documents[i]}} if body.return_documents else {})} for i in ranked]
-        content = {"id": str(uuid.uuid4()), "model": model_id, "results": results}
-        return JSONResponse(content, headers={**timing_headers(job, started), **notes_header(request_notes(job, "query"))})
+                    **({"document": {"text": given[i]} if isinstance(given[i], str) else given[i]} if body.return_documents else {})}
+                   for i in ranked]
+        tokens = await asyncio.to_thread(count_tokens, *loaded, [body.query, *documents]) if loaded is not None else 0
+        version = "2" if request.url.path.startswith("/v2/") else "1"
+        content = {"id": str(uuid.uuid4()), "model": model_id, "results": results,
+                   "meta": {"api_version": {"version": version}, "billed_units": {"search_units": 1},
+                            "tokens": {"input_tokens": tokens, "output_tokens": 0}},
+                   "usage": {"total_tokens": tokens}}
+        return JSONResponse(content, headers={**timing_headers(job, started),
+                                              **notes_header([*notes, *request_notes(job, "query")])})
 
-    for path in ("/rerank", "/v1/rerank"):
+    for path in ("/rerank", "/v1/rerank", "/v2/rerank"):
         app.post(path, response_model=RerankResponse, responses=work_errors, dependencies=keyed, tags=["rerank"])(rerank)
 
     # -- health, info, metrics, playground ----------------------------------------------------------------------
@@ -682,6 +703,13 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         app.head(path, include_in_schema=False, dependencies=dependencies)(endpoint)
 
     return app
+
+
+def _tokenizer_of(scorer: Any) -> tuple[Any, Any] | None:
+    """The scorer's tokenizer and the lock its calls hold (a cascade's: its main model's), or None (a GGUF model)."""
+    loaded = getattr(scorer.main if isinstance(scorer, CascadeScorer) else scorer, "loaded", None)
+    tokenizer, lock = getattr(loaded, "tokenizer", None), getattr(loaded, "tokenizer_lock", None)
+    return (tokenizer, lock) if callable(tokenizer) and lock is not None else None
 
 
 async def _client_gone(request: Request) -> None:
