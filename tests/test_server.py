@@ -389,6 +389,30 @@ def test_cohere_sdk_v1_and_v2_rerank(minilm: Classifier) -> None:
         assert [r.index for r in v1.results] == [1, 0]
 
 
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(nli_client: TestClient, nli: Classifier,
+                                                                 multi_label: bool) -> None:
+    """POST / on an NLI model returns what transformers' zero-shot-classification pipeline returns on the same weights
+    and inputs (fp32), single- and multi-label, with a hypothesis_template; /classify keeps zstc's own scores."""
+    from transformers import pipeline
+
+    folder = nli.scorer.spec.model_id
+    classifier = pipeline("zero-shot-classification", model=folder, tokenizer=folder, device="cpu")
+    texts = ["The striker scored twice in the final.", "Shares fell after the bank's report."]
+    labels, template = ["sports", "business", "cooking"], "The topic of this text is {}."
+    expected = classifier(texts, candidate_labels=labels, hypothesis_template=template, multi_label=multi_label)
+    parameters = {"candidate_labels": labels, "hypothesis_template": template, "multi_label": multi_label}
+    answer = nli_client.post("/", json={"inputs": texts, "parameters": parameters})
+    assert answer.status_code == 200, answer.text
+    for got, want in zip(answer.json(), expected):
+        served = {entry["label"]: entry["score"] for entry in got}
+        assert max(abs(served[label] - score) for label, score in zip(want["labels"], want["scores"])) <= 1e-5
+        assert [entry["label"] for entry in got] == want["labels"]
+    alone = {"candidate_labels": ["sports"], "hypothesis_template": template}
+    one = nli_client.post("/", json={"inputs": texts[0], "parameters": alone})
+    assert one.json()[0]["score"] == pytest.approx(classifier(texts[0], **alone)["scores"][0], abs=1e-5)
+
+
 def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None:
     documents = ["It is about football.", "It is about money."]
     body = nli_client.post("/rerank", json={"query": "The striker scored.", "documents": documents}).json()

@@ -61,9 +61,11 @@ from zstc.policy import (
 )
 from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 from zstc.scorers.families import FamilySet
+from zstc.scorers.nli import NliScorer
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
 from zstc.server.lifecycle import send_error
+from zstc.server.hf import pipeline_scores
 from zstc.server.rerank import check_model, count_tokens, document_text, truncate, truncation_note
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
@@ -346,18 +348,20 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if len(string) > limits.max_chars:
             raise ServiceError(413, "too_large", f"{field} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
 
+    def check_pairs(pairs: int) -> None:
+        if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
+            limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
+                     else f"max_queued_pairs is {settings.engine.max_queued_pairs}, so a larger request could never be queued")
+            raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
+                                                 f"several descriptions counts each); {limit} (GET /info)")
+
     async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]],
                     cuts: list[tuple[float, ...] | None] | None = None,
                     margins: list[tuple[float, ...] | None] | None = None,
                     variants: list[int] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
         """Queue ``texts`` (each with its descriptions, ``variants[i]`` per label, variant after variant) and wait for
         their rows: one score per label (the mean of its variants), or the error the request gets."""
-        pairs = sum(len(d) for d in descriptions)
-        if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
-            limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
-                     else f"max_queued_pairs is {settings.engine.max_queued_pairs}, so a larger request could never be queued")
-            raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
-                                                 f"several descriptions counts each); {limit} (GET /info)")
+        check_pairs(sum(len(d) for d in descriptions))
         try:
             job = engine.submit(texts, descriptions, cuts, margins, variants)
         except Overloaded as error:
@@ -569,6 +573,19 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         cuts: list[tuple[float, ...] | None] = [None if rule is None else tuple(rule.recheck_cuts())] * len(texts)
         margins: list[tuple[float, ...] | None] = [None if rule is None or rule.margin is None
                                                    else tuple(rule.recheck_margins() or ())] * len(texts)
+        if isinstance(scorer, NliScorer) and variants == 1:  # the pipeline's numbers (zstc.server.hf)
+            check_pairs(len(texts) * len(descriptions))
+            try:
+                logits = await engine.call(scorer.pipeline_logits, texts, list(descriptions))
+            except Unavailable as error:
+                raise ServiceError(503, "unhealthy", str(error), {"connection": "close"}) from None
+            pipeline = []
+            for pairs in logits:
+                probabilities = pipeline_scores(pairs, multi_label)
+                order = np.argsort(-probabilities, kind="stable")
+                pipeline.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
+            return JSONResponse(pipeline[0] if single else pipeline,
+                                headers={"x-total-time": f"{(time.perf_counter() - started) * 1000:.1f}"})
         rows, job = await score(request, texts, [descriptions] * len(texts), cuts, margins, [variants] * len(texts))
         answers = []
         for row in rows:
