@@ -66,7 +66,7 @@ def test_port_opens_at_once_then_ready_then_sigterm_serves_through_the_delay_and
     log_path = tmp_path / "serve.log"
     with log_path.open("w") as log:
         server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--precision",
-                                   "fp32", "--shutdown-delay", str(DELAY), "--drain-timeout", "5"],
+                                   "fp32", "--shutdown-delay", str(DELAY), "--drain-timeout", "5", "--log-format", "json"],
                                   env=env, stdout=log, stderr=subprocess.STDOUT)
     poller = Poller(port)
     try:
@@ -109,7 +109,8 @@ def test_port_opens_at_once_then_ready_then_sigterm_serves_through_the_delay_and
         # Work sent within the delay (a proxy may not have dropped the pod yet) is answered, closing its connection.
         answer = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         answer.request("POST", "/classify", body=json.dumps({"texts": ["a cat"], "labels": ["animal", "car"]}),
-                       headers={"Content-Type": "application/json"})
+                       headers={"Content-Type": "application/json", "X-Request-ID": "lifecycle-1",
+                                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
         assert time.monotonic() - signalled < DELAY, "the checks above took longer than the delay: raise DELAY"
         response = answer.getresponse()
         assert response.status == 200 and response.getheader("connection") == "close"
@@ -126,6 +127,11 @@ def test_port_opens_at_once_then_ready_then_sigterm_serves_through_the_delay_and
         assert any(after > DELAY - 1 for after, _ in answered)
         text = log_path.read_text()
         assert "Finished server process" in text and "Traceback" not in text, text[-3000:]
+        # --log-format json: one JSON line per request, with its id, the trace id, status and latency.
+        records = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        work = next(record for record in records if record.get("request_id") == "lifecycle-1")
+        assert work["status"] == 200 and work["path"] == "/classify" and work["latency_ms"] > 0
+        assert work["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
     finally:
         poller.stop.set()
         if server.poll() is None:

@@ -96,6 +96,12 @@ def nli_client(nli: Classifier) -> Iterator[TestClient]:
         yield test_client
 
 
+def without_id(error: dict[str, Any]) -> dict[str, Any]:
+    """An error body without its request_id (each request's own)."""
+    assert isinstance(error.get("request_id"), str), error
+    return {key: value for key, value in error.items() if key != "request_id"}
+
+
 def scores_of(result: dict[str, Any]) -> dict[str, float]:
     return {entry["label"]: entry["score"] for entry in result["scores"]}
 
@@ -151,7 +157,7 @@ def test_labels_an_uncased_cross_encoder_reads_alike_are_a_422_with_the_api_mess
     for _ in range(2):
         misses = cache.misses
         response = nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["Sports", "sports", "politics"]})
-        assert response.status_code == 422 and response.json() == {"error": str(raised.value), "error_type": "validation"}
+        assert response.status_code == 422 and without_id(response.json()) == {"error": str(raised.value), "error_type": "validation"}
     assert cache.misses == misses, "the second request's label set came from the cache"
     assert nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["sports", "politics"]}).status_code == 200
 
@@ -563,8 +569,8 @@ def test_a_body_not_sent_as_json_is_415_and_bad_json_says_why(client: TestClient
     # A compressed body is refused by its Content-Encoding (nothing decodes it), not read as plain JSON or called "not JSON".
     for sent, encoding in ((gzip.compress(body), "gzip"), (body, "gzip"), (body, "br")):
         response = client.post("/classify", content=sent, headers={**as_json, "content-encoding": encoding})
-        assert response.status_code == 415 and response.json() == {
-            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed", "error_type": "validation"}
+        assert response.status_code == 415 and without_id(response.json()) == {
+            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed", "error_type": "unsupported_media_type"}
         assert response.headers["accept-encoding"] == "identity"
     assert client.post("/classify", content=body, headers={**as_json, "content-encoding": "identity"}).status_code == 200
 
@@ -702,7 +708,29 @@ def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
 
 def test_404_and_405(client: TestClient) -> None:
     assert client.get("/nope").status_code == 404 and client.get("/nope").json()["error_type"] == "not_found"
-    assert client.get("/classify").status_code == 405
+    assert client.get("/classify").status_code == 405 and client.get("/classify").json()["error_type"] == "method_not_allowed"
+    metrics = client.app.state.telemetry.render().decode()  # type: ignore[attr-defined]
+    assert 'zstc_request_failures_total{endpoint="/classify",reason="method_not_allowed"}' in metrics
+    client.post("/classify", content=b"{}", headers={"content-type": "text/plain"})
+    metrics = client.app.state.telemetry.render().decode()  # type: ignore[attr-defined]
+    assert 'zstc_request_failures_total{endpoint="/classify",reason="unsupported_media_type"}' in metrics
+
+
+def test_request_id_is_echoed_or_made_and_named_in_error_bodies(client: TestClient) -> None:
+    given = client.post("/classify", json={"texts": ["x"], "labels": []}, headers={"X-Request-ID": "abc-123"})
+    assert given.headers["x-request-id"] == "abc-123" and given.json()["request_id"] == "abc-123"
+    made = client.get("/health")
+    assert re.fullmatch(r"[0-9a-f]{32}", made.headers["x-request-id"])
+    refused = client.get("/health", headers={"X-Request-ID": "no spaces or\ttabs"})  # not a plain token: a new one
+    assert re.fullmatch(r"[0-9a-f]{32}", refused.headers["x-request-id"])
+
+
+def test_metrics_parse_with_prometheus_client_and_have_the_process_and_python_collectors(client: TestClient) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    families = {family.name for family in text_string_to_metric_families(client.get("/metrics").text)}
+    assert {"process_resident_memory_bytes", "process_cpu_seconds", "process_start_time_seconds", "python_info",
+            "python_gc_collections", "zstc_requests"} <= families, families
 
 
 # -- health, info, metrics -------------------------------------------------------------------------------------------
@@ -971,7 +999,7 @@ def test_503_while_loading_and_while_draining() -> None:
     with TestClient(app) as gated:
         assert gated.get("/health").status_code == 200, "alive while loading"
         not_ready = gated.get("/health/ready")
-        assert not_ready.status_code == 503 and not_ready.json() == {"error": "the model is loading", "error_type": "unhealthy"}
+        assert not_ready.status_code == 503 and without_id(not_ready.json()) == {"error": "the model is loading", "error_type": "unhealthy"}
         loading = gated.post("/classify", json={"texts": ["a"], "labels": ["x", "y"]})
         assert loading.status_code == 503 and loading.headers["retry-after"] == "5"
         scorer.gate.set()
@@ -1015,7 +1043,7 @@ def test_a_request_the_model_scores_nan_gets_500_and_its_batch_neighbour_its_sco
     # The two posts reach the queue in either order; what matters is that one call held both.
     assert any(sorted(texts) == ["g", "nan"] and labels == ["x", "yy"] for texts, labels in scorer.calls), \
         "the two requests were not batched together"
-    assert bad.status_code == 500 and bad.json() == {"error": "the model produced a non-finite score", "error_type": "backend"}
+    assert bad.status_code == 500 and without_id(bad.json()) == {"error": "the model produced a non-finite score", "error_type": "backend"}
     assert good.status_code == 200 and scores_of(good.json()["results"][0]) == {"x": 1.0, "yy": 2.0}
 
 

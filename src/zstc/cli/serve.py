@@ -48,6 +48,8 @@ def serve(
     drain_timeout: Annotated[float, typer.Option(help="On SIGTERM, after --shutdown-delay: seconds to finish requests in flight and queued before stopping.")] = _SETTINGS.drain_timeout,
     shutdown_delay: Annotated[float, typer.Option(help="On SIGTERM: seconds to go on serving (with /health/ready 503 and 'Connection: close') before the drain, while a load balancer stops sending here (Kubernetes: the preStop window).")] = _SETTINGS.shutdown_delay,
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = True,
+    log_format: Annotated[str, typer.Option(help="text: uvicorn's access log; json: one JSON line per request on stderr "
+                                                 "(time, method, path, status, latency_ms, request_id, trace_id).")] = "text",
 ) -> None:
     """Serve zero-shot classification over HTTP: POST /classify (zstc and Hugging Face shapes), POST /rerank,
     GET /health, /health/ready, /info, /metrics, a playground at / and the API at /docs."""
@@ -71,6 +73,14 @@ def serve(
         shutdown_delay=shutdown_delay,
     )
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
+    if log_format not in ("text", "json"):
+        from zstc.errors import OptionError
+
+        raise OptionError(f"--log-format must be text or json, got {log_format!r}", "log_format")
+    if log_format == "json" and access_log:
+        from zstc.server.lifecycle import json_access_log
+
+        json_access_log()
     from zstc.server.lifecycle import Launcher
 
     def build() -> Any:
@@ -117,7 +127,7 @@ def serve(
             timer.start()
 
     config = uvicorn.Config(launcher, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
-                            access_log=access_log, log_level="info")
+                            access_log=access_log and log_format == "text", log_level="info")
     server = DrainingServer(config)
 
     def failed() -> None:

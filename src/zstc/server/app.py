@@ -64,7 +64,7 @@ from zstc.scorers.families import FamilySet
 from zstc.scorers.nli import NliScorer
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
-from zstc.server.lifecycle import send_error
+from zstc.server.lifecycle import REQUEST_ID, error_content, request_ids, send_error
 from zstc.server.hf import pipeline_scores
 from zstc.server.rerank import check_model, count_tokens, document_text, truncate, truncation_note
 from zstc.server.playground import PLAYGROUND_HTML
@@ -76,6 +76,9 @@ from zstc.server.telemetry import Telemetry
 from zstc.validation import blank_detail, check_distinct_descriptions, check_encodable, check_labels, check_template, check_texts, is_blank
 
 logger = logging.getLogger("zstc.server")
+access_logger = logging.getLogger("zstc.server.access")
+"""One record per request with its id, status and latency (``extra`` fields; ``zstc serve --log-format json`` writes
+them as JSON lines)."""
 
 PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
 """Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
@@ -104,15 +107,15 @@ ERROR_MEANINGS = {
     401: "unauthorized: no or a wrong API key (`Authorization: Bearer KEY`)",
     408: "timeout: the body did not arrive within max_body_seconds (GET /info) of the headers",
     413: "too_large: the body, or texts, labels, characters or pairs per request, past the limits in GET /info",
-    415: "validation: the body was not sent as JSON (`Content-Type: application/json`), or was compressed (`Content-Encoding`)",
+    415: "unsupported_media_type: the body was not sent as JSON (`Content-Type: application/json`), or was compressed (`Content-Encoding`)",
     422: "validation: the body is not valid JSON or not a valid request; the message names the field",
     429: "overloaded: the queue is full; retry after `Retry-After` seconds",
     500: "backend: the model failed (see the server's log)",
     503: "unhealthy: the model is loading or failed, or the server is shutting down",
 }
 """The error responses /docs lists, by status (the body is always ``{"error", "error_type"}``)."""
-REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "not_found", 408: "timeout", 413: "too_large", 422: "validation",
-           429: "overloaded", 499: "cancelled", 503: "unhealthy"}
+REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed", 408: "timeout", 413: "too_large",
+           415: "unsupported_media_type", 422: "validation", 429: "overloaded", 499: "cancelled", 503: "unhealthy"}
 
 
 class Gate:
@@ -138,10 +141,13 @@ class Gate:
         endpoint = path if path in KNOWN_PATHS else "other"
         started = time.perf_counter()
         status: list[int] = []
+        request_id, trace_id = request_ids(scope["headers"])
+        REQUEST_ID.set(request_id)  # this request's task's own context: error bodies name it
 
         async def tracked_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status.append(message["status"])
+                message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
             await send(message)
 
         self.telemetry.requests.labels(endpoint=endpoint).inc()
@@ -170,7 +176,11 @@ class Gate:
         else:
             reason = REASONS.get(code, "backend" if code >= 500 else "validation")
             self.telemetry.failures.labels(endpoint=endpoint, reason=reason).inc()
-        self.telemetry.latency.labels(endpoint=endpoint).observe(time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        self.telemetry.latency.labels(endpoint=endpoint).observe(elapsed)
+        access_logger.info("%s %s %s", method, path, code, extra={
+            "request_id": request_id, "trace_id": trace_id, "status": code, "method": method, "path": path,
+            "latency_ms": round(elapsed * 1000, 1)})
 
     def _refusal(self, path: str, method: str, scope: Scope) -> tuple[int, str, str, dict[str, str]] | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -193,7 +203,7 @@ class Gate:
                                           f"{self.settings.limits.max_body_bytes} (GET /info)"), {"connection": "close"}
         encoding = headers.get("content-encoding", "").strip().lower()
         if is_work and encoding not in ("", "identity"):  # nothing here decodes a body: gzip bytes read as JSON say "not JSON"
-            return 415, "validation", (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"), {
+            return 415, "unsupported_media_type", (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"), {
                 "accept-encoding": "identity"}
         return None
 
@@ -280,7 +290,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     # -- errors -----------------------------------------------------------------------------------------------
 
     def error_response(status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-        return JSONResponse({"error": message, "error_type": error_type}, status_code=status, headers=headers)
+        return JSONResponse(error_content(error_type, message), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -291,10 +301,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         media = content_type.partition(";")[0].strip().lower()
         # FastAPI parses a body as JSON only when its Content-Type says JSON; otherwise say so, not what the bytes lack.
         if media and media != "application/json" and not media.endswith("+json"):
-            return error_response(415, "validation", f"the body must be JSON sent with 'Content-Type: application/json', "
+            return error_response(415, "unsupported_media_type", f"the body must be JSON sent with 'Content-Type: application/json', "
                                                      f"not {quoted(content_type)}")
         if not media and request.headers.get("content-length", "0") not in ("", "0"):
-            return error_response(415, "validation", "the body must be JSON sent with 'Content-Type: application/json' "
+            return error_response(415, "unsupported_media_type", "the body must be JSON sent with 'Content-Type: application/json' "
                                                      "(the request has no Content-Type)")
         for error in errors:
             if error.get("type") == "json_invalid":
@@ -319,7 +329,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":  # FastAPI's, for bytes json.loads refused
             return error_response(422, "validation", "the body is not valid JSON (not UTF-8, nested too deeply, or an integer too long)")
-        kind = {404: "not_found", 405: "not_found", 401: "unauthorized", 413: "too_large", 429: "overloaded"}.get(exc.status_code, "validation")
+        kind = REASONS.get(exc.status_code, "validation")
         return error_response(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(ZstcError)

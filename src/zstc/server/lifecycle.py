@@ -17,13 +17,46 @@ delay uvicorn stops listening and requests in flight and queued finish within ``
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
+import re
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 logger = logging.getLogger("zstc.server")
+
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("zstc_request_id", default=None)
+"""The request being answered's id (``X-Request-ID``): set by :class:`zstc.server.app.Gate`, named in error bodies."""
+_ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
+"""A client's ``X-Request-ID`` kept as it is (a UUID, a hex trace id, a proxy's id); any other gets a new one."""
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def request_ids(headers: Sequence[tuple[bytes, bytes]]) -> tuple[str, str | None]:
+    """The request's id (the client's ``X-Request-ID`` when it is a plain token, else a new UUID) and the W3C
+    ``traceparent`` header's trace id, if one is given."""
+    given = trace = None
+    for key, value in headers:
+        name = key.lower()
+        if name == b"x-request-id":
+            given = value.decode("latin-1").strip()
+        elif name == b"traceparent":
+            match = _TRACEPARENT.fullmatch(value.decode("latin-1").strip().lower())
+            trace = match.group(1) if match else None
+    return (given if given and _ACCEPTED_ID.fullmatch(given) else uuid.uuid4().hex), trace
+
+
+def error_content(error_type: str, message: str) -> dict[str, Any]:
+    """The body of every error: ``{"error", "error_type"}`` (text-embeddings-inference's), and the request's id."""
+    content: dict[str, Any] = {"error": message, "error_type": error_type}
+    request_id = REQUEST_ID.get()
+    if request_id is not None:
+        content["request_id"] = request_id
+    return content
+
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -137,7 +170,7 @@ def _closing(send: Send) -> Send:
 
 async def send_error(send: Send, status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> None:
     """Answer with the service's error shape, ``{"error": ..., "error_type": ...}`` (text-embeddings-inference's)."""
-    await _answer(send, status, {"error": message, "error_type": error_type}, headers)
+    await _answer(send, status, error_content(error_type, message), headers)
 
 
 async def _answer(send: Send, status: int, content: dict[str, Any], headers: dict[str, str] | None = None) -> None:
@@ -146,3 +179,27 @@ async def _answer(send: Send, status: int, content: dict[str, Any], headers: dic
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
+
+
+class JsonLines(logging.Formatter):
+    """A log record as one JSON object: time, level, message and the access record's fields."""
+
+    FIELDS = ("method", "path", "status", "latency_ms", "request_id", "trace_id")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname.lower(),
+                "logger": record.name, "message": record.getMessage()}
+        line.update({name: getattr(record, name) for name in self.FIELDS if hasattr(record, name)})
+        return json.dumps(line)
+
+
+def json_access_log() -> None:
+    """``zstc serve --log-format json``: each request (``zstc.server.access``) as a JSON line on stderr."""
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    access = logging.getLogger("zstc.server.access")
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False

@@ -50,7 +50,9 @@ class ErrorResponse(BaseModel):
     """Every error, in text-embeddings-inference's shape: ``{"error": ..., "error_type": ...}``."""
 
     error: str
-    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
+    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found",
+                        "method_not_allowed", "unsupported_media_type", "backend"]
+    request_id: str | None = Field(default=None, description="The request's X-Request-ID (the client's, or one made up).")
 
 
 # -- zstc's own shape ---------------------------------------------------------------------------------------
