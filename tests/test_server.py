@@ -706,6 +706,25 @@ def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
             assert secured.get(path).status_code != 401, path
 
 
+def test_protect_all_closes_metrics_and_docs_and_cors_answers_a_preflight(minilm: Classifier) -> None:
+    from zstc.errors import OptionError
+
+    with TestClient(create_app(minilm, ServeSettings(api_key="s3cret", protect_all=True,
+                                                     cors_allow_origins=("https://app.example",)))) as secured:
+        for path in ("/metrics", "/docs", "/openapi.json", "/info"):
+            assert secured.get(path).status_code == 401, path
+        assert secured.get("/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        for path in ("/health", "/health/ready"):
+            assert secured.get(path).status_code != 401, path
+        asked = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"}
+        preflight = secured.options("/classify", headers={"Origin": "https://app.example", **asked})
+        assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == "https://app.example"
+        other = secured.options("/classify", headers={"Origin": "https://evil.example", **asked})
+        assert "access-control-allow-origin" not in other.headers
+    with pytest.raises(OptionError, match="protect_all needs an api_key"):
+        ServeSettings(protect_all=True)
+
+
 def test_404_and_405(client: TestClient) -> None:
     assert client.get("/nope").status_code == 404 and client.get("/nope").json()["error_type"] == "not_found"
     assert client.get("/classify").status_code == 405 and client.get("/classify").json()["error_type"] == "method_not_allowed"

@@ -34,6 +34,8 @@ def serve(
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities; a Platt file, the multi-label ones (thresholds then apply to them).")] = None,
     api_key: Annotated[Optional[str], typer.Option(envvar="ZSTC_API_KEY", show_envvar=True,
                                                    help="Require 'Authorization: Bearer KEY' (401 without); /health, /health/ready, /metrics, the docs and the playground (GET /) stay open.")] = None,
+    protect_all: Annotated[bool, typer.Option("--protect-all", help="With --api-key: /metrics, the docs and /openapi.json need the key too; only /health and /health/ready stay open.")] = _SETTINGS.protect_all,
+    cors_allow_origin: Annotated[Optional[list[str]], typer.Option("--cors-allow-origin", help="An origin a browser may call the API from (CORS); repeat for several, '*' for any.")] = None,
     max_batch_pairs: Annotated[int, typer.Option(help="(text, label) pairs per batch formed across requests.", rich_help_panel=_BATCHING)] = _ENGINE.max_batch_pairs,
     max_wait_ms: Annotated[float, typer.Option(help="How long an idle model waits for a batch to fill after its first request.", rich_help_panel=_BATCHING)] = _ENGINE.max_wait_ms,
     max_queued_pairs: Annotated[int, typer.Option(help="Pairs queued or running at most; past it: 429 with Retry-After.", rich_help_panel=_BATCHING)] = _ENGINE.max_queued_pairs,
@@ -71,6 +73,8 @@ def serve(
         api_key=api_key,
         drain_timeout=drain_timeout,
         shutdown_delay=shutdown_delay,
+        protect_all=protect_all,
+        cors_allow_origins=tuple(cors_allow_origin or ()),
     )
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
     if log_format not in ("text", "json"):

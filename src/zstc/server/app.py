@@ -64,7 +64,7 @@ from zstc.scorers.families import FamilySet
 from zstc.scorers.nli import NliScorer
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import EngineConfig, Limits, ServeSettings
-from zstc.server.lifecycle import REQUEST_ID, error_content, request_ids, send_error
+from zstc.server.lifecycle import REQUEST_ID, access_logger, error_content, request_ids, send_error
 from zstc.server.hf import pipeline_scores
 from zstc.server.rerank import check_model, count_tokens, document_text, truncate, truncation_note
 from zstc.server.playground import PLAYGROUND_HTML
@@ -76,9 +76,6 @@ from zstc.server.telemetry import Telemetry
 from zstc.validation import blank_detail, check_distinct_descriptions, check_encodable, check_labels, check_template, check_texts, is_blank
 
 logger = logging.getLogger("zstc.server")
-access_logger = logging.getLogger("zstc.server.access")
-"""One record per request with its id, status and latency (``extra`` fields; ``zstc serve --log-format json`` writes
-them as JSON lines)."""
 
 PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
 """Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
@@ -99,9 +96,11 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-WORK_PATHS = frozenset({"/classify", "/", "/rerank", "/v1/rerank"})
+WORK_PATHS = frozenset({"/classify", "/", "/rerank", "/v1/rerank", "/v2/rerank"})
 """POST endpoints that queue model work."""
 OPEN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+ALWAYS_OPEN = frozenset({"/health", "/health/ready"})
+"""What ``--protect-all`` leaves open: the probes (the kubelet sends no key)."""
 KNOWN_PATHS = WORK_PATHS | OPEN_PATHS | {"/info"}
 ERROR_MEANINGS = {
     401: "unauthorized: no or a wrong API key (`Authorization: Bearer KEY`)",
@@ -186,7 +185,8 @@ class Gate:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         is_work = method == "POST" and path in WORK_PATHS
         key = self.settings.api_key
-        if key is not None and path not in OPEN_PATHS and (is_work or path != "/"):
+        open_paths = ALWAYS_OPEN if self.settings.protect_all else OPEN_PATHS
+        if key is not None and path not in open_paths and (is_work or path != "/"):
             scheme, _, token = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
                 return 401, "unauthorized", "missing or wrong API key: send the header 'Authorization: Bearer <key>'", {
@@ -286,6 +286,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     )
     app.state.engine, app.state.telemetry, app.state.settings = engine, telemetry, settings
     app.add_middleware(Gate, settings=settings, engine=engine, telemetry=telemetry)
+    if settings.cors_allow_origins:  # outside the Gate: a browser's preflight (OPTIONS) carries no key
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_allow_origins),
+                           allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type", "x-request-id"],
+                           expose_headers=["x-request-id", "x-zstc-notes", "retry-after"])
 
     # -- errors -----------------------------------------------------------------------------------------------
 

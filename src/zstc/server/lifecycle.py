@@ -27,6 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 logger = logging.getLogger("zstc.server")
+access_logger = logger.getChild("access")
+"""One record per request with its id, status and latency (``extra`` fields, logged by :class:`zstc.server.app.Gate`;
+``zstc serve --log-format json`` writes them as JSON lines)."""
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("zstc_request_id", default=None)
 """The request being answered's id (``X-Request-ID``): set by :class:`zstc.server.app.Gate`, named in error bodies."""
@@ -194,12 +197,11 @@ class JsonLines(logging.Formatter):
 
 
 def json_access_log() -> None:
-    """``zstc serve --log-format json``: each request (``zstc.server.access``) as a JSON line on stderr."""
+    """``zstc serve --log-format json``: each request (the access logger of :mod:`zstc.server.app`) as a JSON line on stderr."""
     import sys
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines())
-    access = logging.getLogger("zstc.server.access")
-    access.addHandler(handler)
-    access.setLevel(logging.INFO)
-    access.propagate = False
+    access_logger.addHandler(handler)
+    access_logger.setLevel(logging.INFO)
+    access_logger.propagate = False

@@ -70,6 +70,10 @@ class ServeSettings:
     drain_timeout: float = 10.0
     """On SIGTERM, after ``shutdown_delay``: seconds to finish requests in flight and queued before stopping (uvicorn's
     graceful shutdown)."""
+    protect_all: bool = False
+    """With ``api_key``: /metrics, the docs and /openapi.json need the key too (only the health probes stay open)."""
+    cors_allow_origins: tuple[str, ...] = ()
+    """Origins a browser may call the API from (CORS); none by default."""
     shutdown_delay: float = 0.0
     """On SIGTERM: seconds to go on serving, unready, before the drain (see :mod:`zstc.server.lifecycle`)."""
 
@@ -78,6 +82,9 @@ class ServeSettings:
 
         check_options({"drain_timeout": self.drain_timeout, "shutdown_delay": self.shutdown_delay},
                       {"drain_timeout": OptionSpec(float, low=0), "shutdown_delay": OptionSpec(float, low=0)}, context="zstc serve")
+        if self.protect_all and self.api_key is None:
+            raise OptionError("protect_all needs an api_key (--api-key or ZSTC_API_KEY): without one nothing is "
+                              "protected", "protect_all")
         if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
             raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
         # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline
