@@ -96,6 +96,12 @@ def nli_client(nli: Classifier) -> Iterator[TestClient]:
         yield test_client
 
 
+def without_id(error: dict[str, Any]) -> dict[str, Any]:
+    """An error body without its request_id (each request's own)."""
+    assert isinstance(error.get("request_id"), str), error
+    return {key: value for key, value in error.items() if key != "request_id"}
+
+
 def scores_of(result: dict[str, Any]) -> dict[str, float]:
     return {entry["label"]: entry["score"] for entry in result["scores"]}
 
@@ -151,7 +157,7 @@ def test_labels_an_uncased_cross_encoder_reads_alike_are_a_422_with_the_api_mess
     for _ in range(2):
         misses = cache.misses
         response = nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["Sports", "sports", "politics"]})
-        assert response.status_code == 422 and response.json() == {"error": str(raised.value), "error_type": "validation"}
+        assert response.status_code == 422 and without_id(response.json()) == {"error": str(raised.value), "error_type": "validation"}
     assert cache.misses == misses, "the second request's label set came from the cache"
     assert nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["sports", "politics"]}).status_code == 200
 
@@ -326,7 +332,7 @@ def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> Non
     documents = ["Interest rates and inflation.", "A goal in the last minute.", {"text": "The league table after round 5."},
                  "A goal in the last minute."]
     response = client.post(path, json={"query": "football match", "documents": documents, "top_n": 3, "return_documents": True,
-                                       "model": "whatever-the-client-says"})
+                                       "model": "all-MiniLM-L6-v2"})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["model"] == MINILM and len(body["results"]) == 3
@@ -340,6 +346,77 @@ def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> Non
     assert scores == sorted(scores, reverse=True) and all(0 < s < 1 for s in scores)
     bare = client.post(path, json={"query": "football", "documents": ["a", "b"]}).json()
     assert all("document" not in r for r in bare["results"]) and len(bare["results"]) == 2
+
+
+def test_rerank_fields_of_cohere_and_jina_take_effect_and_unknown_ones_are_refused(client: TestClient, minilm: Classifier) -> None:
+    """rank_fields, max_tokens_per_doc, raw_scores and model each change the answer or refuse it; an unknown field is
+    a 422 naming it (nothing accepted without effect); meta and usage count the tokens read."""
+    documents = [{"title": "Weather", "body": "A goal in the last minute won the match."}, {"title": "Sports", "body": "Rain all day."}]
+    by_body = client.post("/v1/rerank", json={"query": "football", "documents": documents, "rank_fields": ["body"],
+                                              "return_documents": True})
+    assert by_body.status_code == 200, by_body.text
+    assert [r["index"] for r in by_body.json()["results"]] == [0, 1] and by_body.json()["results"][0]["document"] == documents[0]
+    as_is = Classifier(minilm.scorer, template=None)  # documents are read as they are, as label descriptions
+    read = as_is.scores(["football"], [f"body: {d['body']}" for d in documents], allow_single=True)[0]
+    raw = client.post("/v2/rerank", json={"query": "football", "documents": documents, "rank_fields": ["body"], "raw_scores": True})
+    assert [r["relevance_score"] for r in sorted(raw.json()["results"], key=lambda r: r["index"])] == pytest.approx(read, abs=1e-4)
+    assert raw.json()["meta"]["api_version"] == {"version": "2"}
+    missing = client.post("/rerank", json={"query": "q", "documents": documents, "rank_fields": ["summary"]})
+    assert missing.status_code == 422 and "document 1 has no field 'summary'" in missing.json()["error"]
+    long = "word " * 99  # 99 tokens: cut to 40, as Cohere does, and said
+    cut = client.post("/v2/rerank", json={"query": "q", "documents": ["short", long], "max_tokens_per_doc": 40})
+    assert cut.status_code == 200, cut.text
+    assert json.loads(cut.headers["x-zstc-notes"]) == ["document 2 was cut to its first 40 tokens (max_tokens_per_doc)"]
+    assert cut.json()["usage"] == {"total_tokens": 1 + 1 + 40} == {"total_tokens": cut.json()["meta"]["tokens"]["input_tokens"]}
+    same = as_is.scores(["q"], ["short", ("word " * 40).strip()], allow_single=True)[0]
+    assert sorted(r["relevance_score"] for r in client.post("/rerank", json={
+        "query": "q", "documents": ["short", long], "max_tokens_per_doc": 40, "raw_scores": True}).json()["results"]) == \
+        pytest.approx(sorted(same), abs=1e-4)
+    other = client.post("/v2/rerank", json={"query": "q", "documents": ["a"], "model": "rerank-v3.5"})
+    assert other.status_code == 422 and "model 'rerank-v3.5' is not served here" in other.json()["error"] and MINILM in other.json()["error"]
+    unknown = client.post("/rerank", json={"query": "q", "documents": ["a"], "truncate": True})
+    assert unknown.status_code == 422 and unknown.json()["error"].startswith("truncate:"), unknown.text
+
+
+def test_cohere_sdk_v1_and_v2_rerank(minilm: Classifier) -> None:
+    """Cohere's own SDK, unchanged: ClientV2.rerank posts to /v2/rerank, Client.rerank (v1) to /v1/rerank with rank_fields."""
+    cohere = pytest.importorskip("cohere")
+    with running_server(create_app(minilm)) as port:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready_on(http.client.HTTPConnection("127.0.0.1", port, timeout=60))
+        v2 = cohere.ClientV2(api_key="unused", base_url=base).rerank(
+            model="all-MiniLM-L6-v2", query="football", documents=["Rain all day.", "A late goal won the match."], top_n=1,
+            max_tokens_per_doc=64)
+        assert [r.index for r in v2.results] == [1] and 0 < v2.results[0].relevance_score < 1
+        assert v2.meta is not None and v2.meta.tokens is not None and v2.meta.tokens.input_tokens and v2.meta.tokens.input_tokens > 0
+        v1 = cohere.Client(api_key="unused", base_url=base).rerank(
+            model="all-MiniLM-L6-v2", query="football", rank_fields=["body"], return_documents=True,
+            documents=[{"title": "Sports", "body": "Rain all day."}, {"title": "Weather", "body": "A late goal won the match."}])
+        assert [r.index for r in v1.results] == [1, 0]
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(nli_client: TestClient, nli: Classifier,
+                                                                 multi_label: bool) -> None:
+    """POST / on an NLI model returns what transformers' zero-shot-classification pipeline returns on the same weights
+    and inputs (fp32), single- and multi-label, with a hypothesis_template; /classify keeps zstc's own scores."""
+    from transformers import pipeline
+
+    folder = nli.scorer.spec.model_id
+    classifier = pipeline("zero-shot-classification", model=folder, tokenizer=folder, device="cpu")
+    texts = ["The striker scored twice in the final.", "Shares fell after the bank's report."]
+    labels, template = ["sports", "business", "cooking"], "The topic of this text is {}."
+    expected = classifier(texts, candidate_labels=labels, hypothesis_template=template, multi_label=multi_label)
+    parameters = {"candidate_labels": labels, "hypothesis_template": template, "multi_label": multi_label}
+    answer = nli_client.post("/", json={"inputs": texts, "parameters": parameters})
+    assert answer.status_code == 200, answer.text
+    for got, want in zip(answer.json(), expected):
+        served = {entry["label"]: entry["score"] for entry in got}
+        assert max(abs(served[label] - score) for label, score in zip(want["labels"], want["scores"])) <= 1e-5
+        assert [entry["label"] for entry in got] == want["labels"]
+    alone = {"candidate_labels": ["sports"], "hypothesis_template": template}
+    one = nli_client.post("/", json={"inputs": texts[0], "parameters": alone})
+    assert one.json()[0]["score"] == pytest.approx(classifier(texts[0], **alone)["scores"][0], abs=1e-5)
 
 
 def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None:
@@ -492,8 +569,8 @@ def test_a_body_not_sent_as_json_is_415_and_bad_json_says_why(client: TestClient
     # A compressed body is refused by its Content-Encoding (nothing decodes it), not read as plain JSON or called "not JSON".
     for sent, encoding in ((gzip.compress(body), "gzip"), (body, "gzip"), (body, "br")):
         response = client.post("/classify", content=sent, headers={**as_json, "content-encoding": encoding})
-        assert response.status_code == 415 and response.json() == {
-            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed", "error_type": "validation"}
+        assert response.status_code == 415 and without_id(response.json()) == {
+            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed", "error_type": "unsupported_media_type"}
         assert response.headers["accept-encoding"] == "identity"
     assert client.post("/classify", content=body, headers={**as_json, "content-encoding": "identity"}).status_code == 200
 
@@ -511,7 +588,7 @@ def test_a_rerank_document_too_long_for_the_model_is_named(client: TestClient, n
         response = served.post("/rerank", json={"query": "q", "documents": ["short", long]})
         assert response.status_code == 422, response.text
         error = response.json()["error"]
-        assert error.startswith("document 2 is too long for") and "never truncated: shorten or split it" in error
+        assert error.startswith("document 2 is too long for") and "scored whole unless max_tokens_per_doc cuts them" in error
 
 
 def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> None:
@@ -629,9 +706,50 @@ def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
             assert secured.get(path).status_code != 401, path
 
 
+def test_protect_all_closes_metrics_and_docs_and_cors_answers_a_preflight(minilm: Classifier) -> None:
+    from zstc.errors import OptionError
+
+    with TestClient(create_app(minilm, ServeSettings(api_key="s3cret", protect_all=True,
+                                                     cors_allow_origins=("https://app.example",)))) as secured:
+        for path in ("/metrics", "/docs", "/openapi.json", "/info"):
+            assert secured.get(path).status_code == 401, path
+        assert secured.get("/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        for path in ("/health", "/health/ready"):
+            assert secured.get(path).status_code != 401, path
+        asked = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"}
+        preflight = secured.options("/classify", headers={"Origin": "https://app.example", **asked})
+        assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == "https://app.example"
+        other = secured.options("/classify", headers={"Origin": "https://evil.example", **asked})
+        assert "access-control-allow-origin" not in other.headers
+    with pytest.raises(OptionError, match="protect_all needs an api_key"):
+        ServeSettings(protect_all=True)
+
+
 def test_404_and_405(client: TestClient) -> None:
     assert client.get("/nope").status_code == 404 and client.get("/nope").json()["error_type"] == "not_found"
-    assert client.get("/classify").status_code == 405
+    assert client.get("/classify").status_code == 405 and client.get("/classify").json()["error_type"] == "method_not_allowed"
+    metrics = client.app.state.telemetry.render().decode()  # type: ignore[attr-defined]
+    assert 'zstc_request_failures_total{endpoint="/classify",reason="method_not_allowed"}' in metrics
+    client.post("/classify", content=b"{}", headers={"content-type": "text/plain"})
+    metrics = client.app.state.telemetry.render().decode()  # type: ignore[attr-defined]
+    assert 'zstc_request_failures_total{endpoint="/classify",reason="unsupported_media_type"}' in metrics
+
+
+def test_request_id_is_echoed_or_made_and_named_in_error_bodies(client: TestClient) -> None:
+    given = client.post("/classify", json={"texts": ["x"], "labels": []}, headers={"X-Request-ID": "abc-123"})
+    assert given.headers["x-request-id"] == "abc-123" and given.json()["request_id"] == "abc-123"
+    made = client.get("/health")
+    assert re.fullmatch(r"[0-9a-f]{32}", made.headers["x-request-id"])
+    refused = client.get("/health", headers={"X-Request-ID": "no spaces or\ttabs"})  # not a plain token: a new one
+    assert re.fullmatch(r"[0-9a-f]{32}", refused.headers["x-request-id"])
+
+
+def test_metrics_parse_with_prometheus_client_and_have_the_process_and_python_collectors(client: TestClient) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    families = {family.name for family in text_string_to_metric_families(client.get("/metrics").text)}
+    assert {"process_resident_memory_bytes", "process_cpu_seconds", "process_start_time_seconds", "python_info",
+            "python_gc_collections", "zstc_requests"} <= families, families
 
 
 # -- health, info, metrics -------------------------------------------------------------------------------------------
@@ -900,7 +1018,7 @@ def test_503_while_loading_and_while_draining() -> None:
     with TestClient(app) as gated:
         assert gated.get("/health").status_code == 200, "alive while loading"
         not_ready = gated.get("/health/ready")
-        assert not_ready.status_code == 503 and not_ready.json() == {"error": "the model is loading", "error_type": "unhealthy"}
+        assert not_ready.status_code == 503 and without_id(not_ready.json()) == {"error": "the model is loading", "error_type": "unhealthy"}
         loading = gated.post("/classify", json={"texts": ["a"], "labels": ["x", "y"]})
         assert loading.status_code == 503 and loading.headers["retry-after"] == "5"
         scorer.gate.set()
@@ -944,7 +1062,7 @@ def test_a_request_the_model_scores_nan_gets_500_and_its_batch_neighbour_its_sco
     # The two posts reach the queue in either order; what matters is that one call held both.
     assert any(sorted(texts) == ["g", "nan"] and labels == ["x", "yy"] for texts, labels in scorer.calls), \
         "the two requests were not batched together"
-    assert bad.status_code == 500 and bad.json() == {"error": "the model produced a non-finite score", "error_type": "backend"}
+    assert bad.status_code == 500 and without_id(bad.json()) == {"error": "the model produced a non-finite score", "error_type": "backend"}
     assert good.status_code == 200 and scores_of(good.json()["results"][0]) == {"x": 1.0, "yy": 2.0}
 
 
@@ -1174,21 +1292,26 @@ def running_server(app: Any) -> Iterator[int]:
         thread.join(30)
 
 
+def wait_ready_on(connection: http.client.HTTPConnection, timeout: float = 600) -> None:
+    """Poll /health/ready on one keep-alive connection until it answers 200."""
+    deadline = time.monotonic() + timeout
+    while True:
+        connection.request("GET", "/health/ready")
+        ready = connection.getresponse()
+        ready.read()
+        if ready.status == 200:
+            return
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
 def test_keep_alive_connection_survives_bad_requests(minilm: Classifier) -> None:
     with running_server(create_app(minilm)) as port:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         connection.request("GET", "/health")
         connection.getresponse().read()
         sock = connection.sock
-        deadline = time.monotonic() + 600
-        while True:
-            connection.request("GET", "/health/ready")
-            ready = connection.getresponse()
-            ready.read()
-            if ready.status == 200:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_ready_on(connection)
         for body in (b'{"texts": ["x"], "labels": ["a", "b"], "template": "{x} {}"}', b'{"texts": ["\\ud800"], "labels": ["a", "b"]}',
                      b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
                      b'{"texts": ["x"], "labels": ["a", "b"]}'):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any, Optional
+
+import typer
 
 from zstc.cli.root import app
 from zstc.cli.options import (
@@ -57,8 +61,12 @@ def serve(
     max_body_seconds: Annotated[float, typer_option(_SERVE["max_body_seconds"])] = _SERVE["max_body_seconds"].default,
     label_cache_size: Annotated[int, typer_option(_SERVE["label_cache_size"])] = _SERVE["label_cache_size"].default,
     threads: Annotated[Optional[int], typer_option(_SERVE["threads"])] = _SERVE["threads"].default,
+    protect_all: Annotated[bool, typer_option(_SERVE["protect_all"])] = _SERVE["protect_all"].default,
+    cors_allow_origin: Annotated[Optional[list[str]], typer.Option("--cors-allow-origin", help="An origin a browser may call the API from (CORS); repeat for several, '*' for any.")] = None,
     drain_timeout: Annotated[float, typer_option(_SERVE["drain_timeout"])] = _SERVE["drain_timeout"].default,
+    shutdown_delay: Annotated[float, typer_option(_SERVE["shutdown_delay"])] = _SERVE["shutdown_delay"].default,
     access_log: Annotated[bool, typer_option(_SERVE["access_log"])] = _SERVE["access_log"].default,
+    log_format: Annotated[str, typer_option(_SERVE["log_format"])] = _SERVE["log_format"].default,
 ) -> None:
     """Serve zero-shot classification over HTTP: POST /classify (zstc and Hugging Face shapes), POST /rerank,
     GET /health, /health/ready, /info, /metrics, a playground at / and the API at /docs."""
@@ -66,14 +74,11 @@ def serve(
     from zstc.errors import ModelError
 
     try:
+        import fastapi  # noqa: F401  # the app's, imported as the model loads: checked here, before the port opens
+        import prometheus_client  # noqa: F401
         import uvicorn
-
-        from zstc.server.app import create_app
-        from zstc.server.engine import bound_kernel_caches
     except ImportError as error:
         raise ModelError(f"zstc serve needs the serve extra ({error.name} is missing): pip install 'zstc[serve]'") from None
-    bound_kernel_caches()  # before the first forward pass (the warm-up below), or they are read unbounded
-    from zstc.api import Classifier
 
     # Checked against SERVE_OPTIONS; the CLI's error handler names the flags (--max-batch-pairs).
     settings = ServeSettings(
@@ -83,49 +88,94 @@ def serve(
                             label_cache_size=label_cache_size, threads=threads),
         api_key=api_key,
         drain_timeout=drain_timeout,
+        shutdown_delay=shutdown_delay,
+        protect_all=protect_all,
+        cors_allow_origins=tuple(cors_allow_origin or ()),
     )
     _check_address(host, port)  # before the model loads: a busy port should not cost a minute of loading
+    _SERVE["log_format"].check("log_format", log_format)
+    if log_format == "json" and access_log:
+        from zstc.server.lifecycle import json_access_log
 
-    classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs(model=model, family=family))
-    from zstc.cli.verbosity import note
+        json_access_log()
+    from zstc.server.lifecycle import Launcher
 
-    for message in classifier.notes:
-        note(message)
-    if classifier.platt() is not None:  # not ignored without a word: the file is for multi-label requests only
-        note(f"--calibration {calibration} is a platt calibration: multi-label requests use its probabilities, single-label "
-             f"ones the {classifier.family} family's temperature ({classifier.temperature():g})")
-    classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load is an error here
-    application = create_app(classifier, settings)
-    engine = application.state.engine
+    def build() -> Any:
+        """Load the model (behind the open port: /health answers meanwhile) and build the app."""
+        from zstc.api import Classifier
+        from zstc.server.app import create_app
+        from zstc.server.engine import bound_kernel_caches
+
+        bound_kernel_caches()  # before the first forward pass (the warm-up below), or they are read unbounded
+        classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs(model=model, family=family))
+        from zstc.cli.verbosity import note
+
+        for message in classifier.notes:
+            note(message)
+        if classifier.platt() is not None:  # not ignored without a word: the file is for multi-label requests only
+            note(f"--calibration {calibration} is a platt calibration: multi-label requests use its probabilities, single-label "
+                 f"ones the {classifier.family} family's temperature ({classifier.temperature():g})")
+        classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load stops the server
+        return create_app(classifier, settings)
+
+    launcher = Launcher(build, model, family)
 
     class DrainingServer(uvicorn.Server):
-        """On SIGTERM/SIGINT the engine refuses new work (503) at once, while uvicorn finishes what is in flight."""
+        """SIGTERM: unready at once, serving on for --shutdown-delay, then the drain (the engine refuses new work with
+        a 503 while uvicorn finishes what is in flight). SIGINT (Ctrl-C): the drain at once."""
 
         def handle_exit(self, sig: int, frame: Any) -> None:
-            engine.begin_drain()
-            super().handle_exit(sig, frame)
+            delay = settings.shutdown_delay
+            if sig == signal.SIGTERM and launcher.shutting_down and not launcher.draining:
+                return  # the delay runs already (`timeout` sends its SIGTERM twice: to the process and its group)
+            if sig != signal.SIGTERM or launcher.shutting_down or launcher.app is None or delay <= 0:
+                launcher.begin_drain()
+                super().handle_exit(sig, frame)
+                return
+            launcher.begin_shutdown()
+            logging.getLogger("zstc.server").info("SIGTERM: not ready; serving on for %gs (--shutdown-delay), then draining", delay)
 
-    config = uvicorn.Config(application, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
-                            access_log=access_log, log_level="info")
+            def drain() -> None:
+                launcher.begin_drain()
+                super(DrainingServer, self).handle_exit(sig, frame)
+
+            timer = threading.Timer(delay, drain)
+            timer.daemon = True
+            timer.start()
+
+    config = uvicorn.Config(launcher, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
+                            access_log=access_log and log_format == "text", log_level="info")
+    server = DrainingServer(config)
+
+    def failed() -> None:
+        server.should_exit = True
+
+    launcher.on_failure = failed
     try:
-        DrainingServer(config).run()  # after a SIGTERM/SIGINT, uvicorn re-raises it on its way out
+        server.run()  # after a SIGTERM/SIGINT, uvicorn re-raises it on its way out
     except KeyboardInterrupt as stop:  # zstc.errors.Terminated for SIGTERM
-        _leave_if_model_running(engine, signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
+        terminated = isinstance(stop, Terminated)
+        _leave_if_still_working(launcher, signal.SIGTERM if terminated else signal.SIGINT)
+        if terminated:  # how a service is told to stop: drained in time (no batch cut off above), that is success
+            return
         raise
-    _leave_if_model_running(engine, None)
+    if launcher.failure is not None:
+        raise launcher.failure
+    _leave_if_still_working(launcher, None)
 
 
-def _leave_if_model_running(engine: Any, signum: int | None) -> None:
-    """End the process at once when a batch outlived the drain: an interpreter that finalises while the model
-    thread is inside torch aborts (see :attr:`zstc.server.engine.BatchingEngine.model_running`)."""
-    import logging
+def _leave_if_still_working(launcher: Any, signum: int | None) -> None:
+    """End the process at once when a batch outlived the drain, or the model was still loading: an interpreter that
+    finalises while a thread is inside torch aborts (see :attr:`zstc.server.engine.BatchingEngine.model_running`)."""
     import os
 
     from zstc.errors import STOPS
 
-    if not engine.model_running:
+    engine = launcher.engine
+    if not (launcher.loading or (engine is not None and engine.model_running)):
         return
-    logging.getLogger("zstc.server").warning("a batch was still running at shutdown; stopping without waiting for it")
+    if engine is not None and engine.model_running:
+        logging.getLogger("zstc.server").warning("a batch was still running at shutdown; stopping without waiting for it")
     message, status = STOPS[signum] if signum is not None else ("", 0)
     if message:
         print(message, file=sys.stderr)

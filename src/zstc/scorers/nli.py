@@ -15,8 +15,10 @@ column named entailment, where ``logodds`` is ``l_ent - l_not``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from zstc.models.registry import ModelSpec
@@ -76,3 +78,19 @@ class NliScorer(CrossEncoderScorer):
 
     def _scores_from_logits(self, logits: torch.Tensor, column: OutputColumn) -> torch.Tensor:
         return entailment_scores(logits, column.index, self.score_type)
+
+    def pipeline_logits(self, texts: Sequence[str], descriptions: Sequence[str]) -> np.ndarray:
+        """Each (text, description) pair's contradiction and entailment logits, ``(len(texts), len(descriptions), 2)``
+        in fp32: what transformers' zero-shot-classification pipeline reads (its contradiction output is the first, or
+        the last when entailment is the first), so that the service's Hugging Face shape gives the pipeline's numbers."""
+        loaded = self.loaded
+        entailment = loaded.facts.index
+        contradiction = -1 if entailment == 0 else 0
+        distinct = list(dict.fromkeys(self.spec.format_query(text) for text in texts))
+        documents = [self.spec.format_document(description) for description in descriptions]
+        plan = self._plan(loaded, distinct, documents, pairs=None)
+        logits = np.zeros((len(distinct), len(documents), 2), dtype=np.float32)
+        for batch, pair in self._run(loaded, plan, False, "fp32", read=lambda out: out[:, [contradiction, entailment]]):
+            logits[batch.firsts, batch.seconds] = pair
+        row = {text: i for i, text in enumerate(distinct)}
+        return logits[[row[self.spec.format_query(text)] for text in texts]]

@@ -26,7 +26,7 @@ default) bf16 alone put 7 of the 120 texts in other label sets, and 361 of the 8
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -496,8 +496,10 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         return lookup
 
     def _run(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool,
-             precision: Precision | None = None) -> Iterator[tuple[PairBatch, np.ndarray]]:
-        """Each batch of the plan with its scores, in the scorer's precision (or ``precision``: the recheck's fp32)."""
+             precision: Precision | None = None,
+             read: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Iterator[tuple[PairBatch, np.ndarray]]:
+        """Each batch of the plan with its scores, in the scorer's precision (or ``precision``: the recheck's fp32);
+        ``read`` turns a batch's fp32 logits into what is yielded instead of the scores."""
         from tqdm.auto import tqdm
 
         # Reading each pass back before padding the next costs nothing measurable: on an H100, queueing the next
@@ -507,7 +509,8 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
                 inputs = {name: tensor.to(self.device) for name, tensor in batch.inputs.items()}
                 with inference_context(self.device, precision or self.precision):
                     logits = loaded.model(**inputs).logits
-                scores = self._scores_from_logits(logits.float(), loaded.facts)
+                fp32 = logits.float()
+                scores = read(fp32) if read is not None else self._scores_from_logits(fp32, loaded.facts)
                 yield batch, scores.cpu().numpy().astype(np.float32)
                 progress.update(len(batch))
 

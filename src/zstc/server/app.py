@@ -6,7 +6,8 @@ in batches formed across requests. Endpoints (OpenAPI at ``/docs``):
 
 * ``POST /classify``: zstc's shape, or the Hugging Face zero-shot shape (an object with ``inputs``);
   ``POST /``: the Hugging Face shape, where hub clients send it;
-* ``POST /rerank`` and ``POST /v1/rerank``: Cohere/Jina rerank (the shape infinity, vLLM and TEI serve);
+* ``POST /rerank``, ``POST /v1/rerank`` and ``POST /v2/rerank``: Cohere/Jina rerank (the shape infinity, vLLM and TEI
+  serve; Cohere's v1 and v2 SDKs post to the last two), with :mod:`zstc.server.rerank`'s fields;
 * ``GET /health`` (liveness), ``GET /health/ready`` (a forward pass succeeded), ``GET /info``, ``GET /metrics``
   (Prometheus), ``GET /`` (a playground page).
 
@@ -60,8 +61,12 @@ from zstc.policy import (
 )
 from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 from zstc.models.families import FamilySet
+from zstc.scorers.nli import NliScorer
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import ServeSettings
+from zstc.server.lifecycle import REQUEST_ID, access_logger, error_content, request_ids, send_error
+from zstc.server.hf import pipeline_scores
+from zstc.server.rerank import check_model, count_tokens, document_text, truncate, truncation_note
 from zstc.io import check_distinct_keys
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
@@ -92,27 +97,25 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-WORK_PATHS = frozenset({"/classify", "/", "/rerank", "/v1/rerank"})
+WORK_PATHS = frozenset({"/classify", "/", "/rerank", "/v1/rerank", "/v2/rerank"})
 """POST endpoints that queue model work."""
 OPEN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+ALWAYS_OPEN = frozenset({"/health", "/health/ready"})
+"""What ``--protect-all`` leaves open: the probes (the kubelet sends no key)."""
 KNOWN_PATHS = WORK_PATHS | OPEN_PATHS | {"/info"}
 ERROR_MEANINGS = {
     401: "unauthorized: no or a wrong API key (`Authorization: Bearer KEY`)",
     408: "timeout: the body did not arrive within max_body_seconds (GET /info) of the headers",
     413: "too_large: the body, or texts, labels, characters or pairs per request, past the limits in GET /info",
-    415: "validation: the body was not sent as JSON (`Content-Type: application/json`), or was compressed (`Content-Encoding`)",
+    415: "unsupported_media_type: the body was not sent as JSON (`Content-Type: application/json`), or was compressed (`Content-Encoding`)",
     422: "validation: the body is not valid JSON or not a valid request; the message names the field",
     429: "overloaded: the queue is full; retry after `Retry-After` seconds",
     500: "backend: the model failed (see the server's log)",
     503: "unhealthy: the model is loading or failed, or the server is shutting down",
 }
 """The error responses /docs lists, by status (the body is always ``{"error", "error_type"}``)."""
-REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "not_found", 408: "timeout", 413: "too_large", 422: "validation",
-           429: "overloaded", 499: "cancelled", 503: "unhealthy"}
-
-
-def _error_body(message: str, error_type: str) -> bytes:
-    return json.dumps({"error": message, "error_type": error_type}).encode()
+REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed", 408: "timeout", 413: "too_large",
+           415: "unsupported_media_type", 422: "validation", 429: "overloaded", 499: "cancelled", 503: "unhealthy"}
 
 
 class Gate:
@@ -138,10 +141,13 @@ class Gate:
         endpoint = path if path in KNOWN_PATHS else "other"
         started = time.perf_counter()
         status: list[int] = []
+        request_id, trace_id = request_ids(scope["headers"])
+        REQUEST_ID.set(request_id)  # this request's task's own context: error bodies name it
 
         async def tracked_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status.append(message["status"])
+                message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
             await send(message)
 
         self.telemetry.requests.labels(endpoint=endpoint).inc()
@@ -170,13 +176,18 @@ class Gate:
         else:
             reason = REASONS.get(code, "backend" if code >= 500 else "validation")
             self.telemetry.failures.labels(endpoint=endpoint, reason=reason).inc()
-        self.telemetry.latency.labels(endpoint=endpoint).observe(time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        self.telemetry.latency.labels(endpoint=endpoint).observe(elapsed)
+        access_logger.info("%s %s %s", method, path, code, extra={
+            "request_id": request_id, "trace_id": trace_id, "status": code, "method": method, "path": path,
+            "latency_ms": round(elapsed * 1000, 1)})
 
     def _refusal(self, path: str, method: str, scope: Scope) -> tuple[int, str, str, dict[str, str]] | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         is_work = method == "POST" and path in WORK_PATHS
         key = self.settings.api_key
-        if key is not None and path not in OPEN_PATHS and (is_work or path != "/"):
+        open_paths = ALWAYS_OPEN if self.settings.protect_all else OPEN_PATHS
+        if key is not None and path not in open_paths and (is_work or path != "/"):
             scheme, _, token = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
                 return 401, "unauthorized", "missing or wrong API key: send the header 'Authorization: Bearer <key>'", {
@@ -193,7 +204,7 @@ class Gate:
                                           f"{self.settings.limits.max_body_bytes} (GET /info)"), {"connection": "close"}
         encoding = headers.get("content-encoding", "").strip().lower()
         if is_work and encoding not in ("", "identity"):  # nothing here decodes a body: gzip bytes read as JSON say "not JSON"
-            return 415, "validation", (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"), {
+            return 415, "unsupported_media_type", (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"), {
                 "accept-encoding": "identity"}
         return None
 
@@ -237,13 +248,7 @@ class Gate:
 
         return replay
 
-    @staticmethod
-    async def _send_error(send: Send, status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> None:
-        body = _error_body(message, error_type)
-        raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-        await send({"type": "http.response.start", "status": status, "headers": raw})
-        await send({"type": "http.response.body", "body": body})
+    _send_error = staticmethod(send_error)
 
 
 # -- the app ---------------------------------------------------------------------------------------------------
@@ -289,11 +294,17 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     )
     app.state.engine, app.state.telemetry, app.state.settings = engine, telemetry, settings
     app.add_middleware(Gate, settings=settings, engine=engine, telemetry=telemetry)
+    if settings.cors_allow_origins:  # outside the Gate: a browser's preflight (OPTIONS) carries no key
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_allow_origins),
+                           allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type", "x-request-id"],
+                           expose_headers=["x-request-id", "x-zstc-notes", "retry-after"])
 
     # -- errors -----------------------------------------------------------------------------------------------
 
     def error_response(status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-        return JSONResponse({"error": message, "error_type": error_type}, status_code=status, headers=headers)
+        return JSONResponse(error_content(error_type, message), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -304,10 +315,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         media = content_type.partition(";")[0].strip().lower()
         # FastAPI parses a body as JSON only when its Content-Type says JSON; otherwise say so, not what the bytes lack.
         if media and media != "application/json" and not media.endswith("+json"):
-            return error_response(415, "validation", f"the body must be JSON sent with 'Content-Type: application/json', "
+            return error_response(415, "unsupported_media_type", f"the body must be JSON sent with 'Content-Type: application/json', "
                                                      f"not {quoted(content_type)}")
         if not media and request.headers.get("content-length", "0") not in ("", "0"):
-            return error_response(415, "validation", "the body must be JSON sent with 'Content-Type: application/json' "
+            return error_response(415, "unsupported_media_type", "the body must be JSON sent with 'Content-Type: application/json' "
                                                      "(the request has no Content-Type)")
         for error in errors:
             if error.get("type") == "json_invalid":
@@ -332,7 +343,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":  # FastAPI's, for bytes json.loads refused
             return error_response(422, "validation", "the body is not valid JSON (not UTF-8, nested too deeply, or an integer too long)")
-        kind = {404: "not_found", 405: "not_found", 401: "unauthorized", 413: "too_large", 429: "overloaded"}.get(exc.status_code, "validation")
+        kind = REASONS.get(exc.status_code, "validation")
         return error_response(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(ZstcError)
@@ -361,18 +372,20 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if len(string) > limits.max_chars:
             raise ServiceError(413, "too_large", f"{field} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
 
+    def check_pairs(pairs: int) -> None:
+        if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
+            limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
+                     else f"max_queued_pairs is {settings.engine.max_queued_pairs}, so a larger request could never be queued")
+            raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
+                                                 f"several descriptions counts each); {limit} (GET /info)")
+
     async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]],
                     cuts: list[tuple[float, ...] | None] | None = None,
                     margins: list[tuple[float, ...] | None] | None = None,
                     variants: list[int] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
         """Queue ``texts`` (each with its descriptions, ``variants[i]`` per label, variant after variant) and wait for
         their rows: one score per label (the mean of its variants), or the error the request gets."""
-        pairs = sum(len(d) for d in descriptions)
-        if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
-            limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
-                     else f"max_queued_pairs is {settings.engine.max_queued_pairs}, so a larger request could never be queued")
-            raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
-                                                 f"several descriptions counts each); {limit} (GET /info)")
+        check_pairs(sum(len(d) for d in descriptions))
         try:
             job = engine.submit(texts, descriptions, cuts, margins, variants)
         except Overloaded as error:
@@ -584,6 +597,19 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         cuts: list[tuple[float, ...] | None] = [None if rule is None else tuple(rule.recheck_cuts())] * len(texts)
         margins: list[tuple[float, ...] | None] = [None if rule is None or rule.margin is None
                                                    else tuple(rule.recheck_margins() or ())] * len(texts)
+        if isinstance(scorer, NliScorer) and variants == 1:  # the pipeline's numbers (zstc.server.hf)
+            check_pairs(len(texts) * len(descriptions))
+            try:
+                logits = await engine.call(scorer.pipeline_logits, texts, list(descriptions))
+            except Unavailable as error:
+                raise ServiceError(503, "unhealthy", str(error), {"connection": "close"}) from None
+            pipeline = []
+            for pairs in logits:
+                probabilities = pipeline_scores(pairs, multi_label)
+                order = np.argsort(-probabilities, kind="stable")
+                pipeline.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
+            return JSONResponse(pipeline[0] if single else pipeline,
+                                headers={"x-total-time": f"{(time.perf_counter() - started) * 1000:.1f}"})
         rows, job = await score(request, texts, [descriptions] * len(texts), cuts, margins, [variants] * len(texts))
         answers = []
         for row in rows:
@@ -623,7 +649,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     async def rerank(request: Request, body: RerankRequest) -> JSONResponse:
         """Cohere/Jina rerank: the query is scored as a text against each document as a label description."""
         started = time.perf_counter()
-        documents = [d if isinstance(d, str) else d.text for d in body.documents]
+        check_model(body.model, model_id)
+        given = [d if isinstance(d, str) else d.model_dump(exclude_none=True) for d in body.documents]
+        documents = [document_text(d, body.rank_fields, i + 1) for i, d in enumerate(given)]
         check_size("documents", len(documents), "max_labels")
         check_field_chars("query", body.query)
         check_encodable(body.query, "query")  # first: a NUL is binary data, not an invisible character
@@ -632,6 +660,15 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         check_chars("document", documents)
         if not documents:
             raise LabelError("no documents given")
+        loaded = await asyncio.to_thread(lambda: _tokenizer_of(scorer))
+        notes: list[str] = []
+        if body.max_tokens_per_doc is not None:
+            if loaded is None:
+                raise OptionError(f"max_tokens_per_doc is not supported for {model_id} (no tokenizer to count its tokens)",
+                                  "max_tokens_per_doc")
+            documents, cut, _ = await asyncio.to_thread(truncate, *loaded, documents, body.max_tokens_per_doc)
+            if cut:
+                notes.append(truncation_note(cut, body.max_tokens_per_doc))
         # Positions as the client gave them (a repeated document is scored once, but an error names where it is).
         stripped = check_labels(documents, what="documents", allow_single=True, allow_repeats=True)
         distinct = list(dict.fromkeys(stripped))
@@ -641,23 +678,30 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             index = next((i for i, d in enumerate(stripped) if error.description in (d, scorer.spec.format_document(d))), None)
             which = f"document {index + 1}" if index is not None else "a document"
             raise LabelError(f"{which} is too long for {model_id}'s limit of {error.limit} tokens (a cross-encoder reads it "
-                             "with the query); documents are scored whole, never truncated: shorten or split it") from None
-        relevance = dict(zip(distinct, policy.relevance(rows[0])))
+                             "with the query); documents are scored whole unless max_tokens_per_doc cuts them: "
+                             "set it, shorten or split it") from None
+        relevance = dict(zip(distinct, rows[0] if body.raw_scores else policy.relevance(rows[0])))
         ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
         results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
-                    **({"document": {"text": documents[i]}} if body.return_documents else {})} for i in ranked]
-        content = {"id": str(uuid.uuid4()), "model": model_id, "results": results}
-        return JSONResponse(content, headers={**timing_headers(job, started), **notes_header(request_notes(job, "query"))})
+                    **({"document": {"text": given[i]} if isinstance(given[i], str) else given[i]} if body.return_documents else {})}
+                   for i in ranked]
+        tokens = await asyncio.to_thread(count_tokens, *loaded, [body.query, *documents]) if loaded is not None else 0
+        version = "2" if request.url.path.startswith("/v2/") else "1"
+        content = {"id": str(uuid.uuid4()), "model": model_id, "results": results,
+                   "meta": {"api_version": {"version": version}, "billed_units": {"search_units": 1},
+                            "tokens": {"input_tokens": tokens, "output_tokens": 0}},
+                   "usage": {"total_tokens": tokens}}
+        return JSONResponse(content, headers={**timing_headers(job, started),
+                                              **notes_header([*notes, *request_notes(job, "query")])})
 
-    for path in ("/rerank", "/v1/rerank"):
+    for path in ("/rerank", "/v1/rerank", "/v2/rerank"):
         app.post(path, response_model=RerankResponse, responses=work_errors, dependencies=keyed, tags=["rerank"])(rerank)
 
     # -- health, info, metrics, playground ----------------------------------------------------------------------
 
     @app.get("/health", response_model=HealthResponse, tags=["operations"])
     async def health() -> dict[str, Any]:
-        """Liveness: the process answers. An app from create_app answers 200 while its model loads; `zstc serve`
-        loads the model before it opens its port."""
+        """Liveness: the process answers (`zstc serve` answers it while the model loads: zstc.server.lifecycle)."""
         return {"status": "ok", "model": model_id, "family": family}
 
     @app.get("/health/ready", response_model=HealthResponse, responses=errors(503), tags=["operations"])
@@ -700,6 +744,13 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         app.head(path, include_in_schema=False, dependencies=dependencies)(endpoint)
 
     return app
+
+
+def _tokenizer_of(scorer: Any) -> tuple[Any, Any] | None:
+    """The scorer's tokenizer and the lock its calls hold (a cascade's: its main model's), or None (a GGUF model)."""
+    loaded = getattr(scorer.main if isinstance(scorer, CascadeScorer) else scorer, "loaded", None)
+    tokenizer, lock = getattr(loaded, "tokenizer", None), getattr(loaded, "tokenizer_lock", None)
+    return (tokenizer, lock) if callable(tokenizer) and lock is not None else None
 
 
 async def _client_gone(request: Request) -> None:

@@ -687,6 +687,13 @@ class BatchingEngine:
         self._wakeup.set()
         return job
 
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` on the model thread, between batches (the Hugging Face shape's pipeline numbers for NLI
+        models, :meth:`zstc.scorers.nli.NliScorer.pipeline_logits`); :class:`Unavailable` unless ready."""
+        if self.state != "ready" or self._thread is None:
+            raise Unavailable(self.unavailable_reason())
+        return await asyncio.wrap_future(self._thread.submit(fn, *args))
+
     def unavailable_reason(self) -> str:
         """Why the engine takes no work in its present state (the message of a 503)."""
         return {

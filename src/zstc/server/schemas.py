@@ -51,7 +51,9 @@ class ErrorResponse(BaseModel):
     """Every error, in text-embeddings-inference's shape: ``{"error": ..., "error_type": ...}``."""
 
     error: str
-    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found", "backend"]
+    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found",
+                        "method_not_allowed", "unsupported_media_type", "backend"]
+    request_id: str | None = Field(default=None, description="The request's X-Request-ID (the client's, or one made up).")
 
 
 # -- zstc's own shape ---------------------------------------------------------------------------------------
@@ -198,21 +200,30 @@ AnyClassifyRequest = Annotated[
 
 
 class RerankDocument(BaseModel):
-    """A document given as an object, as Cohere and Jina clients may send it."""
+    """A document given as an object, as Cohere and Jina clients may send it: its ``text``, or the fields
+    ``rank_fields`` names (other fields are the client's own, returned with ``return_documents``)."""
 
-    text: Text
+    model_config = ConfigDict(extra="allow")
+
+    text: Text | None = None
 
 
 class RerankRequest(BaseModel):
-    """Cohere/Jina rerank: score every document against the query, best first."""
+    """Cohere (v1 and v2) and Jina rerank: score every document against the query, best first. Every field has its
+    effect (:mod:`zstc.server.rerank`); any other field is refused, naming it."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)  # SDKs send model, rank_fields, max_chunks_per_doc, ...
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     query: Text
-    documents: list[Text | RerankDocument] = Field(description="Strings, or objects with a 'text' field.")
+    documents: list[Text | RerankDocument] = Field(description="Strings, or objects with a 'text' field (or the fields rank_fields names).")
     top_n: int | None = Field(default=None, ge=1, description="Return only the best n.")
-    return_documents: bool = False
-    model: str | None = Field(default=None, description="Ignored: the server serves one model.")
+    return_documents: bool | None = Field(default=None, description="Return each document with its result (default: no).")
+    model: str | None = Field(default=None, description="The served model's id (GET /info) or its last part; another is refused.")
+    rank_fields: list[str] | None = Field(default=None, min_length=1, description="Object documents: the fields read, one "
+                                          "'key: value' line each (Cohere v1).")
+    max_tokens_per_doc: int | None = Field(default=None, ge=1, description="Cut each document to its first n tokens, "
+                                           "as Cohere does (said in x-zstc-notes); without it a document too long is refused.")
+    raw_scores: bool | None = Field(default=None, description="relevance_score is the model's raw score (as TEI's raw_scores).")
 
 
 class RerankResult(BaseModel):
@@ -230,6 +241,9 @@ class RerankResponse(BaseModel):
     id: str
     model: str
     results: list[RerankResult]
+    meta: dict[str, Any] = Field(description="Cohere's: api_version, billed_units (search_units 1), tokens (input_tokens: "
+                                 "the query's and the documents' tokens as read, without special tokens).")
+    usage: dict[str, int] = Field(description="Jina's: total_tokens, the same count.")
 
 
 # -- health and info ------------------------------------------------------------------------------------------

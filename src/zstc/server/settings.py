@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from zstc.errors import OptionError
-from zstc.validation import Interval, Option, check_options
+from zstc.validation import Choices, Interval, Option, check_options
 
 BATCHING = "Batching and limits"
 """The ``zstc serve --help`` panel of the batching engine's settings and the request limits."""
@@ -47,9 +47,20 @@ SERVE_OPTIONS: dict[str, Option] = {
         default=4096,
         help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck)."),
     "threads": _COUNT.but(allow_none=True, help="torch threads of the model thread; default: one per core."),
+    "protect_all": Option(bool, False, flags=("--protect-all",),
+                          help="With --api-key: /metrics, the docs and /openapi.json need the key too; only /health and "
+                               "/health/ready stay open."),
     "drain_timeout": Option(float, 10.0, Interval(0),
-                            help="On SIGTERM: seconds to finish requests in flight before stopping."),
+                            help="On SIGTERM, after --shutdown-delay: seconds to finish requests in flight and queued "
+                                 "before stopping."),
+    "shutdown_delay": Option(float, 0.0, Interval(0),
+                             help="On SIGTERM: seconds to go on serving (with /health/ready 503 and 'Connection: close') "
+                                  "before the drain, while a load balancer stops sending here (Kubernetes: the preStop "
+                                  "window)."),
     "access_log": Option(bool, True, help="Log every request.", flags=("--access-log/--no-access-log",)),
+    "log_format": Option(str, "text", Choices(("text", "json"), meaning="log format"),
+                         help="text: uvicorn's access log; json: one JSON line per request on stderr (time, method, "
+                              "path, status, latency_ms, request_id, trace_id)."),
 }
 """Every ``zstc serve`` setting, declared once, by parameter name (in ``--help``'s order)."""
 
@@ -102,11 +113,22 @@ class ServeSettings:
     api_key: str | None = SERVE_OPTIONS["api_key"].default
     """Bearer token required by every endpoint except /health, /health/ready, /metrics, the docs and the playground page."""
     drain_timeout: float = SERVE_OPTIONS["drain_timeout"].default
-    """On SIGTERM: seconds to finish requests in flight before stopping (uvicorn's graceful shutdown)."""
+    """On SIGTERM, after ``shutdown_delay``: seconds to finish requests in flight and queued before stopping (uvicorn's
+    graceful shutdown)."""
+    protect_all: bool = SERVE_OPTIONS["protect_all"].default
+    """With ``api_key``: /metrics, the docs and /openapi.json need the key too (only the health probes stay open)."""
+    cors_allow_origins: tuple[str, ...] = ()
+    """Origins a browser may call the API from (CORS); none by default."""
+    shutdown_delay: float = SERVE_OPTIONS["shutdown_delay"].default
+    """On SIGTERM: seconds to go on serving, unready, before the drain (see :mod:`zstc.server.lifecycle`)."""
 
     def __post_init__(self) -> None:
-        check_options({"drain_timeout": self.drain_timeout}, {"drain_timeout": SERVE_OPTIONS["drain_timeout"]},
+        checked = ("drain_timeout", "shutdown_delay")
+        check_options({name: getattr(self, name) for name in checked}, {name: SERVE_OPTIONS[name] for name in checked},
                       context="zstc serve")
+        if self.protect_all and self.api_key is None:
+            raise OptionError("protect_all needs an api_key (--api-key or ZSTC_API_KEY): without one nothing is "
+                              "protected", "protect_all")
         if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
             raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
         # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline

@@ -8,7 +8,10 @@ apps in one process (tests) do not clash.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry, Counter, Gauge, Histogram, GCCollector,
+    PlatformCollector, ProcessCollector, generate_latest,
+)
 from prometheus_client import CONTENT_TYPE_LATEST
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -23,6 +26,11 @@ class Telemetry:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # The process (memory, CPU seconds, open files, start time) and Python (version, garbage collection), as
+        # prometheus_client's default registry has them; registered here, so that each app has its own.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         r = self.registry
         self.requests = Counter("zstc_requests", "Requests received, by endpoint.", ["endpoint"], registry=r)
         self.successes = Counter("zstc_request_successes", "Requests answered with 2xx, by endpoint.", ["endpoint"], registry=r)
