@@ -1369,7 +1369,7 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
     # single-label probabilities, which this test does not read).
     calibration = tmp_path / "other.json"
     calibration.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5},
-                                       "model": "cross-encoder/nli-deberta-v3-xsmall", "family": "nli"}))
+                                       "model": "BAAI/bge-base-en-v1.5", "family": "embedding"}))
     server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--precision", "fp32",
                                "--drain-timeout", "0.2", "--calibration", str(calibration)], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -1403,7 +1403,7 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
         log.flush()
         text = (tmp_path / "serve.log").read_text()
         assert "Finished server process" in text and "terminated (SIGTERM)" in text
-        assert f"note: the calibration was fitted on cross-encoder/nli-deberta-v3-xsmall, not on {MINILM}" in text
+        assert f"note: the calibration was fitted on BAAI/bge-base-en-v1.5, not on {MINILM}" in text
         assert "Traceback" not in text and "Exception in ASGI application" not in text, text[-3000:]
     finally:
         if server.poll() is None:

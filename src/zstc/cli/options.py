@@ -169,7 +169,10 @@ class ScorerOptions:
         if model is not None and self.precision == "auto":
             from zstc.models.registry import get_model_spec
 
-            model_family = get_model_spec(model, family).family
+            try:
+                model_family = get_model_spec(model, family).family
+            except ZstcError:  # an unknown model is refused where the model is made, after the input's own checks
+                model_family = None
         return scorer_options(model_family, **{**given, **override, "precision": self.precision})
 
 
