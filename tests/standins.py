@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from shared_data import BTZSC_DIR
+from shared_data import shared_path
 
 H, LAYERS, HEADS, FFN = 32, 2, 2, 64
 ENCODER_POSITIONS = 128
@@ -33,8 +33,9 @@ LETTERS = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [chr(c) for c in ran
 
 def corpus() -> list[str]:
     """Training text: financialphrasebank, its hypotheses, the answer words and option letters the prompts read."""
-    texts = [json.loads(line)["text"] for line in (BTZSC_DIR / "financialphrasebank.jsonl").read_text().splitlines()]
-    tasks = json.loads((BTZSC_DIR / "tasks.json").read_text())
+    btzsc = shared_path("btzsc/financialphrasebank.jsonl").parent  # a skip naming what is missing, without shared data
+    texts = [json.loads(line)["text"] for line in (btzsc / "financialphrasebank.jsonl").read_text().splitlines()]
+    tasks = json.loads((btzsc / "tasks.json").read_text())
     texts += [h for task in tasks.values() for h in task["hypotheses"]]
     # yes/no and every option symbol after "letter" must be single tokens, as in the real vocabularies.
     texts += ["yes", "no"] * 50 + [" ".join(f"letter {s}" for s in LETTERS)] * 40
