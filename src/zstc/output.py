@@ -190,6 +190,9 @@ class StdoutWriter:
         self.columns: list[str] | None = None
         self.rows = 0
 
+    def close(self) -> None:
+        """Nothing to release: a stream holds no lock (:meth:`ResumableWriter.close`'s counterpart)."""
+
     def write_chunk(self, rows: Sequence[Row], input_digest: str | None = None) -> None:
         """Write and flush one chunk's rows (CSV: the header before the first); ``input_digest`` is unused here."""
         if self.fmt == "jsonl":

@@ -199,7 +199,7 @@ def classify(
     try:
         written, scorer_notes = _run_chunks(source, writer, labeller, classifier, chunk_size)  # type: ignore[arg-type]  # local engine: opened
     finally:
-        getattr(writer, "close", lambda: None)()  # the output's lock (its partial state stays, to resume)
+        writer.close()  # the output's lock, if it holds one (its partial state stays, to resume)
     notes = [*getattr(descriptions, "notes", []), *merge_batch_notes(scorer_notes)]
     for message in notes:
         note(message)
