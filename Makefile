@@ -24,8 +24,9 @@ test: $(STAMP)
 	sh scripts/setup-system-packages.sh
 	# The package ships py.typed: its annotations are checked on every run, not only when someone remembers.
 	$(PY) -m mypy src/zstc
-	# Pyflakes and pycodestyle errors (pyproject.toml [tool.ruff]).
+	# Pyflakes and pycodestyle errors, and one layout (pyproject.toml [tool.ruff]; `ruff format` fixes the layout).
 	$(PY) -m ruff check src tests benchmarks scripts
+	$(PY) -m ruff format --check src tests benchmarks scripts
 	# Imports run one way down zstc's layers, with no cycles (pyproject.toml's [tool.importlinter] contracts).
 	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest -q

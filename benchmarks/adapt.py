@@ -41,7 +41,10 @@ def model_runs(models: list[str], llm_max_samples: int, llm_tasks: str) -> dict[
     runs: dict[str, tuple[list[str], list[str]]] = {}
     for name in models:
         if name in ("native", "cls"):
-            runs[f"minilm-{name}"] = (["-m", MINILM, "--pooling", name, "--precision", "fp32", "--max-samples", "1000"], list(DATASETS))
+            runs[f"minilm-{name}"] = (
+                ["-m", MINILM, "--pooling", name, "--precision", "fp32", "--max-samples", "1000"],
+                list(DATASETS),
+            )
         elif name == "llm":
             from zstc.models import offline
 
@@ -51,7 +54,10 @@ def model_runs(models: list[str], llm_max_samples: int, llm_tasks: str) -> dict[
             tasks = llm_tasks.split(",")
             if not set(tasks) <= set(DATASETS):
                 sys.exit(f"--llm-tasks: expected some of {', '.join(DATASETS)}")
-            runs["smollm2-llm"] = (["-m", str(folder), "-f", "llm", "--precision", "fp32", "--max-samples", str(llm_max_samples)], tasks)
+            runs["smollm2-llm"] = (
+                ["-m", str(folder), "-f", "llm", "--precision", "fp32", "--max-samples", str(llm_max_samples)],
+                tasks,
+            )
         else:
             sys.exit(f"unknown model {name!r}: expected native, cls or llm")
     return runs
@@ -63,8 +69,21 @@ def stored_scores(store: Path, name: str, options: list[str], data: str, tasks: 
 
     out = store / name / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "zstc", "bench", *options, "--data", data, "--tasks", ",".join(tasks),
-               "--sampling", "paper", "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "zstc",
+        "bench",
+        *options,
+        "--data",
+        data,
+        "--tasks",
+        ",".join(tasks),
+        "--sampling",
+        "paper",
+        "--out",
+        str(out),
+    ]
     print("scoring:", " ".join(command), flush=True)
     run = subprocess.run(command, capture_output=True, text=True, check=False)
     if run.returncode != 0:
@@ -84,8 +103,12 @@ def resamples(gold: np.ndarray, seed: int) -> dict[str, np.ndarray]:
         share = rng.uniform(low, high)
         mine, others = np.flatnonzero(gold == label), np.flatnonzero(gold != label)
         wanted = round(share * len(gold))
-        rows = np.concatenate([rng.choice(mine, wanted, replace=wanted > len(mine)),
-                               rng.choice(others, len(gold) - wanted, replace=len(gold) - wanted > len(others))])
+        rows = np.concatenate(
+            [
+                rng.choice(mine, wanted, replace=wanted > len(mine)),
+                rng.choice(others, len(gold) - wanted, replace=len(gold) - wanted > len(others)),
+            ]
+        )
         drawn[f"{kind} {label}@{share:.2f}"] = np.sort(rows)
     return drawn
 
@@ -137,13 +160,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--store", type=Path, default=Path("/tmp/adapt-scores"), help="where bench keeps the scores")
-    parser.add_argument("--models", default="native,cls", help="comma-separated: native, cls (all-MiniLM-L6-v2's "
-                        "pooling), llm (SmolLM2-135M-Instruct)")
+    parser.add_argument(
+        "--models",
+        default="native,cls",
+        help="comma-separated: native, cls (all-MiniLM-L6-v2's pooling), llm (SmolLM2-135M-Instruct)",
+    )
     parser.add_argument("--llm-max-samples", type=int, default=200, help="texts per set for the LLM")
-    parser.add_argument("--llm-tasks", default=",".join(DATASETS), help="the sets the LLM is measured on (default: all six)")
+    parser.add_argument(
+        "--llm-tasks", default=",".join(DATASETS), help="the sets the LLM is measured on (default: all six)"
+    )
     parser.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help="the method of the last line")
     parser.add_argument("--seed", type=int, default=0, help="seed of the imbalanced resamples")
-    parser.add_argument("--multi-label", action="store_true", help="also measure the multi-label rule adapted (all-MiniLM-L6-v2)")
+    parser.add_argument(
+        "--multi-label", action="store_true", help="also measure the multi-label rule adapted (all-MiniLM-L6-v2)"
+    )
     parser.add_argument("--json", type=Path, help="write every number here")
     args = parser.parse_args()
 
@@ -157,7 +187,9 @@ def main() -> None:
         rows: dict[str, dict[str, float]] = {}
         for index, (dataset, result) in enumerate(results.items()):
             cases = {dataset: np.arange(len(result.gold))}
-            cases.update({f"{dataset} {kind}": rows_ for kind, rows_ in resamples(result.gold, args.seed + index).items()})
+            cases.update(
+                {f"{dataset} {kind}": rows_ for kind, rows_ in resamples(result.gold, args.seed + index).items()}
+            )
             for case, picked in cases.items():
                 scores, gold = result.scores[picked], result.gold[picked]
                 # bench --adapt's decisions: the family's scale and default temperature, as the result records it
@@ -168,11 +200,17 @@ def main() -> None:
         for case, row in rows.items():
             print(f"{case:<44}" + "".join(f"{row[m]:9.3f}" for m in ["none", *methods]))
         plain = [case for case in rows if case in DATASETS]
-        print(f"{f'mean ({len(plain)} sets)':<44}" + "".join(f"{np.mean([rows[c][m] for c in plain]):9.3f}" for m in ["none", *methods]))
+        print(
+            f"{f'mean ({len(plain)} sets)':<44}"
+            + "".join(f"{np.mean([rows[c][m] for c in plain]):9.3f}" for m in ["none", *methods])
+        )
 
     def gains(method: str, imbalanced: bool) -> dict[str, list[float]]:
-        return {model: [row[method] - row["none"] for case, row in rows.items() if (case not in DATASETS) == imbalanced]
-                for model, rows in report.items() if model != "multi-label"}
+        return {
+            model: [row[method] - row["none"] for case, row in rows.items() if (case not in DATASETS) == imbalanced]
+            for model, rows in report.items()
+            if model != "multi-label"
+        }
 
     if args.multi_label:
         report["multi-label"] = multi = multi_label_rows(args.data, args.store)
@@ -185,14 +223,18 @@ def main() -> None:
     print("\nper method: mean gain (the smallest over models), worst drop on a set, worst drop on a resample")
     for method in methods:
         plain, skewed = gains(method, False), gains(method, True)
-        print(f"  {method:<8} mean_gain={min(np.mean(v) for v in plain.values()):+.4f} "
-              f"worst_drop={max(-min(v) for v in plain.values()):.4f} "
-              f"imbalanced_worst_drop={max(-min(v) for v in skewed.values()):.4f}")
+        print(
+            f"  {method:<8} mean_gain={min(np.mean(v) for v in plain.values()):+.4f} "
+            f"worst_drop={max(-min(v) for v in plain.values()):.4f} "
+            f"imbalanced_worst_drop={max(-min(v) for v in skewed.values()):.4f}"
+        )
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     plain, skewed = gains(args.method, False), gains(args.method, True)
-    print(f"mean_gain={min(np.mean(v) for v in plain.values()):.4f} worst_drop={max(-min(v) for v in plain.values()):.4f} "
-          f"imbalanced_worst_drop={max(-min(v) for v in skewed.values()):.4f}")
+    print(
+        f"mean_gain={min(np.mean(v) for v in plain.values()):.4f} worst_drop={max(-min(v) for v in plain.values()):.4f} "
+        f"imbalanced_worst_drop={max(-min(v) for v in skewed.values()):.4f}"
+    )
 
 
 if __name__ == "__main__":

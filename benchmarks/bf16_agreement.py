@@ -52,17 +52,35 @@ CHUNKS = {"nli": 10, "embedding": 100}
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
-    parser.add_argument("--family", choices=("nli", "embedding"), default="nli", help="the scorer compared (default: nli)")
-    parser.add_argument("--model", help="NLI model (hub id or folder; required for nli), or embedding model (default: all-MiniLM-L6-v2)")
-    parser.add_argument("--dataset", default="banking77", help="the BTZSC dataset whose texts and hypotheses are scored (default: banking77)")
+    parser.add_argument(
+        "--family", choices=("nli", "embedding"), default="nli", help="the scorer compared (default: nli)"
+    )
+    parser.add_argument(
+        "--model", help="NLI model (hub id or folder; required for nli), or embedding model (default: all-MiniLM-L6-v2)"
+    )
+    parser.add_argument(
+        "--dataset",
+        default="banking77",
+        help="the BTZSC dataset whose texts and hypotheses are scored (default: banking77)",
+    )
     parser.add_argument("--texts", type=positive_int, default=60, help="texts (a stratified sample)")
-    parser.add_argument("--chunk", type=positive_int, help="texts per round; the runs alternate round by round (default: 10 nli, 100 embedding)")
+    parser.add_argument(
+        "--chunk",
+        type=positive_int,
+        help="texts per round; the runs alternate round by round (default: 10 nli, 100 embedding)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--recheck-margin", type=non_negative_float, help="the rechecked run's margin (default: zstc's)")
-    parser.add_argument("--margins", type=positive_float_list, help="embedding: one more rechecked run per margin, e.g. 0.005,0.01")
+    parser.add_argument(
+        "--recheck-margin", type=non_negative_float, help="the rechecked run's margin (default: zstc's)"
+    )
+    parser.add_argument(
+        "--margins", type=positive_float_list, help="embedding: one more rechecked run per margin, e.g. 0.005,0.01"
+    )
     args = parser.parse_args()
     if args.family == "nli" and args.model is None:
-        parser.error("--family nli needs --model: a trained NLI model (a random head's near ties exaggerate disagreement)")
+        parser.error(
+            "--family nli needs --model: a trained NLI model (a random head's near ties exaggerate disagreement)"
+        )
     if args.family == "nli" and args.margins:
         parser.error("--margins is for --family embedding")
     from zstc.benchmark.catalog import catalog
@@ -80,7 +98,10 @@ def nli(args: argparse.Namespace) -> None:
 
     task = load_btzsc_sample(args.dataset, args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, hypotheses = list(task.texts), list(task.hypotheses)
-    rechecked = {"precision": "bf16", **({"recheck_margin": args.recheck_margin} if args.recheck_margin is not None else {})}
+    rechecked = {
+        "precision": "bf16",
+        **({"recheck_margin": args.recheck_margin} if args.recheck_margin is not None else {}),
+    }
     notes: list[list[str]] = []
     predictors = {
         "fp32": zstc_predictor(args.model, hypotheses, {"precision": "fp32"}),
@@ -89,19 +110,24 @@ def nli(args: argparse.Namespace) -> None:
     }
     results, peaks = peaks_around(lambda: timed_rounds(predictors, texts, args.chunk))
     (fp32, fp32_s), (bf16, bf16_s), (checked, checked_s) = results["fp32"], results["bf16"], results["bf16+recheck"]
-    print(f"{len(texts)} texts x {len(hypotheses)} hypotheses: fp32 {fp32_s:.2f} s, bf16 alone {bf16_s:.2f} s, "
-          f"bf16 rechecked {checked_s:.2f} s")
+    print(
+        f"{len(texts)} texts x {len(hypotheses)} hypotheses: fp32 {fp32_s:.2f} s, bf16 alone {bf16_s:.2f} s, "
+        f"bf16 rechecked {checked_s:.2f} s"
+    )
     for note in merge_batch_notes(notes[1:]):  # the first call is the warm-up
         print(f"bf16 rechecked: {note}")
     # All three run every (text, hypothesis) pair once; the pairs the recheck rescores in fp32 count as its time,
     # not as FLOPs, so its fraction shows what the recheck costs against the peak.
-    flops = encoder_flops(pipeline_model(args.model)[0], pair_lengths(args.model, [(t, h) for t in texts for h in hypotheses]))
+    flops = encoder_flops(
+        pipeline_model(args.model)[0], pair_lengths(args.model, [(t, h) for t in texts for h in hypotheses])
+    )
     print(peak_line("fp32 peak fraction", flops, fp32_s, peaks, "fp32"))
     print(peak_line("bf16 alone peak fraction", flops, bf16_s, peaks, "bf16"))
     print(peak_line("bf16 rechecked peak fraction", flops, checked_s, peaks, "bf16"))
-    print(f"bf16_speedup={fp32_s / bf16_s:.2f} argmax_agreement={float(np.mean(fp32 == bf16)):.4f} "
-          f"recheck_cost={checked_s / bf16_s:.3f} rechecked_agreement={float(np.mean(fp32 == checked)):.4f}")
-
+    print(
+        f"bf16_speedup={fp32_s / bf16_s:.2f} argmax_agreement={float(np.mean(fp32 == bf16)):.4f} "
+        f"recheck_cost={checked_s / bf16_s:.3f} rechecked_agreement={float(np.mean(fp32 == checked)):.4f}"
+    )
 
 
 RESCORED = re.compile(r"^(\d+) of (\d+) texts rescored in fp32")
@@ -160,23 +186,36 @@ def embedding(args: argparse.Namespace) -> None:
     model = args.model or MINILM
     given = {} if args.recheck_margin is None else {"recheck_margin": args.recheck_margin}
     options: dict[str, dict[str, Any]] = {
-        "fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16", "recheck_margin": 0.0}, "bf16+recheck": {"precision": "bf16", **given},
-        **{f"bf16+recheck@{m:g}": {"precision": "bf16", "recheck_margin": m} for m in args.margins or []}}
-    runs = {name: EmbeddingRun(Classifier(model, device="cpu", **chosen), labels, hypotheses) for name, chosen in options.items()}
+        "fp32": {"precision": "fp32"},
+        "bf16": {"precision": "bf16", "recheck_margin": 0.0},
+        "bf16+recheck": {"precision": "bf16", **given},
+        **{f"bf16+recheck@{m:g}": {"precision": "bf16", "recheck_margin": m} for m in args.margins or []},
+    }
+    runs = {
+        name: EmbeddingRun(Classifier(model, device="cpu", **chosen), labels, hypotheses)
+        for name, chosen in options.items()
+    }
     predictors: dict[str, Predictor] = {}
     for name, run in runs.items():
         predictors[name] = run.single
         predictors[f"{name} multi"] = run.multi
     fp32_run = runs["fp32"].classifier
     cut, margin = fp32_run.default_threshold(), fp32_run.default_margin()
-    near = "" if margin is None else f", within {margin:.4g} of the text's best"  # the embedding family's; an encoder has none
-    print(f"{model}: {len(texts)} {args.dataset} texts x {len(labels)} labels; multi-label default rule: cut {cut:g}{near}; "
-          f"alternating in chunks of {args.chunk} texts", flush=True)
+    near = (
+        "" if margin is None else f", within {margin:.4g} of the text's best"
+    )  # the embedding family's; an encoder has none
+    print(
+        f"{model}: {len(texts)} {args.dataset} texts x {len(labels)} labels; multi-label default rule: cut {cut:g}{near}; "
+        f"alternating in chunks of {args.chunk} texts",
+        flush=True,
+    )
     results, peaks = peaks_around(lambda: timed_rounds(predictors, texts, args.chunk))
 
     exact, alone = (np.concatenate(runs[name].scores[1:]) for name in ("fp32", "bf16"))  # past the warm-up
-    print(f"bf16's largest cosine error: {float(np.abs(alone - exact).max()):.4f} (max |bf16 alone - fp32| over "
-          f"{exact.size:,} cosines; a recheck margin must exceed twice it)")
+    print(
+        f"bf16's largest cosine error: {float(np.abs(alone - exact).max()):.4f} (max |bf16 alone - fp32| over "
+        f"{exact.size:,} cosines; a recheck margin must exceed twice it)"
+    )
     line: dict[str, str] = {}
     for kind, prefix, agreed in (("single", "", "argmax_agreement"), ("multi", "multi_", "label_set_agreement")):
         suffix = "" if kind == "single" else " multi"
@@ -188,22 +227,33 @@ def embedding(args: argparse.Namespace) -> None:
             checked, checked_s = results[name + suffix]
             notes, share = runs[name].rescored(kind)
             margin_used = runs[name].classifier.scorer.recheck_margin
-            print(f"  {name} (margin {margin_used:g}): {checked_s:.2f} s = {checked_s / bf16_s:.3f} x bf16 alone, "
-                  f"{share:.3f} of texts rescored, {agrees(checked):.4f} of decisions fp32's")
+            print(
+                f"  {name} (margin {margin_used:g}): {checked_s:.2f} s = {checked_s / bf16_s:.3f} x bf16 alone, "
+                f"{share:.3f} of texts rescored, {agrees(checked):.4f} of decisions fp32's"
+            )
             for note in notes:
                 print(f"    {note}")
         checked, checked_s = results["bf16+recheck" + suffix]
-        line.update({f"{prefix}bf16_speedup": f"{fp32_s / bf16_s:.2f}", agreed: f"{agrees(bf16):.4f}",
-                     f"{prefix}recheck_cost": f"{checked_s / bf16_s:.3f}",
-                     # the NLI mode's name for the single-label one, so both modes' last lines read alike
-                     "rechecked_agreement" if kind == "single" else f"rechecked_{agreed}": f"{agrees(checked):.4f}",
-                     f"{prefix}rechecked_texts": f"{runs['bf16+recheck'].rescored(kind)[1]:.3f}"})
+        line.update(
+            {
+                f"{prefix}bf16_speedup": f"{fp32_s / bf16_s:.2f}",
+                agreed: f"{agrees(bf16):.4f}",
+                f"{prefix}recheck_cost": f"{checked_s / bf16_s:.3f}",
+                # the NLI mode's name for the single-label one, so both modes' last lines read alike
+                "rechecked_agreement" if kind == "single" else f"rechecked_{agreed}": f"{agrees(checked):.4f}",
+                f"{prefix}rechecked_texts": f"{runs['bf16+recheck'].rescored(kind)[1]:.3f}",
+            }
+        )
     # Each run embeds every text once (the labels are cached per label set); the texts the recheck embeds again in
     # fp32 count as its time, not as FLOPs, so its fraction shows what the recheck costs against the peak.
     flops = embedding_flops(model, texts)
     for name in ("fp32", "bf16", "bf16+recheck"):
         for suffix in ("", " multi"):
-            print(peak_line(f"{name}{suffix} peak fraction", flops, results[name + suffix][1], peaks, options[name]["precision"]))
+            print(
+                peak_line(
+                    f"{name}{suffix} peak fraction", flops, results[name + suffix][1], peaks, options[name]["precision"]
+                )
+            )
     print(" ".join(f"{key}={value}" for key, value in line.items()))
 
 

@@ -67,9 +67,29 @@ def trained_nli_model(data_dir: Path, steps: int) -> str:
         sys.exit(f"no --model given and no LingNLI training data at {train} to train one")
     # bf16 only where the CPU runs it fast: elsewhere it is hundreds of times slower (PREAMBLE: AVX2 machines).
     precision = resolve_precision("auto", resolve_device(None))
-    command = [sys.executable, "-m", "zstc", "train-nli", "--backbone", "sentence-transformers/all-MiniLM-L6-v2",
-               "--data", str(train), "--out", str(folder), "--max-steps", str(steps), "--eval-fraction", "0.05",
-               "--dev-size", "200", "--max-length", "128", "--precision", precision, "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "zstc",
+        "train-nli",
+        "--backbone",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "--data",
+        str(train),
+        "--out",
+        str(folder),
+        "--max-steps",
+        str(steps),
+        "--eval-fraction",
+        "0.05",
+        "--dev-size",
+        "200",
+        "--max-length",
+        "128",
+        "--precision",
+        precision,
+        "--no-progress",
+    ]
     print("training the NLI model once:", " ".join(command), flush=True)
     subprocess.run(command, check=True)
     return str(folder)
@@ -114,11 +134,20 @@ def yesno_flops(scorer: Any, pairs: list[tuple[str, str]]) -> float:
     labels_of: dict[str, list[str]] = {}
     for text, label in pairs:
         labels_of.setdefault(text, []).append(label)
-    return sum(run_flops(scorer, [text], labels, prefix_cache=scorer.prefix_cache) for text, labels in labels_of.items())
+    return sum(
+        run_flops(scorer, [text], labels, prefix_cache=scorer.prefix_cache) for text, labels in labels_of.items()
+    )
 
 
-def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[int], repeats: int,
-             count_flops: Callable[[list[tuple[str, str]]], float]) -> dict[str, Any]:
+def run_case(
+    name: str,
+    main: Any,
+    shortlister: Any,
+    task: Any,
+    timed_k: list[int],
+    repeats: int,
+    count_flops: Callable[[list[tuple[str, str]]], float],
+) -> dict[str, Any]:
     """One (main model, task): the table, the best K, and (``count_flops``: the main model's FLOPs of given
     (text, hypothesis) pairs) the FLOPs of the full run and of the cascade at the best K, for the peak fraction."""
     from zstc.benchmark.metrics import dataset_metrics
@@ -157,30 +186,51 @@ def run_case(name: str, main: Any, shortlister: Any, task: Any, timed_k: list[in
         seconds[k] = best
         pairs[k] = result.pairs_scored  # what the real run scored (the derived rows assume n * k)
         mismatches += int((result.scores.argmax(axis=1) != predicted[k]).sum())
-    print(f"\n{name} on {task.name}: {n} texts x {n_labels} labels; full run {full_s:.2f} s, "
-          f"shortlist (all texts) {shortlist_s:.2f} s")
+    print(
+        f"\n{name} on {task.name}: {n} texts x {n_labels} labels; full run {full_s:.2f} s, "
+        f"shortlist (all texts) {shortlist_s:.2f} s"
+    )
     print(f"{'K':>3} {'recall@K':>8} {'agree@K':>8} {'macro-F1':>8} {'pairs':>7} {'time_s':>7}")
     for k in range(1, n_labels + 1):
         time_cell = f"{seconds[k]:7.2f}" if k in seconds else f"{'-':>7}"
         print(f"{k:>3} {recall[k]:8.3f} {agreement[k]:8.3f} {f1[k]:8.4f} {pairs[k]:>7} {time_cell}")
     k_agree = min(k for k, value in agreement.items() if value >= 0.99)
     summary = {
-        "best_k": k_star, "pair_reduction": n_labels / k_star, "f1_delta": f1[k_star] - full_f1,
-        "k_agree_99": k_agree, "shortlister_f1": shortlister_f1,
+        "best_k": k_star,
+        "pair_reduction": n_labels / k_star,
+        "f1_delta": f1[k_star] - full_f1,
+        "k_agree_99": k_agree,
+        "shortlister_f1": shortlister_f1,
         "speedup_at_best_k": (full_s / seconds[k_star]) if k_star in seconds else None,
     }
     speedup = f" speedup={summary['speedup_at_best_k']:.2f}x" if summary["speedup_at_best_k"] else ""
-    print(f"{name} {task.name}: best_k={k_star} pair_reduction={summary['pair_reduction']:.2f} f1_delta={summary['f1_delta']:+.4f}"
-          f"{speedup} (full F1 {full_f1:.4f}); cascade runs disagreeing with the derived predictions: {mismatches}")
-    print(f"{name} {task.name}: the shortlister alone (its top label) scores macro-F1 {shortlister_f1:.4f}"
-          f"{' (above the main model: the cascade adds its knowledge, so best_k says little of the main model)' if shortlister_f1 > full_f1 else ''}; "
-          f"the cascade keeps the main model's own label on >= 99% of texts from K={k_agree}"
-          f" (pair_reduction {n_labels / k_agree:.2f})")
+    print(
+        f"{name} {task.name}: best_k={k_star} pair_reduction={summary['pair_reduction']:.2f} f1_delta={summary['f1_delta']:+.4f}"
+        f"{speedup} (full F1 {full_f1:.4f}); cascade runs disagreeing with the derived predictions: {mismatches}"
+    )
+    print(
+        f"{name} {task.name}: the shortlister alone (its top label) scores macro-F1 {shortlister_f1:.4f}"
+        f"{' (above the main model: the cascade adds its knowledge, so best_k says little of the main model)' if shortlister_f1 > full_f1 else ''}; "
+        f"the cascade keeps the main model's own label on >= 99% of texts from K={k_agree}"
+        f" (pair_reduction {n_labels / k_agree:.2f})"
+    )
     # The cascade's time includes its shortlist pass, its FLOPs only the main model's pairs (as in nli_vs_pipeline.py).
     summary["full_flops"] = count_flops([(text, label) for text in texts for label in hypotheses])
     summary["best_k_flops"] = count_flops([(texts[i], hypotheses[j]) for i in range(n) for j in ranks[i, :k_star]])
-    return {"model": name, "task": task.name, "texts": n, "labels": n_labels, "full_s": full_s, "shortlist_s": shortlist_s,
-            "recall": recall, "agreement": agreement, "macro_f1": f1, "seconds": seconds, "mismatches": mismatches, **summary}
+    return {
+        "model": name,
+        "task": task.name,
+        "texts": n,
+        "labels": n_labels,
+        "full_s": full_s,
+        "shortlist_s": shortlist_s,
+        "recall": recall,
+        "agreement": agreement,
+        "macro_f1": f1,
+        "seconds": seconds,
+        "mismatches": mismatches,
+        **summary,
+    }
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -193,8 +243,13 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     figure, axis = plt.subplots(figsize=(6, 3.6), dpi=90)
     for result in results:
         ks = sorted(result["macro_f1"])
-        axis.plot([k / result["labels"] for k in ks], [result["macro_f1"][k] for k in ks], marker=".", markersize=3,
-                  label=f"{result['model']}, {result['task']} (L={result['labels']})")
+        axis.plot(
+            [k / result["labels"] for k in ks],
+            [result["macro_f1"][k] for k in ks],
+            marker=".",
+            markersize=3,
+            label=f"{result['model']}, {result['task']} (L={result['labels']})",
+        )
         k = result["best_k"]
         axis.scatter([k / result["labels"]], [result["macro_f1"][k]], color="black", zorder=3, s=12)
     axis.set_xscale("log")
@@ -220,18 +275,31 @@ def main() -> None:
     parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM trained here on LingNLI")
     # 900 steps (about one LingNLI epoch, 8 minutes on 2 idle Zen 4 cores in bf16) give banking77 macro-F1 0.33,
     # the paper's best NLI model's level; 150 steps stayed at chance (0.016).
-    parser.add_argument("--train-steps", type=positive_int, default=900, help="steps of the default NLI model's training")
+    parser.add_argument(
+        "--train-steps", type=positive_int, default=900, help="steps of the default NLI model's training"
+    )
     parser.add_argument("--shortlister", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--max-samples", type=positive_int, default=144, help="texts per task for the NLI model")
-    parser.add_argument("--sampling", choices=("stratified", "paper"), default="stratified",
-                        help="how texts are drawn: seeded per class, or the paper's draw (--max-samples 1000: its own texts)")
+    parser.add_argument(
+        "--sampling",
+        choices=("stratified", "paper"),
+        default="stratified",
+        help="how texts are drawn: seeded per class, or the paper's draw (--max-samples 1000: its own texts)",
+    )
     parser.add_argument("--yesno-max-samples", type=positive_int, default=36, help="texts per task for the yes/no path")
     parser.add_argument("--yesno-tasks", help="tasks for the yes/no path (default: --tasks)")
     parser.add_argument("--no-yesno", action="store_true", help="skip the yes/no SmolLM2 path")
-    parser.add_argument("--timed-k", type=positive_int_list, default=",".join(map(str, DEFAULT_TIMED_K)), help="K values at which the real cascade is run and timed")
+    parser.add_argument(
+        "--timed-k",
+        type=positive_int_list,
+        default=",".join(map(str, DEFAULT_TIMED_K)),
+        help="K values at which the real cascade is run and timed",
+    )
     parser.add_argument("--repeats", type=positive_int, default=1, help="timed cascade runs per K (best kept)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="the main models' precision")
+    parser.add_argument(
+        "--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="the main models' precision"
+    )
     parser.add_argument("--json", type=Path, help="write every number here")
     parser.add_argument("--plot", type=Path, help="write the F1-vs-pairs curve here (PNG)")
     args = parser.parse_args()
@@ -259,10 +327,19 @@ def main() -> None:
         return encoder_flops(network, pair_lengths(tokenizer, pairs))
 
     cases: list[tuple[str, Any, int, str, Callable[[list[tuple[str, str]]], float]]] = [
-        ("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks, nli_flops)]
+        ("nli", make_scorer(model, "nli", precision=precision), args.max_samples, args.tasks, nli_flops)
+    ]
     if not args.no_yesno:
         yesno = make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct", "yesno", precision=precision)
-        cases.append(("yesno-smollm2", yesno, args.yesno_max_samples, args.yesno_tasks or args.tasks, partial(yesno_flops, yesno)))
+        cases.append(
+            (
+                "yesno-smollm2",
+                yesno,
+                args.yesno_max_samples,
+                args.yesno_tasks or args.tasks,
+                partial(yesno_flops, yesno),
+            )
+        )
     print(f"NLI model: {model}; shortlister: {args.shortlister}; torch threads {torch.get_num_threads()}", flush=True)
     results = []
     peaks_before = machine_peaks()
@@ -280,8 +357,15 @@ def main() -> None:
     for result in results:
         where = f"{result['model']} {result['task']}"
         print(peak_line(f"{where} full run peak fraction", result["full_flops"], result["full_s"], peaks, precision))
-        print(peak_line(f"{where} cascade at best_k={result['best_k']} peak fraction", result["best_k_flops"],
-                        result["seconds"][result["best_k"]], peaks, precision))
+        print(
+            peak_line(
+                f"{where} cascade at best_k={result['best_k']} peak fraction",
+                result["best_k_flops"],
+                result["seconds"][result["best_k"]],
+                peaks,
+                precision,
+            )
+        )
     first = results[0]
     print(f"best_k={first['best_k']} pair_reduction={first['pair_reduction']:.2f} f1_delta={first['f1_delta']:+.4f}")
 

@@ -24,8 +24,14 @@ from pathlib import Path
 from options import Parser, positive_int, positive_int_list
 
 REPO = Path(__file__).resolve().parents[1]
-SENTENCES = ["The striker scored twice in the final.", "Inflation rose again last quarter.", "Stir the sauce until it thickens.",
-             "The central bank kept rates unchanged.", "She won the marathon in record time.", "Bake the bread for forty minutes."]
+SENTENCES = [
+    "The striker scored twice in the final.",
+    "Inflation rose again last quarter.",
+    "Stir the sauce until it thickens.",
+    "The central bank kept rates unchanged.",
+    "She won the marathon in record time.",
+    "Bake the bread for forty minutes.",
+]
 
 # Run inside the child: the CLI with zstc.api's scorer factory replaced by a cheap deterministic scorer.
 STUB_DRIVER = """
@@ -56,9 +62,22 @@ def write_input(path: Path, n: int) -> None:
 
 def run_once(source: Path, out: Path, scorer: str, chunk_size: int) -> tuple[float, float]:
     """(peak RSS in MiB, wall seconds) of one classify run in a fresh process."""
-    args = [str(source), "--labels", "sports,economy,cooking", "--template", "This text is about {}.", "--out", str(out),
-            "--chunk-size", str(chunk_size)]
-    command = [sys.executable, "-c", STUB_DRIVER, "classify", *args] if scorer == "stub" else [sys.executable, "-m", "zstc", "classify", *args]
+    args = [
+        str(source),
+        "--labels",
+        "sports,economy,cooking",
+        "--template",
+        "This text is about {}.",
+        "--out",
+        str(out),
+        "--chunk-size",
+        str(chunk_size),
+    ]
+    command = (
+        [sys.executable, "-c", STUB_DRIVER, "classify", *args]
+        if scorer == "stub"
+        else [sys.executable, "-m", "zstc", "classify", *args]
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     started = time.perf_counter()
     # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the maximum over every child so far).
@@ -73,7 +92,9 @@ def run_once(source: Path, out: Path, scorer: str, chunk_size: int) -> tuple[flo
 def main() -> None:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--scorer", choices=["stub", "real"], default="stub")
-    parser.add_argument("--sizes", type=positive_int_list, default="10000,100000", help="Comma-separated numbers of texts.")
+    parser.add_argument(
+        "--sizes", type=positive_int_list, default="10000,100000", help="Comma-separated numbers of texts."
+    )
     parser.add_argument("--chunk-size", type=positive_int, default=1000)
     args = parser.parse_args()
     sizes: list[int] = args.sizes
@@ -86,8 +107,10 @@ def main() -> None:
             rows = sum(1 for _ in out.open())
             assert rows == n, f"{rows} rows written for {n} texts"
             peaks[n] = peak
-            print(f"scorer={args.scorer} texts={n} chunk={args.chunk_size} peak_rss_mib={peak:.1f} wall_s={wall:.1f} "
-                  f"texts_per_s={n / wall:.0f} input_mib={source.stat().st_size / 2**20:.1f} output_mib={out.stat().st_size / 2**20:.1f}")
+            print(
+                f"scorer={args.scorer} texts={n} chunk={args.chunk_size} peak_rss_mib={peak:.1f} wall_s={wall:.1f} "
+                f"texts_per_s={n / wall:.0f} input_mib={source.stat().st_size / 2**20:.1f} output_mib={out.stat().st_size / 2**20:.1f}"
+            )
     print(f"rss_growth={peaks[sizes[-1]] / peaks[sizes[0]]:.3f}")
 
 

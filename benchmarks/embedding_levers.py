@@ -41,15 +41,21 @@ def main() -> None:
     parser.add_argument("--model", default=MINILM, help="embedding model (default: all-MiniLM-L6-v2)")
     parser.add_argument("--dataset", default="banking77", help="the BTZSC dataset (default: banking77)")
     parser.add_argument("--texts", type=positive_int, default=200, help="texts (a stratified sample; default 200)")
-    parser.add_argument("--batch-size", type=positive_int, default=64, help="texts per forward pass (default: zstc's, 64)")
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=64, help="texts per forward pass (default: zstc's, 64)"
+    )
     parser.add_argument("--chunk", type=positive_int, default=50, help="texts per round (default 50)")
-    parser.add_argument("--levers", default=",".join(LEVERS), help=f"comma-separated, of {', '.join(LEVERS)} (default: all)")
+    parser.add_argument(
+        "--levers", default=",".join(LEVERS), help=f"comma-separated, of {', '.join(LEVERS)} (default: all)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     args.levers = [name.strip() for name in args.levers.split(",") if name.strip()]
     unknown = [name for name in args.levers if name not in LEVERS]
     if unknown or not args.levers:
-        parser.error(f"argument --levers: unknown lever {', '.join(map(repr, unknown)) or 'none given'}; known: {', '.join(LEVERS)}")
+        parser.error(
+            f"argument --levers: unknown lever {', '.join(map(repr, unknown)) or 'none given'}; known: {', '.join(LEVERS)}"
+        )
     if "ort" in args.levers:
         try:
             import onnxruntime  # noqa: F401
@@ -94,7 +100,9 @@ def run(args: argparse.Namespace) -> None:
         if name == "bf16":
             embeds[name] = st_embed(model, args.batch_size, autocast=True)
         elif name == "int8":
-            quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+            quantized = torch.ao.quantization.quantize_dynamic(
+                copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8
+            )
             embeds[name] = st_embed(quantized, args.batch_size)
         else:
             embeds[name] = ort_embed(model, args.batch_size)
@@ -112,16 +120,21 @@ def run(args: argparse.Namespace) -> None:
 
         return predict
 
-    print(f"{args.model}: {len(texts)} {args.dataset} texts x {len(documents)} labels, batch size {args.batch_size}, "
-          f"chunks of {args.chunk}; load {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)", flush=True)
+    print(
+        f"{args.model}: {len(texts)} {args.dataset} texts x {len(documents)} labels, batch size {args.batch_size}, "
+        f"chunks of {args.chunk}; load {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)",
+        flush=True,
+    )
     results = timed_rounds({name: predictor(name) for name in embeds}, texts, args.chunk)
     reference, reference_s = results["fp32"]
     exact = np.concatenate(cosines["fp32"][1:])  # past the warm-up
     for name in args.levers:
         decided, seconds = results[name]
         error = float(np.abs(np.concatenate(cosines[name][1:]) - exact).max())
-        print(f"{name}: {seconds:.2f} s against fp32's {reference_s:.2f} s: speedup={reference_s / seconds:.2f} "
-              f"agreement={float(np.mean(decided == reference)):.4f} max_cosine_error={error:.4f} (load {os.getloadavg()[0]:.1f})")
+        print(
+            f"{name}: {seconds:.2f} s against fp32's {reference_s:.2f} s: speedup={reference_s / seconds:.2f} "
+            f"agreement={float(np.mean(decided == reference)):.4f} max_cosine_error={error:.4f} (load {os.getloadavg()[0]:.1f})"
+        )
 
 
 if __name__ == "__main__":

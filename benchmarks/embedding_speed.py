@@ -38,16 +38,38 @@ DATASETS = ("agnews", "banking77", "imdb")
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
-    parser.add_argument("--model", default=MINILM, help="embedding model (hub id, paper name or folder; default: all-MiniLM-L6-v2)")
-    parser.add_argument("--datasets", default=",".join(DATASETS), help=f"comma-separated BTZSC datasets (default: {','.join(DATASETS)})")
-    parser.add_argument("--texts", type=positive_int, default=1000, help="texts per dataset (a stratified sample; default 1000)")
-    parser.add_argument("--batch-size", type=positive_int, default=64, help="texts per forward pass, both sides (default: zstc's, 64)")
-    parser.add_argument("--chunk", type=positive_int, default=250, help="texts per round; the two alternate round by round (default 250)")
-    parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
-                        help="zstc's precision (default: auto, classify's); the reference stays fp32")
-    parser.add_argument("--recheck-margin", type=non_negative_float, help="zstc in bf16: its recheck margin (default: zstc's)")
-    parser.add_argument("--backend", choices=("torch", "onnxruntime"), help="zstc's backend (default: zstc's, torch; "
-                        "onnxruntime runs fp32 and needs the onnx extra)")
+    parser.add_argument(
+        "--model", default=MINILM, help="embedding model (hub id, paper name or folder; default: all-MiniLM-L6-v2)"
+    )
+    parser.add_argument(
+        "--datasets", default=",".join(DATASETS), help=f"comma-separated BTZSC datasets (default: {','.join(DATASETS)})"
+    )
+    parser.add_argument(
+        "--texts", type=positive_int, default=1000, help="texts per dataset (a stratified sample; default 1000)"
+    )
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=64, help="texts per forward pass, both sides (default: zstc's, 64)"
+    )
+    parser.add_argument(
+        "--chunk",
+        type=positive_int,
+        default=250,
+        help="texts per round; the two alternate round by round (default 250)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "auto"),
+        default="auto",
+        help="zstc's precision (default: auto, classify's); the reference stays fp32",
+    )
+    parser.add_argument(
+        "--recheck-margin", type=non_negative_float, help="zstc in bf16: its recheck margin (default: zstc's)"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("torch", "onnxruntime"),
+        help="zstc's backend (default: zstc's, torch; onnxruntime runs fp32 and needs the onnx extra)",
+    )
     parser.add_argument("--keep-auto-env", action="store_true", help="let $ZSTC_AUTO_PRECISION decide what auto means")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -57,7 +79,9 @@ def main() -> None:
 
     unknown = [name for name in args.datasets if name not in catalog()]
     if unknown or not args.datasets:
-        parser.error(f"argument --datasets: unknown dataset {', '.join(map(repr, unknown)) or 'none given'}; known: {', '.join(catalog())}")
+        parser.error(
+            f"argument --datasets: unknown dataset {', '.join(map(repr, unknown)) or 'none given'}; known: {', '.join(catalog())}"
+        )
     if not args.keep_auto_env:
         os.environ.pop(AUTO_PRECISION_ENV, None)
     run(args)
@@ -73,7 +97,9 @@ def reference_predictor(model: Any, descriptions: list[str], batch_size: int) ->
     def predict(texts: list[str]) -> np.ndarray:
         with torch.inference_mode():
             if not cached:
-                cached.append(model.encode(descriptions, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True))
+                cached.append(
+                    model.encode(descriptions, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True)
+                )
             embedded = model.encode(texts, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True)
             return (embedded @ cached[0].T).argmax(dim=1).cpu().numpy()
 
@@ -102,13 +128,19 @@ def run(args: argparse.Namespace) -> None:
     spec = get_model_spec(args.model)
     reference = SentenceTransformer(model_source(spec), device="cpu")
     reference.eval()
-    options = {"batch_size": args.batch_size, **({} if args.recheck_margin is None else {"recheck_margin": args.recheck_margin}),
-               **({} if args.backend is None else {"backend": args.backend})}
+    options = {
+        "batch_size": args.batch_size,
+        **({} if args.recheck_margin is None else {"recheck_margin": args.recheck_margin}),
+        **({} if args.backend is None else {"backend": args.backend}),
+    }
     classifier = Classifier(args.model, device="cpu", precision=args.precision, **options)
     path = classifier.scorer.describe()
-    print(f"{args.model}: zstc {path.get('precision')} ({', '.join(f'{k}={v}' for k, v in sorted(options.items()))}) "
-          f"against sentence-transformers fp32 encode, batch size {args.batch_size}; alternating in chunks of {args.chunk} texts;"
-          f" load {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} CPUs)", flush=True)
+    print(
+        f"{args.model}: zstc {path.get('precision')} ({', '.join(f'{k}={v}' for k, v in sorted(options.items()))}) "
+        f"against sentence-transformers fp32 encode, batch size {args.batch_size}; alternating in chunks of {args.chunk} texts;"
+        f" load {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} CPUs)",
+        flush=True,
+    )
     totals = {"reference": 0.0, "zstc": 0.0}
     agreed, counted, worst = 0, 0, float("inf")
     flops_all = 0.0
@@ -118,12 +150,18 @@ def run(args: argparse.Namespace) -> None:
         for name in args.datasets:
             task = load_btzsc_sample(name, args.data, max_samples=args.texts, seed=args.seed)[0]
             texts, descriptions = list(task.texts), list(task.hypotheses)
-            labels = [f"label {j}" for j in range(len(descriptions))]  # names only: the descriptions are what is embedded
+            labels = [
+                f"label {j}" for j in range(len(descriptions))
+            ]  # names only: the descriptions are what is embedded
             queries = [spec.format_query(text) for text in texts]
             documents = [spec.format_document(description) for description in descriptions]
             print(f"{name}: {len(texts)} texts x {len(labels)} labels", flush=True)
-            predictors = {"reference": _with_queries(reference_predictor(reference, documents, args.batch_size), dict(zip(texts, queries))),
-                          "zstc": zstc_predictor(classifier, labels, descriptions)}
+            predictors = {
+                "reference": _with_queries(
+                    reference_predictor(reference, documents, args.batch_size), dict(zip(texts, queries))
+                ),
+                "zstc": zstc_predictor(classifier, labels, descriptions),
+            }
             results = timed_rounds(predictors, texts, args.chunk)
             (expected, reference_s), (decided, zstc_s) = results["reference"], results["zstc"]
             same = int(np.sum(expected == decided))
@@ -132,18 +170,25 @@ def run(args: argparse.Namespace) -> None:
             totals["zstc"] += zstc_s
             worst = min(worst, reference_s / zstc_s)
             flops_all += embedding_flops(args.model, queries)
-            print(f"{name}: reference {reference_s:.2f} s, zstc {zstc_s:.2f} s, speedup {reference_s / zstc_s:.2f}, "
-                  f"agreement {same / len(texts):.4f} (load {os.getloadavg()[0]:.1f})", flush=True)
+            print(
+                f"{name}: reference {reference_s:.2f} s, zstc {zstc_s:.2f} s, speedup {reference_s / zstc_s:.2f}, "
+                f"agreement {same / len(texts):.4f} (load {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
 
     _, peaks = peaks_around(every_dataset)
     print(peak_line("sentence-transformers fp32 peak fraction", flops_all, totals["reference"], peaks, "fp32"))
     print(peak_line("zstc peak fraction", flops_all, totals["zstc"], peaks, "fp32"))
     if path.get("precision") == "bf16":
         print(peak_line("zstc peak fraction", flops_all, totals["zstc"], peaks, "bf16"))
-    print(f"speedup={totals['reference'] / totals['zstc']:.2f} agreement={agreed / counted:.4f} worst_dataset_speedup={worst:.2f}")
+    print(
+        f"speedup={totals['reference'] / totals['zstc']:.2f} agreement={agreed / counted:.4f} worst_dataset_speedup={worst:.2f}"
+    )
 
 
-def _with_queries(predict: Callable[[list[str]], np.ndarray], queries: dict[str, str]) -> Callable[[list[str]], np.ndarray]:
+def _with_queries(
+    predict: Callable[[list[str]], np.ndarray], queries: dict[str, str]
+) -> Callable[[list[str]], np.ndarray]:
     """``predict`` over the texts' query-side forms (the model's own prefix or instruction, as zstc embeds them)."""
     return lambda texts: predict([queries[text] for text in texts])
 

@@ -29,13 +29,15 @@ from transformers import AutoModel, AutoTokenizer
 from zstc.models.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS
 
 
-def batches(tokenizer: Any, texts: list[str], hypotheses: list[str], max_length: int, max_pairs: int,
-            max_batch_tokens: int) -> list[dict[str, torch.Tensor]]:
+def batches(
+    tokenizer: Any, texts: list[str], hypotheses: list[str], max_length: int, max_pairs: int, max_batch_tokens: int
+) -> list[dict[str, torch.Tensor]]:
     """Every (text, hypothesis) pair's model inputs, batched exactly as zstc's cross-encoders batch them."""
     from zstc.scorers.pairs import plan_pairs
 
-    plan = plan_pairs(tokenizer, texts, hypotheses, max_length=max_length,
-                      max_pairs=max_pairs, max_batch_tokens=max_batch_tokens)
+    plan = plan_pairs(
+        tokenizer, texts, hypotheses, max_length=max_length, max_pairs=max_pairs, max_batch_tokens=max_batch_tokens
+    )
     return [batch.inputs for batch in plan.batches()]
 
 
@@ -51,8 +53,15 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--model", required=True, help="an NLI folder from zstc train-nli, or an encoder")
     parser.add_argument("--texts", type=positive_int, default=8, help="banking77 texts (x 72 hypotheses each)")
-    parser.add_argument("--batch-size", type=positive_int, default=DEFAULT_MAX_PAIRS, help="pairs per pass at most (zstc's default)")
-    parser.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS, help="padded tokens per pass at most (zstc's default)")
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=DEFAULT_MAX_PAIRS, help="pairs per pass at most (zstc's default)"
+    )
+    parser.add_argument(
+        "--max-batch-tokens",
+        type=positive_int,
+        default=DEFAULT_MAX_BATCH_TOKENS,
+        help="padded tokens per pass at most (zstc's default)",
+    )
     parser.add_argument("--rounds", type=positive_int, default=3, help="timed rounds of each (best kept)")
     args = parser.parse_args()
 
@@ -61,13 +70,22 @@ def main() -> None:
     task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=0)[0]
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModel.from_pretrained(args.model).eval()  # the encoder alone: the NLI head is one vector a pair
-    inputs = batches(tokenizer, list(task.texts), list(task.hypotheses), model.config.max_position_embeddings,
-                     args.batch_size, args.max_batch_tokens)
+    inputs = batches(
+        tokenizer,
+        list(task.texts),
+        list(task.hypotheses),
+        model.config.max_position_embeddings,
+        args.batch_size,
+        args.max_batch_tokens,
+    )
     real_lengths = [int(length) for batch in inputs for length in batch["attention_mask"].sum(dim=1)]
     padded = sum(batch["input_ids"].numel() for batch in inputs)
     flops = encoder_flops(model, real_lengths)
-    print(f"{len(real_lengths)} pairs in {len(inputs)} batches; padding {1 - sum(real_lengths) / padded:.1%} of tokens; "
-          f"torch threads {torch.get_num_threads()}", flush=True)
+    print(
+        f"{len(real_lengths)} pairs in {len(inputs)} batches; padding {1 - sum(real_lengths) / padded:.1%} of tokens; "
+        f"torch threads {torch.get_num_threads()}",
+        flush=True,
+    )
 
     run(model, inputs)  # warm-up
     from torch.profiler import ProfilerActivity, profile
@@ -83,8 +101,10 @@ def main() -> None:
     matmul_s = table.get("aten::addmm", 0.0) / 1e6 * (profiled_s * 1e6 / total if total else 1.0)
     peaks = machine_peaks()
     if matmul_s:
-        print(f"matrix products alone (padded tokens): {matmul_flops / matmul_s / 1e9:.1f} GFLOP/s = "
-              f"{matmul_flops / matmul_s / peaks['fp32']:.2f} of the fp32 matmul peak ({peaks['fp32'] / 1e9:.1f} GFLOP/s)")
+        print(
+            f"matrix products alone (padded tokens): {matmul_flops / matmul_s / 1e9:.1f} GFLOP/s = "
+            f"{matmul_flops / matmul_s / peaks['fp32']:.2f} of the fp32 matmul peak ({peaks['fp32'] / 1e9:.1f} GFLOP/s)"
+        )
 
     _, reference = run(model, inputs)
     compiled = torch.compile(model, dynamic=True)
@@ -101,10 +121,14 @@ def main() -> None:
         max_diff = max(max_diff, max(float((a - b).abs().max()) for a, b in zip(outputs, reference)))
     eager_fraction = flops / eager_s / peaks["fp32"]
     compiled_fraction = flops / compiled_s / peaks["fp32"]
-    print(f"eager {eager_s:.2f} s ({flops / eager_s / 1e9:.1f} GFLOP/s), compiled {compiled_s:.2f} s "
-          f"({flops / compiled_s / 1e9:.1f} GFLOP/s), model FLOPs over real tokens")
-    print(f"compile_speedup={eager_s / compiled_s:.2f} max_abs_diff={max_diff:.2e} "
-          f"eager_fraction={eager_fraction:.2f} compiled_fraction={compiled_fraction:.2f}")
+    print(
+        f"eager {eager_s:.2f} s ({flops / eager_s / 1e9:.1f} GFLOP/s), compiled {compiled_s:.2f} s "
+        f"({flops / compiled_s / 1e9:.1f} GFLOP/s), model FLOPs over real tokens"
+    )
+    print(
+        f"compile_speedup={eager_s / compiled_s:.2f} max_abs_diff={max_diff:.2e} "
+        f"eager_fraction={eager_fraction:.2f} compiled_fraction={compiled_fraction:.2f}"
+    )
 
 
 if __name__ == "__main__":

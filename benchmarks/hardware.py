@@ -35,7 +35,10 @@ def matmul_peak(dtype: torch.dtype = torch.float32, size: int = 2048, repeats: i
 
 def machine_peaks(size: int = 2048, repeats: int = 5, device: str = "cpu") -> dict[str, float]:
     """fp32 and bf16 matmul FLOP/s on ``device`` (the CPU unless told), measured now."""
-    return {"fp32": matmul_peak(torch.float32, size, repeats, device), "bf16": matmul_peak(torch.bfloat16, size, repeats, device)}
+    return {
+        "fp32": matmul_peak(torch.float32, size, repeats, device),
+        "bf16": matmul_peak(torch.bfloat16, size, repeats, device),
+    }
 
 
 def peaks_around(run: Callable[[], T], device: str = "cpu") -> tuple[T, dict[str, float]]:

@@ -90,8 +90,13 @@ def _as_transformers_model(module: torch.nn.Module) -> Any:
             super().__init__(config)
             self.module = module
 
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                    token_type_ids: torch.Tensor | None = None, **_: Any) -> Any:
+        def forward(
+            self,
+            input_ids: torch.Tensor,
+            attention_mask: torch.Tensor | None = None,
+            token_type_ids: torch.Tensor | None = None,
+            **_: Any,
+        ) -> Any:
             return self.module(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
 
     return ZstcNliForPipeline().eval()
@@ -117,8 +122,13 @@ def pipeline_predictor(model: str, hypotheses: list[str], batch_size: int | None
     return predict
 
 
-def zstc_predictor(model: str, hypotheses: list[str], options: dict[str, Any], scored_pairs: dict[str, list[str]] | None = None,
-                   notes: list[list[str]] | None = None) -> Predictor:
+def zstc_predictor(
+    model: str,
+    hypotheses: list[str],
+    options: dict[str, Any],
+    scored_pairs: dict[str, list[str]] | None = None,
+    notes: list[list[str]] | None = None,
+) -> Predictor:
     """zstc's argmax; ``scored_pairs`` receives, per text, the hypotheses its NLI model ran (for FLOP counts), and
     ``notes`` each call's notes (how many pairs bf16 rescored in fp32, say)."""
     from zstc.scorers import make_scorer
@@ -148,7 +158,10 @@ def pair_lengths(model: str | Any, pairs: list[tuple[str, str]]) -> list[int]:
     """
     tokenizer = pipeline_model(model)[1] if isinstance(model, str) else model
     limit = min(tokenizer.model_max_length, 512)
-    return [len(tokenizer(text, hypothesis, truncation="only_first", max_length=limit)["input_ids"]) for text, hypothesis in pairs]
+    return [
+        len(tokenizer(text, hypothesis, truncation="only_first", max_length=limit)["input_ids"])
+        for text, hypothesis in pairs
+    ]
 
 
 def timed_rounds(predictors: dict[str, Predictor], texts: list[str], chunk: int) -> dict[str, tuple[np.ndarray, float]]:
@@ -168,7 +181,10 @@ def timed_rounds(predictors: dict[str, Predictor], texts: list[str], chunk: int)
             predictions[name].append(predict(part))
             seconds[name] += time.perf_counter() - started
         done = start + len(part)
-        print(f"  {done}/{len(texts)} texts: " + ", ".join(f"{name} {seconds[name]:.1f} s" for name in predictors), flush=True)
+        print(
+            f"  {done}/{len(texts)} texts: " + ", ".join(f"{name} {seconds[name]:.1f} s" for name in predictors),
+            flush=True,
+        )
     return {name: (np.concatenate(predictions[name]), seconds[name]) for name in predictors}
 
 
@@ -178,15 +194,27 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="folder of BTZSC files, e.g. ../shared/data/btzsc")
     parser.add_argument("--model", help="NLI model (hub id or folder); default: MiniLM with a fresh 3-way head")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and of the fresh head")
-    parser.add_argument("--pipeline-batch-size", type=positive_int, help="the pipeline's batch_size (default: its own, 1)")
+    parser.add_argument(
+        "--pipeline-batch-size", type=positive_int, help="the pipeline's batch_size (default: its own, 1)"
+    )
     parser.add_argument("--batch-size", type=positive_int, help="zstc: pairs per forward pass at most")
     parser.add_argument("--max-batch-tokens", type=positive_int, help="zstc: padded tokens per forward pass at most")
-    parser.add_argument("--chunk", type=positive_int, default=20, help="texts per round; the two alternate round by round")
+    parser.add_argument(
+        "--chunk", type=positive_int, default=20, help="texts per round; the two alternate round by round"
+    )
     parser.add_argument("--threads", type=positive_int, help="torch CPU threads for both (default: torch's own choice)")
-    parser.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32", help="zstc's precision (the pipeline stays fp32)")
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "auto"),
+        default="fp32",
+        help="zstc's precision (the pipeline stays fp32)",
+    )
     parser.add_argument("--shortlist", help="zstc as a cascade: K or MODEL:K (see zstc.scorers.cascade)")
-    parser.add_argument("--recheck-margin", type=non_negative_float,
-                        help="zstc in bf16: near ties within this margin are rescored in fp32 (default: zstc's, 0.1; 0: off)")
+    parser.add_argument(
+        "--recheck-margin",
+        type=non_negative_float,
+        help="zstc in bf16: near ties within this margin are rescored in fp32 (default: zstc's, 0.1; 0: off)",
+    )
     args = parser.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -195,19 +223,29 @@ def main() -> None:
 
     task = load_btzsc_sample("banking77", args.data, max_samples=args.texts, seed=args.seed)[0]
     texts, hypotheses = list(task.texts), list(task.hypotheses)
-    options = {"precision": resolve_precision(args.precision, torch.device("cpu")), "batch_size": args.batch_size,
-               "max_batch_tokens": args.max_batch_tokens, "shortlist": args.shortlist, "recheck_margin": args.recheck_margin}
+    options = {
+        "precision": resolve_precision(args.precision, torch.device("cpu")),
+        "batch_size": args.batch_size,
+        "max_batch_tokens": args.max_batch_tokens,
+        "shortlist": args.shortlist,
+        "recheck_margin": args.recheck_margin,
+    }
     options = {name: value for name, value in options.items() if value is not None}
 
     with tempfile.TemporaryDirectory() as scratch:
         model = args.model or str(fresh_head_model(Path(scratch) / "minilm-fresh-nli-head", args.seed))
-        print(f"model: {args.model or 'all-MiniLM-L6-v2 + fresh 3-way head'}; {len(texts)} texts x {len(hypotheses)} "
-              f"hypotheses = {len(texts) * len(hypotheses)} pairs; torch threads: {torch.get_num_threads()}; "
-              f"alternating in chunks of {args.chunk} texts", flush=True)
+        print(
+            f"model: {args.model or 'all-MiniLM-L6-v2 + fresh 3-way head'}; {len(texts)} texts x {len(hypotheses)} "
+            f"hypotheses = {len(texts) * len(hypotheses)} pairs; torch threads: {torch.get_num_threads()}; "
+            f"alternating in chunks of {args.chunk} texts",
+            flush=True,
+        )
         scored: dict[str, list[str]] = {}
         notes: list[list[str]] = []
-        predictors = {"zstc": zstc_predictor(model, hypotheses, options, scored, notes),
-                      "pipeline": pipeline_predictor(model, hypotheses, args.pipeline_batch_size)}
+        predictors = {
+            "zstc": zstc_predictor(model, hypotheses, options, scored, notes),
+            "pipeline": pipeline_predictor(model, hypotheses, args.pipeline_batch_size),
+        }
         results, peaks = peaks_around(lambda: timed_rounds(predictors, texts, args.chunk))
         network, _ = pipeline_model(model)
         pairs = [(text, hypothesis) for text, kept in scored.items() for hypothesis in kept]
@@ -215,9 +253,13 @@ def main() -> None:
         full_flops = encoder_flops(network, pair_lengths(model, [(t, h) for t in texts for h in hypotheses]))
     (ours, ours_s), (theirs, theirs_s) = results["zstc"], results["pipeline"]
     precision = options["precision"]
-    print(f"zstc:     {ours_s:8.2f} s  {len(texts) / ours_s:8.2f} texts/s  ({precision}"
-          f"{', cascade ' + args.shortlist if args.shortlist else ''}; {len(pairs)} pairs)")
-    print(f"pipeline: {theirs_s:8.2f} s  {len(texts) / theirs_s:8.2f} texts/s  (fp32, batch_size {args.pipeline_batch_size or 'default'})")
+    print(
+        f"zstc:     {ours_s:8.2f} s  {len(texts) / ours_s:8.2f} texts/s  ({precision}"
+        f"{', cascade ' + args.shortlist if args.shortlist else ''}; {len(pairs)} pairs)"
+    )
+    print(
+        f"pipeline: {theirs_s:8.2f} s  {len(texts) / theirs_s:8.2f} texts/s  (fp32, batch_size {args.pipeline_batch_size or 'default'})"
+    )
     from zstc.benchmark.runner import merge_batch_notes
 
     for note in merge_batch_notes(notes[1:]):  # the first call is the warm-up

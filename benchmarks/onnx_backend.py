@@ -39,22 +39,33 @@ def export(model: torch.nn.Module, path: Path, use_token_types: bool) -> None:
         def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
             return self.inner(**dict(zip(names, inputs))).logits
 
-    torch.onnx.export(Logits().eval(), example, str(path), input_names=names, output_names=["logits"],
-                      dynamic_axes=axes, opset_version=17, dynamo=False)
+    torch.onnx.export(
+        Logits().eval(),
+        example,
+        str(path),
+        input_names=names,
+        output_names=["logits"],
+        dynamic_axes=axes,
+        opset_version=17,
+        dynamo=False,
+    )
 
 
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True)
-    parser.add_argument("--texts", type=positive_int, default=24, help="banking77 texts (stratified sample) x 72 hypotheses")
+    parser.add_argument(
+        "--texts", type=positive_int, default=24, help="banking77 texts (stratified sample) x 72 hypotheses"
+    )
     parser.add_argument("--model", help="NLI model folder; default: MiniLM with a fresh 3-way head")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     try:
         import onnxruntime as ort
     except ModuleNotFoundError:  # an optional extra: say how to get it, not a traceback
-        raise SystemExit("error: onnxruntime is not installed; install it with pip install -e '.[onnx]' "
-                         "(from the repository root)") from None
+        raise SystemExit(
+            "error: onnxruntime is not installed; install it with pip install -e '.[onnx]' (from the repository root)"
+        ) from None
 
     from zstc.benchmark.data import load_btzsc_task
     from zstc.benchmark.tasks import stratified_sample
@@ -102,8 +113,10 @@ def main() -> None:
     entailment = 0
     agreement = float(np.mean(torch_logits[..., entailment].argmax(1) == ort_logits[..., entailment].argmax(1)))
     diff = float(np.abs(torch_logits - ort_logits).max())
-    print(f"{len(texts)} texts x {len(hypotheses)} hypotheses = {plan.n_pairs} pairs in {len(batches)} batches; "
-          f"torch threads {torch.get_num_threads()}; onnxruntime {ort.__version__}")
+    print(
+        f"{len(texts)} texts x {len(hypotheses)} hypotheses = {plan.n_pairs} pairs in {len(batches)} batches; "
+        f"torch threads {torch.get_num_threads()}; onnxruntime {ort.__version__}"
+    )
     print(f"torch fp32: {seconds['torch']:.2f} s   onnxruntime fp32: {seconds['ort']:.2f} s")
     print(peak_line("torch peak fraction", flops, seconds["torch"], peaks, "fp32"))
     print(peak_line("onnxruntime peak fraction", flops, seconds["ort"], peaks, "fp32"))

@@ -45,8 +45,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=positive_int, default=128)
     args = parser.parse_args()
     device = resolve_device(args.device)
-    flags = sorted(cpu_flags() & {"avx512_bf16", "amx_bf16", "amx_tile", "avx512f", "avx2"}) if device.type == "cpu" else []
-    print(f"device {device}; CPU flags {flags}; auto picks bf16: {bf16_fast(device)}; threads {torch.get_num_threads()}")
+    flags = (
+        sorted(cpu_flags() & {"avx512_bf16", "amx_bf16", "amx_tile", "avx512f", "avx2"}) if device.type == "cpu" else []
+    )
+    print(
+        f"device {device}; CPU flags {flags}; auto picks bf16: {bf16_fast(device)}; threads {torch.get_num_threads()}"
+    )
 
     from transformers import AutoModel
 
@@ -55,7 +59,11 @@ def main() -> None:
 
     a = torch.randn(args.size, args.size, device=device)
     b = torch.randn(args.size, args.size, device=device)
-    model = AutoModel.from_pretrained(model_source(get_model_spec("sentence-transformers/all-MiniLM-L6-v2"))).to(device).eval()
+    model = (
+        AutoModel.from_pretrained(model_source(get_model_spec("sentence-transformers/all-MiniLM-L6-v2")))
+        .to(device)
+        .eval()
+    )
     ids = torch.randint(1000, 20000, (args.pairs, args.tokens), device=device)
     mask = torch.ones_like(ids)
     outputs: dict[str, torch.Tensor] = {}
@@ -64,12 +72,14 @@ def main() -> None:
         def run() -> None:
             with inference_context(device, precision):
                 (a @ b).sum().item()
+
         return run
 
     def minilm(precision: Precision) -> Callable[[], object]:
         def run() -> None:
             with inference_context(device, precision):
                 outputs[precision] = model(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0].float()
+
         return run
 
     runs = {f"{kind.__name__} {p}": kind(p) for kind in (matmul, minilm) for p in ("fp32", "bf16")}
@@ -82,9 +92,11 @@ def main() -> None:
         kind, precision = name.split()
         print(peak_line(f"{name} peak fraction", flops[kind], seconds, peaks, precision))
     diff = float((outputs["fp32"] - outputs["bf16"]).abs().max())
-    print(f"matmul fp32/bf16 time ratio={timings['matmul fp32'] / timings['matmul bf16']:.2f} "
-          f"minilm fp32/bf16 time ratio={timings['minilm fp32'] / timings['minilm bf16']:.2f} "
-          f"(>1: bf16 faster) minilm max_abs_diff={diff:.2e}")
+    print(
+        f"matmul fp32/bf16 time ratio={timings['matmul fp32'] / timings['matmul bf16']:.2f} "
+        f"minilm fp32/bf16 time ratio={timings['minilm fp32'] / timings['minilm bf16']:.2f} "
+        f"(>1: bf16 faster) minilm max_abs_diff={diff:.2e}"
+    )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,9 @@ def bench_scorer(model: str, precision: Precision, batch_size: int, device: str)
     return scorer
 
 
-def timed_scores(scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool) -> tuple[np.ndarray, float]:
+def timed_scores(
+    scorer: YesNoScorer, texts: list[str], labels: list[str], *, prefix_cache: bool
+) -> tuple[np.ndarray, float]:
     scorer.prefix_cache = prefix_cache
     scorer.score(texts[:1], labels)  # warm-up: first-call allocations stay out of the timing
     started = time.perf_counter()
@@ -83,18 +85,31 @@ def main() -> None:
     for precision in precisions:
         scorer = bench_scorer(args.model, precision, args.batch_size, str(device))
         scorer.loaded  # load before timing
-        print(f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
-              f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}")
-        runs, peaks = peaks_around(lambda: [timed_scores(scorer, texts, labels, prefix_cache=cache) for cache in (False, True)],
-                                   str(device))
+        print(
+            f"{args.model}: {len(texts)} texts x {len(labels)} labels = {len(texts) * len(labels)} pairs, "
+            f"batch {args.batch_size}, {scorer.describe()['device']}, {scorer.describe()['precision']}"
+        )
+        runs, peaks = peaks_around(
+            lambda: [timed_scores(scorer, texts, labels, prefix_cache=cache) for cache in (False, True)], str(device)
+        )
         (uncached, uncached_s), (cached, cached_s) = runs
         print(f"uncached: {uncached_s:8.2f} s  ({len(texts) * len(labels) / uncached_s:7.1f} pairs/s)")
         print(f"cached:   {cached_s:8.2f} s  ({len(texts) * len(labels) / cached_s:7.1f} pairs/s)")
         same_choice = float((uncached.argmax(axis=1) == cached.argmax(axis=1)).mean())
         print(f"same argmax for {same_choice:.0%} of texts")
         for name, seconds, cache in (("uncached", uncached_s, False), ("cached", cached_s, True)):
-            print(peak_line(f"{name} peak fraction", run_flops(scorer, texts, labels, prefix_cache=cache), seconds, peaks, precision))
-        print(f"precision={precision} speedup={uncached_s / cached_s:.2f} max_abs_diff={float(np.abs(uncached - cached).max()):.2e}")
+            print(
+                peak_line(
+                    f"{name} peak fraction",
+                    run_flops(scorer, texts, labels, prefix_cache=cache),
+                    seconds,
+                    peaks,
+                    precision,
+                )
+            )
+        print(
+            f"precision={precision} speedup={uncached_s / cached_s:.2f} max_abs_diff={float(np.abs(uncached - cached).max()):.2e}"
+        )
 
 
 if __name__ == "__main__":

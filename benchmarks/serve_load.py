@@ -60,13 +60,29 @@ from options import Parser, non_negative_int, positive_float, positive_int
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 FALLBACK_TEXTS = [
-    "I still have not received my new card.", "Why was I charged twice for one purchase?",
-    "How do I change my PIN?", "My transfer to a friend has not arrived yet.", "Can I top up with a cheque?",
-    "The exchange rate on my payment looks wrong.", "I want to close my account.", "Where can I use this card?",
+    "I still have not received my new card.",
+    "Why was I charged twice for one purchase?",
+    "How do I change my PIN?",
+    "My transfer to a friend has not arrived yet.",
+    "Can I top up with a cheque?",
+    "The exchange rate on my payment looks wrong.",
+    "I want to close my account.",
+    "Where can I use this card?",
 ]
-FALLBACK_LABELS = ["card arrival", "card payment fee charged", "change pin", "transfer not received by recipient",
-                   "top up by cash or cheque", "exchange rate", "terminate account", "card acceptance", "lost or stolen card",
-                   "refund not showing up", "pending transfer", "declined card payment"]
+FALLBACK_LABELS = [
+    "card arrival",
+    "card payment fee charged",
+    "change pin",
+    "transfer not received by recipient",
+    "top up by cash or cheque",
+    "exchange rate",
+    "terminate account",
+    "card acceptance",
+    "lost or stolen card",
+    "refund not showing up",
+    "pending transfer",
+    "declined card payment",
+]
 
 
 def load_pool(data: Path) -> tuple[list[str], list[str]]:
@@ -81,8 +97,14 @@ def load_pool(data: Path) -> tuple[list[str], list[str]]:
 
 def make_requests(n: int, texts: list[str], labels: list[str], seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    return [{"texts": rng.sample(texts, rng.randint(1, 8)), "labels": rng.sample(labels, rng.randint(4, min(20, len(labels)))),
-             "template": "This text is about {}."} for _ in range(n)]
+    return [
+        {
+            "texts": rng.sample(texts, rng.randint(1, 8)),
+            "labels": rng.sample(labels, rng.randint(4, min(20, len(labels)))),
+            "template": "This text is about {}.",
+        }
+        for _ in range(n)
+    ]
 
 
 # -- the server ------------------------------------------------------------------------------------------------
@@ -119,8 +141,22 @@ def served_flops(model: str, family: str, requests: list[dict[str, Any]]) -> flo
 
 def start_server(model: str, family: str, port: int, extra: list[str], log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "zstc", "serve", "--model", model, "--family", family, "--host", "127.0.0.1",
-               "--port", str(port), "--no-access-log", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "zstc",
+        "serve",
+        "--model",
+        model,
+        "--family",
+        family,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-access-log",
+        *extra,
+    ]
     return subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
@@ -150,8 +186,9 @@ def stop_server(server: subprocess.Popen) -> None:
 # -- the clients -----------------------------------------------------------------------------------------------
 
 
-async def send_all(client: httpx.AsyncClient, url: str, requests: list[dict[str, Any]], concurrency: int,
-                   deadline: float) -> list[tuple[int, float, bool]]:
+async def send_all(
+    client: httpx.AsyncClient, url: str, requests: list[dict[str, Any]], concurrency: int, deadline: float
+) -> list[tuple[int, float, bool]]:
     """(status, seconds, has Retry-After) per request; status 0 for a failed connection or timeout."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     for request in requests:
@@ -164,7 +201,9 @@ async def send_all(client: httpx.AsyncClient, url: str, requests: list[dict[str,
             started = time.perf_counter()
             try:
                 response = await client.post(url, json=request)
-                outcomes.append((response.status_code, time.perf_counter() - started, "retry-after" in response.headers))
+                outcomes.append(
+                    (response.status_code, time.perf_counter() - started, "retry-after" in response.headers)
+                )
             except httpx.HTTPError:
                 outcomes.append((0, time.perf_counter() - started, False))
 
@@ -172,8 +211,9 @@ async def send_all(client: httpx.AsyncClient, url: str, requests: list[dict[str,
     return outcomes
 
 
-async def compare(base: str, requests: list[dict[str, Any]], clients: int, chunk: int, time_limit: float,
-                  server_rss: Any) -> dict[str, Any]:
+async def compare(
+    base: str, requests: list[dict[str, Any]], clients: int, chunk: int, time_limit: float, server_rss: Any
+) -> dict[str, Any]:
     deadline = time.monotonic() + time_limit
     totals = {"one": [0, 0.0], "many": [0, 0.0]}  # texts, seconds
     outcomes: dict[str, list[tuple[int, float, bool]]] = {"one": [], "many": []}
@@ -190,23 +230,34 @@ async def compare(base: str, requests: list[dict[str, Any]], clients: int, chunk
                 totals[mode][0] += sum(len(r["texts"]) for r in part)
                 outcomes[mode] += result
             done += len(part)
-            print(f"  {done} requests: one at a time {totals['one'][0] / totals['one'][1]:.1f} texts/s, "
-                  f"{clients} clients {totals['many'][0] / totals['many'][1]:.1f} texts/s, server RSS {server_rss():.0f} MB",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {done} requests: one at a time {totals['one'][0] / totals['one'][1]:.1f} texts/s, "
+                f"{clients} clients {totals['many'][0] / totals['many'][1]:.1f} texts/s, server RSS {server_rss():.0f} MB",
+                file=sys.stderr,
+                flush=True,
+            )
             if time.monotonic() > deadline:
                 print(f"  time limit of {time_limit:.0f} s reached after {done} requests", file=sys.stderr)
                 break
     return {"done": done, "totals": totals, "outcomes": outcomes}
 
 
-async def overload(base: str, requests: list[dict[str, Any]], clients: int, time_limit: float) -> list[tuple[int, float, bool]]:
+async def overload(
+    base: str, requests: list[dict[str, Any]], clients: int, time_limit: float
+) -> list[tuple[int, float, bool]]:
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(600.0)) as client:
         return await send_all(client, f"{base}/classify", requests, clients, deadline=time.monotonic() + time_limit)
 
 
-def ceiling(model: str, family: str, requests: list[dict[str, Any]], precision: str, max_batch_pairs: int,
-            recheck_margin: float | None = None) -> float:
+def ceiling(
+    model: str,
+    family: str,
+    requests: list[dict[str, Any]],
+    precision: str,
+    max_batch_pairs: int,
+    recheck_margin: float | None = None,
+) -> float:
     """texts/s with the requests' pairs batched as the engine batches them over texts/s with each alone (no HTTP).
 
     The two modes alternate over chunks of requests, as in :func:`compare`, so other load falls on both alike.
@@ -267,16 +318,32 @@ def main() -> None:
     parser.add_argument("--requests", type=positive_int, default=1000)
     parser.add_argument("--clients", type=positive_int, default=32)
     parser.add_argument("--chunk", type=positive_int, default=200, help="Requests per alternation of the two modes.")
-    parser.add_argument("--time-limit", type=positive_float, default=1800, help="Seconds of sending, at most (checked after each chunk).")
+    parser.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=1800,
+        help="Seconds of sending, at most (checked after each chunk).",
+    )
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "btzsc")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--overload", action="store_true", help="A small queue (--max-queued-pairs 256) and twice the clients.")
-    parser.add_argument("--server-arg", action="append", default=[], help="Passed to zstc serve, e.g. --server-arg=--threads=2.")
-    parser.add_argument("--ceiling", type=non_negative_int, default=0, metavar="N",
-                        help="Also score the first N requests in-process, alone and batched: the most batching can give.")
+    parser.add_argument(
+        "--overload", action="store_true", help="A small queue (--max-queued-pairs 256) and twice the clients."
+    )
+    parser.add_argument(
+        "--server-arg", action="append", default=[], help="Passed to zstc serve, e.g. --server-arg=--threads=2."
+    )
+    parser.add_argument(
+        "--ceiling",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="Also score the first N requests in-process, alone and batched: the most batching can give.",
+    )
     args = parser.parse_args()
     if args.ceiling and args.family != "nli":
-        parser.error("--ceiling measures the cross-encoder path (pairs batched across requests): use it with --family nli")
+        parser.error(
+            "--ceiling measures the cross-encoder path (pairs batched across requests): use it with --family nli"
+        )
 
     texts, labels = load_pool(args.data)
     requests = make_requests(args.requests, texts, labels, args.seed)
@@ -292,33 +359,47 @@ def main() -> None:
         try:
             wait_ready(base, server, timeout=600)
             info = httpx.get(f"{base}/info", timeout=60).json()
-            print(f"server: {info['model']} ({info['family']}), precision {info['scorer'].get('precision')}, "
-                  f"torch threads in the model thread {info['batching']['torch_threads']}, "
-                  f"max_batch_pairs {info['batching']['max_batch_pairs']}, max_wait_ms {info['batching']['max_wait_ms']}",
-                  file=sys.stderr)
+            print(
+                f"server: {info['model']} ({info['family']}), precision {info['scorer'].get('precision')}, "
+                f"torch threads in the model thread {info['batching']['torch_threads']}, "
+                f"max_batch_pairs {info['batching']['max_batch_pairs']}, max_wait_ms {info['batching']['max_wait_ms']}",
+                file=sys.stderr,
+            )
             # Warm-up in two steps: a few small requests (the model's first passes), then as many requests as
             # the concurrent clients send at once, so that the engine has formed its largest batches. RSS growth
             # is counted from there: a leak or a creeping heap shows up in it, the working set of a full batch
             # (reached once, then reused) does not. Both figures are printed.
             asyncio.run(overload(base, make_requests(8, texts, labels, args.seed + 1), 4, time_limit=300))
             rss_light = idle_rss_mb(server.pid)
-            asyncio.run(overload(base, make_requests(2 * args.clients, texts, labels, args.seed + 2), args.clients, time_limit=600))
+            asyncio.run(
+                overload(
+                    base, make_requests(2 * args.clients, texts, labels, args.seed + 2), args.clients, time_limit=600
+                )
+            )
             rss_before = idle_rss_mb(server.pid)
-            print(f"server RSS {rss_light:.0f} MB after 8 small requests, {rss_before:.0f} MB after {2 * args.clients} "
-                  f"requests from {args.clients} clients (the working set of full batches)", file=sys.stderr)
+            print(
+                f"server RSS {rss_light:.0f} MB after 8 small requests, {rss_before:.0f} MB after {2 * args.clients} "
+                f"requests from {args.clients} clients (the working set of full batches)",
+                file=sys.stderr,
+            )
             if args.overload:
                 outcomes = asyncio.run(overload(base, requests, 2 * args.clients, args.time_limit))
                 statuses = [status for status, _, _ in outcomes]
-                print(f"overload: requests={len(outcomes)} ok={sum(s == 200 for s in statuses)} "
-                      f"overloaded={sum(s == 429 for s in statuses)} "
-                      f"retry_after={sum(s == 429 and has for s, _, has in outcomes)} "
-                      f"server_errors={sum(s >= 500 for s in statuses)} "
-                      f"errors={sum(s != 429 and not 200 <= s < 300 for s in statuses)}")
+                print(
+                    f"overload: requests={len(outcomes)} ok={sum(s == 200 for s in statuses)} "
+                    f"overloaded={sum(s == 429 for s in statuses)} "
+                    f"retry_after={sum(s == 429 and has for s, _, has in outcomes)} "
+                    f"server_errors={sum(s >= 500 for s in statuses)} "
+                    f"errors={sum(s != 429 and not 200 <= s < 300 for s in statuses)}"
+                )
                 return
             # Peaks measured here while the server idles, before and after: its model thread uses as many torch
             # threads as this process (both torch's default unless --server-arg sets --threads).
-            result, peaks = peaks_around(lambda: asyncio.run(
-                compare(base, requests, args.clients, args.chunk, args.time_limit, lambda: idle_rss_mb(server.pid))))
+            result, peaks = peaks_around(
+                lambda: asyncio.run(
+                    compare(base, requests, args.clients, args.chunk, args.time_limit, lambda: idle_rss_mb(server.pid))
+                )
+            )
             rss_after = idle_rss_mb(server.pid)
         finally:
             stop_server(server)
@@ -326,24 +407,36 @@ def main() -> None:
                 print(log.read_text()[-3000:], file=sys.stderr)
         flops = served_flops(model, family, requests[: result["done"]])
         if args.ceiling:
-            bound = ceiling(model, family, requests[: args.ceiling], info["scorer"].get("precision", "fp32"),
-                            info["batching"]["max_batch_pairs"], info["scorer"].get("recheck_margin"))
-            print(f"ceiling: {min(args.ceiling, len(requests))} requests scored in-process, batched as the engine batches "
-                  f"them over one at a time: {bound:.2f}x (the model's own gain; over HTTP, overlapped request work comes on top)")
+            bound = ceiling(
+                model,
+                family,
+                requests[: args.ceiling],
+                info["scorer"].get("precision", "fp32"),
+                info["batching"]["max_batch_pairs"],
+                info["scorer"].get("recheck_margin"),
+            )
+            print(
+                f"ceiling: {min(args.ceiling, len(requests))} requests scored in-process, batched as the engine batches "
+                f"them over one at a time: {bound:.2f}x (the model's own gain; over HTTP, overlapped request work comes on top)"
+            )
     outcomes_all = result["outcomes"]["one"] + result["outcomes"]["many"]
     errors = sum(status != 429 and not 200 <= status < 300 for status, _, _ in outcomes_all)
     latencies = np.array([seconds for status, seconds, _ in result["outcomes"]["many"] if 200 <= status < 300]) * 1000
     one, many = result["totals"]["one"], result["totals"]["many"]
     ratio = (many[0] / many[1]) / (one[0] / one[1])
-    p50, p95 = (np.percentile(latencies, [50, 95]) if len(latencies) else (float("nan"), float("nan")))
-    print(f"{args.family}: one at a time {one[0] / one[1]:.1f} texts/s, {args.clients} clients {many[0] / many[1]:.1f} texts/s; "
-          f"server RSS {rss_before:.0f} MB after warm-up, {rss_after:.0f} MB after the run")
+    p50, p95 = np.percentile(latencies, [50, 95]) if len(latencies) else (float("nan"), float("nan"))
+    print(
+        f"{args.family}: one at a time {one[0] / one[1]:.1f} texts/s, {args.clients} clients {many[0] / many[1]:.1f} texts/s; "
+        f"server RSS {rss_before:.0f} MB after warm-up, {rss_after:.0f} MB after the run"
+    )
     # Over HTTP: the time includes HTTP, JSON, tokenizing and queueing, so this is what the service reached of the peak.
     precision = info["scorer"].get("precision", "fp32")
     print(peak_line("one at a time peak fraction", flops, one[1], peaks, precision))
     print(peak_line(f"{args.clients} clients peak fraction", flops, many[1], peaks, precision))
-    print(f"requests={result['done']} errors={errors} p50_ms={p50:.0f} p95_ms={p95:.0f} throughput_ratio={ratio:.2f} "
-          f"rss_growth_mb={rss_after - rss_before:.0f}")
+    print(
+        f"requests={result['done']} errors={errors} p50_ms={p50:.0f} p95_ms={p95:.0f} throughput_ratio={ratio:.2f} "
+        f"rss_growth_mb={rss_after - rss_before:.0f}"
+    )
 
 
 if __name__ == "__main__":

@@ -47,10 +47,30 @@ def models(scratch: Path) -> list[str]:
 def sweep_wall(engine: str, data: str, max_samples: int, scratch: Path) -> float:
     out = scratch / f"{engine}-{time.monotonic_ns()}"
     out.mkdir(parents=True)  # sweep creates --out itself, but not its parent
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "ZSTC_RESULTS_CACHE": str(out / "cache")}
-    command = [sys.executable, "-m", "zstc", "sweep", "--models", ",".join(models(scratch)), "--data", data, "--tasks", TASKS,
-               "--max-samples", str(max_samples), "--no-bf16", "--engine", engine, "--out", str(out / "sweep")]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "ZSTC_RESULTS_CACHE": str(out / "cache"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "zstc",
+        "sweep",
+        "--models",
+        ",".join(models(scratch)),
+        "--data",
+        data,
+        "--tasks",
+        TASKS,
+        "--max-samples",
+        str(max_samples),
+        "--no-bf16",
+        "--engine",
+        engine,
+        "--out",
+        str(out / "sweep"),
+    ]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -70,7 +90,10 @@ def main() -> None:
         for _ in range(args.repeats):
             for engine in walls:
                 walls[engine].append(sweep_wall(engine, args.data, args.max_samples, Path(scratch)))
-                print(f"engine={engine} models=2 datasets=3 max_samples={args.max_samples} wall_s={walls[engine][-1]:.1f}", flush=True)
+                print(
+                    f"engine={engine} models=2 datasets=3 max_samples={args.max_samples} wall_s={walls[engine][-1]:.1f}",
+                    flush=True,
+                )
     local, ray = statistics.median(walls["local"]), statistics.median(walls["ray"])
     print(f"local_wall_s={local:.1f} ray_wall_s={ray:.1f} cpus={os.cpu_count()}")
     print(f"ray_overhead={ray / local:.3f}")

@@ -32,10 +32,29 @@ from pathlib import Path
 
 import numpy as np
 
-CANDIDATES = ["{}", "This example is {}.", "This text is about {}.", "This text is {}.", "This is {}.", "It was {}.",
-              "{}!", "A {} text.", "The opinion is {}.", "Overall, it was {}."]
+CANDIDATES = [
+    "{}",
+    "This example is {}.",
+    "This text is about {}.",
+    "This text is {}.",
+    "This is {}.",
+    "It was {}.",
+    "{}!",
+    "A {} text.",
+    "The opinion is {}.",
+    "Overall, it was {}.",
+]
 """Generic templates (any label, not only sentiment) and a few sentiment-leaning ones for comparison."""
-GENERIC = ["{}", "This example is {}.", "This text is about {}.", "This text is {}.", "This is {}.", "It was {}.", "{}!", "A {} text."]
+GENERIC = [
+    "{}",
+    "This example is {}.",
+    "This text is about {}.",
+    "This text is {}.",
+    "This is {}.",
+    "It was {}.",
+    "{}!",
+    "A {} text.",
+]
 NONE_RATE = 0.02
 """The default multi-label threshold lets at most this share of texts that belong to an offered label come out "none"."""
 DATASETS = ["financialphrasebank", "rottentomatoes", "imdb", "emotiondair", "agnews", "banking77"]
@@ -76,30 +95,40 @@ def main() -> None:
         described = [template.format(label) for template in candidates for label in names]
         matrix = scorer.score(task.texts, described)
         tasks[name] = task
-        scores[name] = {t: matrix[:, i * len(names):(i + 1) * len(names)] for i, t in enumerate(candidates)}
+        scores[name] = {t: matrix[:, i * len(names) : (i + 1) * len(names)] for i, t in enumerate(candidates)}
         print(f"scored {name}: {len(task)} texts x {len(names)} labels x {len(candidates)} templates")
 
     report: dict = {"model": args.model, "family": args.family, "max_samples": args.max_samples, "seed": args.seed}
     print("\nmacro-F1 by template (label names through the template)")
-    table = {t: {n: float(f1_score(tasks[n].gold, scores[n][t].argmax(1), average="macro", zero_division=0)) for n in tasks}
-             for t in candidates}
+    table = {
+        t: {n: float(f1_score(tasks[n].gold, scores[n][t].argmax(1), average="macro", zero_division=0)) for n in tasks}
+        for t in candidates
+    }
     sentiment = [n for n in SENTIMENT if n in tasks]
     for t in candidates:
         row = table[t]
-        print(f"{t!r:>26} " + " ".join(f"{n[:10]:>10} {v:.3f}" for n, v in row.items())
-              + f"   sentiment mean {np.mean([row[n] for n in sentiment]):.3f}   all mean {np.mean(list(row.values())):.3f}")
+        print(
+            f"{t!r:>26} "
+            + " ".join(f"{n[:10]:>10} {v:.3f}" for n, v in row.items())
+            + f"   sentiment mean {np.mean([row[n] for n in sentiment]):.3f}   all mean {np.mean(list(row.values())):.3f}"
+        )
     generic = [t for t in candidates if t in GENERIC] or candidates
     best = max(generic, key=lambda t: np.mean([table[t][n] for n in sentiment]))
     report["templates"] = table
     report["template"] = best
     print(f"best generic template on sentiment: {best!r}")
 
-    halves = {n: np.isin(tasks[n].source_index, stratified_sample(tasks[n], len(tasks[n]) // 2, args.seed).source_index) for n in tasks}
+    halves = {
+        n: np.isin(tasks[n].source_index, stratified_sample(tasks[n], len(tasks[n]) // 2, args.seed).source_index)
+        for n in tasks
+    }
     pooled_logits = [scores[n][best][halves[n]] for n in tasks]
     # Datasets differ in label count, so rows are fitted one dataset at a time in a joint NLL via padding:
     # a label column of -inf contributes nothing to a softmax.
     width = max(m.shape[1] for m in pooled_logits)
-    padded = np.concatenate([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-np.inf) for m in pooled_logits])
+    padded = np.concatenate(
+        [np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-np.inf) for m in pooled_logits]
+    )
     gold = np.concatenate([tasks[n].gold[halves[n]] for n in tasks])
     temperature = TemperatureScaling().fit(padded, gold).temperature
     report["temperature"] = temperature
@@ -111,8 +140,10 @@ def main() -> None:
         before = single_label_report(softmax(test, axis=1), test_gold)
         after = single_label_report(softmax(test / temperature, axis=1), test_gold)
         report["calibration"][n] = {"own_temperature": own, "before": before, "after": after}
-        print(f"{n:>20}: own T {own:.4f}; ECE on the second half {before['ece']:.3f} -> {after['ece']:.3f}, "
-              f"Brier {before['brier']:.3f} -> {after['brier']:.3f}")
+        print(
+            f"{n:>20}: own T {own:.4f}; ECE on the second half {before['ece']:.3f} -> {after['ece']:.3f}, "
+            f"Brier {before['brier']:.3f} -> {after['brier']:.3f}"
+        )
 
     cuts = []
     for n in tasks:
@@ -128,7 +159,10 @@ def main() -> None:
     report["threshold_fits"] = cuts
     report["fitted_median"] = fitted_median
     report["threshold"] = threshold
-    print("\nfitted multi-label cuts (half the labels offered): " + ", ".join(f"{c['dataset']}/{c['split'][:4]} {c['cut']:.3f}" for c in cuts))
+    print(
+        "\nfitted multi-label cuts (half the labels offered): "
+        + ", ".join(f"{c['dataset']}/{c['split'][:4]} {c['cut']:.3f}" for c in cuts)
+    )
     print(f"median of the fitted cuts: {fitted_median:.4f}; {NONE_RATE:.0%} quantile of the top score: {threshold:.4f}")
     report["threshold_check"] = {}
     for cut_name, cut in (("quantile", threshold), ("fitted median", fitted_median)):
@@ -141,10 +175,14 @@ def main() -> None:
             for split in label_halves(len(tasks[n].label_names)):
                 offered = np.asarray(split.seen)
                 gold_ml = gold_all[:, None] == offered[None, :]
-                f1s.append(multilabel_metrics(gold_ml, matrix[:, offered] >= cut, [str(j) for j in offered])["weighted_f1"])
+                f1s.append(
+                    multilabel_metrics(gold_ml, matrix[:, offered] >= cut, [str(j) for j in offered])["weighted_f1"]
+                )
             check[n] = {"weighted_f1_half_labels": f1s, "none_with_all_labels": none_all, "texts": len(gold_all)}
-            print(f"{n:>20}: half-labels weighted F1 {f1s[0]:.3f} / {f1s[1]:.3f}; all labels offered: "
-                  f"{none_all} of {len(gold_all)} texts 'none'")
+            print(
+                f"{n:>20}: half-labels weighted F1 {f1s[0]:.3f} / {f1s[1]:.3f}; all labels offered: "
+                f"{none_all} of {len(gold_all)} texts 'none'"
+            )
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
 

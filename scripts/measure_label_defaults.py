@@ -32,31 +32,60 @@ from typing import Any
 
 import numpy as np
 
-GENERIC = ["{}", "This is {}.", "This example is {}.", "This text is {}.", "It was {}.", "This text is about {}.", "A {} text."]
+GENERIC = [
+    "{}",
+    "This is {}.",
+    "This example is {}.",
+    "This text is {}.",
+    "It was {}.",
+    "This text is about {}.",
+    "A {} text.",
+]
 """The generic templates of ``scripts/measure_defaults.py`` (any label, not only sentiment)."""
 NEUTRAL = [
-    "The meeting is scheduled for Tuesday at ten.", "Please send the report by the end of the week.",
-    "The train leaves from platform four.", "The package contains two cables and a manual.",
-    "She moved to a new apartment last spring.", "The museum opens at nine in the morning.",
-    "Water boils at one hundred degrees Celsius.", "The committee will review the proposal next month.",
-    "He ordered a coffee and sat by the window.", "The store is located on the corner of Main Street.",
-    "The software update is available for download.", "The river runs through the center of the town.",
-    "The recipe calls for two cups of flour.", "The report covers the first quarter of the year.",
-    "The book has twelve chapters.", "The company was founded in 1998.", "The conference takes place in Berlin.",
-    "The film runs for about two hours.", "The study included four hundred participants.", "The letter arrived this morning.",
+    "The meeting is scheduled for Tuesday at ten.",
+    "Please send the report by the end of the week.",
+    "The train leaves from platform four.",
+    "The package contains two cables and a manual.",
+    "She moved to a new apartment last spring.",
+    "The museum opens at nine in the morning.",
+    "Water boils at one hundred degrees Celsius.",
+    "The committee will review the proposal next month.",
+    "He ordered a coffee and sat by the window.",
+    "The store is located on the corner of Main Street.",
+    "The software update is available for download.",
+    "The river runs through the center of the town.",
+    "The recipe calls for two cups of flour.",
+    "The report covers the first quarter of the year.",
+    "The book has twelve chapters.",
+    "The company was founded in 1998.",
+    "The conference takes place in Berlin.",
+    "The film runs for about two hours.",
+    "The study included four hundred participants.",
+    "The letter arrived this morning.",
 ]
 """Neutral reference texts of no particular topic or opinion, for the relative (calibrated) scores."""
 PHRASE_CANDIDATES: dict[str, dict[str, list[str]]] = {
     "adjectives (This is good/great/excellent/wonderful.)": {
         "positive": ["This is good.", "This is great.", "This is excellent.", "This is wonderful."],
         "negative": ["This is bad.", "This is terrible.", "This is awful.", "This is poor."],
-        "neutral": ["This is okay.", "This is average.", "This is ordinary.", "This is neither good nor bad."]},
+        "neutral": ["This is okay.", "This is average.", "This is ordinary.", "This is neither good nor bad."],
+    },
     "three opinions": {
-        "positive": ["It was great.", "I love it.", "Excellent."], "negative": ["It was terrible.", "I hate it.", "Awful."],
-        "neutral": ["It was okay.", "Nothing special.", "Average."]},
+        "positive": ["It was great.", "I love it.", "Excellent."],
+        "negative": ["It was terrible.", "I hate it.", "Awful."],
+        "neutral": ["It was okay.", "Nothing special.", "Average."],
+    },
     "one opinion (It was great./terrible./okay.)": {
-        "positive": ["It was great."], "negative": ["It was terrible."], "neutral": ["It was okay."]},
-    "one opinion (I love/hate it.)": {"positive": ["I love it."], "negative": ["I hate it."], "neutral": ["It is okay."]},
+        "positive": ["It was great."],
+        "negative": ["It was terrible."],
+        "neutral": ["It was okay."],
+    },
+    "one opinion (I love/hate it.)": {
+        "positive": ["I love it."],
+        "negative": ["I hate it."],
+        "neutral": ["It is okay."],
+    },
 }
 """Alternatives to the shipped phrases (:data:`zstc.hypotheses.polarity.POLARITY_PHRASES`), measured beside them."""
 DATASETS = ["financialphrasebank", "rottentomatoes", "imdb", "agnews", "emotiondair", "banking77"]
@@ -105,7 +134,10 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     scorer = make_scorer(args.model, "embedding", precision="fp32")
-    phrase_sets = {"zstc default (five opinions)": {k: list(v) for k, v in POLARITY_PHRASES.items()}, **PHRASE_CANDIDATES}
+    phrase_sets = {
+        "zstc default (five opinions)": {k: list(v) for k, v in POLARITY_PHRASES.items()},
+        **PHRASE_CANDIDATES,
+    }
 
     def macro_f1(gold: np.ndarray, scores: np.ndarray) -> float:
         return float(f1_score(gold, scores.argmax(axis=1), average="macro", zero_division=0))
@@ -117,22 +149,37 @@ def main() -> None:
         ways["ensemble of the generic templates"] = [[t.format(n) for n in names] for t in GENERIC]
         if all(label.lower() in POLARITY_PHRASES for label in labels):
             for way, phrases in phrase_sets.items():
-                ways[f"phrases: {way}"] = [list(variant) for variant in zip(*(phrases[label.lower()] for label in labels))]
+                ways[f"phrases: {way}"] = [
+                    list(variant) for variant in zip(*(phrases[label.lower()] for label in labels))
+                ]
         flat = [d for variants in ways.values() for variant in variants for d in variant]
         matrix = scorer.score(texts + NEUTRAL, flat)
         result, column = {}, 0
         for way, variants in ways.items():
             width = len(variants) * len(labels)
-            block = matrix[:, column:column + width].reshape(len(texts) + len(NEUTRAL), len(variants), len(labels)).mean(axis=1)
+            block = (
+                matrix[:, column : column + width]
+                .reshape(len(texts) + len(NEUTRAL), len(variants), len(labels))
+                .mean(axis=1)
+            )
             column += width
-            scores, reference = block[:len(texts)], block[len(texts):]
+            scores, reference = block[: len(texts)], block[len(texts) :]
             result[way] = scores
             if way == "ensemble of the generic templates":
                 result["ensemble, minus the neutral texts' mean"] = scores - reference.mean(axis=0)
-                result["ensemble, z-scored on the neutral texts"] = (scores - reference.mean(axis=0)) / reference.std(axis=0)
+                result["ensemble, z-scored on the neutral texts"] = (scores - reference.mean(axis=0)) / reference.std(
+                    axis=0
+                )
         return result
 
-    report: dict = {"model": args.model, "max_samples": args.max_samples, "sampling": "paper", "f1": {}, "multi_label": {}, "reviews": {}}
+    report: dict = {
+        "model": args.model,
+        "max_samples": args.max_samples,
+        "sampling": "paper",
+        "f1": {},
+        "multi_label": {},
+        "reviews": {},
+    }
     floor = family_thresholds()["embedding"]
     chosen_margin = default_margin("embedding", DEFAULT_TEMPERATURES["embedding"])
     multi: dict[str, tuple[np.ndarray, np.ndarray, list[str]]] = {}
@@ -141,7 +188,7 @@ def main() -> None:
         labels, texts = list(task.label_names), list(task.texts)
         all_texts, gold = two_class_texts(task)
         scores = described(labels, all_texts)
-        single = {way: m[:len(texts)] for way, m in scores.items()}
+        single = {way: m[: len(texts)] for way, m in scores.items()}
         report["f1"][name] = {way: macro_f1(task.gold, m) for way, m in single.items()}
         print(f"\n{name} ({len(texts)} texts): macro-F1")
         for way, value in report["f1"][name].items():
@@ -149,8 +196,10 @@ def main() -> None:
         default_way = next((w for w in scores if w.startswith("phrases: zstc default")), "template 'This is {}.'")
         multi[name] = (scores[default_way], gold, labels)
 
-    print(f"\nmulti-label with the default descriptions: single texts + {PAIRS} two-text pairs; cut {floor} plus a margin "
-          f"below the best label (default: T ln 2 = {chosen_margin:.4f})")
+    print(
+        f"\nmulti-label with the default descriptions: single texts + {PAIRS} two-text pairs; cut {floor} plus a margin "
+        f"below the best label (default: T ln 2 = {chosen_margin:.4f})"
+    )
     for margin in [None, *MARGINS, chosen_margin]:
         row = {}
         for name, (matrix, gold, labels) in multi.items():
@@ -158,14 +207,21 @@ def main() -> None:
             if margin is not None:
                 decisions &= matrix >= matrix.max(axis=1, keepdims=True) - margin
             k = len(gold) - PAIRS
-            row[name] = {"weighted_f1": multilabel_metrics(gold, decisions, labels)["weighted_f1"],
-                         "single_exact": float((decisions[:k] == gold[:k]).all(axis=1).mean()),
-                         "pairs_both": float((decisions[k:] >= gold[k:]).all(axis=1).mean()),
-                         "none": int((~decisions.any(axis=1)).sum())}
+            row[name] = {
+                "weighted_f1": multilabel_metrics(gold, decisions, labels)["weighted_f1"],
+                "single_exact": float((decisions[:k] == gold[:k]).all(axis=1).mean()),
+                "pairs_both": float((decisions[k:] >= gold[k:]).all(axis=1).mean()),
+                "none": int((~decisions.any(axis=1)).sum()),
+            }
         key = "cut only" if margin is None else f"margin {margin:.4f}"
         report["multi_label"][key] = row
-        print(f"  {key:>14}: mean weighted F1 {np.mean([r['weighted_f1'] for r in row.values()]):.3f}   "
-              + "  ".join(f"{n[:8]} {r['weighted_f1']:.3f} ({r['single_exact']:.2f} exact, {r['pairs_both']:.2f} both)" for n, r in row.items()))
+        print(
+            f"  {key:>14}: mean weighted F1 {np.mean([r['weighted_f1'] for r in row.values()]):.3f}   "
+            + "  ".join(
+                f"{n[:8]} {r['weighted_f1']:.3f} ({r['single_exact']:.2f} exact, {r['pairs_both']:.2f} both)"
+                for n, r in row.items()
+            )
+        )
 
     from zstc.api import Classifier
 
@@ -177,10 +233,16 @@ def main() -> None:
         single = classifier.predict(texts, ["positive", "negative"])
         plain = scorer.score(texts, ["This is positive.", "This is negative."])
         multi_label = classifier.predict_multi_label(texts, ["positive", "negative"])
-        counts = {"texts": len(rows), "single_correct": sum(p.label == e for p, e in zip(single, expected)),
-                  "single_correct_this_is_template": int(sum(["positive", "negative"][int(i)] == e for i, e in zip(plain.argmax(axis=1), expected))),
-                  "multi_none": sum(p.none for p in multi_label), "multi_gold_included": sum(e in p.labels for p, e in zip(multi_label, expected)),
-                  "multi_exactly_gold": sum(p.labels == [e] for p, e in zip(multi_label, expected))}
+        counts = {
+            "texts": len(rows),
+            "single_correct": sum(p.label == e for p, e in zip(single, expected)),
+            "single_correct_this_is_template": int(
+                sum(["positive", "negative"][int(i)] == e for i, e in zip(plain.argmax(axis=1), expected))
+            ),
+            "multi_none": sum(p.none for p in multi_label),
+            "multi_gold_included": sum(e in p.labels for p, e in zip(multi_label, expected)),
+            "multi_exactly_gold": sum(p.labels == [e] for p, e in zip(multi_label, expected)),
+        }
         report["reviews"][path] = counts
         print(f"\n{path}: {counts}")
     [loved] = classifier.predict(["I loved it"], ["positive", "negative"])

@@ -40,15 +40,23 @@ def main() -> None:
     parser.add_argument("--out", help="write the numbers as JSON here")
     args = parser.parse_args()
 
-    task = load_btzsc_sample(args.task, args.data, max_samples=args.max_samples or None, seed=args.seed, unlabelled="exclude")[0]
+    task = load_btzsc_sample(
+        args.task, args.data, max_samples=args.max_samples or None, seed=args.seed, unlabelled="exclude"
+    )[0]
     scorer = make_scorer(args.model, args.family)
     score_type = score_type_of(scorer)
     scores = scorer.score(task.texts, list(task.hypotheses), show_progress=True)
     default = default_threshold(score_type)
     dev_positions = np.isin(task.source_index, stratified_sample(task, len(task) // 2, args.seed).source_index)
 
-    report: dict[str, object] = {"model": args.model, "task": args.task, "texts": len(task), "score_type": score_type,
-                                 "default_threshold": default, "splits": []}
+    report: dict[str, object] = {
+        "model": args.model,
+        "task": args.task,
+        "texts": len(task),
+        "score_type": score_type,
+        "default_threshold": default,
+        "splits": [],
+    }
     for split in label_halves(len(task.label_names)):
         candidates = np.asarray(split.seen)
         labels = [task.label_names[j] for j in candidates]
@@ -57,24 +65,42 @@ def main() -> None:
         offered = scores[:, candidates]
         low, high = np.quantile(offered, [0.05, 0.999])
         grid = sorted({*np.round(np.linspace(low, high, 12), 3).tolist(), default})
-        print(f"\n{args.task}, {split.name}: {len(labels)} labels offered, "
-              f"{int((~gold.any(axis=1)).sum())} of {len(task)} texts should be 'none' ({score_type} scores)")
+        print(
+            f"\n{args.task}, {split.name}: {len(labels)} labels offered, "
+            f"{int((~gold.any(axis=1)).sum())} of {len(task)} texts should be 'none' ({score_type} scores)"
+        )
         print(f"{'threshold':>10} {'weighted F1':>12} {'none F1':>8} {'none predicted':>15}")
         rows = []
         for cut in grid:
             metrics = multilabel_metrics(gold, offered >= cut, labels)
-            row = {"threshold": cut, "weighted_f1": metrics["weighted_f1"], "none_f1": metrics["per_label"]["none"]["f1"],
-                   "none_predicted": metrics["none_predicted"]}
+            row = {
+                "threshold": cut,
+                "weighted_f1": metrics["weighted_f1"],
+                "none_f1": metrics["per_label"]["none"]["f1"],
+                "none_predicted": metrics["none_predicted"],
+            }
             rows.append(row)
             marker = "  <- default" if cut == default else ""
-            print(f"{cut:>10.3f} {row['weighted_f1']:>12.4f} {row['none_f1']:>8.4f} {row['none_predicted']:>15}{marker}")
+            print(
+                f"{cut:>10.3f} {row['weighted_f1']:>12.4f} {row['none_f1']:>8.4f} {row['none_predicted']:>15}{marker}"
+            )
         fitted, _ = fit_thresholds(offered[dev_positions], gold[dev_positions], labels)
-        held_out = {name: multilabel_metrics(gold[~dev_positions], offered[~dev_positions] >= cut, labels)["weighted_f1"]
-                    for name, cut in (("default", default), ("fitted", fitted))}
-        print(f"fitted on half the texts: {fitted:.3f}; on the other half weighted F1 {held_out['fitted']:.4f} "
-              f"(default {default:g}: {held_out['default']:.4f})")
-        report["splits"].append({"split": split.name, "grid": rows, "fitted_threshold": fitted,  # type: ignore[union-attr]
-                                 "held_out_weighted_f1": held_out})
+        held_out = {
+            name: multilabel_metrics(gold[~dev_positions], offered[~dev_positions] >= cut, labels)["weighted_f1"]
+            for name, cut in (("default", default), ("fitted", fitted))
+        }
+        print(
+            f"fitted on half the texts: {fitted:.3f}; on the other half weighted F1 {held_out['fitted']:.4f} "
+            f"(default {default:g}: {held_out['default']:.4f})"
+        )
+        report["splits"].append(
+            {
+                "split": split.name,
+                "grid": rows,
+                "fitted_threshold": fitted,  # type: ignore[union-attr]
+                "held_out_weighted_f1": held_out,
+            }
+        )
     if args.out:
         write_json(Path(args.out), report)
 

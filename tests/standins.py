@@ -50,8 +50,15 @@ def _byte_bpe(specials: list[str]) -> tuple[dict[str, int], list[tuple[str, str]
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator(corpus(), trainers.BpeTrainer(vocab_size=VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                                          special_tokens=specials, show_progress=False))
+    tok.train_from_iterator(
+        corpus(),
+        trainers.BpeTrainer(
+            vocab_size=VOCAB,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            special_tokens=specials,
+            show_progress=False,
+        ),
+    )
     model = json.loads(tok.to_str())["model"]
     return model["vocab"], [tuple(m) for m in model["merges"]]
 
@@ -68,7 +75,9 @@ def _byte_bpe_fast(specials: list[str], template: tuple[str, str] | None, **toke
     if template is not None:
         single, pair = template
         used = {t for t in (single + " " + pair).split() if t in vocab}
-        tok.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=[(t, vocab[t]) for t in used])
+        tok.post_processor = processors.TemplateProcessing(
+            single=single, pair=pair, special_tokens=[(t, vocab[t]) for t in used]
+        )
     return PreTrainedTokenizerFast(tokenizer_object=tok, **tokens)
 
 
@@ -77,7 +86,9 @@ def _unigram(specials: list[str], unk: str) -> list[tuple[str, float]]:
 
     tok = Tokenizer(models.Unigram())
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    tok.train_from_iterator(corpus(), trainers.UnigramTrainer(vocab_size=VOCAB, special_tokens=specials, unk_token=unk, show_progress=False))
+    tok.train_from_iterator(
+        corpus(), trainers.UnigramTrainer(vocab_size=VOCAB, special_tokens=specials, unk_token=unk, show_progress=False)
+    )
     return [tuple(piece) for piece in json.loads(tok.to_str())["model"]["vocab"]]
 
 
@@ -86,8 +97,12 @@ def _metaspace_bpe(specials: list[str]) -> tuple[dict[str, int], list[tuple[str,
 
     tok = Tokenizer(models.BPE(unk_token=specials[0]))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first", split=True)
-    tok.train_from_iterator(corpus(), trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=specials, show_progress=False,
-                                                          initial_alphabet=list(string.printable)))
+    tok.train_from_iterator(
+        corpus(),
+        trainers.BpeTrainer(
+            vocab_size=VOCAB, special_tokens=specials, show_progress=False, initial_alphabet=list(string.printable)
+        ),
+    )
     model = json.loads(tok.to_str())["model"]
     return model["vocab"], [tuple(m) for m in model["merges"]]
 
@@ -100,8 +115,12 @@ def wordpiece() -> Any:
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(corpus(), trainers.WordPieceTrainer(vocab_size=VOCAB, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                                                                show_progress=False))
+    tok.train_from_iterator(
+        corpus(),
+        trainers.WordPieceTrainer(
+            vocab_size=VOCAB, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
+        ),
+    )
     return BertTokenizer(vocab=tok.get_vocab(), do_lower_case=True)
 
 
@@ -129,8 +148,15 @@ def roberta(cls: str = "RobertaTokenizer") -> Any:
 
 def modernbert() -> Any:
     """ModernBERT's byte-level BPE with BERT's [CLS] x [SEP] y [SEP]."""
-    return _byte_bpe_fast(["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"], ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1"),
-                          unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
+    return _byte_bpe_fast(
+        ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"],
+        ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1"),
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+    )
 
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
@@ -142,12 +168,16 @@ def qwen(padding_side: str = "right", eos_appended: bool = False) -> Any:
     from transformers import Qwen2Tokenizer
 
     vocab, merges = _byte_bpe(QWEN_SPECIALS)
-    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges, pad_token="<|endoftext|>", eos_token="<|im_end|>",
-                               padding_side=padding_side)
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab, merges=merges, pad_token="<|endoftext|>", eos_token="<|im_end|>", padding_side=padding_side
+    )
     if eos_appended:
         backend = tokenizer.backend_tokenizer
         backend.post_processor = processors.TemplateProcessing(
-            single="$A <|endoftext|>", pair="$A <|endoftext|> $B:1 <|endoftext|>:1", special_tokens=[("<|endoftext|>", vocab["<|endoftext|>"])])
+            single="$A <|endoftext|>",
+            pair="$A <|endoftext|> $B:1 <|endoftext|>:1",
+            special_tokens=[("<|endoftext|>", vocab["<|endoftext|>"])],
+        )
     return tokenizer
 
 
@@ -168,23 +198,34 @@ def llama_sp(padding_side: str = "left") -> Any:
     tokenizer = LlamaTokenizer(vocab=vocab, merges=merges, padding_side=padding_side)
     tokenizer.pad_token = "</s>"
     tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> <s>:1 $B:1 </s>:1", special_tokens=[("<s>", vocab["<s>"]), ("</s>", vocab["</s>"])])
+        single="<s> $A </s>",
+        pair="<s> $A </s> <s>:1 $B:1 </s>:1",
+        special_tokens=[("<s>", vocab["<s>"]), ("</s>", vocab["</s>"])],
+    )
     return tokenizer
 
 
 # Chat templates: the shape each real model's template renders for one user turn and the generation prompt.
 CHAT_TEMPLATES: dict[str, str] = {
-    "qwen3": ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
-              "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and enable_thinking is false %}"
-              "{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}"),
-    "gemma3": ("{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else m['role']) + '\\n' "
-               "+ m['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"),
-    "llama3": ("{{ bos_token }}{{ '<|start_header_id|>system<|end_header_id|>\\n\\nCutting Knowledge Date: December 2023\\n"
-               "Today Date: 26 Jul 2024\\n\\n<|eot_id|>' }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + "
-               "'<|end_header_id|>\\n\\n' + m['content'] | trim + '<|eot_id|>' }}{% endfor %}"
-               "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"),
-    "phi4": ("{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}{% endfor %}"
-             "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"),
+    "qwen3": (
+        "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and enable_thinking is false %}"
+        "{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}"
+    ),
+    "gemma3": (
+        "{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else m['role']) + '\\n' "
+        "+ m['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+    ),
+    "llama3": (
+        "{{ bos_token }}{{ '<|start_header_id|>system<|end_header_id|>\\n\\nCutting Knowledge Date: December 2023\\n"
+        "Today Date: 26 Jul 2024\\n\\n<|eot_id|>' }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + "
+        "'<|end_header_id|>\\n\\n' + m['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"
+    ),
+    "phi4": (
+        "{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"
+    ),
     "mistral_nemo": "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}{{ '[INST]' + m['content'] + '[/INST]' }}{% endif %}{% endfor %}",
 }
 
@@ -195,9 +236,11 @@ def chat_opening(shape: str, question: str) -> str:
     return {
         "qwen3": f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
         "gemma3": f"<bos><start_of_turn>user\n{question.strip()}<end_of_turn>\n<start_of_turn>model\n",
-        "llama3": ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
-                   f"Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n{question.strip()}<|eot_id|>"
-                   "<|start_header_id|>assistant<|end_header_id|>\n\n"),
+        "llama3": (
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+            f"Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n{question.strip()}<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n"
+        ),
         "phi4": f"<|user|>{question}<|end|><|assistant|>",
         "mistral_nemo": f"<s>[INST]{question}[/INST]",
     }[shape]
@@ -211,14 +254,27 @@ def chat_tokenizer(shape: str) -> Any:
         tokenizer = gemma()
     elif shape == "llama3":
         specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
-        tokenizer = _byte_bpe_fast(specials, ("<|begin_of_text|> $A", "<|begin_of_text|> $A <|begin_of_text|>:1 $B:1"),
-                                   bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
+        tokenizer = _byte_bpe_fast(
+            specials,
+            ("<|begin_of_text|> $A", "<|begin_of_text|> $A <|begin_of_text|>:1 $B:1"),
+            bos_token="<|begin_of_text|>",
+            eos_token="<|eot_id|>",
+        )
     elif shape == "phi4":
-        tokenizer = _byte_bpe_fast(["<|endoftext|>", "<|user|>", "<|assistant|>", "<|end|>", "<|system|>"], None,
-                                   eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+        tokenizer = _byte_bpe_fast(
+            ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|end|>", "<|system|>"],
+            None,
+            eos_token="<|endoftext|>",
+            pad_token="<|endoftext|>",
+        )
     else:
-        tokenizer = _byte_bpe_fast(["<unk>", "<s>", "</s>", "[INST]", "[/INST]"], ("<s> $A", "<s> $A <s>:1 $B:1"),
-                                   bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+        tokenizer = _byte_bpe_fast(
+            ["<unk>", "<s>", "</s>", "[INST]", "[/INST]"],
+            ("<s> $A", "<s> $A <s>:1 $B:1"),
+            bos_token="<s>",
+            eos_token="</s>",
+            unk_token="<unk>",
+        )
     tokenizer.chat_template = CHAT_TEMPLATES[shape]
     return tokenizer
 
@@ -234,34 +290,74 @@ def _ids(tokenizer: Any) -> dict[str, Any]:
 def _encoder_config(kind: str, tokenizer: Any, **extra: Any) -> Any:
     import transformers
 
-    common = dict(vocab_size=len(tokenizer), hidden_size=H, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                  intermediate_size=FFN, **_ids(tokenizer), **extra)
+    common = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=H,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        **_ids(tokenizer),
+        **extra,
+    )
     if kind == "bert":
         return transformers.BertConfig(max_position_embeddings=ENCODER_POSITIONS, **common)
     if kind == "deberta":
-        return transformers.DebertaV2Config(max_position_embeddings=ENCODER_POSITIONS, relative_attention=True, position_buckets=32,
-                                            norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
-                                            position_biased_input=False, type_vocab_size=0, **common)
+        return transformers.DebertaV2Config(
+            max_position_embeddings=ENCODER_POSITIONS,
+            relative_attention=True,
+            position_buckets=32,
+            norm_rel_ebd="layer_norm",
+            share_att_key=True,
+            pos_att_type=["p2c", "c2p"],
+            position_biased_input=False,
+            type_vocab_size=0,
+            **common,
+        )
     if kind == "modernbert":
-        return transformers.ModernBertConfig(max_position_embeddings=ENCODER_POSITIONS, global_attn_every_n_layers=2, local_attention=16,
-                                             cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id, **common)
+        return transformers.ModernBertConfig(
+            max_position_embeddings=ENCODER_POSITIONS,
+            global_attn_every_n_layers=2,
+            local_attention=16,
+            cls_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id,
+            **common,
+        )
     if kind == "roberta":
         return transformers.RobertaConfig(max_position_embeddings=ENCODER_POSITIONS + 2, **common)
     if kind == "xlmr":
         return transformers.XLMRobertaConfig(max_position_embeddings=ENCODER_POSITIONS + 2, **common)
     if kind == "bart":
-        return transformers.BartConfig(vocab_size=len(tokenizer), d_model=H, encoder_layers=1, decoder_layers=1, encoder_attention_heads=HEADS,
-                                       decoder_attention_heads=HEADS, encoder_ffn_dim=FFN, decoder_ffn_dim=FFN,
-                                       max_position_embeddings=ENCODER_POSITIONS, decoder_start_token_id=tokenizer.eos_token_id,
-                                       forced_bos_token_id=tokenizer.bos_token_id, **_ids(tokenizer), **extra)
+        return transformers.BartConfig(
+            vocab_size=len(tokenizer),
+            d_model=H,
+            encoder_layers=1,
+            decoder_layers=1,
+            encoder_attention_heads=HEADS,
+            decoder_attention_heads=HEADS,
+            encoder_ffn_dim=FFN,
+            decoder_ffn_dim=FFN,
+            max_position_embeddings=ENCODER_POSITIONS,
+            decoder_start_token_id=tokenizer.eos_token_id,
+            forced_bos_token_id=tokenizer.bos_token_id,
+            **_ids(tokenizer),
+            **extra,
+        )
     raise ValueError(kind)
 
 
 def _causal_config(kind: str, tokenizer: Any) -> Any:
     import transformers
 
-    common = dict(vocab_size=len(tokenizer), hidden_size=H, num_hidden_layers=LAYERS, num_attention_heads=HEADS, num_key_value_heads=1,
-                  intermediate_size=FFN, max_position_embeddings=CAUSAL_POSITIONS, **_ids(tokenizer))
+    common = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=H,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=1,
+        intermediate_size=FFN,
+        max_position_embeddings=CAUSAL_POSITIONS,
+        **_ids(tokenizer),
+    )
     if kind == "qwen3":
         return transformers.Qwen3Config(head_dim=16, tie_word_embeddings=True, **common)
     if kind == "gemma3":
@@ -283,26 +379,34 @@ def _save(folder: Path, model: Any, tokenizer: Any, limit: int) -> Path:
     return folder
 
 
-def _sentence_transformers(folder: Path, pooling: str, normalize: bool, max_seq_length: int = ENCODER_POSITIONS) -> None:
+def _sentence_transformers(
+    folder: Path, pooling: str, normalize: bool, max_seq_length: int = ENCODER_POSITIONS
+) -> None:
     """sentence-transformers' files: Transformer, Pooling (``cls``, ``mean`` or ``lasttoken``), Normalize."""
-    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
     if normalize:
         modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
         (folder / "2_Normalize").mkdir(exist_ok=True)
     (folder / "modules.json").write_text(json.dumps(modules))
     (folder / "1_Pooling").mkdir(exist_ok=True)
     modes = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens", "lasttoken": "pooling_mode_lasttoken"}
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": H, **{m: m == modes[pooling] for m in modes.values()}}))
-    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length, "do_lower_case": False}))
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": H, **{m: m == modes[pooling] for m in modes.values()}})
+    )
+    (folder / "sentence_bert_config.json").write_text(
+        json.dumps({"max_seq_length": max_seq_length, "do_lower_case": False})
+    )
 
 
-REMOTE_CONFIG = '''from transformers import BertConfig
+REMOTE_CONFIG = """from transformers import BertConfig
 
 
 class NewConfig(BertConfig):
     model_type = "new"
-'''
+"""
 REMOTE_MODELLING = '''from transformers import BertModel
 
 from .configuration import NewConfig
@@ -321,8 +425,11 @@ def ship_own_code(folder: Path) -> None:
     (folder / "configuration.py").write_text(REMOTE_CONFIG)
     (folder / "modeling.py").write_text(REMOTE_MODELLING)
     config = json.loads((folder / "config.json").read_text())
-    config.update(model_type="new", architectures=["NewModel"],
-                  auto_map={"AutoConfig": "configuration.NewConfig", "AutoModel": "modeling.NewModel"})
+    config.update(
+        model_type="new",
+        architectures=["NewModel"],
+        auto_map={"AutoConfig": "configuration.NewConfig", "AutoModel": "modeling.NewModel"},
+    )
     (folder / "config.json").write_text(json.dumps(config, indent=2))
 
 
@@ -343,9 +450,17 @@ def _encoder(kind: str, tokenizer: Callable[[], Any], head: str | None = None, *
         torch.manual_seed(0)
         tok = tokenizer()
         cfg = _encoder_config(kind, tok, **config)
-        cls = {"bert": "Bert", "deberta": "DebertaV2", "modernbert": "ModernBert", "roberta": "Roberta", "xlmr": "XLMRoberta", "bart": "Bart"}[kind]
+        cls = {
+            "bert": "Bert",
+            "deberta": "DebertaV2",
+            "modernbert": "ModernBert",
+            "roberta": "Roberta",
+            "xlmr": "XLMRoberta",
+            "bart": "Bart",
+        }[kind]
         model = getattr(transformers, f"{cls}{head or 'Model'}")(cfg)
         return _save(folder, model, tok, ENCODER_POSITIONS)
+
     return build
 
 
@@ -354,6 +469,7 @@ def _embedder(kind: str, tokenizer: Callable[[], Any], pooling: str, normalize: 
         _encoder(kind, tokenizer)(folder)
         _sentence_transformers(folder, pooling, normalize)
         return folder
+
     return build
 
 
@@ -363,10 +479,13 @@ def _decoder_embedder(kind: str, tokenizer: Callable[[], Any]) -> Callable[[Path
 
         torch.manual_seed(0)
         tok = tokenizer()
-        model = {"qwen3": transformers.Qwen3Model, "mistral": transformers.MistralModel}[kind](_causal_config(kind, tok))
+        model = {"qwen3": transformers.Qwen3Model, "mistral": transformers.MistralModel}[kind](
+            _causal_config(kind, tok)
+        )
         _save(folder, model, tok, ENCODER_POSITIONS)
         _sentence_transformers(folder, "lasttoken", True)
         return folder
+
     return build
 
 
@@ -386,6 +505,7 @@ def _causal(kind: str, shape: str) -> Callable[[Path], Path]:
         cls = {"qwen3": "Qwen3", "gemma3": "Gemma3", "llama3": "Llama", "phi4": "Phi3", "mistral": "Mistral"}[kind]
         model = getattr(transformers, f"{cls}ForCausalLM")(_causal_config(kind, tok))
         return _save(folder, model, tok, CAUSAL_POSITIONS)
+
     return build
 
 
@@ -401,6 +521,7 @@ def _zstc_nli(kind: str, tokenizer: Callable[[], Any], variant: str) -> Callable
         model = build_nli_model(backbone, variant)
         model.save(folder, transformers.AutoTokenizer.from_pretrained(folder), {"stand_in": True})
         return folder
+
     return build
 
 
@@ -416,7 +537,9 @@ ARCHS: dict[str, Arch] = {
     "bert-encoder": Arch(_encoder("bert", wordpiece)),
     "deberta-encoder": Arch(_encoder("deberta", deberta_v3)),
     "modernbert-encoder": Arch(_encoder("modernbert", modernbert)),
-    "bart-mnli": Arch(_encoder("bart", lambda: roberta("BartTokenizer"), "ForSequenceClassification", **_labels(NLI_3WAY_BART))),
+    "bart-mnli": Arch(
+        _encoder("bart", lambda: roberta("BartTokenizer"), "ForSequenceClassification", **_labels(NLI_3WAY_BART))
+    ),
     "roberta-nli": Arch(_encoder("roberta", roberta, "ForSequenceClassification", **_labels(NLI_3WAY_ROBERTA))),
     "bert-nli-binary": Arch(_zstc_nli("bert", wordpiece, "binary")),
     "bert-nli-triplet": Arch(_zstc_nli("bert", wordpiece, "triplet")),
@@ -452,25 +575,43 @@ class Row:
 
 
 ROWS: list[Row] = [
-    Row("bert-large-uncased", "bert-encoder"), Row("deberta-v3-large", "deberta-encoder"), Row("ModernBERT-large", "modernbert-encoder"),
-    Row("bart-large-mnli", "bart-mnli"), Row("nli-roberta-base", "roberta-nli"),
-    Row("bert-base-uncased-nli", "bert-nli-binary"), Row("bert-large-uncased-nli", "bert-nli-binary"),
+    Row("bert-large-uncased", "bert-encoder"),
+    Row("deberta-v3-large", "deberta-encoder"),
+    Row("ModernBERT-large", "modernbert-encoder"),
+    Row("bart-large-mnli", "bart-mnli"),
+    Row("nli-roberta-base", "roberta-nli"),
+    Row("bert-base-uncased-nli", "bert-nli-binary"),
+    Row("bert-large-uncased-nli", "bert-nli-binary"),
     Row("bert-large-uncased-nli-triplet", "bert-nli-triplet"),
-    Row("deberta-v3-base-nli", "deberta-nli-binary"), Row("deberta-v3-large-nli", "deberta-nli-binary"),
+    Row("deberta-v3-base-nli", "deberta-nli-binary"),
+    Row("deberta-v3-large-nli", "deberta-nli-binary"),
     Row("deberta-v3-large-nli-triplet", "deberta-nli-triplet"),
-    Row("modernbert-base-nli", "modernbert-nli-binary"), Row("modernbert-large-nli", "modernbert-nli-binary"),
+    Row("modernbert-base-nli", "modernbert-nli-binary"),
+    Row("modernbert-large-nli", "modernbert-nli-binary"),
     Row("modernbert-large-nli-triplet", "modernbert-nli-triplet"),
-    Row("ms-marco-MiniLM-L6-v2", "bert-reranker"), Row("gte-reranker-modernbert-base", "modernbert-reranker"),
-    Row("bge-reranker-base", "xlmr-reranker"), Row("bge-reranker-large", "xlmr-reranker"),
-    Row("Qwen3-Reranker-0.6B", "qwen3-yesno"), Row("Qwen3-Reranker-8B", "qwen3-yesno"),
+    Row("ms-marco-MiniLM-L6-v2", "bert-reranker"),
+    Row("gte-reranker-modernbert-base", "modernbert-reranker"),
+    Row("bge-reranker-base", "xlmr-reranker"),
+    Row("bge-reranker-large", "xlmr-reranker"),
+    Row("Qwen3-Reranker-0.6B", "qwen3-yesno"),
+    Row("Qwen3-Reranker-8B", "qwen3-yesno"),
     Row("all-MiniLM-L6-v2", "real"),
-    Row("e5-base-v2", "bert-mean"), Row("e5-large-v2", "bert-mean"), Row("e5-mistral-7b-instruct", "mistral-embedding"),
-    Row("bge-base-en-v1.5", "bert-cls"), Row("bge-large-en-v1.5", "bert-cls"),
-    Row("gte-base-en-v1.5", "gte-v1.5"), Row("gte-large-en-v1.5", "gte-v1.5"), Row("gte-modernbert-base", "modernbert-cls"),
-    Row("Qwen3-Embedding-0.6B", "qwen3-embedding"), Row("Qwen3-Embedding-8B", "qwen3-embedding"),
-    Row("gemma-3-270m-it", "gemma3-llm", "gemma3"), Row("gemma-3-1b-it", "gemma3-llm", "gemma3"),
-    Row("Llama-3.2-3B-Instruct", "llama3-llm", "llama3"), Row("Qwen3-4B", "qwen3-llm", "qwen3"),
-    Row("Phi-4-mini-instruct", "phi4-llm", "phi4"), Row("Qwen3-8B", "qwen3-llm", "qwen3"),
+    Row("e5-base-v2", "bert-mean"),
+    Row("e5-large-v2", "bert-mean"),
+    Row("e5-mistral-7b-instruct", "mistral-embedding"),
+    Row("bge-base-en-v1.5", "bert-cls"),
+    Row("bge-large-en-v1.5", "bert-cls"),
+    Row("gte-base-en-v1.5", "gte-v1.5"),
+    Row("gte-large-en-v1.5", "gte-v1.5"),
+    Row("gte-modernbert-base", "modernbert-cls"),
+    Row("Qwen3-Embedding-0.6B", "qwen3-embedding"),
+    Row("Qwen3-Embedding-8B", "qwen3-embedding"),
+    Row("gemma-3-270m-it", "gemma3-llm", "gemma3"),
+    Row("gemma-3-1b-it", "gemma3-llm", "gemma3"),
+    Row("Llama-3.2-3B-Instruct", "llama3-llm", "llama3"),
+    Row("Qwen3-4B", "qwen3-llm", "qwen3"),
+    Row("Phi-4-mini-instruct", "phi4-llm", "phi4"),
+    Row("Qwen3-8B", "qwen3-llm", "qwen3"),
     Row("Mistral-Nemo-Instruct-2407", "mistral-llm", "mistral_nemo"),
 ]
 

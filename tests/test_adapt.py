@@ -130,8 +130,11 @@ def test_classifier_adapts_a_corpus_on_a_real_model(minilm_native) -> None:
 
     from zstc.api import Classifier
 
-    rows = [row for name in ("reviews.csv", "reviews_heldout.csv")
-            for row in csv.DictReader((Path(__file__).parent / "data" / name).open(encoding="utf-8"))]
+    rows = [
+        row
+        for name in ("reviews.csv", "reviews_heldout.csv")
+        for row in csv.DictReader((Path(__file__).parent / "data" / name).open(encoding="utf-8"))
+    ]
     texts, labels = [row["text"] for row in rows], ["positive", "negative", "about delivery"]
     classifier = Classifier(minilm_native)
     matrix = classifier.scores(texts, labels)
@@ -164,7 +167,9 @@ def _small_data(btzsc_dir, folder, shuffle_gold: bool):
 
     folder.mkdir()
     (folder / "tasks.json").write_bytes((btzsc_dir / "tasks.json").read_bytes())
-    rows = [json.loads(line) for line in (btzsc_dir / "financialphrasebank.jsonl").read_text(encoding="utf-8").splitlines()][::12]
+    rows = [
+        json.loads(line) for line in (btzsc_dir / "financialphrasebank.jsonl").read_text(encoding="utf-8").splitlines()
+    ][::12]
     if shuffle_gold:
         golds = [(row["label"], row["label_text"]) for row in rows]
         random.Random(0).shuffle(golds)
@@ -186,8 +191,20 @@ def test_bench_adapts_without_reading_gold(zstc_cli, tmp_path, btzsc_dir):
     for shuffled in (False, True):
         data = _small_data(btzsc_dir, tmp_path / f"data-{shuffled}", shuffled)
         out = tmp_path / f"r-{shuffled}.json"
-        args = ["bench", "--model", MINILM, "--data", str(data), "--tasks", "financialphrasebank", "--out", str(out),
-                "--no-cache", "--adapt", "balance"]
+        args = [
+            "bench",
+            "--model",
+            MINILM,
+            "--data",
+            str(data),
+            "--tasks",
+            "financialphrasebank",
+            "--out",
+            str(out),
+            "--no-cache",
+            "--adapt",
+            "balance",
+        ]
         code, stdout, err = zstc_cli(*args)
         assert code == 0, err
         assert "decisions adapted to each dataset: balance" in stdout
@@ -203,7 +220,10 @@ def test_bench_adapts_without_reading_gold(zstc_cli, tmp_path, btzsc_dir):
     code, _, err = zstc_cli(*args[:-2])  # without --adapt: a run of other settings, refused at the same --out
     assert code == 2 and "adapt" in err
     refused = [tmp_path / "refused.json" if arg == str(out) else arg for arg in args[:-2]]
-    for extra, message in ((["--adapt", "balance", "--multi-label"], "applies to single-label"), (["--adapt", "sinkhorn"], "adapt must be one of")):
+    for extra, message in (
+        (["--adapt", "balance", "--multi-label"], "applies to single-label"),
+        (["--adapt", "sinkhorn"], "adapt must be one of"),
+    ):
         code, _, err = zstc_cli(*map(str, refused), *extra)
         assert code == 2 and message in err and not (tmp_path / "refused.json").exists(), err
 
@@ -228,19 +248,26 @@ def test_classify_adapts_a_whole_file_and_a_resumed_run_equals_one_run(zstc_cli,
     assert [row["label"] for row in written] == [p.label for p in adapted] != [p.label for p in plain]
 
     resumed = tmp_path / "resumed.jsonl"
-    assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, [*args, "--out", str(resumed)],
-                                          tmp_path / "resumed.jsonl.partial.json")["rows"] == 7
+    assert (
+        _interrupted_after_first_chunk(
+            zstc_cli, monkeypatch, [*args, "--out", str(resumed)], tmp_path / "resumed.jsonl.partial.json"
+        )["rows"]
+        == 7
+    )
     code, _, err = zstc_cli(*args, "--out", str(tmp_path / "resumed.jsonl"))
     assert code == 0 and "7 predictions from an interrupted run are kept" in err, err
     assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--adapt", "sinkhorn"], "adapt must be one of none, centre, balance"),
-    (["--adapt-sample", "5"], "--adapt-sample applies to --adapt"),
-    (["--adapt", "balance", "--multi-label"], "applies to single-label"),
-    (["--adapt", "balance", "--engine", "ray", "--out", "folder"], "not available with --engine ray"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--adapt", "sinkhorn"], "adapt must be one of none, centre, balance"),
+        (["--adapt-sample", "5"], "--adapt-sample applies to --adapt"),
+        (["--adapt", "balance", "--multi-label"], "applies to single-label"),
+        (["--adapt", "balance", "--engine", "ray", "--out", "folder"], "not available with --engine ray"),
+    ],
+)
 def test_classify_adapt_refusals(zstc_cli, extra, message):
     from pathlib import Path
 

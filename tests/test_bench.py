@@ -17,8 +17,15 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def config(tmp_path, btzsc_dir, **overrides):
-    settings = dict(model=MINILM, tasks=["financialphrasebank", "banking77"], data=str(btzsc_dir),
-                    scorer_options={"pooling": "cls", "precision": "fp32"}, max_samples=40, seed=1, out=tmp_path / "r.json")
+    settings = dict(
+        model=MINILM,
+        tasks=["financialphrasebank", "banking77"],
+        data=str(btzsc_dir),
+        scorer_options={"pooling": "cls", "precision": "fp32"},
+        max_samples=40,
+        seed=1,
+        out=tmp_path / "r.json",
+    )
     settings.update(overrides)
     return BenchConfig(**settings)
 
@@ -71,7 +78,9 @@ def test_an_interrupted_run_keeps_finished_datasets_and_resumes(tmp_path, btzsc_
     assert ResultStore(tmp_path / "r.json").load("financialphrasebank") is not None
 
     calls.clear()
-    monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
+    monkeypatch.setattr(
+        bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1]
+    )
     resumed = Bench(config(tmp_path, btzsc_dir), show_progress=False).run()
     assert calls == ["banking77"]  # financialphrasebank was reused
     # ... and the resumed run is the uninterrupted one: every dataset in the summary, the same numbers and scores.
@@ -79,7 +88,10 @@ def test_an_interrupted_run_keeps_finished_datasets_and_resumes(tmp_path, btzsc_
     timing = {"wall_time_s", "texts_per_second", "latency_p50_s", "latency_p95_s"}
 
     def numbers(summary):
-        return {name: {k: v for k, v in row.items() if k not in timing} for name, row in summary["results"]["by_dataset"].items()}
+        return {
+            name: {k: v for k, v in row.items() if k not in timing}
+            for name, row in summary["results"]["by_dataset"].items()
+        }
 
     assert list(resumed["results"]["by_dataset"]) == ["financialphrasebank", "banking77"]
     assert numbers(resumed) == numbers(whole) and resumed["results"]["overall"] == whole["results"]["overall"]
@@ -164,7 +176,9 @@ def test_a_template_beside_the_datasets_own_hypotheses_is_refused_by_the_library
     """The CLI refuses it; BenchConfig(template=...) with the default hypotheses ran, the template silently ignored."""
     from zstc.errors import OptionError
 
-    with pytest.raises(OptionError, match=r"^template cannot be used with hypotheses dataset \(the default\)") as refused:
+    with pytest.raises(
+        OptionError, match=r"^template cannot be used with hypotheses dataset \(the default\)"
+    ) as refused:
         Bench(config(tmp_path, btzsc_dir, template="It is about {}."), show_progress=False).run()
     assert refused.value.parameters == ("template", "hypotheses") and not (tmp_path / "r.json").exists()
 
@@ -173,12 +187,17 @@ def test_hub_data_is_identified_by_its_content(tmp_path, shared_data, monkeypatc
     """The hub's btzsc/btzsc can change under the same name: its identity was the name alone, so a result scored
     on the old rows was reused (from the details folder or the shared cache) as if it were the new rows'."""
     datasets = pytest.importorskip("datasets")
-    rows = [json.loads(line) for line in (shared_data / "btzsc-paired" / "financialphrasebank.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for line in (shared_data / "btzsc-paired" / "financialphrasebank.jsonl").read_text().splitlines()
+    ]
     served = {"rows": rows}
     monkeypatch.setattr(datasets, "load_dataset", lambda name, config, split: list(served["rows"]))  # the hub, offline
     calls = []
     real_evaluate = bench_module.evaluate_task
-    monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
+    monkeypatch.setattr(
+        bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1]
+    )
     hub = dict(data="hub", tasks=["financialphrasebank"], max_samples=6)
     first = Bench(config(tmp_path, "hub", **hub), show_progress=False).run()
     Bench(config(tmp_path, "hub", **hub), show_progress=False).run()
@@ -188,7 +207,7 @@ def test_hub_data_is_identified_by_its_content(tmp_path, shared_data, monkeypatc
     first_text = [row for row in rows if row["text"] == rows[0]["text"]]
     moved = [row["labels"] for row in first_text[1:] + first_text[:1]]  # its gold class moves to another hypothesis
     assert moved != [row["labels"] for row in first_text]
-    served["rows"] = [{**row, "labels": label} for row, label in zip(first_text, moved)] + rows[len(first_text):]
+    served["rows"] = [{**row, "labels": label} for row, label in zip(first_text, moved)] + rows[len(first_text) :]
     second = Bench(config(tmp_path, "hub", **hub), show_progress=False).run()
     assert calls == ["financialphrasebank"] * 2  # other rows: scored again, not taken from the details folder or cache
     assert second["evaluation"]["data_sha256"]["financialphrasebank"] != digest
@@ -204,8 +223,9 @@ def test_sampling_settings_that_sample_nothing_are_not_other_settings(tmp_path, 
 
     spec = get_model_spec(MINILM, None)
     # The record the default command always wrote: results stored before keep their fingerprint.
-    assert config(tmp_path, btzsc_dir, max_samples=None, seed=3).run_identity(spec, {"precision": "fp32"})["sampling"] == \
-        {"method": "stratified", "max_samples": None, "seed": 0}
+    assert config(tmp_path, btzsc_dir, max_samples=None, seed=3).run_identity(spec, {"precision": "fp32"})[
+        "sampling"
+    ] == {"method": "stratified", "max_samples": None, "seed": 0}
     assert _identity(btzsc_dir, tmp_path, seed=3) != _identity(btzsc_dir, tmp_path)  # a sample: the seed matters
     assert _identity(btzsc_dir, tmp_path, sampling="paper", seed=3) == _identity(btzsc_dir, tmp_path, sampling="paper")
 
@@ -275,21 +295,36 @@ def test_a_reused_result_is_summarised_with_the_code_that_computed_it(tmp_path, 
     first = Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"]), show_progress=False).run()
     details = json.loads((tmp_path / "r.details" / "financialphrasebank.json").read_text(encoding="utf-8"))
     assert details["software"] == {"zstc_version": __version__, "git_commit": git_commit(), "libraries": real}
-    assert first["run"]["libraries"] == real and first["evaluation"]["software"]["financialphrasebank"] == details["software"]
+    assert (
+        first["run"]["libraries"] == real
+        and first["evaluation"]["software"]["financialphrasebank"] == details["software"]
+    )
     # An upgrade between the runs: another zstc and transformers compute now.
     monkeypatch.setattr(bench_module, "library_versions", lambda: {**real, "transformers": "9.9.9"})
     monkeypatch.setattr(bench_module, "git_commit", lambda: "0" * 40)
     monkeypatch.setattr(bench_module, "__version__", "9.9.9")
-    reused = Bench(config(tmp_path, btzsc_dir, tasks=["financialphrasebank"], out=tmp_path / "again.json"), show_progress=False).run()
-    assert (reused["run"]["zstc_version"], reused["run"]["git_commit"], reused["run"]["libraries"]) == (__version__, git_commit(), real)
+    reused = Bench(
+        config(tmp_path, btzsc_dir, tasks=["financialphrasebank"], out=tmp_path / "again.json"), show_progress=False
+    ).run()
+    assert (reused["run"]["zstc_version"], reused["run"]["git_commit"], reused["run"]["libraries"]) == (
+        __version__,
+        git_commit(),
+        real,
+    )
     assert reused["evaluation"]["zstc_version"] == __version__
     assert not any("other code" in n for n in reused["notes"]["financialphrasebank"])
-    mixed = Bench(config(tmp_path, btzsc_dir, out=tmp_path / "mixed.json"), show_progress=False).run()  # banking77 computed now
+    mixed = Bench(
+        config(tmp_path, btzsc_dir, out=tmp_path / "mixed.json"), show_progress=False
+    ).run()  # banking77 computed now
     assert mixed["run"]["git_commit"] == "0" * 40 and mixed["run"]["libraries"]["transformers"] == "9.9.9"
     assert mixed["evaluation"]["software"]["banking77"]["libraries"]["transformers"] == "9.9.9"
     assert mixed["evaluation"]["software"]["financialphrasebank"]["libraries"]["transformers"] == real["transformers"]
     note = [n for n in mixed["notes"]["financialphrasebank"] if "other code" in n]
-    assert note and f"zstc {__version__} (run record: 9.9.9)" in note[0] and f"transformers {real['transformers']} (run record: 9.9.9)" in note[0]
+    assert (
+        note
+        and f"zstc {__version__} (run record: 9.9.9)" in note[0]
+        and f"transformers {real['transformers']} (run record: 9.9.9)" in note[0]
+    )
     assert not any("other code" in n for n in mixed["notes"].get("banking77", []))
     # A result stored before software was recorded: loadable, its code unknown, and said so.
     old = DatasetResult.model_validate({k: v for k, v in details.items() if k != "software"})
@@ -336,13 +371,17 @@ def fake_hub(tmp_path, monkeypatch):
 
 def _hub_bench(tmp_path, btzsc_dir, stand_in, tasks):
     """bench of the hub model E5, its weights stood in for by an offline model (nothing is downloaded)."""
-    bench = Bench(config(tmp_path, btzsc_dir, model=E5, tasks=tasks, scorer_options={"precision": "fp32"}, max_samples=20),
-                  show_progress=False)
+    bench = Bench(
+        config(tmp_path, btzsc_dir, model=E5, tasks=tasks, scorer_options={"precision": "fp32"}, max_samples=20),
+        show_progress=False,
+    )
     bench._scorer = stand_in
     return bench
 
 
-def test_a_hub_models_first_run_names_the_commit_it_downloads_and_resumes(tmp_path, btzsc_dir, fake_hub, minilm_cls, monkeypatch):
+def test_a_hub_models_first_run_names_the_commit_it_downloads_and_resumes(
+    tmp_path, btzsc_dir, fake_hub, minilm_cls, monkeypatch
+):
     """The identity was computed before the model loaded: on the first run of a hub model not yet downloaded its
     revision was None, after the download the commit, so the same command could not resume the interrupted run
     ("model_revision None -> 'aaaa...'"), and every run before a download shared the key "revision None"."""
@@ -354,7 +393,9 @@ def test_a_hub_models_first_run_names_the_commit_it_downloads_and_resumes(tmp_pa
     fake_hub["download"](E5, "config.json")  # what loading the model left in the hub cache
     fake_hub["new_process"]()
     real_evaluate, calls = bench_module.evaluate_task, []
-    monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
+    monkeypatch.setattr(
+        bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1]
+    )
     summary = _hub_bench(tmp_path, btzsc_dir, minilm_cls, ["financialphrasebank", "rottentomatoes"]).run()
     assert calls == ["rottentomatoes"]  # the same command resumed
     assert summary["evaluation"]["run_identity"]["model_revision"] == "a" * 40 == summary["model"]["revision"]
@@ -400,13 +441,16 @@ def test_weights_of_no_known_revision_are_not_cached(tmp_path, btzsc_dir, fake_h
     assert ResultCache().entries() == []
     assert [payload for kind, payload in events if kind == "note"] == [
         "which revision of the model's weights this is cannot be found (the hub did not say, and it is not in the hub "
-        "cache), so this run's results are not kept in the shared result cache"]
+        "cache), so this run's results are not kept in the shared result cache"
+    ]
 
 
 def test_resume_reuses_moved_data_recomputes_changed_data_and_refuses_other_settings(tmp_path, btzsc_dir, monkeypatch):
     real_evaluate = bench_module.evaluate_task
     calls = []
-    monkeypatch.setattr(bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1])
+    monkeypatch.setattr(
+        bench_module, "evaluate_task", lambda *a, **k: (calls.append(a[1].name), real_evaluate(*a, **k))[1]
+    )
     small = dict(tasks=["financialphrasebank"], max_samples=8)
     Bench(config(tmp_path, _copy_data(btzsc_dir, tmp_path / "a"), **small), show_progress=False).run()
     assert calls == ["financialphrasebank"]
@@ -423,8 +467,12 @@ def test_resume_reuses_moved_data_recomputes_changed_data_and_refuses_other_sett
     with pytest.raises(DataError, match=r"precision 'fp32' -> 'bf16'.*--overwrite always"):
         Bench(config(tmp_path, tmp_path / "b", **bf16), show_progress=False).run()
     with pytest.raises(DataError, match="--overwrite never"):
-        Bench(config(tmp_path, tmp_path / "b", **dict(small, tasks=["financialphrasebank", "banking77"]), overwrite="never"),
-              show_progress=False).run()
+        Bench(
+            config(
+                tmp_path, tmp_path / "b", **dict(small, tasks=["financialphrasebank", "banking77"]), overwrite="never"
+            ),
+            show_progress=False,
+        ).run()
     summary = Bench(config(tmp_path, tmp_path / "b", **bf16, overwrite="always"), show_progress=False).run()
     assert calls == ["financialphrasebank"]
     assert summary["model"]["precision"] == "bf16" and summary["evaluation"]["precision"] == "bf16"
@@ -432,8 +480,19 @@ def test_resume_reuses_moved_data_recomputes_changed_data_and_refuses_other_sett
 
 
 def test_bench_cli_refuses_a_second_run_with_other_settings(zstc_cli, tmp_path, btzsc_dir):
-    args = ["bench", "--model", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6",
-            "--out", str(tmp_path / "r.json")]
+    args = [
+        "bench",
+        "--model",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "6",
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
     assert zstc_cli(*args)[0] == 0
     code, _, err = zstc_cli(*args, "--pooling", "cls")
     assert code == 2 and err.startswith("error: ") and "other settings" in err and "--overwrite always" in err
@@ -444,16 +503,31 @@ def test_a_summary_whose_details_are_gone_is_not_replaced_by_other_settings(zstc
     import shutil
 
     out = tmp_path / "r.json"
-    args = ["bench", "--model", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "6",
-            "--out", str(out), "--no-cache"]
+    args = [
+        "bench",
+        "--model",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "6",
+        "--out",
+        str(out),
+        "--no-cache",
+    ]
     assert zstc_cli(*args)[0] == 0
     first = out.read_bytes()
     assert json.loads(first)["evaluation"]["run_identity"]["precision"] == "fp32"
     shutil.rmtree(tmp_path / "r.details")  # nothing left in the details folder to say what the summary was
     loaded = []
     monkeypatch.setattr(Bench, "scorer", property(lambda self: loaded.append(1) or pytest.fail("the model was loaded")))
-    for other, named in ((["--pooling", "cls"], "scorer_options"), (["--seed", "3"], "sampling"),
-                         (["--precision", "bf16"], "precision 'fp32' -> 'bf16'")):
+    for other, named in (
+        (["--pooling", "cls"], "scorer_options"),
+        (["--seed", "3"], "sampling"),
+        (["--precision", "bf16"], "precision 'fp32' -> 'bf16'"),
+    ):
         code, _, err = zstc_cli(*args, *other)
         assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
         assert "other settings" in err and named in err and "another --out" in err and "--overwrite always" in err
@@ -475,8 +549,11 @@ def test_a_summary_that_records_no_run_identity_is_not_replaced(tmp_path, btzsc_
     del content["evaluation"]["run_identity"], content["evaluation"]["run_fingerprint"]
     path.write_text(json.dumps(content))
     (tmp_path / "r.details" / "financialphrasebank.json").unlink()
-    with pytest.raises(DataError, match=r"--out .*r\.json: holds the summary of a run with other settings \(its settings are "
-                                        r"not recorded\).*--overwrite always"):
+    with pytest.raises(
+        DataError,
+        match=r"--out .*r\.json: holds the summary of a run with other settings \(its settings are "
+        r"not recorded\).*--overwrite always",
+    ):
         Bench(config(tmp_path, btzsc_dir, **small), show_progress=False).run()
     assert json.loads(path.read_text()) == content
     Bench(config(tmp_path, btzsc_dir, **dict(small, overwrite="always")), show_progress=False).run()
@@ -497,7 +574,10 @@ def test_sampled_banking77_counts_only_the_scored_texts_without_a_hypothesis(tmp
     sampled = sample_task(full, "stratified", 300, 1)
     scored = int(sampled.counted_as_class0.sum())
     assert 0 < scored < 200 and result.unlabelled_texts == scored
-    assert any(note.startswith(f"{scored} texts whose gold class has no hypothesis counted as class 0") for note in result.notes)
+    assert any(
+        note.startswith(f"{scored} texts whose gold class has no hypothesis counted as class 0")
+        for note in result.notes
+    )
     assert not any(note.startswith("200 texts") for note in result.notes)
 
 
@@ -516,7 +596,12 @@ def test_result_files_get_the_usual_permissions(tmp_path, btzsc_dir):
     finally:
         os.umask(old)
     details = tmp_path / "r.details"
-    for path in (tmp_path / "x.json", tmp_path / "r.json", details / "financialphrasebank.json", details / "financialphrasebank.npz"):
+    for path in (
+        tmp_path / "x.json",
+        tmp_path / "r.json",
+        details / "financialphrasebank.json",
+        details / "financialphrasebank.npz",
+    ):
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path  # mkstemp's 0600 used to stay
 
 
@@ -551,18 +636,32 @@ def test_the_papers_sample_of_rottentomatoes_is_every_text(btzsc_dir):
     harness = sample_task(task, "harness", PAPER_SAMPLE_SIZE)
     assert harness.source_index.tolist() == [0, 1, *random.Random(0).sample(range(2, 1066), 998)]
     # Below the paper's size there is no paper's sample to follow: both are the harness's draw.
-    assert sample_task(task, "paper", 500).source_index.tolist() == sample_task(task, "harness", 500).source_index.tolist()
-    emotion, _ = load_btzsc_task("emotiondair", btzsc_dir)  # every other dataset: the paper's sample is the harness's draw
-    assert sample_task(emotion, "paper", 1000).source_index.tolist() == sample_task(emotion, "harness", 1000).source_index.tolist()
+    assert (
+        sample_task(task, "paper", 500).source_index.tolist() == sample_task(task, "harness", 500).source_index.tolist()
+    )
+    emotion, _ = load_btzsc_task(
+        "emotiondair", btzsc_dir
+    )  # every other dataset: the paper's sample is the harness's draw
+    assert (
+        sample_task(emotion, "paper", 1000).source_index.tolist()
+        == sample_task(emotion, "harness", 1000).source_index.tolist()
+    )
 
 
 def test_rottentomatoes_scored_whole_is_not_taken_for_the_earlier_draw(btzsc_dir, tmp_path):
     """--sampling paper --max-samples 1000 drew 1000 rottentomatoes texts before it kept all 1066, under the same
     run identity: rottentomatoes' fingerprint must differ from that draw's, so neither a stored result nor the
     shared cache hands the old numbers back. No other dataset's fingerprint changes."""
+
     def prepared(sampling: str, name: str):
-        config = BenchConfig(model=MINILM, tasks=[name], data=str(btzsc_dir), max_samples=1000, sampling=sampling,
-                             out=tmp_path / f"{sampling}.json")
+        config = BenchConfig(
+            model=MINILM,
+            tasks=[name],
+            data=str(btzsc_dir),
+            max_samples=1000,
+            sampling=sampling,
+            out=tmp_path / f"{sampling}.json",
+        )
         return Bench(config, show_progress=False).prepare(name)
 
     whole = prepared("paper", "rottentomatoes")
@@ -572,7 +671,9 @@ def test_rottentomatoes_scored_whole_is_not_taken_for_the_earlier_draw(btzsc_dir
     assert whole.fingerprint == fingerprint(whole.identity) != fingerprint(earlier)
     for name in ("emotiondair", "financialphrasebank"):
         unchanged = prepared("paper", name)
-        assert "sample" not in unchanged.identity["dataset"] and unchanged.fingerprint == fingerprint(unchanged.identity)
+        assert "sample" not in unchanged.identity["dataset"] and unchanged.fingerprint == fingerprint(
+            unchanged.identity
+        )
     assert "sample" not in prepared("harness", "rottentomatoes").identity["dataset"]
 
 
@@ -581,8 +682,23 @@ def test_sampling_paper_reproduces_the_papers_emotiondair_numbers(zstc_cli, tmp_
     if not (btzsc_dir / "emotiondair.jsonl").exists():
         pytest.skip(f"needs emotiondair.jsonl in {btzsc_dir}")
     out = tmp_path / "r.json"
-    code, _, err = zstc_cli("bench", "--model", MINILM, "--pooling", "cls", "--data", str(btzsc_dir), "--tasks", "emotiondair",
-                            "--sampling", "paper", "--max-samples", "1000", "--out", str(out))
+    code, _, err = zstc_cli(
+        "bench",
+        "--model",
+        MINILM,
+        "--pooling",
+        "cls",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "emotiondair",
+        "--sampling",
+        "paper",
+        "--max-samples",
+        "1000",
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     row = json.loads(out.read_text())["results"]["by_dataset"]["emotiondair"]
     assert row["n_texts"] == 1000

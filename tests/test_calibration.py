@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from zstc.yin.calibration import PlattScaling, TemperatureScaling, calibrate, expected_calibration_error, single_label_report
+from zstc.yin.calibration import (
+    PlattScaling,
+    TemperatureScaling,
+    calibrate,
+    expected_calibration_error,
+    single_label_report,
+)
 from zstc.errors import DataError, UnknownNameError
 
 
@@ -114,17 +120,31 @@ def test_experiment_reports_record_the_datas_content(zstc_cli, tmp_path, btzsc_d
     data.mkdir()
     (data / "rottentomatoes.jsonl").write_text("".join(lines[:6] + lines[-6:]), encoding="utf-8")
     out = tmp_path / "report.json"
-    code, _, err = zstc_cli(command, "-m", "sentence-transformers/all-MiniLM-L6-v2", "--data", str(data),
-                            "--task", "rottentomatoes", *extra, "-o", str(out))
+    code, _, err = zstc_cli(
+        command,
+        "-m",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "--data",
+        str(data),
+        "--task",
+        "rottentomatoes",
+        *extra,
+        "-o",
+        str(out),
+    )
     assert code == 0, err
-    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["data_sha256"] == sha256_file(data / "rottentomatoes.jsonl")
+    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["data_sha256"] == sha256_file(
+        data / "rottentomatoes.jsonl"
+    )
 
 
 def test_a_temperature_on_its_bound_is_said() -> None:
     """A temperature that ran to the edge of its search range was reported as if fitted, silently."""
     logits, gold = synthetic(3000, temperature=2.5, seed=0)
     assert calibrate(logits, gold, logits, gold, method="temperature")["notes"] == []
-    one = calibrate(logits[:1], gold[:1], logits, gold, method="temperature")  # one text: the NLL falls all the way to a bound
+    one = calibrate(
+        logits[:1], gold[:1], logits, gold, method="temperature"
+    )  # one text: the NLL falls all the way to a bound
     assert one["parameters"]["temperature"] in (pytest.approx(0.01, rel=1e-2), pytest.approx(100, rel=1e-2))
     assert len(one["notes"]) == 1 and "bound" in one["notes"][0]
 
@@ -132,9 +152,21 @@ def test_a_temperature_on_its_bound_is_said() -> None:
 @pytest.mark.parametrize("samples, fraction", [("3", "0.34"), ("4", "0.05")])
 def test_calibrate_refuses_a_dev_part_too_small_to_fit(zstc_cli, btzsc_dir, tmp_path, samples, fraction) -> None:
     """A dev part of one text (--max-samples 2 did that) fitted nothing: the temperature silently ran to its bound of 100."""
-    code, _, err = zstc_cli("calibrate", "-m", "sentence-transformers/all-MiniLM-L6-v2", "--data", str(btzsc_dir),
-                            "--task", "agnews", "--max-samples", samples, "--dev-fraction", fraction,
-                            "--out", str(tmp_path / "calib.json"))
+    code, _, err = zstc_cli(
+        "calibrate",
+        "-m",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "--data",
+        str(btzsc_dir),
+        "--task",
+        "agnews",
+        "--max-samples",
+        samples,
+        "--dev-fraction",
+        fraction,
+        "--out",
+        str(tmp_path / "calib.json"),
+    )
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), err
     assert "dev part" in err and "--max-samples" in err and "--dev-fraction" in err, err
     assert not (tmp_path / "calib.json").exists()

@@ -57,8 +57,13 @@ def test_shortlist_setting_is_canonical() -> None:
     assert parse_shortlist(8) == parse_shortlist("all-MiniLM-L6-v2:8") == parse_shortlist(f"{DEFAULT_SHORTLISTER}:8")
     assert parse_shortlist(None) is None
     # Each refusal its own reason: a bare ZstcError also passed where ':3' reached the registry's "model is empty".
-    refusals = {"0": "K must be at least 1, got 0", "-2": "K must be at least 1, got -2", "x": "K a whole number, got 'x'",
-                "all-MiniLM-L6-v2:": "K a whole number, got 'all-MiniLM-L6-v2:'", ":3": "':3' names no model before ':'"}
+    refusals = {
+        "0": "K must be at least 1, got 0",
+        "-2": "K must be at least 1, got -2",
+        "x": "K a whole number, got 'x'",
+        "all-MiniLM-L6-v2:": "K a whole number, got 'all-MiniLM-L6-v2:'",
+        ":3": "':3' names no model before ':'",
+    }
     for bad, reason in refusals.items():
         with pytest.raises(OptionError, match=f"^shortlist .*{re.escape(reason)}$") as refused:
             parse_shortlist(bad)
@@ -207,7 +212,9 @@ LONGER_TEXT = " ".join([TEXTS[2]] * 30)
 
 
 @pytest.mark.parametrize("family, limit", [("yesno", 120), ("llm", 200)])
-def test_a_cascade_names_the_rows_its_main_model_cut(family: str, limit: int, smollm2_folder: Path, shortlister) -> None:
+def test_a_cascade_names_the_rows_its_main_model_cut(
+    family: str, limit: int, smollm2_folder: Path, shortlister
+) -> None:
     """Behind a shortlist the texts sharing a shortlist are one call of the main model: the rows it cut are mapped back
     from each call's to the cascade's (they were counted in a note, never named, so a server could not tell a request)."""
     main = make_scorer(SMOLLM2, family, device="cpu", precision="fp32", batch_size=8, max_length=limit)
@@ -216,8 +223,10 @@ def test_a_cascade_names_the_rows_its_main_model_cut(family: str, limit: int, sm
     assert len({tuple(sorted(row)) for row in result.ranks[:, :2].tolist()}) > 1, "more than one call of the main model"
     assert result.truncated == (1, 3)
     # Counted where the calls' notes are merged ("2 of M": M sums the texts of the calls that had the note only).
-    assert any(note.startswith("2 of ") and note.endswith(f" texts exceed {limit} tokens with their prompt and were truncated")
-               for note in result.notes), result.notes
+    assert any(
+        note.startswith("2 of ") and note.endswith(f" texts exceed {limit} tokens with their prompt and were truncated")
+        for note in result.notes
+    ), result.notes
 
 
 def test_a_cascade_names_the_rows_its_shortlister_or_its_cross_encoder_cut(nli_folder: Path, shortlister) -> None:
@@ -227,13 +236,22 @@ def test_a_cascade_names_the_rows_its_shortlister_or_its_cross_encoder_cut(nli_f
     short = CascadeScorer(make_scorer(str(nli_folder), "nli", precision="fp32", max_length=32), shortlister, 2)
     first, second = short.score_requests([(TEXTS[:2], LABELS), ([TEXTS[2], LONG_TEXT, TEXTS[3]], LABELS)])
     assert first.truncated == () and second.truncated == (1,)
-    assert "the room left by the label description within 32 tokens" in second.notes[1]  # the shared run's note, on each call
+    assert (
+        "the room left by the label description within 32 tokens" in second.notes[1]
+    )  # the shared run's note, on each call
     whole = CascadeScorer(make_scorer(str(nli_folder), "nli", precision="fp32"), shortlister, 2)
     result = whole.score_with_notes([TEXTS[0], LONGER_TEXT, LONGER_TEXT + " Again."], LABELS)
     assert result.truncated == (1, 2)
-    assert result.notes[1:] == [f"2 of 3 texts exceed 256 tokens and were truncated (shortlister {DEFAULT_SHORTLISTER})"]
-    alone = CascadeScorer(short.main, shortlister, len(LABELS)).score_with_notes([LONG_TEXT, TEXTS[0]], LABELS)  # no shortlist
-    assert alone.truncated == (0,) and alone.truncated == short.main.score_with_notes([LONG_TEXT, TEXTS[0]], LABELS).truncated
+    assert result.notes[1:] == [
+        f"2 of 3 texts exceed 256 tokens and were truncated (shortlister {DEFAULT_SHORTLISTER})"
+    ]
+    alone = CascadeScorer(short.main, shortlister, len(LABELS)).score_with_notes(
+        [LONG_TEXT, TEXTS[0]], LABELS
+    )  # no shortlist
+    assert (
+        alone.truncated == (0,)
+        and alone.truncated == short.main.score_with_notes([LONG_TEXT, TEXTS[0]], LABELS).truncated
+    )
 
 
 # -- the command line and the API ---------------------------------------------------------------------------
@@ -241,8 +259,23 @@ def test_a_cascade_names_the_rows_its_shortlister_or_its_cross_encoder_cut(nli_f
 
 def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli) -> None:
     out = tmp_path / "cascade.json"
-    args = ("bench", "--model", str(nli_folder), "--family", "nli", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-            "--max-samples", "12", "--precision", "fp32", "--out", str(out))
+    args = (
+        "bench",
+        "--model",
+        str(nli_folder),
+        "--family",
+        "nli",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "12",
+        "--precision",
+        "fp32",
+        "--out",
+        str(out),
+    )
     status, _, err = zstc_cli(*args, "--shortlist", "2")
     assert status == 0, err
     summary = json.loads(out.read_text())
@@ -260,19 +293,37 @@ def test_bench_records_the_shortlist(nli_folder: Path, btzsc_dir: Path, tmp_path
     assert status == 2 and "error: --shortlist K must be at least 1, got 0" in err
 
 
-def test_the_shortlisters_weights_are_part_of_the_fingerprint(nli_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli,
-                                                               own_minilm: Path) -> None:
+def test_the_shortlisters_weights_are_part_of_the_fingerprint(
+    nli_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli, own_minilm: Path
+) -> None:
     """Only the shortlister's name was in the fingerprint: a shortlister folder retrained in place (other shortlists,
     other numbers) got the old weights' result back from the shared cache."""
-    args = ("bench", "--model", str(nli_folder), "--family", "nli", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-            "--max-samples", "12", "--precision", "fp32", "--shortlist", f"{own_minilm}:1")
+    args = (
+        "bench",
+        "--model",
+        str(nli_folder),
+        "--family",
+        "nli",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "12",
+        "--precision",
+        "fp32",
+        "--shortlist",
+        f"{own_minilm}:1",
+    )
     identities = []
     for out, reused in (("first.json", False), ("same.json", True), ("retrained.json", False)):
         if out == "retrained.json":
             retrain_in_place(own_minilm)
         status, _, err = zstc_cli(*args, "--out", str(tmp_path / out))
         assert status == 0 and ("reusing" in err) == reused, (out, err)
-        identities.append(json.loads((tmp_path / out).read_text())["evaluation"]["run_identity"].get("shortlist_revision"))
+        identities.append(
+            json.loads((tmp_path / out).read_text())["evaluation"]["run_identity"].get("shortlist_revision")
+        )
     assert identities[0] == identities[1] != identities[2] and str(identities[2]).startswith("sha256:")
 
 
@@ -361,17 +412,30 @@ def test_fitted_thresholds_decide_as_prediction_does_behind_a_shortlist(nli_fold
 
     def predicted_f1(**cut: object) -> float:
         chosen = [p.labels for p in classifier.predict_multi_label(TEXTS, LABELS, **cut)]  # type: ignore[arg-type]
-        return multilabel_metrics(truth, np.array([[label in names for label in LABELS] for names in chosen]), LABELS)["weighted_f1"]
+        return multilabel_metrics(truth, np.array([[label in names for label in LABELS] for names in chosen]), LABELS)[
+            "weighted_f1"
+        ]
 
     cut, per_label = classifier.fit_thresholds(TEXTS, gold, LABELS, per_label=True)
     assert cut in _candidate_cuts(matrix[scored]), "the cut lies among scored values, not placeholders"
     # The fit's objective is what prediction achieves: no cut (placeholders' own included) does better.
-    best = max(multilabel_metrics(truth, (matrix >= k) & scored, LABELS)["weighted_f1"] for k in _candidate_cuts(matrix.ravel()))
+    best = max(
+        multilabel_metrics(truth, (matrix >= k) & scored, LABELS)["weighted_f1"]
+        for k in _candidate_cuts(matrix.ravel())
+    )
     assert predicted_f1(threshold=cut) == pytest.approx(best)
     for j, label in enumerate(LABELS):
         if label in per_label:
-            chosen = np.array([label in p.labels for p in classifier.predict_multi_label(TEXTS, LABELS, per_label={label: per_label[label]})])
-            most = max(f1_score(truth[:, j], (matrix[:, j] >= k) & scored[:, j], zero_division=0) for k in _candidate_cuts(matrix[:, j]))
+            chosen = np.array(
+                [
+                    label in p.labels
+                    for p in classifier.predict_multi_label(TEXTS, LABELS, per_label={label: per_label[label]})
+                ]
+            )
+            most = max(
+                f1_score(truth[:, j], (matrix[:, j] >= k) & scored[:, j], zero_division=0)
+                for k in _candidate_cuts(matrix[:, j])
+            )
             assert f1_score(truth[:, j], chosen, zero_division=0) == pytest.approx(most), label
 
 
@@ -384,7 +448,9 @@ def test_cascade_benchmark_paper_sample_is_the_papers_texts_with_a_hypothesis(bt
     from zstc.benchmark.data import load_btzsc_task
     from zstc.benchmark.tasks import NO_HYPOTHESIS, paper_sample
 
-    spec = importlib.util.spec_from_file_location("cascade_benchmark", Path(__file__).parents[1] / "benchmarks" / "cascade.py")
+    spec = importlib.util.spec_from_file_location(
+        "cascade_benchmark", Path(__file__).parents[1] / "benchmarks" / "cascade.py"
+    )
     assert spec is not None and spec.loader is not None
     benchmark = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(benchmark)

@@ -47,10 +47,13 @@ def test_tasks_counts_the_texts_bench_loads_from_a_csv_with_blank_lines(zstc_cli
     assert code == 0 and len(loaded) == 2 and row.split("│")[6].strip() == "2", stdout + err
 
 
-@pytest.mark.parametrize("name, content", [
-    ("imdb.parquet", b"not a parquet file"),
-    ("agnews.csv", b"text,label\n\xff\xfe,1\n"),  # not UTF-8
-])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("imdb.parquet", b"not a parquet file"),
+        ("agnews.csv", b"text,label\n\xff\xfe,1\n"),  # not UTF-8
+    ],
+)
 def test_tasks_with_a_damaged_file_is_a_one_line_error(zstc_cli, tmp_path, name, content):
     """A damaged dataset file made `zstc tasks` end in a pyarrow or UnicodeDecodeError traceback."""
     (tmp_path / name).write_bytes(content)
@@ -75,8 +78,19 @@ PROTOCOL_FAMILIES = {  # PROTOCOL.md s.1, verbatim and in its order
     "sentiment": ["amazonpolarity", "imdb", "appreviews", "yelpreviews", "rottentomatoes", "financialphrasebank"],
     "emotion": ["emotiondair", "empathetic"],
     "intent": ["banking77", "biasframes_intent", "massive"],
-    "topic": ["agnews", "yahootopics", "trueteacher", "manifesto", "capsotu", "biasframes_offensive", "biasframes_sex",
-              "wikitoxic_toxicaggregated", "wikitoxic_obscene", "wikitoxic_threat", "wikitoxic_insult"],
+    "topic": [
+        "agnews",
+        "yahootopics",
+        "trueteacher",
+        "manifesto",
+        "capsotu",
+        "biasframes_offensive",
+        "biasframes_sex",
+        "wikitoxic_toxicaggregated",
+        "wikitoxic_obscene",
+        "wikitoxic_threat",
+        "wikitoxic_insult",
+    ],
 }
 
 

@@ -20,14 +20,22 @@ from zstc.output import ResumableWriter, encode_jsonl
 REPO = Path(__file__).resolve().parents[1]
 LABELS = ["sports", "economy", "cooking"]
 TEMPLATE = "This text is about {}."
-SENTENCES = ["The striker scored twice in the final.", "Inflation rose again last quarter.", "Stir the sauce until it thickens.",
-             "The central bank kept rates unchanged.", "She won the marathon in record time.", "Bake the bread for forty minutes."]
+SENTENCES = [
+    "The striker scored twice in the final.",
+    "Inflation rose again last quarter.",
+    "Stir the sauce until it thickens.",
+    "The central bank kept rates unchanged.",
+    "She won the marathon in record time.",
+    "Bake the bread for forty minutes.",
+]
 
 
 def write_texts(path: Path, n: int) -> Path:
     with path.open("w", encoding="utf-8") as handle:
         for i in range(n):
-            handle.write(json.dumps({"id": f"t{i}", "text": f"{SENTENCES[i % len(SENTENCES)]} ({i})", "source": "unit"}) + "\n")
+            handle.write(
+                json.dumps({"id": f"t{i}", "text": f"{SENTENCES[i % len(SENTENCES)]} ({i})", "source": "unit"}) + "\n"
+            )
     return path
 
 
@@ -37,8 +45,10 @@ def classify_args(source: Path, out: Path, *extra: str) -> list[str]:
 
 def test_jsonl_keeps_columns_and_every_row(tmp_path, zstc_cli):
     source = tmp_path / "in.jsonl"
-    source.write_text('{"id": 7, "text": "The match ended 2-1.", "label": "gold-sports"}\n{"id": 8, "text": "  "}\n'
-                      '{"id": 9, "text": "Rates were raised."}\n')
+    source.write_text(
+        '{"id": 7, "text": "The match ended 2-1.", "label": "gold-sports"}\n{"id": 8, "text": "  "}\n'
+        '{"id": 9, "text": "Rates were raised."}\n'
+    )
     out = tmp_path / "out.jsonl"
     status, _, err = zstc_cli(*classify_args(source, out))
     assert status == 2 and f"{source}:2: empty text" in err and not out.exists()
@@ -46,7 +56,9 @@ def test_jsonl_keeps_columns_and_every_row(tmp_path, zstc_cli):
     assert status == 0, err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [row["id"] for row in rows] == [7, 8, 9]
-    assert rows[0]["input_label"] == "gold-sports" and rows[0]["label"] == "sports"  # the gold column is not overwritten
+    assert (
+        rows[0]["input_label"] == "gold-sports" and rows[0]["label"] == "sports"
+    )  # the gold column is not overwritten
     assert rows[1]["label"] is None and rows[1]["score"] is None and rows[1]["scores"] is None
     assert rows[2]["label"] == "economy" and set(rows[2]["scores"]) == set(LABELS)
     assert f"wrote 3 predictions to {out}" in err.splitlines()[-1]
@@ -55,7 +67,13 @@ def test_jsonl_keeps_columns_and_every_row(tmp_path, zstc_cli):
 
     status, _, err = zstc_cli(*classify_args(source, tmp_path / "ids.jsonl", "--skip-empty", "--keep-columns", "id"))
     assert status == 0, err
-    assert list(json.loads((tmp_path / "ids.jsonl").read_text().splitlines()[0])) == ["id", "text", "label", "score", "scores"]
+    assert list(json.loads((tmp_path / "ids.jsonl").read_text().splitlines()[0])) == [
+        "id",
+        "text",
+        "label",
+        "score",
+        "scores",
+    ]
 
 
 def test_csv_refuses_a_column_that_only_later_rows_have(tmp_path, zstc_cli):
@@ -63,15 +81,24 @@ def test_csv_refuses_a_column_that_only_later_rows_have(tmp_path, zstc_cli):
     had was left out of the file without a word. Now an error naming the row and the column (a key a later row
     lacks is an empty cell, as before)."""
     source = tmp_path / "in.jsonl"
-    source.write_text('{"id": 1, "text": "The match ended 2-1.", "lang": "en"}\n{"id": 2, "text": "Rates were raised."}\n'
-                      '{"id": 3, "text": "Stir the sauce.", "note": "from the cookbook"}\n')
-    message = ("error: row 3 has the column 'note', which earlier rows lack and the CSV header (the first row's columns) does "
-               "not name: CSV gives every row the same columns. Choose them with --keep-columns, or write --format jsonl or parquet\n")
+    source.write_text(
+        '{"id": 1, "text": "The match ended 2-1.", "lang": "en"}\n{"id": 2, "text": "Rates were raised."}\n'
+        '{"id": 3, "text": "Stir the sauce.", "note": "from the cookbook"}\n'
+    )
+    message = (
+        "error: row 3 has the column 'note', which earlier rows lack and the CSV header (the first row's columns) does "
+        "not name: CSV gives every row the same columns. Choose them with --keep-columns, or write --format jsonl or parquet\n"
+    )
     for chunk_size in ("1", "8"):  # the row in a later chunk, or in the first chunk
-        status, _, err = zstc_cli(*classify_args(source, tmp_path / f"out-{chunk_size}.csv", "--chunk-size", chunk_size))
+        status, _, err = zstc_cli(
+            *classify_args(source, tmp_path / f"out-{chunk_size}.csv", "--chunk-size", chunk_size)
+        )
         assert (status, err) == (2, message), chunk_size
     # The finished chunks are kept, as for any interrupted run.
-    assert [row["id"] for row in csv.DictReader(io.StringIO((tmp_path / "out-1.csv.partial").read_text()))] == ["1", "2"]
+    assert [row["id"] for row in csv.DictReader(io.StringIO((tmp_path / "out-1.csv.partial").read_text()))] == [
+        "1",
+        "2",
+    ]
     status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--format", "csv")  # to stdout
     assert (status, err.splitlines()[-1] + "\n") == (2, message)
     status, _, err = zstc_cli(*classify_args(source, tmp_path / "kept.csv", "--keep-columns", "id"))
@@ -79,7 +106,9 @@ def test_csv_refuses_a_column_that_only_later_rows_have(tmp_path, zstc_cli):
     with (tmp_path / "kept.csv").open(newline="") as handle:
         assert [row["id"] for row in csv.DictReader(handle)] == ["1", "2", "3"]
     lacking = tmp_path / "lacking.jsonl"  # a key later rows lack: an empty cell
-    lacking.write_text('{"id": 1, "text": "The match ended 2-1.", "lang": "en"}\n{"id": 2, "text": "Rates were raised."}\n')
+    lacking.write_text(
+        '{"id": 1, "text": "The match ended 2-1.", "lang": "en"}\n{"id": 2, "text": "Rates were raised."}\n'
+    )
     status, _, err = zstc_cli(*classify_args(lacking, tmp_path / "lacking.csv"))
     assert status == 0, err
     with (tmp_path / "lacking.csv").open(newline="") as handle:
@@ -175,8 +204,13 @@ def test_an_output_written_over_in_place_after_the_kill_is_not_taken_for_the_run
     writer.write_chunk([{"n": 1}])
     real_unlink = Path.unlink
     with monkeypatch.context() as patched:
-        patched.setattr(Path, "unlink", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt) if self == writer.marker
-                        else real_unlink(self, *a, **k))
+        patched.setattr(
+            Path,
+            "unlink",
+            lambda self, *a, **k: (
+                (_ for _ in ()).throw(KeyboardInterrupt) if self == writer.marker else real_unlink(self, *a, **k)
+            ),
+        )
         with pytest.raises(KeyboardInterrupt):
             writer.finish()
     writer.close()  # killed: the kernel releases the output's lock
@@ -198,7 +232,9 @@ def test_a_partial_output_without_its_marker_is_said_to_be_started_over(tmp_path
     out.with_name("out.jsonl.partial").write_text('{"n": 1}\n')
     notes: list[str] = []
     writer = ResumableWriter(out, "jsonl", identity, on_note=notes.append)
-    assert writer.resumed_rows == 0 and notes == [f"starting {out} over: {writer.partial} has no marker to resume it by"]
+    assert writer.resumed_rows == 0 and notes == [
+        f"starting {out} over: {writer.partial} has no marker to resume it by"
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
@@ -332,24 +368,50 @@ NLI = "nli"
 """Stands for the nli_folder fixture's model (an NLI family) in the parameters below."""
 
 
-@pytest.mark.parametrize("model, interrupted_with, resumed_with, resumes", [
-    (None, [], ["--batch-size", "64", "--device", "cpu", "--precision", "fp32"], True),
-    (None, [], ["--model", "all-MiniLM-L6-v2", "--family", "embedding", "--pooling", "native", "--scores", "probs"], True),
-    (None, ["--multi-label"], ["--multi-label", "--scores", "raw"], True),
-    (NLI, ["--multi-label"], ["--multi-label", "--threshold", "0", "--batch-size", "64", "--recheck-margin", "0.1"], True),
-    (None, [], ["--batch-size", "7"], False),  # other passes, other numbers (in bf16 visibly: see cli/classify.py)
-    (None, ["--multi-label"], ["--multi-label", "--threshold", "0"], False),  # the default is 0 *and* a margin
-], ids=["batch-device-precision", "model-family-pooling-scores", "multi-label-scores", "nli-threshold-batch-margin",
-        "another-batch-size", "embedding-threshold-without-margin"])
-def test_an_option_spelled_at_its_default_resumes(tmp_path, zstc_cli, monkeypatch, request, model, interrupted_with, resumed_with, resumes):
+@pytest.mark.parametrize(
+    "model, interrupted_with, resumed_with, resumes",
+    [
+        (None, [], ["--batch-size", "64", "--device", "cpu", "--precision", "fp32"], True),
+        (
+            None,
+            [],
+            ["--model", "all-MiniLM-L6-v2", "--family", "embedding", "--pooling", "native", "--scores", "probs"],
+            True,
+        ),
+        (None, ["--multi-label"], ["--multi-label", "--scores", "raw"], True),
+        (
+            NLI,
+            ["--multi-label"],
+            ["--multi-label", "--threshold", "0", "--batch-size", "64", "--recheck-margin", "0.1"],
+            True,
+        ),
+        (None, [], ["--batch-size", "7"], False),  # other passes, other numbers (in bf16 visibly: see cli/classify.py)
+        (None, ["--multi-label"], ["--multi-label", "--threshold", "0"], False),  # the default is 0 *and* a margin
+    ],
+    ids=[
+        "batch-device-precision",
+        "model-family-pooling-scores",
+        "multi-label-scores",
+        "nli-threshold-batch-margin",
+        "another-batch-size",
+        "embedding-threshold-without-margin",
+    ],
+)
+def test_an_option_spelled_at_its_default_resumes(
+    tmp_path, zstc_cli, monkeypatch, request, model, interrupted_with, resumed_with, resumes
+):
     """The identity holds the settings as they take effect, not as they were typed: a run interrupted with the
     defaults and resumed with the same values spelled out (or the model by its short name) resumed nowhere, it
     started over and threw the finished chunks away. A setting that changes the numbers still starts over."""
-    monkeypatch.setenv("ZSTC_CACHE", str(tmp_path / "cache"))  # the file-hash cache of a local model, private to this test
+    monkeypatch.setenv(
+        "ZSTC_CACHE", str(tmp_path / "cache")
+    )  # the file-hash cache of a local model, private to this test
     source = write_texts(tmp_path / "in.jsonl", 6)
     out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
     model_args = ["--model", str(request.getfixturevalue("nli_folder")), "--family", "nli"] if model == NLI else []
-    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", *model_args, *resumed_with))
+    status, _, err = zstc_cli(
+        *classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", *model_args, *resumed_with)
+    )
     assert status == 0, err
     args = classify_args(source, out, "--chunk-size", "2", *model_args)
     assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, [*args, *interrupted_with], marker)["rows"] == 2
@@ -369,7 +431,9 @@ def test_an_existing_output_is_said_to_be_replaced_and_kept_until_the_run_comple
     earlier.finish()
     notes: list[str] = []
     ResumableWriter(tmp_path / "unit.jsonl", "jsonl", {"input_sha256": "b", "settings": "s"}, on_note=notes.append)
-    assert notes == [f"replacing {tmp_path / 'unit.jsonl'}, which exists already: it stays as it is until this run completes"]
+    assert notes == [
+        f"replacing {tmp_path / 'unit.jsonl'}, which exists already: it stays as it is until this run completes"
+    ]
 
     source = write_texts(tmp_path / "in.jsonl", 6)
     out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
@@ -381,13 +445,17 @@ def test_an_existing_output_is_said_to_be_replaced_and_kept_until_the_run_comple
     assert out.read_text() == '{"an": "earlier run"}\n'
     status, _, err = zstc_cli(*args)
     assert status == 0, err
-    assert err.startswith(f"note: replacing {out}, which exists already: it stays as it is until this run completes\n"
-                          f"note: resuming {out}: 2 predictions"), err
+    assert err.startswith(
+        f"note: replacing {out}, which exists already: it stays as it is until this run completes\n"
+        f"note: resuming {out}: 2 predictions"
+    ), err
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes() and not marker.exists()
 
 
 def _calibration(path: Path, temperature: float) -> Path:
-    path.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": temperature}}))
+    path.write_text(
+        json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": temperature}})
+    )
     return path
 
 
@@ -398,11 +466,19 @@ def test_a_resume_under_another_calibration_starts_over(tmp_path, zstc_cli, monk
     source = write_texts(tmp_path / "in.jsonl", 6)
     out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
     args = classify_args(source, out, "--chunk-size", "2")
-    warm, warm_copy, cool = (_calibration(tmp_path / name, temperature)
-                             for name, temperature in (("warm.json", 0.5), ("warm-copy.json", 0.5), ("cool.json", 2.0)))
-    status, _, err = zstc_cli(*classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", "--calibration", str(warm)))
+    warm, warm_copy, cool = (
+        _calibration(tmp_path / name, temperature)
+        for name, temperature in (("warm.json", 0.5), ("warm-copy.json", 0.5), ("cool.json", 2.0))
+    )
+    status, _, err = zstc_cli(
+        *classify_args(source, tmp_path / "reference.jsonl", "--chunk-size", "2", "--calibration", str(warm))
+    )
     assert status == 0, err
-    for interrupted_with, resumed in (([], False), (["--calibration", str(cool)], False), (["--calibration", str(warm_copy)], True)):
+    for interrupted_with, resumed in (
+        ([], False),
+        (["--calibration", str(cool)], False),
+        (["--calibration", str(warm_copy)], True),
+    ):
         assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, [*args, *interrupted_with], marker)["rows"] == 2
         status, _, err = zstc_cli(*args, "--calibration", str(warm))
         assert status == 0, err
@@ -427,7 +503,12 @@ def test_a_resume_after_the_models_weights_changed_starts_over(tmp_path, zstc_cl
     model_args = ("--model", str(folder), "--family", "nli", "--precision", "fp32", "--chunk-size", "2")
 
     def interrupted() -> None:
-        assert _interrupted_after_first_chunk(zstc_cli, monkeypatch, classify_args(source, out, *model_args), marker)["rows"] == 2
+        assert (
+            _interrupted_after_first_chunk(zstc_cli, monkeypatch, classify_args(source, out, *model_args), marker)[
+                "rows"
+            ]
+            == 2
+        )
 
     interrupted()
     status, _, err = zstc_cli(*classify_args(source, out, *model_args))
@@ -438,7 +519,9 @@ def test_a_resume_after_the_models_weights_changed_starts_over(tmp_path, zstc_cl
     interrupted()
     weights = load_file(folder / "model.safetensors")
     head = next(name for name in weights if name.startswith("classifier.") and name.endswith("weight"))
-    weights[head] = weights[head].flip(0).contiguous()  # entailment and contradiction swap rows: other scores, same size
+    weights[head] = (
+        weights[head].flip(0).contiguous()
+    )  # entailment and contradiction swap rows: other scores, same size
     save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
     status, _, err = zstc_cli(*classify_args(source, out, *model_args))
     assert status == 0, err
@@ -467,7 +550,9 @@ def test_a_resume_after_the_shortlisters_weights_changed_starts_over(tmp_path, z
 
 def _run(args: list[str], **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.Popen([sys.executable, "-m", "zstc", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "zstc", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs
+    )
 
 
 @pytest.fixture(scope="module")
@@ -532,7 +617,11 @@ def test_an_out_that_is_not_a_regular_file_is_written_not_replaced(tmp_path, zst
     link.symlink_to(real.name)
     status, _, err = zstc_cli(*classify_args(source, link))
     assert status == 0, err
-    assert link.is_symlink() and [json.loads(line)["id"] for line in real.read_text().splitlines()] == ["t0", "t1", "t2"]
+    assert link.is_symlink() and [json.loads(line)["id"] for line in real.read_text().splitlines()] == [
+        "t0",
+        "t1",
+        "t2",
+    ]
 
     fifo = tmp_path / "out.jsonl"
     os.mkfifo(fifo)
@@ -542,7 +631,11 @@ def test_an_out_that_is_not_a_regular_file_is_written_not_replaced(tmp_path, zst
     status, _, err = zstc_cli(*classify_args(source, fifo))
     reader.join(60)
     assert status == 0, err
-    assert fifo.is_fifo() and [json.loads(line)["id"] for line in received[0].decode().splitlines()] == ["t0", "t1", "t2"]
+    assert fifo.is_fifo() and [json.loads(line)["id"] for line in received[0].decode().splitlines()] == [
+        "t0",
+        "t1",
+        "t2",
+    ]
     assert not (tmp_path / "out.jsonl.partial.json").exists()
 
     if Path("/dev/full").exists():
@@ -554,7 +647,9 @@ def test_an_out_that_is_not_a_regular_file_is_written_not_replaced(tmp_path, zst
     # /dev/stdout is a link to this process's stdout, a regular file when a shell redirects it (> file).
     from zstc.io import is_special_file
 
-    assert is_special_file(Path("/dev/stdout")) and is_special_file(Path("/proc/self/fd/1")) and not is_special_file(real)
+    assert (
+        is_special_file(Path("/dev/stdout")) and is_special_file(Path("/proc/self/fd/1")) and not is_special_file(real)
+    )
 
 
 def test_a_stream_with_no_suffix_is_text_one_per_line(tmp_path, zstc_cli):
@@ -617,7 +712,18 @@ def test_a_resumed_stdin_keeps_only_the_predictions_of_rows_it_gives_again(tmp_p
     output back at the first that differs and scores from there on; the file equals an uninterrupted run's."""
 
     out, marker = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial.json"
-    args = ["classify", "-", "--labels", ",".join(LABELS), "--template", TEMPLATE, "--out", str(out), "--chunk-size", "2"]
+    args = [
+        "classify",
+        "-",
+        "--labels",
+        ",".join(LABELS),
+        "--template",
+        TEMPLATE,
+        "--out",
+        str(out),
+        "--chunk-size",
+        "2",
+    ]
     first = SENTENCES[:6]
     changed = first[:2] + ["The orchestra played Mahler.", "Taxes on fuel went up."] + first[4:]
 
@@ -638,6 +744,7 @@ def test_a_resumed_stdin_keeps_only_the_predictions_of_rows_it_gives_again(tmp_p
             real_write(self, rows, *digest)
             if self.state["chunks"] == chunks:
                 raise KeyboardInterrupt
+
         return write
 
     for resumed_with, kept in ((first, 4), (changed, 2)):
@@ -652,7 +759,10 @@ def test_a_resumed_stdin_keeps_only_the_predictions_of_rows_it_gives_again(tmp_p
         assert f"resuming {out}: 4 predictions" in err
         assert ("is not the interrupted run's input" in err) == (kept < 4)
         if kept < 4:
-            assert f"<stdin> is not the interrupted run's input from row {kept + 1} on: {kept} of its 4 predictions are kept" in err
+            assert (
+                f"<stdin> is not the interrupted run's input from row {kept + 1} on: {kept} of its 4 predictions are kept"
+                in err
+            )
         assert out.read_bytes() == references["first" if resumed_with is first else "changed"] and not marker.exists()
 
 
@@ -701,7 +811,9 @@ def test_a_parquet_input_is_converted_once(tmp_path, zstc_cli, monkeypatch):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     source = tmp_path / "in.parquet"
-    pq.write_table(pa.table({"id": list(range(50)), "text": [SENTENCES[i % len(SENTENCES)] for i in range(50)]}), source)
+    pq.write_table(
+        pa.table({"id": list(range(50)), "text": [SENTENCES[i % len(SENTENCES)] for i in range(50)]}), source
+    )
     converted, batches = [], []
     read_parquet = zstc.io._read_parquet
 
@@ -736,24 +848,43 @@ def test_parquet_columns_json_has_no_type_for(tmp_path, zstc_cli):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     source = tmp_path / "in.parquet"
-    pq.write_table(pa.table({"text": SENTENCES[:2], "at": [datetime.datetime(2020, 1, 2, 3, 4, 5), None],
-                             "price": [decimal.Decimal("1.50"), None], "blob": [b"\x00\x01", b"\xff"]}), source)
+    pq.write_table(
+        pa.table(
+            {
+                "text": SENTENCES[:2],
+                "at": [datetime.datetime(2020, 1, 2, 3, 4, 5), None],
+                "price": [decimal.Decimal("1.50"), None],
+                "blob": [b"\x00\x01", b"\xff"],
+            }
+        ),
+        source,
+    )
     status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--keep-columns", "at,price")
     assert status == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
     assert [(row["at"], row["price"]) for row in rows] == [("2020-01-02T03:04:05", "1.50"), (None, None)]
     status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS))
     assert status == 2 and out == ""
-    assert err == ("error: column 'blob' holds bytes values, which JSON Lines cannot hold: leave it out with --keep-columns, "
-                   "or write .parquet\n")
+    assert err == (
+        "error: column 'blob' holds bytes values, which JSON Lines cannot hold: leave it out with --keep-columns, "
+        "or write .parquet\n"
+    )
     # CSV: the same text for dates, times and decimals (str() wrote '2020-01-02 03:04:05'), and binary data is the same
     # error (the csv module wrote the repr "b'\\x00\\x01'", which reads back as that text).
-    status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--keep-columns", "at,price", "--format", "csv")
+    status, out, err = zstc_cli(
+        "classify", str(source), "--labels", ",".join(LABELS), "--keep-columns", "at,price", "--format", "csv"
+    )
     assert status == 0, err
-    assert [(row["at"], row["price"]) for row in csv.DictReader(io.StringIO(out))] == [("2020-01-02T03:04:05", "1.50"), ("", "")]
+    assert [(row["at"], row["price"]) for row in csv.DictReader(io.StringIO(out))] == [
+        ("2020-01-02T03:04:05", "1.50"),
+        ("", ""),
+    ]
     status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--format", "csv")
     assert status == 2 and out == ""
-    assert err == "error: column 'blob' holds bytes values, which CSV cannot hold: leave it out with --keep-columns, or write .parquet\n"
+    assert (
+        err
+        == "error: column 'blob' holds bytes values, which CSV cannot hold: leave it out with --keep-columns, or write .parquet\n"
+    )
 
 
 def test_parquet_refuses_a_column_whose_type_changes_before_scoring_it(tmp_path, zstc_cli, monkeypatch):
@@ -766,12 +897,18 @@ def test_parquet_refuses_a_column_whose_type_changes_before_scoring_it(tmp_path,
     pytest.importorskip("pyarrow")
     scored: list[str] = []
     predict = Classifier.predict
-    monkeypatch.setattr(Classifier, "predict", lambda self, texts, *a, **k: (scored.extend(texts), predict(self, texts, *a, **k))[1])
+    monkeypatch.setattr(
+        Classifier, "predict", lambda self, texts, *a, **k: (scored.extend(texts), predict(self, texts, *a, **k))[1]
+    )
     source = tmp_path / "in.jsonl"
-    source.write_text('{"id": 1, "text": "The match ended 2-1."}\n{"id": "a2", "text": "Rates were raised."}\n'
-                      '{"id": 3, "text": "Stir the sauce."}\n')
-    message = (f"error: {source}:2: column 'id' holds str (\"a2\") where earlier rows hold int64: a Parquet column has one type. "
-               "Leave it out with --keep-columns, or write --format jsonl or csv\n")
+    source.write_text(
+        '{"id": 1, "text": "The match ended 2-1."}\n{"id": "a2", "text": "Rates were raised."}\n'
+        '{"id": 3, "text": "Stir the sauce."}\n'
+    )
+    message = (
+        f"error: {source}:2: column 'id' holds str (\"a2\") where earlier rows hold int64: a Parquet column has one type. "
+        "Leave it out with --keep-columns, or write --format jsonl or csv\n"
+    )
     for chunk_size in ("8", "1", "1"):  # in the first chunk; in a later one; resumed
         scored.clear()
         out = tmp_path / f"out-{chunk_size}.parquet"
@@ -779,22 +916,37 @@ def test_parquet_refuses_a_column_whose_type_changes_before_scoring_it(tmp_path,
         assert (status, err.splitlines()[-1] + "\n") == (2, message), chunk_size
         assert not out.exists()
         assert scored == (["The match ended 2-1."] if chunk_size == "1" and "resuming" not in err else [])
-    assert "resuming" in err and sorted(p.name for p in (tmp_path / "out-1.parquet.partial").iterdir()) == ["chunk-000000.parquet"]
-    status, _, err = zstc_cli(*classify_args(source, tmp_path / "kept.parquet", "--keep-columns", "none", "--chunk-size", "1"))
+    assert "resuming" in err and sorted(p.name for p in (tmp_path / "out-1.parquet.partial").iterdir()) == [
+        "chunk-000000.parquet"
+    ]
+    status, _, err = zstc_cli(
+        *classify_args(source, tmp_path / "kept.parquet", "--keep-columns", "none", "--chunk-size", "1")
+    )
     assert status == 0, err
 
     big = tmp_path / "big.jsonl"
-    big.write_text('{"id": 1, "text": "The match ended 2-1."}\n{"id": 18446744073709551616, "text": "Rates were raised."}\n')
+    big.write_text(
+        '{"id": 1, "text": "The match ended 2-1."}\n{"id": 18446744073709551616, "text": "Rates were raised."}\n'
+    )
     status, _, err = zstc_cli(*classify_args(big, tmp_path / "big.parquet"))
-    assert (status, err) == (2, f"error: {big}:2: column 'id' holds the integer 18446744073709551616, beyond the 64 bits of a "
-                                "Parquet integer. Leave it out with --keep-columns, or write --format jsonl or csv\n")
+    assert (status, err) == (
+        2,
+        f"error: {big}:2: column 'id' holds the integer 18446744073709551616, beyond the 64 bits of a "
+        "Parquet integer. Leave it out with --keep-columns, or write --format jsonl or csv\n",
+    )
 
     numbers = tmp_path / "numbers.jsonl"  # ints then floats (and a null): one float column, as before
-    numbers.write_text('{"x": 1, "text": "The match ended 2-1."}\n{"x": 2.5, "text": "Rates were raised."}\n'
-                       '{"x": null, "text": "Stir the sauce."}\n')
+    numbers.write_text(
+        '{"x": 1, "text": "The match ended 2-1."}\n{"x": 2.5, "text": "Rates were raised."}\n'
+        '{"x": null, "text": "Stir the sauce."}\n'
+    )
     status, _, err = zstc_cli(*classify_args(numbers, tmp_path / "numbers.parquet", "--chunk-size", "1"))
     assert status == 0, err
-    assert pytest.importorskip("pyarrow.parquet").read_table(tmp_path / "numbers.parquet")["x"].to_pylist() == [1.0, 2.5, None]
+    assert pytest.importorskip("pyarrow.parquet").read_table(tmp_path / "numbers.parquet")["x"].to_pylist() == [
+        1.0,
+        2.5,
+        None,
+    ]
 
 
 def test_parquet_writer_refuses_mixed_types_when_a_chunk_is_written(tmp_path):
@@ -816,8 +968,11 @@ def test_parquet_writer_refuses_mixed_types_when_a_chunk_is_written(tmp_path):
     pq.write_table(pytest.importorskip("pyarrow").table({"id": ["x"]}), writer.partial / "chunk-000001.parquet")
     writer.close()
     resumed = ResumableWriter(tmp_path / "out.parquet", "parquet", {"input_sha256": "a", "settings": "s"})
-    with pytest.raises(DataError, match=f"^{writer.partial / 'chunk-000001.parquet'}: column 'id' holds string values where "
-                                        "earlier rows hold int64: "):
+    with pytest.raises(
+        DataError,
+        match=f"^{writer.partial / 'chunk-000001.parquet'}: column 'id' holds string values where "
+        "earlier rows hold int64: ",
+    ):
         resumed.write_chunk([{"id": 5}])
 
 
@@ -827,8 +982,12 @@ def test_skip_empty_does_not_hide_a_missing_text_column(tmp_path, zstc_cli):
     blank, whitespace or null is skipped."""
     reviews = REPO / "tests" / "data" / "reviews.csv"
     for extra in ((), ("--skip-empty",)):
-        status, out, err = zstc_cli("classify", str(reviews), "--labels", "positive,negative", "--text-column", "txt", *extra)
-        assert (status, out, err) == (2, "", f"error: {reviews}:2: no 'txt' field (fields: id, text, expected)\n"), extra
+        status, out, err = zstc_cli(
+            "classify", str(reviews), "--labels", "positive,negative", "--text-column", "txt", *extra
+        )
+        assert (status, out, err) == (2, "", f"error: {reviews}:2: no 'txt' field (fields: id, text, expected)\n"), (
+            extra
+        )
     source = tmp_path / "in.jsonl"
     source.write_text('{"text": "The match ended 2-1."}\n{"text": null}\n{"text": " "}\n{"body": "Stir the sauce."}\n')
     status, out, err = zstc_cli("classify", str(source), "--labels", ",".join(LABELS), "--skip-empty")
@@ -868,12 +1027,21 @@ def test_a_misnamed_column_is_refused_before_the_model_loads(tmp_path, zstc_cli,
         (["texts.parquet", "--keep-columns", "id"], "--keep-columns: no column 'id' in the input (columns: text)"),
     ]
     for args, message in cases:
-        status, out, err = zstc_cli("classify", str(tmp_path / args[0]), *args[1:], "--labels", ",".join(LABELS),
-                                    "-o", str(tmp_path / "out.csv"))
+        status, out, err = zstc_cli(
+            "classify",
+            str(tmp_path / args[0]),
+            *args[1:],
+            "--labels",
+            ",".join(LABELS),
+            "-o",
+            str(tmp_path / "out.csv"),
+        )
         expected = message if message.startswith("--") else f"{tmp_path / message}"
         assert (status, out, err) == (2, "", f"error: {expected}\n"), args
         assert not (tmp_path / "out.csv").exists()
-    with pytest.raises(AssertionError, match="the model loaded"):  # the right column: the model loads (here, refuses to)
+    with pytest.raises(
+        AssertionError, match="the model loaded"
+    ):  # the right column: the model loads (here, refuses to)
         zstc_cli("classify", str(tmp_path / "number.csv"), "--labels", ",".join(LABELS))
 
 
@@ -898,4 +1066,8 @@ def test_skip_empty_keeps_a_null_text_null_in_every_format(tmp_path, zstc_cli):
     status, _, err = zstc_cli(*classify_args(source, tmp_path / "out.parquet", "--skip-empty", "--chunk-size", "1"))
     assert status == 0, err
     table = pq.read_table(tmp_path / "out.parquet")
-    assert table.column_names == columns and table.column("text").to_pylist() == ["The match ended 2-1.", None, "Rates were raised."]
+    assert table.column_names == columns and table.column("text").to_pylist() == [
+        "The match ended 2-1.",
+        None,
+        "Rates were raised.",
+    ]

@@ -36,7 +36,8 @@ INSTRUCTION = "Given a piece of text, retrieve relevant label descriptions that 
 INSTRUCT_QUERY = "Instruct: " + INSTRUCTION + "\nQuery: "
 YESNO_PROMPT = (
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. "
-    "Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: " + INSTRUCTION
+    'Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n<Instruct>: '
+    + INSTRUCTION
     + "\n<Query>: {text}\n<Document>: {label}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 )
 LLM_QUESTION = (
@@ -49,19 +50,62 @@ LLM_ANSWER = "Answer: The correct option is letter"
 
 FAMILY = {  # PROTOCOL.md section 2's grouping of the paper's models
     **dict.fromkeys(["bert-large-uncased", "deberta-v3-large", "ModernBERT-large"], "encoder"),
-    **dict.fromkeys(["bart-large-mnli", "nli-roberta-base", "bert-base-uncased-nli", "bert-large-uncased-nli",
-                     "bert-large-uncased-nli-triplet", "deberta-v3-base-nli", "deberta-v3-large-nli", "deberta-v3-large-nli-triplet",
-                     "modernbert-base-nli", "modernbert-large-nli", "modernbert-large-nli-triplet"], "nli"),
-    **dict.fromkeys(["ms-marco-MiniLM-L6-v2", "gte-reranker-modernbert-base", "bge-reranker-base", "bge-reranker-large"], "reranker"),
+    **dict.fromkeys(
+        [
+            "bart-large-mnli",
+            "nli-roberta-base",
+            "bert-base-uncased-nli",
+            "bert-large-uncased-nli",
+            "bert-large-uncased-nli-triplet",
+            "deberta-v3-base-nli",
+            "deberta-v3-large-nli",
+            "deberta-v3-large-nli-triplet",
+            "modernbert-base-nli",
+            "modernbert-large-nli",
+            "modernbert-large-nli-triplet",
+        ],
+        "nli",
+    ),
+    **dict.fromkeys(
+        ["ms-marco-MiniLM-L6-v2", "gte-reranker-modernbert-base", "bge-reranker-base", "bge-reranker-large"], "reranker"
+    ),
     **dict.fromkeys(["Qwen3-Reranker-0.6B", "Qwen3-Reranker-8B"], "yesno"),
-    **dict.fromkeys(["all-MiniLM-L6-v2", "e5-base-v2", "e5-large-v2", "e5-mistral-7b-instruct", "bge-base-en-v1.5", "bge-large-en-v1.5",
-                     "gte-base-en-v1.5", "gte-large-en-v1.5", "gte-modernbert-base", "Qwen3-Embedding-0.6B", "Qwen3-Embedding-8B"],
-                    "embedding"),
-    **dict.fromkeys(["gemma-3-270m-it", "gemma-3-1b-it", "Llama-3.2-3B-Instruct", "Qwen3-4B", "Phi-4-mini-instruct", "Qwen3-8B",
-                     "Mistral-Nemo-Instruct-2407"], "llm"),
+    **dict.fromkeys(
+        [
+            "all-MiniLM-L6-v2",
+            "e5-base-v2",
+            "e5-large-v2",
+            "e5-mistral-7b-instruct",
+            "bge-base-en-v1.5",
+            "bge-large-en-v1.5",
+            "gte-base-en-v1.5",
+            "gte-large-en-v1.5",
+            "gte-modernbert-base",
+            "Qwen3-Embedding-0.6B",
+            "Qwen3-Embedding-8B",
+        ],
+        "embedding",
+    ),
+    **dict.fromkeys(
+        [
+            "gemma-3-270m-it",
+            "gemma-3-1b-it",
+            "Llama-3.2-3B-Instruct",
+            "Qwen3-4B",
+            "Phi-4-mini-instruct",
+            "Qwen3-8B",
+            "Mistral-Nemo-Instruct-2407",
+        ],
+        "llm",
+    ),
 }
-QUERY_SIDE = {"e5-base-v2": "query: ", "e5-large-v2": "query: ", "e5-mistral-7b-instruct": INSTRUCT_QUERY,
-              "Qwen3-Embedding-0.6B": INSTRUCT_QUERY, "Qwen3-Embedding-8B": INSTRUCT_QUERY}
+QUERY_SIDE = {
+    "e5-base-v2": "query: ",
+    "e5-large-v2": "query: ",
+    "e5-mistral-7b-instruct": INSTRUCT_QUERY,
+    "Qwen3-Embedding-0.6B": INSTRUCT_QUERY,
+    "Qwen3-Embedding-8B": INSTRUCT_QUERY,
+}
 DOCUMENT_SIDE = {"e5-base-v2": "passage: ", "e5-large-v2": "passage: "}
 REMOTE_CODE = {"gte-base-en-v1.5", "gte-large-en-v1.5"}
 
@@ -101,14 +145,19 @@ class Received:
     def __init__(self, module: torch.nn.Module) -> None:
         self.ids: list[list[int]] = []
         self.logits: list[torch.Tensor] = []
-        self._hooks = [module.register_forward_pre_hook(self._inputs, with_kwargs=True), module.register_forward_hook(self._outputs)]
+        self._hooks = [
+            module.register_forward_pre_hook(self._inputs, with_kwargs=True),
+            module.register_forward_hook(self._outputs),
+        ]
 
     def _inputs(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        features = args[0] if args and isinstance(args[0], Mapping) else kwargs  # sentence-transformers' modules take a dict
+        features = (
+            args[0] if args and isinstance(args[0], Mapping) else kwargs
+        )  # sentence-transformers' modules take a dict
         ids = features.get("input_ids", args[0] if args else None)
         mask = features.get("attention_mask")
         for i, row in enumerate(ids.tolist()):
-            keep = mask[i, -len(row):].tolist() if mask is not None else [1] * len(row)
+            keep = mask[i, -len(row) :].tolist() if mask is not None else [1] * len(row)
             self.ids.append([token for token, kept in zip(row, keep) if kept])
 
     def _outputs(self, module: Any, args: Any, output: Any) -> None:
@@ -129,8 +178,14 @@ def _network(scorer: Any) -> torch.nn.Module:
     return model[0] if FAMILY_OF[type(scorer).__name__] in ("embedding", "encoder") else model
 
 
-FAMILY_OF = {"EmbeddingScorer": "embedding", "EncoderScorer": "encoder", "NliScorer": "nli", "RerankerScorer": "reranker",
-             "YesNoScorer": "yesno", "LLMScorer": "llm"}
+FAMILY_OF = {
+    "EmbeddingScorer": "embedding",
+    "EncoderScorer": "encoder",
+    "NliScorer": "nli",
+    "RerankerScorer": "reranker",
+    "YesNoScorer": "yesno",
+    "LLMScorer": "llm",
+}
 
 
 def _options(row: Row) -> dict[str, Any]:
@@ -142,16 +197,30 @@ def _flags(row: Row) -> list[str]:
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.paper_name for row in ROWS])
-def test_paper_model_conforms(row: Row, standin_folders: tuple[Path, dict[str, Path]], btzsc_dir: Path, tmp_path: Path,
-                              zstc_cli: Any) -> None:
+def test_paper_model_conforms(
+    row: Row, standin_folders: tuple[Path, dict[str, Path]], btzsc_dir: Path, tmp_path: Path, zstc_cli: Any
+) -> None:
     base, built = standin_folders
     _conforms(row, stand_in(row, base, built), btzsc_dir, tmp_path, zstc_cli)
 
 
-HUB_ROWS = [row for row in ROWS if row.arch != "real" and row.paper_name not in
-            ("bert-base-uncased-nli", "bert-large-uncased-nli", "bert-large-uncased-nli-triplet", "deberta-v3-base-nli",
-             "deberta-v3-large-nli", "deberta-v3-large-nli-triplet", "modernbert-base-nli", "modernbert-large-nli",
-             "modernbert-large-nli-triplet")]
+HUB_ROWS = [
+    row
+    for row in ROWS
+    if row.arch != "real"
+    and row.paper_name
+    not in (
+        "bert-base-uncased-nli",
+        "bert-large-uncased-nli",
+        "bert-large-uncased-nli-triplet",
+        "deberta-v3-base-nli",
+        "deberta-v3-large-nli",
+        "deberta-v3-large-nli-triplet",
+        "modernbert-base-nli",
+        "modernbert-large-nli",
+        "modernbert-large-nli-triplet",
+    )
+]
 """The rows with a hub id (the paper's own NLI models have none; all-MiniLM-L6-v2 runs its real weights above)."""
 
 
@@ -180,7 +249,11 @@ def _conforms(row: Row, model: Path | str, btzsc_dir: Path, tmp_path: Path, zstc
     assert spec.family == family and spec.paper_name == row.paper_name
     assert spec.model_id == (str(folder) if folder is not None else entry.model_id if entry else None)
     if entry is not None:
-        assert (spec.query_prefix, spec.document_prefix, spec.query_template) == (entry.query_prefix, entry.document_prefix, entry.query_template)
+        assert (spec.query_prefix, spec.document_prefix, spec.query_template) == (
+            entry.query_prefix,
+            entry.document_prefix,
+            entry.query_template,
+        )
     assert spec.format_query("T") == QUERY_SIDE.get(row.paper_name, "") + "T"
     assert spec.format_document("L") == DOCUMENT_SIDE.get(row.paper_name, "") + "L"
 
@@ -191,7 +264,9 @@ def _conforms(row: Row, model: Path | str, btzsc_dir: Path, tmp_path: Path, zstc
     with Received(_network(whole)) as received:
         scores = whole.score(texts, labels)
     tokenizer, limit = whole.loaded.tokenizer, whole.loaded.max_length
-    _protocol_reaches_the_model(family, row, tokenizer, limit, received.ids, texts, labels, whole, exact_chat=folder is not None)
+    _protocol_reaches_the_model(
+        family, row, tokenizer, limit, received.ids, texts, labels, whole, exact_chat=folder is not None
+    )
 
     # The score rule, on one text and every label.
     with Received(_network(scorer)) as one:
@@ -208,7 +283,9 @@ def _conforms(row: Row, model: Path | str, btzsc_dir: Path, tmp_path: Path, zstc
     assert (bf16.argmax(1) == scores.argmax(1)).all()
 
     # The dry run (config and tokenizer only) says the same.
-    code, out, err = zstc_cli("models", "check", str(model), "--text", texts[0], "--labels", ",".join(labels), *_flags(row))
+    code, out, err = zstc_cli(
+        "models", "check", str(model), "--text", texts[0], "--labels", ",".join(labels), *_flags(row)
+    )
     assert code == 0 and "cannot:" not in out, out + err
     facts = dict(line.strip().split("  ", 1) for line in out.splitlines()[1:])
     assert facts["family"].strip().startswith(f"{family} (")
@@ -220,26 +297,59 @@ def _conforms(row: Row, model: Path | str, btzsc_dir: Path, tmp_path: Path, zstc
         assert facts["prompt"].strip() == repr(YESNO_PROMPT.format(text=texts[0], label=labels[0]))
     if family == "llm" and folder is not None:
         options = "\n".join(f"{symbol}) {label}" for symbol, label in zip("ABC", labels))
-        assert facts["prompt"].strip() == repr(chat_opening(row.chat, LLM_QUESTION.format(text=texts[0], options=options)) + LLM_ANSWER)
+        assert facts["prompt"].strip() == repr(
+            chat_opening(row.chat, LLM_QUESTION.format(text=texts[0], options=options)) + LLM_ANSWER
+        )
 
     # The three front doors, with the registry's family.
     classifier = Classifier(str(model), **sized)
     assert classifier.family == family and len(classifier.predict(texts[:2], ["good news", "bad news"])) == 2
     inputs = tmp_path / "texts.txt"
     inputs.write_text("\n".join([texts[0], texts[2]]) + "\n")
-    code, _, err = zstc_cli("classify", str(inputs), "--labels", "good news,bad news", "--model", str(model), *_flags(row))
+    code, _, err = zstc_cli(
+        "classify", str(inputs), "--labels", "good news,bad news", "--model", str(model), *_flags(row)
+    )
     assert code == 0, err
-    code, _, err = zstc_cli("bench", "--model", str(model), "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-                            "--max-samples", "3", "--out", str(tmp_path / "r.json"), *_flags(row))
+    code, _, err = zstc_cli(
+        "bench",
+        "--model",
+        str(model),
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "3",
+        "--out",
+        str(tmp_path / "r.json"),
+        *_flags(row),
+    )
     assert code == 0, err
     summary = json.loads((tmp_path / "r.json").read_text())
     assert summary["model"]["family"] == family
 
 
-def _protocol_reaches_the_model(family: str, row: Row, tokenizer: Any, limit: int, seen: list[list[int]], texts: list[str],
-                                labels: list[str], scorer: Any, *, exact_chat: bool) -> None:
-    if family in ("nli", "reranker"):  # premise/query = text first, hypothesis/document = label second; only the text cut
-        expected = [tokenizer(t, label, truncation="only_first", max_length=limit)["input_ids"] for t in texts for label in labels]
+def _protocol_reaches_the_model(
+    family: str,
+    row: Row,
+    tokenizer: Any,
+    limit: int,
+    seen: list[list[int]],
+    texts: list[str],
+    labels: list[str],
+    scorer: Any,
+    *,
+    exact_chat: bool,
+) -> None:
+    if family in (
+        "nli",
+        "reranker",
+    ):  # premise/query = text first, hypothesis/document = label second; only the text cut
+        expected = [
+            tokenizer(t, label, truncation="only_first", max_length=limit)["input_ids"]
+            for t in texts
+            for label in labels
+        ]
         assert sorted(map(tuple, seen)) == sorted(set(map(tuple, expected)))
         long_pairs = [ids for ids in seen if len(ids) == limit]
         assert len(long_pairs) == len(labels)  # the long text, cut to the limit, once per label
@@ -280,7 +390,7 @@ def _protocol_reaches_the_model(family: str, row: Row, tokenizer: Any, limit: in
 
 
 def _contains(ids: list[int], part: list[int]) -> bool:
-    return any(ids[i:i + len(part)] == part for i in range(len(ids) - len(part) + 1))
+    return any(ids[i : i + len(part)] == part for i in range(len(ids) - len(part) + 1))
 
 
 def _score_rule(family: str, scorer: Any, received: Received, scores: np.ndarray, text: str, labels: list[str]) -> None:
@@ -294,7 +404,11 @@ def _score_rule(family: str, scorer: Any, received: Received, scores: np.ndarray
             assert rows.shape[1] == 1
             expected = rows[:, 0]
         else:
-            id2label = scorer.loaded.model.config.id2label if hasattr(scorer.loaded.model, "config") else scorer.loaded.model.id2label
+            id2label = (
+                scorer.loaded.model.config.id2label
+                if hasattr(scorer.loaded.model, "config")
+                else scorer.loaded.model.id2label
+            )
             index = next(int(i) for i, name in id2label.items() if name.lower() == "entailment")
             assert scorer.loaded.facts.index == index
             others = [j for j in range(rows.shape[1]) if j != index]
@@ -305,7 +419,9 @@ def _score_rule(family: str, scorer: Any, received: Received, scores: np.ndarray
         spec = scorer.spec
         if family == "encoder":
             assert model[1].pooling_mode == "cls"
-        vectors = model.encode([spec.format_query(text), *map(spec.format_document, labels)], convert_to_tensor=True).float()
+        vectors = model.encode(
+            [spec.format_query(text), *map(spec.format_document, labels)], convert_to_tensor=True
+        ).float()
         vectors = torch.nn.functional.normalize(vectors, dim=-1)
         np.testing.assert_allclose(scores[0], (vectors[1:] @ vectors[0]).numpy(), atol=1e-5)
     elif family == "yesno":
@@ -313,7 +429,7 @@ def _score_rule(family: str, scorer: Any, received: Received, scores: np.ndarray
         yes, no = (tokenizer(word, add_special_tokens=False)["input_ids"] for word in ("yes", "no"))
         assert len(yes) == len(no) == 1
         last = torch.cat([logits[:, -1] for logits in received.logits])
-        pair = last[-len(labels):, [yes[0], no[0]]]
+        pair = last[-len(labels) :, [yes[0], no[0]]]
         np.testing.assert_allclose(np.sort(scores[0]), np.sort(torch.softmax(pair, dim=1)[:, 0].numpy()), atol=1e-5)
     else:
         tokenizer = scorer.loaded.tokenizer
@@ -322,8 +438,9 @@ def _score_rule(family: str, scorer: Any, received: Received, scores: np.ndarray
         np.testing.assert_allclose(scores[0], torch.softmax(last[symbols], dim=0).numpy(), atol=1e-5)
 
 
-def test_a_model_with_its_own_code_runs_only_when_trusted(standin_folders: tuple[Path, dict[str, Path]], btzsc_dir: Path,
-                                                          tmp_path: Path, zstc_cli: Any) -> None:
+def test_a_model_with_its_own_code_runs_only_when_trusted(
+    standin_folders: tuple[Path, dict[str, Path]], btzsc_dir: Path, tmp_path: Path, zstc_cli: Any
+) -> None:
     """gte-v1.5's stand-in ships its classes (configuration.py, modeling.py, an auto_map): refused in one line naming
     the flag, run with it, and the flag is part of the result's identity."""
     from zstc.errors import ModelError
@@ -332,11 +449,24 @@ def test_a_model_with_its_own_code_runs_only_when_trusted(standin_folders: tuple
     base, built = standin_folders
     folder = stand_in(next(row for row in ROWS if row.paper_name == "gte-base-en-v1.5"), base, built)
     assert "auto_map" in json.loads((folder / "config.json").read_text())
-    bench = ["bench", "--model", str(folder), "--data", str(btzsc_dir), "--tasks", "financialphrasebank", "--max-samples", "3",
-             "--out", str(tmp_path / "r.json")]
+    bench = [
+        "bench",
+        "--model",
+        str(folder),
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "3",
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
     code, _, err = zstc_cli(*bench)
     refusal = err.strip().splitlines()[-1]  # after bench's line naming the dataset
-    assert code != 0 and refusal.startswith("error: ") and "--trust-remote-code" in refusal and err.count("error") == 1, err
+    assert (
+        code != 0 and refusal.startswith("error: ") and "--trust-remote-code" in refusal and err.count("error") == 1
+    ), err
     assert not (tmp_path / "r.json").exists()
     code, _, err = zstc_cli("classify", "-", "--labels", "a,b", "--model", str(folder))
     assert code != 0 and "--trust-remote-code" in err and len(err.strip().splitlines()) == 1, err
@@ -352,8 +482,9 @@ def test_a_model_with_its_own_code_runs_only_when_trusted(standin_folders: tuple
             make_scorer(name).score(["a text"], ["a label"])
 
 
-def test_models_check_reads_no_weights_and_names_what_it_cannot_handle(standin_folders: tuple[Path, dict[str, Path]],
-                                                                        tmp_path: Path, zstc_cli: Any) -> None:
+def test_models_check_reads_no_weights_and_names_what_it_cannot_handle(
+    standin_folders: tuple[Path, dict[str, Path]], tmp_path: Path, zstc_cli: Any
+) -> None:
     base, built = standin_folders
     reranker = stand_in(next(row for row in ROWS if row.paper_name == "Qwen3-Reranker-0.6B"), base, built)
     config_only = tmp_path / "no-weights"
@@ -378,8 +509,10 @@ def test_a_hub_model_with_its_own_code_is_refused_naming_the_flag() -> None:
     from zstc.models.loading import load_error
     from zstc.models.registry import ModelSpec
 
-    error = ValueError("The repository some-org/custom contains custom code which must be executed to correctly load "
-                       "the model. Please pass the argument `trust_remote_code=True` to allow custom code to be run.")
+    error = ValueError(
+        "The repository some-org/custom contains custom code which must be executed to correctly load "
+        "the model. Please pass the argument `trust_remote_code=True` to allow custom code to be run."
+    )
     translated = load_error(ModelSpec("some-org/custom", "embedding"), error)
     assert translated.parameters == ("trust_remote_code",) and "give trust_remote_code" in str(translated)
 
@@ -389,11 +522,21 @@ def test_a_folders_model_file_names_a_registry_entry_or_is_refused(tmp_path: Pat
 
     (tmp_path / "zstc_model.json").write_text(json.dumps({"model": "e5-base-V2"}))  # any casing of a paper name
     spec = get_model_spec(str(tmp_path))
-    assert (spec.model_id, spec.family, spec.query_prefix, spec.paper_name) == (str(tmp_path), "embedding", "query: ", "e5-base-v2")
+    assert (spec.model_id, spec.family, spec.query_prefix, spec.paper_name) == (
+        str(tmp_path),
+        "embedding",
+        "query: ",
+        "e5-base-v2",
+    )
     assert get_model_spec(str(tmp_path), "encoder").family == "encoder"  # a family given still wins
     (tmp_path / "zstc_model.json").write_text(json.dumps({"model": "e5-base-v3"}))
     with pytest.raises(ModelError, match=r"names unknown model 'e5-base-v3'.*did you mean.*e5-base-v2"):
         get_model_spec(str(tmp_path))
     (tmp_path / "zstc_model.json").write_text("{not json")
     code, _, err = zstc_cli("models", "check", str(tmp_path))
-    assert code != 0 and err.startswith("error: ") and "zstc_model.json: not a readable model file" in err and len(err.splitlines()) == 1, err
+    assert (
+        code != 0
+        and err.startswith("error: ")
+        and "zstc_model.json: not a readable model file" in err
+        and len(err.splitlines()) == 1
+    ), err

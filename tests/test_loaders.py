@@ -36,7 +36,9 @@ def test_directory_loader_detects_the_paired_layout(shared_data):
 def paired_rows(groups):
     """groups: list of (text, positive index or None); hypotheses h0, h1, h2 of financialphrasebank."""
     hypotheses = get_task_spec("financialphrasebank").hypotheses
-    return [{"text": t, "hypothesis": h, "labels": int(i == pos)} for t, pos in groups for i, h in enumerate(hypotheses)]
+    return [
+        {"text": t, "hypothesis": h, "labels": int(i == pos)} for t, pos in groups for i, h in enumerate(hypotheses)
+    ]
 
 
 def test_paired_groups_are_checked(tmp_path):
@@ -114,7 +116,9 @@ def test_user_files(tmp_path):
     assert read_label_descriptions(labels) == {"sports": "This text is about sport.", "politics": "politics"}
     (tmp_path / "dup.txt").write_text("a\na\n")
     with pytest.raises(LabelError, match=rf"^duplicate labels in {re.escape(str(tmp_path / 'dup.txt'))}: 'a'$"):
-        read_label_descriptions(tmp_path / "dup.txt")  # a user error (one line on the CLI), naming the file and the label
+        read_label_descriptions(
+            tmp_path / "dup.txt"
+        )  # a user error (one line on the CLI), naming the file and the label
     data = write_jsonl(tmp_path / "mine.jsonl", [{"text": "x", "label_text": "b"}, {"text": "y", "label_text": "a"}])
     task = load_user_task(data)
     assert task.label_names == ["a", "b"] and task.gold.tolist() == [1, 0]
@@ -125,8 +129,12 @@ def test_label_file_keeps_hashtag_labels(tmp_path):
     mentions: '#sports' and '#politics' vanished, exit 0, while --labels kept them. Every non-blank line is a label."""
     labels = tmp_path / "hashtags.tsv"
     labels.write_text("#sports\n  #politics\tThis text is about politics.\n\neconomy\nweather\n")
-    assert read_label_descriptions(labels) == {"#sports": "#sports", "#politics": "This text is about politics.",
-                                               "economy": "economy", "weather": "weather"}
+    assert read_label_descriptions(labels) == {
+        "#sports": "#sports",
+        "#politics": "This text is about politics.",
+        "economy": "economy",
+        "weather": "weather",
+    }
 
 
 def test_the_paper_policy_counts_texts_without_a_hypothesis_as_class_0_exactly(btzsc_dir):
@@ -149,17 +157,22 @@ def test_the_paper_draw_under_exclude_scores_the_papers_texts_that_have_a_hypoth
     from zstc.benchmark.data import load_btzsc_sample
 
     paper, _, _ = load_btzsc_sample("banking77", btzsc_dir, max_samples=1000, unlabelled="paper", sampling="paper")
-    excluded, affected, source_texts = load_btzsc_sample("banking77", btzsc_dir, max_samples=1000, unlabelled="exclude",
-                                                        sampling="paper")
+    excluded, affected, source_texts = load_btzsc_sample(
+        "banking77", btzsc_dir, max_samples=1000, unlabelled="exclude", sampling="paper"
+    )
     kept = ~paper.counted_as_class0
     # source_texts counts the texts the policy keeps, as a stratified draw does: every one of them scored is no sample.
     assert len(excluded) == int(kept.sum()) == 929 and affected == 71 and source_texts == 2880
     np.testing.assert_array_equal(excluded.source_index, paper.source_index[kept])
     np.testing.assert_array_equal(excluded.gold, paper.gold[kept])
-    assert excluded.notes[-2:] == ["the public harness's sample of 1000 of 3080 texts (texts 0 and 1, then random.Random(0))",
-                                   "71 texts whose gold class has no hypothesis excluded (policy 'exclude')"]
+    assert excluded.notes[-2:] == [
+        "the public harness's sample of 1000 of 3080 texts (texts 0 and 1, then random.Random(0))",
+        "71 texts whose gold class has no hypothesis excluded (policy 'exclude')",
+    ]
     for sampling in ("paper", "stratified"):  # uncapped: all 2880 texts with a hypothesis, recorded as every text
-        whole, _, source_texts = load_btzsc_sample("banking77", btzsc_dir, max_samples=None, unlabelled="exclude", sampling=sampling)
+        whole, _, source_texts = load_btzsc_sample(
+            "banking77", btzsc_dir, max_samples=None, unlabelled="exclude", sampling=sampling
+        )
         assert len(whole) == source_texts == 2880, sampling
 
 
@@ -167,7 +180,15 @@ def test_yahootopics_keeps_two_business_and_finance_texts_as_the_harness_does(tm
     """PROTOCOL.md s.1: the harness drops yahootopics texts of class "Business & Finance" except the first two, but
     keeps the hypothesis as a candidate. Faithful under policy 'paper' (reported in the notes); 'exclude' keeps all."""
     spec = get_task_spec("yahootopics")
-    classes = ["Health", "Business & Finance", "Sports", "Business & Finance", "Business & Finance", "Health", "Business & Finance"]
+    classes = [
+        "Health",
+        "Business & Finance",
+        "Sports",
+        "Business & Finance",
+        "Business & Finance",
+        "Health",
+        "Business & Finance",
+    ]
     write_jsonl(tmp_path / "yahootopics.jsonl", [{"text": f"t{i}", "label_text": c} for i, c in enumerate(classes)])
     paper, _ = load_btzsc_task("yahootopics", tmp_path, unlabelled="paper")
     assert paper.texts == ["t0", "t1", "t2", "t3", "t5"] and paper.source_index.tolist() == [0, 1, 2, 3, 5]
@@ -187,7 +208,17 @@ def test_subprocesses_of_the_suite_never_reach_the_hub() -> None:
     if os.environ.get("ZSTC_TEST_HUB") == "1":
         pytest.skip("hub tests reach the hub")
     src = str(Path(__file__).resolve().parents[1] / "src")
-    shown = subprocess.run([sys.executable, "-c", "import zstc.models.loading as l; from huggingface_hub import constants; "
-                            "print(l.hub_reachable(), constants.HF_HUB_OFFLINE)"],
-                           env={**os.environ, "PYTHONPATH": src}, capture_output=True, text=True, timeout=120, check=True)
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import zstc.models.loading as l; from huggingface_hub import constants; "
+            "print(l.hub_reachable(), constants.HF_HUB_OFFLINE)",
+        ],
+        env={**os.environ, "PYTHONPATH": src},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert shown.stdout.split() == ["False", "True"], shown

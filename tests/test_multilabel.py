@@ -59,8 +59,11 @@ def test_defaults_per_score_type() -> None:
     assert score_type_of(WordOverlapScorer()) == "cosine"
     assert default_threshold("cosine") == DEFAULT_THRESHOLDS["cosine"]
     # Named as the parameter (the CLI prints it as --threshold), and an LLM's scores as what they are, not "type None".
-    with pytest.raises(UnknownNameError, match=r"^llm models' scores \(a distribution over the labels\) have no default "
-                                               r"multi-label cut; give threshold, a per-label one for every label") as missing:
+    with pytest.raises(
+        UnknownNameError,
+        match=r"^llm models' scores \(a distribution over the labels\) have no default "
+        r"multi-label cut; give threshold, a per-label one for every label",
+    ) as missing:
         default_threshold(None, "llm")
     assert missing.value.parameters == ("threshold",)
 
@@ -78,7 +81,9 @@ def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
 
     classifier = Classifier()  # builds the scorer lazily: nothing loads
     classifier.scorer = WordOverlapScorer()
-    predictions = classifier.predict_multi_label(["sports and politics", "cooking"], ["sports", "politics"], threshold=0.5)
+    predictions = classifier.predict_multi_label(
+        ["sports and politics", "cooking"], ["sports", "politics"], threshold=0.5
+    )
     assert [p.labels for p in predictions] == [["sports", "politics"], ["none"]]
     assert predictions[1].none and not predictions[0].none
     with pytest.raises(LabelError, match="'none'"):
@@ -86,7 +91,9 @@ def test_api_multi_label(monkeypatch: pytest.MonkeyPatch) -> None:
     single = classifier.predict_multi_label(["sports"], ["sports"], threshold=0.5)  # one yes/no label is fine
     assert single[0].labels == ["sports"]
     # ... but not under the embedding family's default rule (labels near the best one): it said yes to every text.
-    with pytest.raises(LabelError, match=r"one label \('sports'\) with the default multi-label rule .* give threshold") as refused:
+    with pytest.raises(
+        LabelError, match=r"one label \('sports'\) with the default multi-label rule .* give threshold"
+    ) as refused:
         classifier.predict_multi_label(["sports", "cooking"], ["sports"])
     assert refused.value.parameters == ("threshold",)
     assert classifier.predict_multi_label(["cooking"], ["sports"], per_label={"sports": 0.5})[0].labels == ["none"]
@@ -118,12 +125,21 @@ def test_thresholds_on_probabilities_lie_in_0_1() -> None:
     platt = Classifier(WordOverlapScorer(), calibration=Calibration("platt", {"slope": 1.0, "intercept": 0.0}))
     probability = Classifier(ProbabilityScorer())
     for classifier, scale in ((platt, "a Platt calibration's"), (probability, "the model's scores are probabilities")):
-        with pytest.raises(OptionError, match=re.escape(f"threshold must be >= 0 and <= 1, got 2: multi-label decides on probabilities here ({scale})")) as refused:
+        with pytest.raises(
+            OptionError,
+            match=re.escape(
+                f"threshold must be >= 0 and <= 1, got 2: multi-label decides on probabilities here ({scale})"
+            ),
+        ) as refused:
             classifier.predict_multi_label(["sports"], labels, threshold=2)
         assert refused.value.parameters == ("threshold",)
-        with pytest.raises(OptionError, match=re.escape("per_label: the threshold of 'politics' must be >= 0 and <= 1, got -1")):
+        with pytest.raises(
+            OptionError, match=re.escape("per_label: the threshold of 'politics' must be >= 0 and <= 1, got -1")
+        ):
             classifier.predict_multi_label(["sports"], labels, per_label={"politics": -1})
-        assert classifier.predict_multi_label(["sports"], labels, threshold=1)[0].labels == ["none"]  # the bounds themselves pass
+        assert classifier.predict_multi_label(["sports"], labels, threshold=1)[0].labels == [
+            "none"
+        ]  # the bounds themselves pass
     raw = Classifier(LogOddsScorer())  # log-odds: a raw cut, any finite number
     assert raw.predict_multi_label(["sports"], labels, threshold=2)[0].labels == ["none"]
     assert raw.predict_multi_label(["sports"], labels, threshold=-1)[0].labels == ["sports", "politics"]
@@ -144,13 +160,23 @@ def test_thresholds_on_cosines_lie_in_minus_1_1() -> None:
 
     labels = ["sports", "politics"]
     cosine = Classifier(WordOverlapScorer())  # the embedding family's score type: cosine
-    with pytest.raises(OptionError, match=re.escape("threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine "
-                                                    "similarities here, which lie in [-1, 1]")) as refused:
+    with pytest.raises(
+        OptionError,
+        match=re.escape(
+            "threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine "
+            "similarities here, which lie in [-1, 1]"
+        ),
+    ) as refused:
         cosine.predict_multi_label(["sports"], labels, threshold=5)
     assert refused.value.parameters == ("threshold",)
-    with pytest.raises(OptionError, match=re.escape("per_label: the threshold of 'politics' must be >= -1 and <= 1, got -5")):
+    with pytest.raises(
+        OptionError, match=re.escape("per_label: the threshold of 'politics' must be >= -1 and <= 1, got -5")
+    ):
         cosine.predict_multi_label(["sports"], labels, per_label={"politics": -5})
-    assert cosine.predict_multi_label(["sports"], labels, threshold=-1)[0].labels == ["sports", "politics"]  # the bounds pass
+    assert cosine.predict_multi_label(["sports"], labels, threshold=-1)[0].labels == [
+        "sports",
+        "politics",
+    ]  # the bounds pass
 
 
 def test_api_fits_thresholds_on_labelled_texts() -> None:
@@ -177,23 +203,47 @@ def test_classify_cli_fits_thresholds_on_a_labelled_file(tmp_path) -> None:
     from zstc.cli import app
 
     dev = tmp_path / "dev.jsonl"
-    dev.write_text("\n".join(json.dumps(row) for row in [
-        {"text": "The striker scored a late winner.", "label": "sports"},
-        {"text": "I was charged twice for one card payment.", "label": "banking"},
-        {"text": "Parliament passed the budget after a long debate.", "label": "none"},
-        {"text": "The bank froze my account after the match tickets purchase.", "label": ["sports", "banking"]},
-    ]) + "\n")
+    dev.write_text(
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                {"text": "The striker scored a late winner.", "label": "sports"},
+                {"text": "I was charged twice for one card payment.", "label": "banking"},
+                {"text": "Parliament passed the budget after a long debate.", "label": "none"},
+                {"text": "The bank froze my account after the match tickets purchase.", "label": ["sports", "banking"]},
+            ]
+        )
+        + "\n"
+    )
     texts = tmp_path / "t.txt"
     texts.write_text("The goalkeeper saved a penalty.\nThe weather will be sunny tomorrow.\n")
     runner = CliRunner()
-    result = runner.invoke(app, ["classify", str(texts), "-l", "sports,banking", "-m", MINILM, "--multi-label",
-                                 "--fit-thresholds", str(dev), "--precision", "fp32"])  # thresholds: the same numbers everywhere
+    result = runner.invoke(
+        app,
+        [
+            "classify",
+            str(texts),
+            "-l",
+            "sports,banking",
+            "-m",
+            MINILM,
+            "--multi-label",
+            "--fit-thresholds",
+            str(dev),
+            "--precision",
+            "fp32",
+        ],
+    )  # thresholds: the same numbers everywhere
     assert result.exit_code == 0, result.output
     assert re.search(r"threshold [0-9.]+ fitted on 4 texts", result.stderr)
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert "sports" in rows[0]["labels"] and rows[1]["labels"] == ["none"]
-    refused = runner.invoke(app, ["classify", str(texts), "-l", "sports,banking", "-m", MINILM, "--fit-thresholds", str(dev)])
-    assert isinstance(refused.exception, OptionError) and "fit_thresholds applies to multi_label" in str(refused.exception)
+    refused = runner.invoke(
+        app, ["classify", str(texts), "-l", "sports,banking", "-m", MINILM, "--fit-thresholds", str(dev)]
+    )
+    assert isinstance(refused.exception, OptionError) and "fit_thresholds applies to multi_label" in str(
+        refused.exception
+    )
 
 
 @pytest.mark.slow
@@ -204,9 +254,29 @@ def test_classify_cli_multi_label(tmp_path) -> None:
 
     texts = tmp_path / "t.txt"
     # The third text's cooking score (0.31 with the bare name) passes --threshold 0.12: only its --label-threshold stops it.
-    texts.write_text("The match ended 2-1 after extra time.\nMy card still hasn't arrived.\nBake the bread for forty minutes.\n")
-    result = CliRunner().invoke(app, ["classify", str(texts), "-l", "sports,banking,cooking", "-m", MINILM, "--multi-label",
-                                      "--template", "{}", "--threshold", "0.12", "--label-threshold", "cooking=0.99", "--precision", "fp32"])
+    texts.write_text(
+        "The match ended 2-1 after extra time.\nMy card still hasn't arrived.\nBake the bread for forty minutes.\n"
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "classify",
+            str(texts),
+            "-l",
+            "sports,banking,cooking",
+            "-m",
+            MINILM,
+            "--multi-label",
+            "--template",
+            "{}",
+            "--threshold",
+            "0.12",
+            "--label-threshold",
+            "cooking=0.99",
+            "--precision",
+            "fp32",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [row["labels"] for row in rows] == [["sports"], ["banking"], ["none"]]
@@ -226,8 +296,24 @@ def test_bench_multi_label_decides_by_the_default_rule_classify_uses(btzsc_dir, 
     from zstc.cli import app
 
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(app, ["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "banking77",
-                                      "--max-samples", "24", "--multi-label", "--no-cache", "-o", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "-m",
+            MINILM,
+            "--data",
+            str(btzsc_dir),
+            "--tasks",
+            "banking77",
+            "--max-samples",
+            "24",
+            "--multi-label",
+            "--no-cache",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(out.read_text())["multi_label"]
     task, _, _ = load_btzsc_sample("banking77", btzsc_dir, max_samples=24)
@@ -251,9 +337,16 @@ def test_a_cut_for_one_label_leaves_the_other_labels_rule_as_it_was() -> None:
     labels = ["sports", "economy", "politics"]
     assert classifier.predict_multi_label(["Goal"], labels)[0].labels == ["sports"]
     assert classifier.predict_multi_label(["Goal"], labels, per_label={"sports": 0.5})[0].labels == ["none"]
-    assert classifier.predict_multi_label(["Goal"], labels, per_label={"economy": 0.1})[0].labels == ["sports", "economy"]
-    assert classifier.policy.multi_label(labels, None, {"sports": 0.5}).margin == classifier.default_margin() is not None
-    assert classifier.policy.multi_label(labels, None, dict.fromkeys(labels, 0.5)).margin is None  # each label its own cut
+    assert classifier.predict_multi_label(["Goal"], labels, per_label={"economy": 0.1})[0].labels == [
+        "sports",
+        "economy",
+    ]
+    assert (
+        classifier.policy.multi_label(labels, None, {"sports": 0.5}).margin == classifier.default_margin() is not None
+    )
+    assert (
+        classifier.policy.multi_label(labels, None, dict.fromkeys(labels, 0.5)).margin is None
+    )  # each label its own cut
     assert classifier.policy.multi_label(labels, 0.1, {}).margin is None
     # One label with a cut of its own is a yes/no question, not the margin rule's one label that always passes.
     assert classifier.predict_multi_label(["Goal"], ["economy"], per_label={"economy": 0.5})[0].labels == ["none"]

@@ -31,7 +31,12 @@ TEXTS = [
     "How do I top up my account?",  # a duplicate: scored once, reported twice
     "Why was I charged a fee?",
 ]
-LABELS = ["This is about a lost card.", "This is about topping up.", "This is about exchange rates.", "This is about fees."]
+LABELS = [
+    "This is about a lost card.",
+    "This is about topping up.",
+    "This is about exchange rates.",
+    "This is about fees.",
+]
 MAX_LENGTH = 96
 """Short, so the long text is truncated without making every test pay for 512-token pairs."""
 
@@ -98,7 +103,9 @@ def test_logodds_against_a_hand_computation() -> None:
     # A one-logit binary model: the logit is the log-odds; 'prob' is its sigmoid.
     single = torch.tensor([[1.5], [-0.5]])
     assert entailment_scores(single, 0, "logodds").tolist() == [1.5, -0.5]
-    assert entailment_scores(single, 0, "prob").tolist() == pytest.approx([1 / (1 + math.exp(-1.5)), 1 / (1 + math.exp(0.5))])
+    assert entailment_scores(single, 0, "prob").tolist() == pytest.approx(
+        [1 / (1 + math.exp(-1.5)), 1 / (1 + math.exp(0.5))]
+    )
 
 
 def test_unknown_score_type_is_rejected_before_loading(nli_folder: Path) -> None:
@@ -117,7 +124,9 @@ def test_scores_equal_one_pair_at_a_time(nli_folder: Path, reference) -> None:
     # One pair per forward pass is slow on a busy CPU: check two labels per text against the reference.
     expected = [[entailment_scores(reference(t, h)[None], 0).item() for h in LABELS[:2]] for t in TEXTS]
     np.testing.assert_allclose(scores[:, :2], expected, atol=1e-5)
-    assert result.notes == [f"1 of 5 texts exceed the room left by the label description within {MAX_LENGTH} tokens and were truncated (label descriptions never are)"]
+    assert result.notes == [
+        f"1 of 5 texts exceed the room left by the label description within {MAX_LENGTH} tokens and were truncated (label descriptions never are)"
+    ]
     assert scorer.describe()["entailment_label"] == "entailment"
 
 
@@ -142,8 +151,11 @@ def test_pair_scores_match_the_matrix(nli_folder: Path) -> None:
 def test_pair_arguments_of_another_length_are_value_errors(nli_folder: Path) -> None:
     """Checked before the model loads; a single number for the cuts is one cut, not one per pair."""
     scorer = make_scorer(str(nli_folder), "nli")
-    for given, message in (({"cuts": 0.0}, "1 cuts for 2 pairs"), ({"cuts": [0.0]}, "1 cuts for 2 pairs"),
-                           ({"groups": [0]}, "1 groups for 2 pairs")):
+    for given, message in (
+        ({"cuts": 0.0}, "1 cuts for 2 pairs"),
+        ({"cuts": [0.0]}, "1 cuts for 2 pairs"),
+        ({"groups": [0]}, "1 groups for 2 pairs"),
+    ):
         with pytest.raises(ValueError, match=message):
             scorer.score_pairs(TEXTS[:2], LABELS[:2], **given)
     assert scorer._loaded is None
@@ -173,11 +185,17 @@ def test_padding_is_the_tokenizers(nli_folder: Path, side: str, token_types: boo
     plan = plan_pairs(tokenizer, texts, ["This is about cards.", "Money."], max_length=24, length_step=step)
     assert plan.padding.token_types is token_types
     for (start, stop), batch in zip(plan.bounds, plan.batches(), strict=True):
-        rows = [plan.template.assemble(plan.first_ids[f][:n], plan.second_ids[s])
-                for f, s, n in zip(batch.firsts, batch.seconds, plan.first_lengths[start:stop])]
-        features = [{"input_ids": ids, "attention_mask": [1] * len(ids), **({"token_type_ids": types} if token_types else {})}
-                    for ids, types in rows]
-        expected = DataCollatorWithPadding(tokenizer, padding="longest", pad_to_multiple_of=step, return_tensors="pt")(features)
+        rows = [
+            plan.template.assemble(plan.first_ids[f][:n], plan.second_ids[s])
+            for f, s, n in zip(batch.firsts, batch.seconds, plan.first_lengths[start:stop])
+        ]
+        features = [
+            {"input_ids": ids, "attention_mask": [1] * len(ids), **({"token_type_ids": types} if token_types else {})}
+            for ids, types in rows
+        ]
+        expected = DataCollatorWithPadding(tokenizer, padding="longest", pad_to_multiple_of=step, return_tensors="pt")(
+            features
+        )
         assert sorted(batch.inputs) == sorted(expected)
         assert len({len(ids) for ids, _ in rows}) > 1, "rows of different lengths, or nothing is padded"
         for name in expected:
@@ -187,9 +205,13 @@ def test_padding_is_the_tokenizers(nli_folder: Path, side: str, token_types: boo
 def test_gpu_length_steps_stop_at_the_models_limit(nli_folder: Path) -> None:
     """Lengths in steps of 32 (a GPU's), but a pass never longer than the model takes."""
     tokenizer = AutoTokenizer.from_pretrained(nli_folder)
-    widths = [batch.inputs["input_ids"].shape[1]
-              for limit in (24, 64) for batch in plan_pairs(tokenizer, ["a premise", "word " * 40], ["Money."], max_length=limit,
-                                                            max_pairs=1, length_step=32).batches()]
+    widths = [
+        batch.inputs["input_ids"].shape[1]
+        for limit in (24, 64)
+        for batch in plan_pairs(
+            tokenizer, ["a premise", "word " * 40], ["Money."], max_length=limit, max_pairs=1, length_step=32
+        ).batches()
+    ]
     assert widths == [24, 24, 64, 32]
 
 
@@ -232,7 +254,9 @@ def test_zstc_trained_models_load_through_their_own_loader(nli_folder: Path, mon
             self.inner = AutoModelForSequenceClassification.from_pretrained(nli_folder)
 
         def forward(self, input_ids, attention_mask=None, token_type_ids=None):
-            logits = self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+            logits = self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).logits
             return types.SimpleNamespace(logits=logits[:, :1])
 
     fake = types.ModuleType("zstc.models.nli_head")
@@ -293,14 +317,21 @@ def test_nli_probe_refuses_nan_scores(nli_folder: Path, tmp_path: Path) -> None:
     from zstc.benchmark.nli_probe import find_nli_sets, run_probe
     from zstc.errors import NonFiniteScoresError
 
-    _write_jsonl(tmp_path / "mnli_matched.jsonl", [
-        {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
-        {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"},
-    ])
+    _write_jsonl(
+        tmp_path / "mnli_matched.jsonl",
+        [
+            {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"},
+        ],
+    )
     scorer = make_scorer(str(nli_folder), "nli")
     with torch.no_grad():
-        next(scorer.loaded.model.parameters())[scorer.loaded.tokenizer.cls_token_id, 0] = float("nan")  # every pair's [CLS]
-    with pytest.raises(NonFiniteScoresError, match=r"non-finite scores \(NaN or infinite\) for 2 of 2 pairs, the first for pair 1"):
+        next(scorer.loaded.model.parameters())[scorer.loaded.tokenizer.cls_token_id, 0] = float(
+            "nan"
+        )  # every pair's [CLS]
+    with pytest.raises(
+        NonFiniteScoresError, match=r"non-finite scores \(NaN or infinite\) for 2 of 2 pairs, the first for pair 1"
+    ):
         run_probe(scorer, find_nli_sets(tmp_path))
 
 
@@ -310,11 +341,17 @@ def test_nli_probe_auroc_is_entailment_against_the_rest_by_hand(nli_folder: Path
 
     from zstc.benchmark.nli_probe import find_nli_sets, run_probe
 
-    rows = [{"premise": p, "hypothesis": h, "label": label} for p, h, label in [
-        ("A man plays a guitar.", "A man plays music.", "entailment"), ("A man plays a guitar.", "A man sleeps.", "contradiction"),
-        ("A dog runs.", "An animal moves.", "entailment"), ("A dog runs.", "The dog is brown.", "neutral"),
-        ("Two kids eat.", "Children are eating.", "entailment"), ("Two kids eat.", "The kids are hungry.", "neutral"),
-    ]]
+    rows = [
+        {"premise": p, "hypothesis": h, "label": label}
+        for p, h, label in [
+            ("A man plays a guitar.", "A man plays music.", "entailment"),
+            ("A man plays a guitar.", "A man sleeps.", "contradiction"),
+            ("A dog runs.", "An animal moves.", "entailment"),
+            ("A dog runs.", "The dog is brown.", "neutral"),
+            ("Two kids eat.", "Children are eating.", "entailment"),
+            ("Two kids eat.", "The kids are hungry.", "neutral"),
+        ]
+    ]
     _write_jsonl(tmp_path / "mnli_matched.jsonl", rows)
     scorer = make_scorer(str(nli_folder), "nli")
     scores = scorer.score_pairs([r["premise"] for r in rows], [r["hypothesis"] for r in rows])
@@ -332,19 +369,25 @@ def test_nli_probe_errors(tmp_path: Path) -> None:
         load_nli_set("anli_r1", tmp_path / "anli_r1.jsonl")
 
 
-def test_nli_probe_checks_every_set_before_scoring_any(nli_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nli_probe_checks_every_set_before_scoring_any(
+    nli_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The probe read each set just before scoring it: a damaged file late in the folder stopped the run after the
     earlier sets had been scored (minutes with a large model), and nothing was written. Every set is now read
     first, so the error comes before any scoring."""
     from zstc.benchmark.nli_probe import find_nli_sets, run_probe
 
-    rows = [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
-            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}]
+    rows = [
+        {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+        {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"},
+    ]
     _write_jsonl(tmp_path / "anli_r1.jsonl", rows)
     (tmp_path / "wanli_test.jsonl").write_text(json.dumps(rows[0]) + "\n{not json\n")  # last in the paper's order
     scorer = make_scorer(str(nli_folder), "nli")
     scored: list[int] = []
-    monkeypatch.setattr(type(scorer), "score_pairs_with_notes", lambda self, premises, *a, **k: scored.append(len(premises)))
+    monkeypatch.setattr(
+        type(scorer), "score_pairs_with_notes", lambda self, premises, *a, **k: scored.append(len(premises))
+    )
     with pytest.raises(DataError, match="wanli_test.jsonl:2"):
         run_probe(scorer, find_nli_sets(tmp_path))
     assert scored == []
@@ -355,7 +398,9 @@ def test_nli_probe_refuses_an_llm_saying_why() -> None:
     one premise-hypothesis pair with it, and the message says so."""
     from zstc.benchmark.nli_probe import probe_families, probe_scorer
 
-    assert {"nli", "reranker", "yesno", "embedding", "encoder"} <= set(probe_families()) and "llm" not in probe_families()
+    assert {"nli", "reranker", "yesno", "embedding", "encoder"} <= set(
+        probe_families()
+    ) and "llm" not in probe_families()
     with pytest.raises(ModelError, match=r"family 'llm': .*no(?:ne)?.* rule for scoring one premise-hypothesis pair"):
         probe_scorer(make_scorer("HuggingFaceTB/SmolLM2-135M-Instruct"))
 
@@ -366,14 +411,18 @@ def test_nli_probe_refuses_an_llm_before_loading_it(tmp_path: Path, monkeypatch:
     import zstc.scorers
     from zstc.benchmark.nli_probe import probe_family
 
-    rows = [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
-            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}]
+    rows = [
+        {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+        {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"},
+    ]
     _write_jsonl(tmp_path / "anli_r1.jsonl", rows)
     loaded: list[str] = []
     monkeypatch.setattr(zstc.scorers, "make_scorer", lambda model, *a, **k: loaded.append(model))
     for model, family in (("Qwen3-4B", []), ("some/model", ["--family", "llm"])):
         code, _, err = zstc_cli("nli-probe", "-m", model, "--data", str(tmp_path), *family)
-        assert code == 2 and err.startswith("error: ") and "PROTOCOL.md gives a rule" in err and len(err.splitlines()) == 1, err
+        assert (
+            code == 2 and err.startswith("error: ") and "PROTOCOL.md gives a rule" in err and len(err.splitlines()) == 1
+        ), err
     assert loaded == []
     assert probe_family("all-MiniLM-L6-v2") == "embedding" and probe_family("bert-large-uncased") == "encoder"
 
@@ -388,13 +437,17 @@ def test_nli_probe_says_an_empty_set_has_no_pairs(tmp_path: Path) -> None:
     assert "only" not in str(raised.value)
 
 
-def test_nli_probe_out_never_overwrites_a_file_in_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli) -> None:
+def test_nli_probe_out_never_overwrites_a_file_in_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli
+) -> None:
     """Training files are skipped as test sets, so -o only protected the sets probed: it could overwrite
     lingnli_train.jsonl. Every file in --data is now refused as -o, before any model loads."""
     import zstc.scorers
 
-    rows = [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
-            {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"}]
+    rows = [
+        {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": "entailment"},
+        {"premise": "A dog runs.", "hypothesis": "The dog is brown.", "label": "neutral"},
+    ]
     _write_jsonl(tmp_path / "anli_r1.jsonl", rows)
     _write_jsonl(tmp_path / "lingnli_train.jsonl", rows)
     (tmp_path / "README.txt").write_text("where the data came from")
@@ -402,7 +455,9 @@ def test_nli_probe_out_never_overwrites_a_file_in_data(tmp_path: Path, monkeypat
     loaded: list[str] = []
     monkeypatch.setattr(zstc.scorers, "make_scorer", lambda model, *a, **k: loaded.append(model))
     for name in before:
-        code, _, err = zstc_cli("nli-probe", "-m", "some/nli-model", "-f", "nli", "--data", str(tmp_path), "-o", str(tmp_path / name))
+        code, _, err = zstc_cli(
+            "nli-probe", "-m", "some/nli-model", "-f", "nli", "--data", str(tmp_path), "-o", str(tmp_path / name)
+        )
         assert code == 2 and err.startswith("error: --out ") and "input" in err and len(err.splitlines()) == 1, err
     assert loaded == [] and {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
 
@@ -418,23 +473,58 @@ def test_classify_and_bench_with_an_nli_folder(nli_folder: Path, tmp_path: Path)
     runner = CliRunner()
     texts = tmp_path / "texts.txt"
     texts.write_text("I lost my card\nHow do I top up?\n")
-    result = runner.invoke(app, ["classify", str(texts), "--labels", "card,top up", "--model", str(nli_folder), "--family", "nli",
-                                 "--template", "This is about {}.", "--score-type", "logit", "--entailment-index", "2",
-                                 "--scores", "raw"])
+    result = runner.invoke(
+        app,
+        [
+            "classify",
+            str(texts),
+            "--labels",
+            "card,top up",
+            "--model",
+            str(nli_folder),
+            "--family",
+            "nli",
+            "--template",
+            "This is about {}.",
+            "--score-type",
+            "logit",
+            "--entailment-index",
+            "2",
+            "--scores",
+            "raw",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [line["text"] for line in lines] == ["I lost my card", "How do I top up?"]
     # The options reach the scorer: output 2's logit (not entailment's log-odds) of the templated descriptions.
     expected = make_scorer(str(nli_folder), "nli", score_type="logit", entailment_index=2).score(
-        ["I lost my card", "How do I top up?"], ["This is about card.", "This is about top up."])
+        ["I lost my card", "How do I top up?"], ["This is about card.", "This is about top up."]
+    )
     shown = [[line["scores"][label] for label in ("card", "top up")] for line in lines]
     np.testing.assert_allclose(shown, expected, atol=1e-4)  # printed to 4 decimals
     from shared_data import shared_path
 
     data = shared_path("btzsc/financialphrasebank.jsonl").parent
     out = tmp_path / "bench.json"
-    result = runner.invoke(app, ["bench", "--model", str(nli_folder), "--family", "nli", "--data", str(data),
-                                 "--tasks", "financialphrasebank", "--max-samples", "6", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "--model",
+            str(nli_folder),
+            "--family",
+            "nli",
+            "--data",
+            str(data),
+            "--tasks",
+            "financialphrasebank",
+            "--max-samples",
+            "6",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(out.read_text())
     assert summary["model"]["family"] == "nli" and summary["model"]["score_type"] == "logodds"

@@ -23,7 +23,9 @@ from zstc.validation import (
 )
 
 VOCABULARIES: dict[str, dict[str, Option]] = {
-    "OPTIONS": OPTIONS, "SCORER_OPTIONS": SCORER_OPTIONS, "SERVE_OPTIONS": SERVE_OPTIONS,
+    "OPTIONS": OPTIONS,
+    "SCORER_OPTIONS": SCORER_OPTIONS,
+    "SERVE_OPTIONS": SERVE_OPTIONS,
 }
 
 
@@ -91,11 +93,14 @@ def test_the_serve_settings_and_flags_take_their_defaults_from_the_records() -> 
                 assert value == SERVE_OPTIONS[name].default and type(value) is type(SERVE_OPTIONS[name].default), name
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    (0, "batch_size must be >= 1, got 0"),
-    (1.5, "batch_size must be an integer, got 1.5"),
-    (True, "batch_size must be an integer, got True"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "batch_size must be >= 1, got 0"),
+        (1.5, "batch_size must be an integer, got 1.5"),
+        (True, "batch_size must be an integer, got True"),
+    ],
+)
 def test_one_rule_says_one_thing_from_the_cli_and_the_library(value: Any, message: str) -> None:
     """The CLI's early check of a scorer option (before any model loads) and a family's own check (make_scorer)
     are one rule with one message. They said "must be a whole number" and "must be an integer" for 1.5, and the
@@ -121,12 +126,15 @@ def test_a_commands_own_option_is_not_taken_for_a_scorer_option() -> None:
     assert ScorerOptions.of(parameters, "fp32").given == {"batch_size": 8, "precision": None}
 
 
-@pytest.mark.parametrize(("closed", "refused", "kept"), [
-    ("both", [-0.5, 1.5], [0, 1]),
-    ("left", [-0.5, 1], [0, 0.5]),
-    ("right", [0, 1.5], [1, 0.5]),
-    ("neither", [0, 1], [0.5]),
-])
+@pytest.mark.parametrize(
+    ("closed", "refused", "kept"),
+    [
+        ("both", [-0.5, 1.5], [0, 1]),
+        ("left", [-0.5, 1], [0, 0.5]),
+        ("right", [0, 1.5], [1, 0.5]),
+        ("neither", [0, 1], [0.5]),
+    ],
+)
 def test_an_interval_keeps_the_ends_it_closes(closed: str, refused: list[float], kept: list[float]) -> None:
     option = Option(float, constraint=Interval(0, 1, closed=closed))
     low, high = (">=" if closed in ("both", "left") else ">"), ("<=" if closed in ("both", "right") else "<")
@@ -189,6 +197,10 @@ def test_the_services_field_is_the_records_rule() -> None:
         with pytest.raises(OptionError):
             option.check("share", value)
     assert Request.model_json_schema()["properties"]["share"] == {
-        "default": 0.5, "description": "a share", "exclusiveMinimum": 0, "maximum": 1, "title": "Share",
+        "default": 0.5,
+        "description": "a share",
+        "exclusiveMinimum": 0,
+        "maximum": 1,
+        "title": "Share",
         "type": "number",
     }

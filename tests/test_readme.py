@@ -27,8 +27,14 @@ SKIP_RULES: list[tuple[str, str]] = [
     (r"\bmodels/|--backbone|train-nli", "needs a model folder the reader trains first (minutes to an hour)"),
     (r"\bserve\b", "starts a server that runs until stopped (tests/test_server.py covers it)"),
     (r"\bdemo\b", "the whole demo (make demo runs it)"),
-    (r"\b(M|DIR|DIR_TRAIN|T|F|FILE|N|S|B|H|DEV\.jsonl|FOLDER_OR_HUB_ID)\b|\[|\]|\w\|\w|\.\.\.", "a template with placeholders for the reader"),
-    (r"\b(r|other|leaderboard|e5|probe)\.json\b|nli_train|texts\.(jsonl|txt)|\bbenchmarks/", "works on files an earlier, longer run writes"),
+    (
+        r"\b(M|DIR|DIR_TRAIN|T|F|FILE|N|S|B|H|DEV\.jsonl|FOLDER_OR_HUB_ID)\b|\[|\]|\w\|\w|\.\.\.",
+        "a template with placeholders for the reader",
+    ),
+    (
+        r"\b(r|other|leaderboard|e5|probe)\.json\b|nli_train|texts\.(jsonl|txt)|\bbenchmarks/",
+        "works on files an earlier, longer run writes",
+    ),
     (r"--pooling cls --data|unseen|nli-probe", "scores complete datasets (minutes)"),
 ]
 """(pattern, reason): a README command matching a pattern is not run here."""
@@ -107,10 +113,14 @@ def run_readme_command(command: str, workdir: Path, monkeypatch: pytest.MonkeyPa
     if command in _RAN:
         return _RAN[command]
     if SHELL_RUN.search(command):
-        env = {**os.environ, "PATH": f"{workdir.parent}{os.pathsep}{os.environ['PATH']}",
-               "ZSTC_SHARED_DATA": str(SHARED_DATA)}
-        done = subprocess.run(["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True,
-                              timeout=600)
+        env = {
+            **os.environ,
+            "PATH": f"{workdir.parent}{os.pathsep}{os.environ['PATH']}",
+            "ZSTC_SHARED_DATA": str(SHARED_DATA),
+        }
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True, timeout=600
+        )
         _RAN[command] = (done.returncode, done.stdout, done.stderr)
         return _RAN[command]
     import shlex
@@ -142,7 +152,7 @@ def test_readme_command_runs(command: str, workdir: Path, monkeypatch: pytest.Mo
 def test_readme_echo_example_answers_positive(workdir: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli) -> None:
     import json
 
-    command = next(c for c in RUNNABLE if c.startswith("echo \"I loved it\""))
+    command = next(c for c in RUNNABLE if c.startswith('echo "I loved it"'))
     _, stdout, _ = run_readme_command(command, workdir, monkeypatch, zstc_cli)
     row = json.loads(stdout)
     assert row["label"] == "positive" and list(row["scores"]) == ["positive", "negative"]
@@ -153,8 +163,9 @@ def test_readme_echo_example_answers_positive(workdir: Path, monkeypatch: pytest
     assert shown is not None and stdout.strip() == shown.group(1)
 
 
-def test_readme_review_examples_label_every_clear_review(workdir: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         zstc_cli) -> None:
+def test_readme_review_examples_label_every_clear_review(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, zstc_cli
+) -> None:
     """The README's reviews.csv examples as printed: 20/20 single-label; multi-label with the default rule
     no "none" and every review's own label first (the file's `expected` column is carried through)."""
     import json
@@ -187,7 +198,9 @@ def test_readme_polarity_default_and_what_turns_it_off() -> None:
 def test_readme_python_quickstart_runs() -> None:
     block = next(b for b in readme_blocks("python") if "from zstc import classify" in b)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    result = subprocess.run([sys.executable, "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[0].startswith("economy") and result.stdout.splitlines()[1].startswith("sports")
 
@@ -213,7 +226,7 @@ PLUMBING = {"__init__.py", "__main__.py", "py.typed"}
 def _layout_rows() -> dict[str, str]:
     """The README's Layout table: each entry of its first column (``scorers/``, ``api.py``) -> its description."""
     text = README.read_text(encoding="utf-8")
-    table = text[text.index("| folder / module | what lives there |"):].split("\n\n", 1)[0]
+    table = text[text.index("| folder / module | what lives there |") :].split("\n\n", 1)[0]
     rows: dict[str, str] = {}
     for line in table.splitlines()[2:]:
         entries, description = line.strip("|").split("|", 1)
@@ -224,8 +237,11 @@ def _layout_rows() -> dict[str, str]:
 
 def _tree(folder: Path) -> set[str]:
     """A folder's entries as the table names them: ``name.py``, ``data.json``, ``sub/``; caches and plumbing left out."""
-    return {path.name + "/" if path.is_dir() else path.name for path in folder.iterdir()
-            if path.name not in PLUMBING and not path.name.startswith((".", "__pycache__"))}
+    return {
+        path.name + "/" if path.is_dir() else path.name
+        for path in folder.iterdir()
+        if path.name not in PLUMBING and not path.name.startswith((".", "__pycache__"))
+    }
 
 
 def test_readme_layout_table_matches_the_tree() -> None:
@@ -241,12 +257,18 @@ def _cli_commands() -> dict[str, str]:
     """Every ``zstc`` command (a group such as ``cache`` counts as one) -> the stem of the cli/ module defining it."""
     from zstc.cli import app
 
-    commands = {(info.name or info.callback.__name__.replace("_", "-")): info.callback.__module__.rsplit(".", 1)[-1]
-                for info in app.registered_commands if info.callback is not None}
+    commands = {
+        (info.name or info.callback.__name__.replace("_", "-")): info.callback.__module__.rsplit(".", 1)[-1]
+        for info in app.registered_commands
+        if info.callback is not None
+    }
     for group in app.registered_groups:
         assert group.name is not None and group.typer_instance is not None, group
-        modules = {info.callback.__module__.rsplit(".", 1)[-1] for info in group.typer_instance.registered_commands
-                   if info.callback is not None}
+        modules = {
+            info.callback.__module__.rsplit(".", 1)[-1]
+            for info in group.typer_instance.registered_commands
+            if info.callback is not None
+        }
         assert len(modules) == 1, (group.name, modules)
         commands[group.name] = modules.pop()
     return commands
@@ -256,18 +278,23 @@ def test_readme_layout_names_the_module_of_every_command() -> None:
     """The cli/ row names each command's module: `bench.py` for bench, or `report.py (report, export, validate,
     schema)` for a module that holds several (the row once left `schema` out)."""
     row = _layout_rows()["cli/"]
-    held = {module: {name.strip() for name in names.split(",")}
-            for module, names in re.findall(r"`(\w+)\.py` \(([^)]*)\)", row)}
+    held = {
+        module: {name.strip() for name in names.split(",")}
+        for module, names in re.findall(r"`(\w+)\.py` \(([^)]*)\)", row)
+    }
     commands = _cli_commands()
     assert len(commands) >= 17, commands
     for command, module in commands.items():
         assert f"`{module}.py`" in row, f"the cli/ row names {module}.py, where `zstc {command}` lives"
-        assert command == module or command in held.get(module, set()), \
+        assert command == module or command in held.get(module, set()), (
             f"the cli/ row says which commands {module}.py holds, `zstc {command}` among them"
+        )
 
 
 def test_no_two_modules_share_a_name() -> None:
-    names = [path.stem for path in PACKAGE.rglob("*.py") if path.name not in PLUMBING and "__pycache__" not in path.parts]
+    names = [
+        path.stem for path in PACKAGE.rglob("*.py") if path.name not in PLUMBING and "__pycache__" not in path.parts
+    ]
     names += [path.name for path in PACKAGE.rglob("*") if path.is_dir() and path.name != "__pycache__"]
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
 
@@ -283,7 +310,7 @@ def test_service_error_types_are_the_documented_ones() -> None:
 
     allowed = set(typing.get_args(ErrorResponse.model_fields["error_type"].annotation))
     text = README.read_text(encoding="utf-8")
-    paragraph = text[text.index("**Errors** have"):].split("\n\n", 1)[0]
+    paragraph = text[text.index("**Errors** have") :].split("\n\n", 1)[0]
     documented = set(re.findall(r"\b\d{3} `(\w+)`", paragraph))
     assert {"unauthorized", "timeout", "too_large", "validation", "overloaded", "unhealthy"} <= documented, documented
     sent = {reason for code, reason in REASONS.items() if code != 499}  # 499: the client left, nothing is sent
@@ -299,9 +326,19 @@ def test_service_info_publishes_limits_as_the_options_give_them() -> None:
     from zstc.server.settings import Limits
     from zstc.server.schemas import InfoResponse
 
-    info = InfoResponse(model="m", family="embedding", score_type="cosine", temperature=1.0, single_label_temperature=1.0,
-                        own_probability_temperature=0.05, own_probability_center=0.0, scorer={},
-                        limits=asdict(Limits()), batching={}, version="0")
+    info = InfoResponse(
+        model="m",
+        family="embedding",
+        score_type="cosine",
+        temperature=1.0,
+        single_label_temperature=1.0,
+        own_probability_temperature=0.05,
+        own_probability_center=0.0,
+        scorer={},
+        limits=asdict(Limits()),
+        batching={},
+        version="0",
+    )
     limits = json.loads(info.model_dump_json())["limits"]
     assert limits == asdict(Limits()) and all(type(limits[k]) is type(v) for k, v in asdict(Limits()).items()), limits
 
@@ -341,8 +378,11 @@ def test_readme_options_exist() -> None:
 
 def test_readme_paths_exist() -> None:
     """Every file of this repository the README names (`tests/...`, `benchmarks/...`, `docs/...`) is there."""
-    named = set(re.findall(r"\b((?:tests|src|docs|scripts|benchmarks|examples)/[\w./-]+\.[a-z]+)\b",
-                           README.read_text(encoding="utf-8")))
+    named = set(
+        re.findall(
+            r"\b((?:tests|src|docs|scripts|benchmarks|examples)/[\w./-]+\.[a-z]+)\b", README.read_text(encoding="utf-8")
+        )
+    )
     assert len(named) > 20 and sorted(path for path in named if not (REPO / path).exists()) == []
 
 
@@ -352,10 +392,20 @@ def test_dotted_names_in_docs_and_comments_resolve() -> None:
     WordNet module's old path."""
     import importlib
 
-    sources = [README, REPO / "Makefile", *(REPO / "scripts").iterdir(), *(REPO / "benchmarks").glob("*.py"),
-               *(REPO / "tests").glob("*.py"), *(REPO / "src" / "zstc").rglob("*.py")]
-    names = {name for path in sources if path.is_file()
-             for name in re.findall(r"\bzstc(?:\.[a-z_]\w*)+", path.read_text(encoding="utf-8"))}
+    sources = [
+        README,
+        REPO / "Makefile",
+        *(REPO / "scripts").iterdir(),
+        *(REPO / "benchmarks").glob("*.py"),
+        *(REPO / "tests").glob("*.py"),
+        *(REPO / "src" / "zstc").rglob("*.py"),
+    ]
+    names = {
+        name
+        for path in sources
+        if path.is_file()
+        for name in re.findall(r"\bzstc(?:\.[a-z_]\w*)+", path.read_text(encoding="utf-8"))
+    }
 
     def resolves(name: str) -> bool:
         parts = name.split(".")
@@ -382,9 +432,11 @@ def test_readme_lists_every_extra_that_pyproject_declares() -> None:
     """The Setup section's "Extras:" sentence once left out `ray`, `onnx` and `dev`."""
     import tomllib
 
-    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    extras = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    )
     text = README.read_text(encoding="utf-8")
-    sentence = text[text.index("\nExtras: "):].split("\n\n", 1)[0]
+    sentence = text[text.index("\nExtras: ") :].split("\n\n", 1)[0]
     listed = set(re.findall(r"(?:^|, )`([\w-]+)`", sentence.replace("\n", " ").removeprefix(" Extras: ")))
     assert listed == extras, (listed, extras)
 

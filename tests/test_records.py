@@ -23,10 +23,21 @@ METRICS = {"macro_f1": 0.5, "accuracy": 0.6, "macro_precision": 0.55, "macro_rec
 def result(**overrides: object) -> DatasetResult:
     gold, predicted = np.array([0, 1, 1, 0]), np.array([1, 1, 1, 1])
     fields: dict[str, object] = dict(
-        dataset="imdb", family="sentiment", metrics=dataset_metrics(gold, predicted), n_texts=4, label_names=["negative", "positive"],
-        hypotheses=["bad", "good"], unlabelled_policy="paper", unlabelled_texts=0, wall_time_s=2.0, fingerprint="f" * 16,
-        timing=Timing(warmup_s=0.1, batch_texts=2, batch_latencies_s=[1.0, 1.0]), source_texts=10,
-        scores=np.arange(8, dtype=np.float32).reshape(4, 2), gold=gold, predicted=predicted,
+        dataset="imdb",
+        family="sentiment",
+        metrics=dataset_metrics(gold, predicted),
+        n_texts=4,
+        label_names=["negative", "positive"],
+        hypotheses=["bad", "good"],
+        unlabelled_policy="paper",
+        unlabelled_texts=0,
+        wall_time_s=2.0,
+        fingerprint="f" * 16,
+        timing=Timing(warmup_s=0.1, batch_texts=2, batch_latencies_s=[1.0, 1.0]),
+        source_texts=10,
+        scores=np.arange(8, dtype=np.float32).reshape(4, 2),
+        gold=gold,
+        predicted=predicted,
     )
     fields.update(overrides)
     return DatasetResult(**fields)  # type: ignore[arg-type]
@@ -82,29 +93,58 @@ def test_scores_whose_argmax_is_not_the_stored_predictions_are_a_damaged_result(
     with np.load(npz) as stored:
         arrays = dict(stored)
     np.savez_compressed(npz, **{**arrays, "scores": arrays["scores"][:, ::-1]})  # the label columns swapped
-    with pytest.raises(DamagedResult, match=r"imdb\.npz: damaged result file \(its predictions are not the argmax of its "
-                                            r"scores \(4 of 4 texts, the first at row 0\)\)"):
+    with pytest.raises(
+        DamagedResult,
+        match=r"imdb\.npz: damaged result file \(its predictions are not the argmax of its "
+        r"scores \(4 of 4 texts, the first at row 0\)\)",
+    ):
         store.finished("imdb", fingerprint)
     np.savez_compressed(npz, **{**arrays, "scores": arrays["scores"][:3]})
     with pytest.raises(DamagedResult, match=r"its scores have shape \(3, 2\), not \(4, labels\)"):
         store.finished("imdb", fingerprint)
     tied = np.zeros((4, 2), dtype=np.float32)  # ties: the first label, as bench decides
-    store.save(result(scores=tied, predicted=np.zeros(4, dtype=int), metrics=dataset_metrics(np.array([0, 1, 1, 0]), np.zeros(4, dtype=int))))
+    store.save(
+        result(
+            scores=tied,
+            predicted=np.zeros(4, dtype=int),
+            metrics=dataset_metrics(np.array([0, 1, 1, 0]), np.zeros(4, dtype=int)),
+        )
+    )
     assert store.finished("imdb", fingerprint) is not None
 
 
 def test_a_summary_that_is_not_one_is_a_one_line_error_naming_the_field(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
-    path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "m"},
-                                "results": {"overall": {**METRICS, "accuracy": "high"}, "by_task": {}, "by_dataset": {"imdb": METRICS}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": "1.0",
+                "model": {"name": "m"},
+                "results": {"overall": {**METRICS, "accuracy": "high"}, "by_task": {}, "by_dataset": {"imdb": METRICS}},
+            }
+        )
+    )
     with pytest.raises(DataError) as caught:
         load_summary(path)
     message = str(caught.value)
-    assert message.startswith(f"{path}: not a valid zstc result file: results.overall.accuracy: ") and "\n" not in message
-    assert RunSummary.model_validate({**json.loads(path.read_text()), "results": {
-        "overall": METRICS, "by_task": {}, "by_dataset": {"imdb": METRICS}}}).content()["results"]["by_dataset"]["imdb"] == METRICS | {
-        "n_texts": None, "source_texts": None, "n_labels": None, "unlabelled_texts": None, "wall_time_s": None, "texts_per_second": None,
-        "latency_p50_s": None, "latency_p95_s": None}
+    assert (
+        message.startswith(f"{path}: not a valid zstc result file: results.overall.accuracy: ") and "\n" not in message
+    )
+    assert RunSummary.model_validate(
+        {
+            **json.loads(path.read_text()),
+            "results": {"overall": METRICS, "by_task": {}, "by_dataset": {"imdb": METRICS}},
+        }
+    ).content()["results"]["by_dataset"]["imdb"] == METRICS | {
+        "n_texts": None,
+        "source_texts": None,
+        "n_labels": None,
+        "unlabelled_texts": None,
+        "wall_time_s": None,
+        "texts_per_second": None,
+        "latency_p50_s": None,
+        "latency_p95_s": None,
+    }
 
 
 @pytest.mark.parametrize("name", ["result", "summary", "leaderboard"])
@@ -117,8 +157,13 @@ def test_published_schemas_are_current(name: str) -> None:
 def test_schema_command(zstc_cli, tmp_path) -> None:
     status, out, _ = zstc_cli("schema", "leaderboard")
     assert status == 0 and json.loads(out)["title"] == "LeaderboardEntry"
-    status, _, err = zstc_cli("schema", "summary", "--out", str(tmp_path / "missing" / "s.json"))  # was a FileNotFoundError traceback
-    assert status == 2 and err == f"error: --out {tmp_path / 'missing' / 's.json'}: folder {tmp_path / 'missing'} does not exist\n"
+    status, _, err = zstc_cli(
+        "schema", "summary", "--out", str(tmp_path / "missing" / "s.json")
+    )  # was a FileNotFoundError traceback
+    assert (
+        status == 2
+        and err == f"error: --out {tmp_path / 'missing' / 's.json'}: folder {tmp_path / 'missing'} does not exist\n"
+    )
     status, _, err = zstc_cli("schema", "summary", "--out", str(tmp_path / "s.json"))
     assert status == 0 and json.loads((tmp_path / "s.json").read_text())["title"] == "RunSummary"
     status, _, err = zstc_cli("schema", "board")
@@ -127,23 +172,40 @@ def test_schema_command(zstc_cli, tmp_path) -> None:
         json_schema("board")
 
 
-@pytest.mark.parametrize(("where", "value", "valid"), [
-    (("results", "by_dataset", "imdb", "n_texts"), 100, True),
-    (("results", "by_dataset", "imdb", "n_texts"), 100.0, True),  # an integer to JSON Schema 2020-12: no fractional part
-    (("results", "by_dataset", "imdb", "n_texts"), 100.5, False),
-    (("results", "by_dataset", "imdb", "n_texts"), "100", False),
-    (("results", "by_dataset", "imdb", "n_texts"), True, False),
-    (("run", "batch_size"), 64.0, True),
-    (("evaluation", "max_samples"), 200.0, True),
-    (("results", "overall", "n_datasets"), 1.0, True),
-])
-def test_load_summary_and_the_published_schema_agree_on_counts(tmp_path: Path, where: tuple[str, ...], value: object,
-                                                               valid: bool) -> None:
+@pytest.mark.parametrize(
+    ("where", "value", "valid"),
+    [
+        (("results", "by_dataset", "imdb", "n_texts"), 100, True),
+        (
+            ("results", "by_dataset", "imdb", "n_texts"),
+            100.0,
+            True,
+        ),  # an integer to JSON Schema 2020-12: no fractional part
+        (("results", "by_dataset", "imdb", "n_texts"), 100.5, False),
+        (("results", "by_dataset", "imdb", "n_texts"), "100", False),
+        (("results", "by_dataset", "imdb", "n_texts"), True, False),
+        (("run", "batch_size"), 64.0, True),
+        (("evaluation", "max_samples"), 200.0, True),
+        (("results", "overall", "n_datasets"), 1.0, True),
+    ],
+)
+def test_load_summary_and_the_published_schema_agree_on_counts(
+    tmp_path: Path, where: tuple[str, ...], value: object, valid: bool
+) -> None:
     """load_summary (strict) refused an n_texts of 100.0, which the published schema's "integer" accepts, as zstc
     validate does for a leaderboard file: one answer from both, and readers get the count as the integer it is."""
     jsonschema = pytest.importorskip("jsonschema")
-    content: dict = {"schema_version": "1.0", "model": {"name": "m"}, "run": {"batch_size": 64}, "evaluation": {"max_samples": 200},
-                     "results": {"overall": {**METRICS, "n_datasets": 1}, "by_task": {}, "by_dataset": {"imdb": {**METRICS, "n_texts": 100}}}}
+    content: dict = {
+        "schema_version": "1.0",
+        "model": {"name": "m"},
+        "run": {"batch_size": 64},
+        "evaluation": {"max_samples": 200},
+        "results": {
+            "overall": {**METRICS, "n_datasets": 1},
+            "by_task": {},
+            "by_dataset": {"imdb": {**METRICS, "n_texts": 100}},
+        },
+    }
     inner = content
     for part in where[:-1]:
         inner = inner[part]

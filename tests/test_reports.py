@@ -59,7 +59,9 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
     assert first != stats.bootstrap_interval(gold, predicted, draws=300, seed=2)
     assert first.low < first.value < first.high
     overall = stats.overall_interval([(gold, predicted), (gold[:50], predicted[:50])], draws=300)
-    assert overall.value == pytest.approx((first.value + stats.point_estimate(gold[:50], predicted[:50], "macro_f1")) / 2)
+    assert overall.value == pytest.approx(
+        (first.value + stats.point_estimate(gold[:50], predicted[:50], "macro_f1")) / 2
+    )
     assert overall.low < overall.value < overall.high
 
 
@@ -105,7 +107,10 @@ def test_table2_caption_counts_the_families_of_its_own_datasets() -> None:
 
     partial = family_table([], ["imdb", "banking77", "agnews"]).caption
     assert "unweighted over the 3 datasets (sentiment 1, intent 1, topic 1)" in partial and "11" not in partial
-    assert "unweighted over the 22 datasets (sentiment 6, emotion 2, intent 3, topic 11)" in family_table([], list(catalog())).caption
+    assert (
+        "unweighted over the 22 datasets (sentiment 6, emotion 2, intent 3, topic 11)"
+        in family_table([], list(catalog())).caption
+    )
 
 
 @requires_baselines
@@ -116,16 +121,32 @@ def test_btzsc_vs_mteb_ranking_is_the_papers_tau_over_its_eight_mteb_sets() -> N
     from zstc.benchmark.catalog import catalog
     from zstc.reports.build import mteb_columns, rank_agreements
 
-    assert sorted(mteb_columns()) == sorted(["amazon_counterfactual", "amazon_massive_scenario", "mtop_domain", "toxic_conversations_50k",
-                                             "tweet_sentiment_extraction", "imdb", "banking77", "massive"])
+    assert sorted(mteb_columns()) == sorted(
+        [
+            "amazon_counterfactual",
+            "amazon_massive_scenario",
+            "mtop_domain",
+            "toxic_conversations_50k",
+            "tweet_sentiment_extraction",
+            "imdb",
+            "banking77",
+            "massive",
+        ]
+    )
     published_by_name = {row.label: row for row in paper_rows()}
-    (what, agreement), = rank_agreements([], [], published_by_name, list(catalog()))
+    ((what, agreement),) = rank_agreements([], [], published_by_name, list(catalog()))
     assert agreement is not None and agreement.n == 38 and round(agreement.tau, 2) == 0.69, what
     assert "8 MTEB sets" in what
 
 
 def test_table_renders_compound_cells() -> None:
-    table = Table("t", "T", ["model", "F1", "CI"], [["m|1", MeanStd(0.5, 0.1), stats.Interval(0.5, 0.4, 0.6)], ["m2", None, None]], highlight={0})
+    table = Table(
+        "t",
+        "T",
+        ["model", "F1", "CI"],
+        [["m|1", MeanStd(0.5, 0.1), stats.Interval(0.5, 0.4, 0.6)], ["m2", None, None]],
+        highlight={0},
+    )
     markdown = table.to_markdown()
     assert "| **m\\|1** | **0.5000 (0.100)** | **0.5000 [0.400, 0.600]** |" in markdown
     assert "|---|---:|---:|" in markdown
@@ -138,7 +159,9 @@ def test_table_renders_compound_cells() -> None:
 def test_markdown_escapes_headers_and_html() -> None:
     """The runs table's headers are run labels: one from x|y.json had a bare '|' that split the header into one cell
     too many. A label with '<b>' went into report.md raw, as markup (index.html escaped it)."""
-    table = Table("runs", "Runs <i>", ["", "m (x|y)", "<b>bad</b>&"], [["model", "m|1", "<b>bad</b>&"]], caption="a <script>")
+    table = Table(
+        "runs", "Runs <i>", ["", "m (x|y)", "<b>bad</b>&"], [["model", "m|1", "<b>bad</b>&"]], caption="a <script>"
+    )
     markdown = table.to_markdown()
     assert "| m (x\\|y) | &lt;b&gt;bad&lt;/b&gt;&amp; |" in markdown.splitlines()[4]
     assert markdown.splitlines()[6] == "| model | m\\|1 | &lt;b&gt;bad&lt;/b&gt;&amp; |"
@@ -148,8 +171,16 @@ def test_markdown_escapes_headers_and_html() -> None:
 def test_csv_keeps_plain_numbers_in_a_compound_column() -> None:
     """The paper comparison's macro-F1 column holds an interval where a dataset has details and a plain number
     where not (and on the overall row then): the CSV wrote those numbers as blanks."""
-    table = Table("t", "T", ["dataset", "F1", "mean"], [["imdb", stats.Interval(0.5, 0.4, 0.6), MeanStd(0.5, 0.1)],
-                                                        ["agnews", 0.75, 0.25], ["overall", 0.625, float("nan")]])
+    table = Table(
+        "t",
+        "T",
+        ["dataset", "F1", "mean"],
+        [
+            ["imdb", stats.Interval(0.5, 0.4, 0.6), MeanStd(0.5, 0.1)],
+            ["agnews", 0.75, 0.25],
+            ["overall", 0.625, float("nan")],
+        ],
+    )
     rows = list(csv.reader(io.StringIO(table.to_csv())))
     assert rows[0] == ["dataset", "F1", "F1_low", "F1_high", "mean", "mean_std"]
     assert rows[2] == ["agnews", "0.75", "", "", "0.25", ""] and rows[3] == ["overall", "0.625", "", "", "", ""]
@@ -166,8 +197,10 @@ def test_speed_figure_draws_its_pareto_front_and_two_ticks() -> None:
     pytest.importorskip("matplotlib")
     from zstc.reports.figures import speed_accuracy
 
-    rows = [ModelRow("a", "embedding", 22.7, {"macro_f1": {"x": 0.6}}, source="run", throughput=2.2),
-            ModelRow("b", "embedding", 22.7, {"macro_f1": {"x": 0.4}}, source="run", throughput=3.9)]
+    rows = [
+        ModelRow("a", "embedding", 22.7, {"macro_f1": {"x": 0.6}}, source="run", throughput=2.2),
+        ModelRow("b", "embedding", 22.7, {"macro_f1": {"x": 0.4}}, source="run", throughput=3.9),
+    ]
     axes = speed_accuracy(rows, ["x"]).axes[0]
     front = [line for line in axes.lines if line.get_drawstyle() == "steps-pre"]
     assert len(front) == 1 and len(front[0].get_xdata()) == 2  # a drawn line for the legend's "Pareto front"
@@ -204,30 +237,71 @@ def test_saved_figures_are_byte_identical_across_saves(tmp_path: Path) -> None:
 @requires_baselines
 def test_every_paper_model_has_a_size() -> None:
     rows = paper_rows()
-    assert len(rows) == 38 and all(row.params_millions for row in rows), [r.label for r in rows if not r.params_millions]
+    assert len(rows) == 38 and all(row.params_millions for row in rows), [
+        r.label for r in rows if not r.params_millions
+    ]
 
 
-@pytest.mark.parametrize("sampling, rottentomatoes_texts, expected", [
-    ("paper", 1066, []),  # the paper's sample: rottentomatoes whole, agnews drawn
-    ("paper", 1000, ["a draw of 1000 texts of rottentomatoes, which the paper scored whole (--sampling paper --max-samples 1000 does)"]),
-    ("harness", 1000, ["a draw of 1000 texts of rottentomatoes, which the paper scored whole (--sampling paper --max-samples 1000 does)"]),
-    ("stratified", 1000, ["a stratified sample of at most 1000 texts per dataset, where the paper scored its own sample of 1000 "
-                          "(--sampling paper --max-samples 1000)"]),
-])
-def test_a_draw_of_rottentomatoes_is_off_the_papers_protocol(tmp_path: Path, sampling: str, rottentomatoes_texts: int,
-                                                              expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    "sampling, rottentomatoes_texts, expected",
+    [
+        ("paper", 1066, []),  # the paper's sample: rottentomatoes whole, agnews drawn
+        (
+            "paper",
+            1000,
+            [
+                "a draw of 1000 texts of rottentomatoes, which the paper scored whole (--sampling paper --max-samples 1000 does)"
+            ],
+        ),
+        (
+            "harness",
+            1000,
+            [
+                "a draw of 1000 texts of rottentomatoes, which the paper scored whole (--sampling paper --max-samples 1000 does)"
+            ],
+        ),
+        (
+            "stratified",
+            1000,
+            [
+                "a stratified sample of at most 1000 texts per dataset, where the paper scored its own sample of 1000 "
+                "(--sampling paper --max-samples 1000)"
+            ],
+        ),
+    ],
+)
+def test_a_draw_of_rottentomatoes_is_off_the_papers_protocol(
+    tmp_path: Path, sampling: str, rottentomatoes_texts: int, expected: list[str]
+) -> None:
     """The paper scored every rottentomatoes text: a run that drew 1000 of them (the harness's draw, or the paper's
     sample as zstc drew it before) is not the paper's protocol, even with --sampling paper --max-samples 1000."""
     from zstc.reports.rows import load_runs
 
     metrics = {"macro_f1": 0.5, "accuracy": 0.5, "macro_precision": 0.5, "macro_recall": 0.5}
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": MINILM_ID, "paper_name": "all-MiniLM-L6-v2"},
-                                "evaluation": {"hypotheses": "dataset", "sampling": sampling, "max_samples": 1000, "sampled": True,
-                                               "datasets": ["rottentomatoes", "agnews"]},
-                                "results": {"overall": metrics, "by_task": {"sentiment": metrics, "topic": metrics},
-                                            "by_dataset": {"rottentomatoes": {**metrics, "n_texts": rottentomatoes_texts},
-                                                           "agnews": {**metrics, "n_texts": 1000}}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": "1.0",
+                "model": {"name": MINILM_ID, "paper_name": "all-MiniLM-L6-v2"},
+                "evaluation": {
+                    "hypotheses": "dataset",
+                    "sampling": sampling,
+                    "max_samples": 1000,
+                    "sampled": True,
+                    "datasets": ["rottentomatoes", "agnews"],
+                },
+                "results": {
+                    "overall": metrics,
+                    "by_task": {"sentiment": metrics, "topic": metrics},
+                    "by_dataset": {
+                        "rottentomatoes": {**metrics, "n_texts": rottentomatoes_texts},
+                        "agnews": {**metrics, "n_texts": 1000},
+                    },
+                },
+            }
+        )
+    )
     [run] = load_runs([path])
     assert run.protocol_differences() == expected
 
@@ -240,27 +314,62 @@ def _counted_summary(btzsc_dir: Path, sampling: str, max_samples: int | None, **
     metrics = {"macro_f1": 0.5, "accuracy": 0.5, "macro_precision": 0.5, "macro_recall": 0.5}
     names = ["emotiondair", "financialphrasebank", "rottentomatoes", *drawn]
     sizes = {name: len(load_btzsc_task(name, btzsc_dir)[0]) for name in names}
-    by_dataset = {name: {**metrics, "n_texts": drawn.get(name, sizes[name]), "source_texts": sizes[name]} for name in names}
-    return {"schema_version": "1.0", "model": {"name": MINILM_ID, "paper_name": "all-MiniLM-L6-v2", "precision": "fp32", "device": "cpu"},
-            "evaluation": {"hypotheses": "dataset", "sampling": sampling, "max_samples": max_samples, "datasets": names,
-                           "sampled": any(by_dataset[n]["n_texts"] < sizes[n] for n in names)},
-            "results": {"overall": {**metrics, "macro_f1_std": 0.0}, "by_task": {}, "by_dataset": by_dataset},
-            "paper": {"model": "all-MiniLM-L6-v2", "macro_f1": {"emotiondair": 0.111015, "financialphrasebank": 0.3120,
-                                                               "rottentomatoes": 0.3378}}}
+    by_dataset = {
+        name: {**metrics, "n_texts": drawn.get(name, sizes[name]), "source_texts": sizes[name]} for name in names
+    }
+    return {
+        "schema_version": "1.0",
+        "model": {"name": MINILM_ID, "paper_name": "all-MiniLM-L6-v2", "precision": "fp32", "device": "cpu"},
+        "evaluation": {
+            "hypotheses": "dataset",
+            "sampling": sampling,
+            "max_samples": max_samples,
+            "datasets": names,
+            "sampled": any(by_dataset[n]["n_texts"] < sizes[n] for n in names),
+        },
+        "results": {"overall": {**metrics, "macro_f1_std": 0.0}, "by_task": {}, "by_dataset": by_dataset},
+        "paper": {
+            "model": "all-MiniLM-L6-v2",
+            "macro_f1": {"emotiondair": 0.111015, "financialphrasebank": 0.3120, "rottentomatoes": 0.3378},
+        },
+    }
 
 
-@pytest.mark.parametrize("sampling, max_samples, drawn, expected", [
-    # Every text of emotiondair (2000) where the paper scored its draw of 1000: the README's own example of an
-    # unflagged comparison. A cap above the dataset's size is the same run.
-    ("stratified", None, {}, ["every text of emotiondair (2000), where the paper scored the harness's draw of 1000 "
-                              "(--sampling paper --max-samples 1000 scores those)"]),
-    ("stratified", 5000, {}, ["every text of emotiondair (2000), where the paper scored the harness's draw of 1000 "
-                              "(--sampling paper --max-samples 1000 scores those)"]),
-    ("paper", 1000, {"emotiondair": 1000}, []),  # the paper's texts: its draw, financialphrasebank and rottentomatoes whole
-    ("paper", 1000, {"emotiondair": 1000, "agnews": 1000}, []),
-])
-def test_a_run_on_other_texts_than_the_papers_is_said_to_be(btzsc_dir: Path, sampling: str, max_samples: int | None,
-                                                            drawn: dict[str, int], expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    "sampling, max_samples, drawn, expected",
+    [
+        # Every text of emotiondair (2000) where the paper scored its draw of 1000: the README's own example of an
+        # unflagged comparison. A cap above the dataset's size is the same run.
+        (
+            "stratified",
+            None,
+            {},
+            [
+                "every text of emotiondair (2000), where the paper scored the harness's draw of 1000 "
+                "(--sampling paper --max-samples 1000 scores those)"
+            ],
+        ),
+        (
+            "stratified",
+            5000,
+            {},
+            [
+                "every text of emotiondair (2000), where the paper scored the harness's draw of 1000 "
+                "(--sampling paper --max-samples 1000 scores those)"
+            ],
+        ),
+        (
+            "paper",
+            1000,
+            {"emotiondair": 1000},
+            [],
+        ),  # the paper's texts: its draw, financialphrasebank and rottentomatoes whole
+        ("paper", 1000, {"emotiondair": 1000, "agnews": 1000}, []),
+    ],
+)
+def test_a_run_on_other_texts_than_the_papers_is_said_to_be(
+    btzsc_dir: Path, sampling: str, max_samples: int | None, drawn: dict[str, int], expected: list[str]
+) -> None:
     """A run without --max-samples was compared with the paper's 1000-text numbers with no word: 'sampled' was false,
     so no difference was recorded, and emotiondair's 2000 texts sat beside the paper's 1000 as the same measurement."""
     from zstc.reports.rows import protocol_differences
@@ -268,19 +377,28 @@ def test_a_run_on_other_texts_than_the_papers_is_said_to_be(btzsc_dir: Path, sam
     assert protocol_differences(_counted_summary(btzsc_dir, sampling, max_samples, **drawn)) == expected
 
 
-@pytest.mark.parametrize("scorer_options, expected", [
-    ({}, ["--pooling native where the paper's row used --pooling cls"]),  # the family's default
-    ({"pooling": "native"}, ["--pooling native where the paper's row used --pooling cls"]),
-    ({"pooling": "cls"}, []),
-])
-def test_a_run_pooled_otherwise_than_the_papers_row_is_said_to_be(btzsc_dir: Path, scorer_options: dict, expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    "scorer_options, expected",
+    [
+        ({}, ["--pooling native where the paper's row used --pooling cls"]),  # the family's default
+        ({"pooling": "native"}, ["--pooling native where the paper's row used --pooling cls"]),
+        ({"pooling": "cls"}, []),
+    ],
+)
+def test_a_run_pooled_otherwise_than_the_papers_row_is_said_to_be(
+    btzsc_dir: Path, scorer_options: dict, expected: list[str]
+) -> None:
     """all-MiniLM-L6-v2's published row is [CLS] pooling (PROTOCOL.md s.2). With the model's own mean pooling, the
     default, bench showed financialphrasebank's 0.5048 beside the paper's 0.3120 (delta +0.1928) with no word."""
     from zstc.reports.rows import protocol_differences
 
     summary = _counted_summary(btzsc_dir, "paper", 1000, emotiondair=1000)
-    summary["evaluation"]["run_identity"] = {"model": MINILM_ID, "scorer_options": scorer_options, "unlabelled": "paper",
-                                             "hypotheses": {"variant": "dataset", "template": None}}
+    summary["evaluation"]["run_identity"] = {
+        "model": MINILM_ID,
+        "scorer_options": scorer_options,
+        "unlabelled": "paper",
+        "hypotheses": {"variant": "dataset", "template": None},
+    }
     assert protocol_differences(summary) == expected
 
 
@@ -292,8 +410,10 @@ def test_bench_marks_a_comparison_with_the_paper_on_other_texts(btzsc_dir: Path,
     print_summary(_counted_summary(btzsc_dir, "stratified", None))
     out = " ".join(capsys.readouterr().out.split())
     assert "+0.3890* │" in out and "+0.1880 │" in out and "+0.1622 │" in out, out
-    assert ("* not the texts the paper scored. Compared with the paper's all-MiniLM-L6-v2 but not run by its protocol: every "
-            "text of emotiondair (2000), where the paper scored the harness's draw of 1000") in out, out
+    assert (
+        "* not the texts the paper scored. Compared with the paper's all-MiniLM-L6-v2 but not run by its protocol: every "
+        "text of emotiondair (2000), where the paper scored the harness's draw of 1000"
+    ) in out, out
     print_summary(_counted_summary(btzsc_dir, "paper", 1000, emotiondair=1000))
     out = capsys.readouterr().out
     assert "*" not in out and "protocol" not in out, out
@@ -316,7 +436,11 @@ def test_runs_on_the_same_texts_by_other_settings_are_not_said_to_differ(btzsc_d
     paper = write("paper", _counted_summary(btzsc_dir, "paper", 1000, emotiondair=1000))
     harness = write("harness", _counted_summary(btzsc_dir, "harness", 1000, emotiondair=1000, rottentomatoes=1000))
     for paths in ([uncapped, paper], [paper, harness]):
-        notes = [note for note in _run_notes(load_runs(paths), ["emotiondair", "financialphrasebank", "rottentomatoes"]) if "same texts" in note]
+        notes = [
+            note
+            for note in _run_notes(load_runs(paths), ["emotiondair", "financialphrasebank", "rottentomatoes"])
+            if "same texts" in note
+        ]
         different = {"emotiondair"} if paths[0] == uncapped else {"rottentomatoes"}
         assert {note.split(":")[0] for note in notes} == different, notes
 
@@ -324,15 +448,31 @@ def test_runs_on_the_same_texts_by_other_settings_are_not_said_to_differ(btzsc_d
 def test_runs_that_differ_in_settings_are_named_by_them(tmp_path: Path) -> None:
     from zstc.reports.rows import load_runs
 
-    metrics = {"macro_f1": 0.5, "accuracy": 0.5, "macro_precision": 0.5, "macro_recall": 0.5}  # a complete, valid summary
+    metrics = {
+        "macro_f1": 0.5,
+        "accuracy": 0.5,
+        "macro_precision": 0.5,
+        "macro_recall": 0.5,
+    }  # a complete, valid summary
 
     def write(folder: str, pooling: str) -> Path:
         path = tmp_path / folder / "results.json"  # the same file name: only the pooling tells them apart
         path.parent.mkdir()
-        path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2",
-                                    "paper_name": "all-MiniLM-L6-v2", "pooling": pooling, "dtype": "fp32"},
-                                    "evaluation": {"hypotheses": "dataset", "max_samples": 40},
-                                    "results": {"overall": metrics, "by_task": {"sentiment": metrics}, "by_dataset": {"imdb": metrics}}}))
+        path.write_text(
+            json.dumps(
+                {
+                    "schema_version": "1.0",
+                    "model": {
+                        "name": "sentence-transformers/all-MiniLM-L6-v2",
+                        "paper_name": "all-MiniLM-L6-v2",
+                        "pooling": pooling,
+                        "dtype": "fp32",
+                    },
+                    "evaluation": {"hypotheses": "dataset", "max_samples": 40},
+                    "results": {"overall": metrics, "by_task": {"sentiment": metrics}, "by_dataset": {"imdb": metrics}},
+                }
+            )
+        )
         return path
 
     runs = load_runs([write("a", "native"), write("b", "cls")])
@@ -354,7 +494,10 @@ class _FakeScorer:
 
     def score(self, texts, labels, *, show_progress=False):
         self.calls.append(len(texts))
-        self.notes = [f"{sum(len(t) > 3 for t in texts)} of {len(texts)} texts exceed 3 tokens and were truncated", "fixed"]
+        self.notes = [
+            f"{sum(len(t) > 3 for t in texts)} of {len(texts)} texts exceed 3 tokens and were truncated",
+            "fixed",
+        ]
         return np.array([[len(t) * (j + 1) for j in range(len(labels))] for t in texts], dtype=np.float32)
 
 
@@ -369,7 +512,11 @@ def test_score_timed_batches_times_and_restores_order() -> None:
 
 
 def test_merge_batch_notes() -> None:
-    assert merge_batch_notes([["1 of 4 texts cut", "a"], ["a", "0 of 4 texts cut", "b"]]) == ["1 of 8 texts cut", "a", "b"]
+    assert merge_batch_notes([["1 of 4 texts cut", "a"], ["a", "0 of 4 texts cut", "b"]]) == [
+        "1 of 8 texts cut",
+        "a",
+        "b",
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -381,8 +528,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     directory = tmp_path_factory.mktemp("runs")
     out = {}
     for name, pooling in (("native", "native"), ("cls", "cls")):
-        config = BenchConfig(model="sentence-transformers/all-MiniLM-L6-v2", tasks=TASKS, data=str(DATA),
-                             scorer_options={"pooling": pooling}, max_samples=SAMPLES, out=directory / f"{name}.json")
+        config = BenchConfig(
+            model="sentence-transformers/all-MiniLM-L6-v2",
+            tasks=TASKS,
+            data=str(DATA),
+            scorer_options={"pooling": pooling},
+            max_samples=SAMPLES,
+            out=directory / f"{name}.json",
+        )
         Bench(config, show_progress=False).run()
         out[name] = config.out
     return out
@@ -401,8 +554,13 @@ def test_bench_records_speed_memory_and_provenance(runs: dict[str, Path]) -> Non
     git = shutil.which("git")
     head = subprocess.run([git, "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True) if git else None
     if head is not None and head.returncode == 0:
-        changed = subprocess.run([git, "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=package,
-                                 capture_output=True, text=True, check=True).stdout.strip()
+        changed = subprocess.run(
+            [git, "status", "--porcelain", "--untracked-files=no", "--", "."],
+            cwd=package,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         assert run["git_commit"] == head.stdout.strip() + ("+dirty" if changed else ""), run["git_commit"]
     assert run["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", run["git_commit"])
     # "+dirty" is asked of the whole package: provenance.py moved into benchmark/ once and asked only that folder,
@@ -421,8 +579,14 @@ def test_bench_records_speed_memory_and_provenance(runs: dict[str, Path]) -> Non
 
 def test_rerun_gives_the_same_numbers(runs: dict[str, Path], tmp_path: Path) -> None:
     first = json.loads(runs["cls"].read_text())
-    config = BenchConfig(model="sentence-transformers/all-MiniLM-L6-v2", tasks=TASKS[:1], data=str(DATA),
-                         scorer_options={"pooling": "cls"}, max_samples=SAMPLES, out=tmp_path / "again.json")
+    config = BenchConfig(
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        tasks=TASKS[:1],
+        data=str(DATA),
+        scorer_options={"pooling": "cls"},
+        max_samples=SAMPLES,
+        out=tmp_path / "again.json",
+    )
     again = Bench(config, show_progress=False).run()
     name = TASKS[0]
     for metric in ("macro_f1", "accuracy", "macro_precision", "macro_recall"):
@@ -442,8 +606,16 @@ def report(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory):
 
 def test_report_writes_tables_figures_and_statistics(report) -> None:
     names = {table.name for table in report.tables}
-    assert {"table2_families", "datasets_macro_f1", "datasets_accuracy", "datasets_macro_precision", "datasets_macro_recall",
-            "mcnemar", "kendall", "runs"} <= names
+    assert {
+        "table2_families",
+        "datasets_macro_f1",
+        "datasets_accuracy",
+        "datasets_macro_precision",
+        "datasets_macro_recall",
+        "mcnemar",
+        "kendall",
+        "runs",
+    } <= names
     assert sum(name.startswith("paper_delta_") for name in names) == 2  # both runs are of one of the paper's models
     assert sum(name.startswith("ci_") for name in names) == 2
     for table in report.tables:
@@ -453,7 +625,9 @@ def test_report_writes_tables_figures_and_statistics(report) -> None:
     figures = {f.name for f in report.figures}
     assert {"speed_accuracy", "scaling", "heatmap", *(f"confusion_{i}_{t}" for i in (1, 2) for t in TASKS)} == figures
     for figure in report.figures:
-        assert figure.png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.svg.read_text().lstrip().startswith("<?xml")
+        assert figure.png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.svg.read_text().lstrip().startswith(
+            "<?xml"
+        )
     table2 = next(t for t in report.tables if t.name == "table2_families")
     assert len(table2.rows) == 40 and len(table2.highlight) == 2  # the paper's 38 and the two runs
     mcnemar = next(t for t in report.tables if t.name == "mcnemar")
@@ -483,8 +657,16 @@ def test_index_html_is_self_contained(report) -> None:
 
 
 def _headless(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--no-first-run", f"--user-data-dir={profile}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+    ]
     return subprocess.run([browser, *flags, *args], capture_output=True, text=True, timeout=180)
 
 
@@ -492,8 +674,10 @@ def test_index_html_renders_in_headless_chromium(report, tmp_path: Path, chromiu
     browser = chromium
     # A copy of the page with a probe that writes, once loaded, how many images actually decoded.
     probe = report.directory / "probe.html"
-    script = ('<script>window.addEventListener("load", () => { const images = [...document.images]; '
-              'document.body.dataset.rendered = images.filter(i => i.complete && i.naturalWidth > 0).length + "/" + images.length; });</script>')
+    script = (
+        '<script>window.addEventListener("load", () => { const images = [...document.images]; '
+        'document.body.dataset.rendered = images.filter(i => i.complete && i.naturalWidth > 0).length + "/" + images.length; });</script>'
+    )
     probe.write_text(report.index.read_text().replace("</body>", script + "</body>"))
     dom = _headless(browser, tmp_path / "profile", "--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
@@ -506,8 +690,14 @@ def test_index_html_renders_in_headless_chromium(report, tmp_path: Path, chromiu
     assert "all-MiniLM-L6-v2 (pooling=cls): rottentomatoes" in html
 
     screenshot = tmp_path / "index.png"
-    shot = _headless(browser, tmp_path / "profile", "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={screenshot}",
-                     report.index.as_uri())
+    shot = _headless(
+        browser,
+        tmp_path / "profile",
+        "--hide-scrollbars",
+        "--window-size=1280,2400",
+        f"--screenshot={screenshot}",
+        report.index.as_uri(),
+    )
     assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
     from matplotlib.image import imread
 
@@ -521,8 +711,16 @@ def test_index_html_renders_in_headless_chromium(report, tmp_path: Path, chromiu
 
 def test_report_command(runs: dict[str, Path], tmp_path: Path, zstc_cli) -> None:
     pytest.importorskip("matplotlib")
-    status, _, err = zstc_cli("report", str(runs["native"]), "--out", str(tmp_path / "r"), "--no-paper",
-                           "--no-confusion", "--bootstrap", "100")
+    status, _, err = zstc_cli(
+        "report",
+        str(runs["native"]),
+        "--out",
+        str(tmp_path / "r"),
+        "--no-paper",
+        "--no-confusion",
+        "--bootstrap",
+        "100",
+    )
     assert status == 0, err
     assert "wrote" in err and (tmp_path / "r" / "index.html").exists() and (tmp_path / "r" / "report.md").exists()
     table2 = (tmp_path / "r" / "tables" / "table2_families.csv").read_text().splitlines()
@@ -541,8 +739,9 @@ def test_figures_draw_dollar_signs_in_labels_as_text(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from zstc.reports.build import build_report
 
-    written = build_report([write_run(tmp_path / "run_$\\frac$.json", [0, 1, 1, 1])], tmp_path / "report", draws=100,
-                           include_paper=False)
+    written = build_report(
+        [write_run(tmp_path / "run_$\\frac$.json", [0, 1, 1, 1])], tmp_path / "report", draws=100, include_paper=False
+    )
     assert {"heatmap", "scaling", "confusion_1_imdb"} <= {f.name for f in written.figures}
     svg = (tmp_path / "report" / "figures" / "confusion_1_imdb.svg").read_text()
     assert "all-MiniLM-L6-v2 (run_$\\frac$): imdb (4 texts)" in svg  # the title, as written
@@ -571,8 +770,9 @@ def test_scaling_without_a_sized_model_says_so() -> None:
     assert [t.get_text() for t in axes.texts] == ["no model's parameter count is known"] and axes.get_legend() is None
 
 
-def test_without_the_papers_files_the_report_shows_only_the_runs(runs: dict[str, Path], tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_papers_files_the_report_shows_only_the_runs(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("matplotlib")
     from zstc.benchmark import baselines
     from zstc.reports.build import build_report
@@ -599,11 +799,26 @@ def test_report_says_when_runs_scored_different_texts(tmp_path: Path) -> None:
     def write(folder: str, sha: str, max_samples: int | None, n_texts: int = 40) -> Path:
         path = tmp_path / folder / "results.json"
         path.parent.mkdir()
-        path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
-                                    "evaluation": {"max_samples": max_samples, "sampling": "stratified", "seed": 0,
-                                                   "unlabelled_policy": "paper", "data_sha256": {"imdb": sha}},
-                                    "results": {"overall": metrics, "by_task": {"sentiment": metrics},
-                                                "by_dataset": {"imdb": {**metrics, "n_texts": n_texts, "unlabelled_texts": 0}}}}))
+        path.write_text(
+            json.dumps(
+                {
+                    "schema_version": "1.0",
+                    "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
+                    "evaluation": {
+                        "max_samples": max_samples,
+                        "sampling": "stratified",
+                        "seed": 0,
+                        "unlabelled_policy": "paper",
+                        "data_sha256": {"imdb": sha},
+                    },
+                    "results": {
+                        "overall": metrics,
+                        "by_task": {"sentiment": metrics},
+                        "by_dataset": {"imdb": {**metrics, "n_texts": n_texts, "unlabelled_texts": 0}},
+                    },
+                }
+            )
+        )
         return path
 
     same = load_runs([write("a", "1" * 64, 40), write("b", "1" * 64, 40)])
@@ -619,8 +834,14 @@ def test_report_says_when_runs_scored_different_texts(tmp_path: Path) -> None:
     assert not any("same texts" in note for note in _run_notes(whole, ["imdb"]))
 
 
-def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None = None, fingerprint: str = "f" * 16,
-              gold: list[int] | None = None) -> Path:
+def write_run(
+    path: Path,
+    predicted: list[int],
+    *,
+    details_of: list[int] | None = None,
+    fingerprint: str = "f" * 16,
+    gold: list[int] | None = None,
+) -> Path:
     """A bench result file on imdb (four texts unless ``gold`` says otherwise) and its details folder, made without a
     model; ``details_of`` stores another run's predictions (and settings fingerprint) beside the summary."""
     from zstc.benchmark.metrics import dataset_metrics
@@ -631,18 +852,42 @@ def write_run(path: Path, predicted: list[int], *, details_of: list[int] | None 
     n = len(golds)
 
     def result(guesses: list[int], stamp: str) -> DatasetResult:
-        return DatasetResult(dataset="imdb", family="sentiment", metrics=dataset_metrics(golds, np.array(guesses)), n_texts=n,
-                             label_names=["negative", "positive"], hypotheses=["bad", "good"], unlabelled_policy="paper",
-                             unlabelled_texts=0, wall_time_s=1.0, fingerprint=stamp, gold=golds, predicted=np.array(guesses),
-                             source_index=np.arange(n), scores=np.eye(2, dtype=np.float32)[guesses])
+        return DatasetResult(
+            dataset="imdb",
+            family="sentiment",
+            metrics=dataset_metrics(golds, np.array(guesses)),
+            n_texts=n,
+            label_names=["negative", "positive"],
+            hypotheses=["bad", "good"],
+            unlabelled_policy="paper",
+            unlabelled_texts=0,
+            wall_time_s=1.0,
+            fingerprint=stamp,
+            gold=golds,
+            predicted=np.array(guesses),
+            source_index=np.arange(n),
+            scores=np.eye(2, dtype=np.float32)[guesses],
+        )
 
     metrics = result(predicted, fingerprint).metrics
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"schema_version": "1.0", "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
-                                "evaluation": {"fingerprints": {"imdb": fingerprint}},
-                                "results": {"overall": metrics, "by_task": {"sentiment": metrics},
-                                            "by_dataset": {"imdb": {**metrics, "n_texts": n, "unlabelled_texts": 0}}}}))
-    ResultStore(path).save(result(details_of if details_of is not None else predicted, "e" * 16 if details_of else fingerprint))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": "1.0",
+                "model": {"name": "sentence-transformers/all-MiniLM-L6-v2"},
+                "evaluation": {"fingerprints": {"imdb": fingerprint}},
+                "results": {
+                    "overall": metrics,
+                    "by_task": {"sentiment": metrics},
+                    "by_dataset": {"imdb": {**metrics, "n_texts": n, "unlabelled_texts": 0}},
+                },
+            }
+        )
+    )
+    ResultStore(path).save(
+        result(details_of if details_of is not None else predicted, "e" * 16 if details_of else fingerprint)
+    )
     return path
 
 
@@ -652,11 +897,19 @@ def test_report_does_not_use_another_runs_details(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from zstc.reports.build import build_report
 
-    own = build_report([write_run(tmp_path / "own" / "r.json", [0, 1, 1, 1])], tmp_path / "a", draws=100, include_paper=False)
+    own = build_report(
+        [write_run(tmp_path / "own" / "r.json", [0, 1, 1, 1])], tmp_path / "a", draws=100, include_paper=False
+    )
     assert any(t.name.startswith("ci_") for t in own.tables)
-    mixed = build_report([write_run(tmp_path / "mixed" / "r.json", [0, 1, 1, 1], details_of=[1, 1, 1, 1])], tmp_path / "b",
-                         draws=100, include_paper=False)
-    assert not any(t.name.startswith("ci_") for t in mixed.tables) and not any(f.name.startswith("confusion") for f in mixed.figures)
+    mixed = build_report(
+        [write_run(tmp_path / "mixed" / "r.json", [0, 1, 1, 1], details_of=[1, 1, 1, 1])],
+        tmp_path / "b",
+        draws=100,
+        include_paper=False,
+    )
+    assert not any(t.name.startswith("ci_") for t in mixed.tables) and not any(
+        f.name.startswith("confusion") for f in mixed.figures
+    )
     assert any("imdb.json is not this run's result for imdb" in note for note in mixed.notes)
     assert "is not this run's result" in (tmp_path / "b" / "report.md").read_text()
 
@@ -666,7 +919,9 @@ def test_index_html_ids_are_unique(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from zstc.reports.build import build_report
 
-    written = build_report([write_run(tmp_path / "r.json", [0, 1, 1, 1])], tmp_path / "report", draws=100, include_paper=False)
+    written = build_report(
+        [write_run(tmp_path / "r.json", [0, 1, 1, 1])], tmp_path / "report", draws=100, include_paper=False
+    )
     ids = re.findall(r'id="([^"]*)"', written.index.read_text())
     assert "runs" in ids and "table-runs" in ids and len(ids) == len(set(ids))
 
@@ -690,12 +945,16 @@ def test_report_refuses_to_replace_the_users_own_folders(tmp_path: Path, zstc_cl
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "diagram.png").write_bytes(b"mine")
     status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path), "--no-paper", "--bootstrap", "100")
-    assert status == 2 and err == (f"error: --out {tmp_path}: its figures/ folder is not from a zstc report and a report "
-                                   "replaces it whole; choose another folder\n")
+    assert status == 2 and err == (
+        f"error: --out {tmp_path}: its figures/ folder is not from a zstc report and a report "
+        "replaces it whole; choose another folder\n"
+    )
     assert (tmp_path / "figures" / "diagram.png").read_bytes() == b"mine" and not (tmp_path / "index.html").exists()
     # A folder that holds an earlier report is replaced, as before.
     for _ in range(2):
-        status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+        status, _, err = zstc_cli(
+            "report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100"
+        )
         assert status == 0, err
 
 
@@ -710,12 +969,16 @@ def test_report_refuses_a_folder_with_the_users_own_index_and_report(tmp_path: P
     (site / "index.html").write_text("<h1>My site</h1>")
     (site / "report.md").write_text("# my notes")
     status, _, err = zstc_cli("report", str(result), "--out", str(site), "--no-paper", "--bootstrap", "100")
-    assert status == 2 and err == (f"error: --out {site}: its figures/ folder is not from a zstc report and a report "
-                                   "replaces it whole; choose another folder\n")
+    assert status == 2 and err == (
+        f"error: --out {site}: its figures/ folder is not from a zstc report and a report "
+        "replaces it whole; choose another folder\n"
+    )
     shutil.rmtree(site / "figures")  # an index.html alone is the user's too: not overwritten
     status, _, err = zstc_cli("report", str(result), "--out", str(site), "--no-paper", "--bootstrap", "100")
-    assert status == 2 and err == (f"error: --out {site}: its index.html is not from a zstc report and a report would "
-                                   "overwrite it; choose another folder\n")
+    assert status == 2 and err == (
+        f"error: --out {site}: its index.html is not from a zstc report and a report would "
+        "overwrite it; choose another folder\n"
+    )
     assert (site / "index.html").read_text() == "<h1>My site</h1>" and (site / "report.md").read_text() == "# my notes"
     assert not (site / "figures").exists()
 
@@ -726,23 +989,31 @@ def test_report_replaces_an_earlier_report(tmp_path: Path, zstc_cli) -> None:
     from zstc.reports.build import REPORT_MARKER
 
     result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
-    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    status, _, err = zstc_cli(
+        "report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100"
+    )
     assert status == 0, err
     # A figure the earlier report wrote (its marker lists it) that this one does not: gone with the old report.
     (tmp_path / "report" / "figures" / "old.png").write_bytes(b"an old report's")
     with (tmp_path / "report" / REPORT_MARKER).open("a") as marker:
         marker.write("figures/old.png\n")
-    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    status, _, err = zstc_cli(
+        "report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100"
+    )
     assert status == 0, err
     assert not (tmp_path / "report" / "figures" / "old.png").exists()
     # A file the user put in its figures/ since: refused, not deleted (a report replaces figures/ whole).
     (tmp_path / "report" / "figures" / "paper_fig1.png").write_bytes(b"mine")
-    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    status, _, err = zstc_cli(
+        "report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100"
+    )
     assert status == 2 and "figures/paper_fig1.png is not from the earlier report there" in err, err
     assert (tmp_path / "report" / "figures" / "paper_fig1.png").read_bytes() == b"mine"
     (tmp_path / "report" / "figures" / "paper_fig1.png").unlink()
     (tmp_path / "report" / REPORT_MARKER).unlink()  # as a report made before the marker was written
-    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100")
+    status, _, err = zstc_cli(
+        "report", str(result), "--out", str(tmp_path / "report"), "--no-paper", "--bootstrap", "100"
+    )
     assert status == 0, err
     assert (tmp_path / "report" / REPORT_MARKER).is_file()
 
@@ -789,11 +1060,15 @@ def test_report_of_a_dataset_with_one_scored_text(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from zstc.reports.build import build_report
 
-    written = build_report([write_run(tmp_path / "r.json", [1], gold=[1])], tmp_path / "report", draws=100, include_paper=False)
+    written = build_report(
+        [write_run(tmp_path / "r.json", [1], gold=[1])], tmp_path / "report", draws=100, include_paper=False
+    )
     [table] = [t for t in written.tables if t.name.startswith("ci_")]
     assert table.rows == [["imdb", 1, None, None], ["overall", 1, None, None]]
-    note = ("all-MiniLM-L6-v2 (r) scored fewer than 2 texts on imdb (1): a bootstrap interval needs at least 2, so its "
-            "interval there, and the overall one, are left blank.")
+    note = (
+        "all-MiniLM-L6-v2 (r) scored fewer than 2 texts on imdb (1): a bootstrap interval needs at least 2, so its "
+        "interval there, and the overall one, are left blank."
+    )
     assert note in written.notes and note in table.caption and note in (tmp_path / "report" / "report.md").read_text()
 
 
@@ -803,10 +1078,18 @@ def test_report_refuses_the_same_result_file_twice(tmp_path: Path, zstc_cli) -> 
     result = write_run(tmp_path / "r.json", [0, 1, 1, 1])
     other = write_run(tmp_path / "other" / "r.json", [0, 0, 1, 1])
     (tmp_path / "link.json").symlink_to(result)
-    for second, also in ((result, ""), (tmp_path / "other" / ".." / "r.json", f" (also as {result})"),
-                         (tmp_path / "link.json", f" (also as {result})")):
-        status, _, err = zstc_cli("report", str(result), str(other), str(second), "--out", str(tmp_path / "report"), "--no-paper")
-        assert status == 2 and err == f"error: {second}: the same result file given twice{also}; a report compares different runs\n"
+    for second, also in (
+        (result, ""),
+        (tmp_path / "other" / ".." / "r.json", f" (also as {result})"),
+        (tmp_path / "link.json", f" (also as {result})"),
+    ):
+        status, _, err = zstc_cli(
+            "report", str(result), str(other), str(second), "--out", str(tmp_path / "report"), "--no-paper"
+        )
+        assert (
+            status == 2
+            and err == f"error: {second}: the same result file given twice{also}; a report compares different runs\n"
+        )
         assert not (tmp_path / "report").exists()
 
 
@@ -824,12 +1107,15 @@ def test_no_paper_leaves_out_everything_read_from_the_papers_numbers(tmp_path: P
     """--no-paper left out the 38 published rows but kept the run-vs-published tables and the BTZSC vs MTEB Kendall row."""
     pytest.importorskip("matplotlib")
     result = _as_paper_model(write_run(tmp_path / "r.json", [0, 1, 1, 1]))
-    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "with"), "--bootstrap", "100", "--no-confusion")
+    status, _, err = zstc_cli(
+        "report", str(result), "--out", str(tmp_path / "with"), "--bootstrap", "100", "--no-confusion"
+    )
     assert status == 0, err
     names = {p.stem for p in (tmp_path / "with" / "tables").glob("*.csv")}
     assert any(name.startswith("paper_delta_") for name in names) and "kendall" in names  # the paper's numbers are read
-    status, _, err = zstc_cli("report", str(result), "--out", str(tmp_path / "without"), "--no-paper", "--bootstrap", "100",
-                              "--no-confusion")
+    status, _, err = zstc_cli(
+        "report", str(result), "--out", str(tmp_path / "without"), "--no-paper", "--bootstrap", "100", "--no-confusion"
+    )
     assert status == 0, err
     names = {p.stem for p in (tmp_path / "without" / "tables").glob("*.csv")}
     assert not any(name.startswith("paper_delta_") for name in names) and "kendall" not in names, names
@@ -844,16 +1130,29 @@ def test_paper_comparison_says_how_a_run_is_off_the_protocol(tmp_path: Path) -> 
     pytest.importorskip("matplotlib")
     from zstc.reports.build import build_report
 
-    identity = {"scorer_options": {"pooling": "cls"}, "hypotheses": {"variant": "name", "template": "This text is about {}."},
-                "sampling": {"method": "stratified", "max_samples": 3, "seed": 0}, "unlabelled": "exclude"}
-    off = _as_paper_model(write_run(tmp_path / "off.json", [0, 1, 1, 1]), run_identity=identity, hypotheses="name",
-                          template="This text is about {}.", unlabelled_policy="exclude", max_samples=3, sampled=True)
+    identity = {
+        "scorer_options": {"pooling": "cls"},
+        "hypotheses": {"variant": "name", "template": "This text is about {}."},
+        "sampling": {"method": "stratified", "max_samples": 3, "seed": 0},
+        "unlabelled": "exclude",
+    }
+    off = _as_paper_model(
+        write_run(tmp_path / "off.json", [0, 1, 1, 1]),
+        run_identity=identity,
+        hypotheses="name",
+        template="This text is about {}.",
+        unlabelled_policy="exclude",
+        max_samples=3,
+        sampled=True,
+    )
     written = build_report([off], tmp_path / "report", draws=100, confusion_matrices=False)
-    expected = ("all-MiniLM-L6-v2 (off) is compared with the paper's all-MiniLM-L6-v2 but was not run by the paper's protocol: "
-                "hypotheses 'name' with template 'This text is about {}.' instead of BTZSC's own; unlabelled policy 'exclude' "
-                "instead of 'paper'; a stratified sample of at most 3 texts per dataset, where the paper scored its own "
-                "sample of 1000 (--sampling paper --max-samples 1000). "
-                "Its differences from the published numbers include the effect of these.")
+    expected = (
+        "all-MiniLM-L6-v2 (off) is compared with the paper's all-MiniLM-L6-v2 but was not run by the paper's protocol: "
+        "hypotheses 'name' with template 'This text is about {}.' instead of BTZSC's own; unlabelled policy 'exclude' "
+        "instead of 'paper'; a stratified sample of at most 3 texts per dataset, where the paper scored its own "
+        "sample of 1000 (--sampling paper --max-samples 1000). "
+        "Its differences from the published numbers include the effect of these."
+    )
     assert expected in written.notes
     [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]
     assert "not run by the paper's protocol: hypotheses 'name'" in table.caption
@@ -861,10 +1160,18 @@ def test_paper_comparison_says_how_a_run_is_off_the_protocol(tmp_path: Path) -> 
     # A run made as the paper's were (a summary from before run identities were recorded too) has no such note.
     # So has the paper's own sample (the harness's draw of 1000), and a scorer option: the protocol fixes none per
     # model, and --pooling cls is how the paper's all-MiniLM-L6-v2 row was made.
-    for name, sample in (("all.json", dict(max_samples=None, sampled=False)), ("drawn.json", dict(sampling="paper", max_samples=1000, sampled=True))):
-        on = _as_paper_model(write_run(tmp_path / name, [0, 1, 1, 1]), hypotheses="dataset", template=None,
-                             unlabelled_policy="paper", **sample,
-                             run_identity={"scorer_options": {"pooling": "cls"}, "hypotheses": {"variant": "dataset", "template": None}})
+    for name, sample in (
+        ("all.json", dict(max_samples=None, sampled=False)),
+        ("drawn.json", dict(sampling="paper", max_samples=1000, sampled=True)),
+    ):
+        on = _as_paper_model(
+            write_run(tmp_path / name, [0, 1, 1, 1]),
+            hypotheses="dataset",
+            template=None,
+            unlabelled_policy="paper",
+            **sample,
+            run_identity={"scorer_options": {"pooling": "cls"}, "hypotheses": {"variant": "dataset", "template": None}},
+        )
         written = build_report([on], tmp_path / f"report-{name}", draws=100, confusion_matrices=False)
         assert not any("protocol" in note for note in written.notes), name
         [table] = [t for t in written.tables if t.name.startswith("paper_delta_")]

@@ -41,7 +41,9 @@ def test_single_logit_reranker_scores_are_its_logits(reranker_folder: Path) -> N
     model = AutoModelForSequenceClassification.from_pretrained(reranker_folder).eval()
     tokenizer = AutoTokenizer.from_pretrained(reranker_folder)
     with torch.no_grad():
-        expected = [[model(**tokenizer(t, label, return_tensors="pt")).logits[0, 0].item() for label in LABELS] for t in TEXTS]
+        expected = [
+            [model(**tokenizer(t, label, return_tensors="pt")).logits[0, 0].item() for label in LABELS] for t in TEXTS
+        ]
     np.testing.assert_allclose(scores, expected, atol=1e-5)
     assert scorer.describe()["relevant_index"] == 0
     np.testing.assert_allclose(scorer.score(TEXTS[::-1], LABELS[::-1]), scores[::-1, ::-1], atol=1e-5)

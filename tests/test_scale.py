@@ -26,8 +26,15 @@ TASKS = ["financialphrasebank", "banking77"]
 
 
 def config(tmp_path: Path, btzsc_dir: Path, out: str = "r.json", **overrides) -> BenchConfig:
-    settings = dict(model=MINILM, tasks=TASKS, data=str(btzsc_dir), scorer_options={"pooling": "cls", "precision": "fp32"},
-                    max_samples=12, seed=1, out=tmp_path / out)
+    settings = dict(
+        model=MINILM,
+        tasks=TASKS,
+        data=str(btzsc_dir),
+        scorer_options={"pooling": "cls", "precision": "fp32"},
+        max_samples=12,
+        seed=1,
+        out=tmp_path / out,
+    )
     settings.update(overrides)
     return BenchConfig(**settings)
 
@@ -70,10 +77,16 @@ def test_bench_reuses_the_cache_across_runs_and_recomputes_a_corrupt_entry(tmp_p
     npz.write_bytes(bytes(damaged))
     notes: list[str] = []
     calls.clear()
-    third = Bench(config(tmp_path, btzsc_dir, "c.json"), show_progress=False,
-                  on_event=lambda kind, payload: notes.append(payload) if kind == "note" else None).run()
+    third = Bench(
+        config(tmp_path, btzsc_dir, "c.json"),
+        show_progress=False,
+        on_event=lambda kind, payload: notes.append(payload) if kind == "note" else None,
+    ).run()
     assert calls == ["banking77"] and any("corrupt" in note for note in notes)
-    assert third["results"]["by_dataset"]["banking77"]["macro_f1"] == first["results"]["by_dataset"]["banking77"]["macro_f1"]
+    assert (
+        third["results"]["by_dataset"]["banking77"]["macro_f1"]
+        == first["results"]["by_dataset"]["banking77"]["macro_f1"]
+    )
     assert ResultCache().find(MINILM, "banking77", third["evaluation"]["fingerprints"]["banking77"]) is not None
 
     calls.clear()  # another setting, another fingerprint: nothing stale is reused
@@ -104,10 +117,21 @@ def cached_entry(cache: ResultCache, model: str = MINILM, dataset: str = "imdb",
     from zstc.benchmark.records import DatasetResult
 
     gold, predicted = np.array([0, 1, 1, 0]), np.array([0, 1, 0, 0])
-    result = DatasetResult(dataset=dataset, family="sentiment", metrics=dataset_metrics(gold, predicted), n_texts=4,
-                           label_names=["negative", "positive"], hypotheses=["bad", "good"], fingerprint=fingerprint,
-                           unlabelled_policy="paper", unlabelled_texts=0, wall_time_s=1.0,
-                           scores=np.eye(2, dtype=np.float32)[predicted], gold=gold, predicted=predicted)
+    result = DatasetResult(
+        dataset=dataset,
+        family="sentiment",
+        metrics=dataset_metrics(gold, predicted),
+        n_texts=4,
+        label_names=["negative", "positive"],
+        hypotheses=["bad", "good"],
+        fingerprint=fingerprint,
+        unlabelled_policy="paper",
+        unlabelled_texts=0,
+        wall_time_s=1.0,
+        scores=np.eye(2, dtype=np.float32)[predicted],
+        gold=gold,
+        predicted=predicted,
+    )
     return cache.put(result, model, None)
 
 
@@ -130,7 +154,9 @@ def test_cache_clear_removes_only_cache_entries(tmp_path, monkeypatch, zstc_cli)
     assert mine.exists() and mine.with_suffix(".npz").exists() and not (cache.root / "org__other").exists()
     status, _, err = zstc_cli("cache", "clear", "--yes")
     assert status == 0 and "removed 1 cached results" in err and cache.entries() == []
-    assert (cache.root / "notes" / "todo.txt").read_text() == "keep" and (tmp_path / "cache" / "models" / "weights.bin").exists()
+    assert (cache.root / "notes" / "todo.txt").read_text() == "keep" and (
+        tmp_path / "cache" / "models" / "weights.bin"
+    ).exists()
     assert json.loads((cache.root / "index.json").read_text())["entries"] == {}
 
 
@@ -139,14 +165,21 @@ def test_cache_list_and_show_report_a_damaged_entry(zstc_cli):
     ValueError one; `show` also named any entry whose path merely ended with the characters given."""
     cache = ResultCache()
     good = cached_entry(cache, fingerprint="a" * 16)
-    garbage, misshapen, wrong_type = (cached_entry(cache, dataset=name, fingerprint="b" * 16) for name in ("agnews", "imdb2", "imdb3"))
+    garbage, misshapen, wrong_type = (
+        cached_entry(cache, dataset=name, fingerprint="b" * 16) for name in ("agnews", "imdb2", "imdb3")
+    )
     garbage.write_text("garbage{")
     misshapen.write_text(json.dumps({**json.loads(misshapen.read_text()), "record": []}))
-    wrong_type.write_text(json.dumps({**json.loads(wrong_type.read_text()), "record": {"metrics": {"macro_f1": "high"}}}))
+    wrong_type.write_text(
+        json.dumps({**json.loads(wrong_type.read_text()), "record": {"metrics": {"macro_f1": "high"}}})
+    )
     status, out, err = zstc_cli("cache", "list")
     assert status == 0 and "4 cached results" in out and out.count("corrupt") == 3, err
     status, _, err = zstc_cli("cache", "show", "agnews/" + "b" * 16)
-    assert status == 2 and err.splitlines()[-1] == f"error: {garbage}: corrupt entry, removed; the next bench or sweep recomputes it"
+    assert (
+        status == 2
+        and err.splitlines()[-1] == f"error: {garbage}: corrupt entry, removed; the next bench or sweep recomputes it"
+    )
     assert not garbage.exists() and "Traceback" not in err
     status, _, err = zstc_cli("cache", "show", "a" * 15)  # not a whole fingerprint
     assert status == 2 and err.startswith(f"error: {'a' * 15!r} names 0 cache entries")
@@ -180,8 +213,17 @@ def bench_alone(tmp_path: Path, btzsc_dir: Path, model: str) -> tuple[dict, dict
     """What `zstc bench` gives for ``model`` on the sweep's datasets, computed here without any cache."""
     out = tmp_path / "bench" / "r.json"
     out.parent.mkdir(exist_ok=True)
-    settings = dict(model=model, tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"precision": "fp32"},
-                    out=out, cache=False, overwrite="always")
+    settings = dict(
+        model=model,
+        tasks=SWEEP_TASKS,
+        data=str(btzsc_dir),
+        max_samples=12,
+        seed=1,
+        scorer_options={"precision": "fp32"},
+        out=out,
+        cache=False,
+        overwrite="always",
+    )
     summary = Bench(BenchConfig(**settings), show_progress=False).run()
     from zstc.benchmark.store import ResultStore
 
@@ -207,7 +249,9 @@ def test_local_sweep_equals_bench_and_skips_what_is_cached(tmp_path, btzsc_dir, 
 
     model = MINILM
     expected, scores = bench_alone(tmp_path, btzsc_dir, model)
-    template = BenchConfig(model="", tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"precision": "fp32"})
+    template = BenchConfig(
+        model="", tasks=SWEEP_TASKS, data=str(btzsc_dir), max_samples=12, seed=1, scorer_options={"precision": "fp32"}
+    )
     calls = counting_evaluations(monkeypatch)
     plan = plan_sweep(template, [model], tmp_path / "sweep")
     assert len(plan.pending) == 3
@@ -234,11 +278,15 @@ def test_sweep_draws_the_papers_sample_as_bench_does(tmp_path, btzsc_dir, zstc_c
     swept = json.loads((tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.json").read_text())["evaluation"]
     assert swept["sampling"] == "paper" and swept["run_identity"] == bench["run_identity"]
     assert swept["fingerprints"] == bench["fingerprints"]  # the same texts, scored the same way
-    with np.load(tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.details" / "financialphrasebank.npz") as arrays:
+    with np.load(
+        tmp_path / "sweep" / "sentence-transformers__all-MiniLM-L6-v2.details" / "financialphrasebank.npz"
+    ) as arrays:
         assert arrays["source_index"][:2].tolist() == [0, 1]  # the harness's two fixed texts
     code, _, err = zstc_cli("sweep", "--models", MINILM, *common[:-1], "papre", "--out", str(tmp_path / "typo"))
     assert code == 2 and not (tmp_path / "typo").exists()
-    assert err == "error: --sampling must be one of stratified, paper, harness, got 'papre' (did you mean 'paper'?)\n", err
+    assert (
+        err == "error: --sampling must be one of stratified, paper, harness, got 'papre' (did you mean 'paper'?)\n"
+    ), err
 
 
 def test_a_refused_sweep_creates_no_out_folder(tmp_path, btzsc_dir, zstc_cli):
@@ -274,8 +322,17 @@ def test_sweep_refuses_one_model_under_two_names(tmp_path, btzsc_dir, zstc_cli):
 
 def test_sweep_names_an_unknown_model_without_advising_an_option_it_lacks(tmp_path, btzsc_dir, zstc_cli):
     """The registry's advice for an unknown model is --family, which sweep does not have."""
-    code, _, err = zstc_cli("sweep", "--models", f"{MINILM},no-such/model", "--data", str(btzsc_dir), "--tasks", "financialphrasebank",
-                            "--out", str(tmp_path / "sweep"))
+    code, _, err = zstc_cli(
+        "sweep",
+        "--models",
+        f"{MINILM},no-such/model",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "financialphrasebank",
+        "--out",
+        str(tmp_path / "sweep"),
+    )
     assert code != 0 and len(err.splitlines()) == 1, err
     assert err.startswith("error: unknown model 'no-such/model' in --models") and "zstc bench --family" in err
     assert "pass --family" not in err and not (tmp_path / "sweep").exists()
@@ -284,8 +341,13 @@ def test_sweep_names_an_unknown_model_without_advising_an_option_it_lacks(tmp_pa
 def run_child(*args: str, timeout: int = 540, status: int = 0) -> subprocess.CompletedProcess:
     pytest.importorskip("ray")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run([sys.executable, str(REPO / "tests" / "scale_helpers.py"), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "scale_helpers.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == status, done.stderr[-3000:]
     return done
 
@@ -315,13 +377,28 @@ def test_ray_sweep_survives_a_killed_worker_and_equals_bench(tmp_path, btzsc_dir
 @pytest.mark.slow
 def test_classify_with_ray_equals_classify_and_resumes(tmp_path, zstc_cli):
     pq = pytest.importorskip("pyarrow.parquet")
-    sentences = ["The striker scored twice in the final.", "Inflation rose again last quarter.", "Stir the sauce until it thickens."]
+    sentences = [
+        "The striker scored twice in the final.",
+        "Inflation rose again last quarter.",
+        "Stir the sauce until it thickens.",
+    ]
     first, second = tmp_path / "part-a.jsonl", tmp_path / "part-b.csv"
     first.write_text("".join(json.dumps({"id": i, "text": f"{sentences[i % 3]} ({i})"}) + "\n" for i in range(10)))
     second.write_text("id,text\n" + "".join(f"{i},{sentences[i % 3]} [{i}]\n" for i in range(10, 15)))
-    labels = ["--labels", "sports,economy,cooking", "--template", "This text is about {}.", "--chunk-size", "4", "--precision", "fp32"]
+    labels = [
+        "--labels",
+        "sports,economy,cooking",
+        "--template",
+        "This text is about {}.",
+        "--chunk-size",
+        "4",
+        "--precision",
+        "fp32",
+    ]
     for source in (first, second):
-        status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet"))
+        status, _, err = zstc_cli(
+            "classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet")
+        )
         assert status == 0, err
     out = tmp_path / "ray-out"
     done = run_child("classify", str(tmp_path / "part-a.jsonl"), str(second), *labels, "--out", str(out))
@@ -359,18 +436,34 @@ def test_classify_with_ray_resumes_only_on_the_device_kind_it_began_on(tmp_path,
     out = tmp_path / "out"
     out.mkdir()
     (out / "part.parquet").write_bytes(b"rows scored on CPU actors")
-    entry = {"input_sha256": sha256_file(source), "settings": "s", "precision": "fp32", "device": "cpu", "rows": 1,
-             "output": "part.parquet", "output_sha256": sha256_file(out / "part.parquet")}
+    entry = {
+        "input_sha256": sha256_file(source),
+        "settings": "s",
+        "precision": "fp32",
+        "device": "cpu",
+        "rows": 1,
+        "output": "part.parquet",
+        "output_sha256": sha256_file(out / "part.parquet"),
+    }
     (out / ray_classify.MANIFEST).write_text(json.dumps({str(source): entry}), encoding="utf-8")
     labeller = ChunkLabeller(names=["sports", "economy"], descriptions=["sports", "economy"])
     notes: list[str] = []
     run = dict(model=MINILM, family=None, settings="s", on_note=notes.append)
-    assert ray_classify.classify_with_ray(str(source), out, labeller, options={"precision": "fp32"}, gpus_per_actor=0, **run) == 1
+    assert (
+        ray_classify.classify_with_ray(
+            str(source), out, labeller, options={"precision": "fp32"}, gpus_per_actor=0, **run
+        )
+        == 1
+    )
     assert notes == [f"1 of 1 inputs are finished already in {out}"]
     with pytest.raises(RayStarted):  # GPU actors: the CPU actors' output is not theirs
-        ray_classify.classify_with_ray(str(source), out, labeller, options={"precision": "fp32"}, gpus_per_actor=1, **run)
+        ray_classify.classify_with_ray(
+            str(source), out, labeller, options={"precision": "fp32"}, gpus_per_actor=1, **run
+        )
     with pytest.raises(RayStarted):
-        ray_classify.classify_with_ray(str(source), out, labeller, options={"precision": "fp32", "device": "cuda:0"}, **run)
+        ray_classify.classify_with_ray(
+            str(source), out, labeller, options={"precision": "fp32", "device": "cuda:0"}, **run
+        )
 
 
 def test_ray_workers_load_the_hub_commits_the_driver_resolved(monkeypatch):
@@ -402,7 +495,9 @@ def test_an_actors_error_names_its_flags_as_classify_does():
     failed = actor.ready()
     failed = failed if isinstance(failed, tuple) else actor.label([("in.jsonl:1", {"text": "A late goal."})])
     error = _rebuilt(*failed)  # type: ignore[arg-type]
-    assert isinstance(error, OptionError) and cli_message(error).startswith("--max-length 5000 is more than"), cli_message(error)
+    assert isinstance(error, OptionError) and cli_message(error).startswith("--max-length 5000 is more than"), (
+        cli_message(error)
+    )
 
 
 @pytest.mark.slow
@@ -417,11 +512,18 @@ def test_classify_with_ray_names_a_users_error_in_one_line(tmp_path, zstc_cli):
     assert status == 2 and f"{repeated}:1: column 'id' is repeated in the header" in err  # before Ray starts
     nothing = tmp_path / "nothing.jsonl"  # Ray wrote no output for it and said "wrote 0 predictions", exit 0
     nothing.write_text("")
-    status, _, err = zstc_cli("classify", str(nothing), *labels, "--out", str(tmp_path / "out-nothing"), "--engine", "ray")
+    status, _, err = zstc_cli(
+        "classify", str(nothing), *labels, "--out", str(tmp_path / "out-nothing"), "--engine", "ray"
+    )
     assert (status, err) == (2, f"error: {nothing}: no texts\n")  # before Ray starts
-    assert not (tmp_path / "out-csv").exists() and not (tmp_path / "out-nothing").exists()  # a refused run leaves no folder
+    assert (
+        not (tmp_path / "out-csv").exists() and not (tmp_path / "out-nothing").exists()
+    )  # a refused run leaves no folder
     rows = [{"text": "The striker scored."}, {"text": "Inflation rose."}]
-    cases = {"key.jsonl": ('{"text": "a", "text": "b"}', ":3: key 'text' appears twice in one object"), "empty.jsonl": ('{"text": ""}', ":3: empty text")}
+    cases = {
+        "key.jsonl": ('{"text": "a", "text": "b"}', ":3: key 'text' appears twice in one object"),
+        "empty.jsonl": ('{"text": ""}', ":3: empty text"),
+    }
     for name, (line, message) in cases.items():
         source = tmp_path / name
         source.write_text("".join(json.dumps(row) + "\n" for row in rows) + line + "\n")
@@ -441,24 +543,35 @@ def test_classify_with_ray_writes_the_bytes_classify_writes(tmp_path, zstc_cli):
     pq = pytest.importorskip("pyarrow.parquet")
     import datetime
 
-    sentences = ["The striker scored twice in the final.", "Inflation rose again last quarter, the bank said.",
-                 "Stir the sauce until it thickens."]
+    sentences = [
+        "The striker scored twice in the final.",
+        "Inflation rose again last quarter, the bank said.",
+        "Stir the sauce until it thickens.",
+    ]
     paths = tmp_path / "a.jsonl"
-    paths.write_text("".join(json.dumps({"id": i, "path": f"user/path/{i}", "text": f"{sentences[i % 3]} more words ({i})"}) + "\n"
-                             for i in range(13)))
+    paths.write_text(
+        "".join(
+            json.dumps({"id": i, "path": f"user/path/{i}", "text": f"{sentences[i % 3]} more words ({i})"}) + "\n"
+            for i in range(13)
+        )
+    )
     dates = tmp_path / "dates.parquet"
     pq.write_table(pa.table({"day": [datetime.date(2024, 1, d) for d in (1, 2, 3)], "text": sentences}), dates)
     bom = tmp_path / "bom.csv"
     bom.write_bytes(b"\xef\xbb\xbfid,text\n007,hello there\n008,the match ended late\n")
     labels = ["--labels", "sports,economy,cooking", "--chunk-size", "4", "--max-length", "8"]
     for source in (paths, dates, bom):
-        status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet"))
+        status, _, err = zstc_cli(
+            "classify", str(source), *labels, "--out", str(tmp_path / f"{source.stem}.local.parquet")
+        )
         assert status == 0, err
     out = tmp_path / "ray-out"
     done = run_child("classify", str(paths), str(dates), str(bom), *labels, "--out", str(out))
     assert f"wrote 18 predictions to {out}" in done.stderr and "exceed 8 tokens and were truncated" in done.stderr
     for source in (paths, dates, bom):
-        assert (out / f"{source.stem}.parquet").read_bytes() == (tmp_path / f"{source.stem}.local.parquet").read_bytes(), source
+        assert (out / f"{source.stem}.parquet").read_bytes() == (
+            tmp_path / f"{source.stem}.local.parquet"
+        ).read_bytes(), source
     assert pq.read_table(out / "a.parquet").column("path").to_pylist()[:2] == ["user/path/0", "user/path/1"]
     assert pq.read_table(out / "bom.parquet").column("id").to_pylist() == ["007", "008"]
 
@@ -491,8 +604,9 @@ def test_classify_with_ray_reuses_an_output_only_while_it_is_its_inputs(tmp_path
     labeller = ChunkLabeller(names=["sports", "economy"], descriptions=["sports", "economy"])
 
     def classify() -> int:
-        return ray_classify.classify_with_ray([str(source)], out, labeller, model=MINILM, family=None,
-                                              options={"precision": "fp32"}, settings="s")
+        return ray_classify.classify_with_ray(
+            [str(source)], out, labeller, model=MINILM, family=None, options={"precision": "fp32"}, settings="s"
+        )
 
     assert classify() == 1  # its own output: reused, Ray not started
     output.write_bytes(b"the rows written for other/a.jsonl")  # another input of the same stem, run into this folder
@@ -508,12 +622,19 @@ def test_classify_with_ray_stops_on_a_bad_row_as_classify_does(tmp_path, zstc_cl
     missing = tmp_path / "missing.jsonl"
     missing.write_text('{"text": "The striker scored."}\n{"body": "Inflation rose."}\n')
     changed = tmp_path / "changed.jsonl"
-    changed.write_text("".join(json.dumps({"id": i, "text": "The striker scored."}) + "\n" for i in range(3))
-                       + json.dumps({"id": "x7", "text": "Inflation rose."}) + "\n")
+    changed.write_text(
+        "".join(json.dumps({"id": i, "text": "The striker scored."}) + "\n" for i in range(3))
+        + json.dumps({"id": "x7", "text": "Inflation rose."})
+        + "\n"
+    )
     for source, extra in ((missing, ["--skip-empty"]), (changed, [])):
-        status, _, local = zstc_cli("classify", str(source), *labels, *extra, "--out", str(tmp_path / f"{source.stem}.parquet"))
+        status, _, local = zstc_cli(
+            "classify", str(source), *labels, *extra, "--out", str(tmp_path / f"{source.stem}.parquet")
+        )
         assert status == 2 and local.startswith(f"error: {source}:"), local
-        done = run_child("classify", str(source), *labels, *extra, "--out", str(tmp_path / f"out-{source.stem}"), status=2)
+        done = run_child(
+            "classify", str(source), *labels, *extra, "--out", str(tmp_path / f"out-{source.stem}"), status=2
+        )
         assert done.stderr.strip().splitlines()[-1] == local.strip(), done.stderr[-3000:]
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
 
@@ -526,14 +647,19 @@ def test_classify_with_ray_refuses_actors_the_cluster_cannot_place(tmp_path, zst
     source = tmp_path / "b.jsonl"
     source.write_text("".join(json.dumps({"id": i, "text": f"The striker scored {i} goals."}) + "\n" for i in range(7)))
     labels = ["--labels", "sports,economy", "--precision", "fp32", "--chunk-size", "2"]
-    done = run_child("classify", str(source), *labels, "--actors", "3", "--out", str(tmp_path / "three"), status=2, timeout=120)
-    assert done.stderr.strip().splitlines()[-1] == ("error: --actors 3 x --cpus-per-actor 1 = 3 CPUs, and the Ray cluster has 2: "
-                                                    "lower --actors or --cpus-per-actor")
+    done = run_child(
+        "classify", str(source), *labels, "--actors", "3", "--out", str(tmp_path / "three"), status=2, timeout=120
+    )
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: --actors 3 x --cpus-per-actor 1 = 3 CPUs, and the Ray cluster has 2: lower --actors or --cpus-per-actor"
+    )
     assert not (tmp_path / "three").exists()
     run_child("classify", str(source), *labels, "--actors", "2", "--out", str(tmp_path / "two"), timeout=120)
     status, _, err = zstc_cli("classify", str(source), *labels, "--out", str(tmp_path / "local.parquet"))
     assert status == 0, err
-    assert pq.read_table(tmp_path / "two" / "b.parquet").equals(pq.read_table(tmp_path / "local.parquet"))  # in order, over two actors
+    assert pq.read_table(tmp_path / "two" / "b.parquet").equals(
+        pq.read_table(tmp_path / "local.parquet")
+    )  # in order, over two actors
 
 
 @pytest.mark.slow
@@ -541,9 +667,23 @@ def test_classify_with_ray_refused_by_its_model_leaves_nothing(tmp_path):
     """A model that cannot load was refused in the actors, after the output folder and its marker existed."""
     source = tmp_path / "b.jsonl"
     source.write_text(json.dumps({"text": "The striker scored."}) + "\n")
-    done = run_child("classify", str(source), "--labels", "sports,economy", "--model", "no-such-org/no-such-model",
-                     "--family", "nli", "--out", str(tmp_path / "out"), status=2, timeout=120)
-    assert done.stderr.strip().splitlines()[-1].startswith("error: cannot load model 'no-such-org/no-such-model'"), done.stderr[-3000:]
+    done = run_child(
+        "classify",
+        str(source),
+        "--labels",
+        "sports,economy",
+        "--model",
+        "no-such-org/no-such-model",
+        "--family",
+        "nli",
+        "--out",
+        str(tmp_path / "out"),
+        status=2,
+        timeout=120,
+    )
+    assert done.stderr.strip().splitlines()[-1].startswith("error: cannot load model 'no-such-org/no-such-model'"), (
+        done.stderr[-3000:]
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -558,16 +698,29 @@ def test_classify_with_ray_refuses_what_it_would_ignore_before_ray_starts(tmp_pa
     alike = tmp_path / "alike.tsv"
     alike.write_text("sports\tThis is about sport.\nfootball\tThis is about sport.\n")
     labels = ["--labels", "sports,economy"]
-    cases = [([*labels, "--format", "jsonl", "--out", str(tmp_path / "out")], "error: --format jsonl: --engine ray writes Parquet files only"),
-             ([*labels, "--out", str(tmp_path / "out.jsonl")], f"error: --out {tmp_path / 'out.jsonl'}: --engine ray writes a folder"),
-             (["--labels-file", str(alike), "--out", str(tmp_path / "out")], "error: labels 'sports' and 'football' have the same description")]
+    cases = [
+        (
+            [*labels, "--format", "jsonl", "--out", str(tmp_path / "out")],
+            "error: --format jsonl: --engine ray writes Parquet files only",
+        ),
+        (
+            [*labels, "--out", str(tmp_path / "out.jsonl")],
+            f"error: --out {tmp_path / 'out.jsonl'}: --engine ray writes a folder",
+        ),
+        (
+            ["--labels-file", str(alike), "--out", str(tmp_path / "out")],
+            "error: labels 'sports' and 'football' have the same description",
+        ),
+    ]
     for args, message in cases:
         status, _, err = zstc_cli("classify", str(source), *args, "--engine", "ray")
         assert status == 2 and err.startswith(message), err
         assert not (tmp_path / "out").exists() and not (tmp_path / "out.jsonl").exists()
 
 
-def test_classify_with_ray_refuses_an_out_that_would_overwrite_an_input_and_a_folder_named_like_one(tmp_path, zstc_cli, monkeypatch):
+def test_classify_with_ray_refuses_an_out_that_would_overwrite_an_input_and_a_folder_named_like_one(
+    tmp_path, zstc_cli, monkeypatch
+):
     """--out the inputs' own folder wrote a Parquet input's output over it (the input was gone, exit 0); a Parquet
     dataset folder ``events.parquet/`` or a broken ``x.csv`` link inside an input folder was a traceback."""
     pytest.importorskip("pyarrow")
@@ -583,11 +736,15 @@ def test_classify_with_ray_refuses_an_out_that_would_overwrite_an_input_and_a_fo
     before = (inputs / "c.parquet").read_bytes()
     labels = ["--labels", "sports,economy", "--engine", "ray"]
     status, _, err = zstc_cli("classify", str(inputs), *labels, "--out", str(inputs))
-    assert status == 2 and err.startswith(f"error: --out {inputs}: would overwrite the input {inputs / 'c.parquet'}"), err
+    assert status == 2 and err.startswith(f"error: --out {inputs}: would overwrite the input {inputs / 'c.parquet'}"), (
+        err
+    )
     assert (inputs / "c.parquet").read_bytes() == before
     (inputs / "events.parquet").mkdir()
     status, _, err = zstc_cli("classify", str(inputs), *labels, "--out", str(tmp_path / "out"))
-    assert status == 2 and err.startswith(f"error: {inputs / 'events.parquet'}: a folder, named like an input file"), err
+    assert status == 2 and err.startswith(f"error: {inputs / 'events.parquet'}: a folder, named like an input file"), (
+        err
+    )
     (inputs / "events.parquet").rmdir()
     (inputs / "gone.csv").symlink_to(tmp_path / "nowhere.csv")
     status, _, err = zstc_cli("classify", str(inputs), *labels, "--out", str(tmp_path / "out"))
@@ -607,8 +764,18 @@ def test_an_address_where_no_cluster_listens_is_one_line_in_seconds(tmp_path, zs
     source = tmp_path / "b.jsonl"
     source.write_text(json.dumps({"text": "The striker scored."}) + "\n")
     started = time.monotonic()
-    status, _, err = zstc_cli("classify", str(source), "--labels", "sports,economy", "--engine", "ray", "--out", str(tmp_path / "out"),
-                              "--address", f"127.0.0.1:{port}")
+    status, _, err = zstc_cli(
+        "classify",
+        str(source),
+        "--labels",
+        "sports,economy",
+        "--engine",
+        "ray",
+        "--out",
+        str(tmp_path / "out"),
+        "--address",
+        f"127.0.0.1:{port}",
+    )
     assert status == 2 and err.startswith(f"error: --address 127.0.0.1:{port}: nothing accepts a connection there"), err
     assert time.monotonic() - started < 30 and not (tmp_path / "out").exists()
 
@@ -642,14 +809,28 @@ def test_ray_sweep_names_the_unit_whose_worker_died(monkeypatch):
             raise ActorDiedError()
         return f"result of {ref}"
 
-    fake = SimpleNamespace(remote=lambda cls: Actor(), wait=lambda refs, num_returns: (refs[:1], refs[1:]), get=get,
-                           kill=lambda worker: killed.append(worker.name), shutdown=lambda: None)
+    fake = SimpleNamespace(
+        remote=lambda cls: Actor(),
+        wait=lambda refs, num_returns: (refs[:1], refs[1:]),
+        get=get,
+        kill=lambda worker: killed.append(worker.name),
+        shutdown=lambda: None,
+    )
     monkeypatch.setattr(ray_sweep, "require_ray", lambda: fake)
     monkeypatch.setattr(ray_sweep, "connect_ray", lambda address: False)
     units = [SimpleNamespace(model="m", dataset=dataset, fingerprint="f") for dataset in TASKS]
     plan = SimpleNamespace(configs=[SimpleNamespace(model="m")], pending=units)
     arrived: list[str] = []
-    with pytest.raises(ZstcError, match="^the Ray worker of m died computing banking77 after 0 restarts .*run again to resume$"):
-        ray_sweep.run_units(plan, lambda unit, result: arrived.append(result), address=None, gpus_per_model=0.0,
-                            cpus_per_model=1.0, max_retries=0, before_unit=None)
+    with pytest.raises(
+        ZstcError, match="^the Ray worker of m died computing banking77 after 0 restarts .*run again to resume$"
+    ):
+        ray_sweep.run_units(
+            plan,
+            lambda unit, result: arrived.append(result),
+            address=None,
+            gpus_per_model=0.0,
+            cpus_per_model=1.0,
+            max_retries=0,
+            before_unit=None,
+        )
     assert arrived == ["result of financialphrasebank"] and killed == ["m"]

@@ -47,8 +47,11 @@ REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 TEMPLATE = "This text is about {}."
-TEXTS = ["The striker scored twice in the second half.", "The central bank raised interest rates again.",
-         "Parliament passed the new budget after a long debate."]
+TEXTS = [
+    "The striker scored twice in the second half.",
+    "The central bank raised interest rates again.",
+    "Parliament passed the new budget after a long debate.",
+]
 LABELS = ["sports", "economy", "politics"]
 
 
@@ -67,7 +70,9 @@ def minilm() -> Classifier:
 @pytest.fixture(scope="module")
 def client(minilm: Classifier) -> Iterator[TestClient]:
     # max_wait_ms=50: requests sent together are batched together, which the concurrency test checks.
-    settings = ServeSettings(engine=EngineConfig(max_wait_ms=50), limits=Limits(max_texts=16, max_labels=24, max_chars=500))
+    settings = ServeSettings(
+        engine=EngineConfig(max_wait_ms=50), limits=Limits(max_texts=16, max_labels=24, max_chars=500)
+    )
     with TestClient(create_app(minilm, settings)) as test_client:
         wait_ready(test_client)
         yield test_client
@@ -82,8 +87,9 @@ def nli(tmp_path_factory: pytest.TempPathFactory) -> Classifier:
     folder = tmp_path_factory.mktemp("minilm-nli")
     names = {0: "entailment", 1: "neutral", 2: "contradiction"}
     torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_pretrained(gt.get_model_path(), num_labels=3, id2label=names,
-                                                               label2id={v: k for k, v in names.items()})
+    model = AutoModelForSequenceClassification.from_pretrained(
+        gt.get_model_path(), num_labels=3, id2label=names, label2id={v: k for k, v in names.items()}
+    )
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(gt.get_model_path()).save_pretrained(folder)
     return Classifier(str(folder), family="nli", precision="fp32")
@@ -113,7 +119,12 @@ def test_classify_equals_classifier_predict(client: TestClient, minilm: Classifi
     response = client.post("/classify", json={"texts": TEXTS, "labels": LABELS, "template": TEMPLATE})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert (body["model"], body["family"], body["score_type"], body["multi_label"]) == (MINILM, "embedding", "cosine", False)
+    assert (body["model"], body["family"], body["score_type"], body["multi_label"]) == (
+        MINILM,
+        "embedding",
+        "cosine",
+        False,
+    )
     expected = minilm.predict(TEXTS, LABELS, [TEMPLATE.format(label) for label in LABELS])
     assert [r["text"] for r in body["results"]] == TEXTS
     assert [r["label"] for r in body["results"]] == [p.label for p in expected] == LABELS
@@ -127,7 +138,9 @@ def test_classify_equals_classifier_predict(client: TestClient, minilm: Classifi
         raw = np.array(scores)
         assert probabilities.sum() == pytest.approx(1.0)
         t = DEFAULT_TEMPERATURES["embedding"]
-        assert probabilities == pytest.approx(np.exp(raw / t) / np.exp(raw / t).sum(), abs=1e-4), "softmax of cosine / T"
+        assert probabilities == pytest.approx(np.exp(raw / t) / np.exp(raw / t).sum(), abs=1e-4), (
+            "softmax of cosine / T"
+        )
     assert float(response.headers["x-queue-time"]) >= 0 and float(response.headers["x-inference-time"]) > 0
 
 
@@ -147,19 +160,33 @@ def test_nli_results_equal_classifier_predict(nli_client: TestClient, nli: Class
         assert probabilities == pytest.approx(np.exp(raw) / np.exp(raw).sum()), "softmax of the log-odds, T = 1"
 
 
-def test_labels_an_uncased_cross_encoder_reads_alike_are_a_422_with_the_api_message(nli_client: TestClient, nli: Classifier) -> None:
+def test_labels_an_uncased_cross_encoder_reads_alike_are_a_422_with_the_api_message(
+    nli_client: TestClient, nli: Classifier
+) -> None:
     """The NLI model's tokenizer lowercases: 'Sports' and 'sports' are the same hypothesis to it, whose scores would tie
     on every text. Refused as the Python API refuses them; a label set seen before is not tokenized again."""
     with pytest.raises(LabelError) as raised:
         nli.predict(["The striker scored."], ["Sports", "sports", "politics"])
-    assert "labels 'Sports' and 'sports' read the same to" in str(raised.value) and "(its tokenizer lowercases)" in str(raised.value)
+    assert "labels 'Sports' and 'sports' read the same to" in str(raised.value) and "(its tokenizer lowercases)" in str(
+        raised.value
+    )
     cache = nli.scorer._alike_cache
     for _ in range(2):
         misses = cache.misses
-        response = nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["Sports", "sports", "politics"]})
-        assert response.status_code == 422 and without_id(response.json()) == {"error": str(raised.value), "error_type": "validation"}
+        response = nli_client.post(
+            "/classify", json={"texts": ["The striker scored."], "labels": ["Sports", "sports", "politics"]}
+        )
+        assert response.status_code == 422 and without_id(response.json()) == {
+            "error": str(raised.value),
+            "error_type": "validation",
+        }
     assert cache.misses == misses, "the second request's label set came from the cache"
-    assert nli_client.post("/classify", json={"texts": ["The striker scored."], "labels": ["sports", "politics"]}).status_code == 200
+    assert (
+        nli_client.post(
+            "/classify", json={"texts": ["The striker scored."], "labels": ["sports", "politics"]}
+        ).status_code
+        == 200
+    )
 
 
 def test_each_family_gets_the_backend_that_batches_it(minilm: Classifier, nli: Classifier) -> None:
@@ -170,9 +197,21 @@ def test_each_family_gets_the_backend_that_batches_it(minilm: Classifier, nli: C
 
     cascade = CascadeScorer(nli.scorer, minilm.scorer, 2)
     assert hasattr(cascade, "score_pairs")
-    chosen = {name: type(backend_for(scorer, EngineConfig())).__name__
-              for name, scorer in {"embedding": minilm.scorer, "nli": nli.scorer, "cascade": cascade, "gated": GatedScorer()}.items()}
-    assert chosen == {"embedding": "EmbeddingBackend", "nli": "PairBackend", "cascade": "CascadeBackend", "gated": "MatrixBackend"}
+    chosen = {
+        name: type(backend_for(scorer, EngineConfig())).__name__
+        for name, scorer in {
+            "embedding": minilm.scorer,
+            "nli": nli.scorer,
+            "cascade": cascade,
+            "gated": GatedScorer(),
+        }.items()
+    }
+    assert chosen == {
+        "embedding": "EmbeddingBackend",
+        "nli": "PairBackend",
+        "cascade": "CascadeBackend",
+        "gated": "MatrixBackend",
+    }
 
 
 def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) -> None:
@@ -181,8 +220,13 @@ def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) ->
     cascade = Classifier(nli.scorer.spec.model_id, family="nli", precision="fp32", shortlist=2)
     vocabulary = ["sports", "economy", "politics", "music", "cooking", "travel", "health", "science"]
     rng = np.random.default_rng(1)
-    requests = [{"texts": [f"Request {i}: {TEXTS[i % 3]}", TEXTS[(i + 1) % 3]],
-                 "labels": [str(x) for x in rng.choice(vocabulary, size=int(rng.integers(2, 7)), replace=False)]} for i in range(12)]
+    requests = [
+        {
+            "texts": [f"Request {i}: {TEXTS[i % 3]}", TEXTS[(i + 1) % 3]],
+            "labels": [str(x) for x in rng.choice(vocabulary, size=int(rng.integers(2, 7)), replace=False)],
+        }
+        for i in range(12)
+    ]
     with TestClient(create_app(cascade, ServeSettings(engine=EngineConfig(max_wait_ms=50)))) as served:
         wait_ready(served)
         assert served.get("/info").json()["scorer"]["shortlist"]["setting"] == f"{MINILM}:2"
@@ -193,7 +237,9 @@ def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) ->
             responses = list(pool.map(lambda r: served.post("/classify", json=r), requests))
         assert telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches_before < len(requests)
         # Multi-label: a label outside the shortlist was never scored, so it cannot pass even a threshold below every score.
-        multi = served.post("/classify", json={"texts": TEXTS, "labels": vocabulary, "multi_label": True, "threshold": -1e6})
+        multi = served.post(
+            "/classify", json={"texts": TEXTS, "labels": vocabulary, "multi_label": True, "threshold": -1e6}
+        )
         assert multi.status_code == 200, multi.text
         for result in multi.json()["results"]:
             assert len(result["labels"]) == 2 and [e["passed"] for e in result["scores"]] == [True, True] + [False] * 6
@@ -202,16 +248,24 @@ def test_a_shortlisted_cross_encoder_batches_across_requests(nli: Classifier) ->
         assert response.status_code == 200, response.text
         expected = cascade.predict(request["texts"], request["labels"])
         for result, prediction in zip(response.json()["results"], expected):
-            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.raw_scores, abs=1e-4)
+            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(
+                prediction.raw_scores, abs=1e-4
+            )
             if len(request["labels"]) > 2:  # labels left out of the shortlist rank below both shortlisted ones
                 ranked = [entry["label"] for entry in result["scores"]]
                 shortlisted = set(ranked[:2])
-                assert all(prediction.raw_scores[label] < min(prediction.raw_scores[s] for s in shortlisted) for label in ranked[2:])
+                assert all(
+                    prediction.raw_scores[label] < min(prediction.raw_scores[s] for s in shortlisted)
+                    for label in ranked[2:]
+                )
 
 
 def test_per_text_label_sets_and_descriptions(client: TestClient, minilm: Classifier) -> None:
     labels = [["sports", "economy"], ["banking", "cooking", "football"]]
-    descriptions = [["a sports report", "an economics report"], ["money and banks", "food and recipes", "a football match"]]
+    descriptions = [
+        ["a sports report", "an economics report"],
+        ["money and banks", "food and recipes", "a football match"],
+    ]
     response = client.post("/classify", json={"texts": TEXTS[:2], "labels": labels, "descriptions": descriptions})
     assert response.status_code == 200, response.text
     for text, names, given, result in zip(TEXTS[:2], labels, descriptions, response.json()["results"]):
@@ -224,8 +278,10 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     labels = ["sports", "football", "economy", "cooking"]
     descriptions = [TEMPLATE.format(label) for label in labels]
     expected = minilm.predict_multi_label(TEXTS[:2], labels, descriptions, threshold=0.2)
-    response = client.post("/classify", json={"texts": TEXTS[:2], "labels": labels, "template": TEMPLATE, "multi_label": True,
-                                              "threshold": 0.2})
+    response = client.post(
+        "/classify",
+        json={"texts": TEXTS[:2], "labels": labels, "template": TEMPLATE, "multi_label": True, "threshold": 0.2},
+    )
     assert response.status_code == 200, response.text
     for result, prediction in zip(response.json()["results"], expected):
         assert result["labels"] == prediction.labels and scores_of(result) == pytest.approx(prediction.scores, abs=1e-5)
@@ -234,10 +290,14 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
             assert entry["probability"] == pytest.approx(1 / (1 + np.exp(-(entry["score"] - 0.2) / 0.05)), abs=1e-4)
             assert (entry["probability"] >= 0.5) == entry["passed"]
     assert expected[0].labels != ["none"]
-    nothing = client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 0.99})
+    nothing = client.post(
+        "/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 0.99}
+    )
     assert nothing.json()["results"][0]["labels"] == ["none"]
-    one = client.post("/classify", json={"texts": TEXTS[:1], "labels": ["sports"], "multi_label": True,
-                                         "label_thresholds": {"sports": -1.0}})
+    one = client.post(
+        "/classify",
+        json={"texts": TEXTS[:1], "labels": ["sports"], "multi_label": True, "label_thresholds": {"sports": -1.0}},
+    )
     assert one.status_code == 200 and one.json()["results"][0]["labels"] == ["sports"]
     # One label under the embedding family's default rule (near the best label) would pass on every text: a 422
     # naming threshold, as Classifier.predict_multi_label refuses it.
@@ -250,7 +310,9 @@ def test_multi_label(client: TestClient, minilm: Classifier) -> None:
     per_text = {"texts": TEXTS[:2], "labels": [["sports", "cooking"], ["economy", "cooking"]], "multi_label": True}
     response = client.post("/classify", json={**per_text, "label_thresholds": {"sports": 0.99, "economy": -1.0}})
     assert response.status_code == 200, response.text
-    for result, names, overrides in zip(response.json()["results"], per_text["labels"], ({"sports": 0.99}, {"economy": -1.0})):
+    for result, names, overrides in zip(
+        response.json()["results"], per_text["labels"], ({"sports": 0.99}, {"economy": -1.0})
+    ):
         (expected,) = minilm.predict_multi_label([result["text"]], names, per_label=overrides)
         assert result["labels"] == expected.labels
     first, second = (result["labels"] for result in response.json()["results"])
@@ -266,8 +328,9 @@ def test_default_descriptions_and_multi_label_rule_are_the_librarys(client: Test
     labels = ["positive", "negative"]
     single = client.post("/classify", json={"texts": texts, "labels": labels}).json()["results"]
     multi = client.post("/classify", json={"texts": texts, "labels": labels, "multi_label": True}).json()["results"]
-    for result, multi_result, expected, expected_multi in zip(single, multi, minilm.predict(texts, labels),
-                                                                minilm.predict_multi_label(texts, labels)):
+    for result, multi_result, expected, expected_multi in zip(
+        single, multi, minilm.predict(texts, labels), minilm.predict_multi_label(texts, labels)
+    ):
         assert result["label"] == expected.label and scores_of(result) == pytest.approx(expected.raw_scores, abs=1e-5)
         assert multi_result["labels"] == expected_multi.labels
     assert [r["label"] for r in single] == [m["labels"][0] for m in multi] == ["positive", "negative"]
@@ -280,7 +343,8 @@ def test_precision_rounds_scores(client: TestClient) -> None:
     assert response.status_code == 200, response.text
     rounded = response.json()["results"][0]["scores"]
     assert [(e["label"], e["score"], e["probability"]) for e in rounded] == [
-        (e["label"], round(e["score"], 2), round(e["probability"], 2)) for e in full]
+        (e["label"], round(e["score"], 2), round(e["probability"], 2)) for e in full
+    ]
     assert any(e["score"] != round(e["score"], 1) for e in rounded)  # 0.17, 0.09, 0.06: 2 digits differ from 1
     assert any(e["score"] != round(e["score"], 2) for e in full)
 
@@ -290,23 +354,33 @@ def test_precision_rounds_scores(client: TestClient) -> None:
 
 @pytest.mark.parametrize("path", ["/classify", "/"])
 def test_hugging_face_shape(client: TestClient, minilm: Classifier, path: str) -> None:
-    body = {"inputs": TEXTS[0], "parameters": {"candidate_labels": "economy, sports, politics",
-                                                "hypothesis_template": TEMPLATE}}
+    body = {
+        "inputs": TEXTS[0],
+        "parameters": {"candidate_labels": "economy, sports, politics", "hypothesis_template": TEMPLATE},
+    }
     response = client.post(path, json=body)
     assert response.status_code == 200, response.text
     answer = response.json()
     assert [entry["label"] for entry in answer][0] == "sports" and {e["label"] for e in answer} == set(LABELS)
     scores = [entry["score"] for entry in answer]
     assert scores == sorted(scores, reverse=True) and sum(scores) == pytest.approx(1.0)
-    raw = minilm.scores([TEXTS[0]], ["economy", "sports", "politics"], [TEMPLATE.format(x) for x in ["economy", "sports", "politics"]])[0]
+    raw = minilm.scores(
+        [TEXTS[0]], ["economy", "sports", "politics"], [TEMPLATE.format(x) for x in ["economy", "sports", "politics"]]
+    )[0]
     expected = minilm.probabilities(raw[None, :])[0]
-    assert dict(zip(["economy", "sports", "politics"], expected)) == pytest.approx({e["label"]: e["score"] for e in answer}, abs=1e-5)
+    assert dict(zip(["economy", "sports", "politics"], expected)) == pytest.approx(
+        {e["label"]: e["score"] for e in answer}, abs=1e-5
+    )
 
-    both = client.post(path, json={"inputs": TEXTS[:2], "parameters": {"candidate_labels": LABELS, "multi_label": True}})
+    both = client.post(
+        path, json={"inputs": TEXTS[:2], "parameters": {"candidate_labels": LABELS, "multi_label": True}}
+    )
     assert both.status_code == 200 and len(both.json()) == 2
     # multi_label: each label's own probability, >= 0.5 exactly where the library's default rule passes it (not a
     # softmax over the labels, which would sum to 1): the library's multi-label probabilities.
-    expected = minilm.predict_multi_label(TEXTS[:2], LABELS, [f"This example is {label}." for label in LABELS], scores="probs")
+    expected = minilm.predict_multi_label(
+        TEXTS[:2], LABELS, [f"This example is {label}." for label in LABELS], scores="probs"
+    )
     for answer, prediction in zip(both.json(), expected, strict=True):
         assert {e["label"]: e["score"] for e in answer} == pytest.approx(prediction.scores, abs=1e-5)
         assert {e["label"] for e in answer if e["score"] >= 0.5} == set(prediction.labels) - {"none"}
@@ -317,22 +391,43 @@ def test_hugging_face_default_template_is_the_pipelines(client: TestClient, mini
     raw = minilm.scores([TEXTS[0]], LABELS, [f"This example is {label}." for label in LABELS])[0]
     assert answer[0]["label"] == LABELS[int(raw.argmax())]
     # null is "not given": the pipeline's defaults apply, not a 422
-    nulls = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, "hypothesis_template": None,
-                                                                       "multi_label": None}})
+    nulls = client.post(
+        "/",
+        json={
+            "inputs": TEXTS[0],
+            "parameters": {"candidate_labels": LABELS, "hypothesis_template": None, "multi_label": None},
+        },
+    )
     assert nulls.status_code == 200 and nulls.json() == answer, nulls.text
     missing = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": None}})
     assert missing.status_code == 422 and "candidate_labels" in missing.text
     # The template is named as this shape names it (the /classify shape's is "template").
-    bad = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, "hypothesis_template": "{} or {}"}})
-    assert bad.status_code == 422 and bad.json()["error"].startswith("hypothesis_template '{} or {}' cannot be filled"), bad.text
+    bad = client.post(
+        "/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, "hypothesis_template": "{} or {}"}}
+    )
+    assert bad.status_code == 422 and bad.json()["error"].startswith(
+        "hypothesis_template '{} or {}' cannot be filled"
+    ), bad.text
 
 
 @pytest.mark.parametrize("path", ["/rerank", "/v1/rerank"])
 def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> None:
-    documents = ["Interest rates and inflation.", "A goal in the last minute.", {"text": "The league table after round 5."},
-                 "A goal in the last minute."]
-    response = client.post(path, json={"query": "football match", "documents": documents, "top_n": 3, "return_documents": True,
-                                       "model": "all-MiniLM-L6-v2"})
+    documents = [
+        "Interest rates and inflation.",
+        "A goal in the last minute.",
+        {"text": "The league table after round 5."},
+        "A goal in the last minute.",
+    ]
+    response = client.post(
+        path,
+        json={
+            "query": "football match",
+            "documents": documents,
+            "top_n": 3,
+            "return_documents": True,
+            "model": "all-MiniLM-L6-v2",
+        },
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["model"] == MINILM and len(body["results"]) == 3
@@ -348,18 +443,31 @@ def test_cohere_rerank(client: TestClient, minilm: Classifier, path: str) -> Non
     assert all("document" not in r for r in bare["results"]) and len(bare["results"]) == 2
 
 
-def test_rerank_fields_of_cohere_and_jina_take_effect_and_unknown_ones_are_refused(client: TestClient, minilm: Classifier) -> None:
+def test_rerank_fields_of_cohere_and_jina_take_effect_and_unknown_ones_are_refused(
+    client: TestClient, minilm: Classifier
+) -> None:
     """rank_fields, max_tokens_per_doc, raw_scores and model each change the answer or refuse it; an unknown field is
     a 422 naming it (nothing accepted without effect); meta and usage count the tokens read."""
-    documents = [{"title": "Weather", "body": "A goal in the last minute won the match."}, {"title": "Sports", "body": "Rain all day."}]
-    by_body = client.post("/v1/rerank", json={"query": "football", "documents": documents, "rank_fields": ["body"],
-                                              "return_documents": True})
+    documents = [
+        {"title": "Weather", "body": "A goal in the last minute won the match."},
+        {"title": "Sports", "body": "Rain all day."},
+    ]
+    by_body = client.post(
+        "/v1/rerank",
+        json={"query": "football", "documents": documents, "rank_fields": ["body"], "return_documents": True},
+    )
     assert by_body.status_code == 200, by_body.text
-    assert [r["index"] for r in by_body.json()["results"]] == [0, 1] and by_body.json()["results"][0]["document"] == documents[0]
+    assert [r["index"] for r in by_body.json()["results"]] == [0, 1] and by_body.json()["results"][0][
+        "document"
+    ] == documents[0]
     as_is = Classifier(minilm.scorer, template=None)  # documents are read as they are, as label descriptions
     read = as_is.scores(["football"], [f"body: {d['body']}" for d in documents], allow_single=True)[0]
-    raw = client.post("/v2/rerank", json={"query": "football", "documents": documents, "rank_fields": ["body"], "raw_scores": True})
-    assert [r["relevance_score"] for r in sorted(raw.json()["results"], key=lambda r: r["index"])] == pytest.approx(read, abs=1e-4)
+    raw = client.post(
+        "/v2/rerank", json={"query": "football", "documents": documents, "rank_fields": ["body"], "raw_scores": True}
+    )
+    assert [r["relevance_score"] for r in sorted(raw.json()["results"], key=lambda r: r["index"])] == pytest.approx(
+        read, abs=1e-4
+    )
     assert raw.json()["meta"]["api_version"] == {"version": "2"}
     missing = client.post("/rerank", json={"query": "q", "documents": documents, "rank_fields": ["summary"]})
     assert missing.status_code == 422 and "document 1 has no field 'summary'" in missing.json()["error"]
@@ -367,13 +475,24 @@ def test_rerank_fields_of_cohere_and_jina_take_effect_and_unknown_ones_are_refus
     cut = client.post("/v2/rerank", json={"query": "q", "documents": ["short", long], "max_tokens_per_doc": 40})
     assert cut.status_code == 200, cut.text
     assert json.loads(cut.headers["x-zstc-notes"]) == ["document 2 was cut to its first 40 tokens (max_tokens_per_doc)"]
-    assert cut.json()["usage"] == {"total_tokens": 1 + 1 + 40} == {"total_tokens": cut.json()["meta"]["tokens"]["input_tokens"]}
+    assert (
+        cut.json()["usage"]
+        == {"total_tokens": 1 + 1 + 40}
+        == {"total_tokens": cut.json()["meta"]["tokens"]["input_tokens"]}
+    )
     same = as_is.scores(["q"], ["short", ("word " * 40).strip()], allow_single=True)[0]
-    assert sorted(r["relevance_score"] for r in client.post("/rerank", json={
-        "query": "q", "documents": ["short", long], "max_tokens_per_doc": 40, "raw_scores": True}).json()["results"]) == \
-        pytest.approx(sorted(same), abs=1e-4)
+    assert sorted(
+        r["relevance_score"]
+        for r in client.post(
+            "/rerank", json={"query": "q", "documents": ["short", long], "max_tokens_per_doc": 40, "raw_scores": True}
+        ).json()["results"]
+    ) == pytest.approx(sorted(same), abs=1e-4)
     other = client.post("/v2/rerank", json={"query": "q", "documents": ["a"], "model": "rerank-v3.5"})
-    assert other.status_code == 422 and "model 'rerank-v3.5' is not served here" in other.json()["error"] and MINILM in other.json()["error"]
+    assert (
+        other.status_code == 422
+        and "model 'rerank-v3.5' is not served here" in other.json()["error"]
+        and MINILM in other.json()["error"]
+    )
     unknown = client.post("/rerank", json={"query": "q", "documents": ["a"], "truncate": True})
     assert unknown.status_code == 422 and unknown.json()["error"].startswith("truncate:"), unknown.text
 
@@ -385,19 +504,36 @@ def test_cohere_sdk_v1_and_v2_rerank(minilm: Classifier) -> None:
         base = f"http://127.0.0.1:{port}"
         wait_ready_on(http.client.HTTPConnection("127.0.0.1", port, timeout=60))
         v2 = cohere.ClientV2(api_key="unused", base_url=base).rerank(
-            model="all-MiniLM-L6-v2", query="football", documents=["Rain all day.", "A late goal won the match."], top_n=1,
-            max_tokens_per_doc=64)
+            model="all-MiniLM-L6-v2",
+            query="football",
+            documents=["Rain all day.", "A late goal won the match."],
+            top_n=1,
+            max_tokens_per_doc=64,
+        )
         assert [r.index for r in v2.results] == [1] and 0 < v2.results[0].relevance_score < 1
-        assert v2.meta is not None and v2.meta.tokens is not None and v2.meta.tokens.input_tokens and v2.meta.tokens.input_tokens > 0
+        assert (
+            v2.meta is not None
+            and v2.meta.tokens is not None
+            and v2.meta.tokens.input_tokens
+            and v2.meta.tokens.input_tokens > 0
+        )
         v1 = cohere.Client(api_key="unused", base_url=base).rerank(
-            model="all-MiniLM-L6-v2", query="football", rank_fields=["body"], return_documents=True,
-            documents=[{"title": "Sports", "body": "Rain all day."}, {"title": "Weather", "body": "A late goal won the match."}])
+            model="all-MiniLM-L6-v2",
+            query="football",
+            rank_fields=["body"],
+            return_documents=True,
+            documents=[
+                {"title": "Sports", "body": "Rain all day."},
+                {"title": "Weather", "body": "A late goal won the match."},
+            ],
+        )
         assert [r.index for r in v1.results] == [1, 0]
 
 
 @pytest.mark.parametrize("multi_label", [False, True])
-def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(nli_client: TestClient, nli: Classifier,
-                                                                 multi_label: bool) -> None:
+def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(
+    nli_client: TestClient, nli: Classifier, multi_label: bool
+) -> None:
     """POST / on an NLI model returns what transformers' zero-shot-classification pipeline returns on the same weights
     and inputs (fp32), single- and multi-label, with a hypothesis_template; /classify keeps zstc's own scores."""
     from transformers import pipeline
@@ -424,45 +560,88 @@ def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None
     body = nli_client.post("/rerank", json={"query": "The striker scored.", "documents": documents}).json()
     raw = nli.scores(["The striker scored."], documents, documents)[0]  # documents as they are, no template
     assert [r["index"] for r in body["results"]] == list(np.argsort(-raw, kind="stable"))
-    assert [r["relevance_score"] for r in body["results"]] == pytest.approx(sorted(1 / (1 + np.exp(-raw)), reverse=True), abs=1e-5)
+    assert [r["relevance_score"] for r in body["results"]] == pytest.approx(
+        sorted(1 / (1 + np.exp(-raw)), reverse=True), abs=1e-5
+    )
 
 
 # -- every status code ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("payload, message", [
-    ({"texts": ["x"], "labels": ["only"]}, "only one label"),
-    ({"texts": ["x"], "labels": ["a", "a"]}, "duplicate labels"),
-    ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["same", "same"]}, "labels 'a' and 'b' have the same description ('same')"),
-    # all-MiniLM-L6-v2's tokenizer lowercases: the two would tie on every text; in either shape, in any label set of a request.
-    ({"texts": ["x"], "labels": ["Sports", "sports", "politics"]}, "labels 'Sports' and 'sports' read the same to sentence-transformers/all-MiniLM-L6-v2"),
-    ({"texts": ["x", "y"], "labels": [["a", "b"], ["Sports", "politics", "SPORTS"]]}, "labels 'Sports' and 'SPORTS' read the same"),
-    ({"inputs": "x", "parameters": {"candidate_labels": "Sports,sports"}}, "labels 'Sports' and 'sports' read the same"),
-    ({"texts": [""], "labels": ["a", "b"]}, "text 1 is empty"),
-    ({"texts": [], "labels": ["a", "b"]}, "no texts to classify"),
-    ({"texts": ["x"], "labels": ["a", "b"], "template": "About {topic}: {}"}, "template 'About {topic}: {}' cannot be filled"),
-    ({"texts": ["x"], "labels": ["a", "b"], "template": "no slot"}, "exactly one '{}'"),
-    ({"texts": ["x"], "labels": ["a", "b"], "multilabel": True}, "multilabel: Extra inputs are not permitted"),
-    ({"texts": ["x"], "labels": ["a", "b"], "threshold": 0.5}, "threshold applies to multi_label classification"),
-    ({"texts": ["x"], "labels": ["a", "none"], "multi_label": True}, "'none' is what multi-label classification predicts"),
-    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"c": 0.1}}, "threshold given for 'c'"),
-    # all-MiniLM-L6-v2's cosines lie in [-1, 1]: a cut of 5 made every text "none", -5 passed every label.
-    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": 5},
-     "threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine similarities here"),
-    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"a": -5}},
-     "label_thresholds: the threshold of 'a' must be >= -1 and <= 1, got -5"),
-    ({"texts": ["x", "y"], "labels": [["a", "b"]]}, "1 label sets for 2 texts"),
-    ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["only one"]}, "1 descriptions for 2 labels"),
-    # Descriptions are scored as written: a template would rewrite them (it was filled with each description).
-    ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["about a", "about b"], "template": "Nothing to do with {}"},
-     "template is for label names; with descriptions, which are used as written, it would rewrite them"),
-    ({"texts": "x", "labels": "a,b"}, "labels"),
-    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": "yes"}, "multi_label: Input should be a valid boolean"),
-    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": True}, "threshold: Input should be a valid number"),
-    ({"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": "0.3"}, "threshold: Input should be a valid number"),
-    ({"inputs": "x"}, "parameters: Field required"),
-    ([1, 2], "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ({"texts": ["x"], "labels": ["only"]}, "only one label"),
+        ({"texts": ["x"], "labels": ["a", "a"]}, "duplicate labels"),
+        (
+            {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["same", "same"]},
+            "labels 'a' and 'b' have the same description ('same')",
+        ),
+        # all-MiniLM-L6-v2's tokenizer lowercases: the two would tie on every text; in either shape, in any label set of a request.
+        (
+            {"texts": ["x"], "labels": ["Sports", "sports", "politics"]},
+            "labels 'Sports' and 'sports' read the same to sentence-transformers/all-MiniLM-L6-v2",
+        ),
+        (
+            {"texts": ["x", "y"], "labels": [["a", "b"], ["Sports", "politics", "SPORTS"]]},
+            "labels 'Sports' and 'SPORTS' read the same",
+        ),
+        (
+            {"inputs": "x", "parameters": {"candidate_labels": "Sports,sports"}},
+            "labels 'Sports' and 'sports' read the same",
+        ),
+        ({"texts": [""], "labels": ["a", "b"]}, "text 1 is empty"),
+        ({"texts": [], "labels": ["a", "b"]}, "no texts to classify"),
+        (
+            {"texts": ["x"], "labels": ["a", "b"], "template": "About {topic}: {}"},
+            "template 'About {topic}: {}' cannot be filled",
+        ),
+        ({"texts": ["x"], "labels": ["a", "b"], "template": "no slot"}, "exactly one '{}'"),
+        ({"texts": ["x"], "labels": ["a", "b"], "multilabel": True}, "multilabel: Extra inputs are not permitted"),
+        ({"texts": ["x"], "labels": ["a", "b"], "threshold": 0.5}, "threshold applies to multi_label classification"),
+        (
+            {"texts": ["x"], "labels": ["a", "none"], "multi_label": True},
+            "'none' is what multi-label classification predicts",
+        ),
+        (
+            {"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"c": 0.1}},
+            "threshold given for 'c'",
+        ),
+        # all-MiniLM-L6-v2's cosines lie in [-1, 1]: a cut of 5 made every text "none", -5 passed every label.
+        (
+            {"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": 5},
+            "threshold must be >= -1 and <= 1, got 5: multi-label decides on cosine similarities here",
+        ),
+        (
+            {"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "label_thresholds": {"a": -5}},
+            "label_thresholds: the threshold of 'a' must be >= -1 and <= 1, got -5",
+        ),
+        ({"texts": ["x", "y"], "labels": [["a", "b"]]}, "1 label sets for 2 texts"),
+        ({"texts": ["x"], "labels": ["a", "b"], "descriptions": ["only one"]}, "1 descriptions for 2 labels"),
+        # Descriptions are scored as written: a template would rewrite them (it was filled with each description).
+        (
+            {
+                "texts": ["x"],
+                "labels": ["a", "b"],
+                "descriptions": ["about a", "about b"],
+                "template": "Nothing to do with {}",
+            },
+            "template is for label names; with descriptions, which are used as written, it would rewrite them",
+        ),
+        ({"texts": "x", "labels": "a,b"}, "labels"),
+        ({"texts": ["x"], "labels": ["a", "b"], "multi_label": "yes"}, "multi_label: Input should be a valid boolean"),
+        (
+            {"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": True},
+            "threshold: Input should be a valid number",
+        ),
+        (
+            {"texts": ["x"], "labels": ["a", "b"], "multi_label": True, "threshold": "0.3"},
+            "threshold: Input should be a valid number",
+        ),
+        ({"inputs": "x"}, "parameters: Field required"),
+        ([1, 2], "expected a JSON object"),
+    ],
+)
 def test_422_with_the_same_messages_as_the_cli(client: TestClient, payload: Any, message: str) -> None:
     response = client.post("/classify", json=payload)
     assert response.status_code == 422, response.text
@@ -478,16 +657,19 @@ def test_cli_messages_are_the_library_messages(client: TestClient) -> None:
     assert client.post("/classify", json={"texts": ["x"], "labels": ["a", "a"]}).json()["error"] == str(raised.value)
 
 
-@pytest.mark.parametrize("body", [
-    b'{"texts": ["\\ud800 lone surrogate"], "labels": ["a", "b"]}',
-    b'{"texts": ["x"], "labels": ["a", "\\udfff"]}',
-    b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
-    b'{"texts": [NaN], "labels": ["a", "b"]}',
-    b'{"texts": ["x"], "labels": ["a", "b"], "precision": Infinity}',
-    b'{"texts": ["x"], "labels": ["a", "b"]',
-    b'\xff\xfe not json',
-    b'{"query": "q", "documents": ["\\ud800"]}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"texts": ["\\ud800 lone surrogate"], "labels": ["a", "b"]}',
+        b'{"texts": ["x"], "labels": ["a", "\\udfff"]}',
+        b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
+        b'{"texts": [NaN], "labels": ["a", "b"]}',
+        b'{"texts": ["x"], "labels": ["a", "b"], "precision": Infinity}',
+        b'{"texts": ["x"], "labels": ["a", "b"]',
+        b"\xff\xfe not json",
+        b'{"query": "q", "documents": ["\\ud800"]}',
+    ],
+)
 def test_hostile_bodies_are_4xx_never_500(client: TestClient, body: bytes) -> None:
     path = "/rerank" if b"query" in body else "/classify"
     response = client.post(path, content=body, headers={"content-type": "application/json"})
@@ -496,27 +678,75 @@ def test_hostile_bodies_are_4xx_never_500(client: TestClient, body: bytes) -> No
     assert client.post("/classify", json={"texts": ["x"], "labels": ["a", "b"]}).status_code == 200
 
 
-@pytest.mark.parametrize(("path", "payload", "message"), [
-    ("/classify", {"texts": ["fine", "nul \u0000 here"], "labels": ["a", "b"]}, "input: text 2 holds a NUL character"),
-    ("/classify", {"texts": ["x"], "labels": ["a", "b\u0000"]}, "labels: entry 2 holds a NUL character"),
-    ("/classify", {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "about \u0000"]}, "the description of 'b' holds a NUL"),
-    ("/rerank", {"query": "q\u0000", "documents": ["d", "e"]}, "query holds a NUL character"),
-    ("/rerank", {"query": "q", "documents": ["d", "\u0000e"]}, "documents: entry 2 holds a NUL character"),
-    # In a template: named as such, not as "the description of 'a'" built from it.
-    ("/", {"inputs": "x", "parameters": {"candidate_labels": "a,b", "hypothesis_template": "about \u0000 {}"}},
-     "hypothesis_template holds a NUL character"),
-    ("/classify", {"texts": ["x"], "labels": ["a", "b"], "template": "about \u0000 {}"}, "template holds a NUL character"),
-    ("/classify", {"texts": ["fine", "\u200b"], "labels": ["a", "b"]}, "input: text 2 is empty (only invisible characters, such as U+200B)"),
-    ("/classify", {"texts": ["x"], "labels": ["a", "\x01\x02"]}, "labels contain an empty entry at position 2 (only invisible characters, such as U+0001)"),
-    ("/classify", {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "\u00ad"]}, "the description of 'b' is empty (only invisible"),
-    ("/", {"inputs": "\ufeff", "parameters": {"candidate_labels": "a,b"}}, "input: text 1 is empty (only invisible characters, such as U+FEFF)"),
-    ("/rerank", {"query": "\u2060", "documents": ["d", "e"]}, "query is empty (only invisible characters, such as U+2060)"),
-    ("/rerank", {"query": "q", "documents": ["d", "\u200b"]}, "documents contain an empty entry at position 2 (only invisible"),
-    # A repeated document is scored once, but positions are the client's: this one was "position 2" of the distinct ones.
-    ("/rerank", {"query": "q", "documents": ["d", "d", " e ", "e", "\u200b"]}, "documents contain an empty entry at position 5 (only invisible"),
-    ("/rerank", {"query": "q", "documents": ["d", "d", "\u0000e"]}, "documents: entry 3 holds a NUL character"),
-])
-def test_nul_and_invisible_characters_are_refused_as_the_cli_refuses_them(client: TestClient, path: str, payload: Any, message: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "payload", "message"),
+    [
+        (
+            "/classify",
+            {"texts": ["fine", "nul \u0000 here"], "labels": ["a", "b"]},
+            "input: text 2 holds a NUL character",
+        ),
+        ("/classify", {"texts": ["x"], "labels": ["a", "b\u0000"]}, "labels: entry 2 holds a NUL character"),
+        (
+            "/classify",
+            {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "about \u0000"]},
+            "the description of 'b' holds a NUL",
+        ),
+        ("/rerank", {"query": "q\u0000", "documents": ["d", "e"]}, "query holds a NUL character"),
+        ("/rerank", {"query": "q", "documents": ["d", "\u0000e"]}, "documents: entry 2 holds a NUL character"),
+        # In a template: named as such, not as "the description of 'a'" built from it.
+        (
+            "/",
+            {"inputs": "x", "parameters": {"candidate_labels": "a,b", "hypothesis_template": "about \u0000 {}"}},
+            "hypothesis_template holds a NUL character",
+        ),
+        (
+            "/classify",
+            {"texts": ["x"], "labels": ["a", "b"], "template": "about \u0000 {}"},
+            "template holds a NUL character",
+        ),
+        (
+            "/classify",
+            {"texts": ["fine", "\u200b"], "labels": ["a", "b"]},
+            "input: text 2 is empty (only invisible characters, such as U+200B)",
+        ),
+        (
+            "/classify",
+            {"texts": ["x"], "labels": ["a", "\x01\x02"]},
+            "labels contain an empty entry at position 2 (only invisible characters, such as U+0001)",
+        ),
+        (
+            "/classify",
+            {"texts": ["x"], "labels": ["a", "b"], "descriptions": ["a", "\u00ad"]},
+            "the description of 'b' is empty (only invisible",
+        ),
+        (
+            "/",
+            {"inputs": "\ufeff", "parameters": {"candidate_labels": "a,b"}},
+            "input: text 1 is empty (only invisible characters, such as U+FEFF)",
+        ),
+        (
+            "/rerank",
+            {"query": "\u2060", "documents": ["d", "e"]},
+            "query is empty (only invisible characters, such as U+2060)",
+        ),
+        (
+            "/rerank",
+            {"query": "q", "documents": ["d", "\u200b"]},
+            "documents contain an empty entry at position 2 (only invisible",
+        ),
+        # A repeated document is scored once, but positions are the client's: this one was "position 2" of the distinct ones.
+        (
+            "/rerank",
+            {"query": "q", "documents": ["d", "d", " e ", "e", "\u200b"]},
+            "documents contain an empty entry at position 5 (only invisible",
+        ),
+        ("/rerank", {"query": "q", "documents": ["d", "d", "\u0000e"]}, "documents: entry 3 holds a NUL character"),
+    ],
+)
+def test_nul_and_invisible_characters_are_refused_as_the_cli_refuses_them(
+    client: TestClient, path: str, payload: Any, message: str
+) -> None:
     # JSON's "\u0000" decodes to a NUL; the CLI refuses one in a file ("binary data?"), the service said nothing.
     # str.strip() keeps zero-width spaces, control and format characters: each such text was scored (on the template alone).
     response = client.post(path, json=payload)
@@ -541,15 +771,19 @@ def test_sizes_are_checked_before_any_message_quotes_the_input(client: TestClien
     """Every string is held to max_chars (500 here) before the checks whose messages name it, and those messages
     quote at most the start of what they name."""
     long = "x" * 501
-    for body, message in [({"texts": ["a"], "labels": [long, "y"], "descriptions": ["d1", "d2"]}, "label 1 has 501 characters"),
-                          ({"texts": ["a"], "labels": ["y", "z"], "descriptions": ["d1", long]}, "label description 2 has 501"),
-                          ({"texts": ["a"], "labels": ["y", "z"], "template": long}, "template has 501 characters"),
-                          ({"inputs": "a", "parameters": {"candidate_labels": [long, "y"]}}, "candidate label 1 has 501")]:
+    for body, message in [
+        ({"texts": ["a"], "labels": [long, "y"], "descriptions": ["d1", "d2"]}, "label 1 has 501 characters"),
+        ({"texts": ["a"], "labels": ["y", "z"], "descriptions": ["d1", long]}, "label description 2 has 501"),
+        ({"texts": ["a"], "labels": ["y", "z"], "template": long}, "template has 501 characters"),
+        ({"inputs": "a", "parameters": {"candidate_labels": [long, "y"]}}, "candidate label 1 has 501"),
+    ]:
         response = client.post("/classify", json=body)
         assert response.status_code == 413 and message in response.json()["error"], response.text
     for field in ("k" * 100_000, "key\n" * 10):  # a field the client named: quoted and cut, not echoed whole
         unknown = client.post("/classify", json={"texts": ["a"], "labels": ["y", "z"], field: 1})
-        assert unknown.status_code == 422 and unknown.json()["error"].endswith(": Extra inputs are not permitted"), unknown.text[:300]
+        assert unknown.status_code == 422 and unknown.json()["error"].endswith(": Extra inputs are not permitted"), (
+            unknown.text[:300]
+        )
         assert len(unknown.text) < 300 and unknown.json()["error"].startswith(repr(field[:60]))
     single = client.post("/classify", json={"texts": ["a"], "labels": ["y" * 500]}).json()["error"]
     assert single.startswith("only one label given ('yyyy") and "(500 characters)" in single and len(single) < 200
@@ -557,28 +791,46 @@ def test_sizes_are_checked_before_any_message_quotes_the_input(client: TestClien
 
 def test_a_body_not_sent_as_json_is_415_and_bad_json_says_why(client: TestClient) -> None:
     body = json.dumps({"texts": ["x"], "labels": ["a", "b"]}).encode()
-    for headers in ({"content-type": "application/x-www-form-urlencoded"}, {"content-type": "text/plain"}, {}):  # curl -d's, ..., none
+    for headers in (
+        {"content-type": "application/x-www-form-urlencoded"},
+        {"content-type": "text/plain"},
+        {},
+    ):  # curl -d's, ..., none
         response = client.post("/classify", content=body, headers=headers)
-        assert response.status_code == 415 and "sent with 'Content-Type: application/json'" in response.json()["error"], headers
+        assert (
+            response.status_code == 415 and "sent with 'Content-Type: application/json'" in response.json()["error"]
+        ), headers
     as_json = {"content-type": "application/json"}
-    for sent, message in [(b"", "the request has no body"), (b'{"texts": ["x"], "labels": [a]}', "not valid JSON: Expecting value at character 28"),
-                          (b'{"texts": ["\xff"]}', "the body is not valid JSON")]:
+    for sent, message in [
+        (b"", "the request has no body"),
+        (b'{"texts": ["x"], "labels": [a]}', "not valid JSON: Expecting value at character 28"),
+        (b'{"texts": ["\xff"]}', "the body is not valid JSON"),
+    ]:
         response = client.post("/classify", content=sent, headers=as_json)
         assert response.status_code == 422 and message in response.json()["error"], response.text
-    assert client.post("/classify", content=body, headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
+    assert (
+        client.post("/classify", content=body, headers={"content-type": "application/json; charset=utf-8"}).status_code
+        == 200
+    )
     # A compressed body is refused by its Content-Encoding (nothing decodes it), not read as plain JSON or called "not JSON".
     for sent, encoding in ((gzip.compress(body), "gzip"), (body, "gzip"), (body, "br")):
         response = client.post("/classify", content=sent, headers={**as_json, "content-encoding": encoding})
         assert response.status_code == 415 and without_id(response.json()) == {
-            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed", "error_type": "unsupported_media_type"}
+            "error": f"Content-Encoding '{encoding}' is not supported: send the body uncompressed",
+            "error_type": "unsupported_media_type",
+        }
         assert response.headers["accept-encoding"] == "identity"
-    assert client.post("/classify", content=body, headers={**as_json, "content-encoding": "identity"}).status_code == 200
+    assert (
+        client.post("/classify", content=body, headers={**as_json, "content-encoding": "identity"}).status_code == 200
+    )
 
 
 def test_hugging_face_scores_a_single_candidate_label_on_its_own(client: TestClient) -> None:
     """The pipeline's rule: one candidate label is scored as with multi_label (a softmax over one label says 1)."""
     single = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": "sports"}})
-    multi = client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": ["sports"], "multi_label": True}})
+    multi = client.post(
+        "/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": ["sports"], "multi_label": True}}
+    )
     assert single.status_code == 200, single.text
     assert single.json() == multi.json() and 0 < single.json()[0]["score"] < 1
 
@@ -588,7 +840,10 @@ def test_a_rerank_document_too_long_for_the_model_is_named(client: TestClient, n
         response = served.post("/rerank", json={"query": "q", "documents": ["short", long]})
         assert response.status_code == 422, response.text
         error = response.json()["error"]
-        assert error.startswith("document 2 is too long for") and "scored whole unless max_tokens_per_doc cuts them" in error
+        assert (
+            error.startswith("document 2 is too long for")
+            and "scored whole unless max_tokens_per_doc cuts them" in error
+        )
 
 
 def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> None:
@@ -597,14 +852,20 @@ def test_413_from_content_length_before_the_body_is_read(minilm: Classifier) -> 
     with running_server(app) as port:
         _wait_until_ready(port)
         connection = socket.create_connection(("127.0.0.1", port), timeout=30)
-        connection.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                           b"Content-Length: 5000000\r\n\r\n")  # and no body at all
+        connection.sendall(
+            b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n"
+        )  # and no body at all
         reply = _read_until_closed(connection)
         assert reply.startswith("HTTP/1.1 413"), reply
         assert '"error_type":"too_large"' in reply.replace(" ", "") and "5000000 bytes" in reply
         chunked = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        chunked.request("POST", "/classify", body=iter([b"{" + b" " * 600, b" " * 600 + b"}"]),
-                        headers={"Content-Type": "application/json"}, encode_chunked=True)
+        chunked.request(
+            "POST",
+            "/classify",
+            body=iter([b"{" + b" " * 600, b" " * 600 + b"}"]),
+            headers={"Content-Type": "application/json"},
+            encode_chunked=True,
+        )
         assert chunked.getresponse().status == 413
 
 
@@ -621,8 +882,12 @@ def test_a_content_length_of_other_than_ascii_digits_is_a_400(length: str, statu
     async def never(*_: Any) -> None:
         raise AssertionError("the gate decides from the headers alone")
 
-    gate = Gate(never, settings=ServeSettings(limits=Limits(max_body_bytes=1000)), engine=SimpleNamespace(state="ready"),  # type: ignore[arg-type]
-                telemetry=Telemetry())
+    gate = Gate(
+        never,
+        settings=ServeSettings(limits=Limits(max_body_bytes=1000)),
+        engine=SimpleNamespace(state="ready"),  # type: ignore[arg-type]
+        telemetry=Telemetry(),
+    )
     scope = {"headers": [(b"content-length", length.encode("latin-1"))]}
     refusal = gate._refusal("/classify", "POST", scope)
     assert (refusal[0] if refusal else None) == status, refusal
@@ -638,8 +903,10 @@ def test_408_when_the_body_stalls_or_trickles(minilm: Classifier) -> None:
         _wait_until_ready(port)
         for pace in (None, 0.3):  # stalls after 10 bytes; sends a byte every 0.3 s
             connection = socket.create_connection(("127.0.0.1", port), timeout=30)
-            connection.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                               b"Content-Length: %d\r\n\r\n" % len(body) + body[:10])
+            connection.sendall(
+                b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body) + body[:10]
+            )
             started, reply = time.monotonic(), b""
             if pace is not None:
                 connection.settimeout(pace)
@@ -660,7 +927,12 @@ def test_408_when_the_body_stalls_or_trickles(minilm: Classifier) -> None:
         info = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         info.request("GET", "/info")
         assert json.loads(info.getresponse().read())["limits"]["max_body_seconds"] == 1.0
-    assert app.state.telemetry.registry.get_sample_value("zstc_request_failures_total", {"endpoint": "/classify", "reason": "timeout"}) == 2
+    assert (
+        app.state.telemetry.registry.get_sample_value(
+            "zstc_request_failures_total", {"endpoint": "/classify", "reason": "timeout"}
+        )
+        == 2
+    )
 
 
 def test_401_with_an_api_key(minilm: Classifier) -> None:
@@ -674,7 +946,10 @@ def test_401_with_an_api_key(minilm: Classifier) -> None:
         assert secured.post("/rerank", json={"query": "q", "documents": ["a"]}).status_code == 401
         for open_path in ("/health", "/metrics", "/", "/openapi.json"):
             assert secured.get(open_path).status_code == 200, open_path
-        assert secured.head("/info").status_code == 401 and secured.head("/info", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert (
+            secured.head("/info").status_code == 401
+            and secured.head("/info", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        )
         wait_ready(secured)
         assert secured.post("/classify", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
 
@@ -682,7 +957,9 @@ def test_401_with_an_api_key(minilm: Classifier) -> None:
 def test_a_template_applies_to_descriptions_that_are_the_names(client: TestClient, minilm: Classifier) -> None:
     """Descriptions that only repeat the names (as a labels file of names alone gives them) take the template, as
     classify's --labels-file does; descriptions of their own with it are refused (test_422_with_the_same_messages_as_the_cli)."""
-    response = client.post("/classify", json={"texts": TEXTS[:1], "labels": LABELS, "descriptions": LABELS, "template": TEMPLATE})
+    response = client.post(
+        "/classify", json={"texts": TEXTS[:1], "labels": LABELS, "descriptions": LABELS, "template": TEMPLATE}
+    )
     assert response.status_code == 200, response.text
     (expected,) = minilm.predict(TEXTS[:1], LABELS, [TEMPLATE.format(label) for label in LABELS])
     assert scores_of(response.json()["results"][0]) == pytest.approx(expected.raw_scores, abs=1e-5)
@@ -709,16 +986,24 @@ def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
 def test_protect_all_closes_metrics_and_docs_and_cors_answers_a_preflight(minilm: Classifier) -> None:
     from zstc.errors import OptionError
 
-    with TestClient(create_app(minilm, ServeSettings(api_key="s3cret", protect_all=True,
-                                                     cors_allow_origins=("https://app.example",)))) as secured:
+    with TestClient(
+        create_app(
+            minilm, ServeSettings(api_key="s3cret", protect_all=True, cors_allow_origins=("https://app.example",))
+        )
+    ) as secured:
         for path in ("/metrics", "/docs", "/openapi.json", "/info"):
             assert secured.get(path).status_code == 401, path
         assert secured.get("/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
         for path in ("/health", "/health/ready"):
             assert secured.get(path).status_code != 401, path
-        asked = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"}
+        asked = {
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type",
+        }
         preflight = secured.options("/classify", headers={"Origin": "https://app.example", **asked})
-        assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == "https://app.example"
+        assert (
+            preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == "https://app.example"
+        )
         other = secured.options("/classify", headers={"Origin": "https://evil.example", **asked})
         assert "access-control-allow-origin" not in other.headers
     with pytest.raises(OptionError, match="protect_all needs an api_key"):
@@ -727,7 +1012,10 @@ def test_protect_all_closes_metrics_and_docs_and_cors_answers_a_preflight(minilm
 
 def test_404_and_405(client: TestClient) -> None:
     assert client.get("/nope").status_code == 404 and client.get("/nope").json()["error_type"] == "not_found"
-    assert client.get("/classify").status_code == 405 and client.get("/classify").json()["error_type"] == "method_not_allowed"
+    assert (
+        client.get("/classify").status_code == 405
+        and client.get("/classify").json()["error_type"] == "method_not_allowed"
+    )
     metrics = client.app.state.telemetry.render().decode()  # type: ignore[attr-defined]
     assert 'zstc_request_failures_total{endpoint="/classify",reason="method_not_allowed"}' in metrics
     client.post("/classify", content=b"{}", headers={"content-type": "text/plain"})
@@ -748,8 +1036,14 @@ def test_metrics_parse_with_prometheus_client_and_have_the_process_and_python_co
     from prometheus_client.parser import text_string_to_metric_families
 
     families = {family.name for family in text_string_to_metric_families(client.get("/metrics").text)}
-    assert {"process_resident_memory_bytes", "process_cpu_seconds", "process_start_time_seconds", "python_info",
-            "python_gc_collections", "zstc_requests"} <= families, families
+    assert {
+        "process_resident_memory_bytes",
+        "process_cpu_seconds",
+        "process_start_time_seconds",
+        "python_info",
+        "python_gc_collections",
+        "zstc_requests",
+    } <= families, families
 
 
 # -- health, info, metrics -------------------------------------------------------------------------------------------
@@ -758,22 +1052,39 @@ def test_metrics_parse_with_prometheus_client_and_have_the_process_and_python_co
 def test_health_info_and_metrics(client: TestClient) -> None:
     assert client.get("/health").json() == {"status": "ok", "model": MINILM, "family": "embedding"}
     assert client.get("/health/ready").json()["status"] == "ready"
-    for path in ("/health", "/health/ready", "/info", "/metrics", "/"):  # a load balancer's HEAD probe: the status, no body
+    for path in (
+        "/health",
+        "/health/ready",
+        "/info",
+        "/metrics",
+        "/",
+    ):  # a load balancer's HEAD probe: the status, no body
         head = client.head(path)
         assert head.status_code == 200 and head.content == b"", path
         assert head.headers["content-type"] == client.get(path).headers["content-type"], path
     assert "head" not in client.get("/openapi.json").json()["paths"]["/health"]
     info = client.get("/info").json()
     assert info["limits"]["max_texts"] == 16 and info["batching"]["max_batch_pairs"] == 1024
-    assert info["score_type"] == "cosine" and info["temperature"] == DEFAULT_TEMPERATURES["embedding"] and info["batching"]["torch_threads"] >= 1
+    assert (
+        info["score_type"] == "cosine"
+        and info["temperature"] == DEFAULT_TEMPERATURES["embedding"]
+        and info["batching"]["torch_threads"] >= 1
+    )
     client.post("/classify", json={"texts": TEXTS, "labels": LABELS})
     client.post("/classify", json={"texts": ["x"], "labels": ["a"]})
     metrics = client.get("/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.text
-    for name in ("zstc_requests_total", "zstc_request_failures_total", "zstc_queue_pairs", "zstc_batch_pairs_bucket",
-                 "zstc_batch_tokens_bucket", "zstc_request_duration_seconds_bucket", "zstc_inference_duration_seconds_bucket",
-                 "zstc_label_cache_total"):
+    for name in (
+        "zstc_requests_total",
+        "zstc_request_failures_total",
+        "zstc_queue_pairs",
+        "zstc_batch_pairs_bucket",
+        "zstc_batch_tokens_bucket",
+        "zstc_request_duration_seconds_bucket",
+        "zstc_inference_duration_seconds_bucket",
+        "zstc_label_cache_total",
+    ):
         assert name in text, name
     assert 'zstc_request_failures_total{endpoint="/classify",reason="validation"}' in text
     # The embedding path keeps one embedding per label description across requests: the second request's labels hit.
@@ -782,13 +1093,18 @@ def test_health_info_and_metrics(client: TestClient) -> None:
     assert client.app.state.telemetry.registry.get_sample_value("zstc_label_cache_total", {"result": "hit"}) == hits + 2
     # Batch tokens count what the model reads: the text and, new to the cache, the label descriptions.
     registry = client.app.state.telemetry.registry
-    batches, tokens = registry.get_sample_value("zstc_batch_tokens_count"), registry.get_sample_value("zstc_batch_tokens_sum")
+    batches, tokens = (
+        registry.get_sample_value("zstc_batch_tokens_count"),
+        registry.get_sample_value("zstc_batch_tokens_sum"),
+    )
     client.post("/classify", json={"texts": ["y"], "labels": ["a label never seen before", "another label never seen"]})
     # Counted in the model thread after the batch has answered, so the previous request's batch (a text and two
     # cached labels: a few tokens) may be counted after the snapshot above; waiting for the count to move once
     # could stop there. Wait for the new labels' tokens instead.
     deadline = time.monotonic() + 30
-    while registry.get_sample_value("zstc_batch_tokens_sum") - tokens < 1 + 2 * 7:  # "y"; "This is a label never seen before."...
+    while (
+        registry.get_sample_value("zstc_batch_tokens_sum") - tokens < 1 + 2 * 7
+    ):  # "y"; "This is a label never seen before."...
         assert time.monotonic() < deadline, "the new label descriptions' tokens were never counted"
         time.sleep(0.01)
     assert registry.get_sample_value("zstc_batch_tokens_count") > batches
@@ -800,7 +1116,10 @@ def test_info_publishes_the_temperature_of_each_probability(client: TestClient) 
     A client reading /info can recompute them."""
     info = client.get("/info").json()
     assert info["temperature"] == info["single_label_temperature"] == DEFAULT_TEMPERATURES["embedding"]
-    assert (info["own_probability_center"], info["own_probability_temperature"]) == (default_threshold("cosine", "embedding"), 0.05)
+    assert (info["own_probability_center"], info["own_probability_temperature"]) == (
+        default_threshold("cosine", "embedding"),
+        0.05,
+    )
 
     def sigmoid(score: float) -> float:
         return 1 / (1 + np.exp(-(score - info["own_probability_center"]) / info["own_probability_temperature"]))
@@ -809,14 +1128,19 @@ def test_info_publishes_the_temperature_of_each_probability(client: TestClient) 
     body = {"texts": TEXTS[:1], "labels": LABELS, "template": "{}"}
     cut = {"threshold": info["own_probability_center"]}
     result = client.post("/classify", json={**body, "multi_label": True, **cut}).json()["results"][0]["scores"]
-    assert [entry["probability"] for entry in result] == pytest.approx([sigmoid(entry["score"]) for entry in result], abs=1e-6)
+    assert [entry["probability"] for entry in result] == pytest.approx(
+        [sigmoid(entry["score"]) for entry in result], abs=1e-6
+    )
     single = client.post("/classify", json=body).json()["results"][0]["scores"]
     raw = np.array([entry["score"] for entry in single]) / info["single_label_temperature"]
-    assert [entry["probability"] for entry in single] == pytest.approx((np.exp(raw) / np.exp(raw).sum()).tolist(), abs=1e-4)
+    assert [entry["probability"] for entry in single] == pytest.approx(
+        (np.exp(raw) / np.exp(raw).sum()).tolist(), abs=1e-4
+    )
     reranked = client.post("/rerank", json={"query": TEXTS[0], "documents": LABELS}).json()["results"]
     score_of = {entry["label"]: entry["score"] for entry in result}
     assert [entry["relevance_score"] for entry in reranked] == pytest.approx(
-        [sigmoid(score_of[LABELS[entry["index"]]]) for entry in reranked], abs=1e-4)
+        [sigmoid(score_of[LABELS[entry["index"]]]) for entry in reranked], abs=1e-4
+    )
 
 
 def test_the_threshold_field_documents_the_default_classify_uses(client: TestClient) -> None:
@@ -824,7 +1148,9 @@ def test_the_threshold_field_documents_the_default_classify_uses(client: TestCli
     not the score type's rough one: the field's description says so with the numbers the code uses."""
     from zstc.policy import DEFAULT_THRESHOLDS, family_thresholds
 
-    described = client.get("/openapi.json").json()["components"]["schemas"]["ClassifyRequest"]["properties"]["threshold"]["description"]
+    described = client.get("/openapi.json").json()["components"]["schemas"]["ClassifyRequest"]["properties"][
+        "threshold"
+    ]["description"]
     for name, cut in {**family_thresholds(), **DEFAULT_THRESHOLDS}.items():
         assert f"{name} {cut:g}" in described, name
     assert "family's measured cut" in described and "margin rule" in described and "own_probability_center" in described
@@ -832,7 +1158,9 @@ def test_the_threshold_field_documents_the_default_classify_uses(client: TestCli
 
 def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -> None:
     schema = client.get("/openapi.json").json()
-    assert {"/classify", "/", "/rerank", "/v1/rerank", "/health", "/health/ready", "/info", "/metrics"} <= set(schema["paths"])
+    assert {"/classify", "/", "/rerank", "/v1/rerank", "/health", "/health/ready", "/info", "/metrics"} <= set(
+        schema["paths"]
+    )
     components = schema["components"]["schemas"]
     assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
     assert "softmax" in schema["info"]["description"]
@@ -845,11 +1173,17 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     hf = schema["paths"]["/"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]
     assert {json.dumps(alternative, sort_keys=True) for alternative in hf} == {
         json.dumps({"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}, sort_keys=True),
-        json.dumps({"type": "array", "items": {"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}}, sort_keys=True)}
+        json.dumps(
+            {"type": "array", "items": {"type": "array", "items": {"$ref": "#/components/schemas/HFLabelScore"}}},
+            sort_keys=True,
+        ),
+    }
     classify = schema["paths"]["/classify"]["post"]["responses"]
     assert len(classify["200"]["content"]["application/json"]["schema"]["anyOf"]) == 3
     assert set(classify) == {"200", "408", "413", "415", "422", "429", "500", "503"}
-    assert set(schema["paths"]["/health"]["get"]["responses"]) == {"200"} and set(schema["paths"]["/health/ready"]["get"]["responses"]) == {"200", "503"}
+    assert set(schema["paths"]["/health"]["get"]["responses"]) == {"200"} and set(
+        schema["paths"]["/health/ready"]["get"]["responses"]
+    ) == {"200", "503"}
     assert "securitySchemes" not in schema.get("components", {})
     with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:  # /docs can send the key
         keyed = secured.get("/openapi.json").json()
@@ -873,7 +1207,9 @@ def test_zstc_serve_flags_default_to_the_settings_defaults_and_show_them() -> No
     expected = {f.name: f.default for config in (Limits, EngineConfig) for f in dataclasses.fields(config)}
     expected["drain_timeout"] = ServeSettings().drain_timeout
     assert {name: flags.get(name, "missing") for name in expected} == expected
-    shown = CliRunner().invoke(cli_app, ["serve", "--help"], terminal_width=400, env={"COLUMNS": "400", "NO_COLOR": "1"})
+    shown = CliRunner().invoke(
+        cli_app, ["serve", "--help"], terminal_width=400, env={"COLUMNS": "400", "NO_COLOR": "1"}
+    )
     assert shown.exit_code == 0, shown.output
     for name, default in expected.items():
         if default is not None:
@@ -905,7 +1241,9 @@ def test_concurrent_requests_each_get_their_own_rows(client: TestClient, minilm:
         expected = minilm.predict(request["texts"], request["labels"])
         for result, prediction in zip(results, expected):
             assert {e["label"] for e in result["scores"]} == set(request["labels"])
-            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.raw_scores, abs=1e-5)
+            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(
+                prediction.raw_scores, abs=1e-5
+            )
 
 
 # -- engine behaviour with a scorer whose timing the test controls ------------------------------------------------------
@@ -983,7 +1321,10 @@ def test_429_when_the_queue_is_full_and_413_when_a_request_could_never_fit() -> 
         assert refused.status_code == 429, refused.text
         assert refused.json()["error_type"] == "overloaded" and int(refused.headers["retry-after"]) >= 1
         never = gated.post("/classify", json={"texts": list("abcdef"), "labels": ["x", "y"]})  # 12 > 10 pairs
-        assert never.status_code == 413 and "max_queued_pairs is 10, so a larger request could never be queued" in never.json()["error"]
+        assert (
+            never.status_code == 413
+            and "max_queued_pairs is 10, so a larger request could never be queued" in never.json()["error"]
+        )
         scorer.gate.set()
         first, second = running.result(30), waiting.result(30)
         assert first.status_code == second.status_code == 200
@@ -1018,7 +1359,10 @@ def test_503_while_loading_and_while_draining() -> None:
     with TestClient(app) as gated:
         assert gated.get("/health").status_code == 200, "alive while loading"
         not_ready = gated.get("/health/ready")
-        assert not_ready.status_code == 503 and without_id(not_ready.json()) == {"error": "the model is loading", "error_type": "unhealthy"}
+        assert not_ready.status_code == 503 and without_id(not_ready.json()) == {
+            "error": "the model is loading",
+            "error_type": "unhealthy",
+        }
         loading = gated.post("/classify", json={"texts": ["a"], "labels": ["x", "y"]})
         assert loading.status_code == 503 and loading.headers["retry-after"] == "5"
         scorer.gate.set()
@@ -1041,7 +1385,9 @@ def test_a_failing_request_does_not_fail_its_batch() -> None:
                 raise ModelError("a label description is too long")
             return super().score(texts, labels)
 
-    bad, good = batched_behind_a_blocker(Picky(), {"texts": ["b"], "labels": ["x", "too long"]}, {"texts": ["g"], "labels": ["x", "y"]})
+    bad, good = batched_behind_a_blocker(
+        Picky(), {"texts": ["b"], "labels": ["x", "too long"]}, {"texts": ["g"], "labels": ["x", "y"]}
+    )
     assert bad.status_code == 422 and "too long" in bad.json()["error"]
     assert good.status_code == 200
 
@@ -1058,11 +1404,17 @@ def test_a_request_the_model_scores_nan_gets_500_and_its_batch_neighbour_its_sco
 
     scorer = NanOnSome()
     # The same label set: one score call holds "nan" and "g".
-    bad, good = batched_behind_a_blocker(scorer, {"texts": ["nan"], "labels": ["x", "yy"]}, {"texts": ["g"], "labels": ["x", "yy"]})
+    bad, good = batched_behind_a_blocker(
+        scorer, {"texts": ["nan"], "labels": ["x", "yy"]}, {"texts": ["g"], "labels": ["x", "yy"]}
+    )
     # The two posts reach the queue in either order; what matters is that one call held both.
-    assert any(sorted(texts) == ["g", "nan"] and labels == ["x", "yy"] for texts, labels in scorer.calls), \
+    assert any(sorted(texts) == ["g", "nan"] and labels == ["x", "yy"] for texts, labels in scorer.calls), (
         "the two requests were not batched together"
-    assert bad.status_code == 500 and without_id(bad.json()) == {"error": "the model produced a non-finite score", "error_type": "backend"}
+    )
+    assert bad.status_code == 500 and without_id(bad.json()) == {
+        "error": "the model produced a non-finite score",
+        "error_type": "backend",
+    }
     assert good.status_code == 200 and scores_of(good.json()["results"][0]) == {"x": 1.0, "yy": 2.0}
 
 
@@ -1086,8 +1438,9 @@ def test_a_batched_backend_that_scores_nan_fails_only_that_request() -> None:
         def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
             return np.array([[np.nan if text == "nan" else 1.0 for _ in labels] for text in texts], dtype=np.float32)
 
-        def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None,
-                           **recheck: Any) -> list[ScoreResult]:  # recheck=, thresholds=, margins=: no bf16 here
+        def score_requests(
+            self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None, **recheck: Any
+        ) -> list[ScoreResult]:  # recheck=, thresholds=, margins=: no bf16 here
             return [ScoreResult(self.score(texts, labels)) for texts, labels in requests]
 
         def describe(self) -> dict[str, Any]:
@@ -1131,8 +1484,9 @@ class WordEmbeddings:
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         return np.zeros((len(texts), len(labels)), dtype=np.float32)
 
-    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None,
-                       **recheck: Any) -> list[Any]:  # recheck=, thresholds=, margins=: no bf16 here
+    def score_requests(
+        self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *, label_cache: Any = None, **recheck: Any
+    ) -> list[Any]:  # recheck=, thresholds=, margins=: no bf16 here
         from zstc.errors import ModelError
         from zstc.scorers.base import ScoreResult
 
@@ -1195,9 +1549,13 @@ def test_a_retried_batch_counts_the_tokens_its_answered_calls_read() -> None:
             await engine.stop()
 
     asyncio.run(scenario())
-    assert scorer.calls == [["warm-up"], ["two words", "a failing text"], ["two words"], ["a failing text"]], "not one batch, retried"
+    assert scorer.calls == [["warm-up"], ["two words", "a failing text"], ["two words"], ["a failing text"]], (
+        "not one batch, retried"
+    )
     assert telemetry.registry.get_sample_value("zstc_batch_tokens_count") == 1
-    assert telemetry.registry.get_sample_value("zstc_batch_tokens_sum") == 2 + 2 + 3  # "two words", "first label", "second label here"
+    assert (
+        telemetry.registry.get_sample_value("zstc_batch_tokens_sum") == 2 + 2 + 3
+    )  # "two words", "first label", "second label here"
 
 
 def test_a_request_cancelled_while_its_batch_fails_is_not_run_again() -> None:
@@ -1312,9 +1670,12 @@ def test_keep_alive_connection_survives_bad_requests(minilm: Classifier) -> None
         connection.getresponse().read()
         sock = connection.sock
         wait_ready_on(connection)
-        for body in (b'{"texts": ["x"], "labels": ["a", "b"], "template": "{x} {}"}', b'{"texts": ["\\ud800"], "labels": ["a", "b"]}',
-                     b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
-                     b'{"texts": ["x"], "labels": ["a", "b"]}'):
+        for body in (
+            b'{"texts": ["x"], "labels": ["a", "b"], "template": "{x} {}"}',
+            b'{"texts": ["\\ud800"], "labels": ["a", "b"]}',
+            b'{"texts": ["x"], "labels": ["a", "b"], "multi_label": true, "threshold": NaN}',
+            b'{"texts": ["x"], "labels": ["a", "b"]}',
+        ):
             connection.request("POST", "/classify", body=body, headers={"Content-Type": "application/json"})
             response = connection.getresponse()
             response.read()
@@ -1331,13 +1692,16 @@ def test_work_is_cancelled_when_the_client_disconnects() -> None:
         while app.state.engine.state != "ready":
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        holder = ThreadPoolExecutor(1).submit(
-            lambda: http_post(port, {"texts": ["held"], "labels": ["x", "y"]}))
+        holder = ThreadPoolExecutor(1).submit(lambda: http_post(port, {"texts": ["held"], "labels": ["x", "y"]}))
         assert scorer.entered.wait(30)
         leaving = socket.create_connection(("127.0.0.1", port), timeout=30)
         body = json.dumps({"texts": ["gone"], "labels": ["x", "y"]}).encode()
-        leaving.sendall(b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
-                        + str(len(body)).encode() + b"\r\n\r\n" + body)
+        leaving.sendall(
+            b"POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
         while app.state.engine.queued_pairs < 4:
             assert time.monotonic() < deadline
             time.sleep(0.01)
@@ -1347,7 +1711,9 @@ def test_work_is_cancelled_when_the_client_disconnects() -> None:
             time.sleep(0.01)
         scorer.gate.set()
         assert holder.result(30)[0] == 200
-        assert [texts for texts, _ in scorer.calls] == [["warm-up"], ["held"]], "the departed client's text was never scored"
+        assert [texts for texts, _ in scorer.calls] == [["warm-up"], ["held"]], (
+            "the departed client's text was never scored"
+        )
         assert 'reason="cancelled"' in app.state.telemetry.render().decode()
 
 
@@ -1368,10 +1734,38 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
     # Also started with a calibration fitted on another model, which serve must say at start-up (it changes only
     # single-label probabilities, which this test does not read).
     calibration = tmp_path / "other.json"
-    calibration.write_text(json.dumps({"format": "zstc-calibration", "method": "temperature", "parameters": {"temperature": 0.5},
-                                       "model": "BAAI/bge-base-en-v1.5", "family": "embedding"}))
-    server = subprocess.Popen([sys.executable, "-m", "zstc", "serve", "--model", MINILM, "--port", str(port), "--precision", "fp32",
-                               "--drain-timeout", "0.2", "--calibration", str(calibration)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    calibration.write_text(
+        json.dumps(
+            {
+                "format": "zstc-calibration",
+                "method": "temperature",
+                "parameters": {"temperature": 0.5},
+                "model": "BAAI/bge-base-en-v1.5",
+                "family": "embedding",
+            }
+        )
+    )
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zstc",
+            "serve",
+            "--model",
+            MINILM,
+            "--port",
+            str(port),
+            "--precision",
+            "fp32",
+            "--drain-timeout",
+            "0.2",
+            "--calibration",
+            str(calibration),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 900
         while True:
@@ -1395,7 +1789,10 @@ def test_sigterm_stops_the_server_within_seconds(tmp_path: Path) -> None:
             server.send_signal(signal.SIGTERM)
             for answer in answers:
                 status, body = answer.result(60)
-                assert status == 503 and body["error_type"] == "unhealthy" and "drain timeout" in body["error"], (status, body)
+                assert status == 503 and body["error_type"] == "unhealthy" and "drain timeout" in body["error"], (
+                    status,
+                    body,
+                )
         # uvicorn shuts down gracefully, then re-raises the signal: zstc's command line turns it into exit 143 with a
         # message (issue 17), as for every command; with the batch still running, at once (os._exit).
         assert server.wait(timeout=60) == 128 + signal.SIGTERM
@@ -1434,12 +1831,24 @@ def test_playground_in_headless_chromium(short_minilm: Classifier, tmp_path: Pat
         _wait_until_ready(port)
         texts = ["The striker scored twice.", "Rates rose again.", LONG_TEXT]
         url = f"{base}/?{urlencode([*(('text', text) for text in texts), ('labels', 'sports,economy,politics'), ('run', '1')])}"
-        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+        flags = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+        ]
         dom = ""
         for _ in range(3):  # the page fetches /classify; on a loaded machine the first try may render before it answers
-            dom = subprocess.run([browser, *flags, "--virtual-time-budget=30000", "--dump-dom", url],
-                                 capture_output=True, text=True, timeout=300).stdout
+            dom = subprocess.run(
+                [browser, *flags, "--virtual-time-budget=30000", "--dump-dom", url],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            ).stdout
             if 'data-state="done"' in dom:
                 break
         assert 'data-state="done"' in dom, dom[-2000:]
@@ -1448,8 +1857,20 @@ def test_playground_in_headless_chromium(short_minilm: Classifier, tmp_path: Pat
         assert dom.count("<tr") == 9 and "%" in dom
         assert '<div id="notes"><p class="note">text 3 exceeds 16 tokens and was truncated</p></div>' in dom
         screenshot = tmp_path / "playground.png"
-        shot = subprocess.run([browser, *flags, "--hide-scrollbars", "--window-size=1000,1100", "--virtual-time-budget=30000",
-                               f"--screenshot={screenshot}", url], capture_output=True, text=True, timeout=300)
+        shot = subprocess.run(
+            [
+                browser,
+                *flags,
+                "--hide-scrollbars",
+                "--window-size=1000,1100",
+                "--virtual-time-budget=30000",
+                f"--screenshot={screenshot}",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
         if os.environ.get("ZSTC_KEEP_SCREENSHOT"):
             screenshot.replace(os.environ["ZSTC_KEEP_SCREENSHOT"])
@@ -1485,7 +1906,9 @@ def test_probabilities_follow_a_calibration_file(minilm: Classifier) -> None:
     """serve --calibration: single-label probabilities use the file's temperature, as classify --calibration does."""
     from zstc.probabilities import Calibration
 
-    calibrated = Classifier(minilm.scorer, template=None, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding"))
+    calibrated = Classifier(
+        minilm.scorer, template=None, calibration=Calibration("temperature", {"temperature": 0.5}, family="embedding")
+    )
     with TestClient(create_app(calibrated, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as test_client:
         wait_ready(test_client)
         assert test_client.get("/info").json()["temperature"] == 0.5
@@ -1506,30 +1929,54 @@ def test_multi_label_with_a_platt_calibration_is_classifier_predict_multi_label(
     with TestClient(create_app(calibrated, ServeSettings(engine=EngineConfig(max_wait_ms=0)))) as test_client:
         wait_ready(test_client)
         for options in ({}, {"threshold": 0.5}, {"label_thresholds": {"sports": 0.1}}):
-            response = test_client.post("/classify", json={"texts": TEXTS[:2], "labels": labels, "multi_label": True, **options})
+            response = test_client.post(
+                "/classify", json={"texts": TEXTS[:2], "labels": labels, "multi_label": True, **options}
+            )
             assert response.status_code == 200, response.text
-            expected = calibrated.predict_multi_label(TEXTS[:2], labels, threshold=options.get("threshold"),
-                                                      per_label=options.get("label_thresholds"))
+            expected = calibrated.predict_multi_label(
+                TEXTS[:2], labels, threshold=options.get("threshold"), per_label=options.get("label_thresholds")
+            )
             for result, prediction in zip(response.json()["results"], expected):
                 assert result["labels"] == prediction.labels, options
                 probabilities = {entry["label"]: entry["probability"] for entry in result["scores"]}
-                assert probabilities == pytest.approx(prediction.scores, abs=1e-5)  # predict_multi_label shows Platt's probabilities
-        assert expected[0].labels == ["football", "sports"]  # the per-label cut let a second label in: the check can fail
-        hf = test_client.post("/", json={"inputs": TEXTS[0], "parameters": {"candidate_labels": labels, "multi_label": True,
-                                                                            "hypothesis_template": "This is {}."}}).json()
+                assert probabilities == pytest.approx(
+                    prediction.scores, abs=1e-5
+                )  # predict_multi_label shows Platt's probabilities
+        assert expected[0].labels == [
+            "football",
+            "sports",
+        ]  # the per-label cut let a second label in: the check can fail
+        hf = test_client.post(
+            "/",
+            json={
+                "inputs": TEXTS[0],
+                "parameters": {"candidate_labels": labels, "multi_label": True, "hypothesis_template": "This is {}."},
+            },
+        ).json()
         # A threshold is a probability there: 2 would make every text "none" without a word.
-        refused = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 2})
-        assert refused.status_code == 422 and "threshold must be >= 0 and <= 1, got 2" in refused.json()["error"], refused.text
-        refused = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True,
-                                                      "label_thresholds": {"sports": -1}})
-        assert refused.status_code == 422 and "label_thresholds: the threshold of 'sports'" in refused.json()["error"], refused.text
+        refused = test_client.post(
+            "/classify", json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "threshold": 2}
+        )
+        assert refused.status_code == 422 and "threshold must be >= 0 and <= 1, got 2" in refused.json()["error"], (
+            refused.text
+        )
+        refused = test_client.post(
+            "/classify",
+            json={"texts": TEXTS[:1], "labels": labels, "multi_label": True, "label_thresholds": {"sports": -1}},
+        )
+        assert (
+            refused.status_code == 422 and "label_thresholds: the threshold of 'sports'" in refused.json()["error"]
+        ), refused.text
         # Single-label requests get the family's temperature (Classifier.probabilities refuses a Platt calibration).
         single = test_client.post("/classify", json={"texts": TEXTS[:1], "labels": labels})
         assert single.status_code == 200, single.text
     assert {entry["label"]: entry["score"] for entry in hf} == pytest.approx(
-        calibrated.predict_multi_label(TEXTS[:1], labels)[0].scores, abs=1e-5)
+        calibrated.predict_multi_label(TEXTS[:1], labels)[0].scores, abs=1e-5
+    )
     expected_single = minilm.predict(TEXTS[:1], labels)[0].scores
-    assert {entry["label"]: entry["probability"] for entry in single.json()["results"][0]["scores"]} == pytest.approx(expected_single, abs=1e-4)
+    assert {entry["label"]: entry["probability"] for entry in single.json()["results"][0]["scores"]} == pytest.approx(
+        expected_single, abs=1e-4
+    )
 
 
 def test_settings_are_checked_in_parameter_names() -> None:
@@ -1538,10 +1985,17 @@ def test_settings_are_checked_in_parameter_names() -> None:
     from zstc.errors import OptionError
 
     assert ServeSettings(drain_timeout=0).drain_timeout == 0
-    with pytest.raises(OptionError, match="api_key is empty") as empty:  # an empty ZSTC_API_KEY must not turn authentication off
+    with pytest.raises(
+        OptionError, match="api_key is empty"
+    ) as empty:  # an empty ZSTC_API_KEY must not turn authentication off
         ServeSettings(api_key=" ")
     assert empty.value.parameters == ("api_key",)
-    for unsendable in ("clé", "s3cret\n", " s3cret", "s3\tcret"):  # no client could send these as they are: every request a 401
+    for unsendable in (
+        "clé",
+        "s3cret\n",
+        " s3cret",
+        "s3\tcret",
+    ):  # no client could send these as they are: every request a 401
         with pytest.raises(OptionError, match="api_key must be printable ASCII"):
             ServeSettings(api_key=unsendable)
     assert ServeSettings(api_key="s3-cr.et_~+/=").api_key == "s3-cr.et_~+/="
@@ -1566,7 +2020,7 @@ def test_model_thread_returns_freed_heap_when_idle(monkeypatch: pytest.MonkeyPat
 
     assert engine._heap_trimmer() is not None or sys.platform != "linux"  # glibc's malloc_trim on Linux
     trims: list[int] = []
-    monkeypatch.setattr(engine, "_heap_trimmer", lambda: (lambda: trims.append(1)))
+    monkeypatch.setattr(engine, "_heap_trimmer", lambda: lambda: trims.append(1))
     thread = engine.ModelThread(threads=1)
     try:
         release = threading.Event()
@@ -1608,9 +2062,18 @@ def test_engine_bounds_the_kernel_caches_that_bf16_fills(nli_folder: Path) -> No
     """Under bf16 autocast each new matrix shape gets oneDNN kernels, cached 1,024 deep: a server, which sees a
     new shape in nearly every batch, grew by megabytes per batch (here +229 MB over the probe's 80 batches).
     The engine bounds both caches before the first forward pass (+11 MB here); a user's setting is kept."""
-    env = {key: value for key, value in os.environ.items() if key not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
-    probe = subprocess.run([sys.executable, "-c", _KERNEL_CACHE_PROBE, str(nli_folder), "engine"],
-                           env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+    }
+    probe = subprocess.run(
+        [sys.executable, "-c", _KERNEL_CACHE_PROBE, str(nli_folder), "engine"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert probe.returncode == 0, probe.stderr[-2000:]
     result = json.loads(probe.stdout.splitlines()[-1])
     assert result["caches"] == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "16", "LRU_CACHE_CAPACITY": "16"}
@@ -1636,13 +2099,19 @@ def test_an_llm_service_takes_per_label_thresholds_and_refuses_a_lone_label(smol
         assert answer.status_code == 200, answer.text
         expected = classifier.predict_multi_label(body["texts"], body["labels"], threshold=0.3)[0]
         assert answer.json()["results"][0]["labels"] == expected.labels
-        lone = [llm_client.post("/classify", json={**body, "labels": ["sports"], "threshold": 0.9}),
-                llm_client.post("/", json={"inputs": "Shares fell.", "parameters": {"candidate_labels": "business"}}),
-                llm_client.post("/rerank", json={"query": "Shares fell.", "documents": ["business news"]})]
+        lone = [
+            llm_client.post("/classify", json={**body, "labels": ["sports"], "threshold": 0.9}),
+            llm_client.post("/", json={"inputs": "Shares fell.", "parameters": {"candidate_labels": "business"}}),
+            llm_client.post("/rerank", json={"query": "Shares fell.", "documents": ["business news"]}),
+        ]
         for response in lone[::2]:
-            assert response.status_code == 422 and "would always score 1; give two or more" in response.json()["error"], response.text
+            assert (
+                response.status_code == 422 and "would always score 1; give two or more" in response.json()["error"]
+            ), response.text
         # The HF shape decides multi-label (one candidate) by the default rule, and an LLM has no default cut.
-        assert lone[1].status_code == 422 and "this shape takes no threshold: POST /classify" in lone[1].json()["error"], lone[1].text
+        assert (
+            lone[1].status_code == 422 and "this shape takes no threshold: POST /classify" in lone[1].json()["error"]
+        ), lone[1].text
 
 
 def test_a_shortlisted_service_shortlists_among_each_variant_of_polarity_labels(nli: Classifier) -> None:
@@ -1660,8 +2129,10 @@ def _served_scores(classifier: Classifier, texts: list[str], labels: list[str]) 
         wait_ready(served)
         answer = served.post("/classify", json={"texts": texts, "labels": labels})
     assert answer.status_code == 200, answer.text
-    return [[{entry["label"]: entry["score"] for entry in result["scores"]}[label] for label in labels]
-            for result in answer.json()["results"]]
+    return [
+        [{entry["label"]: entry["score"] for entry in result["scores"]}[label] for label in labels]
+        for result in answer.json()["results"]
+    ]
 
 
 def test_an_llm_service_scores_each_variant_of_polarity_labels_apart(smollm2_folder: Path) -> None:
@@ -1670,7 +2141,9 @@ def test_an_llm_service_scores_each_variant_of_polarity_labels_apart(smollm2_fol
     question of all fifteen descriptions, whose shares differ."""
     classifier = Classifier("HuggingFaceTB/SmolLM2-135M-Instruct", family="llm", precision="fp32")
     texts, labels = TEXTS[:2], ["positive", "negative", "neutral"]
-    np.testing.assert_allclose(_served_scores(classifier, texts, labels), classifier.scores(texts, labels), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        _served_scores(classifier, texts, labels), classifier.scores(texts, labels), atol=1e-5, rtol=0
+    )
 
 
 # -- notes on a request's own inputs -------------------------------------------------------------------------------
@@ -1725,7 +2198,9 @@ def test_a_text_longer_than_the_model_reads_is_named_in_its_answer(short_minilm:
         body = response.json()
         assert body["notes"] == ["texts 2 and 4 exceed 16 tokens and were truncated"]
         for result, prediction in zip(body["results"], short_minilm.predict(texts, LABELS)):
-            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(prediction.raw_scores, abs=1e-5)
+            assert result["label"] == prediction.label and scores_of(result) == pytest.approx(
+                prediction.raw_scores, abs=1e-5
+            )
         clean = service.post("/classify", json={"texts": ["Rates went up."], "labels": LABELS})
         assert clean.json()["notes"] == [] and "x-zstc-notes" not in clean.headers
         hf = service.post("/", json={"inputs": [LONG_TEXT, "Goal!"], "parameters": {"candidate_labels": LABELS}})
@@ -1739,13 +2214,20 @@ def test_a_text_longer_than_the_model_reads_is_named_in_its_answer(short_minilm:
 BESIDE_LABEL = " (label descriptions never are)"
 
 
-@pytest.mark.parametrize("model, within", [
-    ("short_minilm", "16 tokens"), ("short_nli", "the room left by the label description within 32 tokens"),
-    ("short_shortlisted_nli", "the room left by the label description within 32 tokens"),
-    ("short_yesno", "120 tokens with its prompt"), ("short_shortlisted_yesno", "120 tokens with its prompt"),
-    ("short_llm", "180 tokens with its prompt"),
-])
-def test_requests_batched_together_each_get_only_their_own_truncation_note(model: str, within: str, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    "model, within",
+    [
+        ("short_minilm", "16 tokens"),
+        ("short_nli", "the room left by the label description within 32 tokens"),
+        ("short_shortlisted_nli", "the room left by the label description within 32 tokens"),
+        ("short_yesno", "120 tokens with its prompt"),
+        ("short_shortlisted_yesno", "120 tokens with its prompt"),
+        ("short_llm", "180 tokens with its prompt"),
+    ],
+)
+def test_requests_batched_together_each_get_only_their_own_truncation_note(
+    model: str, within: str, request: pytest.FixtureRequest
+) -> None:
     """Two requests scored in one batch (the embedding backend's one encoding run; the cross-encoder's one
     score_pairs call, behind a shortlist too; the yes/no judge's and the LLM's one call for the label set, behind a
     shortlist one per shortlist): only the one with a long text is told, and of its own text's position, in the
@@ -1763,7 +2245,9 @@ def test_requests_batched_together_each_get_only_their_own_truncation_note(model
         assert telemetry.registry.get_sample_value("zstc_batch_requests_count") - batches_before == 1, "one batch"
         assert [answer.status_code for answer in answers] == [200, 200]
         long_notes, short_notes = (answer.json()["notes"] for answer in answers)
-        assert long_notes == [f"text 2 exceeds {within} and was truncated" + (BESIDE_LABEL if "label description" in within else "")]
+        assert long_notes == [
+            f"text 2 exceeds {within} and was truncated" + (BESIDE_LABEL if "label description" in within else "")
+        ]
         assert short_notes == []
 
 
@@ -1774,27 +2258,38 @@ def test_a_shortlisted_service_names_a_text_only_its_shortlister_cut(nli: Classi
     longer = " ".join([TEXTS[1]] * 40)  # 322 tokens
     with TestClient(create_app(cascade, ServeSettings(limits=Limits(max_chars=2000)))) as service:
         wait_ready(service)
-        answer = service.post("/classify", json={"texts": ["Goal!", "Rates went up.", longer], "labels": LABELS, "template": TEMPLATE})
+        answer = service.post(
+            "/classify", json={"texts": ["Goal!", "Rates went up.", longer], "labels": LABELS, "template": TEMPLATE}
+        )
         assert answer.status_code == 200, answer.text
-        assert answer.json()["notes"] == ["text 3 exceeds the room left by the label description within 512 tokens, or the "
-                                          "shortlister's 256 tokens, and was truncated" + BESIDE_LABEL]
+        assert answer.json()["notes"] == [
+            "text 3 exceeds the room left by the label description within 512 tokens, or the "
+            "shortlister's 256 tokens, and was truncated" + BESIDE_LABEL
+        ]
 
 
-def test_a_cross_encoder_tells_only_the_request_whose_description_left_its_text_too_little_room(short_nli: Classifier) -> None:
+def test_a_cross_encoder_tells_only_the_request_whose_description_left_its_text_too_little_room(
+    short_nli: Classifier,
+) -> None:
     """The same text in two requests of one batch (one distinct first sequence of the score_pairs call): it fits
     beside one request's short labels, not beside the other's long description, so only that request is told."""
-    text = "The central bank raised interest rates again this spring, and the markets fell sharply by noon."  # 18 tokens
+    text = (
+        "The central bank raised interest rates again this spring, and the markets fell sharply by noon."  # 18 tokens
+    )
     long_description = "This text is about sports, athletes, matches, leagues and tournaments."  # 14: 18 + 14 + 3 > 32
     settings = ServeSettings(engine=EngineConfig(max_wait_ms=3000))
     with TestClient(create_app(short_nli, settings)) as service:
         wait_ready(service)
-        bodies = [{"texts": [text], "labels": ["sports", "economy"], "descriptions": ["sports", "economy"]},
-                  {"texts": ["Goal!", text], "labels": ["sports", "economy"], "descriptions": [long_description, "economy"]}]
+        bodies = [
+            {"texts": [text], "labels": ["sports", "economy"], "descriptions": ["sports", "economy"]},
+            {"texts": ["Goal!", text], "labels": ["sports", "economy"], "descriptions": [long_description, "economy"]},
+        ]
         with ThreadPoolExecutor(2) as pool:
             fits, cut = pool.map(lambda body: service.post("/classify", json=body), bodies)
         assert fits.json()["notes"] == []
-        assert cut.json()["notes"] == ["text 2 exceeds the room left by the label description within 32 tokens and was truncated"
-                                       + BESIDE_LABEL]
+        assert cut.json()["notes"] == [
+            "text 2 exceeds the room left by the label description within 32 tokens and was truncated" + BESIDE_LABEL
+        ]
 
 
 @pytest.mark.parametrize("family", ["embedding", "nli"])
@@ -1819,8 +2314,16 @@ def _tokens_read(classifier: Classifier, texts: Sequence[str], descriptions: Seq
     """The tokens one pass over ``texts`` and ``descriptions`` reads, as the model reads them: an embedding model each
     text and description once, a cross-encoder each pair (a text with each description)."""
     tokenizer, spec = classifier.scorer.loaded.tokenizer, classifier.scorer.spec
-    length = {s: len(ids) for s, ids in zip([*texts, *descriptions], tokenizer([spec.format_query(t) for t in texts] + [
-        spec.format_document(d) for d in descriptions], add_special_tokens=False)["input_ids"])}
+    length = {
+        s: len(ids)
+        for s, ids in zip(
+            [*texts, *descriptions],
+            tokenizer(
+                [spec.format_query(t) for t in texts] + [spec.format_document(d) for d in descriptions],
+                add_special_tokens=False,
+            )["input_ids"],
+        )
+    }
     text_tokens, description_tokens = sum(length[t] for t in texts), sum(length[d] for d in descriptions)
     if classifier.scorer.family == "embedding":
         return text_tokens + description_tokens
@@ -1835,7 +2338,9 @@ def _batch_tokens(classifier: Classifier, body: dict[str, Any]) -> float:
         assert response.status_code == 200, response.text
         registry = service.app.state.telemetry.registry
         deadline = time.monotonic() + 30
-        while not registry.get_sample_value("zstc_batch_tokens_count"):  # observed from the model thread, after the answer
+        while not registry.get_sample_value(
+            "zstc_batch_tokens_count"
+        ):  # observed from the model thread, after the answer
             assert time.monotonic() < deadline
             time.sleep(0.01)
         return registry.get_sample_value("zstc_batch_tokens_sum")
@@ -1857,6 +2362,10 @@ def test_batch_tokens_count_an_averages_bf16_recheck_once(family: str, nli: Clas
     descriptions = [d for variant in described.variants.values() for d in variant]  # type: ignore[union-attr]
     assert len(descriptions) == 5 * len(labels)
     notes = score_hypotheses_with_notes(classifier.scorer, TEXTS, described).notes
-    assert f"{len(TEXTS)} of {len(TEXTS)} texts rescored in fp32: near ties of their text's best bf16 score" in notes, notes
+    assert f"{len(TEXTS)} of {len(TEXTS)} texts rescored in fp32: near ties of their text's best bf16 score" in notes, (
+        notes
+    )
     # The first pass, and every text again in fp32, whole (an embedding model: with the fp32 descriptions, none cached).
-    assert _batch_tokens(classifier, {"texts": TEXTS, "labels": labels}) == 2 * _tokens_read(classifier, TEXTS, descriptions)
+    assert _batch_tokens(classifier, {"texts": TEXTS, "labels": labels}) == 2 * _tokens_read(
+        classifier, TEXTS, descriptions
+    )

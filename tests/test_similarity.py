@@ -50,8 +50,17 @@ def test_on_the_shared_test_sets_movie_reviews_are_each_others_nearest(zstc_cli,
     """Real data: IMDB's and Rotten Tomatoes' movie reviews are more alike than either is to any other set, and
     banking77's short requests are least like the financial news. The CSV holds the printed matrix."""
     out, figure = tmp_path / "similarity.csv", tmp_path / "similarity.svg"
-    code, stdout, err = zstc_cli("dataset-similarity", "--data", str(btzsc_dir), "--tasks",
-                                 "imdb,rottentomatoes,financialphrasebank,banking77,agnews", "--out", str(out), "--figure", str(figure))
+    code, stdout, err = zstc_cli(
+        "dataset-similarity",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "imdb,rottentomatoes,financialphrasebank,banking77,agnews",
+        "--out",
+        str(out),
+        "--figure",
+        str(figure),
+    )
     assert code == 0, err
     with out.open(encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
@@ -68,18 +77,34 @@ def test_on_the_shared_test_sets_movie_reviews_are_each_others_nearest(zstc_cli,
 
 
 def test_a_sample_reads_only_its_texts(zstc_cli, btzsc_dir):
-    code, stdout, err = zstc_cli("dataset-similarity", "--data", str(btzsc_dir), "--tasks", "imdb,agnews",
-                                 "--max-samples", "50", "--sampling", "paper")
+    code, stdout, err = zstc_cli(
+        "dataset-similarity",
+        "--data",
+        str(btzsc_dir),
+        "--tasks",
+        "imdb,agnews",
+        "--max-samples",
+        "50",
+        "--sampling",
+        "paper",
+    )
     assert code == 0, err
-    assert [line.split("│")[2].strip() for line in stdout.splitlines() if line.startswith("│ imdb") or line.startswith("│ agnews")][:2] == ["50", "50"]
+    assert [
+        line.split("│")[2].strip()
+        for line in stdout.splitlines()
+        if line.startswith("│ imdb") or line.startswith("│ agnews")
+    ][:2] == ["50", "50"]
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--tasks", "imdb"], "give at least two (got 1)"),
-    (["--figure", "x.jpg"], "--figure x.jpg: expected a path ending in .png or .svg"),
-    (["--sampling", "nope"], "--sampling must be one of stratified, paper, harness"),
-    (["--tasks", "imdb,nope"], "unknown"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--tasks", "imdb"], "give at least two (got 1)"),
+        (["--figure", "x.jpg"], "--figure x.jpg: expected a path ending in .png or .svg"),
+        (["--sampling", "nope"], "--sampling must be one of stratified, paper, harness"),
+        (["--tasks", "imdb,nope"], "unknown"),
+    ],
+)
 def test_user_errors_are_one_line(zstc_cli, btzsc_dir, extra, message):
     code, _, err = zstc_cli("dataset-similarity", "--data", str(btzsc_dir), *extra)
     assert code == 2 and message in err and "Traceback" not in err

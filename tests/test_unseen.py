@@ -29,15 +29,26 @@ def test_a_training_sample_without_a_seen_label_fails_only_fine_tuning_and_befor
     seen label": the pairs, which only fine-tuning needs, were built after the scoring. Without fine-tuning such a
     split counts 0 training pairs; with it, the run is refused before anything is scored."""
     labels = ["sports", "politics", "cooking", "music"]
-    task = Task("toy", ["sports game", "politics vote", "cooking pasta", "music song"], np.array([0, 1, 2, 3]), labels, labels)
+    task = Task(
+        "toy", ["sports game", "politics vote", "cooking pasta", "music song"], np.array([0, 1, 2, 3]), labels, labels
+    )
     one_text = Task("toy", ["sports game"], np.array([0]), labels, labels)  # label 0: seen by the even half only
     lines: list[str] = []
-    report = run_unseen(task, one_text, labels, WordOverlapScorer(), UnseenConfig(work_dir=tmp_path / "work"), log=lines.append)
+    report = run_unseen(
+        task, one_text, labels, WordOverlapScorer(), UnseenConfig(work_dir=tmp_path / "work"), log=lines.append
+    )
     assert [split["training_pairs"] for split in report["fully_unseen"]["splits"]] == [2, 0]
     assert any("odd labels seen: no training text has a seen label (training_pairs 0" in line for line in lines), lines
     base = WordOverlapScorer()
     with pytest.raises(DataError, match=r"no training text has a seen label \(odd labels seen\).*--no-finetune"):
-        run_unseen(task, one_text, labels, base, UnseenConfig(work_dir=tmp_path / "work"), lambda split, path: WordOverlapScorer())
+        run_unseen(
+            task,
+            one_text,
+            labels,
+            base,
+            UnseenConfig(work_dir=tmp_path / "work"),
+            lambda split, path: WordOverlapScorer(),
+        )
     assert base.calls == [] and not (tmp_path / "work").exists()
 
 
@@ -63,12 +74,14 @@ def test_pairs_use_only_seen_labels() -> None:
 
 def test_harsh_rule_prefers_unseen_within_the_margin() -> None:
     seen = np.array([True, False, True])
-    probabilities = np.array([
-        [0.60, 0.57, 0.1],  # seen ahead by 0.03 < alpha: the unseen label
-        [0.70, 0.60, 0.1],  # seen ahead by 0.10 > alpha: the seen label
-        [0.20, 0.30, 0.1],  # unseen ahead anyway
-        [0.10, 0.05, 0.1001],  # best seen is label 2, ahead by 0.0501 > alpha
-    ])
+    probabilities = np.array(
+        [
+            [0.60, 0.57, 0.1],  # seen ahead by 0.03 < alpha: the unseen label
+            [0.70, 0.60, 0.1],  # seen ahead by 0.10 > alpha: the seen label
+            [0.20, 0.30, 0.1],  # unseen ahead anyway
+            [0.10, 0.05, 0.1001],  # best seen is label 2, ahead by 0.0501 > alpha
+        ]
+    )
     assert harsh_decisions(probabilities, seen, alpha=0.05).tolist() == [1, 0, 1, 2]
     assert harsh_decisions(probabilities, seen, alpha=0.0).tolist() == [0, 0, 1, 2]
 
@@ -129,10 +142,15 @@ def _banking77_folders(tmp_path, btzsc_dir, rows: int = 400):
     the test split, and ``rows`` lines spread over the training split, which is sorted by class (a test set copied
     as training data is refused)."""
     test_dir, train_dir = tmp_path / "test", tmp_path / "train"
-    for folder, source, spread in ((test_dir, btzsc_dir, False), (train_dir, shared_path("btzsc-train/banking77.jsonl").parent, True)):
+    for folder, source, spread in (
+        (test_dir, btzsc_dir, False),
+        (train_dir, shared_path("btzsc-train/banking77.jsonl").parent, True),
+    ):
         folder.mkdir()
         lines = (source / "banking77.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-        (folder / "banking77.jsonl").write_text("".join(lines[:: len(lines) // rows if spread else 1][:rows]), encoding="utf-8")
+        (folder / "banking77.jsonl").write_text(
+            "".join(lines[:: len(lines) // rows if spread else 1][:rows]), encoding="utf-8"
+        )
     return test_dir, train_dir
 
 
@@ -143,16 +161,41 @@ def test_unseen_never_trains_on_the_hubs_test_split(zstc_cli, tmp_path, btzsc_di
     fake = types.ModuleType("datasets")
     fake.load_dataset = lambda *args, **kwargs: calls.append((args, kwargs)) or []  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "datasets", fake)
-    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(btzsc_dir), "--train-data", "hub", "--task", "banking77",
-                            "--no-finetune", "--max-samples", "20")
-    assert calls == [] and code == 2 and err.startswith("error: --train-data hub: btzsc/btzsc publishes only test splits"), (calls, err)
+    code, _, err = zstc_cli(
+        "unseen",
+        "-m",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--train-data",
+        "hub",
+        "--task",
+        "banking77",
+        "--no-finetune",
+        "--max-samples",
+        "20",
+    )
+    assert (
+        calls == [] and code == 2 and err.startswith("error: --train-data hub: btzsc/btzsc publishes only test splits")
+    ), (calls, err)
 
 
 def test_unseen_refuses_the_test_data_as_training_data(zstc_cli, tmp_path, btzsc_dir) -> None:
     """`--train-data` the same folder as `--data` ran silently (the report's data_sha256 equal to its
     train_data_sha256); so did a training file holding the test texts. Both are refused before the model loads,
     naming --train-data and, for shared texts, how many."""
-    args = ["unseen", "-m", MINILM, "--data", str(btzsc_dir), "--task", "banking77", "--no-finetune", "--max-samples", "20"]
+    args = [
+        "unseen",
+        "-m",
+        MINILM,
+        "--data",
+        str(btzsc_dir),
+        "--task",
+        "banking77",
+        "--no-finetune",
+        "--max-samples",
+        "20",
+    ]
     code, _, err = zstc_cli(*args, "--train-data", str(btzsc_dir))
     assert code == 2 and err.startswith("error: --train-data ") and "holds the same data as the test set" in err, err
     # The test split with its texts re-spaced and re-cased, behind the first 2000 training texts: another file, the same texts.
@@ -163,7 +206,9 @@ def test_unseen_refuses_the_test_data_as_training_data(zstc_cli, tmp_path, btzsc
     copied = [json.dumps({**row, "text": "  " + row["text"].upper()}) + "\n" for row in test if row["label"] >= 0]
     (train_dir / "banking77.jsonl").write_text("".join(train + copied), encoding="utf-8")
     code, _, err = zstc_cli(*args, "--train-data", str(train_dir))
-    assert code == 2 and err.startswith(f"error: --train-data {train_dir / 'banking77.jsonl'}: 2880 of the 2880 test texts of banking77 are among"), err
+    assert code == 2 and err.startswith(
+        f"error: --train-data {train_dir / 'banking77.jsonl'}: 2880 of the 2880 test texts of banking77 are among"
+    ), err
 
 
 def test_the_real_training_split_shares_only_a_few_texts_with_the_test_set(btzsc_dir) -> None:
@@ -182,8 +227,22 @@ def test_unseen_out_may_not_be_the_training_file(zstc_cli, tmp_path, btzsc_dir) 
     test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir)
     training = train_dir / "banking77.jsonl"
     before = training.read_bytes()
-    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir),
-                            "--task", "banking77", "--no-finetune", "--max-samples", "20", "-o", str(training))
+    code, _, err = zstc_cli(
+        "unseen",
+        "-m",
+        MINILM,
+        "--data",
+        str(test_dir),
+        "--train-data",
+        str(train_dir),
+        "--task",
+        "banking77",
+        "--no-finetune",
+        "--max-samples",
+        "20",
+        "-o",
+        str(training),
+    )
     assert code != 0 and err.startswith("error: ") and "--out" in err and "is the input" in err, err
     assert training.read_bytes() == before
 
@@ -201,8 +260,10 @@ def test_a_finished_fine_tune_is_reused_only_when_trained_as_asked(tmp_path) -> 
     model = tmp_path / "model-pairs-even"
     model.mkdir()
     options = {"seed": 0, "max_steps": 300, "dev_size": 300, "eval_fraction": 0.05, "device": None, "precision": "fp32"}
-    record = {"config": {"backbone": "base", "variant": "binary", **options, "device": "cpu"},
-              "data": {"train": {"sha256": sha256_file(pairs)}}}
+    record = {
+        "config": {"backbone": "base", "variant": "binary", **options, "device": "cpu"},
+        "data": {"train": {"sha256": sha256_file(pairs)}},
+    }
     (model / "zstc_training.json").write_text(json.dumps(record), encoding="utf-8")
     assert finetune_on_seen(pairs, "base", model, **options) == str(model)  # as asked: reused
     with pytest.raises(DataError, match="max_steps 300 .now 10."):
@@ -214,7 +275,9 @@ def test_a_finished_fine_tune_is_reused_only_when_trained_as_asked(tmp_path) -> 
         finetune_on_seen(pairs, "base", model, **options)
 
 
-def test_a_finished_fine_tune_is_reused_only_at_the_precision_and_backbone_weights_asked(tmp_path, monkeypatch, nli_folder) -> None:
+def test_a_finished_fine_tune_is_reused_only_at_the_precision_and_backbone_weights_asked(
+    tmp_path, monkeypatch, nli_folder
+) -> None:
     """The precision and the backbone's weights were not compared: a bf16 run then an fp32 run with one --work-dir
     reused the bf16-trained weights and the report said fp32; a local --base-model folder retrained in place was
     reused by its path. The precision is compared as resolved (``auto`` means bf16 on one machine, fp32 on another),
@@ -231,11 +294,16 @@ def test_a_finished_fine_tune_is_reused_only_at_the_precision_and_backbone_weigh
     model = tmp_path / "model-pairs-even"
     model.mkdir()
     options = {"seed": 0, "max_steps": 300, "dev_size": 300, "eval_fraction": 0.05, "device": "cpu"}
-    record = {"config": {"backbone": str(backbone), "variant": "binary", **options, "precision": "bf16"},
-              "backbone_revision": model_identity(str(backbone)), "data": {"train": {"sha256": sha256_file(pairs)}}}
+    record = {
+        "config": {"backbone": str(backbone), "variant": "binary", **options, "precision": "bf16"},
+        "backbone_revision": model_identity(str(backbone)),
+        "data": {"train": {"sha256": sha256_file(pairs)}},
+    }
     assert record["backbone_revision"].startswith("sha256:")
     (model / "zstc_training.json").write_text(json.dumps(record), encoding="utf-8")
-    assert finetune_on_seen(pairs, str(backbone), model, **options, precision="bf16") == str(model)  # as trained: reused
+    assert finetune_on_seen(pairs, str(backbone), model, **options, precision="bf16") == str(
+        model
+    )  # as trained: reused
     with pytest.raises(DataError, match=f"{model}: .*precision 'bf16' .now 'fp32'.*--work-dir"):
         finetune_on_seen(pairs, str(backbone), model, **options, precision="fp32")
     monkeypatch.setenv("ZSTC_AUTO_PRECISION", "bf16")  # auto meaning bf16 here, as on a CPU with AMX
@@ -244,12 +312,16 @@ def test_a_finished_fine_tune_is_reused_only_at_the_precision_and_backbone_weigh
     with pytest.raises(DataError, match="precision 'bf16' .now 'fp32'"):
         finetune_on_seen(pairs, str(backbone), model, **options, precision="auto")
     config = json.loads((backbone / "config.json").read_text(encoding="utf-8"))
-    (backbone / "config.json").write_text(json.dumps({**config, "hidden_dropout_prob": 0.2}), encoding="utf-8")  # retrained in place
+    (backbone / "config.json").write_text(
+        json.dumps({**config, "hidden_dropout_prob": 0.2}), encoding="utf-8"
+    )  # retrained in place
     with pytest.raises(DataError, match="the backbone's weights sha256:"):
         finetune_on_seen(pairs, str(backbone), model, **options, precision="bf16")
 
 
-def test_unseen_report_records_the_fine_tuning_precision(zstc_cli, tmp_path, btzsc_dir, nli_folder, monkeypatch) -> None:
+def test_unseen_report_records_the_fine_tuning_precision(
+    zstc_cli, tmp_path, btzsc_dir, nli_folder, monkeypatch
+) -> None:
     """The report's settings did not say at which precision the models were fine-tuned; they now do, resolved
     (``auto`` as this machine resolves it), and fine-tuning is asked for that precision."""
     import zstc.yin.unseen as unseen_module
@@ -264,9 +336,29 @@ def test_unseen_report_records_the_fine_tuning_precision(zstc_cli, tmp_path, btz
     monkeypatch.setenv("ZSTC_AUTO_PRECISION", "bf16")
     test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir, rows=40)
     out = tmp_path / "unseen.json"
-    code, _, err = zstc_cli("unseen", "-m", str(nli_folder), "--family", "nli", "--data", str(test_dir), "--train-data",
-                            str(train_dir), "--task", "banking77", "--max-samples", "4", "--max-train-samples", "40",
-                            "--work-dir", str(tmp_path / "work"), "--precision", "auto", "-o", str(out))
+    code, _, err = zstc_cli(
+        "unseen",
+        "-m",
+        str(nli_folder),
+        "--family",
+        "nli",
+        "--data",
+        str(test_dir),
+        "--train-data",
+        str(train_dir),
+        "--task",
+        "banking77",
+        "--max-samples",
+        "4",
+        "--max-train-samples",
+        "40",
+        "--work-dir",
+        str(tmp_path / "work"),
+        "--precision",
+        "auto",
+        "-o",
+        str(out),
+    )
     assert code == 0, err
     assert json.loads(out.read_text(encoding="utf-8"))["settings"]["finetune_precision"] == "bf16"
     assert [options["precision"] for options in asked] == ["auto", "auto"]  # resolved by the trainer as above
@@ -279,9 +371,30 @@ def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> No
 
     test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir)
     out = tmp_path / "unseen.json"
-    code, _, err = zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir),
-                            "--task", "banking77", "--no-finetune", "--hypotheses", "name", "--template", "It is {}.",
-                            "--max-samples", "30", "--max-train-samples", "60", "--seed", "3", "-o", str(out))
+    code, _, err = zstc_cli(
+        "unseen",
+        "-m",
+        MINILM,
+        "--data",
+        str(test_dir),
+        "--train-data",
+        str(train_dir),
+        "--task",
+        "banking77",
+        "--no-finetune",
+        "--hypotheses",
+        "name",
+        "--template",
+        "It is {}.",
+        "--max-samples",
+        "30",
+        "--max-train-samples",
+        "60",
+        "--seed",
+        "3",
+        "-o",
+        str(out),
+    )
     assert code == 0, err
     settings = json.loads(out.read_text(encoding="utf-8"))["settings"]
     assert settings["max_samples"] == 30 and settings["max_train_samples"] == 60 and settings["seed"] == 3
@@ -290,7 +403,9 @@ def test_unseen_report_records_its_settings(zstc_cli, tmp_path, btzsc_dir) -> No
     assert settings["train_data_sha256"] == sha256_file(train_dir / "banking77.jsonl")
 
 
-def test_unseen_applies_the_harsh_margin_of_005_to_entailment_probabilities(zstc_cli, tmp_path, btzsc_dir, nli_folder, monkeypatch) -> None:
+def test_unseen_applies_the_harsh_margin_of_005_to_entailment_probabilities(
+    zstc_cli, tmp_path, btzsc_dir, nli_folder, monkeypatch
+) -> None:
     """PROTOCOL.md s.7: a seen label is preferred over an unseen one only if its *probability* is higher by alpha
     (0.05). `zstc unseen` scores the fine-tuned model as probabilities (score type 'prob', not the NLI default
     log-odds, on which 0.05 would be another rule) with alpha 0.05 unless told otherwise."""
@@ -312,6 +427,17 @@ def test_unseen_applies_the_harsh_margin_of_005_to_entailment_probabilities(zstc
     monkeypatch.setattr(unseen_module, "run_unseen", run_unseen_spy)
     test_dir, train_dir = _banking77_folders(tmp_path, btzsc_dir, rows=40)
     with pytest.raises(Stop):
-        zstc_cli("unseen", "-m", MINILM, "--data", str(test_dir), "--train-data", str(train_dir), "--task", "banking77",
-                 "--work-dir", str(tmp_path / "work"))
+        zstc_cli(
+            "unseen",
+            "-m",
+            MINILM,
+            "--data",
+            str(test_dir),
+            "--train-data",
+            str(train_dir),
+            "--task",
+            "banking77",
+            "--work-dir",
+            str(tmp_path / "work"),
+        )
     assert seen == {"alpha": 0.05, "score_type": "prob", "family": "nli"}

@@ -28,7 +28,9 @@ class WordShareScorer:
     def _words(self, text: str) -> set[str]:
         return set(re.findall(r"\w+", text.lower() if self.options["lowercase"] else text))
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    def score_with_notes(
+        self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False
+    ) -> ScoreResult:
         documents = [self._words(self.spec.format_document(label)) for label in labels]
         rows = [[len(self._words(text) & words) / max(1, len(words)) for words in documents] for text in texts]
         empty = sum(not self._words(text) for text in texts)

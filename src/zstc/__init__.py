@@ -34,9 +34,18 @@ _LAZY = {
     "ScoreResult": "zstc.scorers.base",
     "Task": "zstc.benchmark.tasks",
     "load_btzsc_task": "zstc.benchmark.data",
-    **{name: "zstc.errors" for name in (
-        "ZstcError", "DataError", "LabelError", "ModelError", "UnknownNameError", "OptionError", "UnknownOptionError",
-    )},
+    **{
+        name: "zstc.errors"
+        for name in (
+            "ZstcError",
+            "DataError",
+            "LabelError",
+            "ModelError",
+            "UnknownNameError",
+            "OptionError",
+            "UnknownOptionError",
+        )
+    },
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -75,8 +75,10 @@ class Adaptation:
         """The adapted (texts, labels) logits of ``scores``: ``as_logits(scores) / T + offsets``."""
         matrix = _matrix(scores)
         if matrix.shape[1] != len(self.offsets):
-            raise DataError(f"scores have {matrix.shape[1]} labels, the adaptation was estimated for {len(self.offsets)}",
-                            parameters=("scores",))
+            raise DataError(
+                f"scores have {matrix.shape[1]} labels, the adaptation was estimated for {len(self.offsets)}",
+                parameters=("scores",),
+            )
         return _logits(matrix, self.scale, self.temperature) + self.offsets[None, :]
 
     def decisions(self, scores: np.ndarray) -> np.ndarray:
@@ -89,8 +91,13 @@ class Adaptation:
 
     def record(self) -> dict[str, object]:
         """What a result records of the adaptation (part of its identity: it moves decisions)."""
-        return {"method": self.method, "texts": self.texts, "temperature": self.temperature, "scale": self.scale,
-                "offsets": [round(float(v), 6) for v in self.offsets]}
+        return {
+            "method": self.method,
+            "texts": self.texts,
+            "temperature": self.temperature,
+            "scale": self.scale,
+            "offsets": [round(float(v), 6) for v in self.offsets],
+        }
 
 
 def check_method(method: str) -> str:
@@ -106,11 +113,18 @@ def check_adapt_options(method: str, *, multi_label: bool = False, shortlist: bo
     of every text (a shortlist scores only each text's top labels, and its placeholders are no scores)."""
     check_method(method)
     if method != "none" and multi_label:
-        raise OptionError(f"adapt {method} applies to single-label classification: leave out multi_label or adapt",
-                          "adapt", "multi_label")
+        raise OptionError(
+            f"adapt {method} applies to single-label classification: leave out multi_label or adapt",
+            "adapt",
+            "multi_label",
+        )
     if method != "none" and shortlist:
-        raise OptionError(f"adapt {method} needs every label's score of every text; a shortlist scores only each "
-                          "text's top labels: leave one of them out", "adapt", "shortlist")
+        raise OptionError(
+            f"adapt {method} needs every label's score of every text; a shortlist scores only each "
+            "text's top labels: leave one of them out",
+            "adapt",
+            "shortlist",
+        )
     return method
 
 
@@ -120,7 +134,9 @@ def estimate(scores: np.ndarray, method: str, *, scale: str = "cosine", temperat
     the scores."""
     check_method(method)
     if not (np.isfinite(temperature) and temperature > 0):
-        raise DataError(f"temperature must be a positive finite number, got {temperature!r}", parameters=("temperature",))
+        raise DataError(
+            f"temperature must be a positive finite number, got {temperature!r}", parameters=("temperature",)
+        )
     matrix = _matrix(scores)
     z = _logits(matrix, scale, temperature)
     n, k = z.shape
@@ -138,8 +154,14 @@ def estimate(scores: np.ndarray, method: str, *, scale: str = "cosine", temperat
     return Adaptation(method, offsets, shares, n, iterations, float(temperature), scale)
 
 
-def adapt(scores: np.ndarray, method: str, *, scale: str = "cosine", temperature: float = 1.0,
-          sample: np.ndarray | None = None) -> np.ndarray:
+def adapt(
+    scores: np.ndarray,
+    method: str,
+    *,
+    scale: str = "cosine",
+    temperature: float = 1.0,
+    sample: np.ndarray | None = None,
+) -> np.ndarray:
     """The adapted logits of every text of ``scores``, the offsets estimated on all of them or on the rows
     ``sample`` (indices or a boolean mask) only."""
     matrix = _matrix(scores)
@@ -164,11 +186,16 @@ def corpus_decisions(scores: np.ndarray, method: str, scorer: Mapping[str, Any])
 def _matrix(scores: np.ndarray) -> np.ndarray:
     matrix = np.asarray(scores, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
-        raise DataError(f"expected a (texts, labels) score matrix with at least one text and one label, got shape "
-                        f"{matrix.shape}", parameters=("scores",))
+        raise DataError(
+            f"expected a (texts, labels) score matrix with at least one text and one label, got shape {matrix.shape}",
+            parameters=("scores",),
+        )
     if not np.isfinite(matrix).all():
-        raise DataError(f"the scores hold {int((~np.isfinite(matrix)).sum())} NaN or infinite values: nothing can be "
-                        "estimated from them", parameters=("scores",))
+        raise DataError(
+            f"the scores hold {int((~np.isfinite(matrix)).sum())} NaN or infinite values: nothing can be "
+            "estimated from them",
+            parameters=("scores",),
+        )
     return matrix
 
 

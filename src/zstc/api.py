@@ -25,18 +25,39 @@ from zstc.adapt import Adaptation, check_adapt_options
 from zstc.errors import DataError, LabelError, ModelError, OptionError, quoted
 from zstc.hypotheses.polarity import is_polarity_label_set, polarity_variants
 from zstc.hypotheses.variants import (
-    ASPECT_TEMPLATES, DEFAULT_ASPECT, HypothesisSet, build_hypotheses, score_hypotheses_with_notes, tie_message,
+    ASPECT_TEMPLATES,
+    DEFAULT_ASPECT,
+    HypothesisSet,
+    build_hypotheses,
+    score_hypotheses_with_notes,
+    tie_message,
     tied_labels,
 )
 from zstc.defaults import DEFAULT_MODEL, DEFAULT_TEMPLATE
 from zstc.models.registry import get_model_spec
 from zstc.multilabel import fit_thresholds
-from zstc.policy import DecisionPolicy, argmax_decisions, score_type_of, check_multi_label_options, check_multilabel_names
+from zstc.policy import (
+    DecisionPolicy,
+    argmax_decisions,
+    score_type_of,
+    check_multi_label_options,
+    check_multilabel_names,
+)
 from zstc.scorers import get_family, make_scorer
 from zstc.scorers.base import Scorer, indistinguishable_labels
 from zstc.validation import (
-    NONE_LABEL, OPTIONS, Choices, Interval, Option, check_distinct_descriptions, check_labels, check_option,
-    check_read_apart, check_sequence, check_template, check_texts,
+    NONE_LABEL,
+    OPTIONS,
+    Choices,
+    Interval,
+    Option,
+    check_distinct_descriptions,
+    check_labels,
+    check_option,
+    check_read_apart,
+    check_sequence,
+    check_template,
+    check_texts,
 )
 from zstc.probabilities import Calibration, load_calibration
 
@@ -46,6 +67,7 @@ HYPOTHESES = OPTIONS["hypotheses"]
 SCORE_KINDS: tuple[str, ...] = ("probs", "raw")
 """``probs``: probabilities (single-label: a softmax over the labels; multi-label: each label's own, >= 0.5 exactly
 when it passed); ``raw``: the family's own scores (cosines, NLI log-odds, LLM option probabilities, ...)."""
+
 
 def _ranked(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
     """``{label: value}``, highest first (ties keep the label order)."""
@@ -88,8 +110,14 @@ class MultiLabelPrediction:
         return self.labels == [NONE_LABEL]
 
 
-def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: int | None = 4, flat: bool = False,
-                      text: bool = True, labels: Sequence[str] | None = None) -> dict[str, Any]:
+def prediction_record(
+    prediction: Prediction | MultiLabelPrediction,
+    *,
+    digits: int | None = 4,
+    flat: bool = False,
+    text: bool = True,
+    labels: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """One output record of a prediction, as ``zstc classify`` writes it (either engine; the HTTP service answers
     in its own shapes, with each label's probability beside its score).
 
@@ -115,8 +143,11 @@ def prediction_record(prediction: Prediction | MultiLabelPrediction, *, digits: 
     if flat:
         missing = [label for label in labels or () if label not in scores]
         if missing:
-            raise LabelError(f"labels: {', '.join(quoted(label) for label in missing)} not among the prediction's labels "
-                             f"({', '.join(scores)})", parameters=("labels",))
+            raise LabelError(
+                f"labels: {', '.join(quoted(label) for label in missing)} not among the prediction's labels "
+                f"({', '.join(scores)})",
+                parameters=("labels",),
+            )
         record.update({f"score_{label}": scores[label] for label in (labels or scores)})
     else:
         record["scores"] = scores
@@ -138,8 +169,13 @@ def describe_labels(labels: Sequence[str], template: str | None) -> list[str] | 
     return [template.format(label) for label in labels]
 
 
-def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", template: str | None = None,
-                     descriptions: Sequence[str] | None = None) -> list[str] | HypothesisSet:
+def label_hypotheses(
+    labels: Sequence[str],
+    *,
+    hypotheses: str = "dataset",
+    template: str | None = None,
+    descriptions: Sequence[str] | None = None,
+) -> list[str] | HypothesisSet:
     """What the model reads for each label.
 
     ``hypotheses="dataset"``: the label names through ``template`` if one is given, or their ``descriptions``
@@ -151,14 +187,21 @@ def label_hypotheses(labels: Sequence[str], *, hypotheses: str = "dataset", temp
     """
     hypotheses = check_option("hypotheses", hypotheses, HYPOTHESES)
     if hypotheses == "dataset":
-        if descriptions is not None and list(descriptions) != list(labels) and template not in (None, "{}"):  # said, not dropped
-            raise LabelError("template is for label names; with descriptions, which are used as written, it would rewrite "
-                             "them: give one or the other", parameters=("template", "descriptions"))
+        if (
+            descriptions is not None and list(descriptions) != list(labels) and template not in (None, "{}")
+        ):  # said, not dropped
+            raise LabelError(
+                "template is for label names; with descriptions, which are used as written, it would rewrite "
+                "them: give one or the other",
+                parameters=("template", "descriptions"),
+            )
         return describe_labels(list(descriptions) if descriptions is not None else labels, template)
     if descriptions is not None and list(descriptions) != list(labels):  # said, not dropped
-        raise LabelError(f"hypotheses {hypotheses} describes each label from its name, so the labels' own "
-                         "descriptions would go unused: give hypotheses dataset to use them, or the labels alone",
-                         parameters=("hypotheses",))
+        raise LabelError(
+            f"hypotheses {hypotheses} describes each label from its name, so the labels' own "
+            "descriptions would go unused: give hypotheses dataset to use them, or the labels alone",
+            parameters=("hypotheses",),
+        )
     built = build_hypotheses(labels, hypotheses, template or ASPECT_TEMPLATES[DEFAULT_ASPECT])
     # Refused here, naming WordNet: check_distinct_descriptions would speak of descriptions the user never gave.
     groups = tied_labels(labels, list(built))
@@ -211,9 +254,18 @@ class Classifier:
     (threshold 0.5).
     """
 
-    def __init__(self, model: str | Path | Scorer = DEFAULT_MODEL, *, family: str | None = None, template: str | None = DEFAULT_TEMPLATE,
-                 hypotheses: str = "dataset", precision: str | None = "auto", shortlist: str | int | None = None,
-                 calibration: str | Path | Calibration | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        model: str | Path | Scorer = DEFAULT_MODEL,
+        *,
+        family: str | None = None,
+        template: str | None = DEFAULT_TEMPLATE,
+        hypotheses: str = "dataset",
+        precision: str | None = "auto",
+        shortlist: str | int | None = None,
+        calibration: str | Path | Calibration | None = None,
+        **options: Any,
+    ) -> None:
         """``model``: a hub id, paper name or local folder, or a scorer already built (:func:`make_scorer`,
         or any object with ``score(texts, labels)``). ``hypotheses`` and ``template``: see
         :func:`label_hypotheses`. ``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 where the hardware runs
@@ -230,15 +282,20 @@ class Classifier:
         # Named in messages as the user gave it: a file's path, else "calibration" (a Calibration object).
         calibration_name = f"calibration {calibration}" if isinstance(calibration, (str, Path)) else "calibration"
         if calibration is not None and not isinstance(calibration, (Calibration, str, Path)):  # a dict was a traceback
-            raise TypeError(f"calibration must be a file path or a zstc.probabilities.Calibration, got {type(calibration).__name__}")
+            raise TypeError(
+                f"calibration must be a file path or a zstc.probabilities.Calibration, got {type(calibration).__name__}"
+            )
         if calibration is not None and not isinstance(calibration, Calibration):
             calibration = load_calibration(calibration)
         self.calibration: Calibration | None = calibration
         if isinstance(model, Path):  # a local folder, as its name would say it
             model = str(model)
         if not isinstance(model, str) and not callable(getattr(model, "score", None)):
-            raise ModelError(f"model must be a hub id, paper name or local folder, or a scorer with score(texts, labels); "
-                             f"got {type(model).__name__} {quoted(model)}", parameters=("model",))
+            raise ModelError(
+                f"model must be a hub id, paper name or local folder, or a scorer with score(texts, labels); "
+                f"got {type(model).__name__} {quoted(model)}",
+                parameters=("model",),
+            )
         if isinstance(model, str):
             spec = get_model_spec(model, family)
             if "precision" in get_family(spec.family).options:
@@ -251,7 +308,9 @@ class Classifier:
         else:
             given = ["family"] * (family is not None) + ["shortlist"] * (shortlist is not None) + list(options)
             if given:
-                raise OptionError(f"{', '.join(given)} cannot be given with a scorer object: build the scorer with them", *given)
+                raise OptionError(
+                    f"{', '.join(given)} cannot be given with a scorer object: build the scorer with them", *given
+                )
             self.scorer = model
         self.policy = DecisionPolicy.for_scorer(self.scorer, calibration, calibration_name)
         """How this classifier's scores become decisions and probabilities (:mod:`zstc.policy`)."""
@@ -259,11 +318,20 @@ class Classifier:
         """What the user should hear about this classifier (``classify`` and ``serve`` print it): a calibration
         fitted on another model."""
         own = getattr(getattr(self.scorer, "spec", None), "model_id", None)  # None: a scorer that names no model
-        if calibration is not None:  # fitted on another family's or score type's numbers, its probabilities mean nothing here
+        if (
+            calibration is not None
+        ):  # fitted on another family's or score type's numbers, its probabilities mean nothing here
             self._check_calibration_fits(calibration, calibration_name)
-        if calibration is not None and calibration.model is not None and own is not None and _model_id(calibration.model, calibration.family) != own:
-            self.notes.append(f"the calibration was fitted on {calibration.model}, not on {own}: its probabilities are "
-                              "that model's, not this one's")
+        if (
+            calibration is not None
+            and calibration.model is not None
+            and own is not None
+            and _model_id(calibration.model, calibration.family) != own
+        ):
+            self.notes.append(
+                f"the calibration was fitted on {calibration.model}, not on {own}: its probabilities are "
+                "that model's, not this one's"
+            )
 
     def _check_calibration_fits(self, calibration: Calibration, name: str) -> None:
         """Refuse a calibration fitted on another family's or score type's scores (an NLI model's logits read as an
@@ -272,8 +340,11 @@ class Classifier:
         fitted = {"family": calibration.family, "score type": calibration.score_type}
         for what, value in fitted.items():
             if value is not None and own[what] is not None and value != own[what]:
-                raise OptionError(f"{name} was fitted on scores of the {what} {value!r}, and this model's are "
-                                  f"{own[what]!r}: fit one for this model (zstc calibrate)", "calibration")
+                raise OptionError(
+                    f"{name} was fitted on scores of the {what} {value!r}, and this model's are "
+                    f"{own[what]!r}: fit one for this model (zstc calibrate)",
+                    "calibration",
+                )
 
     @property
     def family(self) -> str:
@@ -288,10 +359,15 @@ class Classifier:
         """Single-label probabilities of a raw score matrix: softmax over labels at :meth:`temperature` (behind a
         shortlist, over each text's shortlisted labels; the others get 0)."""
         if np.ndim(matrix) != 2:  # one text's row is still a (1, labels) matrix; a 1-D row is ambiguous
-            raise DataError(f"matrix must be a (texts, labels) score matrix, got {np.ndim(matrix)} dimension(s)",
-                            parameters=("matrix",))
+            raise DataError(
+                f"matrix must be a (texts, labels) score matrix, got {np.ndim(matrix)} dimension(s)",
+                parameters=("matrix",),
+            )
         if np.shape(matrix)[1] == 0:  # a softmax over no labels: numpy's "zero-size array" ValueError
-            raise DataError("matrix has no labels (0 columns): a distribution needs at least one label's score", parameters=("matrix",))
+            raise DataError(
+                "matrix has no labels (0 columns): a distribution needs at least one label's score",
+                parameters=("matrix",),
+            )
         return self.policy.single_label_probabilities(matrix, self.scored(matrix))
 
     def single_label_calibration(self) -> Calibration:
@@ -310,17 +386,26 @@ class Classifier:
         """The Platt calibration multi-label decides on (``calibration`` when it is one), else None."""
         return self.policy.platt()
 
-    def scores(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-               allow_single: bool = False, notes: list[str] | None = None,
-               thresholds: Sequence[float] | np.ndarray | None = None,
-               margins: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
+    def scores(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        descriptions: Sequence[str] | None = None,
+        *,
+        allow_single: bool = False,
+        notes: list[str] | None = None,
+        thresholds: Sequence[float] | np.ndarray | None = None,
+        margins: Sequence[float] | np.ndarray | None = None,
+    ) -> np.ndarray:
         """The (texts, labels) score matrix; ``allow_single`` admits one label (multi-label: a yes/no question).
         ``thresholds`` (one raw-score cut per label) tell a bf16 cross-encoder or embedding model which pairs to
         recheck in fp32 (:mod:`zstc.scorers.recheck`): the caller decides by them, not by each text's best label;
         ``margins`` (one per label, ``nan`` for none) that a label must also be near its text's best score
         (:func:`zstc.policy.decide`)."""
         if notes is not None and not isinstance(notes, list):  # a tuple failed on extend, after the scoring
-            raise TypeError(f"notes must be a list (it receives what the scorer has to say), got {type(notes).__name__}")
+            raise TypeError(
+                f"notes must be a list (it receives what the scorer has to say), got {type(notes).__name__}"
+            )
         texts = check_texts(texts)
         labels = check_labels(labels, allow_single=allow_single)
         if descriptions is None:
@@ -328,8 +413,12 @@ class Classifier:
         elif not isinstance(descriptions, HypothesisSet):
             # A list: a generator has no len().
             descriptions = check_sequence(descriptions, "descriptions", LabelError, each="one per label")
-            if self.hypotheses != "dataset":  # label_hypotheses refuses descriptions these hypotheses would leave unused
-                descriptions = label_hypotheses(labels, hypotheses=self.hypotheses, template=self.template, descriptions=descriptions)
+            if (
+                self.hypotheses != "dataset"
+            ):  # label_hypotheses refuses descriptions these hypotheses would leave unused
+                descriptions = label_hypotheses(
+                    labels, hypotheses=self.hypotheses, template=self.template, descriptions=descriptions
+                )
         if len(descriptions) != len(labels):
             raise LabelError(f"{len(descriptions)} descriptions for {len(labels)} labels")
         check_distinct_descriptions(labels, descriptions)
@@ -340,8 +429,16 @@ class Classifier:
             notes.extend(note for note in result.notes if note not in notes)
         return result.scores
 
-    def predict(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-                notes: list[str] | None = None, scores: str = "probs", adapt: str | Adaptation | None = None) -> list[Prediction]:
+    def predict(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        descriptions: Sequence[str] | None = None,
+        *,
+        notes: list[str] | None = None,
+        scores: str = "probs",
+        adapt: str | Adaptation | None = None,
+    ) -> list[Prediction]:
         """The best label of each text; ``scores`` ``probs`` (default) or ``raw`` (see :data:`SCORE_KINDS`).
         ``notes``, when given, receives what the scorer had to say (texts truncated, ...). ``adapt``: a method of
         :data:`zstc.adapt.METHODS` that adapts the decisions (and probabilities) to these texts as one corpus
@@ -381,8 +478,12 @@ class Classifier:
         from zstc.probabilities import score_scale
 
         self.check_adapt(method)
-        return estimate(matrix, method, scale=score_scale(self.policy.family, self.policy.score_type),
-                        temperature=self.temperature())
+        return estimate(
+            matrix,
+            method,
+            scale=score_scale(self.policy.family, self.policy.score_type),
+            temperature=self.temperature(),
+        )
 
     def default_threshold(self) -> float:
         """The multi-label threshold without options: 0.5 on Platt probabilities, else the family's."""
@@ -393,9 +494,17 @@ class Classifier:
         family, labels at least half as probable as the best one at :meth:`temperature`; None otherwise."""
         return self.policy.default_margin()
 
-    def predict_multi_label(self, texts: Sequence[str], labels: Sequence[str], descriptions: Sequence[str] | None = None, *,
-                            threshold: float | None = None, per_label: Mapping[str, float] | None = None,
-                            notes: list[str] | None = None, scores: str | None = None) -> list[MultiLabelPrediction]:
+    def predict_multi_label(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        descriptions: Sequence[str] | None = None,
+        *,
+        threshold: float | None = None,
+        per_label: Mapping[str, float] | None = None,
+        notes: list[str] | None = None,
+        scores: str | None = None,
+    ) -> list[MultiLabelPrediction]:
         """Every label whose score reaches its threshold (``per_label`` overrides, else ``threshold``, else
         :meth:`default_threshold` and, for the embedding family, :meth:`default_margin` below the text's best
         label), or ``"none"``. With a Platt calibration the thresholds apply to its probabilities and ``scores``
@@ -408,15 +517,31 @@ class Classifier:
         check_score_kind(kind)
         # bf16 rechecks the pairs near each label's cut (in raw scores) and, under the default margin rule, near the
         # text's best minus the margin.
-        matrix = self.scores(texts, labels, descriptions, allow_single=True, notes=notes, thresholds=rule.recheck_cuts(),
-                             margins=rule.recheck_margins())
+        matrix = self.scores(
+            texts,
+            labels,
+            descriptions,
+            allow_single=True,
+            notes=notes,
+            thresholds=rule.recheck_cuts(),
+            margins=rule.recheck_margins(),
+        )
         scored = self.scored(matrix)
         shown = rule.probabilities(matrix, scored) if kind == "probs" else matrix
-        return [MultiLabelPrediction(text, names, _ranked(labels, view), _ranked(labels, row), kind)
-                for text, names, view, row in zip(texts, rule.label_sets(matrix, scored), shown, matrix)]
+        return [
+            MultiLabelPrediction(text, names, _ranked(labels, view), _ranked(labels, row), kind)
+            for text, names, view, row in zip(texts, rule.label_sets(matrix, scored), shown, matrix)
+        ]
 
-    def fit_thresholds(self, texts: Sequence[str], gold: Sequence[Sequence[str]], labels: Sequence[str],
-                       descriptions: Sequence[str] | None = None, *, per_label: bool = False) -> tuple[float, dict[str, float]]:
+    def fit_thresholds(
+        self,
+        texts: Sequence[str],
+        gold: Sequence[Sequence[str]],
+        labels: Sequence[str],
+        descriptions: Sequence[str] | None = None,
+        *,
+        per_label: bool = False,
+    ) -> tuple[float, dict[str, float]]:
         """Thresholds for :meth:`predict_multi_label` fitted on labelled texts: ``gold`` holds each text's
         labels (empty, or ``["none"]``, for a text with none of them; one string: that one label). Returns the global threshold that
         maximises label-wise weighted F1 and, with ``per_label``, each label's own (see
@@ -436,22 +561,34 @@ class Classifier:
                 names = list(names)
             # A number or None was a TypeError ('int' object is not iterable), not the user's entry named.
             if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-                raise LabelError(f"gold: dev text {i + 1} has {type(names).__name__} {quoted(names)}, expected a label or a list of labels",
-                                 parameters=("gold",))
+                raise LabelError(
+                    f"gold: dev text {i + 1} has {type(names).__name__} {quoted(names)}, expected a label or a list of labels",
+                    parameters=("gold",),
+                )
             if NONE_LABEL in names and any(name != NONE_LABEL for name in names):  # "no label" and a label: which?
-                raise LabelError(f"gold: dev text {i + 1} has {NONE_LABEL!r} together with {quoted(next(n for n in names if n != NONE_LABEL))}; "
-                                 f"{NONE_LABEL!r} means the text has none of the labels", parameters=("gold",))
+                raise LabelError(
+                    f"gold: dev text {i + 1} has {NONE_LABEL!r} together with {quoted(next(n for n in names if n != NONE_LABEL))}; "
+                    f"{NONE_LABEL!r} means the text has none of the labels",
+                    parameters=("gold",),
+                )
             for name in names:
                 if name == NONE_LABEL:
                     continue
                 if name not in position:
-                    raise LabelError(f"dev text {i + 1} has label {name!r}, which is not one of the labels: {', '.join(labels)}")
+                    raise LabelError(
+                        f"dev text {i + 1} has label {name!r}, which is not one of the labels: {', '.join(labels)}"
+                    )
                 truth[i, position[name]] = True
         matrix = self.scores(texts, labels, descriptions, allow_single=True)
         platt = self.platt()
         # Behind a shortlist the fit decides as predict_multi_label does: unscored pairs never pass.
-        threshold, own = fit_thresholds(platt.multi_label(matrix) if platt is not None else matrix, truth, labels,
-                                        per_label=per_label, scored=self.scored(matrix))
+        threshold, own = fit_thresholds(
+            platt.multi_label(matrix) if platt is not None else matrix,
+            truth,
+            labels,
+            per_label=per_label,
+            scored=self.scored(matrix),
+        )
         bounds = self.policy.threshold_bounds()
         if bounds is None:
             return threshold, own
@@ -472,11 +609,22 @@ def check_score_kind(kind: str) -> None:
     Option(str, constraint=Choices(SCORE_KINDS, meaning="score kind")).check("scores", kind)
 
 
-def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path | Scorer = DEFAULT_MODEL, family: str | None = None,
-             template: str | None = DEFAULT_TEMPLATE, hypotheses: str = "dataset", multi_label: bool = False,
-             threshold: float | None = None, shortlist: str | int | None = None, scores: str | None = None,
-             calibration: str | Path | Calibration | None = None, adapt: str | None = None,
-             **options: Any) -> list[Prediction] | list[MultiLabelPrediction]:
+def classify(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    *,
+    model: str | Path | Scorer = DEFAULT_MODEL,
+    family: str | None = None,
+    template: str | None = DEFAULT_TEMPLATE,
+    hypotheses: str = "dataset",
+    multi_label: bool = False,
+    threshold: float | None = None,
+    shortlist: str | int | None = None,
+    scores: str | None = None,
+    calibration: str | Path | Calibration | None = None,
+    adapt: str | None = None,
+    **options: Any,
+) -> list[Prediction] | list[MultiLabelPrediction]:
     """Classify ``texts`` into ``labels``: single-label (argmax; ``scores`` probabilities by default), or
     with ``multi_label=True`` every label whose score passes ``threshold`` (default: the family's), "none"
     when no label does. ``hypotheses`` picks how labels become hypotheses (see :func:`label_hypotheses`);
@@ -487,8 +635,15 @@ def classify(texts: Sequence[str], labels: Sequence[str], *, model: str | Path |
     check_multi_label_options(multi_label, threshold=threshold)  # said, not dropped (as the CLI's --threshold)
     if adapt is not None:  # said, not dropped
         check_adapt_options(adapt, multi_label=multi_label)
-    classifier = Classifier(model, family=family, template=template, hypotheses=hypotheses, shortlist=shortlist,
-                            calibration=calibration, **options)
+    classifier = Classifier(
+        model,
+        family=family,
+        template=template,
+        hypotheses=hypotheses,
+        shortlist=shortlist,
+        calibration=calibration,
+        **options,
+    )
     if multi_label:
         return classifier.predict_multi_label(texts, labels, threshold=threshold, scores=scores)
     return classifier.predict(texts, labels, scores=scores or "probs", adapt=adapt)

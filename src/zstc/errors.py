@@ -48,16 +48,25 @@ class DescriptionTooLongError(ModelError):
         self.limit = limit
 
     @classmethod
-    def of(cls, description: str, limit: int, *, model: str, user_limit: bool, length: int | None = None) -> DescriptionTooLongError:
+    def of(
+        cls, description: str, limit: int, *, model: str, user_limit: bool, length: int | None = None
+    ) -> DescriptionTooLongError:
         """The error for ``description``, too long for ``limit`` tokens (``length``: its own tokens, where the text must
         fit beside it, as in a cross-encoder's pair). ``user_limit``: the limit is the user's ``max_length``, which the
         message then names as the cause (the CLI writes it as its flag), not ``model``'s own limit."""
         within = f"max_length ({limit} tokens)" if user_limit else f"{model}'s {limit} tokens"
-        what = (f"a label description is {length} tokens long, which leaves no room for the text within {within}"
-                if length is not None else f"a label description is longer than {within}")
+        what = (
+            f"a label description is {length} tokens long, which leaves no room for the text within {within}"
+            if length is not None
+            else f"a label description is longer than {within}"
+        )
         remedy = "raise max_length (or leave it out for the model's own limit), or shorten" if user_limit else "shorten"
-        return cls(f"{what}; label descriptions are never truncated: {remedy} {quoted(description)}", description, limit,
-                   parameters=("max_length",) if user_limit else ())
+        return cls(
+            f"{what}; label descriptions are never truncated: {remedy} {quoted(description)}",
+            description,
+            limit,
+            parameters=("max_length",) if user_limit else (),
+        )
 
 
 class NonFiniteScoresError(ModelError):

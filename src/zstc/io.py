@@ -78,7 +78,7 @@ def utf8_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
             continue
         start = 0
         for end in _LONE_CR.finditer(line):
-            yield line[start:end.end()]
+            yield line[start : end.end()]
             start = end.end()
         if start < len(line):
             yield line[start:]
@@ -120,8 +120,10 @@ def parse_json(text: str, source: str) -> Any:
     except RecursionError:
         raise DataError(f"{source}: JSON nested too deeply to read") from None
     except _RepeatedKey as repeated:
-        raise DataError(f"{source}: key {repeated.key!r} appears twice in one object; "
-                        "only one value could be read, so give each its own key") from None
+        raise DataError(
+            f"{source}: key {repeated.key!r} appears twice in one object; "
+            "only one value could be read, so give each its own key"
+        ) from None
 
 
 def check_distinct_keys(text: str, source: str) -> None:
@@ -168,8 +170,9 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
-def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out",
-                      beside: Sequence[Path] = ()) -> Path:
+def check_output_path(
+    path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out", beside: Sequence[Path] = ()
+) -> Path:
     """Refuse, before any work, an output file that would destroy an input or cannot be written.
 
     Raises :class:`OutputError` naming ``option`` and ``path`` when the path resolves to one of ``inputs``
@@ -189,8 +192,10 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), o
             raise OutputError(f"{where}: is the input {source}; writing there would destroy it, choose another path")
         for companion in beside:
             if same_file(companion, source):
-                raise OutputError(f"{where}: writes {companion} as it runs, which is the input {source}; writing there "
-                                  "would destroy it, choose another path")
+                raise OutputError(
+                    f"{where}: writes {companion} as it runs, which is the input {source}; writing there "
+                    "would destroy it, choose another path"
+                )
     if path.is_dir():
         raise OutputError(f"{where}: is a directory, expected a file")
     if path.exists() and is_special_file(path):  # a device, a FIFO, /dev/stdout even to a shell's file
@@ -199,13 +204,17 @@ def check_output_path(path: Path, *, inputs: Sequence[str | Path | None] = (), o
         return path
     # The mode bits, not os.access, which says yes to root whatever they are.
     if path.is_file() and not path.stat().st_mode & 0o222:
-        raise OutputError(f"{where}: is read-only; writing there would replace it, make it writable (chmod u+w) or choose another path")
+        raise OutputError(
+            f"{where}: is read-only; writing there would replace it, make it writable (chmod u+w) or choose another path"
+        )
     # Through a symlink, the folder written in is the target's (a dangling link's missing folder was created).
     _check_writable_folder(write_target(path).absolute().parent, where)
     return path
 
 
-def check_output_dir(path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out", files: Sequence[str] = ()) -> Path:
+def check_output_dir(
+    path: Path, *, inputs: Sequence[str | Path | None] = (), option: str = "--out", files: Sequence[str] = ()
+) -> Path:
     """Like :func:`check_output_path` for an output folder: refuses an existing file, a missing or unwritable
     parent, and ``files`` (names written inside it) that would overwrite one of ``inputs``."""
     path = Path(path)
@@ -245,8 +254,10 @@ def _check_writable_folder(folder: Path, where: str) -> None:
     # The mode bits first, as for a file (check_output_path): root writes in a folder no one may write in, and
     # neither the probe below nor os.access would say no to it.
     if not folder.stat().st_mode & 0o222:
-        raise OutputError(f"{where}: cannot write in {folder} (read-only: no write bit for anyone; make it writable "
-                          "(chmod u+w) or choose another folder)")
+        raise OutputError(
+            f"{where}: cannot write in {folder} (read-only: no write bit for anyone; make it writable "
+            "(chmod u+w) or choose another folder)"
+        )
     # A real probe rather than os.access: access() says yes to root on a read-only mount or in /proc.
     try:
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".zstc-write-probe.", suffix=TEMP_SUFFIX)
@@ -320,7 +331,9 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     if path.is_dir():
         raise OutputError(f"cannot write {path}: is a directory")
     try:
-        fd, temporary = tempfile.mkstemp(dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}")
+        fd, temporary = tempfile.mkstemp(
+            dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}"
+        )
     except OSError as error:
         raise write_failed(path, error) from None
     try:
@@ -346,12 +359,15 @@ def atomic_directory(path: Path, *, first: Sequence[str] = (), last: Sequence[st
     whose presence marks the folder complete). Interrupted or failing, ``path`` is untouched."""
     path = Path(path)
     try:
-        staging = Path(tempfile.mkdtemp(dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}"))
+        staging = Path(
+            tempfile.mkdtemp(dir=path.absolute().parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}{TEMP_SUFFIX}")
+        )
     except OSError as error:
         raise write_failed(path, error) from None
     try:
         yield staging
         path.mkdir(exist_ok=True)
+
         def order(entry: Path) -> tuple[int, int]:
             if entry.name in first:
                 return 0, first.index(entry.name)
@@ -423,6 +439,7 @@ def unsupported_type(path: str | Path, suffixes: Sequence[str]) -> DataError:
 
 Record = dict[str, Any]
 
+
 def read_records(path: str | Path, *, parquet_batch: int = 4096) -> Iterator[tuple[int, Record]]:
     """Yield ``(row_number, record)`` from a JSONL, CSV/TSV or Parquet file; row numbers are 1-based lines.
     ``parquet_batch``: the rows a Parquet file converts at a time (1 to peek at its first row cheaply)."""
@@ -445,8 +462,11 @@ def read_records(path: str | Path, *, parquet_batch: int = 4096) -> Iterator[tup
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Record]]:
     # A .json file is read as JSON Lines too: a whole-file array or a pretty-printed object fails on its first line,
     # with a message that said nothing of why a valid JSON file was refused.
-    hint = ("; .json input is read as JSON Lines, one object per line (convert an array with jq -c '.[]')"
-            if path.suffix.lower() == ".json" else "")
+    hint = (
+        "; .json input is read as JSON Lines, one object per line (convert an array with jq -c '.[]')"
+        if path.suffix.lower() == ".json"
+        else ""
+    )
     with _open_binary(path) as handle:
         for line_number, line in enumerate(utf8_lines(handle, str(path)), start=1):
             if not line.strip():
@@ -466,8 +486,10 @@ def check_header(names: Sequence[str], source: str) -> None:
     seen: dict[str, int] = {}
     for position, name in enumerate(names, start=1):
         if name in seen:
-            raise DataError(f"{source}:1: column {name!r} is repeated in the header (columns {seen[name]} and {position}); "
-                            "give each column its own name")
+            raise DataError(
+                f"{source}:1: column {name!r} is repeated in the header (columns {seen[name]} and {position}); "
+                "give each column its own name"
+            )
         seen[name] = position
 
 
@@ -508,8 +530,10 @@ def _read_csv(path: Path, delimiter: str) -> Iterator[tuple[int, Record]]:
                     raise DataError(f"{path}:{reader.line_num}: more fields than the header's {len(reader.fieldnames)}")
                 if None in record.values():  # fewer: Python's csv fills the rest with None, which read as missing cells
                     given = sum(value is not None for value in record.values())
-                    raise DataError(f"{path}:{reader.line_num}: {given} field{'s' if given != 1 else ''}, the header has "
-                                    f"{len(reader.fieldnames)} (a cell left out, or a delimiter missing?)")
+                    raise DataError(
+                        f"{path}:{reader.line_num}: {given} field{'s' if given != 1 else ''}, the header has "
+                        f"{len(reader.fieldnames)} (a cell left out, or a delimiter missing?)"
+                    )
                 yield reader.line_num, record
         except csv.Error as error:
             # The csv reader's own line count: the DictReader's stops at the last complete row.
@@ -568,8 +592,9 @@ def read_texts(source: str | Path, *, text_column: str = "text") -> list[str]:
     return texts
 
 
-def read_label_sets(path: str | Path, *, text_column: str = "text", label_column: str = "label",
-                    labels: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+def read_label_sets(
+    path: str | Path, *, text_column: str = "text", label_column: str = "label", labels: Sequence[str] | None = None
+) -> tuple[list[str], list[list[str]]]:
     """Labelled texts for fitting multi-label thresholds: each row's text and its labels. The label column
     holds one label name, ``"none"``, or (JSONL/Parquet) a list of label names; with ``labels``, each must be one
     of them (or ``"none"``), else a :class:`DataError` naming the file and row."""
@@ -584,7 +609,9 @@ def read_label_sets(path: str | Path, *, text_column: str = "text", label_column
         elif isinstance(value, list) and all(isinstance(name, str) for name in value):
             label_sets.append([name.strip() for name in value])
         else:
-            raise DataError(f"{where}: expected column {label_column!r} to hold a label, 'none' or a list of labels, found {value!r}")
+            raise DataError(
+                f"{where}: expected column {label_column!r} to hold a label, 'none' or a list of labels, found {value!r}"
+            )
         if labels is not None:  # the fit said "dev text 3 has label ...", naming neither file nor line
             unknown = [name for name in label_sets[-1] if name != NONE_LABEL and name not in labels]
             if unknown:
@@ -631,9 +658,15 @@ def read_label_descriptions(path: str | Path, *, allow_single: bool = False) -> 
     if path.suffix.lower() == ".json":
         content = read_json(path)
         if isinstance(content, list):
-            pairs = [(_label_string(label, path, f"item {i + 1}"), _label_string(label, path, f"item {i + 1}")) for i, label in enumerate(content)]
+            pairs = [
+                (_label_string(label, path, f"item {i + 1}"), _label_string(label, path, f"item {i + 1}"))
+                for i, label in enumerate(content)
+            ]
         elif isinstance(content, dict):
-            pairs = [(label, _label_string(description, path, f"the description of {label!r}")) for label, description in content.items()]
+            pairs = [
+                (label, _label_string(description, path, f"the description of {label!r}"))
+                for label, description in content.items()
+            ]
         else:
             raise DataError(f"{path}: expected a JSON object {{label: description}} or a list of labels")
     else:
@@ -651,6 +684,10 @@ def _label_string(value: Any, path: Path, what: str) -> str:
     """A label or description from JSON: a string (or a number, written as one); nothing else is guessed at."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and (isinstance(value, int) or math.isfinite(value)):
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and (isinstance(value, int) or math.isfinite(value))
+    ):
         return str(value)
     raise DataError(f"{path}: {what} is {json.dumps(value)[:40]}, expected a string")  # NaN was the description "nan"

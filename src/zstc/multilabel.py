@@ -65,8 +65,14 @@ def _candidate_cuts(values: np.ndarray, limit: int = 200) -> np.ndarray:
     return np.concatenate([[below], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1] + 1e-6]])
 
 
-def fit_thresholds(scores: np.ndarray, gold: np.ndarray, labels: Sequence[str], *, per_label: bool = False,
-                   scored: np.ndarray | None = None) -> tuple[float, dict[str, float]]:
+def fit_thresholds(
+    scores: np.ndarray,
+    gold: np.ndarray,
+    labels: Sequence[str],
+    *,
+    per_label: bool = False,
+    scored: np.ndarray | None = None,
+) -> tuple[float, dict[str, float]]:
     """Thresholds that maximise F1 on a labelled dev set.
 
     Returns the global threshold maximising label-wise weighted F1 (with "none"), and, with

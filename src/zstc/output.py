@@ -44,7 +44,13 @@ from zstc.validation import check_choice
 
 Row = dict[str, Any]
 
-FORMATS: dict[str, str] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+FORMATS: dict[str, str] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
 """Output format by the ``--out`` extension; ``--format`` overrides it."""
 
 
@@ -59,8 +65,10 @@ def output_format(path: Path | None, forced: str | None = None) -> str:
     try:
         return FORMATS[path.suffix.lower()]
     except KeyError:
-        raise DataError(f"{path}: cannot tell the output format from {path.suffix or 'no extension'!r}; "
-                        "use .jsonl, .csv or .parquet, or give --format") from None
+        raise DataError(
+            f"{path}: cannot tell the output format from {path.suffix or 'no extension'!r}; "
+            "use .jsonl, .csv or .parquet, or give --format"
+        ) from None
 
 
 def prediction_record(prediction: Any) -> Row:
@@ -91,7 +99,7 @@ def _renamed(name: str, record: Row) -> bool:
             return True
         if not name.startswith(INPUT_PREFIX):
             return False
-        name = name[len(INPUT_PREFIX):]
+        name = name[len(INPUT_PREFIX) :]
 
 
 def output_row(kept: Row, record: Row) -> Row:
@@ -137,8 +145,9 @@ def encode_jsonl(rows: Sequence[Row]) -> bytes:
     """JSON Lines; a column JSON cannot hold (binary data; NaN or an infinity, which ``json.dumps`` wrote as the
     invalid JSON ``NaN``) is a :class:`DataError` naming it."""
     try:
-        return "".join(json.dumps(row, ensure_ascii=False, default=_json_value, allow_nan=False) + "\n"
-                       for row in rows).encode("utf-8")
+        return "".join(
+            json.dumps(row, ensure_ascii=False, default=_json_value, allow_nan=False) + "\n" for row in rows
+        ).encode("utf-8")
     except (TypeError, ValueError):
         for row in rows:
             for name, value in row.items():
@@ -152,8 +161,10 @@ def encode_jsonl(rows: Sequence[Row]) -> bytes:
 
 
 def _unwritable(column: str, kind: str, fmt: str) -> DataError:
-    return DataError(f"column {column!r} holds {kind} values, which {fmt} cannot hold: leave it out with --keep-columns, "
-                     "or write .parquet")
+    return DataError(
+        f"column {column!r} holds {kind} values, which {fmt} cannot hold: leave it out with --keep-columns, "
+        "or write .parquet"
+    )
 
 
 def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool, first_row: int = 1) -> bytes:
@@ -165,9 +176,11 @@ def encode_csv(rows: Sequence[Row], columns: Sequence[str], *, header: bool, fir
     for number, row in enumerate(rows, start=first_row):
         extra = [name for name in row if name not in known]
         if extra:
-            raise DataError(f"row {number} has the column {extra[0]!r}, which earlier rows lack and the CSV header (the first "
-                            "row's columns) does not name: CSV gives every row the same columns. Choose them with "
-                            "--keep-columns, or write --format jsonl or parquet")
+            raise DataError(
+                f"row {number} has the column {extra[0]!r}, which earlier rows lack and the CSV header (the first "
+                "row's columns) does not name: CSV gives every row the same columns. Choose them with "
+                "--keep-columns, or write --format jsonl or parquet"
+            )
     buffer = io.StringIO(newline="")
     writer = csv.DictWriter(buffer, fieldnames=list(columns), restval="", lineterminator="\n")
     if header:
@@ -255,8 +268,10 @@ class OutputLock:
                 holder = _lock_holder(fd)
                 if not wait:
                     os.close(fd)
-                    raise OutputError(f"{self.output}: another zstc run ({holder}) is writing it now; let it finish, "
-                                      "give --wait to start when it has, or choose another --out") from None
+                    raise OutputError(
+                        f"{self.output}: another zstc run ({holder}) is writing it now; let it finish, "
+                        "give --wait to start when it has, or choose another --out"
+                    ) from None
                 on_note(f"waiting for the zstc run ({holder}) that is writing {self.output}")
                 fcntl.flock(fd, fcntl.LOCK_EX)
             if _same_inode(fd, self.path):
@@ -326,8 +341,15 @@ class ResumableWriter:
     ``identity`` holds what must not change between a run and its resumption (input sha256, settings
     fingerprint); ``on_note`` receives what the user should hear (resuming, starting over)."""
 
-    def __init__(self, path: Path, fmt: str, identity: dict[str, Any], on_note: Callable[[str], None] = lambda note: None,
-                 *, wait: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fmt: str,
+        identity: dict[str, Any],
+        on_note: Callable[[str], None] = lambda note: None,
+        *,
+        wait: bool = False,
+    ) -> None:
         self.path, self.fmt, self.identity = Path(path), fmt, identity
         self.partial, self.marker, _ = companion_paths(self.path)
         self.lock = OutputLock(self.path, wait=wait, on_note=on_note)  # before the marker is read: one run at a time
@@ -339,8 +361,15 @@ class ResumableWriter:
 
     def _open(self, on_note: Callable[[str], None]) -> None:
         # "ends": (rows, bytes) after each chunk, and "inputs" each chunk's input_digest: what keep() cuts back to.
-        self.state: dict[str, Any] = {"identity": self.identity, "rows": 0, "chunks": 0, "bytes": 0, "columns": None,
-                                      "ends": [], "inputs": []}
+        self.state: dict[str, Any] = {
+            "identity": self.identity,
+            "rows": 0,
+            "chunks": 0,
+            "bytes": 0,
+            "columns": None,
+            "ends": [],
+            "inputs": [],
+        }
         self._schema: Any = None
         """Parquet: the columns' types over the chunks written (None: not known yet, read from them when needed)."""
         previous = self._read_marker()
@@ -508,8 +537,12 @@ class ResumableWriter:
             pass
         name = _conflicting_column(self._schema, schema)
         first = next(index for index, row in enumerate(rows) if row.get(name) is not None)
-        raise _mixed_types(name, f"{type(rows[first][name]).__name__} ({_short(rows[first][name])})",
-                           self._schema.field(name).type, where[first])
+        raise _mixed_types(
+            name,
+            f"{type(rows[first][name]).__name__} ({_short(rows[first][name])})",
+            self._schema.field(name).type,
+            where[first],
+        )
 
     def _written_schema(self) -> Any:
         """The unified types of the chunks on disk (a resumed run: read from their footers, not their rows)."""
@@ -521,8 +554,9 @@ class ResumableWriter:
                 schema = _unify([schema, chunk])
             except (pa.ArrowInvalid, pa.ArrowTypeError):  # chunks an older zstc wrote, which failed at its merge
                 name = _conflicting_column(schema, chunk)
-                raise _mixed_types(name, f"{chunk.field(name).type} values", schema.field(name).type,
-                                   f"{self._chunk_path(index)}") from None
+                raise _mixed_types(
+                    name, f"{chunk.field(name).type} values", schema.field(name).type, f"{self._chunk_path(index)}"
+                ) from None
         return schema
 
     def _write_parquet_chunk(self, rows: Sequence[Row]) -> None:
@@ -588,7 +622,9 @@ class ResumableWriter:
             with pq.ParquetWriter(temporary, schema) as writer:
                 for chunk in chunks:
                     table = pq.read_table(chunk)
-                    columns = [table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema]
+                    columns = [
+                        table[f.name] if f.name in table.column_names else pa.nulls(len(table), f.type) for f in schema
+                    ]
                     writer.write_table(pa.Table.from_arrays(columns, schema=schema))
         except OSError as error:  # the chunks stay: the next run merges them again
             temporary.unlink(missing_ok=True)
@@ -613,7 +649,9 @@ def _unify(schemas: Sequence[Any]) -> Any:
 def _conflicting_column(earlier: Any, schema: Any) -> str:
     """The first column of ``schema`` whose type does not unify with its type in ``earlier`` (two schemas that
     :func:`_unify` refused)."""
-    return next(field.name for field in schema if field.name in earlier.names and not _unifies(earlier.field(field.name), field))
+    return next(
+        field.name for field in schema if field.name in earlier.names and not _unifies(earlier.field(field.name), field)
+    )
 
 
 def _unifies(first: Any, second: Any) -> bool:
@@ -627,8 +665,10 @@ def _unifies(first: Any, second: Any) -> bool:
 
 
 def _mixed_types(column: str, kind: Any, earlier: Any, where: str) -> DataError:
-    return DataError(f"{where}: column {column!r} holds {kind} where earlier rows hold {earlier}: a Parquet column "
-                     "has one type. Leave it out with --keep-columns, or write --format jsonl or csv")
+    return DataError(
+        f"{where}: column {column!r} holds {kind} where earlier rows hold {earlier}: a Parquet column "
+        "has one type. Leave it out with --keep-columns, or write --format jsonl or csv"
+    )
 
 
 def _parquet_table(rows: Sequence[Row], where: Sequence[str]) -> Any:
@@ -662,9 +702,11 @@ def _parquet_table(rows: Sequence[Row], where: Sequence[str]) -> Any:
             try:
                 pa.array([value])
             except OverflowError:
-                raise DataError(f"{where[bad - 1]}: column {name!r} holds the integer {value}, beyond the 64 bits of a "
-                                "Parquet integer. Leave it out with --keep-columns, or write --format jsonl or csv") from None
-        earlier = pa.array(values[:bad - 1]).type
+                raise DataError(
+                    f"{where[bad - 1]}: column {name!r} holds the integer {value}, beyond the 64 bits of a "
+                    "Parquet integer. Leave it out with --keep-columns, or write --format jsonl or csv"
+                ) from None
+        earlier = pa.array(values[: bad - 1]).type
         raise _mixed_types(name, f"{type(value).__name__} ({_short(value)})", earlier, where[bad - 1])
     raise AssertionError("Table.from_pylist failed on no single column")
 
@@ -730,7 +772,11 @@ class ChunkLabeller:
 
         value = record.get(self.text_column)
         # check_encodable first: a text of NUL characters is binary data, an error, not an empty text to skip
-        if self.skip_empty and self.text_column in record and (value is None or (isinstance(value, str) and is_blank(check_encodable(value, where)))):
+        if (
+            self.skip_empty
+            and self.text_column in record
+            and (value is None or (isinstance(value, str) and is_blank(check_encodable(value, where))))
+        ):
             return None
         return text_of(record, where, self.text_column, hint=": give --skip-empty to write such a row without a label")
 
@@ -740,22 +786,40 @@ class ChunkLabeller:
             return record
         missing = [name for name in self.keep_columns if name not in record]
         if missing:
-            raise DataError(f"--keep-columns: no column {missing[0]!r} in the input (columns: {', '.join(map(str, record))})")
+            raise DataError(
+                f"--keep-columns: no column {missing[0]!r} in the input (columns: {', '.join(map(str, record))})"
+            )
         return {name: record[name] for name in self.keep_columns}
 
-    def checked(self, records: Sequence[tuple[str, Row]], check: Callable[[list[Row], list[str]], None] | None = None) -> list[str | None]:
+    def checked(
+        self, records: Sequence[tuple[str, Row]], check: Callable[[list[Row], list[str]], None] | None = None
+    ) -> list[str | None]:
         """Each record's text (None: an empty one under ``skip_empty``) after the checks that need no model: the text
         column, the kept columns and ``check`` (see :meth:`rows`). The Ray engine's driver runs them before an actor
         scores the chunk, so its errors are those of ``zstc classify``, row for row."""
         texts = [self.text(record, where) for where, record in records]
         if check is not None:
-            check([output_row(self.kept(record), empty_record(text if text is not None else record.get(self.text_column),
-                                                              multi_label=self.multi_label))
-                   for (_, record), text in zip(records, texts)], [where for where, _ in records])
+            check(
+                [
+                    output_row(
+                        self.kept(record),
+                        empty_record(
+                            text if text is not None else record.get(self.text_column), multi_label=self.multi_label
+                        ),
+                    )
+                    for (_, record), text in zip(records, texts)
+                ],
+                [where for where, _ in records],
+            )
         return texts
 
-    def rows(self, classifier: Any, records: Sequence[tuple[str, Row]], notes: list[str] | None = None,
-             check: Callable[[list[Row], list[str]], None] | None = None) -> list[Row]:
+    def rows(
+        self,
+        classifier: Any,
+        records: Sequence[tuple[str, Row]],
+        notes: list[str] | None = None,
+        check: Callable[[list[Row], list[str]], None] | None = None,
+    ) -> list[Row]:
         """Output rows for ``(where, record)`` pairs; ``where`` names the row in error messages; ``notes``
         receives what the scorer had to say (truncated texts, ...). ``check`` (:meth:`ResumableWriter.check_chunk`)
         sees the rows with empty predictions before the texts are scored: a row the output cannot hold stops the
@@ -765,15 +829,31 @@ class ChunkLabeller:
         predicted: list[Any] = []
         if present:
             if self.multi_label:
-                predicted = classifier.predict_multi_label(present, self.names, self.descriptions, threshold=self.threshold,
-                                                           per_label=self.per_label, notes=notes, scores=self.scores)
+                predicted = classifier.predict_multi_label(
+                    present,
+                    self.names,
+                    self.descriptions,
+                    threshold=self.threshold,
+                    per_label=self.per_label,
+                    notes=notes,
+                    scores=self.scores,
+                )
             else:
-                predicted = classifier.predict(present, self.names, self.descriptions, notes=notes, scores=self.scores or "probs",
-                                               adapt=self.adaptation)
+                predicted = classifier.predict(
+                    present,
+                    self.names,
+                    self.descriptions,
+                    notes=notes,
+                    scores=self.scores or "probs",
+                    adapt=self.adaptation,
+                )
         found = iter(predicted)
         out = []
         for (_, record), text in zip(records, texts):
-            fields = prediction_record(next(found)) if text is not None else empty_record(
-                record.get(self.text_column), multi_label=self.multi_label)
+            fields = (
+                prediction_record(next(found))
+                if text is not None
+                else empty_record(record.get(self.text_column), multi_label=self.multi_label)
+            )
             out.append(output_row(self.kept(record), fields))
         return out

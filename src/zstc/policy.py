@@ -81,14 +81,20 @@ def check_multi_label_options(multi_label: bool, **given: Any) -> None:
     named = [name for name, value in given.items() if value is not None and value != {} and value != [] and value != ()]
     if named and not multi_label:
         one = len(named) == 1
-        raise OptionError(f"{', '.join(named)} appl{'ies' if one else 'y'} to multi_label classification: give multi_label, "
-                          f"or leave {'it' if one else 'them'} out", *named, "multi_label")
+        raise OptionError(
+            f"{', '.join(named)} appl{'ies' if one else 'y'} to multi_label classification: give multi_label, "
+            f"or leave {'it' if one else 'them'} out",
+            *named,
+            "multi_label",
+        )
 
 
 def check_multilabel_names(labels: Sequence[str]) -> None:
     """Refuse a label named ``none``: multi-label predicts it for a text that no label passes."""
     if NONE_LABEL in labels:
-        raise LabelError(f"{NONE_LABEL!r} is what multi-label classification predicts when no label applies; rename that label")
+        raise LabelError(
+            f"{NONE_LABEL!r} is what multi-label classification predicts when no label applies; rename that label"
+        )
 
 
 def default_rule_applies(threshold: float | None, labels: Iterable[str], per_label: Mapping[str, float]) -> bool:
@@ -97,17 +103,24 @@ def default_rule_applies(threshold: float | None, labels: Iterable[str], per_lab
     return threshold is None and not all(name in per_label for name in labels)
 
 
-def check_margin_rule(labels: Sequence[str], margin: float | None, per_label: Mapping[str, float] | None = None) -> None:
+def check_margin_rule(
+    labels: Sequence[str], margin: float | None, per_label: Mapping[str, float] | None = None
+) -> None:
     """Refuse one label under a margin rule (:func:`default_margin`, the embedding family's default): the rule
     keeps the labels near a text's best one, and a single label is its own best, so it would pass on every text
     (a cut of its own in ``per_label`` decides it instead)."""
     if margin is not None and len(labels) == 1 and labels[0] not in (per_label or {}):
-        raise LabelError(f"one label ({quoted(labels[0])}) with the default multi-label rule of embedding models, which "
-                         "keeps the labels near a text's best one: a single label would pass on every text; give threshold "
-                         "(or a cut per label, or one fitted on labelled texts), or more labels", parameters=("threshold",))
+        raise LabelError(
+            f"one label ({quoted(labels[0])}) with the default multi-label rule of embedding models, which "
+            "keeps the labels near a text's best one: a single label would pass on every text; give threshold "
+            "(or a cut per label, or one fitted on labelled texts), or more labels",
+            parameters=("threshold",),
+        )
 
 
-def parse_label_thresholds(items: Sequence[str], labels: Sequence[str], parameter: str = "label_thresholds") -> dict[str, float]:
+def parse_label_thresholds(
+    items: Sequence[str], labels: Sequence[str], parameter: str = "label_thresholds"
+) -> dict[str, float]:
     """``["sports=0.4", ...]`` -> ``{"sports": 0.4}``, each label checked against ``labels``; errors name ``parameter``."""
     parsed: dict[str, float] = {}
     for item in items:
@@ -117,22 +130,30 @@ def parse_label_thresholds(items: Sequence[str], labels: Sequence[str], paramete
         except ValueError:
             threshold = None
         if not sep or not name or threshold is None or not math.isfinite(threshold):
-            raise LabelError(f"{parameter}: each must look like LABEL=NUMBER, got {quoted(item)}", parameters=(parameter,))
+            raise LabelError(
+                f"{parameter}: each must look like LABEL=NUMBER, got {quoted(item)}", parameters=(parameter,)
+            )
         _check_label_named(name, labels, parameter)
         if name in parsed and parsed[name] != threshold:  # the last would win, silently
-            raise LabelError(f"{parameter}: two thresholds for {quoted(name)} ({parsed[name]:g} and {threshold:g}); give one",
-                             parameters=(parameter,))
+            raise LabelError(
+                f"{parameter}: two thresholds for {quoted(name)} ({parsed[name]:g} and {threshold:g}); give one",
+                parameters=(parameter,),
+            )
         parsed[name] = threshold
     return parsed
 
 
-def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str], parameter: str = "per_label") -> dict[str, float]:
+def check_label_thresholds(
+    per_label: Mapping[str, float], labels: Sequence[str], parameter: str = "per_label"
+) -> dict[str, float]:
     """A mapping of per-label thresholds checked as :func:`parse_label_thresholds` checks ``LABEL=NUMBER`` items
     (each label one of ``labels``, each threshold a finite number)."""
     from zstc.validation import OPTIONS
 
     if not isinstance(per_label, Mapping):  # a list of numbers has no label names to match
-        raise OptionError(f"{parameter} must be a mapping of label to threshold, got {type(per_label).__name__}", parameter)
+        raise OptionError(
+            f"{parameter} must be a mapping of label to threshold, got {type(per_label).__name__}", parameter
+        )
     for name, value in per_label.items():
         OPTIONS["threshold"].check(f"{parameter}[{name!r}]", value)  # "per_label['a'] must be a finite number, got nan"
     checked = {str(name): float(value) for name, value in per_label.items()}
@@ -141,8 +162,16 @@ def check_label_thresholds(per_label: Mapping[str, float], labels: Sequence[str]
     return checked
 
 
-def check_threshold_range(threshold: float | None, per_label: Mapping[str, float], low: float, high: float, scale: str, *,
-                          parameter: str = "threshold", per_label_parameter: str = "per_label") -> None:
+def check_threshold_range(
+    threshold: float | None,
+    per_label: Mapping[str, float],
+    low: float,
+    high: float,
+    scale: str,
+    *,
+    parameter: str = "threshold",
+    per_label_parameter: str = "per_label",
+) -> None:
     """Thresholds on scores bounded to [``low``, ``high``] (probabilities: [0, 1]; cosines: [-1, 1]) lie in that
     range: above it no label passes (every text "none"), below it every label does, and neither was said.
     ``scale`` says what the scores are (``probabilities here (a Platt calibration's)``); errors name ``parameter`` /
@@ -156,16 +185,21 @@ def check_threshold_range(threshold: float | None, per_label: Mapping[str, float
     for name, value in per_label.items():
         found = rule.problem(value)
         if found:
-            raise OptionError(f"{per_label_parameter}: the threshold of {quoted(name)} {found[1]}: multi-label "
-                              f"decides on {scale}", per_label_parameter)
+            raise OptionError(
+                f"{per_label_parameter}: the threshold of {quoted(name)} {found[1]}: multi-label decides on {scale}",
+                per_label_parameter,
+            )
 
 
 def _check_label_named(name: str, labels: Sequence[str], parameter: str) -> None:
     """A per-label threshold's label must be one of ``labels``."""
     if name not in labels:
-        known = ', '.join(labels)
-        raise LabelError(f"{parameter}: threshold given for {quoted(name)}, which is not one of the labels "
-                         f"({known if len(known) <= 300 else known[:300] + '...'})", parameters=(parameter,))
+        known = ", ".join(labels)
+        raise LabelError(
+            f"{parameter}: threshold given for {quoted(name)}, which is not one of the labels "
+            f"({known if len(known) <= 300 else known[:300] + '...'})",
+            parameters=(parameter,),
+        )
 
 
 # -- defaults -----------------------------------------------------------------------------------------------------
@@ -194,11 +228,16 @@ def default_threshold(score_type: str | None, family: str | None = None) -> floa
         return record.threshold
     if score_type not in DEFAULT_THRESHOLDS:
         # No score type: an LLM's scores, a distribution over the labels (see DEFAULT_THRESHOLDS).
-        what = f"scores of type {score_type!r}" if score_type is not None else f"{family or 'these'} models' scores (a distribution over the labels)"
+        what = (
+            f"scores of type {score_type!r}"
+            if score_type is not None
+            else f"{family or 'these'} models' scores (a distribution over the labels)"
+        )
         raise UnknownNameError(
             f"{what} have no default multi-label cut; give threshold, a per-label one for every label, or fit one on "
             "labelled texts; "
-            f"defaults exist for score types {', '.join(DEFAULT_THRESHOLDS)}", parameters=("threshold",)
+            f"defaults exist for score types {', '.join(DEFAULT_THRESHOLDS)}",
+            parameters=("threshold",),
         )
     return DEFAULT_THRESHOLDS[score_type]
 
@@ -218,8 +257,9 @@ def score_bounds(family: str | None, score_type: str | None) -> tuple[float, flo
 # -- multi-label decisions ----------------------------------------------------------------------------------------
 
 
-def label_thresholds(n_labels: int, threshold: float, labels: Sequence[str] | None = None,
-                     per_label: Mapping[str, float] | None = None) -> np.ndarray:
+def label_thresholds(
+    n_labels: int, threshold: float, labels: Sequence[str] | None = None, per_label: Mapping[str, float] | None = None
+) -> np.ndarray:
     """Each label's threshold: ``per_label``'s for the labels it names, ``threshold`` for the others."""
     thresholds = np.full(n_labels, threshold, dtype=np.float64)
     if per_label:
@@ -232,8 +272,13 @@ def label_thresholds(n_labels: int, threshold: float, labels: Sequence[str] | No
     return thresholds
 
 
-def binding_cuts(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None,
-                 margin: float | None = None) -> np.ndarray:
+def binding_cuts(
+    scores: np.ndarray,
+    labels: Sequence[str],
+    threshold: float,
+    per_label: Mapping[str, float] | None = None,
+    margin: float | None = None,
+) -> np.ndarray:
     """The (texts, labels) cut each score must reach to pass: its label's cut (``per_label``'s, else ``threshold``)
     and, with a ``margin`` (the default rule's, :func:`default_margin`), for a label without a cut of its own, also
     the row's best score minus ``margin``, whichever is higher."""
@@ -245,8 +290,13 @@ def binding_cuts(scores: np.ndarray, labels: Sequence[str], threshold: float, pe
     return np.where(own_cut[None, :], cuts, np.maximum(cuts, near_best))
 
 
-def decide(scores: np.ndarray, labels: Sequence[str], threshold: float, per_label: Mapping[str, float] | None = None,
-           margin: float | None = None) -> np.ndarray:
+def decide(
+    scores: np.ndarray,
+    labels: Sequence[str],
+    threshold: float,
+    per_label: Mapping[str, float] | None = None,
+    margin: float | None = None,
+) -> np.ndarray:
     """Boolean (texts, labels) decisions; a row with no label set is "none": each score reaches its
     :func:`binding_cuts` (a label with a cut of its own is decided by that cut alone; under the default rule's
     ``margin`` the others must also be near the row's best)."""
@@ -318,7 +368,9 @@ class MultiLabelRule:
             probabilities = expit((values - cuts) / self.probability_temperature)
         # Rounding at the cut itself (a score equal to it, a sigmoid of a distance of 1e-17) never says otherwise.
         passed = values >= cuts
-        probabilities = np.where(passed, np.maximum(probabilities, 0.5), np.minimum(probabilities, np.nextafter(0.5, 0)))
+        probabilities = np.where(
+            passed, np.maximum(probabilities, 0.5), np.minimum(probabilities, np.nextafter(0.5, 0))
+        )
         if scored is not None:
             probabilities = np.where(scored, probabilities, 0.0)
         return np.asarray(probabilities, dtype=np.float64)
@@ -342,7 +394,9 @@ class DecisionPolicy:
     """How messages name the calibration: a file's path, else ``calibration``."""
 
     @classmethod
-    def for_scorer(cls, scorer: Any, calibration: Calibration | None = None, calibration_name: str = "calibration") -> DecisionPolicy:
+    def for_scorer(
+        cls, scorer: Any, calibration: Calibration | None = None, calibration_name: str = "calibration"
+    ) -> DecisionPolicy:
         """The policy of ``scorer``'s scores (its family, ``""`` for a scorer that names none, and score type)."""
         return cls(str(getattr(scorer, "family", "") or ""), score_type_of(scorer), calibration, calibration_name)
 
@@ -355,8 +409,11 @@ class DecisionPolicy:
         if self.calibration is None:
             return default_calibration(self.family)
         if self.calibration.method != "temperature":
-            raise OptionError(f"{self.calibration_name} is a {self.calibration.method} calibration, for predict_multi_label; "
-                              "single-label probabilities need a temperature (zstc calibrate --method temperature)", "calibration")
+            raise OptionError(
+                f"{self.calibration_name} is a {self.calibration.method} calibration, for predict_multi_label; "
+                "single-label probabilities need a temperature (zstc calibrate --method temperature)",
+                "calibration",
+            )
         return self.calibration
 
     def temperature(self) -> float:
@@ -405,8 +462,9 @@ class DecisionPolicy:
         # A cosine cut of 5 made every text "none", -5 passed every label; 2 and -1 did the same on probabilities.
         return score_bounds(self.family, self.score_type)
 
-    def check_thresholds(self, threshold: float | None, per_label: Mapping[str, float], *,
-                         per_label_parameter: str = "per_label") -> None:
+    def check_thresholds(
+        self, threshold: float | None, per_label: Mapping[str, float], *, per_label_parameter: str = "per_label"
+    ) -> None:
         """Multi-label thresholds lie in :meth:`threshold_bounds` (log-odds and logit cuts are not bounded)."""
         bounds = self.threshold_bounds()
         if bounds is not None:
@@ -419,8 +477,14 @@ class DecisionPolicy:
             return None
         return OWN_PROBABILITY_TEMPERATURES.get(score_scale(self.family, self.score_type), 1.0)
 
-    def multi_label(self, labels: Sequence[str], threshold: float | None = None, per_label: Mapping[str, float] | None = None, *,
-                    per_label_parameter: str = "per_label") -> MultiLabelRule:
+    def multi_label(
+        self,
+        labels: Sequence[str],
+        threshold: float | None = None,
+        per_label: Mapping[str, float] | None = None,
+        *,
+        per_label_parameter: str = "per_label",
+    ) -> MultiLabelRule:
         """The rule deciding ``labels``, every option checked: ``per_label`` cuts (named ``per_label_parameter`` in
         errors) decide their labels alone; the others pass ``threshold``, else :meth:`default_threshold` and, for the
         embedding family, :meth:`default_margin` below the text's best label (a cut of the user's is a plain cut)."""
@@ -428,7 +492,9 @@ class DecisionPolicy:
 
         check_options({"threshold": threshold})  # a NaN threshold would make every text "none"
         check_multilabel_names(labels)
-        per_label = check_label_thresholds(per_label or {}, labels, per_label_parameter)  # a NaN one: its label never passes
+        per_label = check_label_thresholds(
+            per_label or {}, labels, per_label_parameter
+        )  # a NaN one: its label never passes
         self.check_thresholds(threshold, per_label, per_label_parameter=per_label_parameter)
         applies = default_rule_applies(threshold, labels, per_label)
         margin = self.default_margin() if applies else None
@@ -444,8 +510,10 @@ class DecisionPolicy:
         try:
             cut = self.default_threshold()
         except UnknownNameError as error:  # "give threshold" would send the client to a field this shape does not have
-            raise UnknownNameError(f"{error}; this shape takes no threshold: POST /classify with multi_label and threshold "
-                                   "or label_thresholds") from None
+            raise UnknownNameError(
+                f"{error}; this shape takes no threshold: POST /classify with multi_label and threshold "
+                "or label_thresholds"
+            ) from None
         return self.multi_label(labels, cut if len(labels) == 1 and self.default_margin() is not None else None)
 
     def own_probability_sigmoid(self) -> tuple[float, float] | None:

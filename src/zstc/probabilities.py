@@ -25,7 +25,9 @@ METHODS: tuple[str, ...] = tuple(CALIBRATION_PARAMETERS)
 
 
 LOGIT_SCALE: dict[str, str] = {
-    "cosine": "identity", "logodds": "identity", "logit": "identity",
+    "cosine": "identity",
+    "logodds": "identity",
+    "logit": "identity",
     "prob": "logit",  # an independent probability per label (yes/no reranker, NLI --score-type prob)
     "distribution": "log",  # already a distribution over the labels (the LLM's options)
 }
@@ -88,8 +90,10 @@ class Calibration:
         """A temperature calibration's single-label probabilities: the softmax over each row of ``scores`` read as
         logits (``scale``: :func:`score_scale`) over the temperature."""
         if self.method != "temperature":
-            raise UnknownNameError("a Platt calibration gives per-label (multi-label) probabilities; "
-                                   "fit a temperature (zstc calibrate --method temperature) for single-label")
+            raise UnknownNameError(
+                "a Platt calibration gives per-label (multi-label) probabilities; "
+                "fit a temperature (zstc calibrate --method temperature) for single-label"
+            )
         return softmax(as_logits(scores, scale) / self.parameters["temperature"], axis=1)
 
     def multi_label(self, scores: np.ndarray) -> np.ndarray:
@@ -113,12 +117,20 @@ def default_calibration(family: str | None) -> Calibration:
     return Calibration("temperature", {"temperature": DEFAULT_TEMPERATURES.get(family or "", 1.0)}, family=family)
 
 
-def calibration_record(report: dict[str, Any], *, model: str, family: str, score_type: str | None,
-                       settings: dict[str, Any]) -> dict[str, Any]:
+def calibration_record(
+    report: dict[str, Any], *, model: str, family: str, score_type: str | None, settings: dict[str, Any]
+) -> dict[str, Any]:
     """The JSON ``zstc calibrate`` writes: a calibration file (format, model, family, score type, method,
     parameters) that is also the report (ECE and Brier before and after, settings)."""
-    return {"format": CALIBRATION_FORMAT, "format_version": CALIBRATION_FORMAT_VERSIONS[-1], "model": model, "family": family,
-            "score_type": score_type, "settings": settings, **report}
+    return {
+        "format": CALIBRATION_FORMAT,
+        "format_version": CALIBRATION_FORMAT_VERSIONS[-1],
+        "model": model,
+        "family": family,
+        "score_type": score_type,
+        "settings": settings,
+        **report,
+    }
 
 
 def load_calibration(path: str | Path) -> Calibration:
@@ -138,18 +150,24 @@ def load_calibration(path: str | Path) -> Calibration:
     except json.JSONDecodeError as error:
         raise DataError(f"calibration file {path} is not readable JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
-        raise DataError(f"{path} is not a calibration file written by `zstc calibrate --out` (no \"format\": \"{CALIBRATION_FORMAT}\")")
+        raise DataError(
+            f'{path} is not a calibration file written by `zstc calibrate --out` (no "format": "{CALIBRATION_FORMAT}")'
+        )
     if data.get("format_version", 1) not in CALIBRATION_FORMAT_VERSIONS:  # none: a file made by hand, read as the first
-        raise DataError(f"calibration file {path}: format_version {json.dumps(data.get('format_version'))} is not one this "
-                        f"zstc reads ({', '.join(map(str, CALIBRATION_FORMAT_VERSIONS))}): fit it again with this zstc's "
-                        "`zstc calibrate`, or use the zstc that wrote it")
+        raise DataError(
+            f"calibration file {path}: format_version {json.dumps(data.get('format_version'))} is not one this "
+            f"zstc reads ({', '.join(map(str, CALIBRATION_FORMAT_VERSIONS))}): fit it again with this zstc's "
+            "`zstc calibrate`, or use the zstc that wrote it"
+        )
     method, parameters = str(data.get("method")), data.get("parameters")
     problem = calibration_problem(method, parameters)
     if problem is not None:
         raise DataError(f"calibration file {path}: {problem}")
     assert isinstance(parameters, dict)  # calibration_problem found one
     needed = CALIBRATION_PARAMETERS[method]
-    return Calibration(method, {k: float(parameters[k]) for k in needed}, data.get("model"), data.get("family"), data.get("score_type"))
+    return Calibration(
+        method, {k: float(parameters[k]) for k in needed}, data.get("model"), data.get("family"), data.get("score_type")
+    )
 
 
 def calibration_problem(method: str, parameters: Any) -> str | None:
@@ -167,6 +185,8 @@ def calibration_problem(method: str, parameters: Any) -> str | None:
             return f"parameter {name} must be a finite number, got {shown}"
     if method == "temperature" and parameters["temperature"] < MIN_TEMPERATURE:
         # 1e-320 is positive, and logits over it overflow: every probability NaN, written as such.
-        return (f"the temperature must be positive, at least {MIN_TEMPERATURE:g} (a smaller one makes the probabilities 0, 1 or, "
-                f"past float range, NaN), got {parameters['temperature']!r}")
+        return (
+            f"the temperature must be positive, at least {MIN_TEMPERATURE:g} (a smaller one makes the probabilities 0, 1 or, "
+            f"past float range, NaN), got {parameters['temperature']!r}"
+        )
     return None

@@ -186,8 +186,6 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-
-
 def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: str = "", each: str = "") -> list[Any]:
     """``values`` as a list (any iterable: a list, tuple, numpy array, pandas Series, generator), else ``error``
     naming ``what``: ``None`` or a number is the user's mistake, not a TypeError from deep inside. ``each`` says
@@ -209,8 +207,11 @@ def check_sequence(values: Any, what: str, error: type[ZstcError], *, source: st
     if isinstance(values, (set, frozenset)):
         # A set of strings iterates in hash order, which changes with every process (PYTHONHASHSEED): the
         # score columns, the text rows and which label wins a tie would change from run to run.
-        raise error(f"{prefix}{what} is a {type(values).__name__}, which has no order: the results would follow one that "
-                    f"changes from run to run; pass a list, e.g. sorted({what})", parameters=(what,))
+        raise error(
+            f"{prefix}{what} is a {type(values).__name__}, which has no order: the results would follow one that "
+            f"changes from run to run; pass a list, e.g. sorted({what})",
+            parameters=(what,),
+        )
     return list(values)
 
 
@@ -219,8 +220,9 @@ NONE_LABEL = "none"
 labelled texts for fitting thresholds writes it for such a text)."""
 
 
-def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: bool = False,
-                 allow_repeats: bool = False) -> list[str]:
+def check_labels(
+    labels: Sequence[str], *, what: str = "labels", allow_single: bool = False, allow_repeats: bool = False
+) -> list[str]:
     """Return the labels as a list of stripped strings, or raise :class:`LabelError`.
 
     A zero-shot decision among fewer than two candidates is meaningless for argmax; multi-label
@@ -232,9 +234,13 @@ def check_labels(labels: Sequence[str], *, what: str = "labels", allow_single: b
         # A whole number reads as its digits; None, NaN (a missing cell) or bytes would become the label 'None',
         # 'nan' or "b'x'" and be scored as that, silently.
         if isinstance(label, bool) or not isinstance(label, (str, numbers.Integral)):
-            raise LabelError(f"{what}: entry {i + 1} is {type(label).__name__} {quoted(label)}, expected a string",
-                             parameters=(what,))
-    cleaned = [check_encodable(str(label).strip(), f"{what}: entry {i + 1}", LabelError) for i, label in enumerate(given)]
+            raise LabelError(
+                f"{what}: entry {i + 1} is {type(label).__name__} {quoted(label)}, expected a string",
+                parameters=(what,),
+            )
+    cleaned = [
+        check_encodable(str(label).strip(), f"{what}: entry {i + 1}", LabelError) for i, label in enumerate(given)
+    ]
     if not cleaned:
         raise LabelError(f"no {what} given: expected at least two")
     empty = [i for i, label in enumerate(cleaned) if is_blank(label)]
@@ -250,8 +256,10 @@ def check_distinct(values: list[str], what: str, *, parameter: str | None = None
     (``parameter``: the option ``what`` is, for the CLI to write as its flag)."""
     duplicates = [value for value, count in Counter(values).items() if count > 1]
     if duplicates:
-        raise LabelError(f"duplicate {what}: {', '.join(quoted(d) for d in duplicates)}",
-                         parameters=(parameter,) if parameter else ())
+        raise LabelError(
+            f"duplicate {what}: {', '.join(quoted(d) for d in duplicates)}",
+            parameters=(parameter,) if parameter else (),
+        )
     return values
 
 
@@ -266,15 +274,21 @@ def check_distinct_descriptions(labels: Sequence[str], descriptions: Sequence[st
             raise LabelError(f"the description of {quoted(label)} is {type(description).__name__}, expected a string")
         check_encodable(description, f"the description of {quoted(label)}", LabelError)
         if is_blank(description):
-            raise LabelError(f"the description of {quoted(label)} is empty{blank_detail(description)}: describe the label, "
-                             "or give no description to use its name")
+            raise LabelError(
+                f"the description of {quoted(label)} is empty{blank_detail(description)}: describe the label, "
+                "or give no description to use its name"
+            )
         if description in first:
-            raise LabelError(f"labels {quoted(first[description])} and {quoted(label)} have the same description "
-                             f"({quoted(description)}): no model can tell them apart; describe them differently or merge them")
+            raise LabelError(
+                f"labels {quoted(first[description])} and {quoted(label)} have the same description "
+                f"({quoted(description)}): no model can tell them apart; describe them differently or merge them"
+            )
         first[description] = label
 
 
-def check_read_apart(labels: Sequence[str], descriptions: Sequence[str], alike: Sequence[Sequence[int]], model: str) -> None:
+def check_read_apart(
+    labels: Sequence[str], descriptions: Sequence[str], alike: Sequence[Sequence[int]], model: str
+) -> None:
     """Refuse labels that ``model`` reads as the very same input, although their descriptions differ: ``alike``
     holds groups of their positions, found by the model's scorer
     (:func:`zstc.scorers.base.indistinguishable_labels`). An uncased tokenizer reads ``Sports`` and ``sports``
@@ -287,18 +301,25 @@ def check_read_apart(labels: Sequence[str], descriptions: Sequence[str], alike: 
     why = _normalisation_joining(first, second)
     named = ", ".join(quoted(name) for name in names[:-1]) + f" and {quoted(names[-1])}"
     # Named by the labels; their descriptions too unless the labels' own difference is the one read away.
-    plain = (first, second) == (names[0], names[1]) or (why is not None and _normalisation_joining(names[0], names[1]) == why)
+    plain = (first, second) == (names[0], names[1]) or (
+        why is not None and _normalisation_joining(names[0], names[1]) == why
+    )
     described = "" if plain else f" (described {quoted(first)} and {quoted(second)})"
     reason = f"its tokenizer {why}" if why else "its tokenizer gives them the very same tokens"
-    raise LabelError(f"labels {named}{described} read the same to {model} ({reason}): their scores would tie on every text "
-                     "and the first would always win; describe them differently or merge them")
+    raise LabelError(
+        f"labels {named}{described} read the same to {model} ({reason}): their scores would tie on every text "
+        "and the first would always win; describe them differently or merge them"
+    )
 
 
 _NORMALISATIONS: tuple[tuple[str, Callable[[str], str]], ...] = (
     ("ignores extra spaces", lambda text: " ".join(text.split())),
     ("normalises Unicode (NFKC)", lambda text: unicodedata.normalize("NFKC", text)),
     ("lowercases", str.casefold),
-    ("drops accents", lambda text: "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))),
+    (
+        "drops accents",
+        lambda text: "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c)),
+    ),
 )
 """What tokenizers commonly do before they split (BERT's uncased ones lowercase and drop accents), each as a
 phrase for a message."""
@@ -326,7 +347,9 @@ def is_blank(text: str) -> bool:
     """Whether ``text`` holds nothing a model can read: every character is whitespace or in :data:`_INVISIBLE_CATEGORIES`.
     The one rule for empty texts, labels, descriptions, documents and queries: ``str.strip()`` keeps a zero-width
     space or a control character, which tokenizers drop, and such a text was classified on the template alone."""
-    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES | _MARK_CATEGORIES for char in text)
+    return all(
+        char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES | _MARK_CATEGORIES for char in text
+    )
 
 
 _MARK_CATEGORIES = frozenset({"Mn", "Me"})
@@ -358,15 +381,19 @@ def check_texts(texts: Sequence[str], *, source: str = "input") -> list[str]:
     return result
 
 
-def check_encodable(text: str, where: str, error: type[ZstcError] = DataError, *, parameters: tuple[str, ...] = ()) -> str:
+def check_encodable(
+    text: str, where: str, error: type[ZstcError] = DataError, *, parameters: tuple[str, ...] = ()
+) -> str:
     """``text`` unchanged, or ``error`` naming ``where`` if no tokenizer can take it: a lone UTF-16 surrogate (a JSON
     ``"\\ud800"``) or a NUL character (binary data). One rule for files, the Python API and the service.
     ``parameters``: the option names ``where`` mentions, for the CLI to write as its flags."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as failure:
-        raise error(f"{where} holds a lone UTF-16 surrogate (U+{ord(text[failure.start]):04X}) at character {failure.start}",
-                    parameters=parameters) from None
+        raise error(
+            f"{where} holds a lone UTF-16 surrogate (U+{ord(text[failure.start]):04X}) at character {failure.start}",
+            parameters=parameters,
+        ) from None
     if "\x00" in text:
         raise error(f"{where} holds a NUL character (binary data?)", parameters=parameters)
     return text
@@ -377,9 +404,12 @@ def check_hypotheses_template(hypotheses: str, template: str | None) -> None:
     hypotheses are whole sentences with no slot, so the template was silently ignored."""
     if template is not None and hypotheses == "dataset":
         # Worded so that the CLI's rewrite of the parameter names into flags reads right.
-        raise OptionError("template cannot be used with hypotheses dataset (the default), whose sentences are the dataset's "
-                          "own with no slot to fill; leave template out, or choose hypotheses name, definition, both or ensemble",
-                          "template", "hypotheses")
+        raise OptionError(
+            "template cannot be used with hypotheses dataset (the default), whose sentences are the dataset's "
+            "own with no slot to fill; leave template out, or choose hypotheses name, definition, both or ensemble",
+            "template",
+            "hypotheses",
+        )
 
 
 def check_template(template: str, *, what: str = "template") -> str:
@@ -396,7 +426,11 @@ def check_template(template: str, *, what: str = "template") -> str:
     check_encodable(template, what, LabelError, parameters=parameters)
     cannot = f"{what} {quoted(template)} cannot be filled"
     try:
-        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
+        fields = [
+            (name, spec, conversion)
+            for _, name, spec, conversion in string.Formatter().parse(template)
+            if name is not None
+        ]
     except ValueError as error:  # "Single '}' encountered", "unmatched '{'"
         raise LabelError(f"{cannot}: {error}; write a literal brace as {{{{ or }}}}", parameters=parameters) from None
     if len(fields) != 1:
@@ -442,12 +476,16 @@ OPTIONS: dict[str, Option] = {
     "threshold": Option(
         float,
         help="Multi-label threshold, a plain cut for every label; default: the family's measured cut (embedding "
-             "models: with the margin rule), else the score type's (see `zstc.multilabel`)."),
+        "models: with the margin rule), else the score type's (see `zstc.multilabel`).",
+    ),
     "alpha": Option(float, constraint=Interval(0, 1)),
     "hypotheses": Option(
-        str, "dataset", Choices(HYPOTHESIS_VARIANTS, meaning="hypothesis variant"),
+        str,
+        "dataset",
+        Choices(HYPOTHESIS_VARIANTS, meaning="hypothesis variant"),
         help="How labels become hypotheses: 'dataset' (the dataset's own / as given), 'name', 'definition' "
-             "(WordNet), 'both', or 'ensemble' (the three averaged)."),
+        "(WordNet), 'both', or 'ensemble' (the three averaged).",
+    ),
     # data and samples
     "max_samples": COUNT,
     "max_train_samples": COUNT,
@@ -466,10 +504,12 @@ OPTIONS: dict[str, Option] = {
     "patience": COUNT,
     "eval_fraction": FRACTION,
     "batch_size": COUNT,
-    "max_length": COUNT.but(allow_none=True,
-                            help="Token limit per input; default: the model's own. Only texts are truncated."),
-    "device": Option(str, constraint=DeviceName(), allow_none=True,
-                     help="cpu, cuda, cuda:1, ...; default: CUDA when present."),
+    "max_length": COUNT.but(
+        allow_none=True, help="Token limit per input; default: the model's own. Only texts are truncated."
+    ),
+    "device": Option(
+        str, constraint=DeviceName(), allow_none=True, help="cpu, cuda, cuda:1, ...; default: CUDA when present."
+    ),
     "chunk_size": Option(int, constraint=Interval(1, sys.maxsize)),  # classify: itertools.islice takes no larger count
     # Ray
     "actors": COUNT,
@@ -491,8 +531,9 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     return checked
 
 
-def check_options(values: Mapping[str, Any], options: Mapping[str, Option] | None = None, *,
-                  context: str = "") -> dict[str, Any]:
+def check_options(
+    values: Mapping[str, Any], options: Mapping[str, Option] | None = None, *, context: str = ""
+) -> dict[str, Any]:
     """The values checked against their options (default: :data:`OPTIONS`); raises :class:`OptionError` naming
     the first parameter whose value breaks its option (``eval_fraction must be > 0 and <= 1, got 1.5``).
 
@@ -506,8 +547,10 @@ def check_options(values: Mapping[str, Any], options: Mapping[str, Option] | Non
     if unknown:
         target = context or f"this call (it takes {', '.join(options) or 'no options'})"
         raise UnknownOptionError(f"{', '.join(unknown)} does not apply to {target}", *unknown)
-    return {name: option.default if values.get(name) is None else option.check(name, values[name])
-            for name, option in options.items()}
+    return {
+        name: option.default if values.get(name) is None else option.check(name, values[name])
+        for name, option in options.items()
+    }
 
 
 def check_option(name: str, value: Any, option: Option) -> Any:

@@ -83,10 +83,15 @@ def one_dataset(name: str, parameter: str = "task") -> TaskSpec:
     suggests datasets only (never a family, which the option would refuse next)."""
     groups = families()
     if name in groups:
-        raise UnknownOptionError(f"{parameter} takes one dataset; {name!r} is a family (its datasets: {', '.join(groups[name])})", parameter)
+        raise UnknownOptionError(
+            f"{parameter} takes one dataset; {name!r} is a family (its datasets: {', '.join(groups[name])})", parameter
+        )
     if name not in catalog():
-        raise UnknownOptionError(f"unknown dataset {name!r}{did_you_mean(name, catalog())}: {parameter} takes one of "
-                                 f"{', '.join(catalog())} (see `zstc tasks`)", parameter)
+        raise UnknownOptionError(
+            f"unknown dataset {name!r}{did_you_mean(name, catalog())}: {parameter} takes one of "
+            f"{', '.join(catalog())} (see `zstc tasks`)",
+            parameter,
+        )
     return catalog()[name]
 
 
@@ -152,8 +157,10 @@ def data_source(data: str | Path | None) -> DataSource | None:
     return DataSource(str(shared), "shared data") if shared is not None else None
 
 
-NO_DATA = ("no BTZSC data found: run `zstc data pull` once (on a machine with the hub), set ZSTC_DATA, or pass "
-           "--data DIR, --data hub or --data sample (the packaged sample)")
+NO_DATA = (
+    "no BTZSC data found: run `zstc data pull` once (on a machine with the hub), set ZSTC_DATA, or pass "
+    "--data DIR, --data hub or --data sample (the packaged sample)"
+)
 
 
 def require_data_source(data: str | Path | None) -> DataSource:
@@ -199,8 +206,11 @@ def resolve_task_names(selection: str | None, data: str | Path | None = None) ->
     nothing (``""``, ``" "``, ``","``) is an :class:`UnknownOptionError` naming ``tasks``, never the default."""
     local = data is not None and str(data) != "hub"
     if selection is not None and not selection.replace(",", "").strip():  # "", " ", ",": given, but naming nothing
-        raise UnknownOptionError(f"tasks {selection!r} names no dataset: give datasets, a family, 'all' or 'available', "
-                                 "or leave the option out", "tasks")
+        raise UnknownOptionError(
+            f"tasks {selection!r} names no dataset: give datasets, a family, 'all' or 'available', "
+            "or leave the option out",
+            "tasks",
+        )
     if selection is None:
         selection = "available" if local else "all"
     if selection.strip() == "all":
@@ -210,7 +220,9 @@ def resolve_task_names(selection: str | None, data: str | Path | None = None) ->
             raise UnknownNameError("--tasks available means the datasets found in a --data directory, not on the hub")
         found = available_tasks(data)  # type: ignore[arg-type]
         if not found:
-            raise UnknownNameError(f"no BTZSC dataset files in {data} (expected NAME.jsonl/.csv/.parquet; see `zstc tasks --data {data}`)")
+            raise UnknownNameError(
+                f"no BTZSC dataset files in {data} (expected NAME.jsonl/.csv/.parquet; see `zstc tasks --data {data}`)"
+            )
         return found
     groups = families()
     names: list[str] = []

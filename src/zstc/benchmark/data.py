@@ -35,7 +35,9 @@ HUB_DATASET = "btzsc/btzsc"
 # --- paired layout -------------------------------------------------------------------------------------
 
 
-def group_paired_rows(rows: Iterable[tuple[int, Record]], *, name: str, source: str) -> tuple[list[str], np.ndarray, list[str]]:
+def group_paired_rows(
+    rows: Iterable[tuple[int, Record]], *, name: str, source: str
+) -> tuple[list[str], np.ndarray, list[str]]:
     """Regroup paired rows into ``(texts, gold, hypotheses)``.
 
     A group is a run of consecutive rows with the same text that does not repeat a hypothesis (so two
@@ -57,7 +59,9 @@ def group_paired_rows(rows: Iterable[tuple[int, Record]], *, name: str, source: 
             reference = list(group_hypotheses)
         elif group_hypotheses != reference:
             detail = _first_difference(reference, group_hypotheses)
-            raise DataError(f"{source}: {name}: the group starting at row {group_start} has other hypotheses than the first group ({detail})")
+            raise DataError(
+                f"{source}: {name}: the group starting at row {group_start} has other hypotheses than the first group ({detail})"
+            )
         gold.append(NO_HYPOTHESIS if group_positive is None else group_positive)
 
     for row_number, record in rows:
@@ -78,7 +82,9 @@ def group_paired_rows(rows: Iterable[tuple[int, Record]], *, name: str, source: 
             group_hypotheses, group_positive, group_start = [], None, row_number
         if positive:
             if group_positive is not None:
-                raise DataError(f"{where}: {name}: a second positive row for the text of the group starting at row {group_start}")
+                raise DataError(
+                    f"{where}: {name}: a second positive row for the text of the group starting at row {group_start}"
+                )
             group_positive = len(group_hypotheses)
         group_hypotheses.append(hypothesis)
     close_group()
@@ -101,7 +107,9 @@ def load_paired(rows: Iterable[tuple[int, Record]], spec: TaskSpec, *, source: s
     checked against the catalog's hypotheses for ``spec``."""
     texts, gold, hypotheses = group_paired_rows(rows, name=spec.name, source=source)
     if tuple(hypotheses) != spec.hypotheses:
-        raise DataError(f"{source}: {spec.name}: hypotheses differ from the catalog's ({_first_difference(spec.hypotheses, hypotheses)})")
+        raise DataError(
+            f"{source}: {spec.name}: hypotheses differ from the catalog's ({_first_difference(spec.hypotheses, hypotheses)})"
+        )
     return Task(spec.name, texts, gold, list(spec.labels), list(spec.hypotheses), family=spec.family, source=source)
 
 
@@ -137,7 +145,15 @@ def load_grouped(path: str | Path, spec: TaskSpec) -> Task:
         gold.append(label)
     if not texts:
         raise DataError(f"{path}: no rows")
-    return Task(spec.name, texts, np.asarray(gold, dtype=np.int64), list(spec.labels), list(spec.hypotheses), family=spec.family, source=str(path))
+    return Task(
+        spec.name,
+        texts,
+        np.asarray(gold, dtype=np.int64),
+        list(spec.labels),
+        list(spec.hypotheses),
+        family=spec.family,
+        source=str(path),
+    )
 
 
 def _is_paired_file(path: Path) -> bool:
@@ -152,7 +168,9 @@ def find_task_file(directory: Path, name: str) -> Path:
     found = local_task_file(directory, name)
     if found is not None:
         return found
-    available = sorted(p.stem for p in directory.iterdir() if p.suffix in GROUPED_SUFFIXES) if directory.is_dir() else []
+    available = (
+        sorted(p.stem for p in directory.iterdir() if p.suffix in GROUPED_SUFFIXES) if directory.is_dir() else []
+    )
     raise DataError(
         f"{directory}: no file for task {name!r} (looked for {name}.jsonl/.csv/.parquet; found: {', '.join(available) or 'none'})"
     )
@@ -191,7 +209,9 @@ _FOLDER_DESCRIPTIONS = frozenset({"tasks.json", "manifest.json"})
 
 def _is_data(path: Path) -> bool:
     name = path.name.lower()
-    return path.suffix.lower() in _DATA_SUFFIXES or name in _FOLDER_DESCRIPTIONS or name.startswith(("readme", "license"))
+    return (
+        path.suffix.lower() in _DATA_SUFFIXES or name in _FOLDER_DESCRIPTIONS or name.startswith(("readme", "license"))
+    )
 
 
 def load_btzsc_task(name: str, data: str | Path, *, unlabelled: str = "paper") -> tuple[Task, int]:
@@ -210,12 +230,23 @@ def _load_btzsc_file(name: str, data: str | Path, *, unlabelled: str) -> Task:
         task = _load_from_hub(spec)
     else:
         path = find_task_file(data_directory(data), name)
-        task = load_paired(read_records(path), spec, source=str(path)) if _is_paired_file(path) else load_grouped(path, spec)
+        task = (
+            load_paired(read_records(path), spec, source=str(path))
+            if _is_paired_file(path)
+            else load_grouped(path, spec)
+        )
     return _apply_harness_sampling_quirks(task) if unlabelled == "paper" else task
 
 
-def load_btzsc_sample(name: str, data: str | Path, *, max_samples: int | None, seed: int = 0,
-                      unlabelled: str = "paper", sampling: str = "stratified") -> tuple[Task, int, int]:
+def load_btzsc_sample(
+    name: str,
+    data: str | Path,
+    *,
+    max_samples: int | None,
+    seed: int = 0,
+    unlabelled: str = "paper",
+    sampling: str = "stratified",
+) -> tuple[Task, int, int]:
     """A BTZSC dataset as :func:`load_btzsc_task` loads it, then its deterministic sample of ``max_samples``
     texts by ``sampling`` (all of them when None). Returns (task, texts the unlabelled policy affected,
     texts before sampling).
@@ -247,14 +278,19 @@ def _load_from_hub(spec: TaskSpec) -> Task:
     try:
         rows = datasets.load_dataset(HUB_DATASET, spec.name, split="test")
     except Exception as error:  # network, auth and missing-config errors all land here
-        raise DataError(f"cannot load {HUB_DATASET} config {spec.name!r} from the hub: {type(error).__name__}: {error}") from None
+        raise DataError(
+            f"cannot load {HUB_DATASET} config {spec.name!r} from the hub: {type(error).__name__}: {error}"
+        ) from None
     # The hub's dataset can change under the same name: its content, digested as it is read, is its identity
     # (what a file's sha256 is for a folder of files), so a result from other rows is never taken for this one.
     digest = hashlib.sha256()
 
     def digested(records: Iterable[Record]) -> Iterator[Record]:
         for record in records:
-            digest.update(json.dumps(record, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass") + b"\n")
+            digest.update(
+                json.dumps(record, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+                + b"\n"
+            )
             yield record
 
     task = load_paired(enumerate(digested(rows), start=1), spec, source=f"hub:{HUB_DATASET}/{spec.name}")
@@ -273,7 +309,9 @@ def _apply_harness_sampling_quirks(task: Task) -> Task:
     if len(members) <= 2:
         return task
     keep = np.setdiff1d(np.arange(len(task)), members[2:])
-    return task.subset(keep, f"dropped {len(members) - 2} 'Business & Finance' texts as the public harness does (policy 'paper')")
+    return task.subset(
+        keep, f"dropped {len(members) - 2} 'Business & Finance' texts as the public harness does (policy 'paper')"
+    )
 
 
 def load_user_task(path: str | Path, descriptions: Mapping[str, str] | None = None, *, name: str | None = None) -> Task:
@@ -318,8 +356,10 @@ def pull_dataset(name: str, folder: Path) -> dict[str, object]:
     spec = get_task_spec(name)
     task = _load_from_hub(spec)
     if spec.texts is not None and len(task) != spec.texts:
-        raise DataError(f"{task.source}: {len(task)} texts, but the published {name} test set has {spec.texts} "
-                        "(tasks.json); not stored")
+        raise DataError(
+            f"{task.source}: {len(task)} texts, but the published {name} test set has {spec.texts} "
+            "(tasks.json); not stored"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.jsonl"
     with atomic_write(path) as handle:
@@ -329,8 +369,12 @@ def pull_dataset(name: str, folder: Path) -> dict[str, object]:
                 record["label_text"] = spec.labels[gold]
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     entry: dict[str, object] = {
-        "texts": len(task), "paired_rows": len(task) * len(spec.hypotheses), "unlabelled_texts": task.n_unlabelled,
-        "source": task.source, "rows_sha256": task.content_sha256, "sha256": sha256_file(path),
+        "texts": len(task),
+        "paired_rows": len(task) * len(spec.hypotheses),
+        "unlabelled_texts": task.n_unlabelled,
+        "source": task.source,
+        "rows_sha256": task.content_sha256,
+        "sha256": sha256_file(path),
     }
     manifest = read_pull_manifest(folder)
     manifest[name] = entry
@@ -362,4 +406,3 @@ def pulled_intact(name: str, folder: Path) -> bool:
     entry = read_pull_manifest(folder).get(name)
     path = folder / f"{name}.jsonl"
     return isinstance(entry, dict) and path.is_file() and entry.get("sha256") == sha256_file(path)
-

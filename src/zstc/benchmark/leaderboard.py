@@ -60,8 +60,10 @@ def _averages(by_dataset: dict[str, dict[str, float]]) -> tuple[dict[str, float]
     overall = aggregate(by_dataset)
     by_family = aggregate_by_family(by_dataset, family_of)
     ordered = [f for f in FAMILY_ORDER if f in by_family]
-    return ({m: round(overall[m], DECIMALS) for m in METRICS},
-            {f: {m: round(by_family[f][m], DECIMALS) for m in METRICS} for f in ordered})
+    return (
+        {m: round(overall[m], DECIMALS) for m in METRICS},
+        {f: {m: round(by_family[f][m], DECIMALS) for m in METRICS} for f in ordered},
+    )
 
 
 def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +73,9 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
     run = summary.get("run", {})
     family = model.get("family")
     if family not in PUBLIC_MODEL_TYPES:
-        raise DataError(f"model family {family!r} has no leaderboard model_type; expected one of {', '.join(PUBLIC_MODEL_TYPES)}")
+        raise DataError(
+            f"model family {family!r} has no leaderboard model_type; expected one of {', '.join(PUBLIC_MODEL_TYPES)}"
+        )
     rows = summary["results"]["by_dataset"]
     for name in catalog():
         missing = [m for m in METRICS if name in rows and rows[name].get(m) is None]
@@ -92,7 +96,9 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
             "model_type": PUBLIC_MODEL_TYPES[family],
             "params": short_params(model.get("parameters_millions")),
             # The hub commit; for a local folder or packaged checkpoint its content hash (sha256:...), as the run's identity holds it.
-            "revision": model.get("revision") or (evaluation.get("run_identity") or {}).get("model_revision") or "unknown",
+            "revision": model.get("revision")
+            or (evaluation.get("run_identity") or {}).get("model_revision")
+            or "unknown",
             "url": f"https://huggingface.co/{name}" if _HUB_ID.match(name) and not Path(name).exists() else None,
         },
         "evaluation": {
@@ -134,7 +140,9 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 # Strict: pydantic's default turned a batch size of true into 1 and "12" into 12, so they validated. A JSON 12.0 is
 # the integer 12 to the published schema ("type": "integer" in JSON Schema 2020-12 is any number with no fractional
 # part), so it is one here too: validate and the schema give one answer; 12.5, "12" and true fail both.
-Count = Annotated[StrictInt, Field(ge=0), BeforeValidator(integral)]  # Field first: after the validator pydantic writes "ge" into the schema, not "minimum"
+Count = Annotated[
+    StrictInt, Field(ge=0), BeforeValidator(integral)
+]  # Field first: after the validator pydantic writes "ge" into the schema, not "minimum"
 Positive = Annotated[StrictInt, Field(ge=1), BeforeValidator(integral)]
 
 
@@ -232,8 +240,11 @@ def _problem(error: ErrorDetails, content: dict[str, Any]) -> str:
     where = ".".join(str(part) for part in error["loc"])
     kind, found = error["type"], error.get("input")
     model = content.get("model")
-    hint = (" (a zstc result file? export it first: zstc export --leaderboard RESULT.json --out FILE)"
-            if where == "model.model_type" and isinstance(model, dict) and "family" in model else "")
+    hint = (
+        " (a zstc result file? export it first: zstc export --leaderboard RESULT.json --out FILE)"
+        if where == "model.model_type" and isinstance(model, dict) and "family" in model
+        else ""
+    )
     if kind == "missing":
         return f"{where}: missing{hint}"
     if kind == "string_too_short":
@@ -258,7 +269,9 @@ def _problem(error: ErrorDetails, content: dict[str, Any]) -> str:
 
 
 def _is_metric(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0.0 <= value <= 1.0
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0.0 <= value <= 1.0
+    )
 
 
 def _average_problems(stored: Any, members: dict[str, Any], where: str) -> list[str]:
@@ -272,7 +285,9 @@ def _average_problems(stored: Any, members: dict[str, Any], where: str) -> list[
             continue  # already reported as a missing, malformed or out-of-range number
         mean = sum(values) / len(values)
         if abs(stored[metric] - mean) > AVERAGE_TOLERANCE:
-            problems.append(f"{where}.{metric}: {stored[metric]:.6f} is not the mean of its {len(values)} datasets ({mean:.6f})")
+            problems.append(
+                f"{where}.{metric}: {stored[metric]:.6f} is not the mean of its {len(values)} datasets ({mean:.6f})"
+            )
     return problems
 
 
@@ -289,22 +304,30 @@ def _cross_field_problems(content: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     evaluation = _section(content, "evaluation")
     if evaluation.get("max_samples") is not None:
-        problems.append(f"sampled run: evaluation.max_samples is {evaluation['max_samples']}; a leaderboard entry scores every text")
+        problems.append(
+            f"sampled run: evaluation.max_samples is {evaluation['max_samples']}; a leaderboard entry scores every text"
+        )
     elif evaluation.get("sampled") is True:  # another value is reported as not a boolean
         problems.append("sampled run: evaluation.sampled is true; a leaderboard entry scores every text")
     # Absent in files from other harnesses (which score BTZSC's own hypotheses and count unlabelled texts as class 0).
     if evaluation.get("hypotheses") not in (None, "dataset") or evaluation.get("template") is not None:
-        problems.append(f"evaluation.hypotheses is {evaluation.get('hypotheses')!r} (template {evaluation.get('template')!r}); "
-                        "a leaderboard entry scores BTZSC's own hypotheses ('dataset')")
+        problems.append(
+            f"evaluation.hypotheses is {evaluation.get('hypotheses')!r} (template {evaluation.get('template')!r}); "
+            "a leaderboard entry scores BTZSC's own hypotheses ('dataset')"
+        )
     if evaluation.get("unlabelled_policy") not in (None, "paper"):
-        problems.append(f"evaluation.unlabelled_policy is {evaluation['unlabelled_policy']!r}; a leaderboard entry counts texts "
-                        "whose class has no hypothesis as class 0, as the benchmark does ('paper')")
+        problems.append(
+            f"evaluation.unlabelled_policy is {evaluation['unlabelled_policy']!r}; a leaderboard entry counts texts "
+            "whose class has no hypothesis as class 0, as the benchmark does ('paper')"
+        )
     by_dataset, by_task = _section(content, "results", "by_dataset"), _section(content, "results", "by_task")
     if _section(content, "results").get("by_dataset") == {}:  # absent or malformed: the model has said so
         problems.append("results.by_dataset: missing or empty")
     missing = [name for name in catalog() if name not in by_dataset]
     if missing and by_dataset:
-        problems.append(f"partial run: results.by_dataset lacks {len(missing)} of {len(catalog())} datasets: {', '.join(missing)}")
+        problems.append(
+            f"partial run: results.by_dataset lacks {len(missing)} of {len(catalog())} datasets: {', '.join(missing)}"
+        )
     elif evaluation.get("partial") is True and not missing:
         problems.append("evaluation.partial is true although all datasets are present")
     problems += [f"results.by_dataset.{name}: not a BTZSC dataset" for name in by_dataset if name not in catalog()]

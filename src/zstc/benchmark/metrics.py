@@ -37,7 +37,9 @@ def aggregate(by_dataset: Mapping[str, Mapping[str, float]]) -> dict[str, float]
     return summary
 
 
-def aggregate_by_family(by_dataset: Mapping[str, Mapping[str, float]], family_of: Mapping[str, str]) -> dict[str, dict[str, float]]:
+def aggregate_by_family(
+    by_dataset: Mapping[str, Mapping[str, float]], family_of: Mapping[str, str]
+) -> dict[str, dict[str, float]]:
     """:func:`aggregate` over each task family's datasets (``family_of`` maps a dataset to its family)."""
     grouped: dict[str, dict[str, Mapping[str, float]]] = {}
     for name, scores in by_dataset.items():

@@ -61,8 +61,12 @@ paper does not say; the first is the default (see the module docstring)."""
 SCORER_QUERY: dict[str, str] = {"hypothesis": "label", "premise": "text"}
 """Probe side -> the yes/no scorer's ``query`` option: the probe scores premises as texts (first members of its
 pairs) and hypotheses as labels (second members)."""
-QUERY = Option(str, QUERY_SIDES[0], Choices(QUERY_SIDES),  # no meaning: the CLI would write "unknown --query side"
-                   help="yes/no rerankers: which member of each pair fills the prompt's <Query>")
+QUERY = Option(
+    str,
+    QUERY_SIDES[0],
+    Choices(QUERY_SIDES),  # no meaning: the CLI would write "unknown --query side"
+    help="yes/no rerankers: which member of each pair fills the prompt's <Query>",
+)
 
 
 @dataclass(frozen=True)
@@ -128,14 +132,16 @@ def load_nli_set(name: str, path: Path, *, max_samples: int | None = None, seed:
         keep = np.sort(np.random.default_rng(seed).choice(len(keep), size=max_samples, replace=False))
     gold = np.array(entailed, dtype=bool)[keep]
     if gold.all() or not gold.any():
-        raise DataError(f"{path}: AUROC needs both entailment and other pairs; found only {'entailment' if gold.any() else 'others'}")
+        raise DataError(
+            f"{path}: AUROC needs both entailment and other pairs; found only {'entailment' if gold.any() else 'others'}"
+        )
     return NliSet(name, path, [premises[i] for i in keep], [hypotheses[i] for i in keep], gold)
 
 
 NO_PROBE_RULE: dict[str, str] = {
     "llm": "an instruction-tuned LLM chooses one of a text's options in a single prompt, and neither the paper nor "
-           "PROTOCOL.md gives a rule for scoring one premise-hypothesis pair with it (its roc_scores.csv rows cannot be "
-           "reproduced)",
+    "PROTOCOL.md gives a rule for scoring one premise-hypothesis pair with it (its roc_scores.csv rows cannot be "
+    "reproduced)",
 }
 """Why a family is not probed, where its scorer could be asked for pairs only by a rule made up here."""
 
@@ -179,8 +185,11 @@ def probe_options(family: str, options: Mapping[str, Any], query: str | None = N
     taken = get_family(family).options
     if "query" not in taken:
         if query is not None:
-            raise UnknownOptionError(f"query chooses which side of a pair fills a yes/no reranker's prompt; {family} models "
-                                     "read the premise and the hypothesis in fixed places", "query")
+            raise UnknownOptionError(
+                f"query chooses which side of a pair fills a yes/no reranker's prompt; {family} models "
+                "read the premise and the hypothesis in fixed places",
+                "query",
+            )
         return dict(options)
     probed = {**options, "query": SCORER_QUERY[QUERY.check("query", QUERY.default if query is None else query)]}
     if "instruction" in taken and probed.get("instruction") is None:
@@ -252,10 +261,22 @@ def run_probe(
     described = scorer.describe()
     return {
         "model": described,
-        "evaluation": {"probe": "NLI AUROC, entailment vs. rest", "max_samples": max_samples, "seed": seed, **probe_layout(described)},
+        "evaluation": {
+            "probe": "NLI AUROC, entailment vs. rest",
+            "max_samples": max_samples,
+            "seed": seed,
+            **probe_layout(described),
+        },
         "auroc": {name: result["auroc"] for name, result in results.items()},
         "sets": results,
         # How this run was made otherwise than the paper's row (all-MiniLM-L6-v2's is --pooling cls), beside the row.
-        "paper": ({"model": scorer.spec.paper_name, "auroc": published,
-                   "differences": scorer.spec.paper_option_differences(described)} if published is not None else None),
+        "paper": (
+            {
+                "model": scorer.spec.paper_name,
+                "auroc": published,
+                "differences": scorer.spec.paper_option_differences(described),
+            }
+            if published is not None
+            else None
+        ),
     }

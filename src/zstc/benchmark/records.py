@@ -98,7 +98,9 @@ class Software(BaseModel):
     from the details folder or the result cache may have been computed by other code than the run reusing it:
     its own record says by which, and the summary notes each dataset computed by other code than its run record's."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")  # more libraries from newer zstc versions stay readable
+    model_config = ConfigDict(
+        use_attribute_docstrings=True, extra="allow"
+    )  # more libraries from newer zstc versions stay readable
     zstc_version: str | None = None
     git_commit: str | None = None
     """The zstc checkout's commit (``+dirty`` with local changes); None where not known (installed from a wheel)."""
@@ -174,15 +176,15 @@ class DatasetResult(BaseModel):
         return self.model_dump(mode="json")
 
 
-
-
 # -- the run summary -----------------------------------------------------------------------------------
 
 
 class ModelFacts(BaseModel):
     """The summary's ``model``: registry facts, what the scorer said about itself, the options given."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")  # plus every key of Scorer.describe() (device, dtype, batch_size, ...)
+    model_config = ConfigDict(
+        use_attribute_docstrings=True, extra="allow"
+    )  # plus every key of Scorer.describe() (device, dtype, batch_size, ...)
     name: str
     family: str | None = None
     paper_name: str | None = None
@@ -229,7 +231,9 @@ class Evaluation(BaseModel):
 class RunRecord(BaseModel):
     """The summary's ``run``: speed, memory, machine and code, pooled over the datasets."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="allow")  # fields added by newer zstc versions stay readable
+    model_config = ConfigDict(
+        use_attribute_docstrings=True, extra="allow"
+    )  # fields added by newer zstc versions stay readable
     wall_time_s: float | None = None
     texts_per_second: float | None = None
     latency_p50_s: float | None = None

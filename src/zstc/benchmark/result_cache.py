@@ -83,8 +83,11 @@ class ResultCache:
         read-only place): an :class:`zstc.errors.OutputError` naming it, not a traceback after the scoring."""
         from zstc.io import check_folder_creatable
 
-        check_folder_creatable(self.root, "result cache", "it is set by ZSTC_CACHE (or ZSTC_RESULTS_CACHE): point it at a "
-                               "folder (bench: or give --no-cache)")
+        check_folder_creatable(
+            self.root,
+            "result cache",
+            "it is set by ZSTC_CACHE (or ZSTC_RESULTS_CACHE): point it at a folder (bench: or give --no-cache)",
+        )
 
     def paths(self, model: str, revision: str | None, dataset: str, fingerprint: str) -> tuple[Path, Path]:
         """The entry's JSON record and ``.npz`` arrays: ``<root>/<model>/<revision>/<dataset>/<fingerprint>.*``."""
@@ -165,9 +168,18 @@ class ResultCache:
                 entry = json.loads(json_path.read_text(encoding="utf-8"))
                 summary = self._summary(entry)
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                summary = {"model": json_path.parts[-4], "dataset": json_path.parts[-2], "fingerprint": json_path.stem, "corrupt": True}
+                summary = {
+                    "model": json_path.parts[-4],
+                    "dataset": json_path.parts[-2],
+                    "fingerprint": json_path.stem,
+                    "corrupt": True,
+                }
             summary["path"] = str(json_path)
-            if model is None or summary["model"] in (model, model_folder(model)) or json_path.parts[-4] == model_folder(model):
+            if (
+                model is None
+                or summary["model"] in (model, model_folder(model))
+                or json_path.parts[-4] == model_folder(model)
+            ):
                 found.append(summary)
         return found
 
@@ -178,8 +190,11 @@ class ResultCache:
         record by a crash), then the folders they leave empty: never a whole folder, which removed the cache
         root or its parent for ``--model .`` or ``..``, and anything else a user kept under the root."""
         removed = self.entries(model)
-        orphans = [npz for npz in self.root.glob("*/*/*/*.npz")
-                   if not npz.with_suffix(".json").exists() and (model is None or npz.parts[-4] == model_folder(model))]
+        orphans = [
+            npz
+            for npz in self.root.glob("*/*/*/*.npz")
+            if not npz.with_suffix(".json").exists() and (model is None or npz.parts[-4] == model_folder(model))
+        ]
         for json_path in [Path(entry["path"]) for entry in removed] + orphans:
             for path in (json_path.with_suffix(".json"), json_path.with_suffix(".npz")):
                 path.unlink(missing_ok=True)
@@ -207,8 +222,15 @@ class ResultCache:
         f1 = record.get("metrics", {}).get("macro_f1")
         if f1 is not None and (isinstance(f1, bool) or not isinstance(f1, (int, float))):
             raise TypeError(f"macro_f1 is {f1!r}")  # listed as corrupt rather than a crash of `cache list`
-        return {"model": entry["model"], "revision": entry["revision"], "dataset": entry["dataset"], "fingerprint": entry["fingerprint"],
-                "created": entry.get("created"), "n_texts": record.get("n_texts"), "macro_f1": f1}
+        return {
+            "model": entry["model"],
+            "revision": entry["revision"],
+            "dataset": entry["dataset"],
+            "fingerprint": entry["fingerprint"],
+            "created": entry.get("created"),
+            "n_texts": record.get("n_texts"),
+            "macro_f1": f1,
+        }
 
     @contextlib.contextmanager
     def _index(self) -> Iterator[dict[str, Any]]:

@@ -31,7 +31,14 @@ from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, data
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.runs.identity import data_sha256, fingerprint, hypotheses_identity, sampling_identity, weights_identity
-from zstc.runs.provenance import git_commit, library_versions, model_revision, peak_cuda_mb, peak_rss_mb, reset_cuda_peak
+from zstc.runs.provenance import (
+    git_commit,
+    library_versions,
+    model_revision,
+    peak_cuda_mb,
+    peak_rss_mb,
+    reset_cuda_peak,
+)
 from zstc.benchmark.records import (
     Aggregate,
     DatasetResult,
@@ -109,8 +116,13 @@ class BenchConfig:
             "scoring_version": get_family(spec.family).scoring_version,
             "precision": scorer_options["precision"],
             "device_type": device.type,
-            "scorer_options": {k: v for k, v in sorted(scorer_options.items()) if v is not None and k not in ("device", "precision")
-                               and not (k in BF16_ONLY_OPTIONS and scorer_options["precision"] == "fp32")},
+            "scorer_options": {
+                k: v
+                for k, v in sorted(scorer_options.items())
+                if v is not None
+                and k not in ("device", "precision")
+                and not (k in BF16_ONLY_OPTIONS and scorer_options["precision"] == "fp32")
+            },
             "hypotheses": hypotheses_identity(self.hypotheses, self.template, scorer_options["precision"]),
             "sampling": sampling_identity(self.sampling, self.max_samples, self.seed),
             "unlabelled": self.unlabelled,
@@ -134,6 +146,7 @@ def dataset_identity(task: Task, descriptions: Sequence[str]) -> dict[str, Any]:
 DEFAULT_BATCH_TEXTS = 32
 """Texts per timed scorer call when the scorer does not say what its batch size is."""
 
+
 @dataclass
 class TimedScores:
     """A score matrix with how long it took: one warm-up call, then one call per batch of texts."""
@@ -152,12 +165,21 @@ class TimedScores:
 
     def record(self) -> Timing:
         """The timing as a result stores it, rounded."""
-        return Timing(warmup_s=round(self.warmup_s, 4), batch_texts=self.batch_texts,
-                      batch_latencies_s=[round(t, 5) for t in self.batch_latencies_s])
+        return Timing(
+            warmup_s=round(self.warmup_s, 4),
+            batch_texts=self.batch_texts,
+            batch_latencies_s=[round(t, 5) for t in self.batch_latencies_s],
+        )
 
 
-def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, batch_texts: int | None = None,
-                show_progress: bool = False) -> TimedScores:
+def score_timed(
+    scorer: Scorer,
+    texts: Sequence[str],
+    labels: Sequence[str],
+    *,
+    batch_texts: int | None = None,
+    show_progress: bool = False,
+) -> TimedScores:
     """Score ``texts`` in batches of ``batch_texts`` (default: the scorer's batch size), timing each call.
 
     Texts are scored longest first, as sentence-transformers orders its own batches, so batching here
@@ -181,8 +203,9 @@ def score_timed(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, 
     return TimedScores(scores, warmup, batch_texts, latencies, merge_batch_notes(notes))
 
 
-def evaluate_task(scorer: Scorer, task: Task, descriptions: Sequence[str], *, show_progress: bool = False,
-                  adapt: str = "none") -> tuple[DatasetResult, float]:
+def evaluate_task(
+    scorer: Scorer, task: Task, descriptions: Sequence[str], *, show_progress: bool = False, adapt: str = "none"
+) -> tuple[DatasetResult, float]:
     """Score one task and compute its metrics; returns the result (fingerprint unset) and the wall time. ``adapt``:
     how the texts are decided (:func:`zstc.adapt.corpus_decisions`; ``none``: argmax, each text alone).
 
@@ -234,8 +257,14 @@ class PreparedTask:
 class Bench:
     """Runs a :class:`BenchConfig`; ``on_event`` receives progress messages for the terminal."""
 
-    def __init__(self, config: BenchConfig, *, hypothesis_provider: HypothesisProvider | None = None,
-                 on_event: Callable[[str, Any], None] | None = None, show_progress: bool = True) -> None:
+    def __init__(
+        self,
+        config: BenchConfig,
+        *,
+        hypothesis_provider: HypothesisProvider | None = None,
+        on_event: Callable[[str, Any], None] | None = None,
+        show_progress: bool = True,
+    ) -> None:
         self.config = config
         self.hypothesis_provider = hypothesis_provider or make_hypothesis_provider(config.hypotheses, config.template)
         self.on_event = on_event or (lambda kind, payload: None)
@@ -243,7 +272,9 @@ class Bench:
         self.store = ResultStore(config.out)
         # Precision resolved once for the whole run (None: fp32), so the scorer and the fingerprint agree.
         precision = config.scorer_options.get("precision")
-        family = get_model_spec(config.model, config.family).family if precision == "auto" else None  # auto is family-aware
+        family = (
+            get_model_spec(config.model, config.family).family if precision == "auto" else None
+        )  # auto is family-aware
         self.scorer_options = resolved_options(precision, config.scorer_options, family)
         self.cache = ResultCache(on_note=lambda note: self.on_event("note", note)) if config.cache else None
         self._scorer: Scorer | None = None
@@ -263,12 +294,15 @@ class Bench:
         check_choice("overwrite", config.overwrite, OVERWRITE_STRATEGIES)
         check_sampling(config.sampling, config.max_samples)
         check_hypotheses_template(config.hypotheses, config.template)
-        check_adapt_options(config.adapt, multi_label=config.multi_label,
-                            shortlist=self.scorer_options.get("shortlist") is not None)
+        check_adapt_options(
+            config.adapt, multi_label=config.multi_label, shortlist=self.scorer_options.get("shortlist") is not None
+        )
         if self._identity is None:
             spec = get_model_spec(config.model, config.family)
             scorer = make_scorer(config.model, config.family, **self.scorer_options)  # option check only; loads nothing
-            if config.multi_label and config.threshold is not None:  # as classify: a cut outside the scores' range is said
+            if (
+                config.multi_label and config.threshold is not None
+            ):  # as classify: a cut outside the scores' range is said
                 from zstc.policy import DecisionPolicy
 
                 DecisionPolicy.for_scorer(scorer).check_thresholds(config.threshold, {})
@@ -277,9 +311,11 @@ class Bench:
             if self.cache is not None:  # results are put there after scoring: a cache that cannot take them is said now
                 self.cache.check_writable()
             if is_special_file(Path(config.out)):  # /dev/stdout, /dev/full, a FIFO: no folder can go beside it
-                raise OutputError(f"out {config.out}: not a regular file, and bench keeps its details (what a rerun "
-                                  f"resumes from) in {self.store.directory.name}/ beside out: give a file path",
-                                  parameters=("out",))
+                raise OutputError(
+                    f"out {config.out}: not a regular file, and bench keeps its details (what a rerun "
+                    f"resumes from) in {self.store.directory.name}/ beside out: give a file path",
+                    parameters=("out",),
+                )
             # The details folder beside it too: a file of that name failed only when the first dataset was saved.
             check_output_dir(self.store.directory, inputs=data_files, option=f"--out {config.out}: its details folder")
             if str(config.data) != "hub":  # every dataset file is found before the first one is scored
@@ -293,8 +329,14 @@ class Bench:
         """Load and sample one dataset and work out its fingerprint (cheap: no model is involved)."""
         config = self.config
         run_identity, run_key = self.validate()
-        task, affected, source_texts = load_btzsc_sample(name, config.data, max_samples=config.max_samples, seed=config.seed,
-                                                         unlabelled=config.unlabelled, sampling=config.sampling)
+        task, affected, source_texts = load_btzsc_sample(
+            name,
+            config.data,
+            max_samples=config.max_samples,
+            seed=config.seed,
+            unlabelled=config.unlabelled,
+            sampling=config.sampling,
+        )
         descriptions = self.hypothesis_provider(task)
         identity = {"run": run_identity, "dataset": dataset_identity(task, descriptions)}
         if config.sampling == "paper" and paper_scores_whole(name, source_texts, config.max_samples):
@@ -317,12 +359,19 @@ class Bench:
         if self.cache is None:
             return None
         run_identity, _ = self.validate()
-        unknown = [key for key in ("model_revision", "shortlist_revision") if key in run_identity and run_identity[key] is None]
+        unknown = [
+            key for key in ("model_revision", "shortlist_revision") if key in run_identity and run_identity[key] is None
+        ]
         if unknown and not self._uncached_noted:
             self._uncached_noted = True
-            whose = " and ".join({"model_revision": "the model's", "shortlist_revision": "the shortlister's"}[key] for key in unknown)
-            self.on_event("note", f"which revision of {whose} weights this is cannot be found (the hub did not say, and it is "
-                                  "not in the hub cache), so this run's results are not kept in the shared result cache")
+            whose = " and ".join(
+                {"model_revision": "the model's", "shortlist_revision": "the shortlister's"}[key] for key in unknown
+            )
+            self.on_event(
+                "note",
+                f"which revision of {whose} weights this is cannot be found (the hub did not say, and it is "
+                "not in the hub cache), so this run's results are not kept in the shared result cache",
+            )
         return None if unknown else self.cache
 
     def reusable(self, name: str, expected: str) -> DatasetResult | None:
@@ -340,12 +389,18 @@ class Bench:
         """Score and judge one prepared dataset (nothing is read from or written to any store)."""
         config, task = self.config, prepared.task
         self.on_event("start", task)
-        result, _ = evaluate_task(self.scorer, task, prepared.descriptions, show_progress=self.show_progress, adapt=config.adapt)
+        result, _ = evaluate_task(
+            self.scorer, task, prepared.descriptions, show_progress=self.show_progress, adapt=config.adapt
+        )
         result.unlabelled_policy = config.unlabelled
         # Policy 'paper' relabels rather than drops: count the relabelled texts that were scored.
         result.unlabelled_texts = task.n_counted_as_class0 if config.unlabelled == "paper" else prepared.affected
         result.fingerprint = prepared.fingerprint
-        result.source_texts, result.run_fingerprint, result.identity = prepared.source_texts, prepared.run_key, prepared.identity
+        result.source_texts, result.run_fingerprint, result.identity = (
+            prepared.source_texts,
+            prepared.run_key,
+            prepared.identity,
+        )
         return result
 
     def keep(self, result: DatasetResult) -> None:
@@ -380,8 +435,10 @@ class Bench:
                 self.on_event("reused", cached)
                 continue
             if config.overwrite == "never":
-                raise DataError(f"{self.store.directory}: no finished result for {name} with these settings, and "
-                                "--overwrite never computes nothing; use --overwrite only-missing to compute it")
+                raise DataError(
+                    f"{self.store.directory}: no finished result for {name} with these settings, and "
+                    "--overwrite never computes nothing; use --overwrite only-missing to compute it"
+                )
             result = self.compute(prepared)
             self.keep(result)
             results[name] = result
@@ -403,8 +460,10 @@ class Bench:
         try:
             stored = load_summary(path)
         except DataError as error:
-            raise DataError(f"{error}; it would be replaced by this run's summary: write to another --out, "
-                            "or replace it with --overwrite always") from None
+            raise DataError(
+                f"{error}; it would be replaced by this run's summary: write to another --out, "
+                "or replace it with --overwrite always"
+            ) from None
         evaluation = stored.get("evaluation", {})
         if evaluation.get("run_fingerprint") == run_key:
             return
@@ -412,8 +471,11 @@ class Bench:
         recorded = evaluation.get("run_identity")
         if isinstance(recorded, dict):
             keys = [*run_identity, *(key for key in recorded if key not in run_identity)]
-            changed = [f"{key} {recorded.get(key)!r} -> {run_identity.get(key)!r}" for key in keys
-                       if recorded.get(key) != run_identity.get(key)]
+            changed = [
+                f"{key} {recorded.get(key)!r} -> {run_identity.get(key)!r}"
+                for key in keys
+                if recorded.get(key) != run_identity.get(key)
+            ]
         else:  # written by an older zstc or another tool: nothing says it is this run's, so it is not replaced
             changed = ["its settings are not recorded"]
         raise DataError(
@@ -432,7 +494,9 @@ class Bench:
                 self.store.remove(result.dataset)
             return
         stored = others[0].identity.get("run", {})
-        changed = [f"{key} {stored.get(key)!r} -> {value!r}" for key, value in run_identity.items() if stored.get(key) != value]
+        changed = [
+            f"{key} {stored.get(key)!r} -> {value!r}" for key, value in run_identity.items() if stored.get(key) != value
+        ]
         raise DataError(
             f"{self.store.directory}: holds results computed with other settings ({', '.join(r.dataset for r in others)}; "
             f"{'; '.join(changed) if stored else 'recorded before settings were kept'}); write to another --out, "
@@ -448,7 +512,9 @@ class Bench:
             return None
 
 
-def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None) -> MultiLabelSummary:
+def multi_label_summary(
+    results: dict[str, DatasetResult], scorer: Scorer, threshold: float | None
+) -> MultiLabelSummary:
     """Yin et al.'s multi-label view of each dataset's scores: threshold decisions with "none", as ``classify
     --multi-label`` decides (:meth:`zstc.policy.DecisionPolicy.multi_label`): without a threshold, the family's
     default rule, its cut and, for the embedding family, the margin that keeps only labels near a text's best."""
@@ -462,15 +528,22 @@ def multi_label_summary(results: dict[str, DatasetResult], scorer: Scorer, thres
         # Finished results carry their arrays (ResultStore.finished checks).
         assert result.scores is not None and result.gold is not None
         rule = policy.multi_label(result.label_names, threshold)
-        decisions = rule.decide(result.scores, scored_by(scorer, result.scores))  # a label outside a shortlist never passes
+        decisions = rule.decide(
+            result.scores, scored_by(scorer, result.scores)
+        )  # a label outside a shortlist never passes
         by_dataset[name] = multilabel_metrics(result.gold, decisions, result.label_names)
     cut = threshold if threshold is not None else policy.default_threshold()
     margin = None if threshold is not None else policy.default_margin()
     return MultiLabelSummary(threshold=cut, margin=margin, by_dataset=by_dataset)
 
 
-def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, DatasetResult], scorer: Scorer | None,
-                  run: tuple[dict[str, Any], str] | None = None) -> RunSummary:
+def build_summary(
+    config: BenchConfig,
+    spec: ModelSpec,
+    results: dict[str, DatasetResult],
+    scorer: Scorer | None,
+    run: tuple[dict[str, Any], str] | None = None,
+) -> RunSummary:
     """The run summary of finished datasets (validated as it is built); ``run`` is the run's identity and its
     key (:meth:`Bench.validate`), kept so that a later run to the same ``--out`` can tell whether it is the same."""
     family_of = {name: result.family or "custom" for name, result in results.items()}
@@ -520,13 +593,22 @@ def build_summary(config: BenchConfig, spec: ModelSpec, results: dict[str, Datas
         run=run_record(results, described, software),
         results=Results(
             overall=Aggregate.model_validate(aggregate(metrics_only)),
-            by_task={family: Aggregate.model_validate(row) for family, row in aggregate_by_family(metrics_only, family_of).items()},
+            by_task={
+                family: Aggregate.model_validate(row)
+                for family, row in aggregate_by_family(metrics_only, family_of).items()
+            },
             by_dataset={name: result.summary() for name, result in results.items()},
         ),
-        notes={name: notes for name, result in results.items()
-               if (notes := [*result.notes, *([other_code[name]] if name in other_code else [])])},
-        paper=None if published is None else PaperComparison(
-            model=spec.paper_name, macro_f1={name: published[name] for name in results if name in published}),
+        notes={
+            name: notes
+            for name, result in results.items()
+            if (notes := [*result.notes, *([other_code[name]] if name in other_code else [])])
+        },
+        paper=None
+        if published is None
+        else PaperComparison(
+            model=spec.paper_name, macro_f1={name: published[name] for name in results if name in published}
+        ),
     )
 
 
@@ -554,12 +636,22 @@ def software_difference(software: Software | None, run: Software) -> str | None:
     """A note saying how the code that computed a result (``software``; None: not recorded) differs from ``run``'s;
     None where it is the same."""
     if software is None:
-        return ("computed by a zstc that did not record its version, git commit or libraries (a result stored before "
-                "they were kept): whether by this run's code is unknown")
-    differ = [f"{what} {computed_by} (run record: {recorded})" for what, computed_by, recorded in (
-        ("zstc", software.zstc_version, run.zstc_version), ("git commit", software.git_commit, run.git_commit),
-        *((name, software.libraries.get(name), run.libraries.get(name)) for name in sorted({*software.libraries, *run.libraries})))
-        if computed_by != recorded]
+        return (
+            "computed by a zstc that did not record its version, git commit or libraries (a result stored before "
+            "they were kept): whether by this run's code is unknown"
+        )
+    differ = [
+        f"{what} {computed_by} (run record: {recorded})"
+        for what, computed_by, recorded in (
+            ("zstc", software.zstc_version, run.zstc_version),
+            ("git commit", software.git_commit, run.git_commit),
+            *(
+                (name, software.libraries.get(name), run.libraries.get(name))
+                for name in sorted({*software.libraries, *run.libraries})
+            ),
+        )
+        if computed_by != recorded
+    ]
     return f"reused result computed by other code: {', '.join(differ)}" if differ else None
 
 

@@ -67,7 +67,9 @@ class DatasetSimilarity:
     def pairs(self) -> list[tuple[str, str, float]]:
         """Every unordered pair once, most similar first (ties in dataset order)."""
         n = len(self.datasets)
-        found = [(self.datasets[i], self.datasets[j], float(self.matrix[i, j])) for i in range(n) for j in range(i + 1, n)]
+        found = [
+            (self.datasets[i], self.datasets[j], float(self.matrix[i, j])) for i in range(n) for j in range(i + 1, n)
+        ]
         return sorted(found, key=lambda pair: -pair[2])
 
 
@@ -94,5 +96,9 @@ def dataset_similarity(texts_by_dataset: Mapping[str, Sequence[str]]) -> Dataset
     for i, first in enumerate(names):
         for j in range(i + 1, len(names)):
             matrix[i, j] = matrix[j, i] = weighted_jaccard(distributions[first], distributions[names[j]])
-    return DatasetSimilarity(names, matrix, {name: len(texts) for name, texts in texts_by_dataset.items()},
-                             {name: len(distribution) for name, distribution in distributions.items()})
+    return DatasetSimilarity(
+        names,
+        matrix,
+        {name: len(texts) for name, texts in texts_by_dataset.items()},
+        {name: len(distribution) for name, distribution in distributions.items()},
+    )

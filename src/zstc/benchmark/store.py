@@ -30,8 +30,16 @@ from zstc.errors import DataError
 from zstc.io import atomic_write, read_json, remove_orphan_temps
 from zstc.runs.files import write_json
 
-__all__ = ["SCHEMA_VERSION", "DamagedResult", "DatasetResult", "ResultStore", "RunSummary", "load_summary", "percentile",
-           "save_summary"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "DamagedResult",
+    "DatasetResult",
+    "ResultStore",
+    "RunSummary",
+    "load_summary",
+    "percentile",
+    "save_summary",
+]
 
 
 class ResultStore:
@@ -51,7 +59,9 @@ class ResultStore:
         arrays = result.arrays()
         with atomic_write(npz_path, "wb") as handle:
             np.savez_compressed(handle, **arrays)  # type: ignore[arg-type]  # numpy types **kwds as bool
-        write_json(json_path, DatasetResult.model_validate(result.record()).record())  # written last: its presence marks the dataset as finished
+        write_json(
+            json_path, DatasetResult.model_validate(result.record()).record()
+        )  # written last: its presence marks the dataset as finished
 
     def remove_orphans(self) -> list[Path]:
         """Temporary files left by a bench that was killed while writing (see :func:`zstc.io.remove_orphan_temps`)."""
@@ -68,8 +78,11 @@ class ResultStore:
         except DataError as error:
             raise DamagedResult(json_path, str(error).removeprefix(f"{json_path}: ")) from None
         metrics = record.get("metrics") if isinstance(record, dict) else None
-        bad = [name for name, value in (metrics.items() if isinstance(metrics, dict) else [])
-               if isinstance(value, bool) or not isinstance(value, (int, float))]
+        bad = [
+            name
+            for name, value in (metrics.items() if isinstance(metrics, dict) else [])
+            if isinstance(value, bool) or not isinstance(value, (int, float))
+        ]
         if not isinstance(metrics, dict) or bad:
             raise DamagedResult(json_path, f"metric {bad[0] if bad else 'metrics'} is not a number")
         try:
@@ -124,18 +137,25 @@ def _check_arrays(result: DatasetResult, json_path: Path, npz_path: Path) -> Non
         return
     if result.scores is not None:
         if result.scores.ndim != 2 or result.scores.shape[0] != len(result.predicted) or result.scores.shape[1] == 0:
-            raise DamagedResult(npz_path, f"its scores have shape {result.scores.shape}, not ({len(result.predicted)}, labels)")
+            raise DamagedResult(
+                npz_path, f"its scores have shape {result.scores.shape}, not ({len(result.predicted)}, labels)"
+            )
         adapt = ((result.identity or {}).get("run") or {}).get("adapt", "none")  # bench --adapt: decided as one corpus
         differ = np.flatnonzero(corpus_decisions(result.scores, adapt, result.scorer or {}) != result.predicted)
         if len(differ):
             how = "the argmax of its scores" if adapt == "none" else f"its scores' decisions adapted by {adapt}"
-            raise DamagedResult(npz_path, f"its predictions are not {how} ({len(differ)} of "
-                                          f"{len(result.predicted)} texts, the first at row {differ[0]})")
+            raise DamagedResult(
+                npz_path,
+                f"its predictions are not {how} ({len(differ)} of "
+                f"{len(result.predicted)} texts, the first at row {differ[0]})",
+            )
     recomputed = dataset_metrics(result.gold, result.predicted)
     for metric in METRICS:
         recorded = result.metrics.get(metric)
         if recorded is not None and not math.isclose(recorded, recomputed[metric], rel_tol=0, abs_tol=1e-9):
-            raise DamagedResult(json_path, f"its {metric} {recorded} is not that of its stored predictions ({recomputed[metric]})")
+            raise DamagedResult(
+                json_path, f"its {metric} {recorded} is not that of its stored predictions ({recomputed[metric]})"
+            )
 
 
 class DamagedResult(DataError):
@@ -161,7 +181,11 @@ def load_summary(path: str | Path) -> dict[str, Any]:
         if not isinstance(row, dict):
             raise DataError(f"{path}: results.by_dataset.{name} is not an object of metrics")
         for key, value in row.items():
-            if key in NUMERIC_FIELDS and value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            if (
+                key in NUMERIC_FIELDS
+                and value is not None
+                and (isinstance(value, bool) or not isinstance(value, (int, float)))
+            ):
                 raise DataError(f"{path}: results.by_dataset.{name}.{key} is {value!r}, expected a number")
     try:
         # Strict: the published schema's types. In lax mode "22.7" passed as a number and "false" as a boolean, and
@@ -191,6 +215,19 @@ def save_summary(path: str | Path, summary: RunSummary) -> dict[str, Any]:
     return content
 
 
-NUMERIC_FIELDS = frozenset({"macro_f1", "accuracy", "macro_precision", "macro_recall", "n_texts", "n_labels", "wall_time_s",
-                            "texts_per_second", "latency_p50_s", "latency_p95_s", "unlabelled_texts"})
+NUMERIC_FIELDS = frozenset(
+    {
+        "macro_f1",
+        "accuracy",
+        "macro_precision",
+        "macro_recall",
+        "n_texts",
+        "n_labels",
+        "wall_time_s",
+        "texts_per_second",
+        "latency_p50_s",
+        "latency_p95_s",
+        "unlabelled_texts",
+    }
+)
 """Fields of a summary's per-dataset rows that reports compute with."""

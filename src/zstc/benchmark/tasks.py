@@ -80,8 +80,12 @@ class Task:
         counted = None
         if self.counted_as_class0 is not None:
             counted = self.counted_as_class0[indices]
-            notes = [_counted_note(int(counted.sum()), self.label_names[0]) if n == _counted_note(self.n_counted_as_class0, self.label_names[0]) else n
-                     for n in notes]
+            notes = [
+                _counted_note(int(counted.sum()), self.label_names[0])
+                if n == _counted_note(self.n_counted_as_class0, self.label_names[0])
+                else n
+                for n in notes
+            ]
         return replace(
             self,
             texts=[self.texts[i] for i in indices],
@@ -98,8 +102,10 @@ class Task:
 
 
 def _counted_note(count: int, first_label: str) -> str:
-    return (f"{count} texts whose gold class has no hypothesis counted as class 0 ({first_label!r}), "
-            "as the public harness does (policy 'paper')")
+    return (
+        f"{count} texts whose gold class has no hypothesis counted as class 0 ({first_label!r}), "
+        "as the public harness does (policy 'paper')"
+    )
 
 
 def apply_unlabelled_policy(task: Task, policy: str) -> tuple[Task, int]:
@@ -109,7 +115,9 @@ def apply_unlabelled_policy(task: Task, policy: str) -> tuple[Task, int]:
     ``exclude``: drop them, so the metric only covers texts that have a correct candidate.
     """
     if policy not in UNLABELLED_POLICIES:
-        raise UnknownNameError(f"unknown unlabelled policy {policy!r}; expected one of {', '.join(UNLABELLED_POLICIES)}")
+        raise UnknownNameError(
+            f"unknown unlabelled policy {policy!r}; expected one of {', '.join(UNLABELLED_POLICIES)}"
+        )
     affected = task.n_unlabelled
     if affected == 0:
         return task, 0
@@ -119,7 +127,9 @@ def apply_unlabelled_policy(task: Task, policy: str) -> tuple[Task, int]:
         note = _counted_note(affected, task.label_names[0])
         return replace(task, gold=gold, notes=[*task.notes, note], counted_as_class0=unlabelled), affected
     keep = np.flatnonzero(task.gold != NO_HYPOTHESIS)
-    return task.subset(keep, f"{affected} texts whose gold class has no hypothesis excluded (policy 'exclude')"), affected
+    return task.subset(
+        keep, f"{affected} texts whose gold class has no hypothesis excluded (policy 'exclude')"
+    ), affected
 
 
 def stratified_sample(task: Task, max_samples: int | None, seed: int = 0) -> Task:
@@ -179,19 +189,26 @@ def harness_sample(task: Task, max_samples: int | None) -> Task:
     if max_samples is None or max_samples >= len(task):
         return task
     if max_samples < PAPER_FIXED_TEXTS:  # checked before any work by check_sampling
-        raise OptionError(f"max_samples must be >= {PAPER_FIXED_TEXTS}, got {max_samples}: the harness's draw keeps texts 0 and 1",
-                          "max_samples")
+        raise OptionError(
+            f"max_samples must be >= {PAPER_FIXED_TEXTS}, got {max_samples}: the harness's draw keeps texts 0 and 1",
+            "max_samples",
+        )
     drawn = random.Random(0).sample(range(PAPER_FIXED_TEXTS, len(task)), max_samples - PAPER_FIXED_TEXTS)
     indices = np.array([*range(PAPER_FIXED_TEXTS), *drawn])
-    return task.subset(indices, f"the public harness's sample of {max_samples} of {len(task)} texts (texts 0 and 1, then random.Random(0))")
+    return task.subset(
+        indices,
+        f"the public harness's sample of {max_samples} of {len(task)} texts (texts 0 and 1, then random.Random(0))",
+    )
 
 
 def paper_sample(task: Task, max_samples: int | None) -> Task:
     """The texts the paper scored: the harness's draw (:func:`harness_sample`), except that a dataset the paper
     scored whole (:data:`PAPER_WHOLE_DATASETS`) keeps every text when ``max_samples`` is the paper's size or more."""
     if paper_scores_whole(task.name, len(task), max_samples):
-        note = (f"every one of the {len(task)} texts, as the paper scored {task.name} (its published accuracies are multiples "
-                f"of 1/{len(task)}); the public harness's current code draws {max_samples}")
+        note = (
+            f"every one of the {len(task)} texts, as the paper scored {task.name} (its published accuracies are multiples "
+            f"of 1/{len(task)}); the public harness's current code draws {max_samples}"
+        )
         return replace(task, notes=[*task.notes, note])
     return harness_sample(task, max_samples)
 
@@ -213,7 +230,10 @@ def check_sampling(sampling: str, max_samples: int | None) -> str:
     draw fewer than two (every command with ``--sampling``, before any work)."""
     check_choice("sampling", sampling, SAMPLING_METHODS)
     if sampling in HARNESS_DRAWS and max_samples is not None and max_samples < PAPER_FIXED_TEXTS:
-        raise OptionError(f"max_samples must be >= {PAPER_FIXED_TEXTS} with sampling {sampling}, got {max_samples}: the "
-                          f"{sampling}'s draw keeps texts 0 and 1 of every dataset",
-                          "max_samples", "sampling")
+        raise OptionError(
+            f"max_samples must be >= {PAPER_FIXED_TEXTS} with sampling {sampling}, got {max_samples}: the "
+            f"{sampling}'s draw keeps texts 0 and 1 of every dataset",
+            "max_samples",
+            "sampling",
+        )
     return sampling

@@ -94,8 +94,11 @@ def main() -> None:
     except KeyboardInterrupt as error:
         _stopped(isinstance(error, Terminated))
     except UnicodeEncodeError as error:  # a terminal or PYTHONIOENCODING whose encoding cannot write a text shown
-        print(f"error: the output's encoding ({error.encoding}) cannot write {error.object[error.start:error.end]!a}: "
-              "set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)", file=sys.stderr)
+        print(
+            f"error: the output's encoding ({error.encoding}) cannot write {error.object[error.start : error.end]!a}: "
+            "set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     except typer.Abort as error:
         if isinstance(error.__cause__, EOFError):

@@ -13,7 +13,11 @@ from rich.table import Table
 
 from zstc.cli.root import CommandGroup, app
 
-cache_app = typer.Typer(cls=CommandGroup, help="The shared result cache ($ZSTC_CACHE/results): what bench and sweep reuse.", no_args_is_help=True)
+cache_app = typer.Typer(
+    cls=CommandGroup,
+    help="The shared result cache ($ZSTC_CACHE/results): what bench and sweep reuse.",
+    no_args_is_help=True,
+)
 app.add_typer(cache_app, name="cache")
 console = Console(stderr=True)
 
@@ -32,14 +36,27 @@ def list_entries(model: ModelFilter = None) -> None:
         table.add_column(column, justify="right" if column in ("texts", "macro-F1") else "left")
     for entry in entries:
         f1 = entry.get("macro_f1")
-        table.add_row(str(entry["model"]), str(entry.get("revision", "?"))[:12], str(entry["dataset"]), str(entry["fingerprint"]),
-                      str(entry.get("n_texts", "")), "corrupt" if entry.get("corrupt") else (f"{f1:.4f}" if f1 is not None else ""),
-                      str(entry.get("created") or ""))
+        table.add_row(
+            str(entry["model"]),
+            str(entry.get("revision", "?"))[:12],
+            str(entry["dataset"]),
+            str(entry["fingerprint"]),
+            str(entry.get("n_texts", "")),
+            "corrupt" if entry.get("corrupt") else (f"{f1:.4f}" if f1 is not None else ""),
+            str(entry.get("created") or ""),
+        )
     Console(width=max(Console().width, 140)).print(table)
 
 
 @cache_app.command("show")
-def show(entry: Annotated[str, typer.Argument(help="An entry's fingerprint as `zstc cache list` prints it; DATASET/FINGERPRINT (or more of its path: MODEL_FOLDER/REVISION/DATASET/FINGERPRINT) where a fingerprint alone names several; or its path.")]) -> None:
+def show(
+    entry: Annotated[
+        str,
+        typer.Argument(
+            help="An entry's fingerprint as `zstc cache list` prints it; DATASET/FINGERPRINT (or more of its path: MODEL_FOLDER/REVISION/DATASET/FINGERPRINT) where a fingerprint alone names several; or its path."
+        ),
+    ],
+) -> None:
     """Print one entry's record (metrics, settings, timing) as JSON, after checking its checksums."""
     from zstc.benchmark.result_cache import NO_REVISION, ResultCache
     from zstc.cli.verbosity import note
@@ -47,10 +64,16 @@ def show(entry: Annotated[str, typer.Argument(help="An entry's fingerprint as `z
 
     cache = ResultCache(on_note=note)
     # Whole path components only: a bare suffix ("3", "ank/FINGERPRINT") named whichever entry ended with it.
-    matches = [e for e in cache.entries() if entry in (e["path"], e["fingerprint"])
-               or ("/" + Path(e["path"]).with_suffix("").as_posix()).endswith("/" + entry.strip("/"))]
+    matches = [
+        e
+        for e in cache.entries()
+        if entry in (e["path"], e["fingerprint"])
+        or ("/" + Path(e["path"]).with_suffix("").as_posix()).endswith("/" + entry.strip("/"))
+    ]
     if len(matches) != 1:
-        raise DataError(f"{entry!r} names {len(matches)} cache entries; give a fingerprint from `zstc cache list`, DATASET/FINGERPRINT, or the entry's path")
+        raise DataError(
+            f"{entry!r} names {len(matches)} cache entries; give a fingerprint from `zstc cache list`, DATASET/FINGERPRINT, or the entry's path"
+        )
     path = Path(matches[0]["path"])
     # The entry's own folders name it: its JSON may be the damaged part (it was read first, a traceback).
     folder, revision, dataset = path.parts[-4:-1]
@@ -63,7 +86,9 @@ def show(entry: Annotated[str, typer.Argument(help="An entry's fingerprint as `z
 
 
 @cache_app.command("clear")
-def clear(model: ModelFilter = None, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False) -> None:
+def clear(
+    model: ModelFilter = None, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False
+) -> None:
     """Remove every cached result (or one model's)."""
     from zstc.benchmark.result_cache import ResultCache
 
@@ -79,8 +104,11 @@ def clear(model: ModelFilter = None, yes: Annotated[bool, typer.Option("--yes", 
             raise
         # stdin ended (< /dev/null, a script): no answer, which was reported as an interrupt
         print(file=sys.stderr)  # ends the question's line
-        raise OptionError("cache clear asks before it removes anything, and stdin ended without an answer: give --yes "
-                          "to clear without asking", "yes") from None
+        raise OptionError(
+            "cache clear asks before it removes anything, and stdin ended without an answer: give --yes "
+            "to clear without asking",
+            "yes",
+        ) from None
     if not confirmed:
         raise typer.Exit(1)
     console.print(f"removed {cache.clear(model)} cached results")

@@ -19,8 +19,23 @@ from zstc.cli.root import app
 from zstc.errors import DataError
 from zstc.io import TEXT_SUFFIXES, suffix_list, unsupported_type
 from zstc.cli.options import (
-    DEFAULT, BatchSize, Bf16, Device, EntailmentIndex, Family, MaxLength, Model, Pooling, PrecisionAuto,
-    PromptStyle, RecheckMargin, Backend, TrustRemoteCode, ScoreType, ScorerOptions, Shortlist,
+    DEFAULT,
+    BatchSize,
+    Bf16,
+    Device,
+    EntailmentIndex,
+    Family,
+    MaxLength,
+    Model,
+    Pooling,
+    PrecisionAuto,
+    PromptStyle,
+    RecheckMargin,
+    Backend,
+    TrustRemoteCode,
+    ScoreType,
+    ScorerOptions,
+    Shortlist,
 )
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold, split_labels
 from zstc.cli.verbosity import note
@@ -28,39 +43,130 @@ from zstc.cli.verbosity import note
 if TYPE_CHECKING:
     from zstc.probabilities import Calibration
 
+
 @app.command()
 def classify(
-    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help=f"A file of texts ({suffix_list(TEXT_SUFFIXES)}; .ndjson and .json are JSON Lines, .txt one text per line), or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.")],
-    labels: Annotated[Optional[str], typer.Option("--labels", "-l", help="Comma-separated labels; double-quote one that holds a comma: '\"Food, drink\",Travel'.")] = None,
-    labels_file: Annotated[Optional[Path], typer.Option(help="Labels, one per line (label<TAB>description; every non-blank line is a label, a leading # included), or JSON {label: description}.")] = None,
-    template: Annotated[Optional[str], typer.Option(help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (descriptions from --labels-file are used as written: refused with them; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are (with --hypotheses name/definition/both/ensemble: the bare name, definition or both; their default is 'this text is about {}').")] = None,
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="INPUT",
+            help=f"A file of texts ({suffix_list(TEXT_SUFFIXES)}; .ndjson and .json are JSON Lines, .txt one text per line), or '-' for stdin (one text per line); with --engine ray, files or folders of .jsonl/.csv/.parquet.",
+        ),
+    ],
+    labels: Annotated[
+        Optional[str],
+        typer.Option(
+            "--labels",
+            "-l",
+            help="Comma-separated labels; double-quote one that holds a comma: '\"Food, drink\",Travel'.",
+        ),
+    ] = None,
+    labels_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Labels, one per line (label<TAB>description; every non-blank line is a label, a leading # included), or JSON {label: description}."
+        ),
+    ] = None,
+    template: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (descriptions from --labels-file are used as written: refused with them; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are (with --hypotheses name/definition/both/ensemble: the bare name, definition or both; their default is 'this text is about {}')."
+        ),
+    ] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
     hypotheses: Hypotheses = "dataset",
     multi_label: MultiLabel = False,
     threshold: Threshold = None,
     label_threshold: LabelThresholds = None,
-    fit_thresholds: Annotated[Optional[Path], typer.Option(help="Multi-label: fit the threshold on this labelled file (text plus label: one label, 'none', or a JSON list of labels) instead of using the default; --label-threshold still overrides it per label.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of stdout (JSONL); the format follows the extension (.jsonl, .csv, .parquet). Resumable: run the same command again after an interrupt. A file already there is replaced when the run completes (said at the start).")] = None,
-    format_: Annotated[Optional[str], typer.Option("--format", help="jsonl, csv or parquet, whatever the --out extension says.")] = None,
-    chunk_size: Annotated[int, typer.Option(min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input.")] = 1000,
-    keep_columns: Annotated[str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")] = "all",
-    skip_empty: Annotated[bool, typer.Option("--skip-empty", help="An empty text (blank, only whitespace or invisible characters, or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.")] = False,
-    engine: Annotated[str, typer.Option(help="'local' (this process) or 'ray' (a pool of Ray scorer actors; writes Parquet files into the --out folder).")] = "local",
-    address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")] = None,
+    fit_thresholds: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Multi-label: fit the threshold on this labelled file (text plus label: one label, 'none', or a JSON list of labels) instead of using the default; --label-threshold still overrides it per label."
+        ),
+    ] = None,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write here instead of stdout (JSONL); the format follows the extension (.jsonl, .csv, .parquet). Resumable: run the same command again after an interrupt. A file already there is replaced when the run completes (said at the start).",
+        ),
+    ] = None,
+    format_: Annotated[
+        Optional[str], typer.Option("--format", help="jsonl, csv or parquet, whatever the --out extension says.")
+    ] = None,
+    chunk_size: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input."
+        ),
+    ] = 1000,
+    keep_columns: Annotated[
+        str, typer.Option(help="Input columns copied into each output row: 'all', 'none' or a comma-separated list.")
+    ] = "all",
+    skip_empty: Annotated[
+        bool,
+        typer.Option(
+            "--skip-empty",
+            help="An empty text (blank, only whitespace or invisible characters, or null) gets a row with no label instead of stopping with an error; a row without the text column is still an error.",
+        ),
+    ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="'local' (this process) or 'ray' (a pool of Ray scorer actors; writes Parquet files into the --out folder)."
+        ),
+    ] = "local",
+    address: Annotated[
+        Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")
+    ] = None,
     actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
     cpus_per_actor: Annotated[float, typer.Option(help="--engine ray: CPUs each scorer actor reserves.")] = 1.0,
     gpus_per_actor: Annotated[float, typer.Option(help="--engine ray: GPUs each scorer actor reserves.")] = 0.0,
-    scores: Annotated[Optional[str], typer.Option("--scores", help="'probs': probabilities (single-label: softmax over the labels at the family's measured temperature, or the --calibration file's); 'raw': the model's own scores. Default: probs for single-label, raw for multi-label (probs with a Platt --calibration).")] = None,
-    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="A file written by `zstc calibrate --out`: its temperature (or, multi-label, its Platt scaling) turns scores into probabilities.")] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="When another zstc run is writing --out, wait for it to finish instead of stopping.")] = False,
-    adapt: Annotated[str, typer.Option(help="Single-label: decide the texts as one corpus, correcting the model's bias toward some labels from the scores of the whole input (read twice: a file, not stdin): 'none' (each text alone), 'balance' (assumes the labels are about equally frequent in the input), 'centre', 'em' or 'em-map'; see docs/adaptation.md.")] = "none",
-    adapt_sample: Annotated[Optional[int], typer.Option(min=1, help="--adapt: estimate from the first N texts of the input instead of all of them.")] = None,
+    scores: Annotated[
+        Optional[str],
+        typer.Option(
+            "--scores",
+            help="'probs': probabilities (single-label: softmax over the labels at the family's measured temperature, or the --calibration file's); 'raw': the model's own scores. Default: probs for single-label, raw for multi-label (probs with a Platt --calibration).",
+        ),
+    ] = None,
+    calibration: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--calibration",
+            help="A file written by `zstc calibrate --out`: its temperature (or, multi-label, its Platt scaling) turns scores into probabilities.",
+        ),
+    ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="When another zstc run is writing --out, wait for it to finish instead of stopping."
+        ),
+    ] = False,
+    adapt: Annotated[
+        str,
+        typer.Option(
+            help="Single-label: decide the texts as one corpus, correcting the model's bias toward some labels from the scores of the whole input (read twice: a file, not stdin): 'none' (each text alone), 'balance' (assumes the labels are about equally frequent in the input), 'centre', 'em' or 'em-map'; see docs/adaptation.md."
+        ),
+    ] = "none",
+    adapt_sample: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="--adapt: estimate from the first N texts of the input instead of all of them."),
+    ] = None,
     model: Model = DEFAULT,
     family: Family = None,
     *,
-    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
-    prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionAuto = None,
-    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, backend: Backend = None,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionAuto = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+    recheck_margin: RecheckMargin = None,
+    backend: Backend = None,
     trust_remote_code: TrustRemoteCode = None,
     shortlist: Shortlist = None,
 ) -> None:
@@ -94,24 +200,44 @@ def classify(
         names, given = list(mapping), list(mapping.values())
     if template is None and given == names and hypotheses == "dataset":  # label names: the measured default template
         template = DEFAULT_TEMPLATE
-    descriptions = label_hypotheses(names, hypotheses=hypotheses, template=None if template == "{}" and hypotheses == "dataset" else template,
-                                     descriptions=given)  # "{}" with Yin's variants: the bare filler, as in bench
-    check_multi_label_options(multi_label, threshold=threshold, label_thresholds=label_threshold, fit_thresholds=fit_thresholds)
+    descriptions = label_hypotheses(
+        names,
+        hypotheses=hypotheses,
+        template=None if template == "{}" and hypotheses == "dataset" else template,
+        descriptions=given,
+    )  # "{}" with Yin's variants: the bare filler, as in bench
+    check_multi_label_options(
+        multi_label, threshold=threshold, label_thresholds=label_threshold, fit_thresholds=fit_thresholds
+    )
     if threshold is not None and fit_thresholds:
         raise LabelError("give either --threshold or --fit-thresholds, not both")
     options = scoring.kwargs(model=model, family=family)
     per_label = parse_label_thresholds(label_threshold or [], names) if multi_label else {}
-    labeller = ChunkLabeller(names=names, descriptions=descriptions, text_column=text_column, keep_columns=_kept_columns(keep_columns),
-                             multi_label=multi_label, threshold=threshold, per_label=per_label, skip_empty=skip_empty,
-                             scores=scores)
+    labeller = ChunkLabeller(
+        names=names,
+        descriptions=descriptions,
+        text_column=text_column,
+        keep_columns=_kept_columns(keep_columns),
+        multi_label=multi_label,
+        threshold=threshold,
+        per_label=per_label,
+        skip_empty=skip_empty,
+        scores=scores,
+    )
     check_choice("engine", engine, ENGINES)
     check_options({"chunk_size": chunk_size})
     _check_adapt(adapt, adapt_sample, multi_label=multi_label, engine=engine, inputs=inputs)
-    ray_only = {"--address": address is not None, "--actors": actors != 1, "--cpus-per-actor": cpus_per_actor != 1.0,
-                "--gpus-per-actor": gpus_per_actor != 0.0}
+    ray_only = {
+        "--address": address is not None,
+        "--actors": actors != 1,
+        "--cpus-per-actor": cpus_per_actor != 1.0,
+        "--gpus-per-actor": gpus_per_actor != 0.0,
+    }
     if engine == "local" and any(ray_only.values()):  # said, not ignored: the user expected them to do something
         given = [flag for flag, is_given in ray_only.items() if is_given]
-        raise LabelError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --engine ray; this run uses --engine local")
+        raise LabelError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --engine ray; this run uses --engine local"
+        )
     if engine == "local" and len(inputs) > 1:
         raise DataError(f"one input at a time ({len(inputs)} given); --engine ray takes several files or folders")
     input = inputs[0]
@@ -123,8 +249,10 @@ def classify(
         if format_ is not None and format_.lower() != "parquet":  # said, not ignored
             raise DataError(f"--format {format_}: --engine ray writes Parquet files only; leave --format out")
         if out.suffix.lower() in FORMATS and not out.is_dir():  # out.jsonl would become a folder of that name
-            raise DataError(f"--out {out}: --engine ray writes a folder of Parquet files (one per input), and this names "
-                            "a file: give a folder")
+            raise DataError(
+                f"--out {out}: --engine ray writes a folder of Parquet files (one per input), and this names "
+                "a file: give a folder"
+            )
         # Needs no model, so said before Ray starts: the actors would say it after the output folder exists.
         check_distinct_descriptions(names, descriptions)
         fmt, source = "parquet", None
@@ -132,7 +260,9 @@ def classify(
         fmt = output_format(out, format_)
         if out is not None:
             # Before anything is read or loaded: an output that is an input would destroy it.
-            check_output_path(out, inputs=[input, labels_file, fit_thresholds, calibration], beside=companion_paths(out))
+            check_output_path(
+                out, inputs=[input, labels_file, fit_thresholds, calibration], beside=companion_paths(out)
+            )
             if not is_special_file(out) and not wait:  # a live run on this output: said now, not after the model loads
                 check_not_locked(write_target(out))
         source = _open_input(input, text_column)  # a missing or unreadable input fails here, before any model loads
@@ -146,14 +276,24 @@ def classify(
     loaded_calibration = None
     if calibration is not None:
         # The embedding family's default multi-label rule is the one multi-label use of a temperature (its margin).
-        margin_rule = (get_family(get_model_spec(model, family).family).relative_margin and not fit_thresholds
-                       and default_rule_applies(threshold, names, per_label))  # a label without a cut of its own keeps the rule
-        loaded_calibration = _calibration_for(calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule)
-    classifier = (Classifier(model, family=family, template=None, calibration=loaded_calibration, **options)
-                  if engine == "local" or (multi_label and fit_thresholds) else None)
+        margin_rule = (
+            get_family(get_model_spec(model, family).family).relative_margin
+            and not fit_thresholds
+            and default_rule_applies(threshold, names, per_label)
+        )  # a label without a cut of its own keeps the rule
+        loaded_calibration = _calibration_for(
+            calibration, multi_label=multi_label, scores=scores, margin_rule=margin_rule
+        )
+    classifier = (
+        Classifier(model, family=family, template=None, calibration=loaded_calibration, **options)
+        if engine == "local" or (multi_label and fit_thresholds)
+        else None
+    )
     for message in classifier.notes if classifier is not None else ():
         note(message)
-    if classifier is not None:  # before any output is opened (a refused run leaves no partial file); Ray's actors check theirs
+    if (
+        classifier is not None
+    ):  # before any output is opened (a refused run leaves no partial file); Ray's actors check theirs
         check_distinct_descriptions(names, descriptions)
         check_labels_read_apart(classifier.scorer, names, descriptions)
         if multi_label:  # on probabilities (a Platt file's, or the model's own) a cut lies in [0, 1]
@@ -168,7 +308,11 @@ def classify(
     spec = get_model_spec(model, family)
     versions = {"scoring": get_family(spec.family).scoring_version, "labelling": LABELLING_VERSION}
     # The calibration by what it holds, not where: its fitted parameters turn scores into the probabilities written.
-    calibrated = None if loaded_calibration is None else {"method": loaded_calibration.method, "parameters": loaded_calibration.parameters}
+    calibrated = (
+        None
+        if loaded_calibration is None
+        else {"method": loaded_calibration.method, "parameters": loaded_calibration.parameters}
+    )
     # The weights by their content (hub revision, or a local folder's hash), the --shortlist model's too: a folder
     # retrained in place keeps its name. Only a run that can resume needs them (a folder is hashed once, then its files' hashes are cached).
     resumable = out is not None and not is_special_file(out)
@@ -183,11 +327,28 @@ def classify(
         from zstc.scale.ray_classify import classify_with_ray
 
         assert out is not None  # --engine ray without --out is refused above
-        settings = fingerprint({"model": model, "family": family, "options": options, "labeller": _describe(labeller), **common})
-        written = classify_with_ray(inputs, out, labeller, model=model, family=family, options=options, settings=settings, chunk_size=chunk_size,
-                                    address=address, actors=actors, cpus_per_actor=cpus_per_actor,
-                                    gpus_per_actor=gpus_per_actor, on_note=note, notes=getattr(descriptions, "notes", []))
-        print(f"wrote {written} predictions to {out}", file=sys.stderr)  # what it wrote is a result: --quiet keeps it, as bench's
+        settings = fingerprint(
+            {"model": model, "family": family, "options": options, "labeller": _describe(labeller), **common}
+        )
+        written = classify_with_ray(
+            inputs,
+            out,
+            labeller,
+            model=model,
+            family=family,
+            options=options,
+            settings=settings,
+            chunk_size=chunk_size,
+            address=address,
+            actors=actors,
+            cpus_per_actor=cpus_per_actor,
+            gpus_per_actor=gpus_per_actor,
+            on_note=note,
+            notes=getattr(descriptions, "notes", []),
+        )
+        print(
+            f"wrote {written} predictions to {out}", file=sys.stderr
+        )  # what it wrote is a result: --quiet keeps it, as bench's
         return
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
@@ -209,8 +370,9 @@ def classify(
         print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
 
 
-def _identity(input_sha256: str | None, classifier: Any, labeller: Any, spec: Any, options: dict[str, Any],
-              common: dict[str, Any]) -> dict[str, Any]:
+def _identity(
+    input_sha256: str | None, classifier: Any, labeller: Any, spec: Any, options: dict[str, Any], common: dict[str, Any]
+) -> dict[str, Any]:
     """What a resumed run must share with the interrupted one (see :class:`zstc.output.ResumableWriter`): the input
     and a fingerprint of the settings as they take effect, not as they were spelled. The model by its registry id
     (``all-MiniLM-L6-v2`` is ``sentence-transformers/all-MiniLM-L6-v2``), its family as resolved, every option of
@@ -225,7 +387,11 @@ def _identity(input_sha256: str | None, classifier: Any, labeller: Any, spec: An
 
     scorer = classifier.scorer
     given = getattr(scorer, "options", None)  # a plugin family's scorer may keep none: then the options as given
-    resolved = {name: getattr(scorer, name, value) for name, value in given.items()} if isinstance(given, dict) else dict(options)
+    resolved = (
+        {name: getattr(scorer, name, value) for name, value in given.items()}
+        if isinstance(given, dict)
+        else dict(options)
+    )
     device = _device(scorer)
     if device is not None:
         resolved["device"] = device
@@ -233,13 +399,21 @@ def _identity(input_sha256: str | None, classifier: Any, labeller: Any, spec: An
     described = _describe(labeller)
     if labeller.multi_label:  # as Classifier.predict_multi_label decides
         described["scores"] = labeller.scores or ("probs" if classifier.platt() is not None else "raw")
-        described["margin"] = classifier.policy.multi_label(labeller.names, labeller.threshold, labeller.per_label).margin
+        described["margin"] = classifier.policy.multi_label(
+            labeller.names, labeller.threshold, labeller.per_label
+        ).margin
         described["threshold"] = classifier.default_threshold() if labeller.threshold is None else labeller.threshold
     else:
         described["scores"] = labeller.scores or "probs"
-    settings = fingerprint({"model": spec.model_id, "family": spec.family, "options": resolved, "labeller": described, **common})
-    return {"input_sha256": input_sha256, "settings": settings, "precision": resolved.get("precision", options.get("precision")),
-            "device": device}
+    settings = fingerprint(
+        {"model": spec.model_id, "family": spec.family, "options": resolved, "labeller": described, **common}
+    )
+    return {
+        "input_sha256": input_sha256,
+        "settings": settings,
+        "precision": resolved.get("precision", options.get("precision")),
+        "device": device,
+    }
 
 
 def _check_adapt(adapt: str, sample: int | None, *, multi_label: bool, engine: str, inputs: list[str]) -> None:
@@ -251,16 +425,25 @@ def _check_adapt(adapt: str, sample: int | None, *, multi_label: bool, engine: s
     check_adapt_options(adapt, multi_label=multi_label)
     if adapt == "none":
         if sample is not None:
-            raise OptionError("--adapt-sample applies to --adapt: give a method, or leave --adapt-sample out", "adapt_sample")
+            raise OptionError(
+                "--adapt-sample applies to --adapt: give a method, or leave --adapt-sample out", "adapt_sample"
+            )
         return
     if engine != "local":
-        raise OptionError(f"--adapt {adapt} is not available with --engine {engine} yet: run classify --engine local", "adapt")
+        raise OptionError(
+            f"--adapt {adapt} is not available with --engine {engine} yet: run classify --engine local", "adapt"
+        )
     if inputs[0] == "-" or not Path(inputs[0]).is_file():
-        raise OptionError(f"--adapt {adapt} reads the input twice (the estimate, then the decisions): give a file, not "
-                          f"{'stdin' if inputs[0] == '-' else inputs[0]}", "adapt")
+        raise OptionError(
+            f"--adapt {adapt} reads the input twice (the estimate, then the decisions): give a file, not "
+            f"{'stdin' if inputs[0] == '-' else inputs[0]}",
+            "adapt",
+        )
 
 
-def _adaptation(source: _Input, labeller: Any, classifier: Any, chunk_size: int, method: str, sample: int | None) -> Any:
+def _adaptation(
+    source: _Input, labeller: Any, classifier: Any, chunk_size: int, method: str, sample: int | None
+) -> Any:
     """``method``'s adaptation estimated from the scores of the input's texts (its first ``sample`` ones), scored a
     chunk at a time as the decisions will be."""
     import numpy as np
@@ -269,15 +452,17 @@ def _adaptation(source: _Input, labeller: Any, classifier: Any, chunk_size: int,
     rows = source.rows()
     while (sample is None or seen < sample) and (chunk := list(itertools.islice(rows, chunk_size))):
         texts = [text for text in labeller.checked(chunk) if text is not None]
-        texts = texts[:sample - seen] if sample is not None else texts
+        texts = texts[: sample - seen] if sample is not None else texts
         if texts:
             matrices.append(classifier.scores(texts, labeller.names, labeller.descriptions))
         seen += len(texts)
     if not matrices:
         raise DataError(f"--adapt {method}: the input has no text to estimate from")
     adaptation = classifier.adaptation(np.concatenate(matrices), method)
-    note(f"--adapt {method}: estimated from {adaptation.texts} texts; label shares after adapting "
-         + ", ".join(f"{name} {share:.2f}" for name, share in zip(labeller.names, adaptation.shares)))
+    note(
+        f"--adapt {method}: estimated from {adaptation.texts} texts; label shares after adapting "
+        + ", ".join(f"{name} {share:.2f}" for name, share in zip(labeller.names, adaptation.shares))
+    )
     return adaptation
 
 
@@ -311,15 +496,21 @@ def _calibration_for(path: Path, *, multi_label: bool, scores: str | None, margi
 
     calibration = load_calibration(path)
     if multi_label and calibration.method != "platt" and not margin_rule:
-        raise OptionError(f"--calibration {path} is a {calibration.method} calibration, for single-label probabilities "
-                          "(in --multi-label it sets only the embedding family's default margin, not used here); "
-                          "--multi-label needs a Platt calibration (zstc calibrate --method platt)")
+        raise OptionError(
+            f"--calibration {path} is a {calibration.method} calibration, for single-label probabilities "
+            "(in --multi-label it sets only the embedding family's default margin, not used here); "
+            "--multi-label needs a Platt calibration (zstc calibrate --method platt)"
+        )
     if not multi_label and calibration.method != "temperature":
-        raise OptionError(f"--calibration {path} is a {calibration.method} calibration, for --multi-label; "
-                          "single-label probabilities need a temperature (zstc calibrate --method temperature)")
+        raise OptionError(
+            f"--calibration {path} is a {calibration.method} calibration, for --multi-label; "
+            "single-label probabilities need a temperature (zstc calibrate --method temperature)"
+        )
     if not multi_label and scores == "raw":
-        raise OptionError("--calibration changes single-label probabilities only, and --scores raw writes the model's "
-                          "own scores: drop one of them")
+        raise OptionError(
+            "--calibration changes single-label probabilities only, and --scores raw writes the model's "
+            "own scores: drop one of them"
+        )
     return calibration
 
 
@@ -335,7 +526,9 @@ def _describe(labeller: Any) -> dict[str, Any]:
     """Everything about the labelling that changes an output row (the fingerprint's input)."""
     from dataclasses import fields
 
-    described = {f.name: getattr(labeller, f.name) for f in fields(labeller) if f.name not in ("descriptions", "adaptation")}
+    described = {
+        f.name: getattr(labeller, f.name) for f in fields(labeller) if f.name not in ("descriptions", "adaptation")
+    }
     if labeller.adaptation is not None:  # absent without --adapt: the settings of earlier runs stay theirs
         described["adaptation"] = labeller.adaptation.record()
     described["descriptions"] = [str(d) for d in labeller.descriptions]
@@ -362,10 +555,14 @@ class _Input:
             raise DataError(f"{path}: no such file")
         if path.is_dir():
             raise DataError(f"{path}: is a directory, expected a file")
-        if not path.is_file():  # a FIFO, /dev/stdin, <(cmd): its rows can be read once only, as they stream (like stdin's)
+        if (
+            not path.is_file()
+        ):  # a FIFO, /dev/stdin, <(cmd): its rows can be read once only, as they stream (like stdin's)
             if path.suffix.lower() not in _STREAM_SUFFIXES:  # refused now, not after the model loads
-                raise DataError(f"{path}: unsupported type {path.suffix.lower()!r} for a stream; expected {suffix_list(_STREAM_SUFFIXES[1:])} "
-                                "(Parquet needs a file), or no suffix: text, one per line")
+                raise DataError(
+                    f"{path}: unsupported type {path.suffix.lower()!r} for a stream; expected {suffix_list(_STREAM_SUFFIXES[1:])} "
+                    "(Parquet needs a file), or no suffix: text, one per line"
+                )
             return
         if path.suffix.lower() not in TEXT_SUFFIXES:  # refused now, not after the model loads
             raise unsupported_type(path, TEXT_SUFFIXES)
@@ -400,13 +597,18 @@ class _Input:
         if Path(self.source).suffix.lower() == ".parquet":
             from zstc.io import read_records
 
-            return next(((f"{self.source}:{row}", record) for row, record in read_records(self.source, parquet_batch=1)), None)
+            return next(
+                ((f"{self.source}:{row}", record) for row, record in read_records(self.source, parquet_batch=1)), None
+            )
         return next(iter(self.rows()), None)
 
     def rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
         # Text, one per line: stdin, a .txt file, and a stream with no suffix (/dev/stdin, <(cmd)) as stdin is.
-        if self.source == "-" or Path(self.source).suffix.lower() == ".txt" or (
-                Path(self.source).suffix == "" and self.sha256 is None):
+        if (
+            self.source == "-"
+            or Path(self.source).suffix.lower() == ".txt"
+            or (Path(self.source).suffix == "" and self.sha256 is None)
+        ):
             return self._lines()
         from zstc.io import read_records
 
@@ -432,8 +634,9 @@ def _open_input(source: str, text_column: str) -> _Input:
     return _Input(source, text_column)
 
 
-def _resume_stream(rows: Iterator[tuple[str, dict[str, Any]]], writer: Any, chunk_size: int,
-                   source: str) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+def _resume_stream(
+    rows: Iterator[tuple[str, dict[str, Any]]], writer: Any, chunk_size: int, source: str
+) -> tuple[list[tuple[str, dict[str, Any]]], int]:
     """Resume from an input read once (stdin, a FIFO), which has no checksum to compare: read again the chunks
     the interrupted run finished, keep the predictions of those whose rows are unchanged (their digests) and
     cut the output back to them. Returns the first chunk not kept (to be scored) and the rows kept."""
@@ -448,12 +651,16 @@ def _resume_stream(rows: Iterator[tuple[str, dict[str, Any]]], writer: Any, chun
     writer.keep(kept)
     if writer.resumed_rows < finished:
         name = "<stdin>" if source == "-" else source
-        note(f"{name} is not the interrupted run's input from row {writer.resumed_rows + 1} on: "
-              f"{writer.resumed_rows} of its {finished} predictions are kept, the rest are made again")
+        note(
+            f"{name} is not the interrupted run's input from row {writer.resumed_rows + 1} on: "
+            f"{writer.resumed_rows} of its {finished} predictions are kept, the rest are made again"
+        )
     return chunk, writer.resumed_rows
 
 
-def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chunk_size: int) -> tuple[int, list[list[str]]]:
+def _run_chunks(
+    source: _Input, writer: Any, labeller: Any, classifier: Any, chunk_size: int
+) -> tuple[int, list[list[str]]]:
     """Score and write ``source`` a chunk at a time after the rows ``writer`` already holds; returns the row
     count and the scorer's notes of each chunk."""
     from tqdm.auto import tqdm
@@ -468,15 +675,24 @@ def _run_chunks(source: _Input, writer: Any, labeller: Any, classifier: Any, chu
             pass
     elif done:
         pending, done = _resume_stream(rows, writer, chunk_size, source.source)
-    progress = tqdm(total=source.total, initial=done, unit=" texts", file=sys.stderr, disable=not sys.stderr.isatty(),
-                    dynamic_ncols=True, desc="classify")
+    progress = tqdm(
+        total=source.total,
+        initial=done,
+        unit=" texts",
+        file=sys.stderr,
+        disable=not sys.stderr.isatty(),
+        dynamic_ncols=True,
+        desc="classify",
+    )
     notes: list[list[str]] = []
     with progress:
         while chunk := pending or list(itertools.islice(rows, chunk_size)):
             pending, chunk_notes = [], list[str]()
             # A file is checked whole by its sha256 on resume; only a stream's chunks need their own digests.
             digest = input_digest(record for _, record in chunk) if source.sha256 is None else None
-            writer.write_chunk(labeller.rows(classifier, chunk, chunk_notes, getattr(writer, "check_chunk", None)), digest)
+            writer.write_chunk(
+                labeller.rows(classifier, chunk, chunk_notes, getattr(writer, "check_chunk", None)), digest
+            )
             notes.append(chunk_notes)
             done += len(chunk)
             progress.update(len(chunk))

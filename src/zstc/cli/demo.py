@@ -34,8 +34,9 @@ def find_data(data: Path | None) -> DataSource:
     from zstc.benchmark.catalog import SAMPLE, data_source, local_task_file
 
     found = data_source(data)
-    if data is None and (found is None or found.location == "hub"
-                         or local_task_file(found.location, DEMO_TASKS.split(",")[0]) is None):
+    if data is None and (
+        found is None or found.location == "hub" or local_task_file(found.location, DEMO_TASKS.split(",")[0]) is None
+    ):
         found = data_source(SAMPLE)
     assert found is not None  # an explicit --data, or the sample, is always a source
     return found
@@ -43,9 +44,16 @@ def find_data(data: Path | None) -> DataSource:
 
 @app.command()
 def demo(
-    data: Annotated[Optional[Path], typer.Option(help="BTZSC data directory; default: where every command looks (see `zstc data`), else the packaged sample.")] = None,
+    data: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="BTZSC data directory; default: where every command looks (see `zstc data`), else the packaged sample."
+        ),
+    ] = None,
     max_samples: Annotated[int, typer.Option(help="Texts per dataset in the quick benchmark.")] = 200,
-    out: Annotated[Path, typer.Option(help="Where the demo benchmark writes its results (runs/ is created for the default).")] = DEMO_OUT,
+    out: Annotated[
+        Path, typer.Option(help="Where the demo benchmark writes its results (runs/ is created for the default).")
+    ] = DEMO_OUT,
 ) -> None:
     """Classify five example texts with the offline default model, then benchmark it on the data found."""
     from zstc.api import Classifier
@@ -67,8 +75,14 @@ def demo(
     # On the packaged sample, its datasets; elsewhere the demo's four. A --data without them fails now, not after the
     # example classification.
     names = available_tasks(source.location) if sample else resolve_task_names(DEMO_TASKS)
-    config = BenchConfig(model=DEFAULT_MODEL, tasks=names, data=source.location, scorer_options={"pooling": "cls"},
-                         max_samples=max_samples, out=out)
+    config = BenchConfig(
+        model=DEFAULT_MODEL,
+        tasks=names,
+        data=source.location,
+        scorer_options={"pooling": "cls"},
+        max_samples=max_samples,
+        out=out,
+    )
     bench = Bench(config, show_progress=False)
     bench.validate()
     announce(source)
@@ -82,7 +96,9 @@ def demo(
 
     console.rule(f"benchmark on {source.location} ({max_samples} texts per dataset, the paper's [CLS] pooling)")
     if sample:
-        note("this is zstc's packaged sample (a few hundred texts of the datasets whose licences allow shipping "
-             "them), not the paper's protocol: its delta to the paper is not a reproduction; `zstc data pull` gets "
-             "the full data")
+        note(
+            "this is zstc's packaged sample (a few hundred texts of the datasets whose licences allow shipping "
+            "them), not the paper's protocol: its delta to the paper is not a reproduction; `zstc data pull` gets "
+            "the full data"
+        )
     print_summary(bench.run())

@@ -12,7 +12,15 @@ from rich.table import Table
 from zstc.cli.root import CommandGroup, app
 from zstc.cli.options import Family as FamilyOption
 from zstc.cli.options import (
-    EntailmentIndex, Instruction, MaxLength, Pooling, PromptStyle, ScorerOptions, ScoreType, TrustRemoteCode, cli_message,
+    EntailmentIndex,
+    Instruction,
+    MaxLength,
+    Pooling,
+    PromptStyle,
+    ScorerOptions,
+    ScoreType,
+    TrustRemoteCode,
+    cli_message,
 )
 from zstc.cli.verbosity import quiet
 
@@ -57,7 +65,12 @@ def count_texts(path: Path, n_labels: int) -> int:
 @app.command()
 def tasks(
     family: Annotated[Optional[str], typer.Option(help="Only this task family.")] = None,
-    data: Annotated[Optional[Path], typer.Option(help="Directory of dataset files to look in, or 'sample' (the packaged sample); default: as `zstc bench` finds one ($ZSTC_DATA, what `zstc data pull` stored, shared/data/btzsc).")] = None,
+    data: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Directory of dataset files to look in, or 'sample' (the packaged sample); default: as `zstc bench` finds one ($ZSTC_DATA, what `zstc data pull` stored, shared/data/btzsc)."
+        ),
+    ] = None,
 ) -> None:
     """List the 22 BTZSC datasets: family, domain, labels, and how many texts are found locally, where."""
     from zstc.benchmark.catalog import catalog, data_source, families, local_task_file
@@ -65,14 +78,20 @@ def tasks(
 
     groups = families()
     if family is not None and family not in groups:
-        raise UnknownNameError(f"unknown task family {family!r}{did_you_mean(family, groups)}; expected one of {', '.join(groups)}")
+        raise UnknownNameError(
+            f"unknown task family {family!r}{did_you_mean(family, groups)}; expected one of {', '.join(groups)}"
+        )
     source = data_source(data)
     directory = Path(source.location) if source is not None else None
     if data is not None and directory is not None and not directory.is_dir():
         raise DataError(f"{data}: no such directory")
     table = Table(title="BTZSC tasks" + (f" (files looked for in {directory})" if directory else ""))
     for column in ("dataset", "family", "domain", "labels", "no hypothesis", "texts here", "file"):
-        table.add_column(column, no_wrap=column in ("dataset", "file"), justify="right" if column in ("labels", "no hypothesis", "texts here") else "left")
+        table.add_column(
+            column,
+            no_wrap=column in ("dataset", "file"),
+            justify="right" if column in ("labels", "no hypothesis", "texts here") else "left",
+        )
     found = 0
     for spec in catalog().values():
         if family is not None and spec.family != family:
@@ -80,24 +99,39 @@ def tasks(
         path = local_task_file(directory, spec.name) if directory else None
         found += path is not None
         texts = f"{count_texts(path, len(spec.labels)):,}" if path else ""
-        table.add_row(spec.name, spec.family, spec.domain, str(len(spec.labels)), str(len(spec.labels_without_hypothesis) or ""),
-                      texts, path.name if path else "hub only")
+        table.add_row(
+            spec.name,
+            spec.family,
+            spec.domain,
+            str(len(spec.labels)),
+            str(len(spec.labels_without_hypothesis) or ""),
+            texts,
+            path.name if path else "hub only",
+        )
     console = Console(width=max(Console().width, 130))
     console.print(table)
     if quiet():  # --quiet: the table only, without the count and the hint below it
         return
     where = f"in {directory}" if directory else "locally (no data directory found; give --data)"
-    console.print(f"{found} found {where}; `zstc bench --data DIR --tasks available` runs them; "
-                  "the others: `zstc data pull` fetches them once, --data hub reads them at run time.", style="dim")
+    console.print(
+        f"{found} found {where}; `zstc bench --data DIR --tasks available` runs them; "
+        "the others: `zstc data pull` fetches them once, --data hub reads them at run time.",
+        style="dim",
+    )
 
 
-models_app = typer.Typer(cls=CommandGroup, help="List registered models: family, paper name, size, and whether they run offline "
-                         "here; `zstc models check MODEL` says what zstc would do with a model.")
+models_app = typer.Typer(
+    cls=CommandGroup,
+    help="List registered models: family, paper name, size, and whether they run offline "
+    "here; `zstc models check MODEL` says what zstc would do with a model.",
+)
 app.add_typer(models_app, name="models")
 
 
 @models_app.callback(invoke_without_command=True)
-def models(ctx: typer.Context, family: Annotated[Optional[str], typer.Option(help="Only this model family.")] = None) -> None:
+def models(
+    ctx: typer.Context, family: Annotated[Optional[str], typer.Option(help="Only this model family.")] = None
+) -> None:
     """List registered models: family, paper name, size, and whether they run offline here."""
     if ctx.invoked_subcommand is not None:
         return
@@ -106,7 +140,9 @@ def models(ctx: typer.Context, family: Annotated[Optional[str], typer.Option(hel
     if family is not None and family not in FAMILIES:
         from zstc.errors import UnknownNameError, did_you_mean
 
-        raise UnknownNameError(f"unknown model family {family!r}{did_you_mean(family, FAMILIES)}; expected one of {', '.join(FAMILIES)}")
+        raise UnknownNameError(
+            f"unknown model family {family!r}{did_you_mean(family, FAMILIES)}; expected one of {', '.join(FAMILIES)}"
+        )
     table = Table("model", "family", "paper name", "params (M)", "offline", title="Registered models")
     for spec in registered_models():
         if family is None or spec.family == family:
@@ -122,10 +158,23 @@ def models(ctx: typer.Context, family: Annotated[Optional[str], typer.Option(hel
 def check(
     model: Annotated[str, typer.Argument(metavar="MODEL", help="Hub id, paper short name or local folder.")],
     family: FamilyOption = None,
-    text: Annotated[str, typer.Option(help="The sample text whose input is shown.")] = "The quarterly profit rose by 20 percent.",
-    labels: Annotated[str, typer.Option("--labels", "-l", help="Comma-separated sample labels (the first is paired with the text; an LLM lists all).")] = "positive,negative",
-    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
-    prompt_style: PromptStyle = None, max_length: MaxLength = None, trust_remote_code: TrustRemoteCode = None,
+    text: Annotated[
+        str, typer.Option(help="The sample text whose input is shown.")
+    ] = "The quarterly profit rose by 20 percent.",
+    labels: Annotated[
+        str,
+        typer.Option(
+            "--labels",
+            "-l",
+            help="Comma-separated sample labels (the first is paired with the text; an LLM lists all).",
+        ),
+    ] = "positive,negative",
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None,
+    max_length: MaxLength = None,
+    trust_remote_code: TrustRemoteCode = None,
     instruction: Instruction = None,
 ) -> None:
     """What zstc will do with MODEL, read from its config and tokenizer only (no weights): family and why, pooling,
@@ -148,13 +197,27 @@ def check(
 
 @app.command("dataset-similarity")
 def dataset_similarity(
-    data: Annotated[Optional[str], typer.Option(help="A directory of dataset files, or 'hub'; default: as `zstc tasks` finds one.")] = None,
-    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
-    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Read a sample of at most N texts per dataset (see --sampling); default: every text.")] = None,
-    sampling: Annotated[str, typer.Option(help="How --max-samples draws, as in `zstc bench`: 'stratified', 'paper' or 'harness'.")] = "stratified",
+    data: Annotated[
+        Optional[str], typer.Option(help="A directory of dataset files, or 'hub'; default: as `zstc tasks` finds one.")
+    ] = None,
+    tasks: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub."
+        ),
+    ] = None,
+    max_samples: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="Read a sample of at most N texts per dataset (see --sampling); default: every text."),
+    ] = None,
+    sampling: Annotated[
+        str, typer.Option(help="How --max-samples draws, as in `zstc bench`: 'stratified', 'paper' or 'harness'.")
+    ] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the matrix as CSV here.")] = None,
-    figure: Annotated[Optional[Path], typer.Option(help="Also draw the matrix as a heatmap here (.png or .svg).")] = None,
+    figure: Annotated[
+        Optional[Path], typer.Option(help="Also draw the matrix as a heatmap here (.png or .svg).")
+    ] = None,
 ) -> None:
     """Weighted Jaccard similarity of the token distributions of every pair of datasets (the paper's dataset
     similarity analysis): each dataset's most similar one, the most similar pairs, and the whole matrix."""
@@ -206,8 +269,14 @@ def dataset_similarity(
 
 def _print_similarity(similarity: DatasetSimilarity) -> None:
     console = Console(width=max(Console().width, 120))
-    nearest = Table("dataset", "texts", "distinct tokens", "most similar", "similarity",
-                    title="Weighted Jaccard similarity of token distributions")
+    nearest = Table(
+        "dataset",
+        "texts",
+        "distinct tokens",
+        "most similar",
+        "similarity",
+        title="Weighted Jaccard similarity of token distributions",
+    )
     for name in similarity.datasets:
         other, value = similarity.most_similar(name)
         nearest.add_row(name, f"{similarity.texts[name]:,}", f"{similarity.vocabulary[name]:,}", other, f"{value:.3f}")

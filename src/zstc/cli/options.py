@@ -26,12 +26,19 @@ def typer_option(option: Option) -> Any:
     return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar)
 
 
-MODEL = Option(str, DEFAULT_MODEL, help="Hub id, paper short name or local folder (see `zstc models`).",
-               flags=("--model", "-m"))
-FAMILY = Option(str, None, allow_none=True, help=f"{', '.join(FamilyNames())}; read from the registry when omitted.",
-                flags=("--family", "-f"))
-BF16 = Option(bool, None, allow_none=True, help="Aliases of --precision bf16 and --precision fp32.",
-              flags=("--bf16/--no-bf16",))
+MODEL = Option(
+    str, DEFAULT_MODEL, help="Hub id, paper short name or local folder (see `zstc models`).", flags=("--model", "-m")
+)
+FAMILY = Option(
+    str,
+    None,
+    allow_none=True,
+    help=f"{', '.join(FamilyNames())}; read from the registry when omitted.",
+    flags=("--family", "-f"),
+)
+BF16 = Option(
+    bool, None, allow_none=True, help="Aliases of --precision bf16 and --precision fp32.", flags=("--bf16/--no-bf16",)
+)
 """``--bf16/--no-bf16``, the CLI's aliases of ``--precision`` (not a scorer option: :func:`requested_precision`)."""
 
 Model = Annotated[str, typer_option(MODEL)]
@@ -56,16 +63,23 @@ Backend = Annotated[Optional[str], typer_option(SCORER_OPTIONS["backend"])]
 Hypotheses = Annotated[str, typer_option(OPTIONS["hypotheses"])]
 Template = Annotated[
     Optional[str],
-    typer.Option(help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
-                 "(Yin et al.'s, as PROTOCOL.md writes them: topic 'this text is about {}', emotion 'this text expresses {}', "
-                 "situation 'the people there need {}'); '{}' fills in the bare name, definition or both. "
-                 "Not with --hypotheses dataset, whose hypotheses are the dataset's own."),
+    typer.Option(
+        help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
+        "(Yin et al.'s, as PROTOCOL.md writes them: topic 'this text is about {}', emotion 'this text expresses {}', "
+        "situation 'the people there need {}'); '{}' fills in the bare name, definition or both. "
+        "Not with --hypotheses dataset, whose hypotheses are the dataset's own."
+    ),
 ]
-MultiLabel = Annotated[bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")]
+MultiLabel = Annotated[
+    bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")
+]
 Threshold = Annotated[Optional[float], typer_option(OPTIONS["threshold"])]
 LabelThresholds = Annotated[
     Optional[list[str]],
-    typer.Option("--label-threshold", help="Multi-label threshold for one label, LABEL=NUMBER (a plain cut for that label; the others keep theirs); repeatable."),
+    typer.Option(
+        "--label-threshold",
+        help="Multi-label threshold for one label, LABEL=NUMBER (a plain cut for that label; the others keep theirs); repeatable.",
+    ),
 ]
 
 DEFAULT = DEFAULT_MODEL
@@ -127,8 +141,20 @@ def cli_message(error: ZstcError) -> str:
 # -- the scorer options, as one bundle --------------------------------------------------------------------
 
 SCORER_FLAGS: tuple[str, ...] = (
-    "pooling", "score_type", "entailment_index", "prompt_style", "batch_size", "precision", "bf16", "device",
-    "max_length", "recheck_margin", "backend", "trust_remote_code", "instruction", "shortlist",
+    "pooling",
+    "score_type",
+    "entailment_index",
+    "prompt_style",
+    "batch_size",
+    "precision",
+    "bf16",
+    "device",
+    "max_length",
+    "recheck_margin",
+    "backend",
+    "trust_remote_code",
+    "instruction",
+    "shortlist",
 )
 """The scorer options that have a flag (each declared in :data:`~zstc.models.families.SCORER_OPTIONS`, ``bf16``
 here), in ``--help``'s order: the parameters :meth:`ScorerOptions.of` gathers. Not ``query``, a yes/no scorer's
@@ -158,13 +184,22 @@ class ScorerOptions:
         """``--precision`` or its ``--bf16/--no-bf16`` alias, else the command's default (not yet resolved)."""
         return requested_precision(self.given.get("precision"), self.given.get("bf16"), self.default_precision)
 
-    def kwargs(self, only: Collection[str] | None = None, *, model: str | None = None, family: str | None = None,
-               **override: Any) -> dict[str, Any]:
+    def kwargs(
+        self,
+        only: Collection[str] | None = None,
+        *,
+        model: str | None = None,
+        family: str | None = None,
+        **override: Any,
+    ) -> dict[str, Any]:
         """Keyword arguments for :func:`zstc.scorers.make_scorer`: the options set (those named in ``only``,
         when given), ``override`` on top, and the precision resolved for the device and, for ``auto``, for the
         family of ``model`` (``family``: the user's ``--family``) when given."""
-        given = {name: value for name, value in self.given.items()
-                 if name not in ("precision", "bf16") and (only is None or name in only)}
+        given = {
+            name: value
+            for name, value in self.given.items()
+            if name not in ("precision", "bf16") and (only is None or name in only)
+        }
         model_family = None
         if model is not None and self.precision == "auto":
             from zstc.models.registry import get_model_spec
@@ -178,6 +213,7 @@ class ScorerOptions:
 
 # -- shared by several commands: labels on the command line, and where the benchmark data comes from -----------
 
+
 def split_labels(value: str) -> list[str]:
     """``--labels``: comma-separated, a label holding a comma in double quotes (``'"Food, drink",Travel'``), as
     in a CSV row; a plain split made ``"Food`` and ``drink"`` two labels."""
@@ -190,7 +226,9 @@ def split_labels(value: str) -> list[str]:
     try:
         return next(csv.reader([value], skipinitialspace=True, strict=True))
     except csv.Error as error:
-        raise LabelError(f"--labels {value!r}: {csv_problem(error)} (quote a label that holds a comma: '\"a, b\",c')") from None
+        raise LabelError(
+            f"--labels {value!r}: {csv_problem(error)} (quote a label that holds a comma: '\"a, b\",c')"
+        ) from None
 
 
 DataOption = Annotated[

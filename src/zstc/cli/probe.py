@@ -32,18 +32,42 @@ console = Console(stderr=True)
 @app.command("nli-probe")
 def nli_probe(
     model: Model,
-    data: Annotated[Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")],
-    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a seeded random sample of at most N pairs per set.")] = None,
+    data: Annotated[
+        Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")
+    ],
+    max_samples: Annotated[
+        Optional[int], typer.Option(min=1, help="Score a seeded random sample of at most N pairs per set.")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the results as JSON here (never a file in --data).")] = None,
-    family: Annotated[Optional[str], typer.Option("--family", "-f", help="nli, reranker, yesno, embedding or encoder (llm is refused: no published rule scores one pair with it); default: the registry's, else nli.")] = None,
-    query: Annotated[Optional[str], typer.Option(
-        help="Yes/no rerankers: which side of each pair fills the prompt's <Query>, 'hypothesis' (the instruction's "
-             "literal reading; the default) or 'premise' (as in classification); the paper does not say which it used.")] = None,
+    out: Annotated[
+        Optional[Path],
+        typer.Option("--out", "-o", help="Also write the results as JSON here (never a file in --data)."),
+    ] = None,
+    family: Annotated[
+        Optional[str],
+        typer.Option(
+            "--family",
+            "-f",
+            help="nli, reranker, yesno, embedding or encoder (llm is refused: no published rule scores one pair with it); default: the registry's, else nli.",
+        ),
+    ] = None,
+    query: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Yes/no rerankers: which side of each pair fills the prompt's <Query>, 'hypothesis' (the instruction's "
+            "literal reading; the default) or 'premise' (as in classification); the paper does not say which it used."
+        ),
+    ] = None,
     *,
-    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
-    batch_size: BatchSize = None, precision: PrecisionFp32 = None, bf16: Bf16 = None, device: Device = None,
-    max_length: MaxLength = None, instruction: Instruction = None,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+    instruction: Instruction = None,
 ) -> None:
     """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
     --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model. Cross-encoders
@@ -67,7 +91,9 @@ def nli_probe(
         check_output_path(out, inputs=data_folder_files(data))
     probed = probe_family(model, family)
     scorer = make_scorer(model, probed, **probe_options(probed, scoring.kwargs(), query))
-    summary = run_probe(scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress())
+    summary = run_probe(
+        scorer, sets, max_samples=max_samples, seed=seed, on_event=_report_event, show_progress=show_progress()
+    )
     print_probe(summary)
     if out is not None:
         write_json(out, summary)
@@ -99,9 +125,11 @@ def print_probe(summary: dict[str, Any]) -> None:
     # The model and how its numbers were made, on lines of their own above and below the table: in its title or
     # caption rich wrapped them to the width of a three-column table, mid-word. A yes/no reranker's numbers depend on which side was its
     # <Query>, which the paper's rows do not say.
-    how = [f"score: {model.get('score_type') or _family_score_type(model.get('family'))}"
-           + (f", pooling {model['pooling']}" if model.get("pooling") else ""),
-           f"{model.get('precision')}, {model.get('device')}"]
+    how = [
+        f"score: {model.get('score_type') or _family_score_type(model.get('family'))}"
+        + (f", pooling {model['pooling']}" if model.get("pooling") else ""),
+        f"{model.get('precision')}, {model.get('device')}",
+    ]
     if "query" in layout:
         how.append(f"<Query> {layout['query']}, <Document> {layout['document']}")
     if "instruction" in layout:

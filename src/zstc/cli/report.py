@@ -17,12 +17,32 @@ console = Console(stderr=True)
 
 @app.command()
 def report(
-    results: Annotated[list[Path], typer.Argument(help="Result files written by `zstc bench`, each once (their <stem>.details/ folders add statistics and confusion matrices).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html, report.md, tables/ and figures/ (an earlier report there is replaced; tables/ or figures/ folders of anything else are refused).")] = Path("report"),
-    paper: Annotated[bool, typer.Option("--paper/--no-paper", help="Include the paper's published numbers: its 38 models in tables and figures, each run against the paper's number for the same model, and the Kendall tau rankings made from them (--no-paper: only your runs).")] = True,
+    results: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Result files written by `zstc bench`, each once (their <stem>.details/ folders add statistics and confusion matrices)."
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory for index.html, report.md, tables/ and figures/ (an earlier report there is replaced; tables/ or figures/ folders of anything else are refused).",
+        ),
+    ] = Path("report"),
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper/--no-paper",
+            help="Include the paper's published numbers: its 38 models in tables and figures, each run against the paper's number for the same model, and the Kendall tau rankings made from them (--no-paper: only your runs).",
+        ),
+    ] = True,
     bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap draws for the 95% confidence intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap draws.")] = 0,
-    confusion: Annotated[bool, typer.Option("--confusion/--no-confusion", help="A confusion matrix per run and dataset.")] = True,
+    confusion: Annotated[
+        bool, typer.Option("--confusion/--no-confusion", help="A confusion matrix per run and dataset.")
+    ] = True,
 ) -> None:
     """The paper's Table 2, per-dataset tables, figures (speed vs accuracy, scaling, heatmap, confusion matrices),
     bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
@@ -31,15 +51,25 @@ def report(
     from zstc.validation import check_options
 
     check_options({"seed": seed})
-    written = build_report(list[str | Path](results), out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion)
+    written = build_report(
+        list[str | Path](results), out, include_paper=paper, draws=bootstrap, seed=seed, confusion_matrices=confusion
+    )
     for message in written.notes:
         note(message)
-    console.print(f"wrote {written.index} ({len(written.tables)} tables, {len(written.figures)} figures; Markdown and CSV in {out / 'tables'})")
+    console.print(
+        f"wrote {written.index} ({len(written.tables)} tables, {len(written.figures)} figures; Markdown and CSV in {out / 'tables'})"
+    )
 
 
 @app.command()
 def export(
-    leaderboard: Annotated[Path, typer.Option("--leaderboard", help="A result file written by `zstc bench`, exported as a public leaderboard file (schema 1.0).")],
+    leaderboard: Annotated[
+        Path,
+        typer.Option(
+            "--leaderboard",
+            help="A result file written by `zstc bench`, exported as a public leaderboard file (schema 1.0).",
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The leaderboard JSON file to write.")],
 ) -> None:
     """Write a bench result in the public BTZSC leaderboard schema 1.0 (then check it as `zstc validate` does)."""
@@ -80,8 +110,12 @@ def validate(file: Annotated[Path, typer.Argument(help="A leaderboard JSON file 
 
 @app.command()
 def schema(
-    name: Annotated[str, typer.Argument(help="result (a dataset's details file), summary (the bench --out file) or leaderboard.")],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the schema here instead of printing it.")] = None,
+    name: Annotated[
+        str, typer.Argument(help="result (a dataset's details file), summary (the bench --out file) or leaderboard.")
+    ],
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Write the schema here instead of printing it.")
+    ] = None,
 ) -> None:
     """Print the JSON schema of a file zstc writes or reads (also published in docs/schemas/)."""
     import json

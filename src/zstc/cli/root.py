@@ -47,9 +47,16 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors: no progress bars, notes or summaries.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Let the model libraries print their own logs and progress bars too.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print zstc's version and exit.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only results and errors: no progress bars, notes or summaries.")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Let the model libraries print their own logs and progress bars too."),
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print zstc's version and exit.")
+    ] = False,
 ) -> None:
     """Options for every command; they go before the command: `zstc --quiet classify ...`."""
     from zstc.cli.verbosity import configure

@@ -25,7 +25,9 @@ from zstc.cli.options import (
     Pooling,
     PrecisionAuto,
     PromptStyle,
-    RecheckMargin, Backend, TrustRemoteCode,
+    RecheckMargin,
+    Backend,
+    TrustRemoteCode,
     ScorerOptions,
     ScoreType,
     Shortlist,
@@ -41,9 +43,17 @@ def serve(
     model: Model = DEFAULT,
     family: Family = None,
     *,
-    pooling: Pooling = None, score_type: ScoreType = None, entailment_index: EntailmentIndex = None,
-    prompt_style: PromptStyle = None, batch_size: BatchSize = None, precision: PrecisionAuto = None,
-    bf16: Bf16 = None, device: Device = None, max_length: MaxLength = None, recheck_margin: RecheckMargin = None, backend: Backend = None,
+    pooling: Pooling = None,
+    score_type: ScoreType = None,
+    entailment_index: EntailmentIndex = None,
+    prompt_style: PromptStyle = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionAuto = None,
+    bf16: Bf16 = None,
+    device: Device = None,
+    max_length: MaxLength = None,
+    recheck_margin: RecheckMargin = None,
+    backend: Backend = None,
     trust_remote_code: TrustRemoteCode = None,
     shortlist: Shortlist = None,
     host: Annotated[str, typer_option(_SERVE["host"])] = _SERVE["host"].default,
@@ -62,7 +72,13 @@ def serve(
     label_cache_size: Annotated[int, typer_option(_SERVE["label_cache_size"])] = _SERVE["label_cache_size"].default,
     threads: Annotated[Optional[int], typer_option(_SERVE["threads"])] = _SERVE["threads"].default,
     protect_all: Annotated[bool, typer_option(_SERVE["protect_all"])] = _SERVE["protect_all"].default,
-    cors_allow_origin: Annotated[Optional[list[str]], typer.Option("--cors-allow-origin", help="An origin a browser may call the API from (CORS); repeat for several, '*' for any.")] = None,
+    cors_allow_origin: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--cors-allow-origin",
+            help="An origin a browser may call the API from (CORS); repeat for several, '*' for any.",
+        ),
+    ] = None,
     drain_timeout: Annotated[float, typer_option(_SERVE["drain_timeout"])] = _SERVE["drain_timeout"].default,
     shutdown_delay: Annotated[float, typer_option(_SERVE["shutdown_delay"])] = _SERVE["shutdown_delay"].default,
     access_log: Annotated[bool, typer_option(_SERVE["access_log"])] = _SERVE["access_log"].default,
@@ -78,14 +94,27 @@ def serve(
         import prometheus_client  # noqa: F401
         import uvicorn
     except ImportError as error:
-        raise ModelError(f"zstc serve needs the serve extra ({error.name} is missing): pip install 'zstc[serve]'") from None
+        raise ModelError(
+            f"zstc serve needs the serve extra ({error.name} is missing): pip install 'zstc[serve]'"
+        ) from None
 
     # Checked against SERVE_OPTIONS; the CLI's error handler names the flags (--max-batch-pairs).
     settings = ServeSettings(
-        limits=Limits(max_texts=max_texts, max_labels=max_labels, max_chars=max_chars, max_request_pairs=max_request_pairs,
-                      max_body_bytes=max_body_bytes, max_body_seconds=max_body_seconds),
-        engine=EngineConfig(max_batch_pairs=max_batch_pairs, max_wait_ms=max_wait_ms, max_queued_pairs=max_queued_pairs,
-                            label_cache_size=label_cache_size, threads=threads),
+        limits=Limits(
+            max_texts=max_texts,
+            max_labels=max_labels,
+            max_chars=max_chars,
+            max_request_pairs=max_request_pairs,
+            max_body_bytes=max_body_bytes,
+            max_body_seconds=max_body_seconds,
+        ),
+        engine=EngineConfig(
+            max_batch_pairs=max_batch_pairs,
+            max_wait_ms=max_wait_ms,
+            max_queued_pairs=max_queued_pairs,
+            label_cache_size=label_cache_size,
+            threads=threads,
+        ),
         api_key=api_key,
         drain_timeout=drain_timeout,
         shutdown_delay=shutdown_delay,
@@ -107,14 +136,18 @@ def serve(
         from zstc.server.engine import bound_kernel_caches
 
         bound_kernel_caches()  # before the first forward pass (the warm-up below), or they are read unbounded
-        classifier = Classifier(model, family=family, calibration=calibration, **scoring.kwargs(model=model, family=family))
+        classifier = Classifier(
+            model, family=family, calibration=calibration, **scoring.kwargs(model=model, family=family)
+        )
         from zstc.cli.verbosity import note
 
         for message in classifier.notes:
             note(message)
         if classifier.platt() is not None:  # not ignored without a word: the file is for multi-label requests only
-            note(f"--calibration {calibration} is a platt calibration: multi-label requests use its probabilities, single-label "
-                 f"ones the {classifier.family} family's temperature ({classifier.temperature():g})")
+            note(
+                f"--calibration {calibration} is a platt calibration: multi-label requests use its probabilities, single-label "
+                f"ones the {classifier.family} family's temperature ({classifier.temperature():g})"
+            )
         classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load stops the server
         return create_app(classifier, settings)
 
@@ -133,7 +166,9 @@ def serve(
                 super().handle_exit(sig, frame)
                 return
             launcher.begin_shutdown()
-            logging.getLogger("zstc.server").info("SIGTERM: not ready; serving on for %gs (--shutdown-delay), then draining", delay)
+            logging.getLogger("zstc.server").info(
+                "SIGTERM: not ready; serving on for %gs (--shutdown-delay), then draining", delay
+            )
 
             def drain() -> None:
                 launcher.begin_drain()
@@ -143,8 +178,14 @@ def serve(
             timer.daemon = True
             timer.start()
 
-    config = uvicorn.Config(launcher, host=host, port=port, timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
-                            access_log=access_log and log_format == "text", log_level="info")
+    config = uvicorn.Config(
+        launcher,
+        host=host,
+        port=port,
+        timeout_graceful_shutdown=settings.drain_timeout,  # type: ignore[arg-type]  # a float works (asyncio timeout)
+        access_log=access_log and log_format == "text",
+        log_level="info",
+    )
     server = DrainingServer(config)
 
     def failed() -> None:
@@ -175,7 +216,9 @@ def _leave_if_still_working(launcher: Any, signum: int | None) -> None:
     if not (launcher.loading or (engine is not None and engine.model_running)):
         return
     if engine is not None and engine.model_running:
-        logging.getLogger("zstc.server").warning("a batch was still running at shutdown; stopping without waiting for it")
+        logging.getLogger("zstc.server").warning(
+            "a batch was still running at shutdown; stopping without waiting for it"
+        )
     message, status = STOPS[signum] if signum is not None else ("", 0)
     if message:
         print(message, file=sys.stderr)

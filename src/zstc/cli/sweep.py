@@ -27,24 +27,61 @@ console = Console(stderr=True)
 
 @app.command()
 def sweep(
-    models: Annotated[str, typer.Option("--models", help="Comma-separated models (hub ids, paper short names or local folders), each model once under one name.")],
+    models: Annotated[
+        str,
+        typer.Option(
+            "--models",
+            help="Comma-separated models (hub ids, paper short names or local folders), each model once under one name.",
+        ),
+    ],
     data: DataOption = None,
-    tasks: Annotated[Optional[str], typer.Option(help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub.")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for one summary per model (<model>.json, as `zstc bench` writes it) and its details.")] = Path("sweep"),
-    engine: Annotated[str, typer.Option(help="'local' (this process, one model at a time) or 'ray' (an actor per model).")] = "local",
-    address: Annotated[Optional[str], typer.Option(help="--engine ray: the Ray cluster to join, e.g. 'auto' or 'ray://head:10001' (default: a local Ray).")] = None,
+    tasks: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Comma-separated datasets, a task family, 'all', or 'available' (every dataset found in --data); default: available for a directory, all for hub."
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for one summary per model (<model>.json, as `zstc bench` writes it) and its details.",
+        ),
+    ] = Path("sweep"),
+    engine: Annotated[
+        str, typer.Option(help="'local' (this process, one model at a time) or 'ray' (an actor per model).")
+    ] = "local",
+    address: Annotated[
+        Optional[str],
+        typer.Option(
+            help="--engine ray: the Ray cluster to join, e.g. 'auto' or 'ray://head:10001' (default: a local Ray)."
+        ),
+    ] = None,
     gpus_per_model: Annotated[float, typer.Option(help="--engine ray: GPUs each model's actor reserves.")] = 0.0,
     cpus_per_model: Annotated[float, typer.Option(help="--engine ray: CPUs each model's actor reserves.")] = 1.0,
-    max_retries: Annotated[int, typer.Option(min=0, help="--engine ray: restarts of a dead worker (its unfinished units are re-run).")] = 3,
-    max_samples: Annotated[Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")] = None,
-    sampling: Annotated[str, typer.Option(help="How --max-samples draws: 'stratified' (seeded, per class), 'paper' (the texts the paper scored) or 'harness' (the public harness's draw), as in `zstc bench`.")] = "stratified",
+    max_retries: Annotated[
+        int, typer.Option(min=0, help="--engine ray: restarts of a dead worker (its unfinished units are re-run).")
+    ] = 3,
+    max_samples: Annotated[
+        Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")
+    ] = None,
+    sampling: Annotated[
+        str,
+        typer.Option(
+            help="How --max-samples draws: 'stratified' (seeded, per class), 'paper' (the texts the paper scored) or 'harness' (the public harness's draw), as in `zstc bench`."
+        ),
+    ] = "stratified",
     seed: Annotated[int, typer.Option(help="Seed of the stratified sample.")] = 0,
     unlabelled: Annotated[str, typer.Option(help="'paper' or 'exclude' (see `zstc bench --help`).")] = "paper",
     fresh: Annotated[bool, typer.Option(help="Recompute every unit instead of reusing finished ones.")] = False,
     hypotheses: Hypotheses = "dataset",
     template: Template = None,
     *,
-    batch_size: BatchSize = None, precision: PrecisionFp32 = None, bf16: Bf16 = None, device: Device = None,
+    batch_size: BatchSize = None,
+    precision: PrecisionFp32 = None,
+    bf16: Bf16 = None,
+    device: Device = None,
     max_length: MaxLength = None,
 ) -> None:
     """Every (model, dataset) unit once: finished ones (details folder or result cache) are skipped, each model
@@ -67,17 +104,36 @@ def sweep(
     names = check_labels(models.split(","), what="models", allow_single=True)
     data = data_location(data)
     template_config = BenchConfig(
-        model=names[0], tasks=resolve_task_names(tasks, data), data=data, unlabelled=unlabelled, max_samples=max_samples, sampling=sampling,
-        seed=seed, overwrite="always" if fresh else "only-missing", hypotheses=hypotheses, template=template,
+        model=names[0],
+        tasks=resolve_task_names(tasks, data),
+        data=data,
+        unlabelled=unlabelled,
+        max_samples=max_samples,
+        sampling=sampling,
+        seed=seed,
+        overwrite="always" if fresh else "only-missing",
+        hypotheses=hypotheses,
+        template=template,
         scorer_options=scoring.kwargs(),
     )
     plan = plan_sweep(template_config, names, out, on_event=_report)
-    say(f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})")
-    summaries = run_sweep(plan, engine=engine, address=address, gpus_per_model=gpus_per_model, cpus_per_model=cpus_per_model,
-                          max_retries=max_retries, on_event=_report)
+    say(
+        f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})"
+    )
+    summaries = run_sweep(
+        plan,
+        engine=engine,
+        address=address,
+        gpus_per_model=gpus_per_model,
+        cpus_per_model=cpus_per_model,
+        max_retries=max_retries,
+        on_event=_report,
+    )
     for model, summary in summaries.items():
         overall = summary["results"]["overall"]
-        console.print(f"{model}: macro-F1 {overall['macro_f1']:.4f} over {len(summary['results']['by_dataset'])} datasets")
+        console.print(
+            f"{model}: macro-F1 {overall['macro_f1']:.4f} over {len(summary['results']['by_dataset'])} datasets"
+        )
     console.print(f"wrote {len(summaries)} summaries to {out}/")
 
 

@@ -53,6 +53,7 @@ VARIANTS: tuple[str, ...] = HYPOTHESIS_VARIANTS
 """The hypothesis variants, as the ``hypotheses`` option declares them (:data:`zstc.validation.OPTIONS`)."""
 ENSEMBLE_MEMBERS: tuple[str, ...] = ("name", "definition", "both")
 
+
 @dataclass(frozen=True)
 class HypothesisSet(Sequence[str]):
     """The hypotheses of each label under one or more variants; scores are averaged over the variants.
@@ -80,8 +81,6 @@ class HypothesisSet(Sequence[str]):
         return (self[i] for i in range(len(self)))
 
 
-
-
 def aspect_template(family: str | None) -> str:
     """The aspect template of a task family (:data:`FAMILY_ASPECT`); a family it does not name gets the
     :data:`DEFAULT_ASPECT`'s."""
@@ -99,11 +98,21 @@ def _definitions(labels: Sequence[str]) -> tuple[list[str | None], list[str]]:
     wordnet = load_wordnet()
     found = [define_label(label, wordnet) for label in labels]
     missing = [label for label, d in zip(labels, found) if d.text is None]
-    notes = [f"no WordNet definition for {len(missing)} label(s), described by name: {', '.join(missing)}"] if missing else []
-    partial = [f"{label} (without {', '.join(repr(part) for part in d.left_out)})" for label, d in zip(labels, found) if d.left_out]
+    notes = (
+        [f"no WordNet definition for {len(missing)} label(s), described by name: {', '.join(missing)}"]
+        if missing
+        else []
+    )
+    partial = [
+        f"{label} (without {', '.join(repr(part) for part in d.left_out)})"
+        for label, d in zip(labels, found)
+        if d.left_out
+    ]
     if partial:  # said: "Sci/Tech" defined as "tech" alone reads as a technical school, and the user should know
-        notes.append(f"WordNet defines only part of {len(partial)} label(s), the rest left out of their definition: "
-                     f"{'; '.join(partial)}")
+        notes.append(
+            f"WordNet defines only part of {len(partial)} label(s), the rest left out of their definition: "
+            f"{'; '.join(partial)}"
+        )
     return [d.text for d in found], notes
 
 
@@ -118,12 +127,19 @@ def tied_labels(labels: Sequence[str], hypotheses: Sequence[str]) -> list[list[s
 
 def tie_message(variant: str, groups: list[list[str]]) -> str:
     """What to tell a user whose labels :func:`tied_labels` found tied under ``variant`` (one line)."""
-    shown = "; ".join(", ".join(quoted(label) for label in group) for group in groups[:5]) + ("; ..." if len(groups) > 5 else "")
+    shown = "; ".join(", ".join(quoted(label) for label in group) for group in groups[:5]) + (
+        "; ..." if len(groups) > 5 else ""
+    )
     why = "get the same WordNet definition" if variant == "definition" else f"get the same {variant} hypothesis"
-    return (f"{sum(map(len, groups))} labels in {len(groups)} group(s) {why}, so no model can tell them apart and only "
-            f"the first of each group can be predicted: {shown}; hypotheses both or name keeps them apart")
+    return (
+        f"{sum(map(len, groups))} labels in {len(groups)} group(s) {why}, so no model can tell them apart and only "
+        f"the first of each group can be predicted: {shown}; hypotheses both or name keeps them apart"
+    )
 
-def build_hypotheses(labels: Sequence[str], variant: str, template: str, *, dataset: Sequence[str] | None = None) -> HypothesisSet:
+
+def build_hypotheses(
+    labels: Sequence[str], variant: str, template: str, *, dataset: Sequence[str] | None = None
+) -> HypothesisSet:
     """The hypotheses of ``labels`` under ``variant`` (see the module docstring), filled into ``template``."""
     HYPOTHESES.check("hypotheses", variant)
     if variant == "dataset":
@@ -158,20 +174,30 @@ def make_hypothesis_provider(variant: str, template: str | None = None) -> Calla
         check_template(template)
 
     def provide(task: Any) -> HypothesisSet:
-        return build_hypotheses(task.label_names, variant, template or aspect_template(task.family), dataset=task.hypotheses)
+        return build_hypotheses(
+            task.label_names, variant, template or aspect_template(task.family), dataset=task.hypotheses
+        )
 
     return provide
 
 
-def score_hypotheses(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
+def score_hypotheses(
+    scorer: Any, texts: Sequence[str], hypotheses: Sequence[str], *, show_progress: bool = False
+) -> np.ndarray:
     """The score matrix of ``texts`` against ``hypotheses``; a :class:`HypothesisSet` of several variants
     is scored once per variant and the matrices averaged (Yin et al.'s ensemble)."""
     return score_hypotheses_with_notes(scorer, texts, hypotheses, show_progress=show_progress).scores
 
 
-def score_hypotheses_with_notes(scorer: Any, texts: Sequence[str], hypotheses: Sequence[str], *, show_progress: bool = False,
-                                thresholds: Sequence[float] | np.ndarray | None = None,
-                                margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+def score_hypotheses_with_notes(
+    scorer: Any,
+    texts: Sequence[str],
+    hypotheses: Sequence[str],
+    *,
+    show_progress: bool = False,
+    thresholds: Sequence[float] | np.ndarray | None = None,
+    margins: Sequence[float] | np.ndarray | None = None,
+) -> ScoreResult:
     """:func:`score_hypotheses` with the scorer's notes (each note once, whichever variant gave it).
 
     ``thresholds`` (one per label: multi-label cuts) and ``margins`` (the embedding family's default rule) reach a
@@ -180,11 +206,19 @@ def score_hypotheses_with_notes(scorer: Any, texts: Sequence[str], hypotheses: S
     and margins taken on it.
     """
     if not isinstance(hypotheses, HypothesisSet) or len(hypotheses.variants) == 1:
-        single = list(next(iter(hypotheses.variants.values()))) if isinstance(hypotheses, HypothesisSet) else list(hypotheses)
-        return score_with_notes(scorer, texts, single, show_progress=show_progress, thresholds=thresholds, margins=margins)
+        single = (
+            list(next(iter(hypotheses.variants.values())))
+            if isinstance(hypotheses, HypothesisSet)
+            else list(hypotheses)
+        )
+        return score_with_notes(
+            scorer, texts, single, show_progress=show_progress, thresholds=thresholds, margins=margins
+        )
     variants = [list(variant) for variant in hypotheses.variants.values()]
     if rechecks_average(scorer):
-        return average_rechecked(scorer, texts, variants, show_progress=show_progress, thresholds=thresholds, margins=margins)
+        return average_rechecked(
+            scorer, texts, variants, show_progress=show_progress, thresholds=thresholds, margins=margins
+        )
     # fp32 (nothing to recheck), or a scorer without twins (a cascade, a user's object): each variant rechecks its own
     # near ties, as it would alone.
     return _averaged([score_with_notes(scorer, texts, h, show_progress=show_progress) for h in variants])
@@ -206,9 +240,15 @@ def rechecks_average(scorer: Any) -> bool:
     return capabilities(scorer).twin and scorer.precision == "bf16" and scorer.recheck_margin > 0
 
 
-def average_rechecked(scorer: Any, texts: Sequence[str], variants: Sequence[Sequence[str]], *, show_progress: bool = False,
-                      thresholds: Sequence[float] | np.ndarray | None = None,
-                      margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+def average_rechecked(
+    scorer: Any,
+    texts: Sequence[str],
+    variants: Sequence[Sequence[str]],
+    *,
+    show_progress: bool = False,
+    thresholds: Sequence[float] | np.ndarray | None = None,
+    margins: Sequence[float] | np.ndarray | None = None,
+) -> ScoreResult:
     """The mean of ``scorer``'s bf16 scores of ``texts`` against each variant of the labels' descriptions (one list per
     variant, one description per label), with every text whose decision on the mean bf16 could change scored again in
     fp32 (:func:`~zstc.scorers.recheck.recheck_in_fp32`: near ties of its best label, or near the cuts of
@@ -234,15 +274,22 @@ def average_rechecked(scorer: Any, texts: Sequence[str], variants: Sequence[Sequ
         return list(np.mean([score_with_notes(exact_scorer, again, variant).scores for variant in variants], axis=0))
 
     n_texts = len(mean)
-    rechecked, notes = recheck_means(list(mean), [thresholds] * n_texts, [margins] * n_texts, scorer.recheck_margin, rescore)
+    rechecked, notes = recheck_means(
+        list(mean), [thresholds] * n_texts, [margins] * n_texts, scorer.recheck_margin, rescore
+    )
     return ScoreResult(np.array(rechecked, dtype=np.float32).reshape(mean.shape), averaged.notes + notes)
 
 
 Cuts = Sequence[float] | np.ndarray | None
 
 
-def recheck_means(means: Sequence[np.ndarray], thresholds: Sequence[Cuts], margins: Sequence[Cuts], margin: float,
-                  rescore: Callable[[np.ndarray], Sequence[np.ndarray]]) -> tuple[list[np.ndarray], list[str]]:
+def recheck_means(
+    means: Sequence[np.ndarray],
+    thresholds: Sequence[Cuts],
+    margins: Sequence[Cuts],
+    margin: float,
+    rescore: Callable[[np.ndarray], Sequence[np.ndarray]],
+) -> tuple[list[np.ndarray], list[str]]:
     """The recheck step of :func:`average_rechecked`, for texts with labels of their own (a service's batch): each
     text's bf16 mean row (one score per label, averaged over the variants), with every text whose decision on it bf16
     could change replaced by its fp32 mean, and the notes saying how many texts.

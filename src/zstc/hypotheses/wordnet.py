@@ -66,9 +66,13 @@ _LEXICOGRAPHER_FILES = (
     "verb.perception verb.possession verb.social verb.stative verb.weather adj.ppl"
 ).split()
 _POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
-LEXNAMES = "".join(f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(_LEXICOGRAPHER_FILES))
+LEXNAMES = "".join(
+    f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(_LEXICOGRAPHER_FILES)
+)
 
-FUNCTION_WORDS = frozenset("a an the my your our their his her its of to for in on at by with from not no and or is are be".split())
+FUNCTION_WORDS = frozenset(
+    "a an the my your our their his her its of to for in on at by with from not no and or is are be".split()
+)
 """Words never taken as a head noun (some, like "in" or "at", have rare noun senses in WordNet)."""
 
 _COORDINATION = re.compile(r"\s*[&/]\s*")

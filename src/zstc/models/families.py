@@ -153,7 +153,9 @@ def get_family(name: str) -> Family:
     except KeyError:
         from zstc.errors import did_you_mean
 
-        raise UnknownNameError(f"unknown family {name!r}{did_you_mean(name, _FAMILIES)}; expected one of {', '.join(_FAMILIES)}") from None
+        raise UnknownNameError(
+            f"unknown family {name!r}{did_you_mean(name, _FAMILIES)}; expected one of {', '.join(_FAMILIES)}"
+        ) from None
 
 
 def families() -> list[Family]:
@@ -263,63 +265,104 @@ _PRECISION_HELP = "fp32, bf16 (autocast) or auto (bf16 where the hardware runs i
 SCORER_OPTIONS: dict[str, Option] = {
     # Choices without a meaning: "unknown pooling" would read "unknown --pooling" on the command line.
     "pooling": Option(
-        str, "native", Choices(POOLINGS),
-        help="Embedding models: 'native' (the model's own config) or 'cls' (the paper's computation)."),
+        str,
+        "native",
+        Choices(POOLINGS),
+        help="Embedding models: 'native' (the model's own config) or 'cls' (the paper's computation).",
+    ),
     "score_type": Option(
-        str, "logodds", Choices(NLI_SCORE_TYPES, meaning="score type"), flags=("--score-type",),
-        help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'."),
+        str,
+        "logodds",
+        Choices(NLI_SCORE_TYPES, meaning="score type"),
+        flags=("--score-type",),
+        help="NLI models: 'logodds' (the paper's default), 'logit' (the public harness) or 'prob'.",
+    ),
     "entailment_index": Option(
-        int, None, Interval(0), allow_none=True,
-        help="NLI models: the output index of entailment, when id2label does not say."),
+        int,
+        None,
+        Interval(0),
+        allow_none=True,
+        help="NLI models: the output index of entailment, when id2label does not say.",
+    ),
     "prompt_style": Option(
-        str, "paper", Choices(LLM_PROMPT_STYLES),
+        str,
+        "paper",
+        Choices(LLM_PROMPT_STYLES),
         help="LLM models: 'paper' (appendix C.3 through the chat template, labels in their order; the default) or "
-             "'harness' (the public BTZSC harness's code exactly: its plain prompt, labels sorted, its 100 symbols)."),
+        "'harness' (the public BTZSC harness's code exactly: its plain prompt, labels sorted, its 100 symbols).",
+    ),
     "batch_size": OPTIONS["batch_size"].but(
         allow_none=True,
         help=f"Texts (or pairs) per forward pass; default: the family's (cross-encoders: {DEFAULT_MAX_PAIRS} pairs on "
-             f"a CPU, {GPU_MAX_PAIRS:,} on a GPU)."),
+        f"a CPU, {GPU_MAX_PAIRS:,} on a GPU).",
+    ),
     # fp32 or bf16 once a scorer is built (zstc.scorers.runtime.resolve_precision turns 'auto' into one of them).
     "precision": Option(
-        str, "fp32", flags=("--precision",),
-        help=f"{_PRECISION_HELP}; default: fp32 (benchmark numbers are the same on every machine)."),
+        str,
+        "fp32",
+        flags=("--precision",),
+        help=f"{_PRECISION_HELP}; default: fp32 (benchmark numbers are the same on every machine).",
+    ),
     "device": OPTIONS["device"],
     "max_length": OPTIONS["max_length"],
     "recheck_margin": Option(
-        float, DEFAULT_RECHECK_MARGIN, Interval(0),
+        float,
+        DEFAULT_RECHECK_MARGIN,
+        Interval(0),
         help="bf16 runs: scores within this margin of a text's best score (multi-label: of their label's "
-             f"threshold) are rescored in fp32, so decisions are fp32's. Default {DEFAULT_RECHECK_MARGIN:g} "
-             f"({DEFAULT_COSINE_RECHECK_MARGIN:g} for embedding and encoder cosines, whose texts are embedded again) "
-             "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
-             "Unused in fp32."),
+        f"threshold) are rescored in fp32, so decisions are fp32's. Default {DEFAULT_RECHECK_MARGIN:g} "
+        f"({DEFAULT_COSINE_RECHECK_MARGIN:g} for embedding and encoder cosines, whose texts are embedded again) "
+        "(widens by itself when bf16 errs more); 0: off (yesno and llm then load their weights in bf16). "
+        "Unused in fp32.",
+    ),
     "backend": Option(
-        str, "torch", Choices(EMBEDDING_BACKENDS, meaning="backend"),
+        str,
+        "torch",
+        Choices(EMBEDDING_BACKENDS, meaning="backend"),
         help="Embedding models: 'torch' (the default) or 'onnxruntime' (ONNX Runtime fp32, about twice as fast on a CPU; "
-             "needs the onnx extra)."),
+        "needs the onnx extra).",
+    ),
     "trust_remote_code": Option(
-        bool, False, flags=("--trust-remote-code",),
+        bool,
+        False,
+        flags=("--trust-remote-code",),
         help="Run modelling code the model's own files ship (its config's auto_map; gte-base/large-en-v1.5 need it). "
-             "Off by default: such a model is refused."),
+        "Off by default: such a model is refused.",
+    ),
     "instruction": Option(
-        str, None, allow_none=True,
+        str,
+        None,
+        allow_none=True,
         help="Yes/no rerankers: the prompt's <Instruct> line; default: BTZSC's (nli-probe: the paper's NLI probe "
-             "instruction)."),
+        "instruction).",
+    ),
     "shortlist": Option(
-        str, None, allow_none=True,
+        str,
+        None,
+        allow_none=True,
         help="Cascade: a bi-encoder keeps each text's top K labels and only those are scored by --model; 'K' "
-             "(shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one."),
+        "(shortlister all-MiniLM-L6-v2) or 'MODEL:K'. Unlisted labels rank below every shortlisted one.",
+    ),
     # Options with no flag of their own: the library's and the service's.
     "max_batch_tokens": Option(
-        int, None, Interval(1), allow_none=True,
+        int,
+        None,
+        Interval(1),
+        allow_none=True,
         help=f"padded tokens per forward pass at most; None: {DEFAULT_MAX_BATCH_TOKENS:,} on a CPU, "
-             f"{GPU_MAX_BATCH_TOKENS:,} on a GPU"),
+        f"{GPU_MAX_BATCH_TOKENS:,} on a GPU",
+    ),
     "prefix_cache": Option(
-        bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"),
+        bool, True, help="run each text's shared prompt prefix once (False: every pair's whole prompt)"
+    ),
     "query": Option(
-        str, "text", Choices(YESNO_QUERIES),
+        str,
+        "text",
+        Choices(YESNO_QUERIES),
         help="which side fills the prompt's <Query>: 'text' (BTZSC's; a pair's first member) or 'label' (the label "
-             "description, or a pair's second member; the text then fills <Document>); either way only the text is "
-             "ever cut"),
+        "description, or a pair's second member; the text then fills <Document>); either way only the text is "
+        "ever cut",
+    ),
 }
 """Every keyword option of a scorer (and of the cascade around one, ``shortlist``), each declared once: type,
 constraint, default, help and flag. A family takes some of them (:func:`family_options`), with its own default where it
@@ -343,56 +386,92 @@ def family_options(batch_size: int | None, *names: str, **own: Option) -> dict[s
     return chosen
 
 
-register_family(Family(
-    "embedding", "zstc.scorers.embedding:EmbeddingScorer", "cosine", "embedding", "#1f77b4",
-    family_options(64, "pooling", "backend", recheck_margin=COSINE_RECHECK_MARGIN),
-    "Embedding models: cosine similarity of text and label-description embeddings.",
-    temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
-    threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
-    # A cosine's level says little about a label on its own (a clear review is about as close to "negative" as to
-    # "positive" in absolute terms, and both pass any cut that keeps clear texts from "none"), while its distance to
-    # the best label's does. Measured: scripts/measure_label_defaults.py.
-    relative_margin=True,
-    auto_bf16_on_cpu=False,  # a rechecked text is embedded again whole: docs/performance-embedding.md
-))
-register_family(Family(
-    "encoder", "zstc.scorers.embedding:EncoderScorer", "cosine", "embedding", "#7f7f7f",
-    family_options(64, "backend", recheck_margin=COSINE_RECHECK_MARGIN),
-    "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
-    temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py
-    threshold=0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
-    auto_bf16_on_cpu=False,  # as the embedding family's
-))
-register_family(Family(
-    "nli", "zstc.scorers.nli:NliScorer", "logodds", "nli", "#d62728",
-    family_options(None, "score_type", "entailment_index", "max_batch_tokens", "recheck_margin"),
-    "NLI cross-encoders: premise = text, hypothesis = label description, score = how strongly it is entailed.",
-    temperature=1.0,  # not measured (no NLI model ships offline): log-odds are already on a logit scale
-    flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
-))
-register_family(Family(
-    "reranker", "zstc.scorers.reranker:RerankerScorer", "logit", "reranker", "#2ca02c",
-    family_options(None, "max_batch_tokens", "recheck_margin"),
-    "Cross-encoder rerankers: query = text, document = label description, score = relevance.",
-    temperature=1.0,  # not measured (no reranker ships offline): relevance logits
-    flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
-))
-register_family(Family(
-    "yesno", "zstc.scorers.yesno:YesNoScorer", "prob", "reranker", "#9467bd",
-    family_options(16, "instruction", "prefix_cache", "query", "recheck_margin"),
-    "Generative yes/no rerankers: p(yes) after a judge prompt per (text, label description).",
-    temperature=1.0,  # logit(p(yes)) per label, as the model gives it
-    # Not flattened into pairs although they score pairs (the NLI probe): their grid cuts a text once for its longest
-    # label, so a flattened grid would score a long text differently; they are scored grid by grid.
-    flattens_to_pairs=False,
-    text_in_prompt=True,  # the judge prompt: system turn, instruction, label description
-))
-register_family(Family(
-    "llm", "zstc.scorers.llm:LLMScorer", None, "llm", "#ff7f0e",
-    family_options(8, "prompt_style", "recheck_margin"),
-    "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
-    temperature=1.0,  # the model's own distribution over the options, unchanged
-    distribution=True,  # probabilities over the options (they sum to 1), so no fixed multi-label cut suits them
-    labels_in_one_prompt=True,  # the multiple-choice prompt lists the text's options
-    text_in_prompt=True,  # the multiple-choice prompt: instructions, options, the answer's beginning
-))
+register_family(
+    Family(
+        "embedding",
+        "zstc.scorers.embedding:EmbeddingScorer",
+        "cosine",
+        "embedding",
+        "#1f77b4",
+        family_options(64, "pooling", "backend", recheck_margin=COSINE_RECHECK_MARGIN),
+        "Embedding models: cosine similarity of text and label-description embeddings.",
+        temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
+        threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
+        # A cosine's level says little about a label on its own (a clear review is about as close to "negative" as to
+        # "positive" in absolute terms, and both pass any cut that keeps clear texts from "none"), while its distance to
+        # the best label's does. Measured: scripts/measure_label_defaults.py.
+        relative_margin=True,
+        auto_bf16_on_cpu=False,  # a rechecked text is embedded again whole: docs/performance-embedding.md
+    )
+)
+register_family(
+    Family(
+        "encoder",
+        "zstc.scorers.embedding:EncoderScorer",
+        "cosine",
+        "embedding",
+        "#7f7f7f",
+        family_options(64, "backend", recheck_margin=COSINE_RECHECK_MARGIN),
+        "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
+        temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py
+        threshold=0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
+        auto_bf16_on_cpu=False,  # as the embedding family's
+    )
+)
+register_family(
+    Family(
+        "nli",
+        "zstc.scorers.nli:NliScorer",
+        "logodds",
+        "nli",
+        "#d62728",
+        family_options(None, "score_type", "entailment_index", "max_batch_tokens", "recheck_margin"),
+        "NLI cross-encoders: premise = text, hypothesis = label description, score = how strongly it is entailed.",
+        temperature=1.0,  # not measured (no NLI model ships offline): log-odds are already on a logit scale
+        flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
+    )
+)
+register_family(
+    Family(
+        "reranker",
+        "zstc.scorers.reranker:RerankerScorer",
+        "logit",
+        "reranker",
+        "#2ca02c",
+        family_options(None, "max_batch_tokens", "recheck_margin"),
+        "Cross-encoder rerankers: query = text, document = label description, score = relevance.",
+        temperature=1.0,  # not measured (no reranker ships offline): relevance logits
+        flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
+    )
+)
+register_family(
+    Family(
+        "yesno",
+        "zstc.scorers.yesno:YesNoScorer",
+        "prob",
+        "reranker",
+        "#9467bd",
+        family_options(16, "instruction", "prefix_cache", "query", "recheck_margin"),
+        "Generative yes/no rerankers: p(yes) after a judge prompt per (text, label description).",
+        temperature=1.0,  # logit(p(yes)) per label, as the model gives it
+        # Not flattened into pairs although they score pairs (the NLI probe): their grid cuts a text once for its longest
+        # label, so a flattened grid would score a long text differently; they are scored grid by grid.
+        flattens_to_pairs=False,
+        text_in_prompt=True,  # the judge prompt: system turn, instruction, label description
+    )
+)
+register_family(
+    Family(
+        "llm",
+        "zstc.scorers.llm:LLMScorer",
+        None,
+        "llm",
+        "#ff7f0e",
+        family_options(8, "prompt_style", "recheck_margin"),
+        "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
+        temperature=1.0,  # the model's own distribution over the options, unchanged
+        distribution=True,  # probabilities over the options (they sum to 1), so no fixed multi-label cut suits them
+        labels_in_one_prompt=True,  # the multiple-choice prompt lists the text's options
+        text_in_prompt=True,  # the multiple-choice prompt: instructions, options, the answer's beginning
+    )
+)

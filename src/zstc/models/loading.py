@@ -49,8 +49,11 @@ def remote_code(spec: ModelSpec, trusted: bool) -> dict[str, Any]:
 
 
 def _untrusted(spec: ModelSpec) -> ModelError:
-    return ModelError(f"{spec.model_id} runs modelling code of its own (an auto_map in its config), which zstc runs only "
-                      "when asked: give trust_remote_code to run it", parameters=("trust_remote_code",))
+    return ModelError(
+        f"{spec.model_id} runs modelling code of its own (an auto_map in its config), which zstc runs only "
+        "when asked: give trust_remote_code to run it",
+        parameters=("trust_remote_code",),
+    )
 
 
 def _ships_code(folder: Path) -> bool:
@@ -167,9 +170,8 @@ def load_error(spec: ModelSpec, error: Exception) -> ModelError:
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"
     reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
     if not spec.available_offline() and ("/" in spec.model_id or offline):
-        hint = (
-            "it is not available locally and the hub is unreachable or does not have it"
-            + (" (HF_HUB_OFFLINE=1 is set)" if offline else "")
+        hint = "it is not available locally and the hub is unreachable or does not have it" + (
+            " (HF_HUB_OFFLINE=1 is set)" if offline else ""
         )
         return ModelError(f"cannot load model {spec.model_id!r}: {hint} ({reason})")
     return ModelError(f"cannot load model {spec.model_id!r} as a {spec.family} model ({reason})")

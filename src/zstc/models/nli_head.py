@@ -87,7 +87,10 @@ class NliCrossEncoder(nn.Module):
         backbone.config.label2id = {name: index for index, name in self.id2label.items()}
         backbone.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-        save_file({name: tensor.detach().contiguous().cpu() for name, tensor in self.head.state_dict().items()}, folder / HEAD_FILE)
+        save_file(
+            {name: tensor.detach().contiguous().cpu() for name, tensor in self.head.state_dict().items()},
+            folder / HEAD_FILE,
+        )
         record = dict(training)
         record["head"] = {
             "hidden_size": self.head.dense.in_features,
@@ -133,10 +136,14 @@ def load_zstc_nli_model(
 
     folder = Path(path).expanduser()
     if not is_zstc_nli_model(folder):
-        raise ModelError(f"{folder}: not a zstc NLI model folder (expected {TRAINING_FILE}, written by `zstc train-nli`)")
+        raise ModelError(
+            f"{folder}: not a zstc NLI model folder (expected {TRAINING_FILE}, written by `zstc train-nli`)"
+        )
     head_record = read_training_record(folder).get("head")
     if not isinstance(head_record, dict) or not (folder / HEAD_FILE).is_file():
-        raise ModelError(f"{folder}: incomplete zstc NLI model (expected {HEAD_FILE} and a 'head' entry in {TRAINING_FILE})")
+        raise ModelError(
+            f"{folder}: incomplete zstc NLI model (expected {HEAD_FILE} and a 'head' entry in {TRAINING_FILE})"
+        )
     id2label = {int(index): str(name) for index, name in head_record["id2label"].items()}
     try:
         backbone = AutoModel.from_pretrained(folder)
@@ -144,8 +151,10 @@ def load_zstc_nli_model(
         raise ModelError(f"{folder}: cannot load the backbone ({type(error).__name__}: {error})") from error
     tokenizer = AutoTokenizer.from_pretrained(folder)
     head = NliHead(
-        int(head_record["hidden_size"]), int(head_record["num_outputs"]),
-        float(head_record.get("dropout", 0.1)), float(head_record.get("layer_norm_eps", 1e-12)),
+        int(head_record["hidden_size"]),
+        int(head_record["num_outputs"]),
+        float(head_record.get("dropout", 0.1)),
+        float(head_record.get("layer_norm_eps", 1e-12)),
     )
     head.load_state_dict(load_file(folder / HEAD_FILE))
     model = NliCrossEncoder(backbone, head, id2label).to(device).eval()

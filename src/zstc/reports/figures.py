@@ -96,16 +96,40 @@ def _legend_for_families(axes: Any, rows: list[ModelRow], *, pareto: bool = Fals
     present = [f for f in FAMILIES if any(r.family == f for r in rows)]
     handles = [Line2D([], [], marker="o", linestyle="", color=FAMILY_COLOURS[f], label=f) for f in present]
     if any(r.source == "run" for r in rows):
-        handles.append(Line2D([], [], marker="*", markersize=12, linestyle="", color="white", markeredgecolor="black", label="this report's runs"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker="*",
+                markersize=12,
+                linestyle="",
+                color="white",
+                markeredgecolor="black",
+                label="this report's runs",
+            )
+        )
     if pareto:
-        handles.append(Line2D([], [], color="black", linewidth=1.2, marker="o", markersize=9, markerfacecolor="none", label="Pareto front"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="black",
+                linewidth=1.2,
+                marker="o",
+                markersize=9,
+                markerfacecolor="none",
+                label="Pareto front",
+            )
+        )
     axes.legend(handles=handles, fontsize=8, loc="best", frameon=True)
 
 
 def _mark(axes: Any, row: ModelRow, x: float, y: float) -> None:
     if row.source == "run":
         axes.scatter([x], [y], marker="*", s=220, color=_colour(row), edgecolors="black", linewidths=0.8, zorder=4)
-        axes.annotate(row.label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8, weight="bold", **AS_TEXT)
+        axes.annotate(
+            row.label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8, weight="bold", **AS_TEXT
+        )
     else:
         axes.scatter([x], [y], marker="o", s=28, color=_colour(row), alpha=0.8, zorder=3)
 
@@ -138,8 +162,18 @@ def speed_accuracy(rows: list[ModelRow], datasets: list[str]) -> Figure:
     front = pareto_front(points)
     # A step line through the front; a front of one point is that point, ringed, so the legend's entry
     # always points at something drawn.
-    axes.plot([points[i][0] for i in front], [points[i][1] for i in front], color="black", linewidth=1.2, drawstyle="steps-pre",
-              marker="o", markersize=13, markerfacecolor="none", markeredgewidth=1.0, zorder=2)
+    axes.plot(
+        [points[i][0] for i in front],
+        [points[i][1] for i in front],
+        color="black",
+        linewidth=1.2,
+        drawstyle="steps-pre",
+        marker="o",
+        markersize=13,
+        markerfacecolor="none",
+        markeredgewidth=1.0,
+        zorder=2,
+    )
     axes.axvline(float(np.median([p[0] for p in points])), color="grey", linestyle="--", linewidth=0.8)
     axes.axhline(float(np.median([p[1] for p in points])), color="grey", linestyle="--", linewidth=0.8)
     xs = [p[0] for p in points]
@@ -230,7 +264,15 @@ def heatmap(rows: list[ModelRow], datasets: list[str]) -> Figure:
     if values.size <= 1200:
         for (i, j), value in np.ndenumerate(values):
             if not np.isnan(value):
-                axes.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=5, color="white" if value < 0.55 else "black")
+                axes.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=5,
+                    color="white" if value < 0.55 else "black",
+                )
     figure.colorbar(image, ax=axes, label="macro-F1", shrink=0.6)
     axes.set_title("macro-F1 per dataset")
     return figure
@@ -251,11 +293,15 @@ def confusion(gold: np.ndarray, predicted: np.ndarray, label_names: list[str], t
     image = axes.imshow(rates, cmap="Blues", vmin=0, vmax=1)
     size = 7 if k <= 30 else 5
     names = [name if len(name) <= 28 else name[:27] + "…" for name in label_names]
-    axes.set_xticks(range(k), names, rotation=60 if k <= 30 else 90, ha="right" if k <= 30 else "center", fontsize=size, **AS_TEXT)
+    axes.set_xticks(
+        range(k), names, rotation=60 if k <= 30 else 90, ha="right" if k <= 30 else "center", fontsize=size, **AS_TEXT
+    )
     axes.set_yticks(range(k), names, fontsize=size, **AS_TEXT)
     if k <= 12:
         for (i, j), count in np.ndenumerate(counts):
-            axes.text(j, i, str(count), ha="center", va="center", fontsize=7, color="white" if rates[i, j] > 0.5 else "black")
+            axes.text(
+                j, i, str(count), ha="center", va="center", fontsize=7, color="white" if rates[i, j] > 0.5 else "black"
+            )
     axes.set_xlabel("predicted")
     axes.set_ylabel("gold")
     axes.set_title(title, fontsize=9, **AS_TEXT)
@@ -274,8 +320,15 @@ def dataset_similarity(similarity: DatasetSimilarity) -> Figure:
     axes.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7, **AS_TEXT)
     axes.set_yticks(range(len(names)), names, fontsize=7, **AS_TEXT)
     for (i, j), value in np.ndenumerate(values):
-        axes.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=5 if len(names) > 12 else 7,
-                  color="white" if value < 0.55 else "black")
+        axes.text(
+            j,
+            i,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            fontsize=5 if len(names) > 12 else 7,
+            color="white" if value < 0.55 else "black",
+        )
     figure.colorbar(image, ax=axes, label="weighted Jaccard similarity", shrink=0.6)
     axes.set_title("token distributions: weighted Jaccard similarity", fontsize=9)
     return figure

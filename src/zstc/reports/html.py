@@ -49,8 +49,10 @@ class Section:
 def _figure_html(figure: SavedFigure) -> str:
     data = base64.b64encode(figure.png.read_bytes()).decode("ascii")
     caption = html.escape(figure.title + (": " + figure.caption if figure.caption else ""))
-    return (f'<figure id="fig-{html.escape(figure.name)}"><img alt="{html.escape(figure.title)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{caption}</figcaption></figure>')
+    return (
+        f'<figure id="fig-{html.escape(figure.name)}"><img alt="{html.escape(figure.title)}" '
+        f'src="data:image/png;base64,{data}"><figcaption>{caption}</figcaption></figure>'
+    )
 
 
 def _section_html(section: Section) -> str:
@@ -60,7 +62,11 @@ def _section_html(section: Section) -> str:
     parts += [table.to_html() for table in section.tables]
     for figure in section.figures:
         rendered = _figure_html(figure)
-        parts.append(f"<details><summary>{html.escape(figure.title)}</summary>{rendered}</details>" if section.collapsed else rendered)
+        parts.append(
+            f"<details><summary>{html.escape(figure.title)}</summary>{rendered}</details>"
+            if section.collapsed
+            else rendered
+        )
     return "\n".join(parts)
 
 
@@ -69,8 +75,8 @@ def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
     nav = " ".join(f'<a href="#{s.anchor}">{html.escape(s.title)}</a>' for s in sections)
     body = "\n".join(_section_html(s) for s in sections)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p class=\"meta\">{html.escape(subtitle)}</p>"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(title)}</title>'
+        f'<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p class="meta">{html.escape(subtitle)}</p>'
         f"<nav>{nav}</nav>\n{body}\n</body></html>\n"
     )

@@ -113,7 +113,13 @@ class Run:
         model, evaluation = self.model, self.summary.get("evaluation", {})
         chosen = {k: model.get(k) for k in ("pooling", "score_type", "dtype") if model.get(k) is not None}
         chosen.update(model.get("options") or {})
-        chosen.update({k: evaluation.get(k) for k in ("hypotheses", "template", "unlabelled_policy", "max_samples", "seed") if k in evaluation})
+        chosen.update(
+            {
+                k: evaluation.get(k)
+                for k in ("hypotheses", "template", "unlabelled_policy", "max_samples", "seed")
+                if k in evaluation
+            }
+        )
         return chosen
 
     def protocol_differences(self) -> list[str]:
@@ -127,12 +133,16 @@ class Run:
             if result is not None and not self._same_run(result):
                 # Another run's details beside this summary (a moved or copied file): their intervals, McNemar
                 # tests and confusion matrices would sit beside this run's numbers as if they were its own.
-                self.notes.append(f"{self.label}: {self.store.directory / dataset}.json is not this run's result for {dataset} "
-                                  "(another settings fingerprint or other metrics): its per-text details are not used")
+                self.notes.append(
+                    f"{self.label}: {self.store.directory / dataset}.json is not this run's result for {dataset} "
+                    "(another settings fingerprint or other metrics): its per-text details are not used"
+                )
                 result = None
             if result is None:
                 result = self._cached(dataset)
-            self._details[dataset] = result if result is not None and result.gold is not None and result.predicted is not None else None
+            self._details[dataset] = (
+                result if result is not None and result.gold is not None and result.predicted is not None else None
+            )
         return self._details[dataset]
 
     def _same_run(self, result: DatasetResult) -> bool:
@@ -141,7 +151,10 @@ class Run:
         if expected and result.fingerprint and result.fingerprint != expected:
             return False
         row = self.by_dataset.get(result.dataset, {})
-        return all(row.get(m) is None or result.metrics.get(m) is None or abs(row[m] - result.metrics[m]) <= 1e-6 for m in METRICS)
+        return all(
+            row.get(m) is None or result.metrics.get(m) is None or abs(row[m] - result.metrics[m]) <= 1e-6
+            for m in METRICS
+        )
 
     def _cached(self, dataset: str) -> DatasetResult | None:
         """The dataset's entry in the shared result cache, for a run whose details folder is gone."""
@@ -158,7 +171,10 @@ class Run:
             label=self.label,
             family=self.model.get("family"),
             params_millions=self.model.get("parameters_millions"),
-            scores={metric: {name: row[metric] for name, row in self.by_dataset.items() if metric in row} for metric in METRICS},
+            scores={
+                metric: {name: row[metric] for name, row in self.by_dataset.items() if metric in row}
+                for metric in METRICS
+            },
             source="run",
             throughput=self.throughput,
         )
@@ -202,7 +218,9 @@ def sample_differences(summary: dict[str, Any]) -> dict[str, str]:
             if scored > PAPER_SAMPLE_SIZE and name not in PAPER_WHOLE_DATASETS:
                 differences[name] = "whole"
         elif method in HARNESS_DRAWS and cap == PAPER_SAMPLE_SIZE:
-            if name in PAPER_WHOLE_DATASETS:  # the harness's draw, or the paper's as zstc drew it before it kept it whole
+            if (
+                name in PAPER_WHOLE_DATASETS
+            ):  # the harness's draw, or the paper's as zstc drew it before it kept it whole
                 differences[name] = "drawn"
         else:
             differences[name] = "sampled"
@@ -215,13 +233,18 @@ def protocol_differences(summary: dict[str, Any]) -> list[str]:
     none for a run made as the paper's were. Read from the recorded run identity, else the evaluation fields."""
     evaluation = summary.get("evaluation", {})
     identity = evaluation.get("run_identity") or {}
-    hypotheses = identity.get("hypotheses") or {"variant": evaluation.get("hypotheses"), "template": evaluation.get("template")}
+    hypotheses = identity.get("hypotheses") or {
+        "variant": evaluation.get("hypotheses"),
+        "template": evaluation.get("template"),
+    }
     differences = []
     if hypotheses.get("variant") not in (None, "dataset") or hypotheses.get("template") is not None:
         template = f" with template {hypotheses['template']!r}" if hypotheses.get("template") is not None else ""
         differences.append(f"hypotheses {hypotheses.get('variant')!r}{template} instead of BTZSC's own")
     if identity.get("adapt"):
-        differences.append(f"decisions adapted to each dataset's scores ({identity['adapt']}) instead of each text alone")
+        differences.append(
+            f"decisions adapted to each dataset's scores ({identity['adapt']}) instead of each text alone"
+        )
     policy = identity.get("unlabelled", evaluation.get("unlabelled_policy"))
     if policy not in (None, "paper"):
         differences.append(f"unlabelled policy {policy!r} instead of 'paper'")
@@ -231,19 +254,29 @@ def protocol_differences(summary: dict[str, Any]) -> list[str]:
     paper_draw = f"--sampling paper --max-samples {PAPER_SAMPLE_SIZE}"
     whole = [f"{name} ({by_dataset[name]['n_texts']})" for name, kind in sorted(samples.items()) if kind == "whole"]
     if whole:
-        differences.append(f"every text of {', '.join(whole)}, where the paper scored the harness's draw of {PAPER_SAMPLE_SIZE} "
-                           f"({paper_draw} scores those)")
+        differences.append(
+            f"every text of {', '.join(whole)}, where the paper scored the harness's draw of {PAPER_SAMPLE_SIZE} "
+            f"({paper_draw} scores those)"
+        )
     drawn = [name for name, kind in sorted(samples.items()) if kind == "drawn"]
     if drawn:
-        differences.append(f"a draw of {cap} texts of {', '.join(drawn)}, which the paper scored whole ({paper_draw} does)")
-    part = [f"{name} ({by_dataset[name]['source_texts']} of {catalog()[name].texts})"
-            for name, kind in sorted(samples.items()) if kind == "part"]
+        differences.append(
+            f"a draw of {cap} texts of {', '.join(drawn)}, which the paper scored whole ({paper_draw} does)"
+        )
+    part = [
+        f"{name} ({by_dataset[name]['source_texts']} of {catalog()[name].texts})"
+        for name, kind in sorted(samples.items())
+        if kind == "part"
+    ]
     if part:
-        differences.append(f"only part of the published test set of {', '.join(part)} "
-                           "(the packaged sample, or a cut file)")
+        differences.append(
+            f"only part of the published test set of {', '.join(part)} (the packaged sample, or a cut file)"
+        )
     if "sampled" in samples.values():
-        differences.append(f"a {method} sample of at most {cap} texts per dataset, where the paper scored its own sample "
-                           f"of {PAPER_SAMPLE_SIZE} ({paper_draw})")
+        differences.append(
+            f"a {method} sample of at most {cap} texts per dataset, where the paper scored its own sample "
+            f"of {PAPER_SAMPLE_SIZE} ({paper_draw})"
+        )
     differences.extend(_paper_option_differences(identity))
     return differences
 
@@ -284,7 +317,9 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
     for short in {run.short_name for run in runs}:
         same = [run for run in runs if run.short_name == short]
         settings = [run.settings() for run in same]
-        differing = [k for k in dict.fromkeys(k for s in settings for k in s) if len({repr(s.get(k)) for s in settings}) > 1]
+        differing = [
+            k for k in dict.fromkeys(k for s in settings for k in s) if len({repr(s.get(k)) for s in settings}) > 1
+        ]
         if len(same) > 1 and differing:
             for run, setting in zip(same, settings):
                 run.label = f"{short} (" + ", ".join(f"{k}={setting.get(k)}" for k in differing) + ")"
@@ -298,7 +333,9 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
 def paper_model_facts() -> dict[str, tuple[str | None, float | None]]:
     """Paper short name -> (model family, parameters in millions), from the model registry."""
     facts: dict[str, tuple[str | None, float | None]] = {
-        name: (family, PAPER_MODELS_WITHOUT_HUB_ID_SIZES.get(name)) for name, family in PAPER_MODELS_WITHOUT_HUB_ID.items()}
+        name: (family, PAPER_MODELS_WITHOUT_HUB_ID_SIZES.get(name))
+        for name, family in PAPER_MODELS_WITHOUT_HUB_ID.items()
+    }
     for spec in registered_models():
         if spec.paper_name:
             facts[spec.paper_name] = (spec.family, spec.params_millions)
@@ -312,13 +349,18 @@ def paper_rows() -> list[ModelRow]:
     rows = []
     for name in tables["macro_f1"]:
         family, params = facts.get(name, (None, None))
-        rows.append(ModelRow(
-            label=name,
-            family=family,
-            params_millions=params,
-            scores={metric: {k: v for k, v in tables[metric].get(name, {}).items() if k in catalog()} for metric in METRICS},
-            source="paper",
-        ))
+        rows.append(
+            ModelRow(
+                label=name,
+                family=family,
+                params_millions=params,
+                scores={
+                    metric: {k: v for k, v in tables[metric].get(name, {}).items() if k in catalog()}
+                    for metric in METRICS
+                },
+                source="paper",
+            )
+        )
     return rows
 
 
@@ -326,5 +368,8 @@ def compared_datasets(runs: list[Run]) -> list[str]:
     """The datasets every run has, in the paper's order (all 22 when there are no runs)."""
     names = [name for name in catalog() if all(name in run.by_dataset for run in runs)]
     if runs and not names:
-        raise DataError("the result files have no dataset in common: " + "; ".join(f"{r.path}: {', '.join(r.datasets)}" for r in runs))
+        raise DataError(
+            "the result files have no dataset in common: "
+            + "; ".join(f"{r.path}: {', '.join(r.datasets)}" for r in runs)
+        )
     return names

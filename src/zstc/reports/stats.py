@@ -46,7 +46,7 @@ class Interval:
 def _encode(gold: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Map the labels that occur to 0..k-1 (gold and predictions share one code)."""
     classes, codes = np.unique(np.concatenate([gold, predicted]), return_inverse=True)
-    return codes[: len(gold)], codes[len(gold):], len(classes)
+    return codes[: len(gold)], codes[len(gold) :], len(classes)
 
 
 def _confusions(gold: np.ndarray, predicted: np.ndarray, k: int, draws: np.ndarray | None = None) -> np.ndarray:
@@ -96,12 +96,22 @@ def _bootstrap(gold: np.ndarray, predicted: np.ndarray, metric: str, draws: int,
     from scipy.stats import bootstrap
 
     gold_codes, predicted_codes, k = _encode(np.asarray(gold), np.asarray(predicted))
-    return bootstrap((gold_codes, predicted_codes), _statistic(metric, k), n_resamples=draws, batch=_DRAWS_PER_CHUNK,
-                     paired=True, vectorized=True, confidence_level=CONFIDENCE, method="percentile",
-                     rng=np.random.default_rng(seed))
+    return bootstrap(
+        (gold_codes, predicted_codes),
+        _statistic(metric, k),
+        n_resamples=draws,
+        batch=_DRAWS_PER_CHUNK,
+        paired=True,
+        vectorized=True,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
 
 
-def bootstrap_draws(gold: np.ndarray, predicted: np.ndarray, metric: str, *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> np.ndarray:
+def bootstrap_draws(
+    gold: np.ndarray, predicted: np.ndarray, metric: str, *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0
+) -> np.ndarray:
     """The metric on ``draws`` resamples (with replacement) of the texts; seeded, so reproducible."""
     return np.asarray(_bootstrap(gold, predicted, metric, draws, seed).bootstrap_distribution)
 
@@ -112,19 +122,28 @@ def point_estimate(gold: np.ndarray, predicted: np.ndarray, metric: str) -> floa
     return float(_statistic(metric, k)(gold_codes, predicted_codes))
 
 
-def bootstrap_interval(gold: np.ndarray, predicted: np.ndarray, metric: str = "macro_f1", *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> Interval:
+def bootstrap_interval(
+    gold: np.ndarray, predicted: np.ndarray, metric: str = "macro_f1", *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0
+) -> Interval:
     """Percentile bootstrap 95% interval of one dataset's metric."""
     interval = _bootstrap(gold, predicted, metric, draws, seed).confidence_interval
     return Interval(point_estimate(gold, predicted, metric), float(interval.low), float(interval.high))
 
 
-def overall_interval(pairs: Sequence[tuple[np.ndarray, np.ndarray]], metric: str = "macro_f1", *,
-                     draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> Interval:
+def overall_interval(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+    metric: str = "macro_f1",
+    *,
+    draws: int = BOOTSTRAP_DRAWS,
+    seed: int = 0,
+) -> Interval:
     """Interval of the unweighted mean over datasets; each dataset ``(gold, predicted)`` is resampled on its own.
 
     Each dataset gets its own seed (``seed + i``), so adding a dataset does not change the others' draws.
     """
-    per_dataset = np.stack([bootstrap_draws(g, p, metric, draws=draws, seed=seed + i) for i, (g, p) in enumerate(pairs)])
+    per_dataset = np.stack(
+        [bootstrap_draws(g, p, metric, draws=draws, seed=seed + i) for i, (g, p) in enumerate(pairs)]
+    )
     value = float(np.mean([point_estimate(g, p, metric) for g, p in pairs]))
     tail = (1 - CONFIDENCE) / 2 * 100  # the percentile method, as scipy.stats.bootstrap uses for one dataset
     low, high = np.percentile(per_dataset.mean(axis=0), [tail, 100 - tail])
@@ -177,7 +196,9 @@ def kendall_tau(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) ->
     """Kendall's tau-b between two rankings, over the items both score; None with fewer than 3 items."""
     from scipy.stats import kendalltau
 
-    common = [name for name in scores_a if name in scores_b and np.isfinite(scores_a[name]) and np.isfinite(scores_b[name])]
+    common = [
+        name for name in scores_a if name in scores_b and np.isfinite(scores_a[name]) and np.isfinite(scores_b[name])
+    ]
     if len(common) < 3:
         return None
     result = kendalltau([scores_a[n] for n in common], [scores_b[n] for n in common])

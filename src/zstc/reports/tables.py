@@ -51,7 +51,9 @@ class Table:
         if self.caption:
             lines += [markdown_text(self.caption), ""]
         lines.append("| " + " | ".join(_markdown_cell(column) for column in self.columns) + " |")
-        lines.append("|" + "|".join("---" if _is_text_column(self.rows, j) else "---:" for j in range(len(self.columns))) + "|")
+        lines.append(
+            "|" + "|".join("---" if _is_text_column(self.rows, j) else "---:" for j in range(len(self.columns))) + "|"
+        )
         for i, row in enumerate(self.rows):
             cells = [_markdown_cell(format_cell(cell)) for cell in row]
             if i in self.highlight:
@@ -64,7 +66,10 @@ class Table:
         kinds = [_column_kind(self.rows, j) for j in range(len(self.columns))]
         header: list[str] = []
         for column, kind in zip(self.columns, kinds):
-            by_kind: dict[type | None, list[str]] = {MeanStd: [column, f"{column}_std"], Interval: [column, f"{column}_low", f"{column}_high"]}
+            by_kind: dict[type | None, list[str]] = {
+                MeanStd: [column, f"{column}_std"],
+                Interval: [column, f"{column}_low", f"{column}_high"],
+            }
             header += by_kind.get(kind, [column])
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -77,7 +82,9 @@ class Table:
                 if kind is MeanStd:
                     out += [cell.mean, cell.std] if isinstance(cell, MeanStd) else [_csv_value(cell), ""]
                 elif kind is Interval:
-                    out += [cell.value, cell.low, cell.high] if isinstance(cell, Interval) else [_csv_value(cell), "", ""]
+                    out += (
+                        [cell.value, cell.low, cell.high] if isinstance(cell, Interval) else [_csv_value(cell), "", ""]
+                    )
                 else:
                     out.append(_csv_value(cell))
             writer.writerow(out)
@@ -88,12 +95,16 @@ class Table:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = []
         for i, row in enumerate(self.rows):
-            cells = "".join(f'<td class="{"text" if isinstance(c, str) else "num"}">{html.escape(format_cell(c))}</td>' for c in row)
-            body.append(f'<tr{" class=mine" if i in self.highlight else ""}>{cells}</tr>')
+            cells = "".join(
+                f'<td class="{"text" if isinstance(c, str) else "num"}">{html.escape(format_cell(c))}</td>' for c in row
+            )
+            body.append(f"<tr{' class=mine' if i in self.highlight else ''}>{cells}</tr>")
         caption = f'<p class="caption">{html.escape(self.caption)}</p>' if self.caption else ""
         # "table-", as figures have "fig-": a table named as a section ("runs") gave the page one id twice.
-        return (f'<section id="table-{html.escape(self.name)}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
-                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
+        return (
+            f'<section id="table-{html.escape(self.name)}"><h3>{html.escape(self.title)}</h3>{caption}<div class="scroll"><table>'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>"
+        )
 
 
 def markdown_text(text: str) -> str:
@@ -145,12 +156,16 @@ def _params(row: ModelRow) -> str:
 
 def _ranked(rows: list[ModelRow], datasets: list[str]) -> list[ModelRow]:
     """Best overall macro-F1 first; the paper's models and the user's runs interleave by score."""
-    return sorted(rows, key=lambda r: -r.mean("macro_f1", datasets) if not math.isnan(r.mean("macro_f1", datasets)) else math.inf)
+    return sorted(
+        rows, key=lambda r: -r.mean("macro_f1", datasets) if not math.isnan(r.mean("macro_f1", datasets)) else math.inf
+    )
 
 
 def _scope(datasets: list[str]) -> str:
     n = len(datasets)
-    return "all 22 BTZSC datasets" if n == len(catalog()) else f"{n} of {len(catalog())} datasets ({', '.join(datasets)})"
+    return (
+        "all 22 BTZSC datasets" if n == len(catalog()) else f"{n} of {len(catalog())} datasets ({', '.join(datasets)})"
+    )
 
 
 # -- the paper's tables -------------------------------------------------------------------------------
@@ -161,41 +176,63 @@ def family_table(rows: list[ModelRow], datasets: list[str]) -> Table:
     groups = {family: [d for d in members if d in datasets] for family, members in families().items()}
     groups = {family: members for family, members in groups.items() if members}
     table = Table(
-        "table2_families", "Table 2: macro-F1 by task family, overall macro-F1 and accuracy",
+        "table2_families",
+        "Table 2: macro-F1 by task family, overall macro-F1 and accuracy",
         ["model", "source", "model family", "params (M)", *groups, "avg F1", "avg accuracy"],
         # How many datasets each family has here, counted from the table: the families weigh that much in the averages.
         caption=f"Means over {_scope(datasets)}; in parentheses the standard deviation across datasets. "
-                f"Averages are unweighted over the {len(datasets)} datasets "
-                f"({', '.join(f'{family} {len(members)}' for family, members in groups.items())}), as in the paper.",
+        f"Averages are unweighted over the {len(datasets)} datasets "
+        f"({', '.join(f'{family} {len(members)}' for family, members in groups.items())}), as in the paper.",
     )
     for i, row in enumerate(_ranked(rows, datasets)):
-        table.rows.append([
-            row.label, row.source, row.family or "", _params(row),
-            *[MeanStd(row.mean("macro_f1", members), row.std("macro_f1", members)) for members in groups.values()],
-            MeanStd(row.mean("macro_f1", datasets), row.std("macro_f1", datasets)),
-            row.mean("accuracy", datasets),
-        ])
+        table.rows.append(
+            [
+                row.label,
+                row.source,
+                row.family or "",
+                _params(row),
+                *[MeanStd(row.mean("macro_f1", members), row.std("macro_f1", members)) for members in groups.values()],
+                MeanStd(row.mean("macro_f1", datasets), row.std("macro_f1", datasets)),
+                row.mean("accuracy", datasets),
+            ]
+        )
         if row.source == "run":
             table.highlight.add(i)
     return table
 
 
-METRIC_TITLES = {"macro_f1": "macro-F1", "accuracy": "accuracy", "macro_precision": "macro-precision", "macro_recall": "macro-recall"}
+METRIC_TITLES = {
+    "macro_f1": "macro-F1",
+    "accuracy": "accuracy",
+    "macro_precision": "macro-precision",
+    "macro_recall": "macro-recall",
+}
 
 
 def dataset_table(rows: list[ModelRow], datasets: list[str], metric: str) -> Table:
     """One metric per model and dataset, with the mean over the datasets."""
-    table = Table(f"datasets_{metric}", f"{METRIC_TITLES[metric]} per dataset", ["model", "source", *datasets, "mean"],
-                  caption=f"Models ordered by mean macro-F1 over {_scope(datasets)}.")
+    table = Table(
+        f"datasets_{metric}",
+        f"{METRIC_TITLES[metric]} per dataset",
+        ["model", "source", *datasets, "mean"],
+        caption=f"Models ordered by mean macro-F1 over {_scope(datasets)}.",
+    )
     for i, row in enumerate(_ranked(rows, datasets)):
-        table.rows.append([row.label, row.source, *[float(v) for v in row.values(metric, datasets)], row.mean(metric, datasets)])
+        table.rows.append(
+            [row.label, row.source, *[float(v) for v in row.values(metric, datasets)], row.mean(metric, datasets)]
+        )
         if row.source == "run":
             table.highlight.add(i)
     return table
 
 
-def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], intervals: Mapping[str, Interval | None] | None = None,
-                           note: str = "") -> Table:
+def paper_comparison_table(
+    run: ModelRow,
+    paper: ModelRow,
+    datasets: list[str],
+    intervals: Mapping[str, Interval | None] | None = None,
+    note: str = "",
+) -> Table:
     """A run against the paper's published row for the same model: delta per dataset.
 
     With bootstrap intervals, "in CI" says whether the published macro-F1 lies inside this run's 95%
@@ -204,8 +241,19 @@ def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], 
     """
     intervals = intervals or {}
     table = Table(
-        f"paper_delta_{_slug(run.label)}", f"{run.label} against the paper's {paper.label}",
-        ["dataset", "family", "macro-F1", "paper F1", "delta F1", "paper F1 in 95% CI", "accuracy", "paper accuracy", "delta accuracy"],
+        f"paper_delta_{_slug(run.label)}",
+        f"{run.label} against the paper's {paper.label}",
+        [
+            "dataset",
+            "family",
+            "macro-F1",
+            "paper F1",
+            "delta F1",
+            "paper F1 in 95% CI",
+            "accuracy",
+            "paper accuracy",
+            "delta accuracy",
+        ],
         caption="delta = this run minus the published value." + (f" {note}" if note else ""),
     )
     family_of = {name: spec.family for name, spec in catalog().items()}
@@ -215,19 +263,33 @@ def paper_comparison_table(run: ModelRow, paper: ModelRow, datasets: list[str], 
         if theirs_f1 is None:
             continue
         interval = intervals.get(name)
-        table.rows.append([
-            name, family_of.get(name, ""),
-            interval if interval is not None else ours_f1, theirs_f1, _delta(ours_f1, theirs_f1),
-            ("yes" if interval.contains(theirs_f1) else "no") if interval is not None else "",
-            ours_acc, theirs_acc, _delta(ours_acc, theirs_acc),
-        ])
+        table.rows.append(
+            [
+                name,
+                family_of.get(name, ""),
+                interval if interval is not None else ours_f1,
+                theirs_f1,
+                _delta(ours_f1, theirs_f1),
+                ("yes" if interval.contains(theirs_f1) else "no") if interval is not None else "",
+                ours_acc,
+                theirs_acc,
+                _delta(ours_acc, theirs_acc),
+            ]
+        )
     overall = intervals.get("overall")
-    table.rows.append([
-        "overall", "", overall if overall is not None else run.mean("macro_f1", datasets), paper.mean("macro_f1", datasets),
-        run.mean("macro_f1", datasets) - paper.mean("macro_f1", datasets),
-        ("yes" if overall.contains(paper.mean("macro_f1", datasets)) else "no") if overall is not None else "",
-        run.mean("accuracy", datasets), paper.mean("accuracy", datasets), run.mean("accuracy", datasets) - paper.mean("accuracy", datasets),
-    ])
+    table.rows.append(
+        [
+            "overall",
+            "",
+            overall if overall is not None else run.mean("macro_f1", datasets),
+            paper.mean("macro_f1", datasets),
+            run.mean("macro_f1", datasets) - paper.mean("macro_f1", datasets),
+            ("yes" if overall.contains(paper.mean("macro_f1", datasets)) else "no") if overall is not None else "",
+            run.mean("accuracy", datasets),
+            paper.mean("accuracy", datasets),
+            run.mean("accuracy", datasets) - paper.mean("accuracy", datasets),
+        ]
+    )
     table.highlight.add(len(table.rows) - 1)
     return table
 
@@ -243,29 +305,41 @@ def _slug(text: str) -> str:
 # -- statistics and run records -----------------------------------------------------------------------
 
 
-def interval_table(label: str, intervals: Mapping[str, Mapping[str, Interval | None]], n_texts: dict[str, int], draws: int,
-                   note: str = "") -> Table:
+def interval_table(
+    label: str,
+    intervals: Mapping[str, Mapping[str, Interval | None]],
+    n_texts: dict[str, int],
+    draws: int,
+    note: str = "",
+) -> Table:
     """Bootstrap intervals of one run: ``intervals[metric][dataset or "overall"]`` (None: blank, ``note`` says why)."""
     metrics = list(intervals)
-    table = Table(f"ci_{_slug(label)}", f"{label}: bootstrap 95% confidence intervals",
-                  ["dataset", "texts", *(METRIC_TITLES[m] for m in metrics)],
-                  caption=f"Percentile bootstrap over texts, {draws} seeded draws; the overall interval resamples each dataset independently."
-                          + (f" {note}" if note else ""))
+    table = Table(
+        f"ci_{_slug(label)}",
+        f"{label}: bootstrap 95% confidence intervals",
+        ["dataset", "texts", *(METRIC_TITLES[m] for m in metrics)],
+        caption=f"Percentile bootstrap over texts, {draws} seeded draws; the overall interval resamples each dataset independently."
+        + (f" {note}" if note else ""),
+    )
     names = [n for n in intervals[metrics[0]] if n != "overall"]
     total = sum(n_texts.values()) if all(n in n_texts for n in names) else None  # not a sum that leaves a dataset out
     for name in names + ["overall"]:
-        table.rows.append([name, n_texts.get(name, total if name == "overall" else None),
-                           *(intervals[m].get(name) for m in metrics)])
+        table.rows.append(
+            [name, n_texts.get(name, total if name == "overall" else None), *(intervals[m].get(name) for m in metrics)]
+        )
     table.highlight.add(len(table.rows) - 1)
     return table
 
 
 def mcnemar_table(pairs: dict[tuple[str, str], dict[str, McNemar]]) -> Table:
     """McNemar results: ``pairs[(label_a, label_b)][dataset or "all datasets"]``."""
-    table = Table("mcnemar", "Paired comparison on the same texts (McNemar's exact test)",
-                  ["model A", "model B", "dataset", "shared texts", "only A correct", "only B correct", "p-value"],
-                  caption="Only texts both runs scored (same data file, same rows) are paired; "
-                          "'all datasets' pools the discordant pairs. A small p-value means the two models' errors differ more than chance explains.")
+    table = Table(
+        "mcnemar",
+        "Paired comparison on the same texts (McNemar's exact test)",
+        ["model A", "model B", "dataset", "shared texts", "only A correct", "only B correct", "p-value"],
+        caption="Only texts both runs scored (same data file, same rows) are paired; "
+        "'all datasets' pools the discordant pairs. A small p-value means the two models' errors differ more than chance explains.",
+    )
     for (a, b), tests in pairs.items():
         for name, test in tests.items():
             table.rows.append([a, b, name, test.n_texts, test.only_a, test.only_b, f"{test.p_value:.3g}"])
@@ -318,8 +392,12 @@ def _fact_cell(value: Any) -> Cell:
 
 def run_facts_table(runs: Sequence[Any]) -> Table:
     """How each run was made: one column per run, one row per recorded fact (blank when not recorded)."""
-    table = Table("runs", "Runs: settings, speed and provenance", ["", *(run.label for run in runs)],
-                  caption="Throughput and latency exclude model loading; a batch is one scorer call on 'batch size' texts.")
+    table = Table(
+        "runs",
+        "Runs: settings, speed and provenance",
+        ["", *(run.label for run in runs)],
+        caption="Throughput and latency exclude model loading; a batch is one scorer call on 'batch size' texts.",
+    )
     for label, section, key in RUN_FACTS:
         values = [_fact_cell(run.summary.get(section, {}).get(key)) for run in runs]
         if any(v is not None for v in values):

@@ -29,8 +29,13 @@ def git_commit() -> str | None:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=5)
         if head.returncode != 0:
             return None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
-                                cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=5)
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
+            cwd=PACKAGE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     commit = head.stdout.strip()
@@ -66,7 +71,11 @@ def folder_sha256(folder: str | Path) -> str:
     """sha256 over a folder's files (relative names and contents, hidden entries skipped), each file's hash
     cached in ``$ZSTC_CACHE/file-hashes.json`` by path and :func:`file_stamp`, so a 16 GB checkpoint is read once."""
     folder = Path(folder).resolve()
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
     cache = _HashCache.load()
     digest = hashlib.sha256()
     for path in files:

@@ -53,5 +53,7 @@ def check_reachable(address: str) -> None:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as error:
-        raise ZstcError(f"--address {address}: nothing accepts a connection there ({error.strerror or type(error).__name__}); "
-                        "is the Ray cluster running, and is this its head node?") from None
+        raise ZstcError(
+            f"--address {address}: nothing accepts a connection there ({error.strerror or type(error).__name__}); "
+            "is the Ray cluster running, and is this its head node?"
+        ) from None

@@ -60,8 +60,13 @@ class SweepPlan:
         return len(self.configs) * len(self.configs[0].tasks) if self.configs else 0
 
 
-def plan_sweep(template: BenchConfig, models: Sequence[str], out_dir: str | Path, *,
-               on_event: Callable[[str, Any], None] | None = None) -> SweepPlan:
+def plan_sweep(
+    template: BenchConfig,
+    models: Sequence[str],
+    out_dir: str | Path,
+    *,
+    on_event: Callable[[str, Any], None] | None = None,
+) -> SweepPlan:
     """The sweep of ``models`` over ``template``'s datasets and settings; summaries go to ``out_dir``."""
     # The rule of every --out folder: new or existing, in a folder that exists; never an existing file.
     out_dir = check_output_dir(Path(out_dir))
@@ -89,17 +94,21 @@ def check_distinct_models(models: Sequence[str], family: str | None = None) -> N
             spec = get_model_spec(model, family, parameter="models")
         except UnknownModelError as unknown:
             # The registry's advice is a family for the model; a sweep has one family for all its models, so none.
-            raise ModelError(f"{unknown.named} in --models: it is not in zstc's registry (see `zstc models`) and not a "
-                             "local folder whose family zstc can read; a sweep takes no --family (its models may be of "
-                             "several), so score it with `zstc bench --family ...`") from None
+            raise ModelError(
+                f"{unknown.named} in --models: it is not in zstc's registry (see `zstc models`) and not a "
+                "local folder whose family zstc can read; a sweep takes no --family (its models may be of "
+                "several), so score it with `zstc bench --family ...`"
+            ) from None
         folder = Path(model).expanduser()
         if not folder.is_dir() and spec.offline_source is not None:  # the installed copy of a registered model
             folder = spec.offline_source(locate_only=True) or folder
         names = [spec.model_id, *([str(folder.resolve())] if folder.is_dir() else [])]
         for name in names:
             if name in seen:
-                raise LabelError(f"models {quoted(seen[name])} and {quoted(model)} are the same model ({name}); give it once",
-                                 parameters=("models",))
+                raise LabelError(
+                    f"models {quoted(seen[name])} and {quoted(model)} are the same model ({name}); give it once",
+                    parameters=("models",),
+                )
         seen.update(dict.fromkeys(names, model))
     check_distinct_files(models, model_folder, what="models", written="summary and details")
 
@@ -112,13 +121,17 @@ def check_distinct_files(names: Sequence[str], file_name: Callable[[str], str], 
     for name in names:
         file = file_name(name)
         if file.casefold() in files:
-            raise LabelError(f"{what} {files[file.casefold()]!r} and {name!r} would be written to one file "
-                             f"name ({file}), one's {written} over the other's: rename or move one of them",
-                             parameters=(what,))
+            raise LabelError(
+                f"{what} {files[file.casefold()]!r} and {name!r} would be written to one file "
+                f"name ({file}), one's {written} over the other's: rename or move one of them",
+                parameters=(what,),
+            )
         files[file.casefold()] = name
 
 
-def _plan(template: BenchConfig, models: Sequence[str], out_dir: Path, on_event: Callable[[str, Any], None] | None) -> SweepPlan:
+def _plan(
+    template: BenchConfig, models: Sequence[str], out_dir: Path, on_event: Callable[[str, Any], None] | None
+) -> SweepPlan:
     configs: list[Any] = []
     benches: list[Any] = []
     pending: list[Any] = []
@@ -141,9 +154,17 @@ def _plan(template: BenchConfig, models: Sequence[str], out_dir: Path, on_event:
     return SweepPlan(configs, benches, pending, reused)
 
 
-def run_sweep(plan: SweepPlan, *, engine: str = "local", address: str | None = None, gpus_per_model: float = 0,
-              cpus_per_model: float = 1, max_retries: int = 3, before_unit: UnitHook | None = None,
-              on_event: Callable[[str, Any], None] | None = None) -> dict[str, dict[str, Any]]:
+def run_sweep(
+    plan: SweepPlan,
+    *,
+    engine: str = "local",
+    address: str | None = None,
+    gpus_per_model: float = 0,
+    cpus_per_model: float = 1,
+    max_retries: int = 3,
+    before_unit: UnitHook | None = None,
+    on_event: Callable[[str, Any], None] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Compute ``plan``'s pending units with ``engine``; returns each model's summary (also written to disk)."""
     check_choice("engine", engine, ENGINES)
     check_options({"gpus_per_model": gpus_per_model, "cpus_per_model": cpus_per_model, "max_retries": max_retries})
@@ -164,7 +185,16 @@ def run_sweep(plan: SweepPlan, *, engine: str = "local", address: str | None = N
     elif plan.pending:
         from zstc.scale.ray_sweep import run_units
 
-        run_units(plan, arrived, address=address, gpus_per_model=gpus_per_model, cpus_per_model=cpus_per_model,
-                  max_retries=max_retries, before_unit=before_unit)
-    return {bench.config.model: bench.summarize({name: results[bench.config.model][name] for name in bench.config.tasks})
-            for bench in plan.benches}
+        run_units(
+            plan,
+            arrived,
+            address=address,
+            gpus_per_model=gpus_per_model,
+            cpus_per_model=cpus_per_model,
+            max_retries=max_retries,
+            before_unit=before_unit,
+        )
+    return {
+        bench.config.model: bench.summarize({name: results[bench.config.model][name] for name in bench.config.tasks})
+        for bench in plan.benches
+    }

@@ -57,10 +57,14 @@ def input_files(sources: str | list[str]) -> list[Path]:
         path = Path(source)
         if path.is_dir():
             for entry in sorted(p for p in path.iterdir() if p.suffix.lower() in INPUT_SUFFIXES):
-                if not entry.is_file():  # a Spark/pyarrow dataset folder "x.parquet/", a broken link: said, not a traceback
+                if (
+                    not entry.is_file()
+                ):  # a Spark/pyarrow dataset folder "x.parquet/", a broken link: said, not a traceback
                     what = "a folder" if entry.is_dir() else "not a readable file (a broken link?)"
-                    raise DataError(f"{entry}: {what}, named like an input file; --engine ray reads files: name its "
-                                    f"files, or move it out of {path}")
+                    raise DataError(
+                        f"{entry}: {what}, named like an input file; --engine ray reads files: name its "
+                        f"files, or move it out of {path}"
+                    )
                 found.append(entry)
         elif path.is_file():
             if path.suffix.lower() not in INPUT_SUFFIXES:
@@ -84,8 +88,14 @@ class LabelChunks:
     exception of an actor's constructor in its own ActorDiedError, without the cause, and the driver is to say
     the same one line and exit status as ``zstc classify`` (:func:`_rebuilt`)."""
 
-    def __init__(self, model: str, family: str | None, options: dict[str, Any], labeller: ChunkLabeller,
-                 revisions: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        family: str | None,
+        options: dict[str, Any],
+        labeller: ChunkLabeller,
+        revisions: dict[str, str] | None = None,
+    ) -> None:
         from zstc.api import Classifier, check_labels_read_apart
         from zstc.models.loading import pin_revisions
 
@@ -113,24 +123,41 @@ class LabelChunks:
             return _failure(error)
 
 
-def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLabeller, *, model: str, family: str | None,
-                      options: dict[str, Any], settings: str, chunk_size: int = 1000, address: str | None = None,
-                      actors: int = 1, cpus_per_actor: float = 1.0, gpus_per_actor: float = 0.0,
-                      on_note: Callable[[str], None] = lambda note: None, notes: Sequence[str] = ()) -> int:
+def classify_with_ray(
+    sources: str | list[str],
+    out_dir: Path,
+    labeller: ChunkLabeller,
+    *,
+    model: str,
+    family: str | None,
+    options: dict[str, Any],
+    settings: str,
+    chunk_size: int = 1000,
+    address: str | None = None,
+    actors: int = 1,
+    cpus_per_actor: float = 1.0,
+    gpus_per_actor: float = 0.0,
+    on_note: Callable[[str], None] = lambda note: None,
+    notes: Sequence[str] = (),
+) -> int:
     """Label every input into ``out_dir``; returns how many predictions the output folder holds. ``on_note`` hears
     what ``zstc classify`` says: the model's notes before any row; at the end ``notes`` (the descriptions') and the
     scorer's (texts truncated), merged over the chunks as ``zstc classify`` merges them."""
     from zstc.scorers.base import merge_batch_notes
 
-    check_options({"actors": actors, "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor, "chunk_size": chunk_size})  # before Ray starts
+    check_options(
+        {"actors": actors, "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor, "chunk_size": chunk_size}
+    )  # before Ray starts
     files = input_files(sources)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise DataError(f"--out {out_dir}: --engine ray writes a folder of Parquet files, and this is a file")
     for path in files:  # --out the inputs' own folder: a Parquet input's output is its own name there
         if same_file(out_dir / _output_name(path), path):
-            raise OutputError(f"--out {out_dir}: would overwrite the input {path} with its output {_output_name(path)}; "
-                              "choose another folder")
+            raise OutputError(
+                f"--out {out_dir}: would overwrite the input {path} with its output {_output_name(path)}; "
+                "choose another folder"
+            )
     manifest_path = out_dir / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -139,8 +166,15 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     # The device too, as the local engine's marker holds it: rows scored on GPU actors and rows scored on CPU actors
     # differ (in bf16 by whole decisions), so an input begun on the one is not finished or continued on the other.
     device = actor_device(options, gpus_per_actor)
-    identities = {str(path): {"input_sha256": sha256_file(path), "settings": settings, "precision": options.get("precision"),
-                              "device": device} for path in files}
+    identities = {
+        str(path): {
+            "input_sha256": sha256_file(path),
+            "settings": settings,
+            "precision": options.get("precision"),
+            "device": device,
+        }
+        for path in files
+    }
 
     def finished(path: Path) -> bool:
         return _finished(manifest.get(str(path)), identities[str(path)], out_dir / _output_name(path))
@@ -148,11 +182,15 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
     pending = [path for path in files if not finished(path)]
     if len(pending) < len(files):
         on_note(f"{len(files) - len(pending)} of {len(files)} inputs are finished already in {out_dir}")
-    for path in pending:  # the header (a repeated column would be silently dropped) and the first row, before Ray starts
+    for (
+        path
+    ) in pending:  # the header (a repeated column would be silently dropped) and the first row, before Ray starts
         first = next(read_records(path, parquet_batch=1), None)  # a Parquet file converts that row alone
         if first is None:  # as classify says it (Ray wrote no output and said nothing)
             raise DataError(f"{path}: no texts")
-        labeller.checked([(f"{path}:{first[0]}", first[1])])  # a misnamed --text-column or --keep-columns, as classify's
+        labeller.checked(
+            [(f"{path}:{first[0]}", first[1])]
+        )  # a misnamed --text-column or --keep-columns, as classify's
         labeller.kept(first[1])
     if pending:
         ray = require_ray()
@@ -163,13 +201,23 @@ def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLa
             pool = _start_actors(ray, actors, cpus_per_actor, gpus_per_actor, model, family, options, labeller, on_note)
             out_dir.mkdir(parents=True, exist_ok=True)  # after every check: a refused run leaves no folder behind
             scorer_notes: list[list[str]] = []
-            for path, count in _label_files(ray, pool, pending, labeller, out_dir, identities, chunk_size, scorer_notes, on_note):
+            for path, count in _label_files(
+                ray, pool, pending, labeller, out_dir, identities, chunk_size, scorer_notes, on_note
+            ):
                 output = out_dir / _output_name(path)
                 # Whatever entry named this output before is no longer its input's (an input of the same stem elsewhere).
-                for key in [key for key, entry in manifest.items() if isinstance(entry, dict) and entry.get("output") == output.name]:
+                for key in [
+                    key
+                    for key, entry in manifest.items()
+                    if isinstance(entry, dict) and entry.get("output") == output.name
+                ]:
                     del manifest[key]
-                manifest[str(path)] = {**identities[str(path)], "rows": count, "output": output.name,
-                                       "output_sha256": sha256_file(output)}
+                manifest[str(path)] = {
+                    **identities[str(path)],
+                    "rows": count,
+                    "output": output.name,
+                    "output_sha256": sha256_file(output),
+                }
                 write_json(manifest_path, manifest)
             notes = [*notes, *merge_batch_notes(scorer_notes)]
         finally:
@@ -214,19 +262,36 @@ def _check_resources(cluster: dict[str, float], actors: int, cpus: float, gpus: 
     for resource, per_actor, name in (("CPU", cpus, "cpus_per_actor"), ("GPU", gpus, "gpus_per_actor")):
         needed, available = actors * per_actor, float(cluster.get(resource, 0))
         if needed > available:
-            raise OptionError(f"actors {actors} x {name} {per_actor:g} = {needed:g} {resource}s, and the Ray cluster has "
-                              f"{available:g}: lower actors or {name}", "actors", name)
+            raise OptionError(
+                f"actors {actors} x {name} {per_actor:g} = {needed:g} {resource}s, and the Ray cluster has "
+                f"{available:g}: lower actors or {name}",
+                "actors",
+                name,
+            )
 
 
-def _start_actors(ray: Any, actors: int, cpus: float, gpus: float, model: str, family: str | None, options: dict[str, Any],
-                  labeller: ChunkLabeller, on_note: Callable[[str], None]) -> list[Any]:
+def _start_actors(
+    ray: Any,
+    actors: int,
+    cpus: float,
+    gpus: float,
+    model: str,
+    family: str | None,
+    options: dict[str, Any],
+    labeller: ChunkLabeller,
+    on_note: Callable[[str], None],
+) -> list[Any]:
     """The scorer actors, each with its model loaded; a model that cannot load is its one-line error here, before any
     output is opened."""
     from zstc.models.loading import hub_revisions
 
     actor_class = ray.remote(LabelChunks)
-    pool = [actor_class.options(num_cpus=cpus, num_gpus=gpus, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS)
-            .remote(model, family, options, labeller, hub_revisions()) for _ in range(actors)]
+    pool = [
+        actor_class.options(
+            num_cpus=cpus, num_gpus=gpus, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS
+        ).remote(model, family, options, labeller, hub_revisions())
+        for _ in range(actors)
+    ]
     answers = ray.get([actor.ready.remote() for actor in pool])
     for answer in answers:
         if isinstance(answer, tuple):
@@ -246,9 +311,17 @@ def _chunks(path: Path, skip: int, chunk_size: int) -> Iterator[list[tuple[str, 
         yield chunk
 
 
-def _label_files(ray: Any, pool: Sequence[Any], files: list[Path], labeller: ChunkLabeller, out_dir: Path,
-                 identities: dict[str, dict[str, Any]], chunk_size: int, scorer_notes: list[list[str]],
-                 on_note: Callable[[str], None]) -> Iterator[tuple[Path, int]]:
+def _label_files(
+    ray: Any,
+    pool: Sequence[Any],
+    files: list[Path],
+    labeller: ChunkLabeller,
+    out_dir: Path,
+    identities: dict[str, dict[str, Any]],
+    chunk_size: int,
+    scorer_notes: list[list[str]],
+    on_note: Callable[[str], None],
+) -> Iterator[tuple[Path, int]]:
     """Score ``files`` chunk by chunk on ``pool`` and write them in input order; yields ``(input, rows in its
     output)`` as each output is finished. A user's error in a chunk is raised after the chunks before it are
     written, as ``zstc classify`` writes them."""
@@ -267,8 +340,10 @@ def _label_files(ray: Any, pool: Sequence[Any], files: list[Path], labeller: Chu
         try:
             answer = ray.get(ref)
         except RayActorError as error:  # restarted ACTOR_RESTARTS times already, and it died again
-            raise ZstcError(f"a scorer actor died while labelling {path} (restarted {ACTOR_RESTARTS} times: "
-                            f"{type(error).__name__}); run again to resume") from None
+            raise ZstcError(
+                f"a scorer actor died while labelling {path} (restarted {ACTOR_RESTARTS} times: "
+                f"{type(error).__name__}); run again to resume"
+            ) from None
         if isinstance(answer[0], str):
             raise _rebuilt(*answer)
         rows, notes = answer

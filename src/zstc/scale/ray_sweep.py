@@ -31,8 +31,16 @@ class ModelWorker:
         return self.bench.compute(prepared)
 
 
-def run_units(plan: Any, arrived: Callable[[Any, DatasetResult], None], *, address: str | None, gpus_per_model: float,
-              cpus_per_model: float, max_retries: int, before_unit: Callable[[str, str], None] | None) -> None:
+def run_units(
+    plan: Any,
+    arrived: Callable[[Any, DatasetResult], None],
+    *,
+    address: str | None,
+    gpus_per_model: float,
+    cpus_per_model: float,
+    max_retries: int,
+    before_unit: Callable[[str, str], None] | None,
+) -> None:
     """Run ``plan.pending`` on one actor per model; ``arrived(unit, result)`` as each unit finishes."""
     ray = require_ray()
     from ray.exceptions import RayActorError
@@ -44,8 +52,10 @@ def run_units(plan: Any, arrived: Callable[[Any, DatasetResult], None], *, addre
         for config in plan.configs:
             if any(unit.model == config.model for unit in plan.pending):
                 workers[config.model] = actor_class.options(
-                    num_cpus=cpus_per_model, num_gpus=gpus_per_model,
-                    max_restarts=max_retries, max_task_retries=max_retries,  # a dead worker is restarted, its calls re-run
+                    num_cpus=cpus_per_model,
+                    num_gpus=gpus_per_model,
+                    max_restarts=max_retries,
+                    max_task_retries=max_retries,  # a dead worker is restarted, its calls re-run
                 ).remote(config, before_unit)
         # Units travel as (dataset, fingerprint): each worker loads its own data.
         waiting = {workers[unit.model].compute.remote(unit.dataset, unit.fingerprint): unit for unit in plan.pending}
@@ -55,9 +65,13 @@ def run_units(plan: Any, arrived: Callable[[Any, DatasetResult], None], *, addre
                 unit = waiting.pop(ref)
                 try:
                     result = ray.get(ref)
-                except RayActorError as error:  # restarted max_retries times, and it died again: the finished units are saved
-                    raise ZstcError(f"the Ray worker of {unit.model} died computing {unit.dataset} after {max_retries} "
-                                    f"restarts ({type(error).__name__}); run again to resume") from None
+                except (
+                    RayActorError
+                ) as error:  # restarted max_retries times, and it died again: the finished units are saved
+                    raise ZstcError(
+                        f"the Ray worker of {unit.model} died computing {unit.dataset} after {max_retries} "
+                        f"restarts ({type(error).__name__}); run again to resume"
+                    ) from None
                 arrived(unit, result)
     finally:
         for worker in workers.values():  # on a cluster that outlives this run too

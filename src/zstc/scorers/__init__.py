@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from zstc.scorers.base import Capabilities, PairScorer, Scorer, ScoreResult
 
 FAMILY_SCORERS: FamilyTable[str] = FamilyTable(
-    lambda family: family.scorer if isinstance(family.scorer, str) else f"{family.scorer.__module__}:{family.scorer.__qualname__}"
+    lambda family: (
+        family.scorer if isinstance(family.scorer, str) else f"{family.scorer.__module__}:{family.scorer.__qualname__}"
+    )
 )
 """Family name -> ``module:class`` of its scorer (a view of the :class:`Family` records)."""
 
@@ -52,7 +54,12 @@ def make_scorer(model: str | ModelSpec, family: str | None = None, *, shortlist:
     return with_shortlist(scorer, shortlist, **({"device": device} if device is not None else {}))
 
 
-_LAZY = {"Capabilities": "zstc.scorers.base", "Scorer": "zstc.scorers.base", "PairScorer": "zstc.scorers.base", "ScoreResult": "zstc.scorers.base"}
+_LAZY = {
+    "Capabilities": "zstc.scorers.base",
+    "Scorer": "zstc.scorers.base",
+    "PairScorer": "zstc.scorers.base",
+    "ScoreResult": "zstc.scorers.base",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -62,6 +69,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "FAMILY_SCORERS", "Capabilities", "Family", "PairScorer", "ScoreResult", "Scorer", "families", "get_family", "make_scorer",
-    "register_family", "scorer_class",
+    "FAMILY_SCORERS",
+    "Capabilities",
+    "Family",
+    "PairScorer",
+    "ScoreResult",
+    "Scorer",
+    "families",
+    "get_family",
+    "make_scorer",
+    "register_family",
+    "scorer_class",
 ]

@@ -106,21 +106,39 @@ class PairScorer(Scorer, Protocol):
     """A scorer that can score aligned (text, hypothesis) pairs, not only texts x labels (cross-encoders; bi-encoders by
     each pair's cosine, for the NLI probe)."""
 
-    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                    cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
+    def score_pairs(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
         """One float32 score per pair ``(firsts[i], seconds[i])``; ``groups[i]`` names the decision pair ``i``
         competes in (default: the pairs sharing its first sequence), ``cuts[i]`` (not ``nan``) the multi-label
         threshold it is decided by instead."""
         ...
 
-    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                               cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+    def score_pairs_with_notes(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> ScoreResult:
         """:meth:`score_pairs`'s scores with the notes of the call (sequences truncated, pairs rescored in fp32)."""
         ...
 
 
-def check_pair_arguments(firsts: Sequence[str], seconds: Sequence[str], groups: Sequence[int] | np.ndarray | None = None,
-                         cuts: Sequence[float] | np.ndarray | None = None) -> np.ndarray | None:
+def check_pair_arguments(
+    firsts: Sequence[str],
+    seconds: Sequence[str],
+    groups: Sequence[int] | np.ndarray | None = None,
+    cuts: Sequence[float] | np.ndarray | None = None,
+) -> np.ndarray | None:
     """Check the arguments of a :meth:`PairScorer.score_pairs` call (one second sequence, group and cut per first
     sequence; :class:`ValueError` otherwise) and return the cuts as a float64 array (``None`` stays ``None``)."""
     if len(firsts) != len(seconds):
@@ -141,16 +159,25 @@ def rechecks_thresholds(scorer: Any) -> bool:
     return capabilities(scorer).rechecks
 
 
-def score_with_notes(scorer: Scorer, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                     thresholds: Sequence[float] | np.ndarray | None = None,
-                     margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+def score_with_notes(
+    scorer: Scorer,
+    texts: Sequence[str],
+    labels: Sequence[str],
+    *,
+    show_progress: bool = False,
+    thresholds: Sequence[float] | np.ndarray | None = None,
+    margins: Sequence[float] | np.ndarray | None = None,
+) -> ScoreResult:
     """Scores and notes from any scorer: its own ``score_with_notes``, or, for a scorer that only has
     ``score``, its matrix and whatever ``notes`` attribute it keeps. ``thresholds`` (one per label: the caller
     decides by cuts) and ``margins`` (one per label, ``nan`` for none: the embedding family's default rule, which only
     it has) reach the scorers that use them (:func:`rechecks_thresholds`)."""
     if capabilities(scorer).notes:
-        given = {name: value for name, value in (("thresholds", thresholds), ("margins", margins))
-                 if value is not None and rechecks_thresholds(scorer)}
+        given = {
+            name: value
+            for name, value in (("thresholds", thresholds), ("margins", margins))
+            if value is not None and rechecks_thresholds(scorer)
+        }
         result: ScoreResult = scorer.score_with_notes(texts, labels, show_progress=show_progress, **given)  # type: ignore[attr-defined]
     else:  # a user's own object may have the documented score(texts, labels) without show_progress
         progress = {"show_progress": show_progress} if _takes(scorer.score, "show_progress") else {}
@@ -187,8 +214,10 @@ def _score_matrix(scorer: Any, scores: Any, texts: int, labels: int) -> np.ndarr
     if matrix.dtype.kind not in "fiu" or matrix.dtype.kind == "b":
         raise ModelError(f"{name} returned {matrix.dtype} values, expected numbers (a float matrix of texts x labels)")
     if matrix.shape != (texts, labels):
-        raise ModelError(f"{name} returned a matrix of shape {matrix.shape} for {texts} texts and {labels} labels; "
-                         f"it must return one row per text and one column per label, shape ({texts}, {labels})")
+        raise ModelError(
+            f"{name} returned a matrix of shape {matrix.shape} for {texts} texts and {labels} labels; "
+            f"it must return one row per text and one column per label, shape ({texts}, {labels})"
+        )
     return matrix if matrix.dtype.kind == "f" else matrix.astype(np.float32)
 
 
@@ -208,11 +237,16 @@ def check_finite_scores(scores: np.ndarray) -> None:
     finite = np.isfinite(scores)
     if not finite.all():
         first = [int(i) + 1 for i in np.argwhere(~finite)[0]]
-        pairs, where = ("(text, label) pairs", f"text {first[0]} and label {first[1]}") if scores.ndim == 2 else ("pairs", f"pair {first[0]}")
+        pairs, where = (
+            ("(text, label) pairs", f"text {first[0]} and label {first[1]}")
+            if scores.ndim == 2
+            else ("pairs", f"pair {first[0]}")
+        )
         raise NonFiniteScoresError(
             f"the model gave non-finite scores (NaN or infinite) for {int((~finite).sum())} of {scores.size} {pairs}, "
             f"the first for {where}: its weights or its precision cannot score them "
-            "(in bf16, try precision fp32)")
+            "(in bf16, try precision fp32)"
+        )
 
 
 def add_note(notes: list[str], message: str) -> None:
@@ -402,7 +436,9 @@ class TorchScorer(Generic[F]):
         """A float32 matrix of shape ``(len(texts), len(labels))``; higher means more likely."""
         return self.score_with_notes(texts, labels, show_progress=show_progress).scores
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> ScoreResult:
+    def score_with_notes(
+        self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False
+    ) -> ScoreResult:
         """:meth:`score`'s matrix with the notes of the call (texts truncated, ...); each family defines it."""
         raise NotImplementedError
 
@@ -420,7 +456,11 @@ class TorchScorer(Generic[F]):
             "batch_size": self.batch_size,
             "max_length": self.max_length if loaded is None else self.limit(loaded),
             **({"parameters": loaded.parameters} if loaded is not None else {}),
-            **({"recheck_margin": self.recheck_margin} if self.precision == "bf16" and "recheck_margin" in self.options else {}),
+            **(
+                {"recheck_margin": self.recheck_margin}
+                if self.precision == "bf16" and "recheck_margin" in self.options
+                else {}
+            ),
         }
 
     def twin(self, *, precision: Precision | None = None, recheck_margin: float | None = None) -> Self:
@@ -438,14 +478,26 @@ class TorchScorer(Generic[F]):
         twin.precision = self.precision if precision is None else check_precision(precision)
         twin.recheck_margin = self.recheck_margin if recheck_margin is None else recheck_margin
         # The options are what describe() and a result record: the twin's own, not a view of this scorer's dict.
-        twin.options = {**self.options, "precision": twin.precision,
-                        **({"recheck_margin": twin.recheck_margin} if "recheck_margin" in self.options else {})}
+        twin.options = {
+            **self.options,
+            "precision": twin.precision,
+            **({"recheck_margin": twin.recheck_margin} if "recheck_margin" in self.options else {}),
+        }
         if getattr(self, "weights_dtype", "fp32") == "bf16" and twin.precision == "fp32":
-            raise ValueError(f"{self.spec.model_id} was loaded with bf16 weights (recheck_margin 0): it has no fp32 twin")
+            raise ValueError(
+                f"{self.spec.model_id} was loaded with bf16 weights (recheck_margin 0): it has no fp32 twin"
+            )
         return twin
 
-    def _recheck(self, scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, rescore: Callable[[np.ndarray], np.ndarray],
-                 record: list[np.ndarray] | None = None, **how: Any) -> tuple[np.ndarray, list[str]]:
+    def _recheck(
+        self,
+        scores: np.ndarray,
+        groups: np.ndarray,
+        cuts: np.ndarray | None,
+        rescore: Callable[[np.ndarray], np.ndarray],
+        record: list[np.ndarray] | None = None,
+        **how: Any,
+    ) -> tuple[np.ndarray, list[str]]:
         """In bf16, ``scores`` (in the family's decision space) with the near decisions rescored in fp32 and the notes
         saying how many (:func:`~zstc.scorers.recheck.recheck_in_fp32`, which ``how`` goes to); in fp32, as they are.
         ``record``, when given, receives the positions of ``scores`` each fp32 pass rescored (:attr:`ScoreResult.rescored`)."""
@@ -478,8 +530,11 @@ def token_limit(spec: ModelSpec, requested: int | None, tokenizer: Any, position
     if requested is None:
         return model_max_length(spec, tokenizer, position_limit)
     if isinstance(position_limit, int) and not unbounded(position_limit) and requested > position_limit:
-        raise OptionError(f"max_length {requested} is more than {spec.model_id} has position embeddings for "
-                          f"({position_limit}); leave it out to use the model's own limit", "max_length")
+        raise OptionError(
+            f"max_length {requested} is more than {spec.model_id} has position embeddings for "
+            f"({position_limit}); leave it out to use the model's own limit",
+            "max_length",
+        )
     return requested
 
 
@@ -490,5 +545,7 @@ def model_max_length(spec: ModelSpec, tokenizer: Any, position_limit: object = N
     stated = (getattr(tokenizer, "model_max_length", None), position_limit)
     limits = [n for n in stated if isinstance(n, int) and not unbounded(n)]
     if not limits:
-        raise ModelError(f"{spec.model_id} does not state its maximum input length: pass max_length", parameters=("max_length",))
+        raise ModelError(
+            f"{spec.model_id} does not state its maximum input length: pass max_length", parameters=("max_length",)
+        )
     return min(limits)

@@ -36,7 +36,14 @@ import numpy as np
 
 from zstc.errors import OptionError
 from zstc.scorers.base import (
-    Capabilities, PairScorer, Scorer, ScoreResult, capabilities, indistinguishable_labels, rechecks_thresholds, score_with_notes,
+    Capabilities,
+    PairScorer,
+    Scorer,
+    ScoreResult,
+    capabilities,
+    indistinguishable_labels,
+    rechecks_thresholds,
+    score_with_notes,
 )
 from zstc.models.families import FamilySet
 from zstc.scorers.recheck import call_cuts
@@ -219,12 +226,20 @@ class CascadeScorer:
             "model": self.shortlister.spec.model_id,
             "k": self.k,
             "setting": self.shortlist.canonical,
-            "shortlister": {key: shortlister.get(key) for key in ("family", "pooling", "precision", "dtype", "device") if key in shortlister},
+            "shortlister": {
+                key: shortlister.get(key)
+                for key in ("family", "pooling", "precision", "dtype", "device")
+                if key in shortlister
+            },
             "unlisted_scores": "lowest shortlisted score of the text - 1 - (shortlister rank among unlisted) / (labels - K)",
             "ties": "earlier label first",
         }
         if self.family in SHARED_PROMPT_FAMILIES:
-            order = "sorted order (prompt_style harness)" if getattr(self.main, "prompt_style", None) == "harness" else "label order"
+            order = (
+                "sorted order (prompt_style harness)"
+                if getattr(self.main, "prompt_style", None) == "harness"
+                else "label order"
+            )
             facts["prompt"] = f"lists only the K shortlisted options, in {order} (differs from the full run's prompt)"
         return {**self.main.describe(), "shortlist": facts}
 
@@ -235,9 +250,15 @@ class CascadeScorer:
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                         thresholds: Sequence[float] | np.ndarray | None = None,
-                         margins: Sequence[float] | np.ndarray | None = None) -> CascadeResult:
+    def score_with_notes(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        *,
+        show_progress: bool = False,
+        thresholds: Sequence[float] | np.ndarray | None = None,
+        margins: Sequence[float] | np.ndarray | None = None,
+    ) -> CascadeResult:
         """``thresholds`` (one per label, multi-label cuts) go to the main scorer's bf16 recheck of the shortlisted
         pairs, and ``margins`` (the embedding family's default rule: one per label, ``nan`` for none) to an embedding
         main scorer's: each text's best label is shortlisted, so the rule's "near the best" is the same on its K."""
@@ -245,9 +266,13 @@ class CascadeScorer:
         n, n_labels = len(texts), len(labels)
         if self.k >= n_labels or n == 0:
             # Nothing to leave out: exactly the main scorer's run (the shortlister is not even loaded).
-            result = score_with_notes(self.main, texts, labels, show_progress=show_progress, thresholds=thresholds, margins=margins)
+            result = score_with_notes(
+                self.main, texts, labels, show_progress=show_progress, thresholds=thresholds, margins=margins
+            )
             ranks = shortlist_ranks(result.scores) if n else np.zeros((0, n_labels), dtype=np.int64)
-            return CascadeResult(result.scores, list(result.notes), ranks, n * n_labels, n * n_labels, truncated=result.truncated)
+            return CascadeResult(
+                result.scores, list(result.notes), ranks, n * n_labels, n * n_labels, truncated=result.truncated
+            )
         shortlisting = score_with_notes(self.shortlister, texts, labels)
         ranks = shortlist_ranks(shortlisting.scores)
         if self._pairs_path():  # cross-encoders: cuts only (the margin rule is the embedding family's)
@@ -255,9 +280,12 @@ class CascadeScorer:
         main_scores, notes, truncated = self._score_groups(texts, labels, ranks, show_progress, thresholds, margins)
         return self._result(main_scores, ranks, notes, truncated, shortlisting)
 
-    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]],
-                       thresholds: Sequence[Sequence[float] | None] | None = None,
-                       margins: Sequence[Sequence[float] | None] | None = None) -> list[CascadeResult]:
+    def score_requests(
+        self,
+        requests: Sequence[tuple[Sequence[str], Sequence[str]]],
+        thresholds: Sequence[Sequence[float] | None] | None = None,
+        margins: Sequence[Sequence[float] | None] | None = None,
+    ) -> list[CascadeResult]:
         """Several calls at once, each ``(texts, labels)`` with its own labels: a service's batch of requests;
         ``thresholds[i]`` and ``margins[i]``, when given, are call ``i``'s multi-label cuts and default-rule margins
         (see :meth:`score_with_notes`).
@@ -271,10 +299,15 @@ class CascadeScorer:
         calls = [(list(texts), list(labels)) for texts, labels in requests]
         cuts, near = call_cuts(thresholds, margins, len(calls))
         if not self._pairs_path():
-            return [self.score_with_notes(texts, labels, thresholds=cut, margins=margin)
-                    for (texts, labels), cut, margin in zip(calls, cuts, near)]
+            return [
+                self.score_with_notes(texts, labels, thresholds=cut, margins=margin)
+                for (texts, labels), cut, margin in zip(calls, cuts, near)
+            ]
         shortlisted = [i for i, (texts, labels) in enumerate(calls) if self.k < len(labels) and texts]
-        ranks = {i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1)) for i, (texts, labels) in enumerate(calls)}
+        ranks = {
+            i: np.tile(np.arange(len(labels), dtype=np.int64), (len(texts), 1))
+            for i, (texts, labels) in enumerate(calls)
+        }
         shortlists: list[ScoreResult]
         if capabilities(self.shortlister).request_batching:  # an embedding model: every call's texts encoded in one run
             shortlists = list(cast(Any, self.shortlister).score_requests([calls[i] for i in shortlisted]))
@@ -282,8 +315,13 @@ class CascadeScorer:
             shortlists = [score_with_notes(self.shortlister, *calls[i]) for i in shortlisted]
         ranks.update({i: shortlist_ranks(result.scores) for i, result in zip(shortlisted, shortlists)})
         shortlist_of = dict(zip(shortlisted, shortlists))
-        return self._score_pairs([PairCall(texts, labels, ranks[i], cuts[i], shortlist_of.get(i)) for i, (texts, labels) in enumerate(calls)],
-                                 show_progress=False)
+        return self._score_pairs(
+            [
+                PairCall(texts, labels, ranks[i], cuts[i], shortlist_of.get(i))
+                for i, (texts, labels) in enumerate(calls)
+            ],
+            show_progress=False,
+        )
 
     def score(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False) -> np.ndarray:
         """The (texts x labels) matrix: the main model's scores for each text's shortlist, placeholders below them."""
@@ -292,8 +330,14 @@ class CascadeScorer:
     def _pairs_path(self) -> bool:
         return self.family in PAIR_FAMILIES and isinstance(self.main, PairScorer)
 
-    def _result(self, main_scores: np.ndarray, ranks: np.ndarray, notes: list[str], truncated: Iterable[int],
-                shortlisting: ScoreResult | None) -> CascadeResult:
+    def _result(
+        self,
+        main_scores: np.ndarray,
+        ranks: np.ndarray,
+        notes: list[str],
+        truncated: Iterable[int],
+        shortlisting: ScoreResult | None,
+    ) -> CascadeResult:
         """A call's result from the main model's scores of each row's shortlist, its notes and the rows it cut to its token
         limit, and the shortlister's result (None where it did not run). A row either model cut was not read whole: the
         result's :attr:`~zstc.scorers.base.ScoreResult.truncated` holds both's, and the shortlister's notes (a text it
@@ -313,7 +357,9 @@ class CascadeScorer:
             *notes,
         ]
         if self.family in SHARED_PROMPT_FAMILIES:
-            notes.append(f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)")
+            notes.append(
+                f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)"
+            )
         return CascadeResult(full, notes, ranks, n * kept, n * n_labels, truncated=rows)
 
     def _score_pairs(self, calls: list[PairCall], show_progress: bool) -> list[CascadeResult]:
@@ -338,20 +384,35 @@ class CascadeScorer:
             shapes.append((len(texts), kept))
         groups = np.repeat(np.arange(sum(n for n, _ in shapes)), [kept for n, kept in shapes for _ in range(n)])
         multi_label = pair_cuts(cuts, [n * kept for n, kept in shapes])
-        scored = cast(PairScorer, self.main).score_pairs_with_notes(firsts, seconds, groups=groups, show_progress=show_progress,
-                                                                    **({"cuts": multi_label} if multi_label is not None else {}))
+        scored = cast(PairScorer, self.main).score_pairs_with_notes(
+            firsts,
+            seconds,
+            groups=groups,
+            show_progress=show_progress,
+            **({"cuts": multi_label} if multi_label is not None else {}),
+        )
         scores, notes = np.asarray(scored.scores, dtype=np.float32), list(scored.notes)
         results, start = [], 0
         for call, (n, kept) in zip(calls, shapes):
             # The pairs the main model cut, by their text's row in the call (pair start + row * kept + rank).
             rows = {(pair - start) // kept for pair in scored.truncated if start <= pair < start + n * kept}
-            results.append(self._result(scores[start : start + n * kept].reshape(n, kept), call.ranks, notes, rows, call.shortlisting))
+            results.append(
+                self._result(
+                    scores[start : start + n * kept].reshape(n, kept), call.ranks, notes, rows, call.shortlisting
+                )
+            )
             start += n * kept
         return results
 
-    def _score_groups(self, texts: list[str], labels: list[str], ranks: np.ndarray, show_progress: bool,
-                      thresholds: Sequence[float] | np.ndarray | None = None,
-                      margins: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, list[str], set[int]]:
+    def _score_groups(
+        self,
+        texts: list[str],
+        labels: list[str],
+        ranks: np.ndarray,
+        show_progress: bool,
+        thresholds: Sequence[float] | np.ndarray | None = None,
+        margins: Sequence[float] | np.ndarray | None = None,
+    ) -> tuple[np.ndarray, list[str], set[int]]:
         """Texts that share a shortlist are scored in one call on just those labels, in their own order, with those
         labels' multi-label cuts and margins where given (for the main scorer's bf16 recheck near them). Returns each
         row's main scores (in its shortlist's order), the calls' notes and the rows their model cut to its token limit."""
@@ -364,9 +425,13 @@ class CascadeScorer:
         per_call: list[list[str]] = []
         truncated: set[int] = set()
         for shortlist, members in tqdm(groups.items(), desc="shortlists", disable=not show_progress, leave=False):
-            sub_result = score_with_notes(self.main, [texts[i] for i in members], [labels[j] for j in shortlist],
-                                          thresholds=None if thresholds is None else [thresholds[j] for j in shortlist],
-                                          margins=None if margins is None else [margins[j] for j in shortlist])
+            sub_result = score_with_notes(
+                self.main,
+                [texts[i] for i in members],
+                [labels[j] for j in shortlist],
+                thresholds=None if thresholds is None else [thresholds[j] for j in shortlist],
+                margins=None if margins is None else [margins[j] for j in shortlist],
+            )
             sub = sub_result.scores
             column = {label: c for c, label in enumerate(shortlist)}
             for row, i in enumerate(members):

@@ -56,11 +56,15 @@ class CausalLMScorer(TorchScorer[F]):
         try:
             pin = pinned(source)  # a hub model at the commit its fingerprint names
             tokenizer = AutoTokenizer.from_pretrained(source, **pin, **code)
-            model: Any = AutoModelForCausalLM.from_pretrained(source, **pin, **code, dtype=torch.bfloat16 if self.weights_dtype == "bf16" else torch.float32)
+            model: Any = AutoModelForCausalLM.from_pretrained(
+                source, **pin, **code, dtype=torch.bfloat16 if self.weights_dtype == "bf16" else torch.float32
+            )
         except Exception as error:
             raise load_error(self.spec, error) from None
         model.to(self.device).eval()
-        limit = token_limit(self.spec, self.max_length, tokenizer, getattr(model.config, "max_position_embeddings", None))
+        limit = token_limit(
+            self.spec, self.max_length, tokenizer, getattr(model.config, "max_position_embeddings", None)
+        )
         facts = self._facts(tokenizer)  # may reject the model: then nothing is kept
         return LoadedModel(model, tokenizer, limit, count_parameters(model), facts)
 
@@ -91,7 +95,9 @@ class CausalLMScorer(TorchScorer[F]):
         with loaded.tokenizer_lock:
             return list(loaded.tokenizer(text, add_special_tokens=special)["input_ids"])
 
-    def _fit(self, loaded: LoadedModel[F], text: str, tokenize: Callable[[str], list[TokenIds]]) -> tuple[list[TokenIds], bool]:
+    def _fit(
+        self, loaded: LoadedModel[F], text: str, tokenize: Callable[[str], list[TokenIds]]
+    ) -> tuple[list[TokenIds], bool]:
         """``tokenize(text)``: the token ids of the prompt(s) built around ``text``, with the text cut at its
         end just enough that the longest prompt fits in the token limit; and whether it was cut.
 
@@ -122,7 +128,9 @@ class CausalLMScorer(TorchScorer[F]):
     def _truncation_notes(self, loaded: LoadedModel[F], truncated: int, n_texts: int) -> list[str]:
         if not truncated:
             return []
-        return [f"{truncated} of {n_texts} texts exceed {self.limit(loaded)} tokens with their prompt and were truncated"]
+        return [
+            f"{truncated} of {n_texts} texts exceed {self.limit(loaded)} tokens with their prompt and were truncated"
+        ]
 
     def _text_batches(self, texts: Sequence[str]) -> list[list[int]]:
         """Indices of ``texts`` in batches of ``batch_size``, similar lengths together (less padding)."""
@@ -130,7 +138,9 @@ class CausalLMScorer(TorchScorer[F]):
 
     # -- forward passes -------------------------------------------------------------------------------
 
-    def _answer_logits(self, loaded: LoadedModel[F], sequences: Sequence[TokenIds], answer_ids: list[int]) -> torch.Tensor:
+    def _answer_logits(
+        self, loaded: LoadedModel[F], sequences: Sequence[TokenIds], answer_ids: list[int]
+    ) -> torch.Tensor:
         """Logits of ``answer_ids`` after each sequence, shape ``(len(sequences), len(answer_ids))``, fp32."""
         input_ids, attention_mask = left_pad(sequences, self.pad_id(loaded))
         return self._forward_answer(loaded, input_ids, attention_mask, positions(attention_mask), answer_ids)
@@ -187,7 +197,9 @@ def left_pad(sequences: Sequence[TokenIds], pad_id: int) -> tuple[torch.Tensor, 
 
     ids = [torch.tensor(sequence, dtype=torch.long) for sequence in sequences]
     input_ids = pad_sequence(ids, batch_first=True, padding_value=pad_id, padding_side="left")
-    attention_mask = pad_sequence([torch.ones_like(row) for row in ids], batch_first=True, padding_value=0, padding_side="left")
+    attention_mask = pad_sequence(
+        [torch.ones_like(row) for row in ids], batch_first=True, padding_value=0, padding_side="left"
+    )
     return input_ids, attention_mask
 
 

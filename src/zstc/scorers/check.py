@@ -87,14 +87,23 @@ def _pooling(source: str) -> str:
             config = _json(_file(source, f"{module.get('path', '')}/config.json".lstrip("/")))
             if "pooling_mode" in config:
                 return str(config["pooling_mode"])
-            modes = [key.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
-                     for key, on in config.items() if key.startswith("pooling_mode_") and on is True]
+            modes = [
+                key.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
+                for key, on in config.items()
+                if key.startswith("pooling_mode_") and on is True
+            ]
             return ", ".join(modes) or "none"
     return "mean (no sentence-transformers config: sentence-transformers' default)"
 
 
-def check_model(model: str, family: str | None = None, *, text: str = "The quarterly profit rose by 20 percent.",
-                labels: Sequence[str] = ("positive", "negative"), **options: Any) -> ModelCheck:
+def check_model(
+    model: str,
+    family: str | None = None,
+    *,
+    text: str = "The quarterly profit rose by 20 percent.",
+    labels: Sequence[str] = ("positive", "negative"),
+    **options: Any,
+) -> ModelCheck:
     """What zstc will do with ``model`` (hub id, paper short name or local folder) as ``family`` (None: the
     registry's or its folder's), read from its config and tokenizer only; ``options`` as for :func:`make_scorer`."""
     from zstc.models.loading import model_source, remote_code
@@ -116,7 +125,10 @@ def check_model(model: str, family: str | None = None, *, text: str = "The quart
     result.add("architecture", ", ".join(config.get("architectures") or []) or config.get("model_type", "unknown"))
     if spec.family in ("embedding", "encoder"):
         pooling = scorer.pooling
-        result.add("pooling", f"{_pooling(source)} (the model's own)" if pooling == "native" else f"{pooling} (pooling {pooling})")
+        result.add(
+            "pooling",
+            f"{_pooling(source)} (the model's own)" if pooling == "native" else f"{pooling} (pooling {pooling})",
+        )
         result.add("query side", repr(spec.format_query("{text}")))
         result.add("document side", repr(spec.format_document("{label}")))
     result.add("score rule", SCORE_RULES.get(spec.family, scorer.describe().get("family", "")))
@@ -133,7 +145,9 @@ def check_model(model: str, family: str | None = None, *, text: str = "The quart
         sentence = _json(_file(source, "sentence_bert_config.json")).get("max_seq_length")
         if spec.family in ("embedding", "encoder") and isinstance(sentence, int):
             limit = min(limit, sentence) if scorer.pooling == "native" else limit
-        result.add("max length", f"{scorer.max_length or limit} tokens" + ("" if scorer.max_length else " (the model's own)"))
+        result.add(
+            "max length", f"{scorer.max_length or limit} tokens" + ("" if scorer.max_length else " (the model's own)")
+        )
     except ZstcError as error:
         result.problems.append(error)
         limit = 0
@@ -148,8 +162,17 @@ def _tokenizer_kwargs(source: str, scorer: Any) -> dict[str, Any]:
     return {**pinned(source), "trust_remote_code": bool(scorer.options.get("trust_remote_code"))}
 
 
-def _sample(result: ModelCheck, scorer: Any, spec: ModelSpec, tokenizer: Any, config: dict[str, Any], limit: int,
-            text: str, labels: list[str], loaded_type: Any) -> None:
+def _sample(
+    result: ModelCheck,
+    scorer: Any,
+    spec: ModelSpec,
+    tokenizer: Any,
+    config: dict[str, Any],
+    limit: int,
+    text: str,
+    labels: list[str],
+    loaded_type: Any,
+) -> None:
     """The output column, the answer facts and the exact input for ``text`` and the first of ``labels`` (an LLM: all of
     them, as options), from the scorer's own code."""
     label = labels[0]
@@ -159,11 +182,18 @@ def _sample(result: ModelCheck, scorer: Any, spec: ModelSpec, tokenizer: Any, co
         if training.get("head"):
             id2label = {int(index): str(name) for index, name in training["head"]["id2label"].items()}
         elif not any("ForSequenceClassification" in name for name in config.get("architectures") or []):
-            result.problems.append(ModelError(f"{spec.model_id} has no {spec.family} head (its architectures are "
-                                              f"{config.get('architectures')}): transformers would initialise one at random"))
+            result.problems.append(
+                ModelError(
+                    f"{spec.model_id} has no {spec.family} head (its architectures are "
+                    f"{config.get('architectures')}): transformers would initialise one at random"
+                )
+            )
         try:
             column = scorer._resolve_outputs(id2label)
-            result.add("entailment index" if spec.family == "nli" else "relevance index", f"{column.index} ({column.name!r} in id2label)")
+            result.add(
+                "entailment index" if spec.family == "nli" else "relevance index",
+                f"{column.index} ({column.name!r} in id2label)",
+            )
         except ZstcError as error:
             result.problems.append(error)
         ids = tokenizer(text, label)["input_ids"]
@@ -182,7 +212,10 @@ def _sample(result: ModelCheck, scorer: Any, spec: ModelSpec, tokenizer: Any, co
             result.add("prompt", repr(dry.prompt(text, label)))
         else:
             symbols = dry.loaded.facts
-            result.add("option symbols", f"{len(symbols)} single-token symbols ({''.join(symbol for symbol, _ in symbols[:8])}...)")
+            result.add(
+                "option symbols",
+                f"{len(symbols)} single-token symbols ({''.join(symbol for symbol, _ in symbols[:8])}...)",
+            )
             result.add("prompt", repr(dry.prompt(text, labels)))
     except ZstcError as error:
         result.problems.append(error)

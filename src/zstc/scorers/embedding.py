@@ -20,7 +20,14 @@ from zstc.models.loading import load_error, model_source, pinned, remote_code
 from zstc.models.registry import ModelSpec
 from zstc.scorers.base import (
     Capabilities,
-    LoadedModel, LruCache, ScoreResult, TorchScorer, check_pair_arguments, count_parameters, model_max_length, token_limit,
+    LoadedModel,
+    LruCache,
+    ScoreResult,
+    TorchScorer,
+    check_pair_arguments,
+    count_parameters,
+    model_max_length,
+    token_limit,
 )
 from zstc.models.families import POOLINGS
 from zstc.scorers.ort_backend import OrtEncoder, ort_encoder
@@ -45,8 +52,9 @@ class EmbeddingScorer(TorchScorer[Backend]):
     family: ClassVar[str] = "embedding"
     SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 embeds the texts with a near decision again in fp32
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
-    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, pair_scoring=True, request_batching=True, rechecks=True,
-                                                        twin=True, read_apart=True)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        notes=True, pair_scoring=True, request_batching=True, rechecks=True, twin=True, read_apart=True
+    )
     """Takes multi-label thresholds and margins (``score_with_notes(..., thresholds=, margins=)``): in bf16, the texts
     with a cosine near them are embedded again in fp32."""
 
@@ -56,8 +64,12 @@ class EmbeddingScorer(TorchScorer[Backend]):
         self.pooling: str = self.options.get("pooling", "cls")
         self.backend: str = self.options.get("backend", "torch")
         if self.backend != "torch" and self.precision != "fp32":
-            raise OptionError(f"backend {self.backend!r} runs fp32 only, got precision {self.precision!r}: give precision fp32, "
-                              "or backend 'torch' for bf16", "backend", "precision")
+            raise OptionError(
+                f"backend {self.backend!r} runs fp32 only, got precision {self.precision!r}: give precision fp32, "
+                "or backend 'torch' for bf16",
+                "backend",
+                "precision",
+            )
         self._label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)
         self._fp32_label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)  # the recheck's label side
 
@@ -72,7 +84,11 @@ class EmbeddingScorer(TorchScorer[Backend]):
     def describe(self) -> dict[str, Any]:
         """The base description, plus the pooling the cosines use (``native`` or ``cls``) and, when not torch, the
         backend that runs the model."""
-        return {**super().describe(), "pooling": self.pooling, **({"backend": self.backend} if self.backend != "torch" else {})}
+        return {
+            **super().describe(),
+            "pooling": self.pooling,
+            **({"backend": self.backend} if self.backend != "torch" else {}),
+        }
 
     # -- loading --------------------------------------------------------------------------------------
 
@@ -88,19 +104,25 @@ class EmbeddingScorer(TorchScorer[Backend]):
                 model = SentenceTransformer(source, device=str(self.device), **pin, **code)
             else:
                 kwargs = {**pin, **code}
-                transformer = Transformer(source, model_kwargs=kwargs, processor_kwargs=dict(kwargs), config_kwargs=dict(kwargs))
+                transformer = Transformer(
+                    source, model_kwargs=kwargs, processor_kwargs=dict(kwargs), config_kwargs=dict(kwargs)
+                )
                 pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="cls")
                 model = SentenceTransformer(modules=[transformer, pooling], device=str(self.device))
         except Exception as error:
             raise load_error(self.spec, error) from None
-        positions = getattr(getattr(getattr(model[0], "auto_model", None), "config", None), "max_position_embeddings", None)
+        positions = getattr(
+            getattr(getattr(model[0], "auto_model", None), "config", None), "max_position_embeddings", None
+        )
         if self.max_length is not None:
             model.max_seq_length = token_limit(self.spec, self.max_length, model.tokenizer, positions)
         elif model.max_seq_length is None:  # no limit in the model's configuration: the tokenizer's, or an error
             model.max_seq_length = model_max_length(self.spec, model.tokenizer)
         model.eval()
         backend = self._ort_encoder(model) if self.backend == "onnxruntime" else None
-        return LoadedModel(model, _own_copy(model.tokenizer), int(model.max_seq_length), count_parameters(model), backend)
+        return LoadedModel(
+            model, _own_copy(model.tokenizer), int(model.max_seq_length), count_parameters(model), backend
+        )
 
     def _ort_encoder(self, model: Any) -> OrtEncoder:
         """The model's transformer in ONNX Runtime; a model torch.onnx cannot export is an error that says so."""
@@ -109,12 +131,20 @@ class EmbeddingScorer(TorchScorer[Backend]):
         except OptionError:
             raise
         except Exception as error:  # torch.onnx's errors have no common class  # noqa: BLE001
-            raise ModelError(f"{self.spec.model_id} could not be exported for backend 'onnxruntime' ({type(error).__name__}: "
-                             f"{str(error).splitlines()[0] if str(error) else ''}); use backend 'torch'") from None
+            raise ModelError(
+                f"{self.spec.model_id} could not be exported for backend 'onnxruntime' ({type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else ''}); use backend 'torch'"
+            ) from None
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def _encode(self, loaded: LoadedModel[Backend], sentences: list[str], show_progress: bool, precision: Precision | None = None) -> torch.Tensor:
+    def _encode(
+        self,
+        loaded: LoadedModel[Backend],
+        sentences: list[str],
+        show_progress: bool,
+        precision: Precision | None = None,
+    ) -> torch.Tensor:
         # encode tokenizes inside, with the model's own tokenizer: under the lock that guards it (model_lock where
         # loaded.tokenizer is a copy for the checks, which then never wait for a forward pass).
         lock = loaded.model_lock if loaded.tokenizer is not loaded.model.tokenizer else loaded.tokenizer_lock
@@ -137,8 +167,13 @@ class EmbeddingScorer(TorchScorer[Backend]):
         if not sentences:  # the tokenizer fails on an empty batch
             return []
         with loaded.tokenizer_lock:
-            lengths = loaded.tokenizer(sentences, add_special_tokens=True, truncation=True,
-                                       max_length=loaded.max_length + 1, return_length=True)["length"]
+            lengths = loaded.tokenizer(
+                sentences,
+                add_special_tokens=True,
+                truncation=True,
+                max_length=loaded.max_length + 1,
+                return_length=True,
+            )["length"]
         return [i for i, length in enumerate(lengths) if length > loaded.max_length]
 
     def _truncation(self, loaded: LoadedModel[Backend], queries: list[str]) -> tuple[list[str], tuple[int, ...]]:
@@ -146,18 +181,32 @@ class EmbeddingScorer(TorchScorer[Backend]):
         truncated = tuple(self._too_long(loaded, queries))
         if not truncated:
             return [], ()
-        return [f"{len(truncated)} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"], truncated
+        return [
+            f"{len(truncated)} of {len(queries)} texts exceed {loaded.max_length} tokens and were truncated"
+        ], truncated
 
-    def _label_embeddings(self, loaded: LoadedModel[Backend], documents: tuple[str, ...], precision: Precision | None = None) -> torch.Tensor:
+    def _label_embeddings(
+        self, loaded: LoadedModel[Backend], documents: tuple[str, ...], precision: Precision | None = None
+    ) -> torch.Tensor:
         too_long = self._too_long(loaded, list(documents))
         if too_long:
-            raise DescriptionTooLongError.of(documents[too_long[0]], loaded.max_length, model=self.spec.model_id,
-                                             user_limit=self.max_length is not None)
+            raise DescriptionTooLongError.of(
+                documents[too_long[0]],
+                loaded.max_length,
+                model=self.spec.model_id,
+                user_limit=self.max_length is not None,
+            )
         return self._encode(loaded, list(documents), show_progress=False, precision=precision)
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                         thresholds: Sequence[float] | np.ndarray | None = None,
-                         margins: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+    def score_with_notes(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        *,
+        show_progress: bool = False,
+        thresholds: Sequence[float] | np.ndarray | None = None,
+        margins: Sequence[float] | np.ndarray | None = None,
+    ) -> ScoreResult:
         """The (texts, labels) cosines of the texts' (query side) and the label descriptions' (document side, cached
         per label set) embeddings, with notes on texts truncated.
 
@@ -167,20 +216,35 @@ class EmbeddingScorer(TorchScorer[Backend]):
         rule, :func:`zstc.policy.decide`) near their best score minus the margin."""
         loaded = self.loaded
         documents = tuple(self.spec.format_document(label) for label in labels)
-        label_embeddings = self._label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents))
+        label_embeddings = self._label_cache.get_or_compute(
+            documents, lambda: self._label_embeddings(loaded, documents)
+        )
         queries = [self.spec.format_query(text) for text in texts]
         if not queries:  # encode([]) gives no (0, dim) matrix to multiply
             return ScoreResult(np.zeros((0, len(labels)), dtype=np.float32), [])
         notes, truncated = self._truncation(loaded, queries)
         text_embeddings = self._encode(loaded, queries, show_progress=show_progress)
-        matrix, recheck_notes = self._recheck_texts(loaded, queries, documents, cosines(text_embeddings, label_embeddings),
-                                                    label_cuts(thresholds, len(labels)), label_cuts(margins, len(labels)))
+        matrix, recheck_notes = self._recheck_texts(
+            loaded,
+            queries,
+            documents,
+            cosines(text_embeddings, label_embeddings),
+            label_cuts(thresholds, len(labels)),
+            label_cuts(margins, len(labels)),
+        )
         return ScoreResult(matrix, notes + recheck_notes, truncated=truncated)
 
-    def _recheck_texts(self, loaded: LoadedModel[Backend], queries: list[str], documents: tuple[str, ...], matrix: np.ndarray,
-                       cuts: np.ndarray | None, margins: np.ndarray | None,
-                       fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None,
-                       record: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    def _recheck_texts(
+        self,
+        loaded: LoadedModel[Backend],
+        queries: list[str],
+        documents: tuple[str, ...],
+        matrix: np.ndarray,
+        cuts: np.ndarray | None,
+        margins: np.ndarray | None,
+        fp32_labels: Callable[[tuple[str, ...]], torch.Tensor] | None = None,
+        record: list[np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, list[str]]:
         """:meth:`_recheck` of a (texts, labels) matrix of bf16 cosines: a text with a near decision is embedded again
         in fp32, and so are the labels (once per label set), so its every cosine is fp32's; in fp32, ``matrix`` as it is.
         ``fp32_labels(documents)``: the labels' fp32 embeddings, asked for only when a text is rechecked (default: from
@@ -195,22 +259,45 @@ class EmbeddingScorer(TorchScorer[Backend]):
 
         def rescore(todo: np.ndarray) -> np.ndarray:
             rows = np.unique(groups[todo])
-            labels = (fp32_labels(documents) if fp32_labels is not None
-                      else self._fp32_label_cache.get_or_compute(documents, lambda: self._label_embeddings(loaded, documents, "fp32")))
+            labels = (
+                fp32_labels(documents)
+                if fp32_labels is not None
+                else self._fp32_label_cache.get_or_compute(
+                    documents, lambda: self._label_embeddings(loaded, documents, "fp32")
+                )
+            )
             exact = np.empty_like(matrix)
             exact[rows] = cosines(self._encode(loaded, [queries[int(i)] for i in rows], False, "fp32"), labels)
             return exact.ravel()[todo]
 
-        scores, notes = self._recheck(matrix.ravel(), groups, pair_cuts, rescore, record, whole_groups=True, unit="texts")
+        scores, notes = self._recheck(
+            matrix.ravel(), groups, pair_cuts, rescore, record, whole_groups=True, unit="texts"
+        )
         return scores.reshape(matrix.shape), notes
 
-    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                    cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
+    def score_pairs(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
         """One cosine per pair ``(firsts[i], seconds[i])``: :meth:`score_pairs_with_notes`'s scores."""
-        return self.score_pairs_with_notes(firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress).scores
+        return self.score_pairs_with_notes(
+            firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress
+        ).scores
 
-    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                               cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+    def score_pairs_with_notes(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> ScoreResult:
         """The cosine of each aligned pair (the NLI probe's premise and hypothesis), embedded as
         :meth:`score_with_notes` embeds a text (``firsts``: the query side, with its prefix or instruction) and a
         label description (``seconds``: the document side, never truncated): pair ``i``'s score is the
@@ -235,11 +322,16 @@ class EmbeddingScorer(TorchScorer[Backend]):
         right = document_embeddings[[document_rows[document] for document in documents]]
         return ScoreResult((left * right).sum(dim=-1).cpu().numpy().astype(np.float32), notes, truncated=truncated)
 
-    def score_requests(self, requests: Sequence[tuple[Sequence[str], Sequence[str]]], *,
-                       label_cache: LruCache[torch.Tensor] | None = None, recheck: bool | Sequence[bool] = False,
-                       thresholds: Sequence[Sequence[float] | np.ndarray | None] | None = None,
-                       margins: Sequence[Sequence[float] | np.ndarray | None] | None = None,
-                       fp32_label_cache: LruCache[torch.Tensor] | None = None) -> list[ScoreResult]:
+    def score_requests(
+        self,
+        requests: Sequence[tuple[Sequence[str], Sequence[str]]],
+        *,
+        label_cache: LruCache[torch.Tensor] | None = None,
+        recheck: bool | Sequence[bool] = False,
+        thresholds: Sequence[Sequence[float] | np.ndarray | None] | None = None,
+        margins: Sequence[Sequence[float] | np.ndarray | None] | None = None,
+        fp32_label_cache: LruCache[torch.Tensor] | None = None,
+    ) -> list[ScoreResult]:
         """Several ``(texts, labels)`` calls at once, each with its own labels (a service's batch, a cascade's
         shortlists): the distinct texts of all calls are encoded in one run, and so are the label descriptions
         not yet cached, where one call each would encode a few at a time. Each call gets
@@ -256,8 +348,13 @@ class EmbeddingScorer(TorchScorer[Backend]):
         best label). ``fp32_label_cache`` then holds the recheck's fp32 embedding per description, apart from
         ``label_cache``'s bf16 ones (without it, the scorer's own cache of label sets)."""
         loaded = self.loaded
-        calls = [([self.spec.format_query(text) for text in texts], tuple(self.spec.format_document(label) for label in labels))
-                 for texts, labels in requests]
+        calls = [
+            (
+                [self.spec.format_query(text) for text in texts],
+                tuple(self.spec.format_document(label) for label in labels),
+            )
+            for texts, labels in requests
+        ]
         cuts, call_margins = call_cuts(thresholds, margins, len(calls))
         rechecks = [recheck] * len(calls) if isinstance(recheck, bool) else list(recheck)
         if len(rechecks) != len(calls):
@@ -266,10 +363,21 @@ class EmbeddingScorer(TorchScorer[Backend]):
         row_of = {query: i for i, query in enumerate(distinct)}
         text_embeddings = self._encode(loaded, distinct, show_progress=False) if distinct else None
         sets = [documents for _, documents in calls]
-        label_set = (self._label_sets_by_description(loaded, sets, label_cache)
-                     if label_cache is not None else self._label_sets_by_set(loaded, sets))
-        fp32_labels = None if fp32_label_cache is None else (  # a recheck's: computed only when a text is rechecked
-            lambda documents: self._label_sets_by_description(loaded, [documents], fp32_label_cache, "fp32")(documents))
+        label_set = (
+            self._label_sets_by_description(loaded, sets, label_cache)
+            if label_cache is not None
+            else self._label_sets_by_set(loaded, sets)
+        )
+        fp32_labels = (
+            None
+            if fp32_label_cache is None
+            # a recheck's: computed only when a text is rechecked
+            else (
+                lambda documents: self._label_sets_by_description(loaded, [documents], fp32_label_cache, "fp32")(
+                    documents
+                )
+            )
+        )
         results = []
         for (queries, documents), cut, margin, decided in zip(calls, cuts, call_margins, rechecks):
             label_embeddings = label_set(documents)
@@ -280,17 +388,31 @@ class EmbeddingScorer(TorchScorer[Backend]):
             notes, truncated = self._truncation(loaded, queries)
             record: list[np.ndarray] = []
             if decided:
-                matrix, rechecked = self._recheck_texts(loaded, queries, documents, matrix, label_cuts(cut, len(documents)),
-                                                        label_cuts(margin, len(documents)), fp32_labels, record)
+                matrix, rechecked = self._recheck_texts(
+                    loaded,
+                    queries,
+                    documents,
+                    matrix,
+                    label_cuts(cut, len(documents)),
+                    label_cuts(margin, len(documents)),
+                    fp32_labels,
+                    record,
+                )
                 notes += rechecked
-            rescored = tuple(np.unique(np.concatenate(record) // len(documents)).tolist()) if record else ()  # whole rows
+            rescored = (
+                tuple(np.unique(np.concatenate(record) // len(documents)).tolist()) if record else ()
+            )  # whole rows
             results.append(ScoreResult(matrix, notes, truncated=truncated, rescored=rescored))
         return results
 
-    def _label_sets_by_set(self, loaded: LoadedModel[Backend], sets: list[tuple[str, ...]]) -> Callable[[tuple[str, ...]], torch.Tensor]:
+    def _label_sets_by_set(
+        self, loaded: LoadedModel[Backend], sets: list[tuple[str, ...]]
+    ) -> Callable[[tuple[str, ...]], torch.Tensor]:
         """Label embeddings per label set from the scorer's own cache; the descriptions of every set not
         cached are encoded in one run."""
-        uncached = tuple(dict.fromkeys(d for documents in sets if documents not in self._label_cache for d in documents))
+        uncached = tuple(
+            dict.fromkeys(d for documents in sets if documents not in self._label_cache for d in documents)
+        )
         fresh = dict(zip(uncached, self._label_embeddings(loaded, uncached))) if uncached else {}
 
         def encoded(documents: tuple[str, ...]) -> torch.Tensor:
@@ -300,15 +422,30 @@ class EmbeddingScorer(TorchScorer[Backend]):
 
         return lambda documents: self._label_cache.get_or_compute(documents, lambda: encoded(documents))
 
-    def _label_sets_by_description(self, loaded: LoadedModel[Backend], sets: list[tuple[str, ...]], cache: LruCache[torch.Tensor],
-                                   precision: Precision | None = None) -> Callable[[tuple[str, ...]], torch.Tensor]:
+    def _label_sets_by_description(
+        self,
+        loaded: LoadedModel[Backend],
+        sets: list[tuple[str, ...]],
+        cache: LruCache[torch.Tensor],
+        precision: Precision | None = None,
+    ) -> Callable[[tuple[str, ...]], torch.Tensor]:
         """Label embeddings per label set, from ``cache``'s one embedding per description; the descriptions
         not cached are encoded in one run (in ``precision``: the recheck's fp32, into a cache of its own)."""
         descriptions = list(dict.fromkeys(d for documents in sets for d in documents))
         # Each cached row a copy: a view would keep its whole batch's matrix alive for as long as it stays cached, so
         # a cache bounded in rows grew without bound in bytes (a server's one per description, --label-cache-size).
-        by_description = dict(zip(descriptions, cache.get_many(
-            descriptions, lambda missing: [row.clone() for row in self._label_embeddings(loaded, tuple(cast(list[str], missing)), precision)])))
+        by_description = dict(
+            zip(
+                descriptions,
+                cache.get_many(
+                    descriptions,
+                    lambda missing: [
+                        row.clone()
+                        for row in self._label_embeddings(loaded, tuple(cast(list[str], missing)), precision)
+                    ],
+                ),
+            )
+        )
         return lambda documents: torch.stack([by_description[d] for d in documents])
 
 

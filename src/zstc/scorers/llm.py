@@ -31,7 +31,12 @@ from zstc.scorers.recheck import label_cuts
 from zstc.scorers.runtime import Precision, inference_context
 from zstc.scorers.causal import CausalLMScorer, next_token_id
 from zstc.scorers.prompts import (
-    HARNESS_OPTION_SYMBOLS, LLM_ANSWER_START, LLM_HARNESS_TEMPLATE, LLM_INSTRUCTIONS, LLM_PLAIN_TEMPLATE, llm_options,
+    HARNESS_OPTION_SYMBOLS,
+    LLM_ANSWER_START,
+    LLM_HARNESS_TEMPLATE,
+    LLM_INSTRUCTIONS,
+    LLM_PLAIN_TEMPLATE,
+    llm_options,
 )
 
 OPTION_SYMBOL_POOL: tuple[str, ...] = (
@@ -55,7 +60,9 @@ class LLMScorer(CausalLMScorer[Symbols]):
     appendix C.3), one forward pass, softmax over the option symbols' final-position logits."""
 
     family: ClassVar[str] = "llm"
-    SCORING_VERSION: ClassVar[str] = "3"  # 2: bf16 is autocast over fp32 weights and rechecks near ties in fp32; 3: and near multi-label cuts
+    SCORING_VERSION: ClassVar[str] = (
+        "3"  # 2: bf16 is autocast over fp32 weights and rechecks near ties in fp32; 3: and near multi-label cuts
+    )
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, rechecks=True, twin=True, read_apart=True)
     """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rescores in fp32 the texts
@@ -106,7 +113,8 @@ class LLMScorer(CausalLMScorer[Symbols]):
             raise ModelError(
                 f"too many labels for prompt_style 'harness': {n_labels} distinct labels, and the harness has "
                 f"{len(HARNESS_OPTION_SYMBOLS)} option symbols: use at most {len(HARNESS_OPTION_SYMBOLS)} labels",
-                parameters=("prompt_style",))
+                parameters=("prompt_style",),
+            )
         loaded = self.loaded
         symbols: Symbols = []
         for position, symbol in enumerate(HARNESS_OPTION_SYMBOLS[:n_labels], start=1):
@@ -116,7 +124,9 @@ class LLMScorer(CausalLMScorer[Symbols]):
                     f"option symbol {symbol!r} (symbol {position} of the harness's {len(HARNESS_OPTION_SYMBOLS)}, used from "
                     f"{position} distinct labels on) is {len(ids)} tokens for {self.spec.model_id}'s tokenizer, and the "
                     f"harness requires single-token symbols: with prompt_style 'harness' this model takes at most "
-                    f"{position - 1} distinct labels", parameters=("prompt_style",))
+                    f"{position - 1} distinct labels",
+                    parameters=("prompt_style",),
+                )
             symbols.append((symbol, ids[0]))
         return symbols
 
@@ -149,7 +159,10 @@ class LLMScorer(CausalLMScorer[Symbols]):
         # thinking block instead of the letter; templates without that switch ignore the variable.
         with loaded.tokenizer_lock:
             opening = loaded.tokenizer.apply_chat_template(
-                [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True, enable_thinking=False
+                [{"role": "user", "content": question}],
+                tokenize=False,
+                add_generation_prompt=True,
+                enable_thinking=False,
             )
         return str(opening) + LLM_ANSWER_START
 
@@ -162,8 +175,14 @@ class LLMScorer(CausalLMScorer[Symbols]):
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                         thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+    def score_with_notes(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        *,
+        show_progress: bool = False,
+        thresholds: Sequence[float] | np.ndarray | None = None,
+    ) -> ScoreResult:
         """Each text's probability of each label's option: a ``(len(texts), len(labels))`` float32 matrix.
 
         ``thresholds`` (one per label, a probability) says that the caller decides by cuts (multi-label): bf16 then
@@ -172,8 +191,10 @@ class LLMScorer(CausalLMScorer[Symbols]):
         cuts = label_cuts(thresholds, len(labels))
         options, columns = self.listed(labels)
         if len(options) < 2:  # a multi-label call, one candidate label (the HF shape), /rerank of one document
-            raise LabelError(f"an LLM picks one of the labels listed, and its scores are a distribution over them: one label "
-                             f"({quoted(options[0]) if options else 'none'}) would always score 1; give two or more")
+            raise LabelError(
+                f"an LLM picks one of the labels listed, and its scores are a distribution over them: one label "
+                f"({quoted(options[0]) if options else 'none'}) would always score 1; give two or more"
+            )
         loaded = self.loaded
         symbols = self.symbols_for(len(options))
         symbol_ids = [token for _, token in symbols]
@@ -184,25 +205,45 @@ class LLMScorer(CausalLMScorer[Symbols]):
 
         def rescore(todo: np.ndarray) -> np.ndarray:
             again = np.unique(rows[todo])
-            logits[again] = self._option_logits(loaded, [texts[i] for i in again], listing, symbol_ids, False, precision="fp32")[0]
+            logits[again] = self._option_logits(
+                loaded, [texts[i] for i in again], listing, symbol_ids, False, precision="fp32"
+            )[0]
             return torch.log_softmax(logits, dim=-1).numpy().ravel()[todo]
 
         log_probabilities = torch.log_softmax(logits, dim=-1).numpy().ravel()
-        notes = self._recheck(log_probabilities, rows, _log_option_cuts(cuts, columns, len(options), len(texts)), rescore,
-                              whole_groups=True, unit="texts")[1]
+        notes = self._recheck(
+            log_probabilities,
+            rows,
+            _log_option_cuts(cuts, columns, len(options), len(texts)),
+            rescore,
+            whole_groups=True,
+            unit="texts",
+        )[1]
         # The softmax over the symbols' logits is the harness's too: its softmax over the whole
         # vocabulary, renormalised over the symbols' columns, is the same function (and cannot underflow).
         scores = torch.softmax(logits, dim=-1).numpy()[:, columns].astype(np.float32)
-        return ScoreResult(scores, notes + self._truncation_notes(loaded, len(truncated), len(texts)), truncated=truncated)
+        return ScoreResult(
+            scores, notes + self._truncation_notes(loaded, len(truncated), len(texts)), truncated=truncated
+        )
 
-    def _option_logits(self, loaded: LoadedModel[Symbols], texts: Sequence[str], listing: str, symbol_ids: list[int],
-                       show_progress: bool, precision: Precision | None = None) -> tuple[torch.Tensor, tuple[int, ...]]:
+    def _option_logits(
+        self,
+        loaded: LoadedModel[Symbols],
+        texts: Sequence[str],
+        listing: str,
+        symbol_ids: list[int],
+        show_progress: bool,
+        precision: Precision | None = None,
+    ) -> tuple[torch.Tensor, tuple[int, ...]]:
         """The option symbols' logits after each text's prompt, ``(len(texts), len(symbol_ids))`` float32, and the
         positions in ``texts`` of those cut to fit (:attr:`ScoreResult.truncated`; the recheck, which reads again texts
         the first pass told of, drops them); in the scorer's precision, or ``precision`` (the recheck's fp32)."""
         logits = torch.empty(len(texts), len(symbol_ids))
         truncated: list[int] = []
-        with inference_context(self.device, precision or self.precision), tqdm(total=len(texts), disable=not show_progress) as bar:
+        with (
+            inference_context(self.device, precision or self.precision),
+            tqdm(total=len(texts), disable=not show_progress) as bar,
+        ):
             for batch in self._text_batches(texts):
                 fitted = [self._fit(loaded, texts[i], lambda t: [self._prompt_ids(t, listing)]) for i in batch]
                 truncated += [i for i, (_, cut) in zip(batch, fitted) if cut]

@@ -28,10 +28,17 @@ ENTAILMENT_NAMES: frozenset[str] = frozenset({"entailment"})
 """Label names (compared case-insensitively) that mark the entailment output: ``entailment``, ``ENTAILMENT``."""
 
 
-def entailment_index(id2label: dict[int, str], *, model_id: str, index: int | None = None, label: str | None = None) -> int:
+def entailment_index(
+    id2label: dict[int, str], *, model_id: str, index: int | None = None, label: str | None = None
+) -> int:
     """The entailment output of an NLI head with this ``id2label``; ``index`` or ``label`` override it."""
     return output_column(
-        id2label, names=ENTAILMENT_NAMES, meaning="entailment", model_id=model_id, index=index, label=label,
+        id2label,
+        names=ENTAILMENT_NAMES,
+        meaning="entailment",
+        model_id=model_id,
+        index=index,
+        label=label,
         how_to_choose="; pass entailment_index (or give its registry entry an entailment_label)",
         parameters=("entailment_index",),
     )
@@ -73,7 +80,9 @@ class NliScorer(CrossEncoderScorer):
         }
 
     def _resolve_outputs(self, id2label: dict[int, str]) -> OutputColumn:
-        index = entailment_index(id2label, model_id=self.spec.model_id, index=self.entailment_index, label=self.spec.entailment_label)
+        index = entailment_index(
+            id2label, model_id=self.spec.model_id, index=self.entailment_index, label=self.spec.entailment_label
+        )
         return OutputColumn(index, id2label[index])
 
     def _scores_from_logits(self, logits: torch.Tensor, column: OutputColumn) -> torch.Tensor:

@@ -33,8 +33,11 @@ def ort_encoder(model: Any, threads: int | None = None) -> OrtEncoder:
     except ModuleNotFoundError as error:
         raise OptionError(f"backend 'onnxruntime' needs {error.name}: pip install 'zstc[onnx]'", "backend") from None
     transformer = model[0].auto_model.eval()
-    names = [name for name in ("input_ids", "attention_mask", "token_type_ids")
-             if name in model[0].tokenizer.model_input_names or name != "token_type_ids"]
+    names = [
+        name
+        for name in ("input_ids", "attention_mask", "token_type_ids")
+        if name in model[0].tokenizer.model_input_names or name != "token_type_ids"
+    ]
 
     class Hidden(torch.nn.Module):
         def __init__(self) -> None:
@@ -50,8 +53,16 @@ def ort_encoder(model: Any, threads: int | None = None) -> OrtEncoder:
         axes = {name: {0: "batch", 1: "sequence"} for name in names} | {"hidden": {0: "batch", 1: "sequence"}}
         with warnings.catch_warnings():  # the tracer's notes on the transformer's code, not the user's concern
             warnings.simplefilter("ignore")
-            torch.onnx.export(Hidden().eval(), example, str(path), input_names=names, output_names=["hidden"],
-                              dynamic_axes=axes, opset_version=17, dynamo=False)
+            torch.onnx.export(
+                Hidden().eval(),
+                example,
+                str(path),
+                input_names=names,
+                output_names=["hidden"],
+                dynamic_axes=axes,
+                opset_version=17,
+                dynamo=False,
+            )
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads or torch.get_num_threads()
@@ -64,8 +75,10 @@ def ort_encoder(model: Any, threads: int | None = None) -> OrtEncoder:
         for start in range(0, len(sentences), batch_size):
             chosen = order[start : start + batch_size]
             features = model.preprocess([sentences[i] for i in chosen])
-            inputs = {name: features[name].numpy() if name in features else np.zeros_like(features["input_ids"].numpy())
-                      for name in names}
+            inputs = {
+                name: features[name].numpy() if name in features else np.zeros_like(features["input_ids"].numpy())
+                for name in names
+            }
             hidden = torch.from_numpy(session.run(["hidden"], inputs)[0])
             with torch.inference_mode():
                 pooled = tail({**features, "token_embeddings": hidden})["sentence_embedding"]

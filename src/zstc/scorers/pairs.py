@@ -36,13 +36,29 @@ import torch
 
 from zstc.errors import DescriptionTooLongError, ModelError
 from zstc.models.loading import load_error, model_source, pinned, remote_code
-from zstc.scorers.base import Capabilities, LoadedModel, ScoreResult, TorchScorer, add_note, check_pair_arguments, count_parameters, token_limit
+from zstc.scorers.base import (
+    Capabilities,
+    LoadedModel,
+    ScoreResult,
+    TorchScorer,
+    add_note,
+    check_pair_arguments,
+    count_parameters,
+    token_limit,
+)
 from zstc.scorers.batching import longest_first, token_budget_batches
 from zstc.models.families import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PAIRS, pass_shape
 from zstc.scorers.recheck import label_cuts
 from zstc.scorers.runtime import Precision, inference_context
 
-__all__ = ["DEFAULT_MAX_BATCH_TOKENS", "DEFAULT_MAX_PAIRS", "CrossEncoderScorer", "PairTemplate", "plan_pairs", "token_budget_batches"]
+__all__ = [
+    "DEFAULT_MAX_BATCH_TOKENS",
+    "DEFAULT_MAX_PAIRS",
+    "CrossEncoderScorer",
+    "PairTemplate",
+    "plan_pairs",
+    "token_budget_batches",
+]
 
 
 # -- assembling pairs from token ids -----------------------------------------------------------------------
@@ -90,14 +106,19 @@ class PairTemplate:
         regions = (slice(0, content[0]), slice(first_end, second_start), slice(content[-1] + 1, len(ids)))
         prefix, middle, suffix = (tuple(ids[region]) for region in regions)
         prefix_types, middle_types, suffix_types = (tuple(types[region]) for region in regions)
-        return cls(prefix, middle, suffix, prefix_types, middle_types, suffix_types, types[content[0]], types[content[-1]])
+        return cls(
+            prefix, middle, suffix, prefix_types, middle_types, suffix_types, types[content[0]], types[content[-1]]
+        )
 
     def assemble(self, first: Sequence[int], second: Sequence[int]) -> tuple[list[int], list[int]]:
         """Input ids and token type ids of one pair (``first`` already truncated to fit)."""
         ids = [*self.prefix, *first, *self.middle, *second, *self.suffix]
         types = [
-            *self.prefix_types, *[self.first_type] * len(first),
-            *self.middle_types, *[self.second_type] * len(second), *self.suffix_types,
+            *self.prefix_types,
+            *[self.first_type] * len(first),
+            *self.middle_types,
+            *[self.second_type] * len(second),
+            *self.suffix_types,
         ]
         return ids, types
 
@@ -125,10 +146,18 @@ class Padding:
     def from_tokenizer(cls, tokenizer: Any, *, step: int = 1, limit: int | None = None) -> Padding:
         """How ``tokenizer`` pads; :class:`ModelError` when it has no padding token."""
         if tokenizer.pad_token_id is None:
-            raise ModelError(f"the tokenizer ({type(tokenizer).__name__}) has no padding token, so pairs of different "
-                             "lengths cannot share a forward pass; a cross-encoder's tokenizer needs one")
-        return cls(int(tokenizer.pad_token_id), int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
-                   getattr(tokenizer, "padding_side", "right") == "left", "token_type_ids" in tokenizer.model_input_names, step, limit)
+            raise ModelError(
+                f"the tokenizer ({type(tokenizer).__name__}) has no padding token, so pairs of different "
+                "lengths cannot share a forward pass; a cross-encoder's tokenizer needs one"
+            )
+        return cls(
+            int(tokenizer.pad_token_id),
+            int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
+            getattr(tokenizer, "padding_side", "right") == "left",
+            "token_type_ids" in tokenizer.model_input_names,
+            step,
+            limit,
+        )
 
     def pad(self, rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, torch.Tensor]:
         """``input_ids``, ``attention_mask`` (and ``token_type_ids``) of ``rows`` (ids, token types), padded to the longest."""
@@ -239,8 +268,13 @@ def plan_pairs(
     room = max_length - template.n_special - second_lengths
     if len(room) and room.min() < 1:
         longest = int(np.argmin(room))
-        raise DescriptionTooLongError.of(second_texts[longest], max_length, model="the model", user_limit=user_limit,
-                                         length=int(second_lengths[longest]))
+        raise DescriptionTooLongError.of(
+            second_texts[longest],
+            max_length,
+            model="the model",
+            user_limit=user_limit,
+            length=int(second_lengths[longest]),
+        )
     if pairs is None:
         firsts, seconds = (grid.ravel() for grid in np.indices((len(first_ids), len(second_ids))))
     else:
@@ -296,20 +330,26 @@ def output_column(
     described = ", ".join(f"{i}: {name!r}" for i, name in sorted(id2label.items()))
     if index is not None:
         if not 0 <= index < len(id2label):
-            raise ModelError(f"output index {index} is out of range: {model_id} has {len(id2label)} outputs ({described})")
+            raise ModelError(
+                f"output index {index} is out of range: {model_id} has {len(id2label)} outputs ({described})"
+            )
         return index
     if label is not None:
         matches = [i for i, name in sorted(id2label.items()) if name.casefold() == label.casefold()]
         if not matches:
-            raise ModelError(f"{model_id}: the registry names its {meaning} output {label!r}, but its outputs are {described}")
+            raise ModelError(
+                f"{model_id}: the registry names its {meaning} output {label!r}, but its outputs are {described}"
+            )
         return matches[0]
     if len(id2label) == 1:
         return next(iter(id2label))
     matches = [i for i, name in sorted(id2label.items()) if name.casefold() in names]
     if len(matches) == 1:
         return matches[0]
-    raise ModelError(f"cannot tell which output of {model_id} is {meaning}: its id2label is {{{described}}}{how_to_choose}",
-                     parameters=parameters)
+    raise ModelError(
+        f"cannot tell which output of {model_id} is {meaning}: its id2label is {{{described}}}{how_to_choose}",
+        parameters=parameters,
+    )
 
 
 def log_odds(logits: torch.Tensor, column: int) -> torch.Tensor:
@@ -348,7 +388,9 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
     """
 
     family: ClassVar[str] = ""
-    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, pair_scoring=True, rechecks=True, twin=True, read_apart=True)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        notes=True, pair_scoring=True, rechecks=True, twin=True, read_apart=True
+    )
     """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rechecks the pairs near them."""
 
     def __init__(self, spec: Any, **options: Any) -> None:
@@ -367,7 +409,9 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
     def _load_model(self) -> LoadedModel[OutputColumn]:
         code = remote_code(self.spec, self.options["trust_remote_code"])  # refused before the hub is asked
         source = model_source(self.spec)
-        model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(source, code)
+        model, tokenizer, id2label, position_limit = _load_zstc_model(source, self.device) or self._load_transformers(
+            source, code
+        )
         model.eval()
         column = self._resolve_outputs(id2label)
         limit = token_limit(self.spec, self.max_length, tokenizer, position_limit)
@@ -379,7 +423,9 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         try:
             pin = pinned(source)  # a hub model at the commit its fingerprint names
             tokenizer = AutoTokenizer.from_pretrained(source, **pin, **code)
-            model, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True, **pin, **code)
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                source, output_loading_info=True, **pin, **code
+            )
         except Exception as error:
             raise load_error(self.spec, error) from None
         # transformers puts a randomly initialised head on a plain encoder with only a warning; its scores
@@ -407,8 +453,14 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                         thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+    def score_with_notes(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        *,
+        show_progress: bool = False,
+        thresholds: Sequence[float] | np.ndarray | None = None,
+    ) -> ScoreResult:
         """Score every text against every label description: a ``(len(texts), len(labels))`` float32 matrix.
 
         ``thresholds`` (one per label, in this scorer's scores) says that the caller decides by cuts (multi-label):
@@ -425,22 +477,48 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         truncated = np.flatnonzero(np.isin(row_of_text, plan.truncated_firsts))
         notes = self._truncation_notes(loaded, len(truncated), len(texts), "texts")
         rows, columns = (grid.ravel() for grid in np.indices(matrix.shape))
-        rechecked, recheck_notes = self._recheck_pairs(loaded, distinct, documents, rows, columns, matrix.ravel(), groups=rows,
-                                                 cuts=None if cuts is None else cuts[columns])
-        return ScoreResult(rechecked.reshape(matrix.shape)[row_of_text], notes + recheck_notes, truncated=tuple(truncated.tolist()))
+        rechecked, recheck_notes = self._recheck_pairs(
+            loaded,
+            distinct,
+            documents,
+            rows,
+            columns,
+            matrix.ravel(),
+            groups=rows,
+            cuts=None if cuts is None else cuts[columns],
+        )
+        return ScoreResult(
+            rechecked.reshape(matrix.shape)[row_of_text], notes + recheck_notes, truncated=tuple(truncated.tolist())
+        )
 
-    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                    cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
+    def score_pairs(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
         """Score aligned pairs (``firsts[i]`` with ``seconds[i]``, e.g. premise and hypothesis): float32, one per pair.
 
         ``groups[i]`` names the decision pair ``i`` competes in (a service request's text among its labels), for
         bf16's recheck of near ties; by default the pairs that share their first sequence compete. ``cuts[i]``, when
         not ``nan``, is the threshold pair ``i`` is decided by instead (multi-label): bf16 rechecks it when near that.
         """
-        return self.score_pairs_with_notes(firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress).scores
+        return self.score_pairs_with_notes(
+            firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress
+        ).scores
 
-    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                               cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+    def score_pairs_with_notes(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> ScoreResult:
         """:meth:`score_pairs`'s scores with the notes of the call (premises truncated, pairs rescored in fp32)."""
         pair_cuts = check_pair_arguments(firsts, seconds, groups, cuts)
         loaded = self.loaded
@@ -449,20 +527,32 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         plan = self._plan(loaded, distinct_firsts, distinct_seconds, pairs=(first_index, second_index))
         # Pairs are deduplicated too: the same (premise, hypothesis) twice is scored once.
         lookup = self._scores_by_pair(loaded, plan, show_progress)
-        notes = self._truncation_notes(loaded, np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)")
+        notes = self._truncation_notes(
+            loaded, np.isin(first_index, plan.truncated_firsts).sum(), len(firsts), "premises (first sequences)"
+        )
         cut = plan.cut_pairs()
         truncated = tuple(i for i, pair in enumerate(zip(first_index.tolist(), second_index.tolist())) if pair in cut)
         scores = np.array([lookup[pair] for pair in zip(first_index.tolist(), second_index.tolist())], dtype=np.float32)
         competing = first_index if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
         record: list[np.ndarray] = []
-        scores, recheck_notes = self._recheck_pairs(loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing,
-                                                    pair_cuts, record)
+        scores, recheck_notes = self._recheck_pairs(
+            loaded, distinct_firsts, distinct_seconds, first_index, second_index, scores, competing, pair_cuts, record
+        )
         rescored = tuple(np.unique(np.concatenate(record)).tolist()) if record else ()
         return ScoreResult(scores, notes + recheck_notes, truncated=truncated, rescored=rescored)
 
-    def _recheck_pairs(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str], first_index: np.ndarray,
-                       second_index: np.ndarray, scores: np.ndarray, groups: np.ndarray,
-                       cuts: np.ndarray | None = None, record: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    def _recheck_pairs(
+        self,
+        loaded: LoadedModel[OutputColumn],
+        firsts: list[str],
+        seconds: list[str],
+        first_index: np.ndarray,
+        second_index: np.ndarray,
+        scores: np.ndarray,
+        groups: np.ndarray,
+        cuts: np.ndarray | None = None,
+        record: list[np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, list[str]]:
         """:meth:`_recheck` of the pairs ``(firsts[first_index], seconds[second_index])``, rescored as they were
         planned (only the distinct ones, in passes no larger than :data:`RECHECK_MAX_PAIRS` when they are few);
         ``record`` receives the positions rescored."""
@@ -470,34 +560,60 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         def rescore(todo: np.ndarray) -> np.ndarray:
             pairs = _unique_pairs(first_index[todo], second_index[todo])
             small = len(pairs[0]) <= 16 * RECHECK_MAX_PAIRS
-            plan = self._plan(loaded, firsts, seconds, pairs=pairs, max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS) if small else None)
+            plan = self._plan(
+                loaded,
+                firsts,
+                seconds,
+                pairs=pairs,
+                max_pairs=min(self.batch_size, RECHECK_MAX_PAIRS) if small else None,
+            )
             fp32 = self._scores_by_pair(loaded, plan, show_progress=False, precision="fp32")
-            return np.array([fp32[pair] for pair in zip(first_index[todo].tolist(), second_index[todo].tolist())], dtype=np.float32)
+            return np.array(
+                [fp32[pair] for pair in zip(first_index[todo].tolist(), second_index[todo].tolist())], dtype=np.float32
+            )
 
         return self._recheck(scores, groups, cuts, rescore, record)
 
-    def _plan(self, loaded: LoadedModel[OutputColumn], firsts: list[str], seconds: list[str],
-              pairs: tuple[np.ndarray, np.ndarray] | None, max_pairs: int | None = None) -> PairPlan:
+    def _plan(
+        self,
+        loaded: LoadedModel[OutputColumn],
+        firsts: list[str],
+        seconds: list[str],
+        pairs: tuple[np.ndarray, np.ndarray] | None,
+        max_pairs: int | None = None,
+    ) -> PairPlan:
         if pairs is not None:
             pairs = _unique_pairs(*pairs)
         with loaded.tokenizer_lock:
             return plan_pairs(
-                loaded.tokenizer, firsts, seconds, max_length=self.limit(loaded), pairs=pairs,
-                max_pairs=max_pairs or self.batch_size, max_batch_tokens=self.max_batch_tokens,
-                length_step=self.length_step, user_limit=self.max_length is not None,
+                loaded.tokenizer,
+                firsts,
+                seconds,
+                max_length=self.limit(loaded),
+                pairs=pairs,
+                max_pairs=max_pairs or self.batch_size,
+                max_batch_tokens=self.max_batch_tokens,
+                length_step=self.length_step,
+                user_limit=self.max_length is not None,
             )
 
-    def _scores_by_pair(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool,
-                        precision: Precision | None = None) -> dict[tuple[int, int], float]:
+    def _scores_by_pair(
+        self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool, precision: Precision | None = None
+    ) -> dict[tuple[int, int], float]:
         """``{(first index, second index): score}`` for every pair of the plan."""
         lookup: dict[tuple[int, int], float] = {}
         for batch, scores in self._run(loaded, plan, show_progress, precision):
             lookup.update(zip(zip(batch.firsts.tolist(), batch.seconds.tolist()), scores.tolist()))
         return lookup
 
-    def _run(self, loaded: LoadedModel[OutputColumn], plan: PairPlan, show_progress: bool,
-             precision: Precision | None = None,
-             read: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Iterator[tuple[PairBatch, np.ndarray]]:
+    def _run(
+        self,
+        loaded: LoadedModel[OutputColumn],
+        plan: PairPlan,
+        show_progress: bool,
+        precision: Precision | None = None,
+        read: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> Iterator[tuple[PairBatch, np.ndarray]]:
         """Each batch of the plan with its scores, in the scorer's precision (or ``precision``: the recheck's fp32);
         ``read`` turns a batch's fp32 logits into what is yielded instead of the scores."""
         from tqdm.auto import tqdm
@@ -517,9 +633,10 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
     def _truncation_notes(self, loaded: LoadedModel[OutputColumn], truncated: int, total: int, what: str) -> list[str]:
         notes: list[str] = []
         if truncated:
-            add_note(notes, 
+            add_note(
+                notes,
                 f"{truncated} of {total} {what} exceed the room left by the label description "
-                f"within {self.limit(loaded)} tokens and were truncated (label descriptions never are)"
+                f"within {self.limit(loaded)} tokens and were truncated (label descriptions never are)",
             )
         return notes
 
@@ -544,7 +661,9 @@ def _load_zstc_model(source: str, device: torch.device) -> _RawModel | None:
         if error.name != "zstc.models.nli_head":
             raise
         if (Path(source) / "zstc_training.json").exists():  # would otherwise load with a random head
-            raise ModelError(f"{source} was written by `zstc train-nli`, which this installation of zstc cannot load") from None
+            raise ModelError(
+                f"{source} was written by `zstc train-nli`, which this installation of zstc cannot load"
+            ) from None
         return None
     if not is_zstc_nli_model(source):
         return None

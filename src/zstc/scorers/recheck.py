@@ -31,8 +31,23 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["RECHECK_COSTLY", "RECHECK_PROBES", "RECHECK_ROUNDS", "call_cuts", "closest_calls", "closest_decisions", "closest_to_cuts",
-           "label_cuts", "logit_cuts", "margin_cuts", "near_cuts", "near_decisions", "near_ties", "pair_cuts", "recheck_in_fp32"]
+__all__ = [
+    "RECHECK_COSTLY",
+    "RECHECK_PROBES",
+    "RECHECK_ROUNDS",
+    "call_cuts",
+    "closest_calls",
+    "closest_decisions",
+    "closest_to_cuts",
+    "label_cuts",
+    "logit_cuts",
+    "margin_cuts",
+    "near_cuts",
+    "near_decisions",
+    "near_ties",
+    "pair_cuts",
+    "recheck_in_fp32",
+]
 
 
 # -- which decisions bf16 could change ---------------------------------------------------------------------
@@ -64,7 +79,9 @@ def closest_calls(scores: np.ndarray, groups: np.ndarray, count: int) -> np.ndar
     order = np.lexsort((-scores, groups))  # by group, best score first
     ordered_groups = groups[order]
     heads = np.flatnonzero(np.r_[True, ordered_groups[1:] != ordered_groups[:-1]])
-    heads = heads[(heads + 1 < len(order)) & (ordered_groups[np.minimum(heads + 1, len(order) - 1)] == ordered_groups[heads])]
+    heads = heads[
+        (heads + 1 < len(order)) & (ordered_groups[np.minimum(heads + 1, len(order) - 1)] == ordered_groups[heads])
+    ]
     gaps = scores[order[heads]] - scores[order[heads + 1]]
     closest = heads[np.argsort(gaps, kind="stable")[:count]]
     chosen[order[closest]] = chosen[order[closest + 1]] = True
@@ -92,18 +109,26 @@ def closest_to_cuts(scores: np.ndarray, cuts: np.ndarray, count: int) -> np.ndar
 def near_decisions(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, margin: float) -> np.ndarray:
     """The scores whose decision bf16's rounding could change: near ties of their group's best (:func:`near_ties`)
     or, for a pair with a cut (not ``nan``), near its cut (:func:`near_cuts`)."""
-    return _by_decision(scores, groups, cuts, lambda s, g: near_ties(s, g, margin), lambda s, c: near_cuts(s, c, margin))
+    return _by_decision(
+        scores, groups, cuts, lambda s, g: near_ties(s, g, margin), lambda s, c: near_cuts(s, c, margin)
+    )
 
 
 def closest_decisions(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, count: int) -> np.ndarray:
     """The probes of a recheck: the best two of the ``count`` closest calls (:func:`closest_calls`) and the
     ``count`` pairs closest to their cuts (:func:`closest_to_cuts`)."""
-    return _by_decision(scores, groups, cuts, lambda s, g: closest_calls(s, g, count), lambda s, c: closest_to_cuts(s, c, count))
+    return _by_decision(
+        scores, groups, cuts, lambda s, g: closest_calls(s, g, count), lambda s, c: closest_to_cuts(s, c, count)
+    )
 
 
-def _by_decision(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None,
-                 by_group: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 by_cut: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+def _by_decision(
+    scores: np.ndarray,
+    groups: np.ndarray,
+    cuts: np.ndarray | None,
+    by_group: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    by_cut: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
     """A mask made by ``by_group`` for the pairs decided by their group's best, by ``by_cut`` for those with a cut."""
     if cuts is None:
         return by_group(scores, groups)
@@ -128,13 +153,14 @@ A model that barely tells its labels apart has near ties everywhere: with a rand
 and with SmolLM2-135M as a yes/no judge most are."""
 
 
-
 def _near_what(cuts: np.ndarray | None) -> str:
     """What the recheck note says the rescored pairs were near: their text's best, their threshold, or either."""
     by_cut = np.zeros(0, dtype=bool) if cuts is None else ~np.isnan(cuts)
     if not by_cut.any():
         return "near ties of their text's best bf16 score"
-    return "near their threshold" if by_cut.all() else "near ties of their text's best bf16 score or near their threshold"
+    return (
+        "near their threshold" if by_cut.all() else "near ties of their text's best bf16 score or near their threshold"
+    )
 
 
 def label_cuts(thresholds: Sequence[float] | np.ndarray | None, n_labels: int) -> np.ndarray | None:
@@ -153,16 +179,23 @@ def pair_cuts(cuts: Sequence[Sequence[float] | np.ndarray | None], counts: Seque
     None when no run has cuts: every pair is an argmax decision."""
     if all(cut is None for cut in cuts):
         return None
-    return np.concatenate([np.full(count, np.nan) if cut is None else np.asarray(cut, dtype=np.float64)
-                           for cut, count in zip(cuts, counts)])
+    return np.concatenate(
+        [
+            np.full(count, np.nan) if cut is None else np.asarray(cut, dtype=np.float64)
+            for cut, count in zip(cuts, counts)
+        ]
+    )
 
 
 CallCuts = list[Sequence[float] | np.ndarray | None]
 """One entry per call of a batch: its multi-label cuts or default-rule margins (one per label), or None."""
 
 
-def call_cuts(thresholds: Sequence[Sequence[float] | np.ndarray | None] | None,
-              margins: Sequence[Sequence[float] | np.ndarray | None] | None, n_calls: int) -> tuple[CallCuts, CallCuts]:
+def call_cuts(
+    thresholds: Sequence[Sequence[float] | np.ndarray | None] | None,
+    margins: Sequence[Sequence[float] | np.ndarray | None] | None,
+    n_calls: int,
+) -> tuple[CallCuts, CallCuts]:
     """A batch of ``n_calls`` calls' multi-label cuts and default-rule margins, one entry per call (None given: none
     for any call), checked against the number of calls."""
     cuts: CallCuts = list(thresholds) if thresholds is not None else [None] * n_calls
@@ -201,9 +234,16 @@ def logit_cuts(cuts: np.ndarray | None) -> np.ndarray | None:
 # -- the loop -----------------------------------------------------------------------------------------------
 
 
-def recheck_in_fp32(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | None, margin: float,
-                    rescore: Callable[[np.ndarray], np.ndarray], *, whole_groups: bool = False,
-                    unit: str = "(text, label) pairs") -> tuple[np.ndarray, list[str]]:
+def recheck_in_fp32(
+    scores: np.ndarray,
+    groups: np.ndarray,
+    cuts: np.ndarray | None,
+    margin: float,
+    rescore: Callable[[np.ndarray], np.ndarray],
+    *,
+    whole_groups: bool = False,
+    unit: str = "(text, label) pairs",
+) -> tuple[np.ndarray, list[str]]:
     """bf16 ``scores`` with every near tie or near cut (:func:`near_decisions`) replaced by its fp32 score, and the
     notes saying how many.
 
@@ -235,13 +275,19 @@ def recheck_in_fp32(scores: np.ndarray, groups: np.ndarray, cuts: np.ndarray | N
         if 2 * largest_error < margin or round_ == RECHECK_ROUNDS:
             break
         margin = max(2 * margin, 3 * largest_error)
-    rescored, total = (len(np.unique(groups[done])), len(np.unique(groups))) if whole_groups else (int(done.sum()), len(scores))
+    rescored, total = (
+        (len(np.unique(groups[done])), len(np.unique(groups))) if whole_groups else (int(done.sum()), len(scores))
+    )
     notes = [f"{rescored} of {total} {unit} rescored in fp32: {_near_what(cuts)}"]
     if rescored > RECHECK_COSTLY * total:
-        notes.append(f"bf16 left more than {RECHECK_COSTLY:.0%} of the {unit} near ties (the model barely tells these labels "
-                     "apart), so rescoring them cost a good part of an fp32 run: for this model --precision fp32 costs "
-                     "about as much, and --recheck-margin 0 less, with bf16's decisions")
+        notes.append(
+            f"bf16 left more than {RECHECK_COSTLY:.0%} of the {unit} near ties (the model barely tells these labels "
+            "apart), so rescoring them cost a good part of an fp32 run: for this model --precision fp32 costs "
+            "about as much, and --recheck-margin 0 less, with bf16's decisions"
+        )
     if margin > start:
-        notes.append(f"the bf16 recheck margin widened from {start:g} to {margin:.3g}: a rechecked score's bf16 "
-                     f"value was {largest_error:.3g} off its fp32 value")
+        notes.append(
+            f"the bf16 recheck margin widened from {start:g} to {margin:.3g}: a rechecked score's bf16 "
+            f"value was {largest_error:.3g} off its fp32 value"
+        )
     return exact, notes

@@ -31,7 +31,10 @@ class RerankerScorer(CrossEncoderScorer):
 
     def _resolve_outputs(self, id2label: dict[int, str]) -> OutputColumn:
         index = output_column(
-            id2label, names=RELEVANT_NAMES, meaning="relevance", model_id=self.spec.model_id,
+            id2label,
+            names=RELEVANT_NAMES,
+            meaning="relevance",
+            model_id=self.spec.model_id,
             how_to_choose="; zstc scores rerankers with one output, or with several of which one is named 'relevant'",
         )
         return OutputColumn(index, id2label[index])

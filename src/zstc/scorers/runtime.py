@@ -63,7 +63,8 @@ def blas_thread_invariant() -> bool | None:
         # answer a strict request with a mode of its own choosing, which is not this process's mistake.)
         logging.getLogger(__name__).warning(
             "fp32 scores in this process may differ in the last bit with the number of threads: MKL started before zstc "
-            f"could set {name}={value} (import zstc before using torch, or set {name}={value} in the environment)")
+            f"could set {name}={value} (import zstc before using torch, or set {name}={value} in the environment)"
+        )
     return bool(mode & MKL_CBWR_STRICT)
 
 

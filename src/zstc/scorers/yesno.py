@@ -49,9 +49,13 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
     (``prefix_cache``)."""
 
     family: ClassVar[str] = "yesno"
-    SCORING_VERSION: ClassVar[str] = "2"  # 2: bf16 is autocast over fp32 weights and rechecks near ties and cuts in fp32
+    SCORING_VERSION: ClassVar[str] = (
+        "2"  # 2: bf16 is autocast over fp32 weights and rechecks near ties and cuts in fp32
+    )
     """Part of every result's fingerprint: bump it when a change to this scorer's math changes its scores."""
-    CAPABILITIES: ClassVar[Capabilities] = Capabilities(notes=True, pair_scoring=True, rechecks=True, twin=True, read_apart=True)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        notes=True, pair_scoring=True, rechecks=True, twin=True, read_apart=True
+    )
     """Takes multi-label thresholds (``score_with_notes(..., thresholds=)``) and, in bf16, rechecks the pairs near them."""
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
@@ -60,8 +64,11 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         super().__init__(spec, **options)
         given = self.options["instruction"]
         if given is not None and is_blank(given):  # "" read as "the default" ran another prompt than the one asked for
-            raise OptionError("instruction is empty: leave it out for the default (BTZSC's; nli-probe's: the paper's NLI "
-                              "probe instruction)", "instruction")
+            raise OptionError(
+                "instruction is empty: leave it out for the default (BTZSC's; nli-probe's: the paper's NLI "
+                "probe instruction)",
+                "instruction",
+            )
         self.instruction: str = given or YESNO_INSTRUCTION
         self.prefix_cache: bool = self.options["prefix_cache"]
         self.query: str = self.options["query"]
@@ -69,7 +76,12 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
 
     def describe(self) -> dict[str, Any]:
         """The base description, plus the judge's instruction, whether the prefix cache is on and which side fills the query."""
-        return {**super().describe(), "instruction": self.instruction, "prefix_cache": self.prefix_cache, "query": self.query}
+        return {
+            **super().describe(),
+            "instruction": self.instruction,
+            "prefix_cache": self.prefix_cache,
+            "query": self.query,
+        }
 
     def _facts(self, tokenizer: Any) -> AnswerIds:
         # Looked up as the words alone, as Qwen3-Reranker's reference code does: in context the prompt's final
@@ -98,7 +110,9 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         next to it), so that labels whose prompts are the very same tokens are found."""
         return [self.prompt("", label) for label in labels]
 
-    def _fitted_prompts(self, loaded: LoadedModel[AnswerIds], text: str, labels: Sequence[str]) -> tuple[list[TokenIds], bool]:
+    def _fitted_prompts(
+        self, loaded: LoadedModel[AnswerIds], text: str, labels: Sequence[str]
+    ) -> tuple[list[TokenIds], bool]:
         """The token ids of every label's prompt for ``text``, the text cut so the longest one fits; and
         whether it was cut. The text is cut wherever it stands in the prompt (<Query> or <Document>)."""
 
@@ -113,8 +127,14 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
 
     # -- scoring --------------------------------------------------------------------------------------
 
-    def score_with_notes(self, texts: Sequence[str], labels: Sequence[str], *, show_progress: bool = False,
-                         thresholds: Sequence[float] | np.ndarray | None = None) -> ScoreResult:
+    def score_with_notes(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        *,
+        show_progress: bool = False,
+        thresholds: Sequence[float] | np.ndarray | None = None,
+    ) -> ScoreResult:
         """``p_yes`` of every (text, label) prompt: a ``(len(texts), len(labels))`` float32 matrix.
 
         ``thresholds`` (one ``p_yes`` cut per label) says that the caller decides by cuts (multi-label): bf16 then
@@ -126,31 +146,57 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
             prompts, cut = self._fitted_prompts(loaded, texts[i], labels)
             return TextPrompts(prompts, (cut,) * len(prompts))
 
-        per_text, cut, notes = self._text_logits(loaded, [len(text) for text in texts], prompts_of, len(texts) * len(labels), show_progress)
+        per_text, cut, notes = self._text_logits(
+            loaded, [len(text) for text in texts], prompts_of, len(texts) * len(labels), show_progress
+        )
         logits = torch.stack(per_text).reshape(-1, 2) if per_text else torch.empty(0, 2)
         rows, columns = (grid.ravel() for grid in np.indices((len(texts), len(labels))))
 
         def rescored_prompts(todo: np.ndarray) -> list[tuple[TokenIds, int]]:  # fitted and split as in the grid
-            fitted = {row: self._fitted_prompts(loaded, texts[row], labels)[0] for row in np.unique(rows[todo]).tolist()}
+            fitted = {
+                row: self._fitted_prompts(loaded, texts[row], labels)[0] for row in np.unique(rows[todo]).tolist()
+            }
             shares = self._shares_prefix()
             split = {row: run_prefix_length(prompts, shares) for row, prompts in fitted.items()}
-            return [(fitted[row][column], split[row]) for row, column in zip(rows[todo].tolist(), columns[todo].tolist())]
+            return [
+                (fitted[row][column], split[row]) for row, column in zip(rows[todo].tolist(), columns[todo].tolist())
+            ]
 
-        notes += self._recheck_pairs(loaded, logits, rows, None if cuts is None else cuts[columns], rescored_prompts, text_of=rows)
-        truncated = tuple(i for i, flags in enumerate(cut) if any(flags))  # the first pass's: a recheck cuts nothing anew
+        notes += self._recheck_pairs(
+            loaded, logits, rows, None if cuts is None else cuts[columns], rescored_prompts, text_of=rows
+        )
+        truncated = tuple(
+            i for i, flags in enumerate(cut) if any(flags)
+        )  # the first pass's: a recheck cuts nothing anew
         notes += self._truncation_notes(loaded, len(truncated), len(texts))
         return ScoreResult(p_yes(logits).reshape(len(texts), len(labels)), notes, truncated=truncated)
 
-    def score_pairs(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                    cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> np.ndarray:
+    def score_pairs(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
         """``p_yes`` of each aligned pair's prompt (``firsts[i]`` the text, ``seconds[i]`` the label: an NLI
         probe's premise and hypothesis), float32, one per pair. ``groups[i]`` names the decision pair ``i`` competes
         in (by default the pairs that share their first member) and ``cuts[i]``, when not ``nan``, the ``p_yes``
         threshold it is decided by instead: bf16 rechecks the pairs near them in fp32."""
-        return self.score_pairs_with_notes(firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress).scores
+        return self.score_pairs_with_notes(
+            firsts, seconds, groups=groups, cuts=cuts, show_progress=show_progress
+        ).scores
 
-    def score_pairs_with_notes(self, firsts: Sequence[str], seconds: Sequence[str], *, groups: Sequence[int] | np.ndarray | None = None,
-                               cuts: Sequence[float] | np.ndarray | None = None, show_progress: bool = False) -> ScoreResult:
+    def score_pairs_with_notes(
+        self,
+        firsts: Sequence[str],
+        seconds: Sequence[str],
+        *,
+        groups: Sequence[int] | np.ndarray | None = None,
+        cuts: Sequence[float] | np.ndarray | None = None,
+        show_progress: bool = False,
+    ) -> ScoreResult:
         """:meth:`score_pairs`'s scores with the notes of the call (first members truncated, prefix cache not used,
         pairs rescored in fp32).
 
@@ -171,7 +217,9 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
             prompts = fitted(distinct[t])
             return TextPrompts([ids[0] for ids, _ in prompts], tuple(cut for _, cut in prompts))
 
-        per_text, cut, notes = self._text_logits(loaded, [len(first) for first in distinct], prompts_of, len(firsts), show_progress)
+        per_text, cut, notes = self._text_logits(
+            loaded, [len(first) for first in distinct], prompts_of, len(firsts), show_progress
+        )
         logits = torch.empty(len(firsts), 2)
         was_cut = np.zeros(len(firsts), dtype=bool)
         for first, values, flags in zip(distinct, per_text, cut):
@@ -195,8 +243,16 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         notes += self._truncation_notes(loaded, len(truncated), len(firsts))
         return ScoreResult(p_yes(logits), notes, truncated=truncated)
 
-    def _recheck_pairs(self, loaded: LoadedModel[AnswerIds], logits: torch.Tensor, groups: np.ndarray, cuts: np.ndarray | None,
-                       prompts_of: Callable[[np.ndarray], list[tuple[TokenIds, int]]], *, text_of: np.ndarray) -> list[str]:
+    def _recheck_pairs(
+        self,
+        loaded: LoadedModel[AnswerIds],
+        logits: torch.Tensor,
+        groups: np.ndarray,
+        cuts: np.ndarray | None,
+        prompts_of: Callable[[np.ndarray], list[tuple[TokenIds, int]]],
+        *,
+        text_of: np.ndarray,
+    ) -> list[str]:
         """In bf16, replace in ``logits`` (one (yes, no) row per pair) those of the pairs whose decision bf16 could
         change by their fp32 logits, and return the notes saying how many; in fp32, nothing.
 
@@ -212,18 +268,29 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
             for k, text in enumerate(text_of[positions].tolist()):
                 by_text.setdefault(text, []).append(k)
             picked = list(by_text.values())
-            per_text, _, _ = self._text_logits(loaded, [len(prompts[ks[0]][0]) for ks in picked],
-                                               lambda t: TextPrompts([prompts[k][0] for k in picked[t]], prefix=prompts[picked[t][0]][1]),
-                                               len(prompts), False, precision="fp32")
+            per_text, _, _ = self._text_logits(
+                loaded,
+                [len(prompts[ks[0]][0]) for ks in picked],
+                lambda t: TextPrompts([prompts[k][0] for k in picked[t]], prefix=prompts[picked[t][0]][1]),
+                len(prompts),
+                False,
+                precision="fp32",
+            )
             for ks, values in zip(picked, per_text):
                 logits[positions[ks]] = values
             return _log_odds(logits[positions])
 
         return self._recheck(_log_odds(logits), groups, logit_cuts(cuts), rescore)[1]
 
-    def _text_logits(self, loaded: LoadedModel[AnswerIds], sizes: Sequence[int], prompts_of: Callable[[int], TextPrompts],
-                     total: int, show_progress: bool, precision: Precision | None = None
-                     ) -> tuple[list[torch.Tensor], list[tuple[bool, ...]], list[str]]:
+    def _text_logits(
+        self,
+        loaded: LoadedModel[AnswerIds],
+        sizes: Sequence[int],
+        prompts_of: Callable[[int], TextPrompts],
+        total: int,
+        show_progress: bool,
+        precision: Precision | None = None,
+    ) -> tuple[list[torch.Tensor], list[tuple[bool, ...]], list[str]]:
         """For each text (``sizes[i]``: text ``i``'s length, to batch similar ones together), the (yes, no) logits of
         its prompts, shape ``(prompts, 2)``; which of its prompts read it cut (:attr:`TextPrompts.cut`); and the call's
         notes (prefix cache not used). ``prompts_of(i)``: text ``i``'s prompts (:class:`TextPrompts`: token ids, which
@@ -232,11 +299,16 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         share_prefix = self._shares_prefix()
         notes: list[str] = []
         if self.prefix_cache and not share_prefix:
-            notes.append("prefix cache not used: this model's layers keep more state than keys and values "
-                         "(sliding-window or recurrent attention), so every pair ran its whole prompt")
+            notes.append(
+                "prefix cache not used: this model's layers keep more state than keys and values "
+                "(sliding-window or recurrent attention), so every pair ran its whole prompt"
+            )
         per_text: list[torch.Tensor] = [torch.empty(0, 2)] * len(sizes)
         cut: list[tuple[bool, ...]] = [()] * len(sizes)
-        with inference_context(self.device, precision or self.precision), tqdm(total=total, unit="pair", disable=not show_progress) as bar:
+        with (
+            inference_context(self.device, precision or self.precision),
+            tqdm(total=total, unit="pair", disable=not show_progress) as bar,
+        ):
             # Texts are tokenized batch by batch: all pairs' token ids at once would take GBs for a full dataset.
             for batch in length_batches(sizes, self.batch_size):
                 fitted = [prompts_of(i) for i in batch]
@@ -246,7 +318,9 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
                     cut[i] = text.cut
         return per_text, cut, notes
 
-    def _pair_logits(self, loaded: LoadedModel[AnswerIds], texts: list[TextPrompts], bar: tqdm, *, share_prefix: bool) -> torch.Tensor:
+    def _pair_logits(
+        self, loaded: LoadedModel[AnswerIds], texts: list[TextPrompts], bar: tqdm, *, share_prefix: bool
+    ) -> torch.Tensor:
         """(yes, no) logits of every prompt of every text, shape ``(prompts, 2)``, text by text (texts may have
         different numbers of prompts).
 
@@ -258,19 +332,23 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
         pass (one reads prefix states, the other none).
         """
         prompts = [text.prompts for text in texts]
-        shared = [run_prefix_length(text.prompts, share_prefix) if text.prefix is None else text.prefix for text in texts]
+        shared = [
+            run_prefix_length(text.prompts, share_prefix) if text.prefix is None else text.prefix for text in texts
+        ]
         cached = [t for t, n in enumerate(shared) if n]
         prefixes = self._run_prefixes(loaded, [prompts[t][0][: shared[t]] for t in cached]) if cached else None
         row_of = {t: row for row, t in enumerate(cached)}
         pairs = [(t, j) for t, text_prompts in enumerate(prompts) for j in range(len(text_prompts))]
-        rests = [prompts[t][j][shared[t]:] for t, j in pairs]
+        rests = [prompts[t][j][shared[t] :] for t, j in pairs]
         logits = torch.empty(len(pairs), 2)
         for continued in (True, False):
             todo = [k for k, (t, _) in enumerate(pairs) if (shared[t] > 0) == continued]
             for batch in length_batches([len(rests[k]) for k in todo], self.batch_size):
                 chunk = [todo[b] for b in batch]
                 if prefixes is not None and continued:
-                    logits[chunk] = self._continue(loaded, prefixes, [row_of[pairs[k][0]] for k in chunk], [rests[k] for k in chunk])
+                    logits[chunk] = self._continue(
+                        loaded, prefixes, [row_of[pairs[k][0]] for k in chunk], [rests[k] for k in chunk]
+                    )
                 else:
                     logits[chunk] = self._answer_logits(loaded, [rests[k] for k in chunk], loaded.facts)
                 bar.update(len(chunk))
@@ -300,7 +378,9 @@ class YesNoScorer(CausalLMScorer[AnswerIds]):
             lengths=torch.tensor([len(p) for p in prefixes]),
         )
 
-    def _continue(self, loaded: LoadedModel[AnswerIds], prefixes: PrefixStates, rows: list[int], continuations: list[TokenIds]) -> torch.Tensor:
+    def _continue(
+        self, loaded: LoadedModel[AnswerIds], prefixes: PrefixStates, rows: list[int], continuations: list[TokenIds]
+    ) -> torch.Tensor:
         """(yes, no) logits of each continuation after the prefix of its row, continuations left-padded.
 
         The padding sits between prefix and continuation; it is masked, and position ids count on from

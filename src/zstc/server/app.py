@@ -55,9 +55,22 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from zstc import __version__
 from zstc.api import Classifier, check_labels_read_apart, label_hypotheses
 from zstc.hypotheses.variants import HypothesisSet
-from zstc.errors import DataError, DescriptionTooLongError, LabelError, NonFiniteScoresError, OptionError, ZstcError, quoted
+from zstc.errors import (
+    DataError,
+    DescriptionTooLongError,
+    LabelError,
+    NonFiniteScoresError,
+    OptionError,
+    ZstcError,
+    quoted,
+)
 from zstc.policy import (
-    DecisionPolicy, MultiLabelRule, argmax_decisions, check_label_thresholds, check_multi_label_options, check_multilabel_names,
+    DecisionPolicy,
+    MultiLabelRule,
+    argmax_decisions,
+    check_label_thresholds,
+    check_multi_label_options,
+    check_multilabel_names,
 )
 from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
 from zstc.models.families import FamilySet
@@ -70,17 +83,34 @@ from zstc.server.rerank import check_model, count_tokens, document_text, truncat
 from zstc.io import check_distinct_keys
 from zstc.server.playground import PLAYGROUND_HTML
 from zstc.server.schemas import (
-    AnyClassifyRequest, ClassifyRequest, ClassifyResponse, ErrorResponse, HealthResponse, HFLabelScore, HFZeroShotRequest,
-    InfoResponse, RerankRequest, RerankResponse,
+    AnyClassifyRequest,
+    ClassifyRequest,
+    ClassifyResponse,
+    ErrorResponse,
+    HealthResponse,
+    HFLabelScore,
+    HFZeroShotRequest,
+    InfoResponse,
+    RerankRequest,
+    RerankResponse,
 )
 from zstc.server.telemetry import Telemetry
-from zstc.validation import blank_detail, check_distinct_descriptions, check_encodable, check_labels, check_template, check_texts, is_blank
+from zstc.validation import (
+    blank_detail,
+    check_distinct_descriptions,
+    check_encodable,
+    check_labels,
+    check_template,
+    check_texts,
+    is_blank,
+)
 
 logger = logging.getLogger("zstc.server")
 
 PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
 """Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
 the library's says "with their prompt". A view of the :class:`zstc.models.families.Family` records (``text_in_prompt``)."""
+
 
 class ServiceError(Exception):
     """An answer other than 200, with TEI's error body."""
@@ -99,7 +129,9 @@ Send = Callable[[Message], Awaitable[None]]
 
 WORK_PATHS = frozenset({"/classify", "/", "/rerank", "/v1/rerank", "/v2/rerank"})
 """POST endpoints that queue model work."""
-OPEN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+OPEN_PATHS = frozenset(
+    {"/health", "/health/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+)
 ALWAYS_OPEN = frozenset({"/health", "/health/ready"})
 """What ``--protect-all`` leaves open: the probes (the kubelet sends no key)."""
 KNOWN_PATHS = WORK_PATHS | OPEN_PATHS | {"/info"}
@@ -114,8 +146,19 @@ ERROR_MEANINGS = {
     503: "unhealthy: the model is loading or failed, or the server is shutting down",
 }
 """The error responses /docs lists, by status (the body is always ``{"error", "error_type"}``)."""
-REASONS = {400: "validation", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed", 408: "timeout", 413: "too_large",
-           415: "unsupported_media_type", 422: "validation", 429: "overloaded", 499: "cancelled", 503: "unhealthy"}
+REASONS = {
+    400: "validation",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "timeout",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "validation",
+    429: "overloaded",
+    499: "cancelled",
+    503: "unhealthy",
+}
 
 
 class Gate:
@@ -129,8 +172,14 @@ class Gate:
     a keep-alive connection still works.
     """
 
-    def __init__(self, app: Callable[..., Awaitable[None]], *, settings: ServeSettings, engine: BatchingEngine,
-                 telemetry: Telemetry) -> None:
+    def __init__(
+        self,
+        app: Callable[..., Awaitable[None]],
+        *,
+        settings: ServeSettings,
+        engine: BatchingEngine,
+        telemetry: Telemetry,
+    ) -> None:
         self.app, self.settings, self.engine, self.telemetry = app, settings, engine, telemetry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -156,7 +205,11 @@ class Gate:
             if refusal is not None:
                 await self._send_error(tracked_send, *refusal)
             else:
-                bounded = await self._bounded_body(scope, receive, tracked_send) if method in ("POST", "PUT", "PATCH") else receive
+                bounded = (
+                    await self._bounded_body(scope, receive, tracked_send)
+                    if method in ("POST", "PUT", "PATCH")
+                    else receive
+                )
                 if bounded is not None:  # None: the body was refused and answered already
                     await self.app(scope, bounded, tracked_send)
         except asyncio.CancelledError:
@@ -164,8 +217,13 @@ class Gate:
             # client gets the shutdown's 503, not uvicorn's plain-text 500, and the log no traceback; the
             # cancellation ends here, with this request's answer.
             if not status:
-                await self._send_error(tracked_send, 503, "unhealthy", "the server stopped before this request was answered "
-                                       "(its drain timeout passed); retry", {"connection": "close", "retry-after": "5"})
+                await self._send_error(
+                    tracked_send,
+                    503,
+                    "unhealthy",
+                    "the server stopped before this request was answered (its drain timeout passed); retry",
+                    {"connection": "close", "retry-after": "5"},
+                )
         except Exception:
             logger.exception("unhandled error serving %s %s", method, path)
             if not status:
@@ -178,9 +236,20 @@ class Gate:
             self.telemetry.failures.labels(endpoint=endpoint, reason=reason).inc()
         elapsed = time.perf_counter() - started
         self.telemetry.latency.labels(endpoint=endpoint).observe(elapsed)
-        access_logger.info("%s %s %s", method, path, code, extra={
-            "request_id": request_id, "trace_id": trace_id, "status": code, "method": method, "path": path,
-            "latency_ms": round(elapsed * 1000, 1)})
+        access_logger.info(
+            "%s %s %s",
+            method,
+            path,
+            code,
+            extra={
+                "request_id": request_id,
+                "trace_id": trace_id,
+                "status": code,
+                "method": method,
+                "path": path,
+                "latency_ms": round(elapsed * 1000, 1),
+            },
+        )
 
     def _refusal(self, path: str, method: str, scope: Scope) -> tuple[int, str, str, dict[str, str]] | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -190,8 +259,12 @@ class Gate:
         if key is not None and path not in open_paths and (is_work or path != "/"):
             scheme, _, token = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
-                return 401, "unauthorized", "missing or wrong API key: send the header 'Authorization: Bearer <key>'", {
-                    "www-authenticate": "Bearer"}
+                return (
+                    401,
+                    "unauthorized",
+                    "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
+                    {"www-authenticate": "Bearer"},
+                )
         if is_work and self.engine.state != "ready":
             extra = {"retry-after": "5"} if self.engine.state == "loading" else {"connection": "close"}
             return 503, "unhealthy", self.engine.unavailable_reason(), extra
@@ -200,12 +273,26 @@ class Gate:
             if not (length.isascii() and length.isdigit()):  # "²".isdigit() is true, and int() refuses it
                 return 400, "validation", f"Content-Length {length[:40]!r} is not a number", {}
             if int(length) > self.settings.limits.max_body_bytes:
-                return 413, "too_large", (f"the request body has {int(length)} bytes; the limit is "
-                                          f"{self.settings.limits.max_body_bytes} (GET /info)"), {"connection": "close"}
+                return (
+                    413,
+                    "too_large",
+                    (
+                        f"the request body has {int(length)} bytes; the limit is "
+                        f"{self.settings.limits.max_body_bytes} (GET /info)"
+                    ),
+                    {"connection": "close"},
+                )
         encoding = headers.get("content-encoding", "").strip().lower()
-        if is_work and encoding not in ("", "identity"):  # nothing here decodes a body: gzip bytes read as JSON say "not JSON"
-            return 415, "unsupported_media_type", (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"), {
-                "accept-encoding": "identity"}
+        if is_work and encoding not in (
+            "",
+            "identity",
+        ):  # nothing here decodes a body: gzip bytes read as JSON say "not JSON"
+            return (
+                415,
+                "unsupported_media_type",
+                (f"Content-Encoding {quoted(encoding)} is not supported: send the body uncompressed"),
+                {"accept-encoding": "identity"},
+            )
         return None
 
     async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
@@ -223,12 +310,23 @@ class Gate:
                     if not message.get("more_body", False):
                         break
         except TimeoutError:
-            await self._send_error(send, 408, "timeout", f"the request body did not arrive within {seconds:g} seconds "
-                                   f"({len(body)} bytes came; max_body_seconds in GET /info)", {"connection": "close"})
+            await self._send_error(
+                send,
+                408,
+                "timeout",
+                f"the request body did not arrive within {seconds:g} seconds "
+                f"({len(body)} bytes came; max_body_seconds in GET /info)",
+                {"connection": "close"},
+            )
             return None
         if len(body) > limit:
-            await self._send_error(send, 413, "too_large", f"the request body is larger than {limit} bytes (GET /info)",
-                                   {"connection": "close"})
+            await self._send_error(
+                send,
+                413,
+                "too_large",
+                f"the request body is larger than {limit} bytes (GET /info)",
+                {"connection": "close"},
+            )
             return None
         try:  # a key given twice: json.loads, the routes' reader, keeps the last value without a word
             check_distinct_keys(body.decode("utf-8"), "the body")
@@ -263,8 +361,11 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     if isinstance(classifier, Classifier) and classifier.hypotheses != "dataset":
         # Requests describe their labels (descriptions, a template, or the classifier's template); the service
         # has no per-request hypotheses choice, so a Classifier built for another one would be ignored silently.
-        raise OptionError(f"hypotheses={classifier.hypotheses!r} is not served: the service describes labels by each request's "
-                          "descriptions or template; build the Classifier with hypotheses='dataset'", "hypotheses")
+        raise OptionError(
+            f"hypotheses={classifier.hypotheses!r} is not served: the service describes labels by each request's "
+            "descriptions or template; build the Classifier with hypotheses='dataset'",
+            "hypotheses",
+        )
     # Decisions and probabilities are the library's (zstc.policy), with the classifier's calibration.
     probability_model = classifier if isinstance(classifier, Classifier) else Classifier(scorer, template=None)
     policy = probability_model.policy
@@ -275,6 +376,7 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     def single_label_probabilities(row: np.ndarray) -> np.ndarray:
         matrix = np.asarray(row, dtype=np.float64)[None, :]
         return single_label_policy.single_label_probabilities(matrix, probability_model.scored(matrix))[0]
+
     telemetry = Telemetry()
     engine = BatchingEngine(scorer, settings.engine, telemetry)
     score_type = policy.score_type
@@ -289,7 +391,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             await engine.stop()
 
     app = FastAPI(
-        title="zstc", version=__version__, lifespan=lifespan,
+        title="zstc",
+        version=__version__,
+        lifespan=lifespan,
         description=(__doc__ or "").split("\n\n", 1)[1],
     )
     app.state.engine, app.state.telemetry, app.state.settings = engine, telemetry, settings
@@ -297,13 +401,19 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     if settings.cors_allow_origins:  # outside the Gate: a browser's preflight (OPTIONS) carries no key
         from starlette.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_allow_origins),
-                           allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type", "x-request-id"],
-                           expose_headers=["x-request-id", "x-zstc-notes", "retry-after"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_allow_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type", "x-request-id"],
+            expose_headers=["x-request-id", "x-zstc-notes", "retry-after"],
+        )
 
     # -- errors -----------------------------------------------------------------------------------------------
 
-    def error_response(status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    def error_response(
+        status: int, error_type: str, message: str, headers: dict[str, str] | None = None
+    ) -> JSONResponse:
         return JSONResponse(error_content(error_type, message), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
@@ -315,24 +425,37 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         media = content_type.partition(";")[0].strip().lower()
         # FastAPI parses a body as JSON only when its Content-Type says JSON; otherwise say so, not what the bytes lack.
         if media and media != "application/json" and not media.endswith("+json"):
-            return error_response(415, "unsupported_media_type", f"the body must be JSON sent with 'Content-Type: application/json', "
-                                                     f"not {quoted(content_type)}")
+            return error_response(
+                415,
+                "unsupported_media_type",
+                f"the body must be JSON sent with 'Content-Type: application/json', not {quoted(content_type)}",
+            )
         if not media and request.headers.get("content-length", "0") not in ("", "0"):
-            return error_response(415, "unsupported_media_type", "the body must be JSON sent with 'Content-Type: application/json' "
-                                                     "(the request has no Content-Type)")
+            return error_response(
+                415,
+                "unsupported_media_type",
+                "the body must be JSON sent with 'Content-Type: application/json' (the request has no Content-Type)",
+            )
         for error in errors:
             if error.get("type") == "json_invalid":
                 at = next((part for part in error.get("loc", ()) if isinstance(part, int)), None)
                 reason = str((error.get("ctx") or {}).get("error", "not JSON"))
-                return error_response(422, "validation", f"the body is not valid JSON: {reason}" + (f" at character {at}" if at is not None else ""))
+                return error_response(
+                    422,
+                    "validation",
+                    f"the body is not valid JSON: {reason}" + (f" at character {at}" if at is not None else ""),
+                )
             if error.get("type") == "missing" and tuple(error.get("loc", ())) == ("body",):
                 return error_response(422, "validation", "the request has no body: send a JSON object (see /docs)")
         # A field that may be one string or a list fails once per alternative; a value error (ours) says the most.
         specific = [e for e in errors if e.get("type") == "value_error"] or errors
         problems: list[str] = []
         for error in specific:
-            where = ".".join(_place(part) for part in error.get("loc", ())
-                             if part not in ("body", "zstc", "hf") and "[" not in str(part))  # drop pydantic's union tags
+            where = ".".join(
+                _place(part)
+                for part in error.get("loc", ())
+                if part not in ("body", "zstc", "hf") and "[" not in str(part)
+            )  # drop pydantic's union tags
             message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
             problem = f"{where}: {message}" if where else message
             if problem not in problems:
@@ -341,8 +464,12 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":  # FastAPI's, for bytes json.loads refused
-            return error_response(422, "validation", "the body is not valid JSON (not UTF-8, nested too deeply, or an integer too long)")
+        if (
+            exc.status_code == 400 and exc.detail == "There was an error parsing the body"
+        ):  # FastAPI's, for bytes json.loads refused
+            return error_response(
+                422, "validation", "the body is not valid JSON (not UTF-8, nested too deeply, or an integer too long)"
+            )
         kind = REASONS.get(exc.status_code, "validation")
         return error_response(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))
 
@@ -359,30 +486,51 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     def check_size(what: str, count: int, limit: str) -> None:
         """``count`` of ``what`` within the limit named ``limit`` (documents are held to max_labels: the message names it)."""
         if count > getattr(limits, limit):
-            raise ServiceError(413, "too_large", f"{count} {what} in one request; the limit is {getattr(limits, limit)} ({limit} in GET /info)")
+            raise ServiceError(
+                413,
+                "too_large",
+                f"{count} {what} in one request; the limit is {getattr(limits, limit)} ({limit} in GET /info)",
+            )
 
     def check_chars(what: str, strings: Sequence[str]) -> None:
         """Each of ``strings`` (``text``: "text 3 has ...") within ``max_chars``."""
         for i, string in enumerate(strings):
             if len(string) > limits.max_chars:
-                raise ServiceError(413, "too_large", f"{what} {i + 1} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
+                raise ServiceError(
+                    413,
+                    "too_large",
+                    f"{what} {i + 1} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)",
+                )
 
     def check_field_chars(field: str, string: str) -> None:
         """One string field (``template``) within ``max_chars``."""
         if len(string) > limits.max_chars:
-            raise ServiceError(413, "too_large", f"{field} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)")
+            raise ServiceError(
+                413, "too_large", f"{field} has {len(string)} characters; the limit is {limits.max_chars} (GET /info)"
+            )
 
     def check_pairs(pairs: int) -> None:
         if pairs > min(limits.max_request_pairs, settings.engine.max_queued_pairs):
-            limit = (f"max_request_pairs is {limits.max_request_pairs}" if limits.max_request_pairs <= settings.engine.max_queued_pairs
-                     else f"max_queued_pairs is {settings.engine.max_queued_pairs}, so a larger request could never be queued")
-            raise ServiceError(413, "too_large", f"{pairs} (text, label description) pairs in one request (a label scored with "
-                                                 f"several descriptions counts each); {limit} (GET /info)")
+            limit = (
+                f"max_request_pairs is {limits.max_request_pairs}"
+                if limits.max_request_pairs <= settings.engine.max_queued_pairs
+                else f"max_queued_pairs is {settings.engine.max_queued_pairs}, so a larger request could never be queued"
+            )
+            raise ServiceError(
+                413,
+                "too_large",
+                f"{pairs} (text, label description) pairs in one request (a label scored with "
+                f"several descriptions counts each); {limit} (GET /info)",
+            )
 
-    async def score(request: Request, texts: list[str], descriptions: list[tuple[str, ...]],
-                    cuts: list[tuple[float, ...] | None] | None = None,
-                    margins: list[tuple[float, ...] | None] | None = None,
-                    variants: list[int] | None = None) -> tuple[list[np.ndarray], ScoreJob]:
+    async def score(
+        request: Request,
+        texts: list[str],
+        descriptions: list[tuple[str, ...]],
+        cuts: list[tuple[float, ...] | None] | None = None,
+        margins: list[tuple[float, ...] | None] | None = None,
+        variants: list[int] | None = None,
+    ) -> tuple[list[np.ndarray], ScoreJob]:
         """Queue ``texts`` (each with its descriptions, ``variants[i]`` per label, variant after variant) and wait for
         their rows: one score per label (the mean of its variants), or the error the request gets."""
         check_pairs(sum(len(d) for d in descriptions))
@@ -448,15 +596,19 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             numbers = [str(i + 1) for i in job.truncated]
             which = f"{subject} {numbers[0]}" if one else f"{subject}s {', '.join(numbers[:-1])} and {numbers[-1]}"
         limit = scorer.describe().get("max_length")  # the limit in force, once the model is loaded (it is: it scored)
-        within = f"the room left by the label description within {limit} tokens" if cut_with_label else f"{limit} tokens"
+        within = (
+            f"the room left by the label description within {limit} tokens" if cut_with_label else f"{limit} tokens"
+        )
         if cut_in_prompt:
             within += f" with {'its' if one else 'their'} prompt"
         # A cascade's positions are its shortlister's too: one with a lower limit cuts texts the model reads whole.
         shortlister = scorer.shortlister.describe().get("max_length") if isinstance(scorer, CascadeScorer) else None
         if isinstance(shortlister, int) and isinstance(limit, int) and shortlister < limit:
             within += f", or the shortlister's {shortlister} tokens,"
-        return [f"{which} {'exceeds' if one else 'exceed'} {within} and {'was' if one else 'were'} truncated"
-                + (" (label descriptions never are)" if cut_with_label else "")]
+        return [
+            f"{which} {'exceeds' if one else 'exceed'} {within} and {'was' if one else 'were'} truncated"
+            + (" (label descriptions never are)" if cut_with_label else "")
+        ]
 
     def notes_header(notes: list[str]) -> dict[str, str]:
         """The notes of a request whose body another ecosystem fixes (Hugging Face, rerank): a JSON list of strings
@@ -465,8 +617,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # -- POST /classify, POST / ----------------------------------------------------------------------------------
 
-    async def label_descriptions(label_sets: list[tuple[list[str], list[str] | None, str | None]]
-                                 ) -> tuple[list[tuple[str, ...]], list[int]]:
+    async def label_descriptions(
+        label_sets: list[tuple[list[str], list[str] | None, str | None]],
+    ) -> tuple[list[tuple[str, ...]], list[int]]:
         """What the model scores for each ``(names, their descriptions or None, template)``, and how many descriptions
         each label has: one, or (zstc's default for polarity labels, :func:`zstc.api.describe_labels`) several, variant
         after variant, which the engine averages (in bf16 rechecking the average, as the library does). Labels the model
@@ -508,12 +661,16 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         if body.descriptions is not None:
             descriptions_per_text = bool(body.descriptions) and isinstance(body.descriptions[0], list)
             if descriptions_per_text != per_text:
-                raise LabelError("descriptions must have the shape of labels: one list for all texts, or one list per text")
+                raise LabelError(
+                    "descriptions must have the shape of labels: one list for all texts, or one list per text"
+                )
             given_lists = list(body.descriptions) if per_text else [list(body.descriptions)]
             if len(given_lists) != len(label_lists):
                 raise LabelError(f"{len(given_lists)} description lists for {len(label_lists)} label lists")
         if per_text and len(label_lists) != len(texts):
-            raise LabelError(f"{len(label_lists)} label sets for {len(texts)} texts: give one label set per text, or one list for all")
+            raise LabelError(
+                f"{len(label_lists)} label sets for {len(texts)} texts: give one label set per text, or one list for all"
+            )
         names_per_set, label_sets = [], []
         for names, given in zip(label_lists, given_lists):
             check_size("labels", len(names), "max_labels")
@@ -541,23 +698,38 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             for names in names_per_set:
                 if tuple(names) not in by_set:
                     own = {name: value for name, value in given.items() if name in names}
-                    by_set[tuple(names)] = policy.multi_label(names, body.threshold, own, per_label_parameter="label_thresholds")
+                    by_set[tuple(names)] = policy.multi_label(
+                        names, body.threshold, own, per_label_parameter="label_thresholds"
+                    )
             rules = [by_set[tuple(names)] for names in names_per_set]
         # bf16 rechecks the scores near each label's cut and, under the embedding family's default rule, near the text's
         # best minus the margin, as the library does; for an average of description variants, on the average (the
         # engine's Backend.answer).
         cuts = [None if rule is None else tuple(rule.recheck_cuts()) for rule in rules]
-        margins = [None if rule is None or rule.margin is None else tuple(rule.recheck_margins() or ()) for rule in rules]
+        margins = [
+            None if rule is None or rule.margin is None else tuple(rule.recheck_margins() or ()) for rule in rules
+        ]
         rows, job = await score(request, texts, descriptions_per_set, cuts, margins, variants_per_set)
-        results = [text_result(text, row, names, rule, body.precision)
-                   for text, row, names, rule in zip(texts, rows, names_per_set, rules)]
-        content = {"model": model_id, "family": family, "score_type": score_type, "multi_label": body.multi_label, "results": results,
-                   "notes": request_notes(job)}
+        results = [
+            text_result(text, row, names, rule, body.precision)
+            for text, row, names, rule in zip(texts, rows, names_per_set, rules)
+        ]
+        content = {
+            "model": model_id,
+            "family": family,
+            "score_type": score_type,
+            "multi_label": body.multi_label,
+            "results": results,
+            "notes": request_notes(job),
+        }
         return JSONResponse(content, headers=timing_headers(job, started))
 
-    def text_result(text: str, row: np.ndarray, names: list[str], rule: MultiLabelRule | None, decimals: int | None) -> dict[str, Any]:
+    def text_result(
+        text: str, row: np.ndarray, names: list[str], rule: MultiLabelRule | None, decimals: int | None
+    ) -> dict[str, Any]:
         """One text's answer: its label (single-label) or labels (``rule``'s, multi-label), and each label's score and
         probability, highest score first (ties keep the label order)."""
+
         def rounded(value: float) -> float:
             return round(float(value), decimals) if decimals is not None else float(value)
 
@@ -566,11 +738,20 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             matrix = np.asarray(row, dtype=np.float64)[None, :]
             scored = probability_model.scored(matrix)
             passed, probabilities = rule.decide(matrix, scored)[0], rule.probabilities(matrix, scored)[0]
-            scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j]), "passed": bool(passed[j])}
-                      for j in order]
+            scores = [
+                {
+                    "label": names[j],
+                    "score": rounded(row[j]),
+                    "probability": rounded(probabilities[j]),
+                    "passed": bool(passed[j]),
+                }
+                for j in order
+            ]
             return {"text": text, "labels": rule.label_sets(matrix, scored)[0], "scores": scores}
         probabilities = single_label_probabilities(row)
-        scores = [{"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j])} for j in order]
+        scores = [
+            {"label": names[j], "score": rounded(row[j]), "probability": rounded(probabilities[j])} for j in order
+        ]
         return {"text": text, "label": names[int(argmax_decisions(row[None, :])[0])], "scores": scores}
 
     async def classify_hf(request: Request, body: HFZeroShotRequest) -> JSONResponse:
@@ -580,7 +761,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         check_size("texts", len(texts), "max_texts")
         texts = check_texts(texts)
         given = body.parameters.candidate_labels
-        candidates = [label for label in given.split(",") if not is_blank(label)] if isinstance(given, str) else list(given)
+        candidates = (
+            [label for label in given.split(",") if not is_blank(label)] if isinstance(given, str) else list(given)
+        )
         check_size("labels", len(candidates), "max_labels")
         check_chars("text", texts)
         check_chars("candidate label", candidates)
@@ -595,8 +778,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         # thresholding at 0.5, as Hugging Face clients do, gets zstc's decisions); the cuts are rechecked in bf16.
         rule = policy.rule_without_options(names) if multi_label else None
         cuts: list[tuple[float, ...] | None] = [None if rule is None else tuple(rule.recheck_cuts())] * len(texts)
-        margins: list[tuple[float, ...] | None] = [None if rule is None or rule.margin is None
-                                                   else tuple(rule.recheck_margins() or ())] * len(texts)
+        margins: list[tuple[float, ...] | None] = [
+            None if rule is None or rule.margin is None else tuple(rule.recheck_margins() or ())
+        ] * len(texts)
         if isinstance(scorer, NliScorer) and variants == 1:  # the pipeline's numbers (zstc.server.hf)
             check_pairs(len(texts) * len(descriptions))
             try:
@@ -608,17 +792,25 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
                 probabilities = pipeline_scores(pairs, multi_label)
                 order = np.argsort(-probabilities, kind="stable")
                 pipeline.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
-            return JSONResponse(pipeline[0] if single else pipeline,
-                                headers={"x-total-time": f"{(time.perf_counter() - started) * 1000:.1f}"})
+            return JSONResponse(
+                pipeline[0] if single else pipeline,
+                headers={"x-total-time": f"{(time.perf_counter() - started) * 1000:.1f}"},
+            )
         rows, job = await score(request, texts, [descriptions] * len(texts), cuts, margins, [variants] * len(texts))
         answers = []
         for row in rows:
             matrix = np.asarray(row, dtype=np.float64)[None, :]
-            probabilities = (rule.probabilities(matrix, probability_model.scored(matrix))[0] if rule is not None
-                             else single_label_probabilities(row))
+            probabilities = (
+                rule.probabilities(matrix, probability_model.scored(matrix))[0]
+                if rule is not None
+                else single_label_probabilities(row)
+            )
             order = np.argsort(-probabilities, kind="stable")
             answers.append([{"label": names[j], "score": float(probabilities[j])} for j in order])
-        return JSONResponse(answers[0] if single else answers, headers={**timing_headers(job, started), **notes_header(request_notes(job))})
+        return JSONResponse(
+            answers[0] if single else answers,
+            headers={**timing_headers(job, started), **notes_header(request_notes(job))},
+        )
 
     # What each route can answer besides 200 (the Gate's and the handlers' codes), for /docs; under --api-key the
     # routes that need the key declare the bearer scheme, so /docs can send it ("Authorize").
@@ -629,17 +821,29 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     keyed = [Depends(HTTPBearer(auto_error=False, description="zstc serve --api-key"))] if settings.api_key else []
     hf_answer = Union[list[HFLabelScore], list[list[HFLabelScore]]]
 
-    @app.post("/classify", response_model=Union[ClassifyResponse, hf_answer], responses=work_errors, dependencies=keyed,
-              tags=["classify"], response_description="zstc's shape: ClassifyResponse; the Hugging Face shape: [{label, score}] "
-                                                      "(a list of them per text when `inputs` is a list)")
+    @app.post(
+        "/classify",
+        response_model=Union[ClassifyResponse, hf_answer],
+        responses=work_errors,
+        dependencies=keyed,
+        tags=["classify"],
+        response_description="zstc's shape: ClassifyResponse; the Hugging Face shape: [{label, score}] "
+        "(a list of them per text when `inputs` is a list)",
+    )
     async def classify(request: Request, body: AnyClassifyRequest) -> Response:
         """Classify texts: zstc's shape, or the Hugging Face zero-shot shape when the body has `inputs`."""
         if isinstance(body, HFZeroShotRequest):
             return await classify_hf(request, body)
         return await classify_zstc(request, body)
 
-    @app.post("/", response_model=hf_answer, responses=work_errors, dependencies=keyed, tags=["classify"],
-              response_description="[{label, score}] sorted by score; a list of them per text when `inputs` is a list")
+    @app.post(
+        "/",
+        response_model=hf_answer,
+        responses=work_errors,
+        dependencies=keyed,
+        tags=["classify"],
+        response_description="[{label, score}] sorted by score; a list of them per text when `inputs` is a list",
+    )
     async def hugging_face(request: Request, body: HFZeroShotRequest) -> Response:
         """The Hugging Face inference task for zero-shot classification, where hub clients post it."""
         return await classify_hf(request, body)
@@ -664,8 +868,10 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         notes: list[str] = []
         if body.max_tokens_per_doc is not None:
             if loaded is None:
-                raise OptionError(f"max_tokens_per_doc is not supported for {model_id} (no tokenizer to count its tokens)",
-                                  "max_tokens_per_doc")
+                raise OptionError(
+                    f"max_tokens_per_doc is not supported for {model_id} (no tokenizer to count its tokens)",
+                    "max_tokens_per_doc",
+                )
             documents, cut, _ = await asyncio.to_thread(truncate, *loaded, documents, body.max_tokens_per_doc)
             if cut:
                 notes.append(truncation_note(cut, body.max_tokens_per_doc))
@@ -675,27 +881,50 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
         try:
             rows, job = await score(request, [body.query], [tuple(distinct)])
         except DescriptionTooLongError as error:  # the scorer's words are classification's ("label description")
-            index = next((i for i, d in enumerate(stripped) if error.description in (d, scorer.spec.format_document(d))), None)
+            index = next(
+                (i for i, d in enumerate(stripped) if error.description in (d, scorer.spec.format_document(d))), None
+            )
             which = f"document {index + 1}" if index is not None else "a document"
-            raise LabelError(f"{which} is too long for {model_id}'s limit of {error.limit} tokens (a cross-encoder reads it "
-                             "with the query); documents are scored whole unless max_tokens_per_doc cuts them: "
-                             "set it, shorten or split it") from None
+            raise LabelError(
+                f"{which} is too long for {model_id}'s limit of {error.limit} tokens (a cross-encoder reads it "
+                "with the query); documents are scored whole unless max_tokens_per_doc cuts them: "
+                "set it, shorten or split it"
+            ) from None
         relevance = dict(zip(distinct, rows[0] if body.raw_scores else policy.relevance(rows[0])))
         ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
-        results = [{"index": i, "relevance_score": float(relevance[stripped[i]]),
-                    **({"document": {"text": given[i]} if isinstance(given[i], str) else given[i]} if body.return_documents else {})}
-                   for i in ranked]
+        results = [
+            {
+                "index": i,
+                "relevance_score": float(relevance[stripped[i]]),
+                **(
+                    {"document": {"text": given[i]} if isinstance(given[i], str) else given[i]}
+                    if body.return_documents
+                    else {}
+                ),
+            }
+            for i in ranked
+        ]
         tokens = await asyncio.to_thread(count_tokens, *loaded, [body.query, *documents]) if loaded is not None else 0
         version = "2" if request.url.path.startswith("/v2/") else "1"
-        content = {"id": str(uuid.uuid4()), "model": model_id, "results": results,
-                   "meta": {"api_version": {"version": version}, "billed_units": {"search_units": 1},
-                            "tokens": {"input_tokens": tokens, "output_tokens": 0}},
-                   "usage": {"total_tokens": tokens}}
-        return JSONResponse(content, headers={**timing_headers(job, started),
-                                              **notes_header([*notes, *request_notes(job, "query")])})
+        content = {
+            "id": str(uuid.uuid4()),
+            "model": model_id,
+            "results": results,
+            "meta": {
+                "api_version": {"version": version},
+                "billed_units": {"search_units": 1},
+                "tokens": {"input_tokens": tokens, "output_tokens": 0},
+            },
+            "usage": {"total_tokens": tokens},
+        }
+        return JSONResponse(
+            content, headers={**timing_headers(job, started), **notes_header([*notes, *request_notes(job, "query")])}
+        )
 
     for path in ("/rerank", "/v1/rerank", "/v2/rerank"):
-        app.post(path, response_model=RerankResponse, responses=work_errors, dependencies=keyed, tags=["rerank"])(rerank)
+        app.post(path, response_model=RerankResponse, responses=work_errors, dependencies=keyed, tags=["rerank"])(
+            rerank
+        )
 
     # -- health, info, metrics, playground ----------------------------------------------------------------------
 
@@ -711,20 +940,34 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
             return JSONResponse({"status": "ready", "model": model_id, "family": family})
         return error_response(503, "unhealthy", engine.unavailable_reason())
 
-    @app.get("/info", response_model=InfoResponse, responses=errors(401) if settings.api_key else {}, dependencies=keyed,
-             tags=["operations"])
+    @app.get(
+        "/info",
+        response_model=InfoResponse,
+        responses=errors(401) if settings.api_key else {},
+        dependencies=keyed,
+        tags=["operations"],
+    )
     async def info() -> dict[str, Any]:
         """The model, its family and score type, the probabilities' temperatures, the limits and the batching settings."""
         single_label_temperature = single_label_policy.temperature()
         center, temperature = policy.own_probability_sigmoid() or (None, None)
         return {
-            "model": model_id, "family": family, "score_type": score_type, "temperature": single_label_temperature,
+            "model": model_id,
+            "family": family,
+            "score_type": score_type,
+            "temperature": single_label_temperature,
             "single_label_temperature": single_label_temperature,
-            "own_probability_temperature": temperature, "own_probability_center": center,
-            "scorer": _jsonable(scorer.describe()), "limits": asdict(limits),
-            "batching": {**asdict(settings.engine), "torch_threads": engine.torch_threads, "kernel_caches": engine.kernel_caches,
-                         "state": engine.state,
-                         "queued_pairs": engine.queued_pairs},
+            "own_probability_temperature": temperature,
+            "own_probability_center": center,
+            "scorer": _jsonable(scorer.describe()),
+            "limits": asdict(limits),
+            "batching": {
+                **asdict(settings.engine),
+                "torch_threads": engine.torch_threads,
+                "kernel_caches": engine.kernel_caches,
+                "state": engine.state,
+                "queued_pairs": engine.queued_pairs,
+            },
             "version": __version__,
         }
 
@@ -739,8 +982,13 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
 
     # Load balancers, uptime checkers and scrapers' availability checks often probe with HEAD (the same answer
     # without a body): not a 405. /info keeps its key.
-    for path, endpoint, dependencies in (("/health", health, []), ("/health/ready", ready, []), ("/info", info, keyed),
-                                         ("/metrics", metrics, []), ("/", playground, [])):
+    for path, endpoint, dependencies in (
+        ("/health", health, []),
+        ("/health/ready", ready, []),
+        ("/info", info, keyed),
+        ("/metrics", metrics, []),
+        ("/", playground, []),
+    ):
         app.head(path, include_in_schema=False, dependencies=dependencies)(endpoint)
 
     return app

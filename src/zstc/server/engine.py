@@ -67,7 +67,14 @@ import numpy as np
 
 from zstc.errors import NonFiniteScoresError
 from zstc.hypotheses.variants import recheck_means, rechecks_average
-from zstc.scorers.base import LruCache, ScoreResult, capabilities, check_finite_scores, rechecks_thresholds, score_with_notes
+from zstc.scorers.base import (
+    LruCache,
+    ScoreResult,
+    capabilities,
+    check_finite_scores,
+    rechecks_thresholds,
+    score_with_notes,
+)
 from zstc.scorers.recheck import pair_cuts
 from zstc.server.settings import EngineConfig
 
@@ -170,7 +177,9 @@ class ModelThread:
     """
 
     def __init__(self, threads: int | None = None) -> None:
-        self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]] | None] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[
+            tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]] | None
+        ] = queue.SimpleQueue()
         self._threads = threads
         self._trim_heap = _heap_trimmer()
         self.torch_threads: int | None = None
@@ -267,13 +276,21 @@ class Backend:
 
         def rescore(which: np.ndarray) -> list[np.ndarray]:
             chosen = [averaged[int(k)] for k in which]
-            exact, read = self.score_exactly([jobs[j].texts[i] for j, i in chosen], [jobs[j].label_sets[i] for j, i in chosen],
-                                             [jobs[j].variants[i] for j, i in chosen])
+            exact, read = self.score_exactly(
+                [jobs[j].texts[i] for j, i in chosen],
+                [jobs[j].label_sets[i] for j, i in chosen],
+                [jobs[j].variants[i] for j, i in chosen],
+            )
             reread.extend(read)
             return [_variant_mean(row, jobs[j].variants[i]) for (j, i), row in zip(chosen, exact)]
 
-        means, _ = recheck_means([rows[j][i] for j, i in averaged], [jobs[j].thresholds[i] for j, i in averaged],
-                                 [jobs[j].margins[i] for j, i in averaged], self.scorer.recheck_margin, rescore)
+        means, _ = recheck_means(
+            [rows[j][i] for j, i in averaged],
+            [jobs[j].thresholds[i] for j, i in averaged],
+            [jobs[j].margins[i] for j, i in averaged],
+            self.scorer.recheck_margin,
+            rescore,
+        )
         for (j, i), mean in zip(averaged, means):
             rows[j][i] = mean
         return replace(scored, rows=rows, reread=scored.reread + tuple(reread))
@@ -290,16 +307,20 @@ class Backend:
         rechecks the average, else by its descriptions' near ties (fp32 rechecks nothing; a cascade, which has no fp32
         twin, rechecks each variant's, scored apart by :class:`MatrixBackend` as the library's cascade scores them)."""
         apart = self.averages_apart
-        return [(job.thresholds[i], job.margins[i], True) if count == 1 else (None, None, not apart)
-                for job in jobs for i, count in enumerate(job.variants)]
+        return [
+            (job.thresholds[i], job.margins[i], True) if count == 1 else (None, None, not apart)
+            for job in jobs
+            for i, count in enumerate(job.variants)
+        ]
 
     def score(self, jobs: Sequence[ScoreJob]) -> Scored:
         """Per job, one float32 row per text (:attr:`Scored.rows`: one score per description, variant after variant),
         with what the call read."""
         raise NotImplementedError
 
-    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
-                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    def score_exactly(
+        self, texts: list[str], label_sets: list[tuple[str, ...]], variants: list[int]
+    ) -> tuple[list[np.ndarray], tuple[str, ...]]:
         """Each text's fp32 row against its own descriptions (``variants[i]`` per label, each variant scored apart as
         :meth:`MatrixBackend.score` scores them), by the scorer's fp32 twin (which shares its model), and what it read
         for :attr:`Scored.reread` (nothing here: a backend that counts tokens says)."""
@@ -326,12 +347,18 @@ class Backend:
 
     def _formatted(self, jobs: Sequence[ScoreJob]) -> tuple[list[str], list[tuple[str, ...]]]:
         """The jobs' texts and label descriptions as the model reads them (:meth:`_format`)."""
-        return self._format([text for job in jobs for text in job.texts], [labels for job in jobs for labels in job.label_sets])
+        return self._format(
+            [text for job in jobs for text in job.texts], [labels for job in jobs for labels in job.label_sets]
+        )
 
-    def _format(self, texts: Sequence[str], label_sets: Sequence[tuple[str, ...]]) -> tuple[list[str], list[tuple[str, ...]]]:
+    def _format(
+        self, texts: Sequence[str], label_sets: Sequence[tuple[str, ...]]
+    ) -> tuple[list[str], list[tuple[str, ...]]]:
         """Texts and label descriptions as the model reads them (the registry's query/document prefixes)."""
         spec = self.scorer.spec
-        return [spec.format_query(text) for text in texts], [tuple(spec.format_document(d) for d in labels) for labels in label_sets]
+        return [spec.format_query(text) for text in texts], [
+            tuple(spec.format_document(d) for d in labels) for labels in label_sets
+        ]
 
 
 @dataclass(frozen=True)
@@ -353,10 +380,15 @@ def _variant_mean(row: np.ndarray, variants: int) -> np.ndarray:
     return row.reshape(variants, -1).mean(axis=0)
 
 
-def _variant_parts(label_sets: Sequence[tuple[str, ...]], variants: Sequence[int]) -> list[tuple[int, int, tuple[str, ...]]]:
+def _variant_parts(
+    label_sets: Sequence[tuple[str, ...]], variants: Sequence[int]
+) -> list[tuple[int, int, tuple[str, ...]]]:
     """Each label set's variants (its descriptions, variant after variant) as ``(position, variant, descriptions)``."""
-    return [(p, k, labels[k * len(labels) // count : (k + 1) * len(labels) // count])
-            for p, (labels, count) in enumerate(zip(label_sets, variants)) for k in range(count)]
+    return [
+        (p, k, labels[k * len(labels) // count : (k + 1) * len(labels) // count])
+        for p, (labels, count) in enumerate(zip(label_sets, variants))
+        for k in range(count)
+    ]
 
 
 def _positions_by(keys: Sequence[Any]) -> dict[Any, list[int]]:
@@ -405,18 +437,26 @@ class PairBackend(Backend):
         groups[alone] = len(label_sets) + np.arange(int(alone.sum()))
         cuts = pair_cuts([cut for cut, _, _ in decisions], counts)
         given = {"groups": groups, **({"cuts": cuts} if cuts is not None else {})}
-        result = self.scorer.score_pairs_with_notes(firsts, seconds, **given)  # PairBackend: a scorer declaring pair_scoring
+        result = self.scorer.score_pairs_with_notes(
+            firsts, seconds, **given
+        )  # PairBackend: a scorer declaring pair_scoring
         scores = result.scores
         bounds = np.cumsum([0, *counts])
         # A text is truncated for its request when any of its own pairs was (another request may pair the same text
         # with a longer description, which leaves it less room).
         truncated = {int(owners[pair]) for pair in result.truncated}
-        rescored = dict.fromkeys((firsts[pair], seconds[pair]) for pair in result.rescored)  # a pair twice is rescored once
-        return Scored(_split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))]),
-                      truncated=_truncated_per_job(jobs, truncated), reread=tuple(s for pair in rescored for s in pair))
+        rescored = dict.fromkeys(
+            (firsts[pair], seconds[pair]) for pair in result.rescored
+        )  # a pair twice is rescored once
+        return Scored(
+            _split_rows(jobs, [scores[bounds[i] : bounds[i + 1]] for i in range(len(label_sets))]),
+            truncated=_truncated_per_job(jobs, truncated),
+            reread=tuple(s for pair in rescored for s in pair),
+        )
 
-    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
-                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    def score_exactly(
+        self, texts: list[str], label_sets: list[tuple[str, ...]], variants: list[int]
+    ) -> tuple[list[np.ndarray], tuple[str, ...]]:
         """:meth:`Backend.score_exactly` (a pair's score is its own, whatever the variants): every text's pairs in one
         ``score_pairs`` run of the fp32 twin; what it read is each distinct pair's text and description, as the model
         reads them."""
@@ -425,8 +465,10 @@ class PairBackend(Backend):
         seconds = [label for labels in described for label in labels]
         scores = self.scorer.twin(precision="fp32").score_pairs(firsts, seconds)
         bounds = np.cumsum([0, *(len(labels) for labels in described)])
-        return ([scores[bounds[i] : bounds[i + 1]] for i in range(len(texts))],
-                tuple(s for pair in dict.fromkeys(zip(firsts, seconds)) for s in pair))
+        return (
+            [scores[bounds[i] : bounds[i + 1]] for i in range(len(texts))],
+            tuple(s for pair in dict.fromkeys(zip(firsts, seconds)) for s in pair),
+        )
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
         """Tokens the batch's pairs hold: each text once per label, plus each description, and bf16's rescored pairs
@@ -436,8 +478,9 @@ class PairBackend(Backend):
             return None
         texts, label_sets = self._formatted(jobs)
         length = _token_lengths(loaded, [*texts, *(d for labels in label_sets for d in labels), *scored.reread])
-        return (sum(length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets))
-                + sum(length[s] for s in scored.reread))
+        return sum(
+            length[text] * len(labels) + sum(length[d] for d in labels) for text, labels in zip(texts, label_sets)
+        ) + sum(length[s] for s in scored.reread)
 
 
 class MatrixBackend(Backend):
@@ -454,25 +497,47 @@ class MatrixBackend(Backend):
         # Multi-label cuts and margins split a call only for a scorer that uses them (an embedding model; a
         # cross-encoder behind a shortlist).
         uses_cuts = rechecks_thresholds(self.scorer)
-        groups = _positions_by([(labels, *(decisions[p] if uses_cuts else (None, None, decisions[p][2]))) for p, _, labels in parts])
-        results, encoded, reread = self._score_calls([Call([flat_texts[parts[q][0]] for q in which], list(labels), cut, margin, decided)
-                                                      for (labels, cut, margin, decided), which in groups.items()])
+        groups = _positions_by(
+            [(labels, *(decisions[p] if uses_cuts else (None, None, decisions[p][2]))) for p, _, labels in parts]
+        )
+        results, encoded, reread = self._score_calls(
+            [
+                Call([flat_texts[parts[q][0]] for q in which], list(labels), cut, margin, decided)
+                for (labels, cut, margin, decided), which in groups.items()
+            ]
+        )
         pieces = [[np.empty(0, np.float32)] * count for count in variants]
         truncated: set[int] = set()
         for which, result in zip(groups.values(), results):
             for q, row in zip(which, result.scores):
                 pieces[parts[q][0]][parts[q][1]] = row
             truncated.update(parts[which[row]][0] for row in result.truncated)
-        return Scored(_split_rows(jobs, [np.concatenate(row) for row in pieces]), encoded, truncated=_truncated_per_job(jobs, truncated),
-                      reread=reread)
+        return Scored(
+            _split_rows(jobs, [np.concatenate(row) for row in pieces]),
+            encoded,
+            truncated=_truncated_per_job(jobs, truncated),
+            reread=reread,
+        )
 
     def _score_calls(self, calls: list[Call]) -> tuple[list[ScoreResult], tuple[str, ...], tuple[str, ...]]:
         """One result per call (its matrix, and the rows it truncated), the label descriptions encoded apart from a
         cache (:attr:`Scored.encoded`) and what bf16's recheck read again (:attr:`Scored.reread`): only the embedding
         backend knows the last two."""
         plain = self.scorer.twin(recheck_margin=0.0) if not all(call.recheck for call in calls) else self.scorer
-        return [score_with_notes(self.scorer if call.recheck else plain, call.texts, call.labels, thresholds=call.cuts,
-                                 margins=call.margins) for call in calls], (), ()
+        return (
+            [
+                score_with_notes(
+                    self.scorer if call.recheck else plain,
+                    call.texts,
+                    call.labels,
+                    thresholds=call.cuts,
+                    margins=call.margins,
+                )
+                for call in calls
+            ],
+            (),
+            (),
+        )
 
 
 class CascadeBackend(MatrixBackend):
@@ -482,8 +547,11 @@ class CascadeBackend(MatrixBackend):
 
     def _score_calls(self, calls: list[Call]) -> tuple[list[ScoreResult], tuple[str, ...], tuple[str, ...]]:
         # Margins reach an embedding main scorer (the default rule is its family's); a cross-encoder takes cuts only.
-        results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], thresholds=[call.cuts for call in calls],
-                                             margins=[call.margins for call in calls])
+        results = self.scorer.score_requests(
+            [(call.texts, call.labels) for call in calls],
+            thresholds=[call.cuts for call in calls],
+            margins=[call.margins for call in calls],
+        )
         return list(results), (), ()
 
 
@@ -508,9 +576,14 @@ class EmbeddingBackend(MatrixBackend):
         hits, misses = self.label_cache.hits, self.label_cache.misses
         # Each call is a request's decision: in bf16 its texts near one are embedded again in fp32, as
         # Classifier.predict and predict_multi_label do, so the service decides as they do at the same precision.
-        results = self.scorer.score_requests([(call.texts, call.labels) for call in calls], label_cache=self.label_cache,
-                                             recheck=[call.recheck for call in calls], thresholds=[call.cuts for call in calls],
-                                             margins=[call.margins for call in calls], fp32_label_cache=self.fp32_label_cache)
+        results = self.scorer.score_requests(
+            [(call.texts, call.labels) for call in calls],
+            label_cache=self.label_cache,
+            recheck=[call.recheck for call in calls],
+            thresholds=[call.cuts for call in calls],
+            margins=[call.margins for call in calls],
+            fp32_label_cache=self.fp32_label_cache,
+        )
         if self._on_lookup is not None:  # only the model thread uses this cache, so the differences are this batch's
             self._on_lookup(self.label_cache.hits - hits, self.label_cache.misses - misses)
         # bf16's recheck: each call's rescored texts embedded again, and the descriptions it found no fp32 embedding for
@@ -519,15 +592,19 @@ class EmbeddingBackend(MatrixBackend):
         reread += [d for d in fp32_uncached if d in self.fp32_label_cache]
         return list(results), encoded, tuple(reread)
 
-    def score_exactly(self, texts: list[str], label_sets: list[tuple[str, ...]],
-                      variants: list[int]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    def score_exactly(
+        self, texts: list[str], label_sets: list[tuple[str, ...]], variants: list[int]
+    ) -> tuple[list[np.ndarray], tuple[str, ...]]:
         """:meth:`Backend.score_exactly` (a cosine is its pair's own, whatever the variants): the texts embedded in one
         fp32 run of the twin, their descriptions' fp32 embeddings from the recheck's cache (filled as it misses); what
         it read is the texts and the descriptions it found no fp32 embedding for."""
         formatted, described = self._format(texts, label_sets)
-        uncached = [d for d in dict.fromkeys(d for labels in described for d in labels) if d not in self.fp32_label_cache]
-        results = self.scorer.twin(precision="fp32").score_requests(list(zip(([text] for text in texts), label_sets)),
-                                                                    label_cache=self.fp32_label_cache)
+        uncached = [
+            d for d in dict.fromkeys(d for labels in described for d in labels) if d not in self.fp32_label_cache
+        ]
+        results = self.scorer.twin(precision="fp32").score_requests(
+            list(zip(([text] for text in texts), label_sets)), label_cache=self.fp32_label_cache
+        )
         return [result.scores[0] for result in results], (*formatted, *uncached)
 
     def count_tokens(self, jobs: Sequence[ScoreJob], scored: Scored) -> int | None:
@@ -540,8 +617,11 @@ class EmbeddingBackend(MatrixBackend):
         # The distinct texts are encoded once; label descriptions are read only when the call found them uncached; what
         # bf16's recheck embedded again counts each time.
         reread = _token_lengths(loaded, list(scored.reread))
-        return (sum(_token_lengths(loaded, texts).values()) + sum(_token_lengths(loaded, list(scored.encoded)).values())
-                + sum(reread[s] for s in scored.reread))
+        return (
+            sum(_token_lengths(loaded, texts).values())
+            + sum(_token_lengths(loaded, list(scored.encoded)).values())
+            + sum(reread[s] for s in scored.reread)
+        )
 
 
 def _token_lengths(loaded: Any, strings: list[str]) -> dict[str, int]:
@@ -664,16 +744,27 @@ class BatchingEngine:
         """Pairs waiting or running: what ``max_queued_pairs`` bounds."""
         return self._pending_pairs + self._running_pairs
 
-    def submit(self, texts: list[str], label_sets: list[tuple[str, ...]],
-               thresholds: list[tuple[float, ...] | None] | None = None,
-               margins: list[tuple[float, ...] | None] | None = None, variants: list[int] | None = None) -> ScoreJob:
+    def submit(
+        self,
+        texts: list[str],
+        label_sets: list[tuple[str, ...]],
+        thresholds: list[tuple[float, ...] | None] | None = None,
+        margins: list[tuple[float, ...] | None] | None = None,
+        variants: list[int] | None = None,
+    ) -> ScoreJob:
         """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`; ``thresholds`` and
         ``margins`` are each text's multi-label cuts and default-rule margins (one per label), ``variants`` how many
         descriptions each of its labels has (see :class:`ScoreJob`). The job's rows hold one score per label."""
         if self.state != "ready":
             raise Unavailable(self.unavailable_reason())
-        job = ScoreJob(texts, label_sets, asyncio.get_running_loop().create_future(), thresholds or [None] * len(label_sets),
-                       margins or [None] * len(label_sets), variants or [])
+        job = ScoreJob(
+            texts,
+            label_sets,
+            asyncio.get_running_loop().create_future(),
+            thresholds or [None] * len(label_sets),
+            margins or [None] * len(label_sets),
+            variants or [],
+        )
         if self.queued_pairs + job.pairs > self.config.max_queued_pairs:
             raise Overloaded(
                 f"the server is at capacity: {self.queued_pairs} (text, label) pairs are queued or running, this request "
@@ -774,7 +865,9 @@ class BatchingEngine:
         started = time.perf_counter()
         for job in batch:
             job.started = started
-        answered: list[tuple[list[ScoreJob], Scored]] = []  # each call that answered, with its jobs: the batch-tokens metric's
+        answered: list[
+            tuple[list[ScoreJob], Scored]
+        ] = []  # each call that answered, with its jobs: the batch-tokens metric's
         try:
             scored: Scored = await asyncio.wrap_future(self._thread.submit(self.backend.answer, batch))
             results: list[list[np.ndarray] | BaseException] = list(scored.rows)
@@ -799,8 +892,11 @@ class BatchingEngine:
                         results.append(single_error)
         elapsed = time.perf_counter() - started
         pairs = sum(job.pairs for job in batch)
-        self._pairs_per_second = pairs / max(elapsed, 1e-6) if self._pairs_per_second is None else (
-            0.8 * self._pairs_per_second + 0.2 * pairs / max(elapsed, 1e-6))
+        self._pairs_per_second = (
+            pairs / max(elapsed, 1e-6)
+            if self._pairs_per_second is None
+            else (0.8 * self._pairs_per_second + 0.2 * pairs / max(elapsed, 1e-6))
+        )
         for job, result in zip(batch, results):
             job.inference_s = elapsed
             if job.future.done():  # cancelled while its batch ran

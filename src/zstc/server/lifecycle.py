@@ -171,7 +171,9 @@ def _closing(send: Send) -> Send:
     return closing
 
 
-async def send_error(send: Send, status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> None:
+async def send_error(
+    send: Send, status: int, error_type: str, message: str, headers: dict[str, str] | None = None
+) -> None:
     """Answer with the service's error shape, ``{"error": ..., "error_type": ...}`` (text-embeddings-inference's)."""
     await _answer(send, status, error_content(error_type, message), headers)
 
@@ -190,8 +192,12 @@ class JsonLines(logging.Formatter):
     FIELDS = ("method", "path", "status", "latency_ms", "request_id", "trace_id")
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname.lower(),
-                "logger": record.name, "message": record.getMessage()}
+        line = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         line.update({name: getattr(record, name) for name in self.FIELDS if hasattr(record, name)})
         return json.dumps(line)
 

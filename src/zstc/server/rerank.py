@@ -39,7 +39,9 @@ def check_model(asked: str | None, served: str) -> None:
     if asked is None:
         return
     if asked.strip().lower() not in {served.lower(), served.rsplit("/", 1)[-1].lower()}:
-        raise OptionError(f"model {quoted(asked)} is not served here: this server serves {served!r} (GET /info)", "model")
+        raise OptionError(
+            f"model {quoted(asked)} is not served here: this server serves {served!r} (GET /info)", "model"
+        )
 
 
 def truncate(tokenizer: Any, lock: Any, documents: Sequence[str], max_tokens: int) -> tuple[list[str], list[int], int]:

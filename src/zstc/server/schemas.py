@@ -51,9 +51,21 @@ class ErrorResponse(BaseModel):
     """Every error, in text-embeddings-inference's shape: ``{"error": ..., "error_type": ...}``."""
 
     error: str
-    error_type: Literal["validation", "too_large", "timeout", "overloaded", "unhealthy", "unauthorized", "not_found",
-                        "method_not_allowed", "unsupported_media_type", "backend"]
-    request_id: str | None = Field(default=None, description="The request's X-Request-ID (the client's, or one made up).")
+    error_type: Literal[
+        "validation",
+        "too_large",
+        "timeout",
+        "overloaded",
+        "unhealthy",
+        "unauthorized",
+        "not_found",
+        "method_not_allowed",
+        "unsupported_media_type",
+        "backend",
+    ]
+    request_id: str | None = Field(
+        default=None, description="The request's X-Request-ID (the client's, or one made up)."
+    )
 
 
 # -- zstc's own shape ---------------------------------------------------------------------------------------
@@ -66,7 +78,9 @@ class ClassifyRequest(BaseModel):
     # an error too, not a guess (an int still passes as a float).
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    texts: Text | list[Text] = Field(description="One text, or a list of texts.", examples=[["The striker scored twice."]])
+    texts: Text | list[Text] = Field(
+        description="One text, or a list of texts.", examples=[["The striker scored twice."]]
+    )
     labels: list[Text] | list[list[Text]] = Field(
         description="Candidate labels for every text, or one list of labels per text (as many lists as texts).",
         examples=[["sports", "economy", "politics"]],
@@ -74,8 +88,11 @@ class ClassifyRequest(BaseModel):
     descriptions: list[Text] | list[list[Text]] | None = Field(
         default=None, description="One description per label (same shape as labels), scored instead of the label names."
     )
-    template: Text | None = Field(default=None, description="Turns each label name into its description, e.g. 'This text is about {}.' "
-                                     "(refused with descriptions other than the names: those are scored as written).")
+    template: Text | None = Field(
+        default=None,
+        description="Turns each label name into its description, e.g. 'This text is about {}.' "
+        "(refused with descriptions other than the names: those are scored as written).",
+    )
     multi_label: bool = Field(default=False, description="Every label whose score reaches the threshold, or 'none'.")
     threshold: float | None = OPTIONS["threshold"].field(
         description="Multi-label threshold on the raw score (on the probability when the server has a Platt calibration "
@@ -85,10 +102,13 @@ class ClassifyRequest(BaseModel):
         "(the margin rule); a threshold given is a plain cut.",
     )
     label_thresholds: dict[Text, Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
-        default=None, description="Multi-label: a threshold per label name, overriding `threshold` (with one label set "
-        "per text, for the texts whose set has that label)."
+        default=None,
+        description="Multi-label: a threshold per label name, overriding `threshold` (with one label set "
+        "per text, for the texts whose set has that label).",
     )
-    precision: int | None = Field(default=None, ge=0, le=12, description="Round scores and probabilities to this many decimals.")
+    precision: int | None = Field(
+        default=None, ge=0, le=12, description="Round scores and probabilities to this many decimals."
+    )
 
 
 class LabelScore(BaseModel):
@@ -121,9 +141,12 @@ class ClassifyResponse(BaseModel):
     score_type: str | None
     multi_label: bool
     results: list[TextResult]
-    notes: list[str] = Field(default_factory=list, description="What applies to this request's own inputs, in the words "
-                             "`zstc classify` prints: texts longer than the model reads, named by position ('text 3 exceeds "
-                             "256 tokens and was truncated': scored on their beginning). Empty when nothing applies.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What applies to this request's own inputs, in the words "
+        "`zstc classify` prints: texts longer than the model reads, named by position ('text 3 exceeds "
+        "256 tokens and was truncated': scored on their beginning). Empty when nothing applies.",
+    )
 
 
 # -- the Hugging Face inference task shape ---------------------------------------------------------------------
@@ -135,8 +158,12 @@ class HFParameters(BaseModel):
     # A misspelt key ("multilabel") was ignored and answered single-label with a 200: refused, as the zstc shape does.
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    candidate_labels: list[Text] | Text = Field(description="Labels, as a list or one comma-separated string (as the pipeline takes them).")
-    hypothesis_template: Text = Field(default="This example is {}.", description="The pipeline's default is 'This example is {}.'")
+    candidate_labels: list[Text] | Text = Field(
+        description="Labels, as a list or one comma-separated string (as the pipeline takes them)."
+    )
+    hypothesis_template: Text = Field(
+        default="This example is {}.", description="The pipeline's default is 'This example is {}.'"
+    )
     multi_label: bool = False
 
     @model_validator(mode="before")
@@ -145,7 +172,11 @@ class HFParameters(BaseModel):
         # Clients built from the task's spec send optional parameters as null ("hypothesis_template": null);
         # null says "not given", so the pipeline's default applies rather than a 422.
         if isinstance(data, dict):
-            return {key: value for key, value in data.items() if not (value is None and key in ("hypothesis_template", "multi_label"))}
+            return {
+                key: value
+                for key, value in data.items()
+                if not (value is None and key in ("hypothesis_template", "multi_label"))
+            }
         return data
 
 
@@ -166,10 +197,12 @@ class HFZeroShotRequest(BaseModel):
 
     inputs: Text | list[Text]
     parameters: HFParameters
-    options: HFOptions | None = Field(default=None, description="The hub's request options, which hold here as they "
-                                      "are: the model is always loaded before an answer (wait_for_model) and no answer "
-                                      "comes from a cache (use_cache).")
-
+    options: HFOptions | None = Field(
+        default=None,
+        description="The hub's request options, which hold here as they "
+        "are: the model is always loaded before an answer (wait_for_model) and no answer "
+        "comes from a cache (use_cache).",
+    )
 
 
 class HFLabelScore(BaseModel):
@@ -215,23 +248,40 @@ class RerankRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     query: Text
-    documents: list[Text | RerankDocument] = Field(description="Strings, or objects with a 'text' field (or the fields rank_fields names).")
+    documents: list[Text | RerankDocument] = Field(
+        description="Strings, or objects with a 'text' field (or the fields rank_fields names)."
+    )
     top_n: int | None = Field(default=None, ge=1, description="Return only the best n.")
-    return_documents: bool | None = Field(default=None, description="Return each document with its result (default: no).")
-    model: str | None = Field(default=None, description="The served model's id (GET /info) or its last part; another is refused.")
-    rank_fields: list[str] | None = Field(default=None, min_length=1, description="Object documents: the fields read, one "
-                                          "'key: value' line each (Cohere v1).")
-    max_tokens_per_doc: int | None = Field(default=None, ge=1, description="Cut each document to its first n tokens, "
-                                           "as Cohere does (said in x-zstc-notes); without it a document too long is refused.")
-    raw_scores: bool | None = Field(default=None, description="relevance_score is the model's raw score (as TEI's raw_scores).")
+    return_documents: bool | None = Field(
+        default=None, description="Return each document with its result (default: no)."
+    )
+    model: str | None = Field(
+        default=None, description="The served model's id (GET /info) or its last part; another is refused."
+    )
+    rank_fields: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Object documents: the fields read, one 'key: value' line each (Cohere v1).",
+    )
+    max_tokens_per_doc: int | None = Field(
+        default=None,
+        ge=1,
+        description="Cut each document to its first n tokens, "
+        "as Cohere does (said in x-zstc-notes); without it a document too long is refused.",
+    )
+    raw_scores: bool | None = Field(
+        default=None, description="relevance_score is the model's raw score (as TEI's raw_scores)."
+    )
 
 
 class RerankResult(BaseModel):
     """One document's place in a rerank answer: its index in the request and its relevance."""
 
     index: int
-    relevance_score: float = Field(description="sigmoid((score - own_probability_center) / own_probability_temperature) "
-                                   "(GET /info; the score itself when it is a probability): order as the raw score.")
+    relevance_score: float = Field(
+        description="sigmoid((score - own_probability_center) / own_probability_temperature) "
+        "(GET /info; the score itself when it is a probability): order as the raw score."
+    )
     document: RerankDocument | None = None
 
 
@@ -241,8 +291,10 @@ class RerankResponse(BaseModel):
     id: str
     model: str
     results: list[RerankResult]
-    meta: dict[str, Any] = Field(description="Cohere's: api_version, billed_units (search_units 1), tokens (input_tokens: "
-                                 "the query's and the documents' tokens as read, without special tokens).")
+    meta: dict[str, Any] = Field(
+        description="Cohere's: api_version, billed_units (search_units 1), tokens (input_tokens: "
+        "the query's and the documents' tokens as read, without special tokens)."
+    )
     usage: dict[str, int] = Field(description="Jina's: total_tokens, the same count.")
 
 
@@ -263,16 +315,24 @@ class InfoResponse(BaseModel):
     model: str
     family: str
     score_type: str | None
-    temperature: float = Field(description="The same as single_label_temperature (kept for older clients); not the "
-                               "temperature of multi-label and rerank probabilities (own_probability_temperature).")
-    single_label_temperature: float = Field(description="Single-label probabilities: softmax over a text's labels of "
-                                            "score / single_label_temperature (the family's measured one, or a calibration file's).")
-    own_probability_temperature: float | None = Field(description="Multi-label and rerank: each label's own probability is "
-                                                      "sigmoid((score - own_probability_center) / own_probability_temperature); "
-                                                      "null when the scores are probabilities already (passed through). "
-                                                      "A Platt calibration file gives multi-label probabilities of its own.")
-    own_probability_center: float | None = Field(description="The score at which a label's own probability is 0.5: the "
-                                                 "default multi-label threshold on the raw score; null as own_probability_temperature.")
+    temperature: float = Field(
+        description="The same as single_label_temperature (kept for older clients); not the "
+        "temperature of multi-label and rerank probabilities (own_probability_temperature)."
+    )
+    single_label_temperature: float = Field(
+        description="Single-label probabilities: softmax over a text's labels of "
+        "score / single_label_temperature (the family's measured one, or a calibration file's)."
+    )
+    own_probability_temperature: float | None = Field(
+        description="Multi-label and rerank: each label's own probability is "
+        "sigmoid((score - own_probability_center) / own_probability_temperature); "
+        "null when the scores are probabilities already (passed through). "
+        "A Platt calibration file gives multi-label probabilities of its own."
+    )
+    own_probability_center: float | None = Field(
+        description="The score at which a label's own probability is 0.5: the "
+        "default multi-label threshold on the raw score; null as own_probability_temperature."
+    )
     scorer: dict[str, Any]
     limits: dict[str, int | float]  # as Limits holds them: 128 texts, not 128.0
     batching: dict[str, Any]

@@ -19,48 +19,85 @@ SERVE_OPTIONS: dict[str, Option] = {
     "host": Option(str, "127.0.0.1", help="Address to listen on (127.0.0.1: this machine only)."),
     "port": Option(int, 8000, help="Port to listen on."),  # checked with the address (zstc.cli.serve)
     "calibration": Option(
-        Path, None, allow_none=True, flags=("--calibration",),
+        Path,
+        None,
+        allow_none=True,
+        flags=("--calibration",),
         help="A file written by `zstc calibrate --out`: its temperature gives the single-label probabilities; a "
-             "Platt file, the multi-label ones (thresholds then apply to them)."),
+        "Platt file, the multi-label ones (thresholds then apply to them).",
+    ),
     "api_key": Option(
-        str, None, allow_none=True, envvar="ZSTC_API_KEY",
+        str,
+        None,
+        allow_none=True,
+        envvar="ZSTC_API_KEY",
         help="Require 'Authorization: Bearer KEY' (401 without); /health, /health/ready, /metrics, the docs and the "
-             "playground (GET /) stay open."),
+        "playground (GET /) stay open.",
+    ),
     # the batching engine (EngineConfig)
     "max_batch_pairs": _COUNT.but(default=1024, help="(text, label) pairs per batch formed across requests."),
-    "max_wait_ms": Option(float, 5.0, Interval(0), panel=BATCHING,
-                          help="How long an idle model waits for a batch to fill after its first request."),
-    "max_queued_pairs": _COUNT.but(default=32768,
-                                   help="Pairs queued or running at most; past it: 429 with Retry-After."),
+    "max_wait_ms": Option(
+        float,
+        5.0,
+        Interval(0),
+        panel=BATCHING,
+        help="How long an idle model waits for a batch to fill after its first request.",
+    ),
+    "max_queued_pairs": _COUNT.but(
+        default=32768, help="Pairs queued or running at most; past it: 429 with Retry-After."
+    ),
     # request limits (Limits)
     "max_texts": _COUNT.but(default=128, help="Texts per request (413 past it)."),
     "max_labels": _COUNT.but(default=128, help="Labels (or rerank documents) per request."),
     "max_chars": _COUNT.but(default=10_000, help="Characters per text, label, description or document."),
     "max_request_pairs": _COUNT.but(default=8192, help="(text, label) pairs per request."),
-    "max_body_bytes": _COUNT.but(default=2_000_000,  # TEI's default --payload-limit
-                                 help="Request body size (413 past it, from Content-Length before reading)."),
+    "max_body_bytes": _COUNT.but(
+        default=2_000_000,  # TEI's default --payload-limit
+        help="Request body size (413 past it, from Content-Length before reading).",
+    ),
     # A client that stalls or trickles its body would otherwise hold its connection and a growing buffer.
-    "max_body_seconds": Option(float, 30.0, Interval(0, closed="right"), panel=BATCHING,
-                               help="Seconds a request's body may take to arrive after its headers (408 past it)."),
+    "max_body_seconds": Option(
+        float,
+        30.0,
+        Interval(0, closed="right"),
+        panel=BATCHING,
+        help="Seconds a request's body may take to arrive after its headers (408 past it).",
+    ),
     # the batching engine again, in --help's order
     "label_cache_size": _COUNT.but(
         default=4096,
-        help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck)."),
+        help="Embedding models: label-description embeddings kept (in bf16, as many fp32 ones again for the recheck).",
+    ),
     "threads": _COUNT.but(allow_none=True, help="torch threads of the model thread; default: one per core."),
-    "protect_all": Option(bool, False, flags=("--protect-all",),
-                          help="With --api-key: /metrics, the docs and /openapi.json need the key too; only /health and "
-                               "/health/ready stay open."),
-    "drain_timeout": Option(float, 10.0, Interval(0),
-                            help="On SIGTERM, after --shutdown-delay: seconds to finish requests in flight and queued "
-                                 "before stopping."),
-    "shutdown_delay": Option(float, 0.0, Interval(0),
-                             help="On SIGTERM: seconds to go on serving (with /health/ready 503 and 'Connection: close') "
-                                  "before the drain, while a load balancer stops sending here (Kubernetes: the preStop "
-                                  "window)."),
+    "protect_all": Option(
+        bool,
+        False,
+        flags=("--protect-all",),
+        help="With --api-key: /metrics, the docs and /openapi.json need the key too; only /health and "
+        "/health/ready stay open.",
+    ),
+    "drain_timeout": Option(
+        float,
+        10.0,
+        Interval(0),
+        help="On SIGTERM, after --shutdown-delay: seconds to finish requests in flight and queued before stopping.",
+    ),
+    "shutdown_delay": Option(
+        float,
+        0.0,
+        Interval(0),
+        help="On SIGTERM: seconds to go on serving (with /health/ready 503 and 'Connection: close') "
+        "before the drain, while a load balancer stops sending here (Kubernetes: the preStop "
+        "window).",
+    ),
     "access_log": Option(bool, True, help="Log every request.", flags=("--access-log/--no-access-log",)),
-    "log_format": Option(str, "text", Choices(("text", "json"), meaning="log format"),
-                         help="text: uvicorn's access log; json: one JSON line per request on stderr (time, method, "
-                              "path, status, latency_ms, request_id, trace_id)."),
+    "log_format": Option(
+        str,
+        "text",
+        Choices(("text", "json"), meaning="log format"),
+        help="text: uvicorn's access log; json: one JSON line per request on stderr (time, method, "
+        "path, status, latency_ms, request_id, trace_id).",
+    ),
 }
 """Every ``zstc serve`` setting, declared once, by parameter name (in ``--help``'s order)."""
 
@@ -124,16 +161,31 @@ class ServeSettings:
 
     def __post_init__(self) -> None:
         checked = ("drain_timeout", "shutdown_delay")
-        check_options({name: getattr(self, name) for name in checked}, {name: SERVE_OPTIONS[name] for name in checked},
-                      context="zstc serve")
+        check_options(
+            {name: getattr(self, name) for name in checked},
+            {name: SERVE_OPTIONS[name] for name in checked},
+            context="zstc serve",
+        )
         if self.protect_all and self.api_key is None:
-            raise OptionError("protect_all needs an api_key (--api-key or ZSTC_API_KEY): without one nothing is "
-                              "protected", "protect_all")
-        if self.api_key is not None and not self.api_key.strip():  # an empty ZSTC_API_KEY would serve without authentication
-            raise OptionError("api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one", "api_key")
+            raise OptionError(
+                "protect_all needs an api_key (--api-key or ZSTC_API_KEY): without one nothing is protected",
+                "protect_all",
+            )
+        if (
+            self.api_key is not None and not self.api_key.strip()
+        ):  # an empty ZSTC_API_KEY would serve without authentication
+            raise OptionError(
+                "api_key is empty: give a key, or leave --api-key and ZSTC_API_KEY unset to serve without one",
+                "api_key",
+            )
         # A header carries bytes and the Gate compares stripped text: a key with surrounding whitespace (a newline
         # read from a file), a control character or a non-ASCII one (curl sends UTF-8, requests latin-1) would
         # turn every request away with a 401 that no client can fix.
-        if self.api_key is not None and not (self.api_key == self.api_key.strip() and self.api_key.isascii() and self.api_key.isprintable()):
-            raise OptionError("api_key must be printable ASCII without leading or trailing whitespace, as an "
-                              "'Authorization: Bearer' header carries it", "api_key")
+        if self.api_key is not None and not (
+            self.api_key == self.api_key.strip() and self.api_key.isascii() and self.api_key.isprintable()
+        ):
+            raise OptionError(
+                "api_key must be printable ASCII without leading or trailing whitespace, as an "
+                "'Authorization: Bearer' header carries it",
+                "api_key",
+            )

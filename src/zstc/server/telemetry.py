@@ -9,8 +9,14 @@ apps in one process (tests) do not clash.
 from __future__ import annotations
 
 from prometheus_client import (
-    CollectorRegistry, Counter, Gauge, Histogram, GCCollector,
-    PlatformCollector, ProcessCollector, generate_latest,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
 )
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -33,31 +39,58 @@ class Telemetry:
         GCCollector(registry=self.registry)
         r = self.registry
         self.requests = Counter("zstc_requests", "Requests received, by endpoint.", ["endpoint"], registry=r)
-        self.successes = Counter("zstc_request_successes", "Requests answered with 2xx, by endpoint.", ["endpoint"], registry=r)
-        self.failures = Counter(
-            "zstc_request_failures", "Requests not answered with 2xx, by endpoint and reason "
-            "(validation, too_large, timeout, overloaded, unhealthy, unauthorized, cancelled, backend).",
-            ["endpoint", "reason"], registry=r,
+        self.successes = Counter(
+            "zstc_request_successes", "Requests answered with 2xx, by endpoint.", ["endpoint"], registry=r
         )
-        self.latency = Histogram("zstc_request_duration_seconds", "Time from request to response, by endpoint.", ["endpoint"],
-                                 buckets=_SECONDS, registry=r)
-        self.queue_time = Histogram("zstc_queue_duration_seconds", "Time a request waited before its batch started.",
-                                    buckets=_SECONDS, registry=r)
-        self.inference_time = Histogram("zstc_inference_duration_seconds", "Model time of one batch.", buckets=_SECONDS, registry=r)
+        self.failures = Counter(
+            "zstc_request_failures",
+            "Requests not answered with 2xx, by endpoint and reason "
+            "(validation, too_large, timeout, overloaded, unhealthy, unauthorized, cancelled, backend).",
+            ["endpoint", "reason"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "zstc_request_duration_seconds",
+            "Time from request to response, by endpoint.",
+            ["endpoint"],
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.queue_time = Histogram(
+            "zstc_queue_duration_seconds",
+            "Time a request waited before its batch started.",
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.inference_time = Histogram(
+            "zstc_inference_duration_seconds", "Model time of one batch.", buckets=_SECONDS, registry=r
+        )
         self.queued_pairs = Gauge("zstc_queue_pairs", "(text, label) pairs waiting for the model.", registry=r)
         self.queued_requests = Gauge("zstc_queue_requests", "Requests waiting for the model.", registry=r)
-        self.running_pairs = Gauge("zstc_running_pairs", "(text, label) pairs of the batch the model is running "
-                                   "(with zstc_queue_pairs, what --max-queued-pairs bounds).", registry=r)
-        self.running_requests = Gauge("zstc_running_requests", "Requests in the batch the model is running.", registry=r)
+        self.running_pairs = Gauge(
+            "zstc_running_pairs",
+            "(text, label) pairs of the batch the model is running "
+            "(with zstc_queue_pairs, what --max-queued-pairs bounds).",
+            registry=r,
+        )
+        self.running_requests = Gauge(
+            "zstc_running_requests", "Requests in the batch the model is running.", registry=r
+        )
         self.batch_pairs = Histogram("zstc_batch_pairs", "(text, label) pairs per batch.", buckets=_PAIRS, registry=r)
-        self.batch_requests = Histogram("zstc_batch_requests", "Requests per batch.", buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=r)
+        self.batch_requests = Histogram(
+            "zstc_batch_requests", "Requests per batch.", buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=r
+        )
         self.batch_tokens = Histogram(
-            "zstc_batch_tokens", "Tokens per batch: its texts and label descriptions as tokenized (with their prefixes; without "
+            "zstc_batch_tokens",
+            "Tokens per batch: its texts and label descriptions as tokenized (with their prefixes; without "
             "special tokens, and before truncation), a cross-encoder's text once per label, an embedding model's cached "
             "descriptions not at all, plus what bf16's fp32 recheck read again. Cross-encoders and embedding models only.",
-            buckets=_TOKENS, registry=r)
-        self.label_cache = Counter("zstc_label_cache", "Label-embedding cache lookups (embedding models), by result.", ["result"],
-                                   registry=r)
+            buckets=_TOKENS,
+            registry=r,
+        )
+        self.label_cache = Counter(
+            "zstc_label_cache", "Label-embedding cache lookups (embedding models), by result.", ["result"], registry=r
+        )
 
     def render(self) -> bytes:
         """The metrics in the Prometheus text format (``GET /metrics``)."""

@@ -30,7 +30,9 @@ class NliPairs:
     def subset(self, indices: Sequence[int] | np.ndarray) -> NliPairs:
         """The pairs at ``indices``, in that order."""
         return NliPairs(
-            [self.premises[i] for i in indices], [self.hypotheses[i] for i in indices], self.classes[np.asarray(indices, dtype=int)]
+            [self.premises[i] for i in indices],
+            [self.hypotheses[i] for i in indices],
+            self.classes[np.asarray(indices, dtype=int)],
         )
 
 
@@ -67,7 +69,9 @@ def balanced_indices(classes: np.ndarray, size: int, seed: int) -> np.ndarray:
     for label in present:
         members = np.flatnonzero(classes == label)
         if len(members) < per_class:
-            raise DataError(f"a balanced dev set of {size} pairs needs {per_class} {NLI_CLASSES[label]} pairs, found {len(members)}")
+            raise DataError(
+                f"a balanced dev set of {size} pairs needs {per_class} {NLI_CLASSES[label]} pairs, found {len(members)}"
+            )
         chosen.append(rng.choice(members, per_class, replace=False))
     return np.sort(np.concatenate(chosen))
 
@@ -79,7 +83,9 @@ def split_dev(pairs: NliPairs, size: int, seed: int) -> tuple[NliPairs, NliPairs
     return pairs.subset(train), pairs.subset(dev)
 
 
-def length_grouped_batches(lengths: Sequence[int], batch_size: int, seed: int, group_batches: int = 50) -> list[list[int]]:
+def length_grouped_batches(
+    lengths: Sequence[int], batch_size: int, seed: int, group_batches: int = 50
+) -> list[list[int]]:
     """One epoch's batches: shuffled, then sorted by length within groups of ``group_batches`` batches.
 
     Pairs of similar length share a batch, so dynamic padding wastes little; shuffling the groups' order and

@@ -101,8 +101,13 @@ class NliPairDataset(torch.utils.data.Dataset[dict[str, Any]]):
         # A hypothesis that leaves no premise token but did not fail fills max_length exactly (its premise had no
         # token to cut), so only those pairs' hypotheses are tokenized again: all of them once more took ~1.7 s
         # of LingNLI's ~5 s of tokenizing.
-        _check_hypotheses_fit(tokenizer, pairs, max_length, what,
-                              among=[i for i, ids in enumerate(self.encoded["input_ids"]) if len(ids) >= max_length])
+        _check_hypotheses_fit(
+            tokenizer,
+            pairs,
+            max_length,
+            what,
+            among=[i for i, ids in enumerate(self.encoded["input_ids"]) if len(ids) >= max_length],
+        )
         self.classes = torch.as_tensor(pairs.classes)
 
     def __len__(self) -> int:
@@ -117,7 +122,9 @@ class NliPairDataset(torch.utils.data.Dataset[dict[str, Any]]):
         return [len(ids) for ids in self.encoded["input_ids"]]
 
 
-def _check_hypotheses_fit(tokenizer: Any, pairs: NliPairs, max_length: int, what: str, among: Sequence[int] | None = None) -> None:
+def _check_hypotheses_fit(
+    tokenizer: Any, pairs: NliPairs, max_length: int, what: str, among: Sequence[int] | None = None
+) -> None:
     """Refuse pairs whose hypothesis leaves no token of the premise under ``max_length``: only premises are cut,
     and the tokenizer failed on them with a traceback ("Sequence to truncate too short"). ``among``: the only
     pairs that can be refused (in order), when the caller knows (all of them by default)."""
@@ -130,10 +137,12 @@ def _check_hypotheses_fit(tokenizer: Any, pairs: NliPairs, max_length: int, what
     too_long = [i for i, length in lengths.items() if length >= room]
     if too_long:
         first = too_long[0]
-        raise DataError(f"{what}: {len(too_long)} of {len(pairs)} pairs have a hypothesis of {room} tokens or more, which "
-                        f"leaves no room for the premise under max_length {max_length} (only premises are cut; the first: "
-                        f"{quoted(pairs.hypotheses[first])}, {lengths[first]} tokens): raise max_length or drop those pairs",
-                        parameters=("max_length",))
+        raise DataError(
+            f"{what}: {len(too_long)} of {len(pairs)} pairs have a hypothesis of {room} tokens or more, which "
+            f"leaves no room for the premise under max_length {max_length} (only premises are cut; the first: "
+            f"{quoted(pairs.hypotheses[first])}, {lengths[first]} tokens): raise max_length or drop those pairs",
+            parameters=("max_length",),
+        )
 
 
 class LengthGroupedBatches(torch.utils.data.Sampler[list[int]]):
@@ -163,7 +172,9 @@ def nli_metrics(logits: torch.Tensor, classes: torch.Tensor, variant: str) -> di
     truth = classes if variant == "triplet" else torch.where(classes == ENTAILMENT, ENTAILMENT, -1)
     is_entailment = (classes == ENTAILMENT).numpy()
     both_present = 0 < is_entailment.sum() < len(classes)
-    auroc = float(roc_auc_score(is_entailment, entailment_score(logits, variant).numpy())) if both_present else float("nan")
+    auroc = (
+        float(roc_auc_score(is_entailment, entailment_score(logits, variant).numpy())) if both_present else float("nan")
+    )
     return {"loss": loss, "accuracy": float((predicted == truth).float().mean()), "auroc": auroc}
 
 
@@ -191,7 +202,12 @@ def _class_counts(pairs: NliPairs) -> dict[str, int]:
 
 
 def _data_record(path: str, pairs: NliPairs) -> dict[str, Any]:
-    return {"path": str(Path(path).resolve()), "sha256": sha256_of(path), "pairs": len(pairs), "classes": _class_counts(pairs)}
+    return {
+        "path": str(Path(path).resolve()),
+        "sha256": sha256_of(path),
+        "pairs": len(pairs),
+        "classes": _class_counts(pairs),
+    }
 
 
 def _check_both_sides(pairs: NliPairs, before: str, after: str = "") -> None:
@@ -202,8 +218,10 @@ def _check_both_sides(pairs: NliPairs, before: str, after: str = "") -> None:
     if "entailment" in counts and len(counts) > 1:
         return
     found = f"only {' and '.join(counts)} pairs ({', '.join(map(str, counts.values()))})" if counts else "no pairs"
-    raise DataError(f"{before}{found}{after}; train-nli needs entailment pairs and not-entailment (neutral or "
-                    "contradiction) pairs, in the training data and in the dev set")
+    raise DataError(
+        f"{before}{found}{after}; train-nli needs entailment pairs and not-entailment (neutral or "
+        "contradiction) pairs, in the training data and in the dev set"
+    )
 
 
 def _read_data(config: TrainConfig) -> tuple[NliPairs, NliPairs, dict[str, Any]]:
@@ -214,15 +232,23 @@ def _read_data(config: TrainConfig) -> tuple[NliPairs, NliPairs, dict[str, Any]]
     records = {"train": _data_record(config.data, pairs)}
     if config.dev is None:
         train, dev = split_dev(pairs, config.dev_size, config.seed)
-        _check_both_sides(train, f"{config.data}: holding out a dev set of {len(dev)} pairs (--dev-size) leaves ", " for training")
+        _check_both_sides(
+            train, f"{config.data}: holding out a dev set of {len(dev)} pairs (--dev-size) leaves ", " for training"
+        )
         return train, dev, records
     dev_all = read_nli_pairs(config.dev)
     _check_both_sides(dev_all, f"{config.dev} (--dev): has ")
     records["dev"] = _data_record(config.dev, dev_all)
-    return pairs, dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed)), records
+    return (
+        pairs,
+        dev_all.subset(balanced_indices(dev_all.classes, min(config.dev_size, len(dev_all)), config.seed)),
+        records,
+    )
 
 
-def _parameter_groups(model: NliCrossEncoder, backbone_lr: float, head_lr: float, weight_decay: float) -> list[dict[str, Any]]:
+def _parameter_groups(
+    model: NliCrossEncoder, backbone_lr: float, head_lr: float, weight_decay: float
+) -> list[dict[str, Any]]:
     """Backbone and head at their own rates; no weight decay on biases and normalization weights (HF Trainer)."""
     groups = []
     for module, lr in ((model.backbone, backbone_lr), (model.head, head_lr)):
@@ -241,8 +267,9 @@ class NliTrainer(Trainer):
     """The Trainer with the recipe's own parts: NLI losses, a learning rate each for backbone and head,
     length-grouped batches; and ``seconds`` (training time, resumed runs included) in every log entry."""
 
-    def __init__(self, *args: Any, variant: str, backbone_lr: float, head_lr: float, seconds_before: float = 0.0,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, variant: str, backbone_lr: float, head_lr: float, seconds_before: float = 0.0, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.variant, self.backbone_lr, self.head_lr = variant, backbone_lr, head_lr
         self.seconds_before, self.started = seconds_before, time.monotonic()
@@ -259,8 +286,13 @@ class NliTrainer(Trainer):
         self.saving_step = self.state.global_step
         super()._save_checkpoint(model, trial)
 
-    def compute_loss(self, model: torch.nn.Module, inputs: dict[str, Any], return_outputs: bool = False,
-                     num_items_in_batch: Any = None) -> Any:
+    def compute_loss(
+        self,
+        model: torch.nn.Module,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: Any = None,
+    ) -> Any:
         """The variant's NLI loss (:func:`zstc.training.recipe.nli_loss`) on the batch's gold classes."""
         outputs = model(**{key: value for key, value in inputs.items() if key != "labels"})
         loss = nli_loss(outputs.logits, inputs["labels"], self.variant)
@@ -292,9 +324,16 @@ def history(log_history: list[dict[str, Any]]) -> list[dict[str, float]]:
     """One entry per evaluation: step, mean train loss since the previous one, dev loss/accuracy/AUROC, seconds."""
     train_loss = {entry["step"]: entry["loss"] for entry in log_history if "loss" in entry}
     return [
-        {"step": entry["step"], "train_loss": train_loss.get(entry["step"], math.nan), "dev_loss": entry["eval_loss"],
-         "dev_accuracy": entry["eval_accuracy"], "dev_auroc": entry["eval_auroc"], "seconds": entry["seconds"]}
-        for entry in log_history if "eval_loss" in entry
+        {
+            "step": entry["step"],
+            "train_loss": train_loss.get(entry["step"], math.nan),
+            "dev_loss": entry["eval_loss"],
+            "dev_accuracy": entry["eval_accuracy"],
+            "dev_auroc": entry["eval_auroc"],
+            "seconds": entry["seconds"],
+        }
+        for entry in log_history
+        if "eval_loss" in entry
     ]
 
 
@@ -302,15 +341,25 @@ class _Progress(TrainerCallback):
     """One line per evaluation (written once its checkpoint is saved, so an interrupt while logging loses
     nothing), a progress bar, the last step's train loss, and the wall-clock budget."""
 
-    def __init__(self, trainer: NliTrainer, log: Callable[[str], None], steps_per_epoch: int, max_minutes: float | None,
-                 bar: bool) -> None:
+    def __init__(
+        self,
+        trainer: NliTrainer,
+        log: Callable[[str], None],
+        steps_per_epoch: int,
+        max_minutes: float | None,
+        bar: bool,
+    ) -> None:
         from tqdm.auto import tqdm
 
         self.trainer, self.log, self.steps_per_epoch, self.max_minutes = trainer, log, steps_per_epoch, max_minutes
-        self.bar = tqdm(disable=not bar, desc="train-nli", dynamic_ncols=True, mininterval=1.0 if os.isatty(2) else 30.0)
+        self.bar = tqdm(
+            disable=not bar, desc="train-nli", dynamic_ncols=True, mininterval=1.0 if os.isatty(2) else 30.0
+        )
         self.out_of_time = False
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         self.bar.reset(total=state.max_steps)
         self.bar.update(state.global_step)
 
@@ -318,7 +367,11 @@ class _Progress(TrainerCallback):
         self.bar.update(1)
         if state.global_step >= state.max_steps:
             control.should_log = True  # the last evaluation gets its train loss too
-        if self.max_minutes is not None and self.trainer.elapsed() > 60 * self.max_minutes and not control.should_training_stop:
+        if (
+            self.max_minutes is not None
+            and self.trainer.elapsed() > 60 * self.max_minutes
+            and not control.should_training_stop
+        ):
             self.out_of_time = control.should_training_stop = True
             self.log(f"time budget of {self.max_minutes:g} minutes spent at step {state.global_step}; stopping")
 
@@ -333,7 +386,9 @@ class _Progress(TrainerCallback):
             f"dev_auroc {entry['dev_auroc']:.3f} best_step {state.best_global_step} elapsed {entry['seconds'] / 60:.1f}m"
         )
 
-    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         self.bar.close()
 
 
@@ -346,8 +401,17 @@ def _compute_metrics(variant: str) -> Callable[[EvalPrediction], dict[str, float
     return compute
 
 
-def _arguments(output_dir: Path, config: TrainConfig, device: torch.device, precision: Precision, *, total_steps: int = 1,
-               eval_every: int = 1, warmup_steps: int = 0, progress: bool = False) -> TrainingArguments:
+def _arguments(
+    output_dir: Path,
+    config: TrainConfig,
+    device: torch.device,
+    precision: Precision,
+    *,
+    total_steps: int = 1,
+    eval_every: int = 1,
+    warmup_steps: int = 0,
+    progress: bool = False,
+) -> TrainingArguments:
     return TrainingArguments(
         output_dir=str(output_dir),
         max_steps=total_steps,
@@ -383,8 +447,16 @@ def _arguments(output_dir: Path, config: TrainConfig, device: torch.device, prec
     )
 
 
-def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, device: torch.device,
-                   precision: Precision = "fp32", batch_size: int = 64, max_length: int = MAX_DEFAULT_LENGTH) -> dict[str, float]:
+def evaluate_pairs(
+    model: NliCrossEncoder,
+    tokenizer: Any,
+    pairs: NliPairs,
+    *,
+    device: torch.device,
+    precision: Precision = "fp32",
+    batch_size: int = 64,
+    max_length: int = MAX_DEFAULT_LENGTH,
+) -> dict[str, float]:
     """Loss, accuracy and AUROC of a trained model (e.g. from :func:`zstc.models.nli_head.load_zstc_nli_model`)
     on NLI pairs."""
     variant = "binary" if model.head.out_proj.out_features == 1 else "triplet"
@@ -393,9 +465,16 @@ def evaluate_pairs(model: NliCrossEncoder, tokenizer: Any, pairs: NliPairs, *, d
     with tempfile.TemporaryDirectory() as scratch:
         # The eval set is given to the Trainer, not to evaluate(): the arguments ask for step-wise evaluation, which
         # the Trainer refuses to set up without one.
-        trainer = NliTrainer(model=model, args=_arguments(Path(scratch), config, device, precision), variant=variant,
-                             backbone_lr=0.0, head_lr=0.0, data_collator=DataCollatorWithPadding(tokenizer),
-                             eval_dataset=data, compute_metrics=_compute_metrics(variant))
+        trainer = NliTrainer(
+            model=model,
+            args=_arguments(Path(scratch), config, device, precision),
+            variant=variant,
+            backbone_lr=0.0,
+            head_lr=0.0,
+            data_collator=DataCollatorWithPadding(tokenizer),
+            eval_dataset=data,
+            compute_metrics=_compute_metrics(variant),
+        )
         with fp32_as_recorded(precision):
             metrics = trainer.evaluate()
     return {"loss": metrics["eval_loss"], "accuracy": metrics["eval_accuracy"], "auroc": metrics["eval_auroc"]}
@@ -409,11 +488,14 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     Only where SIGTERM would otherwise end the process at once (Python's default): a handler the caller
     installed stays. zstc's command line has one, which raises ``Terminated`` and records the signal, so it exits
     143 with ``terminated (SIGTERM)``; replacing it made a kill look like Ctrl-C (130, ``interrupted (SIGINT)``)."""
+
     def handler(signum: int, frame: Any) -> None:
         raise Terminated
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler) if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else None
+        previous = (
+            signal.signal(signal.SIGTERM, handler) if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else None
+        )
     except ValueError:  # not the main thread: leave signals alone
         previous = None
     if previous is None:
@@ -481,8 +563,10 @@ def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None,
         differ = [name for name in {**stored, **wanted} if stored.get(name) != wanted.get(name)]
         if differ:
             named = ", ".join("the content of the training data" if name == "data_sha256" else name for name in differ)
-            raise ModelError(f"{folder}: was written by a run with another configuration ({named} differ); "
-                             "use the same options and data to continue it, or another --out")
+            raise ModelError(
+                f"{folder}: was written by a run with another configuration ({named} differ); "
+                "use the same options and data to continue it, or another --out"
+            )
     folder.mkdir(parents=True, exist_ok=True)
     key_file.write_text(json.dumps(resume_key, indent=2), encoding="utf-8")
     last = get_last_checkpoint(str(folder))
@@ -493,8 +577,13 @@ def _resume_point(folder: Path, resume_key: dict[str, Any]) -> tuple[str | None,
     return last, state.global_step, seconds
 
 
-def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str], None] = print,
-              progress_log: Callable[[str], None] | None = None) -> TrainResult:
+def train_nli(
+    config: TrainConfig,
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    progress_log: Callable[[str], None] | None = None,
+) -> TrainResult:
     """Train an NLI cross-encoder with the recipe of PROTOCOL.md s.5 and save it to ``config.out``.
 
     ``log`` gets the lines that outlast the run (the model saved; how to continue an interrupted run);
@@ -543,13 +632,28 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         f"{len(train_pairs)} train / {len(dev_pairs)} dev pairs, {total_steps} steps "
         f"({steps_per_epoch}/epoch), lr {config.backbone_lr:g}/{config.head_lr:g}, device {device}, precision {precision}"
     )
-    arguments = _arguments(folder, config, device, precision, total_steps=total_steps, eval_every=eval_every,
-                           warmup_steps=warmup_steps, progress=False)
+    arguments = _arguments(
+        folder,
+        config,
+        device,
+        precision,
+        total_steps=total_steps,
+        eval_every=eval_every,
+        warmup_steps=warmup_steps,
+        progress=False,
+    )
     trainer = NliTrainer(
-        model=model, args=arguments, train_dataset=train_data, eval_dataset=dev_data,
-        data_collator=DataCollatorWithPadding(tokenizer), compute_metrics=_compute_metrics(config.variant),
+        model=model,
+        args=arguments,
+        train_dataset=train_data,
+        eval_dataset=dev_data,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        compute_metrics=_compute_metrics(config.variant),
         callbacks=[EarlyStoppingCallback(early_stopping_patience=config.patience)],
-        variant=config.variant, backbone_lr=config.backbone_lr, head_lr=config.head_lr, seconds_before=seconds_before,
+        variant=config.variant,
+        backbone_lr=config.backbone_lr,
+        head_lr=config.head_lr,
+        seconds_before=seconds_before,
     )
     for noisy in (PrinterCallback, ProgressCallback):  # zstc prints its own line per evaluation
         trainer.remove_callback(noisy)
@@ -568,16 +672,20 @@ def train_nli(config: TrainConfig, *, progress: bool = True, log: Callable[[str]
         elif last.endswith(f"-{step}"):
             log(f"{how} at step {step}; checkpoint saved in {folder}; run the same command to continue")
         else:
-            log(f"{how} at step {step}, before its evaluation was saved; run the same command to continue from "
-                f"{Path(last).name} (in {folder}) with that evaluation")
+            log(
+                f"{how} at step {step}, before its evaluation was saved; run the same command to continue from "
+                f"{Path(last).name} (in {folder}) with that evaluation"
+            )
         raise
 
     state = trainer.state
     early_stop = next(cb for cb in trainer.callback_handler.callbacks if isinstance(cb, EarlyStoppingCallback))
     stopped_early = state.global_step < total_steps
     if early_stop.early_stopping_patience_counter >= config.patience:
-        say(f"early stop: dev loss has not improved for {early_stop.early_stopping_patience_counter} evaluations "
-            f"(best at step {state.best_global_step})")
+        say(
+            f"early stop: dev loss has not improved for {early_stop.early_stopping_patience_counter} evaluations "
+            f"(best at step {state.best_global_step})"
+        )
     seconds = trainer.elapsed()
     runs = history(state.log_history)
     best_step = state.best_global_step or 0
@@ -624,4 +732,9 @@ def _versions() -> dict[str, str]:
 
     from zstc import __version__ as zstc_version
 
-    return {"zstc": zstc_version, "torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__}
+    return {
+        "zstc": zstc_version,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": np.__version__,
+    }

@@ -28,11 +28,17 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_softmax, softmax
 
 from zstc.probabilities import METHODS
+
 # Moved to zstc.probabilities (the library's, not the experiment's); still importable from here, as documented before.
 from zstc.probabilities import (  # noqa: F401
-    CALIBRATION_FORMAT as CALIBRATION_FORMAT, DEFAULT_TEMPERATURES as DEFAULT_TEMPERATURES, Calibration as Calibration,
-    as_logits as as_logits, calibration_record as calibration_record, default_calibration as default_calibration,
-    load_calibration as load_calibration, score_scale as score_scale,
+    CALIBRATION_FORMAT as CALIBRATION_FORMAT,
+    DEFAULT_TEMPERATURES as DEFAULT_TEMPERATURES,
+    Calibration as Calibration,
+    as_logits as as_logits,
+    calibration_record as calibration_record,
+    default_calibration as default_calibration,
+    load_calibration as load_calibration,
+    score_scale as score_scale,
 )
 from zstc.errors import DataError, UnknownNameError
 from zstc.multilabel import gold_matrix
@@ -129,10 +135,14 @@ class PlattScaling:
         flat = scores.reshape(-1).astype(np.float64)
         centre, spread = float(flat.mean()), float(flat.std())
         if not spread > 0:
-            raise DataError(f"the {flat.size} dev scores are all {centre:.6g}: Platt scaling has no spread to fit a slope on")
+            raise DataError(
+                f"the {flat.size} dev scores are all {centre:.6g}: Platt scaling has no spread to fit a slope on"
+            )
         with warnings.catch_warnings():  # said as a note by calibrate, not as sklearn's warning
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = LogisticRegression(C=1e6).fit(((flat - centre) / spread).reshape(-1, 1), truth)  # ~no regularisation
+            model = LogisticRegression(C=1e6).fit(
+                ((flat - centre) / spread).reshape(-1, 1), truth
+            )  # ~no regularisation
         slope = float(model.coef_[0, 0])
         self.slope, self.intercept = slope / spread, float(model.intercept_[0]) - slope * centre / spread
         self.converged = bool(np.all(model.n_iter_ < model.max_iter))
@@ -150,8 +160,15 @@ def uncalibrated(scores: np.ndarray, method: str, score_type: str | None) -> np.
     return np.clip(scores, 0.0, 1.0) if score_type == "prob" else expit(scores)
 
 
-def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndarray, test_gold: np.ndarray,
-              *, method: str = "temperature", score_type: str | None = None) -> dict[str, Any]:
+def calibrate(
+    dev_scores: np.ndarray,
+    dev_gold: np.ndarray,
+    test_scores: np.ndarray,
+    test_gold: np.ndarray,
+    *,
+    method: str = "temperature",
+    score_type: str | None = None,
+) -> dict[str, Any]:
     """Fit ``method`` on the dev set; ECE and Brier on the test set before and after, and the fitted parameters.
 
     Texts whose gold is -1 (no candidate label) are left out of temperature scaling, which needs a gold label;
@@ -170,16 +187,20 @@ def calibrate(dev_scores: np.ndarray, dev_gold: np.ndarray, test_scores: np.ndar
         parameters = {"temperature": temperature.temperature}
         bound = temperature.at_bound()
         if bound is not None:  # said, not silent: such a T is where the search stopped, not a fitted value
-            notes.append(f"the fitted temperature {temperature.temperature:.4g} lies on the bound {bound:g} of its search "
-                         f"range ({TEMPERATURE_BOUNDS[0]:g} to {TEMPERATURE_BOUNDS[1]:g}): the dev texts do not determine it "
-                         "(too few of them, or scores that do not separate the labels)")
+            notes.append(
+                f"the fitted temperature {temperature.temperature:.4g} lies on the bound {bound:g} of its search "
+                f"range ({TEMPERATURE_BOUNDS[0]:g} to {TEMPERATURE_BOUNDS[1]:g}): the dev texts do not determine it "
+                "(too few of them, or scores that do not separate the labels)"
+            )
     else:
         scaler = PlattScaling().fit(dev_scores, dev_gold)
         report = multi_label_report
         parameters = {"slope": scaler.slope, "intercept": scaler.intercept}
         if not scaler.converged:
-            notes.append("the Platt fit did not converge (its optimiser stopped at its iteration limit): the slope and "
-                         "intercept are where it stopped, not fitted values")
+            notes.append(
+                "the Platt fit did not converge (its optimiser stopped at its iteration limit): the slope and "
+                "intercept are where it stopped, not fitted values"
+            )
     return {
         "method": method,
         "parameters": parameters,

@@ -27,7 +27,9 @@ def template_robustness(scorer: Any, task: Any, templates: Sequence[str], *, var
     """Macro-F1 of ``scorer`` on ``task`` with each template (labels filled in by ``variant``), and the
     best, worst, mean, spread (best - worst) and population standard deviation over templates."""
     if variant not in ENSEMBLE_MEMBERS:
-        raise UnknownNameError(f"template robustness fills templates with 'name', 'definition' or 'both', got {variant!r}")
+        raise UnknownNameError(
+            f"template robustness fills templates with 'name', 'definition' or 'both', got {variant!r}"
+        )
     # Each template once: a repeated one would weigh twice in the mean and the standard deviation.
     templates = check_distinct(list(templates), "templates")  # as given: a template is not stripped like a label
     rows = []

@@ -55,16 +55,22 @@ def check_training_data(test: Task, train: Task) -> int:
 
     test_sha, train_sha = data_sha256(test), data_sha256(train)
     if test_sha is not None and test_sha == train_sha:
-        raise OptionError(f"train_data {train.source} holds the same data as the test set {test.source} (sha256 {test_sha[:12]}): "
-                          "fine-tuning on it would score the model on the texts it was trained on; give the dataset's "
-                          "training split", "train_data")
+        raise OptionError(
+            f"train_data {train.source} holds the same data as the test set {test.source} (sha256 {test_sha[:12]}): "
+            "fine-tuning on it would score the model on the texts it was trained on; give the dataset's "
+            "training split",
+            "train_data",
+        )
     training = {_normalized(text) for text in train.texts}
     shared = sum(_normalized(text) in training for text in test.texts)
     if shared > SHARED_TEXTS_LIMIT * min(len(test), len(train)):
-        raise OptionError(f"train_data {train.source}: {shared} of the {len(test)} test texts of {test.name} are among its "
-                          f"{len(train)} training texts (whitespace and case ignored), more than {SHARED_TEXTS_LIMIT:.0%} of "
-                          "either set: fine-tuning on them would score the model on texts it was trained on; give a training "
-                          "split that does not hold the test texts", "train_data")
+        raise OptionError(
+            f"train_data {train.source}: {shared} of the {len(test)} test texts of {test.name} are among its "
+            f"{len(train)} training texts (whitespace and case ignored), more than {SHARED_TEXTS_LIMIT:.0%} of "
+            "either set: fine-tuning on them would score the model on texts it was trained on; give a training "
+            "split that does not hold the test texts",
+            "train_data",
+        )
     return shared
 
 
@@ -96,8 +102,15 @@ def label_halves(n_labels: int) -> list[LabelSplit]:
     return [LabelSplit("even labels seen", even, odd), LabelSplit("odd labels seen", odd, even)]
 
 
-def seen_label_pairs(texts: Sequence[str], gold: np.ndarray, hypotheses: Sequence[str], split: LabelSplit, *,
-                     negatives_per_text: int | None = DEFAULT_NEGATIVES, seed: int = 0) -> list[dict[str, str]]:
+def seen_label_pairs(
+    texts: Sequence[str],
+    gold: np.ndarray,
+    hypotheses: Sequence[str],
+    split: LabelSplit,
+    *,
+    negatives_per_text: int | None = DEFAULT_NEGATIVES,
+    seed: int = 0,
+) -> list[dict[str, str]]:
     """Training pairs (``premise``, ``hypothesis``, ``label``) from the texts whose gold label is seen.
 
     Each such text gives one ``entailment`` pair (its gold hypothesis) and ``neutral`` pairs with other
@@ -163,8 +176,15 @@ def evaluate_split(scores: np.ndarray, gold: np.ndarray, split: LabelSplit, *, a
     return {"split": split.name, "alpha": alpha, **group_f1(gold, predicted, split), "predicted_seen_share": seen_share}
 
 
-def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, *, progress: bool = True, log: Callable[[str], None] = print,
-                     **train_options: Any) -> str:
+def finetune_on_seen(
+    pairs_path: Path,
+    base_model: str,
+    out: Path,
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    **train_options: Any,
+) -> str:
     """Fine-tune an NLI cross-encoder on the seen-label pairs with ``zstc.training`` (``zstc train-nli``'s
     recipe) and return the saved model's folder, which the NLI scorer loads. ``train_options`` go to
     ``TrainConfig`` (``variant`` defaults to ``binary``: entailment vs not, the pairs' two kinds); ``progress``
@@ -172,14 +192,18 @@ def finetune_on_seen(pairs_path: Path, base_model: str, out: Path, *, progress: 
     try:
         from zstc.training import TrainConfig, train_nli
     except ImportError:
-        raise DataError("fine-tuning needs zstc.training (the train-nli command); run with --no-finetune without it") from None
+        raise DataError(
+            "fine-tuning needs zstc.training (the train-nli command); run with --no-finetune without it"
+        ) from None
     options = {"variant": "binary", **train_options}
     if (out / "zstc_training.json").exists():
         # Finished earlier (the trainer refuses to overwrite a trained model): reused only when it was trained
         # as asked now, else the numbers would silently be another model's.
         _check_finished_model(out, pairs_path, {"backbone": base_model, **options})
         return str(out)
-    train_nli(TrainConfig(backbone=base_model, data=str(pairs_path), out=str(out), **options), progress=progress, log=log)
+    train_nli(
+        TrainConfig(backbone=base_model, data=str(pairs_path), out=str(out), **options), progress=progress, log=log
+    )
     return str(out)
 
 
@@ -206,8 +230,11 @@ def _check_finished_model(folder: Path, pairs_path: Path, wanted: dict[str, Any]
 
     record = read_training_record(folder)
     config = record.get("config", {})
-    differ = [f"{name} {config.get(name)!r} (now {value!r})" for name, value in wanted.items()
-              if name not in _RUNTIME_ONLY and config.get(name) != value]
+    differ = [
+        f"{name} {config.get(name)!r} (now {value!r})"
+        for name, value in wanted.items()
+        if name not in _RUNTIME_ONLY and config.get(name) != value
+    ]
     # The precision as trained (the record holds the resolved one): bf16-trained weights are other weights.
     precision = finetune_precision(wanted)
     if config.get("precision") != precision:
@@ -220,8 +247,10 @@ def _check_finished_model(folder: Path, pairs_path: Path, wanted: dict[str, Any]
     if record.get("data", {}).get("train", {}).get("sha256") != sha256_file(pairs_path):
         differ.append("its training pairs (other data, sample, hypotheses, negatives or seed)")
     if differ:
-        raise DataError(f"{folder}: a model fine-tuned earlier with other settings: {'; '.join(differ)}; "
-                        "use another --work-dir or remove that folder")
+        raise DataError(
+            f"{folder}: a model fine-tuned earlier with other settings: {'; '.join(differ)}; "
+            "use another --work-dir or remove that folder"
+        )
 
 
 def _backbone_identity(name: str) -> str | None:
@@ -251,8 +280,16 @@ class UnseenConfig:
     work_dir: Path = Path("unseen-work")
 
 
-def run_unseen(test: Task, train: Task, hypotheses: Sequence[str], base_scorer: Any, config: UnseenConfig,
-               finetuned_scorer: ScorerFactory | None = None, *, log: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+def run_unseen(
+    test: Task,
+    train: Task,
+    hypotheses: Sequence[str],
+    base_scorer: Any,
+    config: UnseenConfig,
+    finetuned_scorer: ScorerFactory | None = None,
+    *,
+    log: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
     """Label-fully-unseen (``base_scorer``, argmax) and, when ``finetuned_scorer`` is given,
     label-partially-unseen (its scorer per split, harsh rule), on both label halves.
 
@@ -266,14 +303,22 @@ def run_unseen(test: Task, train: Task, hypotheses: Sequence[str], base_scorer: 
         raise DataError("test and training tasks must share their labels and hold only texts with a candidate label")
     splits = label_halves(len(test.label_names))
     # Before any scoring: fine-tuning with no pairs is refused before the model works, not after it scored everything.
-    pairs_of = [seen_label_pairs(train.texts, train.gold, hypotheses, split, negatives_per_text=config.negatives_per_text,
-                                 seed=config.seed) for split in splits]
+    pairs_of = [
+        seen_label_pairs(
+            train.texts, train.gold, hypotheses, split, negatives_per_text=config.negatives_per_text, seed=config.seed
+        )
+        for split in splits
+    ]
     for split, pairs in zip(splits, pairs_of):
         if not pairs and finetuned_scorer is not None:
-            raise DataError(f"no training text has a seen label ({split.name}), so there is nothing to fine-tune on; "
-                            "raise --max-train-samples or run with --no-finetune")
+            raise DataError(
+                f"no training text has a seen label ({split.name}), so there is nothing to fine-tune on; "
+                "raise --max-train-samples or run with --no-finetune"
+            )
         if not pairs:
-            log(f"note: {split.name}: no training text has a seen label (training_pairs 0; only fine-tuning needs them)")
+            log(
+                f"note: {split.name}: no training text has a seen label (training_pairs 0; only fine-tuning needs them)"
+            )
     log(f"label-fully-unseen: scoring {len(test)} texts x {len(hypotheses)} labels")
     base_scores = base_scorer.score(test.texts, list(hypotheses))
     report: dict[str, Any] = {
@@ -282,11 +327,16 @@ def run_unseen(test: Task, train: Task, hypotheses: Sequence[str], base_scorer: 
         "n_train": len(train),
         "alpha": config.alpha,
         "negatives_per_text": config.negatives_per_text,
-        "fully_unseen": {"macro_f1": dataset_metrics(test.gold, argmax_decisions(base_scores))["macro_f1"], "splits": []},
+        "fully_unseen": {
+            "macro_f1": dataset_metrics(test.gold, argmax_decisions(base_scores))["macro_f1"],
+            "splits": [],
+        },
         "partially_unseen": {"splits": []} if finetuned_scorer else None,
     }
     for split, pairs in zip(splits, pairs_of):
-        report["fully_unseen"]["splits"].append({**evaluate_split(base_scores, test.gold, split, alpha=None), "training_pairs": len(pairs)})
+        report["fully_unseen"]["splits"].append(
+            {**evaluate_split(base_scores, test.gold, split, alpha=None), "training_pairs": len(pairs)}
+        )
         if finetuned_scorer is not None:
             pairs_path = write_pairs(pairs, config.work_dir / split.pairs_file)
             log(f"{split.name}: {len(pairs)} training pairs -> {pairs_path}")
