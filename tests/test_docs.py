@@ -142,3 +142,11 @@ def test_size_accuracy_figure_is_what_the_script_draws(tmp_path: Path) -> None:
     assert drawn.read_text(encoding="utf-8") == (DOCS / "images" / "size-accuracy.svg").read_text(encoding="utf-8"), (
         "stale: run python scripts/figures.py"
     )
+
+
+def test_api_reference_shows_docstrings_in_markdown_forms() -> None:
+    """The API reference (mkdocstrings) showed `:func:` roles and ``>>>`` examples as plain text; the griffe
+    extension mkdocs.yml loads turns them into inline code and a Python block."""
+    markdown = _script("griffe_sphinx_text").markdown
+    assert markdown("see :func:`zstc.api.classify` and ``x``") == "see `zstc.api.classify` and `x`"
+    assert markdown("Example:\n\n>>> f()\n1\n\nAfter.") == "Example:\n\n```python\n>>> f()\n1\n```\n\nAfter."
