@@ -386,11 +386,15 @@ def _identity(
     readable in the marker too: a resume where auto means the other precision, or another device (a GPU that was
     busy or hidden, another GPU model), starts over instead of mixing rows whose numbers differ."""
     from zstc.runs.identity import fingerprint
+    from zstc.scorers.cascade import CascadeScorer
 
     scorer = classifier.scorer
-    given = getattr(scorer, "options", None)  # a plugin family's scorer may keep none: then the options as given
+    # The model's options as its scorer resolved them (precision "auto" as chosen here, ...): a cascade's are its main
+    # scorer's; a plugin family's scorer may keep none, and then they are the options as given.
+    main = scorer.main if isinstance(scorer, CascadeScorer) else scorer
+    given = getattr(main, "options", None)
     resolved = (
-        {name: getattr(scorer, name, value) for name, value in given.items()}
+        {name: getattr(main, name, value) for name, value in given.items()}
         if isinstance(given, dict)
         else dict(options)
     )

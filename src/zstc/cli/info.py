@@ -137,14 +137,11 @@ def models(
     """List registered models: family, paper name, size, and whether they run offline here."""
     if ctx.invoked_subcommand is not None:
         return
-    from zstc.models.registry import FAMILIES, registered_models
+    from zstc.models.families import get_family
+    from zstc.models.registry import registered_models
 
-    if family is not None and family not in FAMILIES:
-        from zstc.errors import UnknownNameError, did_you_mean
-
-        raise UnknownNameError(
-            f"unknown model family {family!r}{did_you_mean(family, FAMILIES)}; expected one of {', '.join(FAMILIES)}"
-        )
+    if family is not None:
+        get_family(family)  # an unknown family is refused with a "did you mean"
     table = Table("model", "family", "paper name", "params (M)", "offline", title="Registered models")
     for spec in registered_models():
         if family is None or spec.family == family:
