@@ -15,6 +15,7 @@ one (model, set)> imbalanced_worst_drop=<the largest loss on one (model, resampl
 
     python benchmarks/adapt.py --data ../shared/data/btzsc --store /tmp/adapt-scores
     python benchmarks/adapt.py --data ../shared/data/btzsc --store /tmp/adapt-scores --models native,cls,llm --llm-max-samples 200
+    python benchmarks/adapt.py --data ../shared/data/btzsc --store /tmp/adapt-scores --models nli
     python benchmarks/adapt.py --data ../shared/data/btzsc --store /tmp/adapt-scores --models native --multi-label
 
 ``--multi-label`` also measures the multi-label rule with each label's scores shifted by the adaptation's offsets
@@ -36,7 +37,9 @@ DATASETS = ("agnews", "banking77", "emotiondair", "financialphrasebank", "imdb",
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def model_runs(models: list[str], llm_max_samples: int, llm_tasks: str) -> dict[str, tuple[list[str], list[str]]]:
+def model_runs(
+    models: list[str], llm_max_samples: int, llm_tasks: str, data: str = "", nli_max_samples: int = 1000
+) -> dict[str, tuple[list[str], list[str]]]:
     """Each measured model's name -> the ``zstc bench`` options that score it, and the sets it is measured on."""
     runs: dict[str, tuple[list[str], list[str]]] = {}
     for name in models:
@@ -58,8 +61,17 @@ def model_runs(models: list[str], llm_max_samples: int, llm_tasks: str) -> dict[
                 ["-m", str(folder), "-f", "llm", "--precision", "fp32", "--max-samples", str(llm_max_samples)],
                 tasks,
             )
+        elif name == "nli":  # benchmarks/cascade.py's own NLI model: trained on LingNLI once, then reused
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from cascade import trained_nli_model
+
+            folder = trained_nli_model(Path(data), 900)
+            runs["cascade-nli"] = (
+                ["-m", folder, "-f", "nli", "--precision", "fp32", "--max-samples", str(nli_max_samples)],
+                list(DATASETS),
+            )
         else:
-            sys.exit(f"unknown model {name!r}: expected native, cls or llm")
+            sys.exit(f"unknown model {name!r}: expected native, cls, llm or nli")
     return runs
 
 
@@ -163,8 +175,10 @@ def main() -> None:
     parser.add_argument(
         "--models",
         default="native,cls",
-        help="comma-separated: native, cls (all-MiniLM-L6-v2's pooling), llm (SmolLM2-135M-Instruct)",
+        help="comma-separated: native, cls (all-MiniLM-L6-v2's pooling), llm (SmolLM2-135M-Instruct), nli "
+        "(benchmarks/cascade.py's NLI model, trained on first use)",
     )
+    parser.add_argument("--nli-max-samples", type=int, default=1000, help="texts per set for the NLI model")
     parser.add_argument("--llm-max-samples", type=int, default=200, help="texts per set for the LLM")
     parser.add_argument(
         "--llm-tasks", default=",".join(DATASETS), help="the sets the LLM is measured on (default: all six)"
@@ -182,7 +196,9 @@ def main() -> None:
 
     report: dict[str, Any] = {}
     methods = [m for m in METHODS if m != "none"]
-    for model, (options, tasks) in model_runs(args.models.split(","), args.llm_max_samples, args.llm_tasks).items():
+    for model, (options, tasks) in model_runs(
+        args.models.split(","), args.llm_max_samples, args.llm_tasks, args.data, args.nli_max_samples
+    ).items():
         results = stored_scores(args.store, model, options, args.data, tasks)
         rows: dict[str, dict[str, float]] = {}
         for index, (dataset, result) in enumerate(results.items()):

@@ -67,6 +67,7 @@ def trained_nli_model(data_dir: Path, steps: int) -> str:
         sys.exit(f"no --model given and no LingNLI training data at {train} to train one")
     # bf16 only where the CPU runs it fast: elsewhere it is hundreds of times slower (PREAMBLE: AVX2 machines).
     precision = resolve_precision("auto", resolve_device(None))
+    folder.parent.mkdir(parents=True, exist_ok=True)  # train-nli writes into an existing folder only
     command = [
         sys.executable,
         "-m",

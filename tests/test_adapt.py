@@ -259,13 +259,39 @@ def test_classify_adapts_a_whole_file_and_a_resumed_run_equals_one_run(zstc_cli,
     assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
+@pytest.mark.slow
+def test_classify_adapt_on_ray_decides_as_one_local_run(zstc_cli, tmp_path):
+    """classify --adapt --engine ray: the actors score the input's chunks, the adaptation is estimated from all their
+    scores, then every chunk is decided with it: the labels and scores of one in-process run, which the
+    adaptation changed (chunks of 7: no chunk alone is the corpus)."""
+    from pathlib import Path
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    from test_scale import run_child
+
+    source = Path(__file__).parent / "data" / "reviews.csv"
+    args = ["--labels", "positive,negative,about delivery", "--chunk-size", "7", "--precision", "fp32"]
+    for adapt, name in (("none", "plain"), ("balance", "local")):
+        code, _, err = zstc_cli(
+            "classify", str(source), *args, "--adapt", adapt, "--out", str(tmp_path / f"{name}.parquet")
+        )
+        assert code == 0, err
+    done = run_child("classify", str(source), *args, "--adapt", "balance", "--out", str(tmp_path / "ray"))
+    assert "--adapt balance: estimated from 20 texts" in done.stderr, done.stderr
+    plain, local = (pq.read_table(tmp_path / f"{name}.parquet").to_pylist() for name in ("plain", "local"))
+    remote = pq.read_table(tmp_path / "ray" / "reviews.parquet").to_pylist()
+    assert [row["label"] for row in remote] == [row["label"] for row in local] != [row["label"] for row in plain]
+    for a, b in zip(remote, local):
+        assert a["scores"] == pytest.approx(b["scores"], abs=1e-6)
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [
         (["--adapt", "sinkhorn"], "adapt must be one of none, centre, balance"),
         (["--adapt-sample", "5"], "--adapt-sample applies to --adapt"),
         (["--adapt", "balance", "--multi-label"], "applies to single-label"),
-        (["--adapt", "balance", "--engine", "ray", "--out", "folder"], "not available with --engine ray"),
+        (["--adapt", "balance", "--shortlist", "1"], "shortlist scores only each text's top labels"),
     ],
 )
 def test_classify_adapt_refusals(zstc_cli, extra, message):

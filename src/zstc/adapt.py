@@ -109,12 +109,14 @@ def check_method(method: str) -> str:
 
 def check_adapt_options(method: str, *, multi_label: bool = False, shortlist: bool = False) -> str:
     """``method`` if every front door (``classify``, ``bench``, the API) may adapt with it, one message per rule: one of
-    :data:`METHODS`; single-label only (a multi-label view would be of unadapted scores, silently); every label's score
+    :data:`METHODS`; single-label only (a multi-label view would be of unadapted scores, silently, and no shift of the
+    per-label cuts estimated from the corpus met the targets: docs/adaptation.md); every label's score
     of every text (a shortlist scores only each text's top labels, and its placeholders are no scores)."""
     check_method(method)
     if method != "none" and multi_label:
         raise OptionError(
-            f"adapt {method} applies to single-label classification: leave out multi_label or adapt",
+            f"adapt {method} applies to single-label classification (no per-label cut shift measured helps "
+            "multi-label: docs/adaptation.md): leave out multi_label or adapt",
             "adapt",
             "multi_label",
         )

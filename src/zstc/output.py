@@ -813,6 +813,32 @@ class ChunkLabeller:
             )
         return texts
 
+    def sample_scores(self, classifier: Any, records: Sequence[tuple[str, Row]], limit: int | None = None) -> Any:
+        """The raw (texts, labels) scores of the chunk's texts (its first ``limit``; empty ones under ``skip_empty``
+        left out), scored as :meth:`rows` scores them: what ``--adapt`` estimates from (:meth:`adaptation_of`)."""
+        import numpy as np
+
+        texts = [text for text in self.checked(records) if text is not None][:limit]
+        if not texts:
+            return np.zeros((0, len(self.names)))
+        return classifier.scores(texts, self.names, self.descriptions)
+
+    def adaptation_of(self, classifier: Any, matrices: Sequence[Any], method: str, where: str) -> Any:
+        """``method``'s :class:`zstc.adapt.Adaptation` estimated from the :meth:`sample_scores` of an input's chunks, in
+        input order (``classify --adapt``, local and Ray); an input (``where``) with no text is an error."""
+        import numpy as np
+
+        matrix = np.concatenate(matrices) if matrices else np.zeros((0, len(self.names)))
+        if not len(matrix):
+            raise DataError(f"--adapt {method}: {where} has no text to estimate from")
+        return classifier.adaptation(matrix, method)
+
+    def adaptation_note(self, adaptation: Any) -> str:
+        """What ``classify --adapt`` says of an estimated adaptation: its texts and the label shares it implies."""
+        return f"--adapt {adaptation.method}: estimated from {adaptation.texts} texts; label shares after adapting " + (
+            ", ".join(f"{name} {share:.2f}" for name, share in zip(self.names, adaptation.shares))
+        )
+
     def rows(
         self,
         classifier: Any,

@@ -228,7 +228,14 @@ def classify(
     )
     check_choice("engine", engine, ENGINES)
     check_options({"chunk_size": chunk_size})
-    _check_adapt(adapt, adapt_sample, multi_label=multi_label, engine=engine, inputs=inputs)
+    _check_adapt(
+        adapt,
+        adapt_sample,
+        multi_label=multi_label,
+        shortlist=options.get("shortlist") is not None,
+        engine=engine,
+        inputs=inputs,
+    )
     ray_only = {
         "--address": address is not None,
         "--actors": actors != 1,
@@ -300,7 +307,8 @@ def classify(
         check_labels_read_apart(classifier.scorer, names, descriptions)
         if multi_label:  # on probabilities (a Platt file's, or the model's own) a cut lies in [0, 1]
             classifier.policy.check_thresholds(threshold, per_label, per_label_parameter="label_thresholds")
-    if adapt != "none":  # estimated from the whole input (or its first --adapt-sample texts) before any row is written
+    # Estimated from the whole input (or its first --adapt-sample texts) before any row is written; on Ray by the actors.
+    if adapt != "none" and engine == "local":
         labeller.adaptation = _adaptation(source, labeller, classifier, chunk_size, adapt, adapt_sample)  # type: ignore[arg-type]  # local engine
     if multi_label and fit_thresholds:
         dev_texts, dev_gold = read_label_sets(fit_thresholds, text_column=text_column, labels=names)
@@ -329,8 +337,18 @@ def classify(
         from zstc.scale.ray_classify import classify_with_ray
 
         assert out is not None  # --engine ray without --out is refused above
+        # Each input's adaptation is estimated in the actors from that input's scores: its method (and sample) name it,
+        # as the input's sha256 and these settings determine its offsets.
+        adapting = {"adapt": {"method": adapt, "sample": adapt_sample}} if adapt != "none" else {}
         settings = fingerprint(
-            {"model": model, "family": family, "options": options, "labeller": _describe(labeller), **common}
+            {
+                "model": model,
+                "family": family,
+                "options": options,
+                "labeller": _describe(labeller),
+                **adapting,
+                **common,
+            }
         )
         written = classify_with_ray(
             inputs,
@@ -347,6 +365,8 @@ def classify(
             gpus_per_actor=gpus_per_actor,
             on_note=note,
             notes=getattr(descriptions, "notes", []),
+            adapt=adapt,
+            adapt_sample=adapt_sample,
         )
         print(
             f"wrote {written} predictions to {out}", file=sys.stderr
@@ -422,24 +442,23 @@ def _identity(
     }
 
 
-def _check_adapt(adapt: str, sample: int | None, *, multi_label: bool, engine: str, inputs: list[str]) -> None:
-    """Refuse what ``--adapt`` cannot do, before anything is read or loaded: multi-label, the Ray engine, an input
-    read once (stdin, a FIFO: the estimate reads the input before its rows are decided), ``--adapt-sample`` alone."""
+def _check_adapt(
+    adapt: str, sample: int | None, *, multi_label: bool, shortlist: bool, engine: str, inputs: list[str]
+) -> None:
+    """Refuse what ``--adapt`` cannot do, before anything is read or loaded: multi-label, an input read once (stdin, a
+    FIFO: the estimate reads the input before its rows are decided; the Ray engine reads files only),
+    ``--adapt-sample`` alone."""
     from zstc.adapt import check_adapt_options
     from zstc.errors import OptionError
 
-    check_adapt_options(adapt, multi_label=multi_label)
+    check_adapt_options(adapt, multi_label=multi_label, shortlist=shortlist)
     if adapt == "none":
         if sample is not None:
             raise OptionError(
                 "--adapt-sample applies to --adapt: give a method, or leave --adapt-sample out", "adapt_sample"
             )
         return
-    if engine != "local":
-        raise OptionError(
-            f"--adapt {adapt} is not available with --engine {engine} yet: run classify --engine local", "adapt"
-        )
-    if inputs[0] == "-" or not Path(inputs[0]).is_file():
+    if engine == "local" and (inputs[0] == "-" or not Path(inputs[0]).is_file()):
         raise OptionError(
             f"--adapt {adapt} reads the input twice (the estimate, then the decisions): give a file, not "
             f"{'stdin' if inputs[0] == '-' else inputs[0]}",
@@ -452,23 +471,13 @@ def _adaptation(
 ) -> Any:
     """``method``'s adaptation estimated from the scores of the input's texts (its first ``sample`` ones), scored a
     chunk at a time as the decisions will be."""
-    import numpy as np
-
     matrices, seen = [], 0
     rows = source.rows()
     while (sample is None or seen < sample) and (chunk := list(itertools.islice(rows, chunk_size))):
-        texts = [text for text in labeller.checked(chunk) if text is not None]
-        texts = texts[: sample - seen] if sample is not None else texts
-        if texts:
-            matrices.append(classifier.scores(texts, labeller.names, labeller.descriptions))
-        seen += len(texts)
-    if not matrices:
-        raise DataError(f"--adapt {method}: the input has no text to estimate from")
-    adaptation = classifier.adaptation(np.concatenate(matrices), method)
-    note(
-        f"--adapt {method}: estimated from {adaptation.texts} texts; label shares after adapting "
-        + ", ".join(f"{name} {share:.2f}" for name, share in zip(labeller.names, adaptation.shares))
-    )
+        matrices.append(labeller.sample_scores(classifier, chunk, None if sample is None else sample - seen))
+        seen += len(matrices[-1])
+    adaptation = labeller.adaptation_of(classifier, matrices, method, "the input")
+    note(labeller.adaptation_note(adaptation))
     return adaptation
 
 

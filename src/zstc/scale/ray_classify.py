@@ -22,6 +22,7 @@ the inputs and writes one Parquet file per input into the output folder.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import itertools
 import json
@@ -114,11 +115,33 @@ class LabelChunks:
         """The constructor's error (:data:`Failure`), or the classifier's notes (said once, before any row)."""
         return self.failed if self.failed is not None else list(self.classifier.notes)
 
-    def label(self, records: list[tuple[str, dict[str, Any]]]) -> Failure | tuple[list[dict[str, Any]], list[str]]:
-        """``(output rows, the scorer's notes)`` of one chunk, or a user's error (:data:`Failure`)."""
+    def label(
+        self, records: list[tuple[str, dict[str, Any]]], adaptation: Any = None
+    ) -> Failure | tuple[list[dict[str, Any]], list[str]]:
+        """``(output rows, the scorer's notes)`` of one chunk, decided with ``adaptation`` (``--adapt``: its input's,
+        :meth:`adaptation`), or a user's error (:data:`Failure`)."""
         try:
             notes: list[str] = []
-            return self.labeller.rows(self.classifier, records, notes), notes
+            labeller = (
+                self.labeller if adaptation is None else dataclasses.replace(self.labeller, adaptation=adaptation)
+            )
+            return labeller.rows(self.classifier, records, notes), notes
+        except ZstcError as error:
+            return _failure(error)
+
+    def sample_scores(self, records: list[tuple[str, dict[str, Any]]], limit: int | None) -> Any:
+        """``--adapt``: the raw scores of one chunk's texts (its first ``limit``), as ``zstc classify`` estimates
+        from them (:meth:`zstc.output.ChunkLabeller.sample_scores`), or a user's error (:data:`Failure`)."""
+        try:
+            return self.labeller.sample_scores(self.classifier, records, limit)
+        except ZstcError as error:
+            return _failure(error)
+
+    def adaptation(self, matrices: list[Any], method: str, where: str) -> Any:
+        """``--adapt``: ``method``'s adaptation of one input, estimated from its chunks' :meth:`sample_scores` (in
+        input order) at this model's scale and temperature, or a user's error (:data:`Failure`)."""
+        try:
+            return self.labeller.adaptation_of(self.classifier, matrices, method, where)
         except ZstcError as error:
             return _failure(error)
 
@@ -139,10 +162,15 @@ def classify_with_ray(
     gpus_per_actor: float = 0.0,
     on_note: Callable[[str], None] = lambda note: None,
     notes: Sequence[str] = (),
+    adapt: str = "none",
+    adapt_sample: int | None = None,
 ) -> int:
     """Label every input into ``out_dir``; returns how many predictions the output folder holds. ``on_note`` hears
     what ``zstc classify`` says: the model's notes before any row; at the end ``notes`` (the descriptions') and the
-    scorer's (texts truncated), merged over the chunks as ``zstc classify`` merges them."""
+    scorer's (texts truncated), merged over the chunks as ``zstc classify`` merges them. ``adapt`` (not ``none``):
+    each input is decided as one corpus, as ``zstc classify --adapt`` decides it: its chunks are scored by the actors,
+    the adaptation estimated from all of their scores (or the first ``adapt_sample`` texts), then every chunk is
+    decided with it."""
     from zstc.scorers.base import merge_batch_notes
 
     check_options(
@@ -201,8 +229,9 @@ def classify_with_ray(
             pool = _start_actors(ray, actors, cpus_per_actor, gpus_per_actor, model, family, options, labeller, on_note)
             out_dir.mkdir(parents=True, exist_ok=True)  # after every check: a refused run leaves no folder behind
             scorer_notes: list[list[str]] = []
+            adapting = (adapt, adapt_sample) if adapt != "none" else None
             for path, count in _label_files(
-                ray, pool, pending, labeller, out_dir, identities, chunk_size, scorer_notes, on_note
+                ray, pool, pending, labeller, out_dir, identities, chunk_size, scorer_notes, on_note, adapting
             ):
                 output = out_dir / _output_name(path)
                 # Whatever entry named this output before is no longer its input's (an input of the same stem elsewhere).
@@ -321,10 +350,12 @@ def _label_files(
     chunk_size: int,
     scorer_notes: list[list[str]],
     on_note: Callable[[str], None],
+    adapting: tuple[str, int | None] | None = None,
 ) -> Iterator[tuple[Path, int]]:
     """Score ``files`` chunk by chunk on ``pool`` and write them in input order; yields ``(input, rows in its
     output)`` as each output is finished. A user's error in a chunk is raised after the chunks before it are
-    written, as ``zstc classify`` writes them."""
+    written, as ``zstc classify`` writes them. ``adapting``: ``(method, sample)`` of ``--adapt``, each input's
+    adaptation estimated (:func:`_estimate`) before its first chunk is labelled."""
     from ray.exceptions import RayActorError
 
     window: collections.deque[tuple[Path, ResumableWriter, Any, int]] = collections.deque()
@@ -352,6 +383,12 @@ def _label_files(
 
     for path in files:
         writer = ResumableWriter(out_dir / _output_name(path), "parquet", identities[str(path)], on_note=on_note)
+        adaptation = None
+        if adapting is not None:  # the chunks before it are written: this input's estimate reads all of them again
+            while window:
+                yield from settle_oldest()
+            adaptation = _estimate(ray, pool, path, labeller, chunk_size, *adapting)
+            on_note(labeller.adaptation_note(adaptation))
         chunks = _chunks(path, writer.resumed_rows, chunk_size)
         while True:
             try:
@@ -370,10 +407,42 @@ def _label_files(
                 yield from settle_oldest()
             actor = busy.index(min(busy))
             busy[actor] += 1
-            window.append((path, writer, pool[actor].label.remote(chunk), actor))
+            window.append((path, writer, pool[actor].label.remote(chunk, adaptation), actor))
         window.append((path, writer, None, -1))
     while window:
         yield from settle_oldest()
+
+
+def _estimate(
+    ray: Any, pool: Sequence[Any], path: Path, labeller: ChunkLabeller, chunk_size: int, method: str, sample: int | None
+) -> Any:
+    """``method``'s adaptation of the input ``path``: its chunks (all of them, or up to its first ``sample`` texts)
+    scored on ``pool``, a few per actor at a time, their scores estimated from in input order by one actor, as
+    ``zstc classify --adapt`` estimates from the same chunks."""
+    pending: collections.deque[Any] = collections.deque()
+    matrices: list[Any] = []
+
+    def settle() -> None:
+        answer = ray.get(pending.popleft())
+        if isinstance(answer, tuple):
+            raise _rebuilt(*answer)
+        matrices.append(answer)
+
+    seen = 0
+    for index, chunk in enumerate(_chunks(path, 0, chunk_size)):
+        if sample is not None and seen >= sample:
+            break
+        limit = None if sample is None else sample - seen
+        seen += len([text for text in labeller.checked(chunk) if text is not None][:limit])
+        while len(pending) >= IN_FLIGHT_PER_ACTOR * len(pool):
+            settle()
+        pending.append(pool[index % len(pool)].sample_scores.remote(chunk, limit))
+    while pending:
+        settle()
+    answer = ray.get(pool[0].adaptation.remote(matrices, method, str(path)))
+    if isinstance(answer, tuple):
+        raise _rebuilt(*answer)
+    return answer
 
 
 def _failure(error: ZstcError) -> Failure:
