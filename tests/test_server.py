@@ -208,7 +208,7 @@ def test_each_family_gets_the_backend_that_batches_it(minilm: Classifier, nli: C
     }
     assert chosen == {
         "embedding": "EmbeddingBackend",
-        "nli": "PairBackend",
+        "nli": "NliBackend",
         "cascade": "CascadeBackend",
         "gated": "MatrixBackend",
     }
@@ -971,11 +971,11 @@ def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
     import typer.main
 
     from zstc.cli import app as cli_app
-    from zstc.server.app import OPEN_PATHS
+    from zstc.server.gate import DOCS_ASSETS, OPEN_PATHS
 
     serve = typer.main.get_command(cli_app).commands["serve"]  # type: ignore[attr-defined]  # the zstc group's
     shown = next(param for param in serve.params if param.name == "api_key").help or ""
-    docs = {"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}  # "the docs"
+    docs = {"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", DOCS_ASSETS}  # "the docs"
     named = set(re.findall(r"(/[\w/]+)", shown))
     assert named == OPEN_PATHS - docs and "the docs" in shown and "playground (GET /)" in shown, shown
     with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:
@@ -1165,7 +1165,7 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
     assert "softmax" in schema["info"]["description"]
     # Every error_type an error answer has (408's "timeout" too) is one the schema lists.
-    from zstc.server.app import ERROR_MEANINGS
+    from zstc.server.errors import ERROR_MEANINGS
 
     sent = {meaning.partition(":")[0] for meaning in ERROR_MEANINGS.values()}
     assert sent <= set(components["ErrorResponse"]["properties"]["error_type"]["enum"]), sent

@@ -6,6 +6,13 @@ Query parameters fill the form, and ``run=1`` submits it on load (``/?text=...&l
 that shows a result, and how the headless-browser test drives the page.
 """
 
+# No `from __future__ import annotations` here: FastAPI reads the route signatures' annotations at runtime.
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+router = APIRouter()
+
 PLAYGROUND_HTML = """<!doctype html>
 <html lang="en">
 <head>
@@ -145,3 +152,11 @@ if (query.get("run") === "1") classify();
 </body>
 </html>
 """
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+async def playground() -> HTMLResponse:
+    return HTMLResponse(PLAYGROUND_HTML)
+
+
+router.head("/", include_in_schema=False)(playground)
