@@ -555,6 +555,48 @@ def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(
     assert one.json()[0]["score"] == pytest.approx(classifier(texts[0], **alone)["scores"][0], abs=1e-5)
 
 
+def test_the_hugging_face_shape_of_an_nli_model_is_batched_and_bounded_by_the_engine(
+    nli: Classifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST / on an NLI model (transformers' pipeline numbers) is engine work like the zstc shape: requests waiting
+    together are one pipeline_logits call, and past max_queued_pairs a request is a 429 with Retry-After (it bypassed
+    the queue: no batching, no bound)."""
+    real, gate, entered = nli.scorer.pipeline_logits, threading.Event(), threading.Event()
+    calls: list[list[str]] = []
+
+    def gated(texts: Sequence[str], descriptions: Sequence[str]) -> np.ndarray:
+        entered.set()
+        assert gate.wait(60), "the test never opened the gate"
+        calls.append(list(texts))
+        return real(texts, descriptions)
+
+    monkeypatch.setattr(nli.scorer, "pipeline_logits", gated)
+    body = {"parameters": {"candidate_labels": ["sports", "business"]}}
+    app = create_app(nli, ServeSettings(engine=EngineConfig(max_queued_pairs=10, max_wait_ms=0)))
+    pool = ThreadPoolExecutor(3)
+    with TestClient(app) as served:
+        wait_ready(served)
+        running = pool.submit(served.post, "/", json={**body, "inputs": ["a goal", "a loss"]})  # 4 pairs
+        assert entered.wait(30)
+        waiting = [pool.submit(served.post, "/", json={**body, "inputs": text}) for text in ("a win", "a fee")]
+        deadline = time.monotonic() + 30
+        while app.state.engine.queued_pairs < 8:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        refused = served.post("/", json={**body, "inputs": ["x", "y", "z"]})  # 6 more: 14 > 10
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1, refused.text
+        assert refused.json()["error_type"] == "overloaded"
+        gate.set()
+        answers = [future.result(30) for future in (running, *waiting)]
+        assert [answer.status_code for answer in answers] == [200, 200, 200]
+        assert calls == [["a goal", "a loss"], ["a win", "a fee"]]  # the two that waited: one batch, one call
+        one = served.post("/", json={**body, "inputs": "a win"}).json()  # alone: the same numbers (padding aside)
+        assert [e["label"] for e in answers[1].json()] == [e["label"] for e in one]
+        assert [e["score"] for e in answers[1].json()] == pytest.approx([e["score"] for e in one], abs=1e-6)
+        assert 'zstc_request_failures_total{endpoint="/",reason="overloaded"} 1.0' in served.get("/metrics").text
+    pool.shutdown()
+
+
 def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None:
     documents = ["It is about football.", "It is about money."]
     body = nli_client.post("/rerank", json={"query": "The striker scored.", "documents": documents}).json()
