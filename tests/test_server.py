@@ -1234,6 +1234,51 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     assert "security" not in keyed["paths"]["/health"]["get"]
 
 
+def test_openapi_is_a_valid_spec_of_what_the_server_accepts_and_answers(client: TestClient) -> None:
+    """/openapi.json passes openapi-spec-validator; the fields the server takes as null are nullable in it (a
+    validating gateway refused `"hypothesis_template": null`, which the server accepts); every answer documents its
+    headers (X-Request-ID; Retry-After on a 429); and real answers validate against their documented schemas."""
+    from openapi_schema_validator import OAS31Validator
+    from openapi_spec_validator import validate
+
+    spec = client.get("/openapi.json").json()
+    validate(spec)
+    parameters = spec["components"]["schemas"]["HFParameters"]["properties"]
+    for field in ("hypothesis_template", "multi_label"):
+        assert {"type": "null"} in parameters[field]["anyOf"], field
+        body = {"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, field: None}}
+        assert client.post("/", json=body).status_code == 200, field
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            for status, response in operation["responses"].items():
+                assert "X-Request-ID" in response.get("headers", {}), (path, method, status)
+    work = spec["paths"]["/classify"]["post"]["responses"]
+    assert work["429"]["headers"]["Retry-After"]["schema"] == {"type": "integer"}
+    assert {"x-queue-time", "x-inference-time", "x-total-time", "x-zstc-notes"} <= set(work["200"]["headers"])
+
+    def conforms(path: str, answer: Any) -> None:
+        documented = spec["paths"][path]["post"]["responses"][str(answer.status_code)]
+        schema = documented["content"]["application/json"]["schema"]
+        OAS31Validator({**schema, "components": spec["components"]}).validate(answer.json())
+
+    conforms("/classify", client.post("/classify", json={"texts": TEXTS, "labels": LABELS, "multi_label": True}))
+    conforms("/", client.post("/", json={"inputs": TEXTS, "parameters": {"candidate_labels": LABELS}}))
+    conforms("/v2/rerank", client.post("/v2/rerank", json={"query": "rates", "documents": ["bank", "goal"]}))
+    conforms("/classify", client.post("/classify", json={"texts": TEXTS, "labels": ["one"]}))  # a 422
+
+
+def test_docs_work_offline(client: TestClient) -> None:
+    """/docs and /redoc load Swagger UI and ReDoc from the server itself (fastapi-offline's package), not a CDN: blank
+    on a machine with no network otherwise."""
+    for page in ("/docs", "/redoc"):
+        html = client.get(page).text
+        urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", html)
+        assert urls and not [url for url in urls if "//" in url], (page, urls)
+        for url in urls:
+            assert client.get(url).status_code == 200, (page, url)
+    assert "swagger-ui-bundle.js" in client.get("/docs").text
+
+
 def test_zstc_serve_flags_default_to_the_settings_defaults_and_show_them() -> None:
     """Every limit and batching setting is a ``zstc serve`` flag whose default is the setting's own (one home: the
     flags once repeated twelve numbers that nothing checked against the dataclasses), and ``--help`` shows it."""
