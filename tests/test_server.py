@@ -530,6 +530,38 @@ def test_cohere_sdk_v1_and_v2_rerank(minilm: Classifier) -> None:
         assert [r.index for r in v1.results] == [1, 0]
 
 
+def test_huggingface_hub_inference_client_zero_shot_classification(
+    nli: Classifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """huggingface_hub's own InferenceClient, unchanged, against the server (base_url on 127.0.0.1): single- and
+    multi-label, with the hypothesis_template it sends as null when not given; its answers are POST /'s."""
+    from huggingface_hub import InferenceClient, constants
+
+    # The suite runs with HF_HUB_OFFLINE=1, under which the client refuses every URL; this one is 127.0.0.1.
+    monkeypatch.setattr(constants, "is_offline_mode", lambda: False)
+
+    labels = ["sports", "business", "cooking"]
+    with running_server(create_app(nli)) as port:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        wait_ready_on(connection)
+        hub = InferenceClient(base_url=f"http://127.0.0.1:{port}")
+        for multi_label, template in ((False, None), (True, "The topic is {}.")):
+            got = hub.zero_shot_classification(
+                TEXTS[0], candidate_labels=labels, multi_label=multi_label, hypothesis_template=template
+            )
+            parameters: dict[str, Any] = {"candidate_labels": labels, "multi_label": multi_label}
+            if template is not None:
+                parameters["hypothesis_template"] = template
+            connection.request(
+                "POST",
+                "/",
+                json.dumps({"inputs": TEXTS[0], "parameters": parameters}),
+                {"content-type": "application/json"},
+            )
+            direct = json.loads(connection.getresponse().read())
+            assert [(e.label, e.score) for e in got] == [(e["label"], e["score"]) for e in direct]
+
+
 @pytest.mark.parametrize("multi_label", [False, True])
 def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(
     nli_client: TestClient, nli: Classifier, multi_label: bool
