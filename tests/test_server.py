@@ -1960,21 +1960,39 @@ def test_playground_in_headless_chromium(short_minilm: Classifier, tmp_path: Pat
             "--no-first-run",
             f"--user-data-dir={tmp_path / 'profile'}",
         ]
-        dom = ""
-        for _ in range(3):  # the page fetches /classify; on a loaded machine the first try may render before it answers
-            dom = subprocess.run(
-                [browser, *flags, "--virtual-time-budget=30000", "--dump-dom", url],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            ).stdout
-            if 'data-state="done"' in dom:
-                break
-        assert 'data-state="done"' in dom, dom[-2000:]
+
+        def dump(url: str) -> str:
+            dom = ""
+            for _ in range(
+                3
+            ):  # the page fetches /classify; on a loaded machine the first try may render before it answers
+                dom = subprocess.run(
+                    [browser, *flags, "--virtual-time-budget=30000", "--dump-dom", url],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                ).stdout
+                if 'data-state="done"' in dom:
+                    break
+            assert 'data-state="done"' in dom, dom[-2000:]
+            return dom
+
+        dom = dump(url)
         assert dom.count('class="result"') == 3
         assert "label: sports" in dom and "label: economy" in dom
-        assert dom.count("<tr") == 9 and "%" in dom
+        assert dom.count("<tr") == 12 and "%" in dom  # a header row and three labels per text
+        # The columns are named: the raw score (of the model's score type) and the probability.
+        assert dom.count('<th class="num">score (cosine)</th><th class="num">probability</th>') == 3
         assert '<div id="notes"><p class="note">text 3 exceeds 16 tokens and was truncated</p></div>' in dom
+        # Multi-label: a label that did not pass is marked apart (greyed, hatched bar), whatever its probability.
+        multi = dump(url.replace("run=1", "multi_label=1&run=1"))
+        chosen = re.findall(r'class="winner">labels: ([^<]*)<', multi)
+        rows = re.findall(r'<tr class="(passed|unchosen)"><td>([^<]*)</td>', multi)
+        assert len(chosen) == 3 and len(rows) == 9, multi[-3000:]
+        assert {label for kind, label in rows if kind == "passed"} == {
+            label for line in chosen for label in line.split(", ")
+        } - {"none"}
+        assert any(kind == "unchosen" for kind, _ in rows)
         screenshot = tmp_path / "playground.png"
         shot = subprocess.run(
             [
