@@ -950,7 +950,7 @@ def test_a_content_length_of_other_than_ascii_digits_is_a_400(length: str, statu
     pass str.isdigit(), and int() of them raised: a 500."""
     from types import SimpleNamespace
 
-    from zstc.server.app import Gate
+    from zstc.server.gate import Gate
     from zstc.server.telemetry import Telemetry
 
     async def never(*_: Any) -> None:

@@ -51,7 +51,7 @@ from zstc.server.service import PROMPT_FAMILIES, Service
 from zstc.server.settings import ServeSettings
 from zstc.server.telemetry import Telemetry
 
-__all__ = ["ERROR_MEANINGS", "PROMPT_FAMILIES", "REASONS", "ServiceError", "create_app"]
+__all__ = ["ERROR_MEANINGS", "PROMPT_FAMILIES", "REASONS", "Gate", "ServeSettings", "ServiceError", "create_app"]
 
 
 def create_app(

@@ -23,6 +23,10 @@ How it works, and where each idea comes from:
   shortlisted pairs of all requests go to the cross-encoder in one run. Labels with several descriptions (polarity
   labels) are averaged after the batch's run, in the model thread; in bf16 the averages of the whole batch are then
   rechecked together, on the average, as the library rechecks one call's (:meth:`Backend.answer`).
+* **One family dispatch.** :func:`backend_for` is the one place that picks how a family is scored; the routes ask the
+  backend (:attr:`Backend.pipeline_numbers`, :meth:`Backend.tokenizer`), never the scorer's class. The Hugging Face
+  shape of an NLI model queues transformers-pipeline jobs (:attr:`ScoreJob.pipeline`), batched per label set like any
+  other work and bounded by the same queue; a batch holds pipeline jobs or score jobs, never both.
 * **Backpressure counted in pairs.** TEI caps in-flight work (``--max-concurrent-requests``) and answers 429
   ``{"error_type": "overloaded"}`` past it; Ray Serve's ``max_queued_requests`` answers 503 or 429 with
   ``Retry-After``. Here the cap is ``max_queued_pairs`` of work waiting or running, because a request of
