@@ -27,6 +27,20 @@ DELAY = 6.0
 """--shutdown-delay of the server under test: long enough to see it serve on, short enough to keep the test cheap."""
 
 
+def _absolute_form(port: int, path: str) -> tuple[str, Any]:
+    """``GET http://127.0.0.1:PORT{path}`` (a request target in absolute form, as proxies send it) on a raw socket:
+    the status line and the JSON body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(
+            f"GET http://127.0.0.1:{port}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+        )
+        data = b""
+        while chunk := raw.recv(65536):
+            data += chunk
+    head, _, body = data.decode().partition("\r\n\r\n")
+    return head.splitlines()[0], json.loads(body)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -115,10 +129,20 @@ def test_port_opens_at_once_then_ready_then_sigterm_serves_through_the_delay_and
         assert loading.status == 503 and loading.getheader("retry-after") == "5"
         loading.read()
         work.close()
+        # An absolute-form target names the path (it was a 404), while loading and after.
+        assert _absolute_form(port, "/health")[0] == "HTTP/1.1 200 OK"
         deadline = time.monotonic() + 900
         while _get(probe, "/health/ready")[0] != 200:
             assert server.poll() is None and time.monotonic() < deadline, log_path.read_text()[-2000:]
             time.sleep(0.2)
+        status_line, ready = _absolute_form(port, "/health/ready")
+        assert status_line == "HTTP/1.1 200 OK" and ready["status"] == "ready", ready
+        # /metrics counts what was answered while the model loaded, with its reason (it counted nothing then).
+        metrics = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        metrics.request("GET", "/metrics")
+        counted = metrics.getresponse().read().decode()
+        assert 'zstc_request_failures_total{endpoint="/classify",reason="unhealthy"} 1.0' in counted, counted
+        assert 'zstc_request_failures_total{endpoint="/health/ready",reason="unhealthy"}' in counted
         idle = http.client.HTTPConnection("127.0.0.1", port, timeout=10)  # a pooled keep-alive connection, left idle
         assert "connection" not in _get(idle, "/health")[1]
 

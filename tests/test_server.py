@@ -208,7 +208,7 @@ def test_each_family_gets_the_backend_that_batches_it(minilm: Classifier, nli: C
     }
     assert chosen == {
         "embedding": "EmbeddingBackend",
-        "nli": "PairBackend",
+        "nli": "NliBackend",
         "cascade": "CascadeBackend",
         "gated": "MatrixBackend",
     }
@@ -530,6 +530,38 @@ def test_cohere_sdk_v1_and_v2_rerank(minilm: Classifier) -> None:
         assert [r.index for r in v1.results] == [1, 0]
 
 
+def test_huggingface_hub_inference_client_zero_shot_classification(
+    nli: Classifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """huggingface_hub's own InferenceClient, unchanged, against the server (base_url on 127.0.0.1): single- and
+    multi-label, with the hypothesis_template it sends as null when not given; its answers are POST /'s."""
+    from huggingface_hub import InferenceClient, constants
+
+    # The suite runs with HF_HUB_OFFLINE=1, under which the client refuses every URL; this one is 127.0.0.1.
+    monkeypatch.setattr(constants, "is_offline_mode", lambda: False)
+
+    labels = ["sports", "business", "cooking"]
+    with running_server(create_app(nli)) as port:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        wait_ready_on(connection)
+        hub = InferenceClient(base_url=f"http://127.0.0.1:{port}")
+        for multi_label, template in ((False, None), (True, "The topic is {}.")):
+            got = hub.zero_shot_classification(
+                TEXTS[0], candidate_labels=labels, multi_label=multi_label, hypothesis_template=template
+            )
+            parameters: dict[str, Any] = {"candidate_labels": labels, "multi_label": multi_label}
+            if template is not None:
+                parameters["hypothesis_template"] = template
+            connection.request(
+                "POST",
+                "/",
+                json.dumps({"inputs": TEXTS[0], "parameters": parameters}),
+                {"content-type": "application/json"},
+            )
+            direct = json.loads(connection.getresponse().read())
+            assert [(e.label, e.score) for e in got] == [(e["label"], e["score"]) for e in direct]
+
+
 @pytest.mark.parametrize("multi_label", [False, True])
 def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(
     nli_client: TestClient, nli: Classifier, multi_label: bool
@@ -553,6 +585,48 @@ def test_hugging_face_shape_gives_the_pipelines_numbers_for_nli(
     alone = {"candidate_labels": ["sports"], "hypothesis_template": template}
     one = nli_client.post("/", json={"inputs": texts[0], "parameters": alone})
     assert one.json()[0]["score"] == pytest.approx(classifier(texts[0], **alone)["scores"][0], abs=1e-5)
+
+
+def test_the_hugging_face_shape_of_an_nli_model_is_batched_and_bounded_by_the_engine(
+    nli: Classifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST / on an NLI model (transformers' pipeline numbers) is engine work like the zstc shape: requests waiting
+    together are one pipeline_logits call, and past max_queued_pairs a request is a 429 with Retry-After (it bypassed
+    the queue: no batching, no bound)."""
+    real, gate, entered = nli.scorer.pipeline_logits, threading.Event(), threading.Event()
+    calls: list[list[str]] = []
+
+    def gated(texts: Sequence[str], descriptions: Sequence[str]) -> np.ndarray:
+        entered.set()
+        assert gate.wait(60), "the test never opened the gate"
+        calls.append(list(texts))
+        return real(texts, descriptions)
+
+    monkeypatch.setattr(nli.scorer, "pipeline_logits", gated)
+    body = {"parameters": {"candidate_labels": ["sports", "business"]}}
+    app = create_app(nli, ServeSettings(engine=EngineConfig(max_queued_pairs=10, max_wait_ms=0)))
+    pool = ThreadPoolExecutor(3)
+    with TestClient(app) as served:
+        wait_ready(served)
+        running = pool.submit(served.post, "/", json={**body, "inputs": ["a goal", "a loss"]})  # 4 pairs
+        assert entered.wait(30)
+        waiting = [pool.submit(served.post, "/", json={**body, "inputs": text}) for text in ("a win", "a fee")]
+        deadline = time.monotonic() + 30
+        while app.state.engine.queued_pairs < 8:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        refused = served.post("/", json={**body, "inputs": ["x", "y", "z"]})  # 6 more: 14 > 10
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1, refused.text
+        assert refused.json()["error_type"] == "overloaded"
+        gate.set()
+        answers = [future.result(30) for future in (running, *waiting)]
+        assert [answer.status_code for answer in answers] == [200, 200, 200]
+        assert calls == [["a goal", "a loss"], ["a win", "a fee"]]  # the two that waited: one batch, one call
+        one = served.post("/", json={**body, "inputs": "a win"}).json()  # alone: the same numbers (padding aside)
+        assert [e["label"] for e in answers[1].json()] == [e["label"] for e in one]
+        assert [e["score"] for e in answers[1].json()] == pytest.approx([e["score"] for e in one], abs=1e-6)
+        assert 'zstc_request_failures_total{endpoint="/",reason="overloaded"} 1.0' in served.get("/metrics").text
+    pool.shutdown()
 
 
 def test_rerank_by_an_nli_model(nli_client: TestClient, nli: Classifier) -> None:
@@ -876,7 +950,7 @@ def test_a_content_length_of_other_than_ascii_digits_is_a_400(length: str, statu
     pass str.isdigit(), and int() of them raised: a 500."""
     from types import SimpleNamespace
 
-    from zstc.server.app import Gate
+    from zstc.server.gate import Gate
     from zstc.server.telemetry import Telemetry
 
     async def never(*_: Any) -> None:
@@ -971,11 +1045,11 @@ def test_api_key_help_names_what_stays_open(minilm: Classifier) -> None:
     import typer.main
 
     from zstc.cli import app as cli_app
-    from zstc.server.app import OPEN_PATHS
+    from zstc.server.gate import DOCS_ASSETS, OPEN_PATHS
 
     serve = typer.main.get_command(cli_app).commands["serve"]  # type: ignore[attr-defined]  # the zstc group's
     shown = next(param for param in serve.params if param.name == "api_key").help or ""
-    docs = {"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}  # "the docs"
+    docs = {"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", DOCS_ASSETS}  # "the docs"
     named = set(re.findall(r"(/[\w/]+)", shown))
     assert named == OPEN_PATHS - docs and "the docs" in shown and "playground (GET /)" in shown, shown
     with TestClient(create_app(minilm, ServeSettings(api_key="s3cret"))) as secured:
@@ -1165,7 +1239,7 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
     assert "softmax" in schema["info"]["description"]
     # Every error_type an error answer has (408's "timeout" too) is one the schema lists.
-    from zstc.server.app import ERROR_MEANINGS
+    from zstc.server.errors import ERROR_MEANINGS
 
     sent = {meaning.partition(":")[0] for meaning in ERROR_MEANINGS.values()}
     assert sent <= set(components["ErrorResponse"]["properties"]["error_type"]["enum"]), sent
@@ -1190,6 +1264,51 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     assert keyed["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     assert "401" in keyed["paths"]["/classify"]["post"]["responses"] and keyed["paths"]["/classify"]["post"]["security"]
     assert "security" not in keyed["paths"]["/health"]["get"]
+
+
+def test_openapi_is_a_valid_spec_of_what_the_server_accepts_and_answers(client: TestClient) -> None:
+    """/openapi.json passes openapi-spec-validator; the fields the server takes as null are nullable in it (a
+    validating gateway refused `"hypothesis_template": null`, which the server accepts); every answer documents its
+    headers (X-Request-ID; Retry-After on a 429); and real answers validate against their documented schemas."""
+    from openapi_schema_validator import OAS31Validator
+    from openapi_spec_validator import validate
+
+    spec = client.get("/openapi.json").json()
+    validate(spec)
+    parameters = spec["components"]["schemas"]["HFParameters"]["properties"]
+    for field in ("hypothesis_template", "multi_label"):
+        assert {"type": "null"} in parameters[field]["anyOf"], field
+        body = {"inputs": TEXTS[0], "parameters": {"candidate_labels": LABELS, field: None}}
+        assert client.post("/", json=body).status_code == 200, field
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            for status, response in operation["responses"].items():
+                assert "X-Request-ID" in response.get("headers", {}), (path, method, status)
+    work = spec["paths"]["/classify"]["post"]["responses"]
+    assert work["429"]["headers"]["Retry-After"]["schema"] == {"type": "integer"}
+    assert {"x-queue-time", "x-inference-time", "x-total-time", "x-zstc-notes"} <= set(work["200"]["headers"])
+
+    def conforms(path: str, answer: Any) -> None:
+        documented = spec["paths"][path]["post"]["responses"][str(answer.status_code)]
+        schema = documented["content"]["application/json"]["schema"]
+        OAS31Validator({**schema, "components": spec["components"]}).validate(answer.json())
+
+    conforms("/classify", client.post("/classify", json={"texts": TEXTS, "labels": LABELS, "multi_label": True}))
+    conforms("/", client.post("/", json={"inputs": TEXTS, "parameters": {"candidate_labels": LABELS}}))
+    conforms("/v2/rerank", client.post("/v2/rerank", json={"query": "rates", "documents": ["bank", "goal"]}))
+    conforms("/classify", client.post("/classify", json={"texts": TEXTS, "labels": ["one"]}))  # a 422
+
+
+def test_docs_work_offline(client: TestClient) -> None:
+    """/docs and /redoc load Swagger UI and ReDoc from the server itself (fastapi-offline's package), not a CDN: blank
+    on a machine with no network otherwise."""
+    for page in ("/docs", "/redoc"):
+        html = client.get(page).text
+        urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", html)
+        assert urls and not [url for url in urls if "//" in url], (page, urls)
+        for url in urls:
+            assert client.get(url).status_code == 200, (page, url)
+    assert "swagger-ui-bundle.js" in client.get("/docs").text
 
 
 def test_zstc_serve_flags_default_to_the_settings_defaults_and_show_them() -> None:
@@ -1841,21 +1960,39 @@ def test_playground_in_headless_chromium(short_minilm: Classifier, tmp_path: Pat
             "--no-first-run",
             f"--user-data-dir={tmp_path / 'profile'}",
         ]
-        dom = ""
-        for _ in range(3):  # the page fetches /classify; on a loaded machine the first try may render before it answers
-            dom = subprocess.run(
-                [browser, *flags, "--virtual-time-budget=30000", "--dump-dom", url],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            ).stdout
-            if 'data-state="done"' in dom:
-                break
-        assert 'data-state="done"' in dom, dom[-2000:]
+
+        def dump(url: str) -> str:
+            dom = ""
+            for _ in range(
+                3
+            ):  # the page fetches /classify; on a loaded machine the first try may render before it answers
+                dom = subprocess.run(
+                    [browser, *flags, "--virtual-time-budget=30000", "--dump-dom", url],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                ).stdout
+                if 'data-state="done"' in dom:
+                    break
+            assert 'data-state="done"' in dom, dom[-2000:]
+            return dom
+
+        dom = dump(url)
         assert dom.count('class="result"') == 3
         assert "label: sports" in dom and "label: economy" in dom
-        assert dom.count("<tr") == 9 and "%" in dom
+        assert dom.count("<tr") == 12 and "%" in dom  # a header row and three labels per text
+        # The columns are named: the raw score (of the model's score type) and the probability.
+        assert dom.count('<th class="num">score (cosine)</th><th class="num">probability</th>') == 3
         assert '<div id="notes"><p class="note">text 3 exceeds 16 tokens and was truncated</p></div>' in dom
+        # Multi-label: a label that did not pass is marked apart (greyed, hatched bar), whatever its probability.
+        multi = dump(url.replace("run=1", "multi_label=1&run=1"))
+        chosen = re.findall(r'class="winner">labels: ([^<]*)<', multi)
+        rows = re.findall(r'<tr class="(passed|unchosen)"><td>([^<]*)</td>', multi)
+        assert len(chosen) == 3 and len(rows) == 9, multi[-3000:]
+        assert {label for kind, label in rows if kind == "passed"} == {
+            label for line in chosen for label in line.split(", ")
+        } - {"none"}
+        assert any(kind == "unchosen" for kind, _ in rows)
         screenshot = tmp_path / "playground.png"
         shot = subprocess.run(
             [

@@ -163,7 +163,7 @@ def _not_probed(model: str, family: str) -> ModelError:
 
 def probe_families() -> list[str]:
     """The registered families the probe takes: those whose scorer scores aligned pairs (not the cascade's
-    :data:`~zstc.scorers.cascade.PAIR_FAMILIES`, whose grids may be flattened into pairs)."""
+    :func:`~zstc.scorers.cascade.flattens_to_pairs`: those whose grids may be flattened into pairs)."""
     from zstc.models.families import families
 
     return [family.name for family in families() if _scores_pairs(family)]

@@ -151,7 +151,7 @@ def serve(
                 f"ones the {classifier.family} family's temperature ({classifier.temperature():g})"
             )
         classifier.scores(["warm-up"], ["a", "b"])  # load the model now, so a model that cannot load stops the server
-        return create_app(classifier, settings)
+        return create_app(classifier, settings, telemetry=launcher.telemetry)  # counts what it answered meanwhile
 
     launcher = Launcher(build, model, family)
 

@@ -23,6 +23,10 @@ How it works, and where each idea comes from:
   shortlisted pairs of all requests go to the cross-encoder in one run. Labels with several descriptions (polarity
   labels) are averaged after the batch's run, in the model thread; in bf16 the averages of the whole batch are then
   rechecked together, on the average, as the library rechecks one call's (:meth:`Backend.answer`).
+* **One family dispatch.** :func:`backend_for` is the one place that picks how a family is scored; the routes ask the
+  backend (:attr:`Backend.pipeline_numbers`, :meth:`Backend.tokenizer`), never the scorer's class. The Hugging Face
+  shape of an NLI model queues transformers-pipeline jobs (:attr:`ScoreJob.pipeline`), batched per label set like any
+  other work and bounded by the same queue; a batch holds pipeline jobs or score jobs, never both.
 * **Backpressure counted in pairs.** TEI caps in-flight work (``--max-concurrent-requests``) and answers 429
   ``{"error_type": "overloaded"}`` past it; Ray Serve's ``max_queued_requests`` answers 503 or 429 with
   ``Retry-After``. Here the cap is ``max_queued_pairs`` of work waiting or running, because a request of
@@ -116,6 +120,9 @@ class ScoreJob:
     started: float | None = None
     inference_s: float = 0.0
     cancelled: bool = False
+    pipeline: bool = False
+    """Whether each row is the label descriptions' transformers-pipeline logits, ``(labels, 2)`` contradiction and
+    entailment (:meth:`Backend.pipeline`: the Hugging Face shape of an NLI model), not their scores."""
     truncated: tuple[int, ...] = ()
     """Once scored: the positions of this job's texts that the model cut to its token limit (what the request's
     answer says of them: its neighbours in the batch have their own)."""
@@ -265,6 +272,8 @@ class Backend:
         the whole batch go through :func:`~zstc.hypotheses.variants.recheck_means` (by each text's own cuts and
         margins), the texts it picks rescored whole in fp32 (:meth:`score_exactly`) and what they read counted in
         :attr:`Scored.reread`."""
+        if jobs and jobs[0].pipeline:  # a batch is all pipeline jobs or none (BatchingEngine._take_batch)
+            return self.pipeline(jobs)
         scored = self.score(jobs)
         rows = [list(job_rows) for job_rows in scored.rows]
         averaged = [(j, i) for j, job in enumerate(jobs) for i, count in enumerate(job.variants) if count > 1]
@@ -317,6 +326,26 @@ class Backend:
         """Per job, one float32 row per text (:attr:`Scored.rows`: one score per description, variant after variant),
         with what the call read."""
         raise NotImplementedError
+
+    pipeline_numbers = False
+    """Whether :meth:`pipeline` gives transformers' zero-shot pipeline's logits (NLI models: :class:`NliBackend`)."""
+
+    def pipeline(self, jobs: Sequence[ScoreJob]) -> Scored:
+        """Per job, per text, its descriptions' ``(labels, 2)`` contradiction and entailment logits as transformers'
+        zero-shot pipeline reads them (only where :attr:`pipeline_numbers`)."""
+        raise NotImplementedError(f"{type(self).__name__} gives no pipeline logits")
+
+    def tokenizer(self) -> tuple[Any, Any] | None:
+        """The model's tokenizer and the lock its calls hold (a cascade's: its main model's), or None (a GGUF model, a
+        scorer without one)."""
+        loaded = self._loaded_model()
+        if loaded is None or not callable(loaded.tokenizer) or loaded.tokenizer_lock is None:
+            return None
+        return loaded.tokenizer, loaded.tokenizer_lock
+
+    def shortlister_max_length(self) -> int | None:
+        """The token limit of a shortlister in front of the model (a cascade's), or None."""
+        return None
 
     def score_exactly(
         self, texts: list[str], label_sets: list[tuple[str, ...]], variants: list[int]
@@ -483,6 +512,22 @@ class PairBackend(Backend):
         ) + sum(length[s] for s in scored.reread)
 
 
+class NliBackend(PairBackend):
+    """NLI cross-encoders: :class:`PairBackend`, and the Hugging Face shape's numbers (transformers' pipeline's
+    logits), one :meth:`zstc.scorers.nli.NliScorer.pipeline_logits` call per distinct label set of the batch."""
+
+    pipeline_numbers = True
+
+    def pipeline(self, jobs: Sequence[ScoreJob]) -> Scored:
+        flat = [(j, i) for j, job in enumerate(jobs) for i in range(len(job.texts))]
+        rows: list[list[np.ndarray]] = [[np.empty((0, 2), np.float32)] * len(job.texts) for job in jobs]
+        for labels, which in _positions_by([jobs[j].label_sets[i] for j, i in flat]).items():
+            logits = self.scorer.pipeline_logits([jobs[flat[q][0]].texts[flat[q][1]] for q in which], list(labels))
+            for q, row in zip(which, logits):
+                rows[flat[q][0]][flat[q][1]] = row
+        return Scored(rows)
+
+
 class MatrixBackend(Backend):
     """Any scorer: one ``score(texts, labels)`` call per distinct label set (per variant of one), with every text that has it."""
 
@@ -553,6 +598,14 @@ class CascadeBackend(MatrixBackend):
             margins=[call.margins for call in calls],
         )
         return list(results), (), ()
+
+    def _loaded_model(self) -> Any:
+        """The main model's (its tokenizer reads the documents a reranking request cuts)."""
+        return Backend(self.scorer.main)._loaded_model()
+
+    def shortlister_max_length(self) -> int | None:
+        length = self.scorer.shortlister.describe().get("max_length")
+        return length if isinstance(length, int) else None
 
 
 class EmbeddingBackend(MatrixBackend):
@@ -638,6 +691,7 @@ def _token_lengths(loaded: Any, strings: list[str]) -> dict[str, int]:
 def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int], None] | None = None) -> Backend:
     """The backend that batches best for this scorer's family."""
     from zstc.scorers.cascade import CascadeScorer, flattens_to_pairs
+    from zstc.scorers.nli import NliScorer
 
     # By what the scorer declares (`capabilities`), never by probing its attributes. Pairs only for the families whose
     # pair scores are their grid's (a yes/no reranker scores pairs too, but cuts a long text otherwise than its grid,
@@ -646,7 +700,7 @@ def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int
     if isinstance(scorer, CascadeScorer):
         return CascadeBackend(scorer)
     if offered.pair_scoring and flattens_to_pairs(getattr(scorer, "family", None)):
-        return PairBackend(scorer)
+        return NliBackend(scorer) if isinstance(scorer, NliScorer) else PairBackend(scorer)
     if offered.request_batching:
         return EmbeddingBackend(scorer, config.label_cache_size, on_lookup)
     return MatrixBackend(scorer)
@@ -751,10 +805,16 @@ class BatchingEngine:
         thresholds: list[tuple[float, ...] | None] | None = None,
         margins: list[tuple[float, ...] | None] | None = None,
         variants: list[int] | None = None,
+        *,
+        pipeline: bool = False,
     ) -> ScoreJob:
         """Queue one request's work, or raise :class:`Unavailable` / :class:`Overloaded`; ``thresholds`` and
         ``margins`` are each text's multi-label cuts and default-rule margins (one per label), ``variants`` how many
-        descriptions each of its labels has (see :class:`ScoreJob`). The job's rows hold one score per label."""
+        descriptions each of its labels has (see :class:`ScoreJob`). The job's rows hold one score per label, or with
+        ``pipeline`` (where the backend has :attr:`Backend.pipeline_numbers`) each label's pipeline logits: batched,
+        queued and bounded as any other work."""
+        if pipeline and not self.backend.pipeline_numbers:
+            raise ValueError(f"{type(self.backend).__name__} gives no pipeline logits")
         if self.state != "ready":
             raise Unavailable(self.unavailable_reason())
         job = ScoreJob(
@@ -764,6 +824,7 @@ class BatchingEngine:
             thresholds or [None] * len(label_sets),
             margins or [None] * len(label_sets),
             variants or [],
+            pipeline=pipeline,
         )
         if self.queued_pairs + job.pairs > self.config.max_queued_pairs:
             raise Overloaded(
@@ -777,13 +838,6 @@ class BatchingEngine:
         self._record_queue()
         self._wakeup.set()
         return job
-
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` on the model thread, between batches (the Hugging Face shape's pipeline numbers for NLI
-        models, :meth:`zstc.scorers.nli.NliScorer.pipeline_logits`); :class:`Unavailable` unless ready."""
-        if self.state != "ready" or self._thread is None:
-            raise Unavailable(self.unavailable_reason())
-        return await asyncio.wrap_future(self._thread.submit(fn, *args))
 
     def unavailable_reason(self) -> str:
         """Why the engine takes no work in its present state (the message of a 503)."""
@@ -848,7 +902,7 @@ class BatchingEngine:
         pairs = 0
         while self._pending:
             job = self._pending[0]
-            if batch and pairs + job.pairs > self.config.max_batch_pairs:
+            if batch and (pairs + job.pairs > self.config.max_batch_pairs or job.pipeline != batch[0].pipeline):
                 break
             self._pending.popleft()
             self._pending_pairs -= job.pairs

@@ -17,49 +17,18 @@ delay uvicorn stops listening and requests in flight and queued finish within ``
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
-import re
 import threading
-import uuid
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable
 from typing import Any
 
+from zstc.server.errors import send_error, send_json
+from zstc.server.gate import access_logger, endpoint_of, origin_form, record
+from zstc.server.telemetry import Telemetry
+
 logger = logging.getLogger("zstc.server")
-access_logger = logger.getChild("access")
-"""One record per request with its id, status and latency (``extra`` fields, logged by :class:`zstc.server.app.Gate`;
-``zstc serve --log-format json`` writes them as JSON lines)."""
-
-REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("zstc_request_id", default=None)
-"""The request being answered's id (``X-Request-ID``): set by :class:`zstc.server.app.Gate`, named in error bodies."""
-_ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
-"""A client's ``X-Request-ID`` kept as it is (a UUID, a hex trace id, a proxy's id); any other gets a new one."""
-_TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
-
-
-def request_ids(headers: Sequence[tuple[bytes, bytes]]) -> tuple[str, str | None]:
-    """The request's id (the client's ``X-Request-ID`` when it is a plain token, else a new UUID) and the W3C
-    ``traceparent`` header's trace id, if one is given."""
-    given = trace = None
-    for key, value in headers:
-        name = key.lower()
-        if name == b"x-request-id":
-            given = value.decode("latin-1").strip()
-        elif name == b"traceparent":
-            match = _TRACEPARENT.fullmatch(value.decode("latin-1").strip().lower())
-            trace = match.group(1) if match else None
-    return (given if given and _ACCEPTED_ID.fullmatch(given) else uuid.uuid4().hex), trace
-
-
-def error_content(error_type: str, message: str) -> dict[str, Any]:
-    """The body of every error: ``{"error", "error_type"}`` (text-embeddings-inference's), and the request's id."""
-    content: dict[str, Any] = {"error": message, "error_type": error_type}
-    request_id = REQUEST_ID.get()
-    if request_id is not None:
-        content["request_id"] = request_id
-    return content
-
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -69,10 +38,13 @@ Send = Callable[[dict[str, Any]], Any]
 class Launcher:
     """The ASGI app of ``zstc serve``: answers health while ``build`` (which loads the model and returns the FastAPI
     app) runs in a thread, then delegates to the app it returned. ``model`` and ``family`` (the ones asked for: "unknown"
-    when the family is detected as the model loads) name the model in the health answers meanwhile."""
+    when the family is detected as the model loads) name the model in the health answers meanwhile. What it answers
+    itself (while the model loads; readiness once shutting down) is counted in :attr:`telemetry`, which ``build`` gives
+    the app (:func:`zstc.server.app.create_app`), so that ``/metrics`` counts the 503s of the loading time."""
 
     def __init__(self, build: Callable[[], Any], model: str, family: str | None = None) -> None:
         self.build, self.model, self.family = build, model, family or "unknown"
+        self.telemetry = Telemetry()
         self.app: Any = None
         self.failure: BaseException | None = None
         """Why ``build`` failed (the server then stops, and ``zstc serve`` reports it)."""
@@ -114,16 +86,23 @@ class Launcher:
             return
         if self.shutting_down:
             send = _closing(send)
-            if scope["path"] == "/health/ready":
-                await send_error(send, 503, "unhealthy", "the server is shutting down")
-                return
-        if self.app is not None:
+        path = origin_form(scope)["path"]
+        if self.app is not None and not (self.shutting_down and path == "/health/ready"):
             await self.app(scope, receive, send)
-        elif scope["path"] == "/health":
-            await _answer(send, 200, {"status": "ok", "model": self.model, "family": self.family})
+            return
+        started, endpoint = time.perf_counter(), endpoint_of(path)
+        self.telemetry.requests.labels(endpoint=endpoint).inc()
+        if self.shutting_down and path == "/health/ready":
+            status = 503
+            await send_error(send, status, "unhealthy", "the server is shutting down")
+        elif path == "/health":
+            status = 200
+            await send_json(send, status, {"status": "ok", "model": self.model, "family": self.family})
         else:
+            status = 503
             reason = "the server is shutting down" if self.shutting_down else "the model is loading"
-            await send_error(send, 503, "unhealthy", reason, {"retry-after": "5"})
+            await send_error(send, status, "unhealthy", reason, {"retry-after": "5"})
+        record(self.telemetry, endpoint, status, time.perf_counter() - started)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         loop = asyncio.get_running_loop()
@@ -171,21 +150,6 @@ def _closing(send: Send) -> Send:
     return closing
 
 
-async def send_error(
-    send: Send, status: int, error_type: str, message: str, headers: dict[str, str] | None = None
-) -> None:
-    """Answer with the service's error shape, ``{"error": ..., "error_type": ...}`` (text-embeddings-inference's)."""
-    await _answer(send, status, error_content(error_type, message), headers)
-
-
-async def _answer(send: Send, status: int, content: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-    body = json.dumps(content).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
-
-
 class JsonLines(logging.Formatter):
     """A log record as one JSON object: time, level, message and the access record's fields."""
 
@@ -203,7 +167,7 @@ class JsonLines(logging.Formatter):
 
 
 def json_access_log() -> None:
-    """``zstc serve --log-format json``: each request (the access logger of :mod:`zstc.server.app`) as a JSON line on stderr."""
+    """``zstc serve --log-format json``: each request (the access logger of :mod:`zstc.server.gate`) as a JSON line on stderr."""
     import sys
 
     handler = logging.StreamHandler(sys.stderr)

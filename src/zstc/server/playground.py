@@ -1,10 +1,19 @@
 """The playground page served at ``GET /``: type texts and labels, see the scores, and under them the answer's notes
-(a text longer than the model reads, named by position). One self-contained HTML file (no external scripts, styles or
+(a text longer than the model reads, named by position). Each table has a header row (the raw score, of the model's
+score type, and the probability); in multi-label answers a label that did not pass is greyed with a hatched bar, so
+that a high probability is not read as chosen. One self-contained HTML file (no external scripts, styles or
 fonts), calling ``POST /classify`` with ``fetch``; what the answer holds is shown as text, never as markup.
 
 Query parameters fill the form, and ``run=1`` submits it on load (``/?text=...&labels=a,b&run=1``): a link
 that shows a result, and how the headless-browser test drives the page.
 """
+
+# No `from __future__ import annotations` here: FastAPI reads the route signatures' annotations at runtime.
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+router = APIRouter()
 
 PLAYGROUND_HTML = """<!doctype html>
 <html lang="en">
@@ -31,7 +40,11 @@ PLAYGROUND_HTML = """<!doctype html>
   td.num { text-align: right; font-variant-numeric: tabular-nums; width: 6rem; }
   td.barcell { width: 45%; }
   .bar { height: .8rem; background: #2f5bd3; border-radius: 3px; min-width: 1px; }
+  th { padding: .18rem .4rem; text-align: left; font-size: .8rem; font-weight: 600; color: #5a6478; }
+  th.num { text-align: right; }
   tr.passed td:first-child::after { content: " \\2713"; color: #1b7f3b; }
+  tr.unchosen td { color: #8a93a6; }
+  tr.unchosen .bar { background: repeating-linear-gradient(45deg, #c9ceda 0 4px, #e3e6ee 4px 8px); }
   small { color: #5a6478; }
   #notes { margin-top: 1.2rem; color: #5a6478; }
   #notes p { margin: .2rem 0; }
@@ -85,9 +98,18 @@ function render(data) {
     answer.className = "winner";
     answer.textContent = data.multi_label ? "labels: " + result.labels.join(", ") : "label: " + result.label;
     const table = document.createElement("table");
+    const head = table.createTHead().insertRow();
+    for (const [title, className] of [["label", ""], ["score (" + data.score_type + ")", "num"], ["probability", "num"], ["", ""]]) {
+      const th = document.createElement("th");
+      th.textContent = title;
+      if (className) th.className = className;
+      head.appendChild(th);
+    }
+    const body = table.createTBody();
     for (const s of result.scores) {
-      const row = table.insertRow();
-      if (s.passed) row.className = "passed";
+      const row = body.insertRow();
+      // Multi-label: a label that did not pass is greyed, its bar hatched, whatever its probability.
+      if (data.multi_label) row.className = s.passed ? "passed" : "unchosen";
       cell(row, s.label);
       cell(row, s.score.toFixed(4), "num");
       cell(row, (100 * s.probability).toFixed(1) + "%", "num");
@@ -145,3 +167,11 @@ if (query.get("run") === "1") classify();
 </body>
 </html>
 """
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+async def playground() -> HTMLResponse:
+    return HTMLResponse(PLAYGROUND_HTML)
+
+
+router.head("/", include_in_schema=False)(playground)

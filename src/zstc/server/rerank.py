@@ -7,14 +7,105 @@ beyond the query and the documents, so that their SDKs work unchanged and no fie
   that many, as Cohere does, and the answer says so (``x-zstc-notes``). Without it documents are never cut: one too
   long for the model is refused, naming it.
 * ``model``: the served model's hub id or its last part (``all-MiniLM-L6-v2``); any other is refused, naming both.
+
+The query is scored as a text against each document as a label description; ``relevance_score`` is a document's own
+probability at the default cut (:meth:`zstc.policy.DecisionPolicy.relevance`), or its raw score with ``raw_scores``.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: FastAPI reads the route signatures' annotations at runtime.
 
+import asyncio
+import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zstc.errors import LabelError, OptionError, quoted
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from zstc.errors import DataError, DescriptionTooLongError, LabelError, OptionError, quoted
+from zstc.server.openapi import WORK_ERRORS
+from zstc.server.schemas import RerankRequest, RerankResponse
+from zstc.server.service import notes_header, service_of, timing_headers
+from zstc.validation import blank_detail, check_encodable, check_labels, is_blank
+
+router = APIRouter(tags=["rerank"])
+
+
+async def rerank(request: Request, body: RerankRequest) -> JSONResponse:
+    """Cohere/Jina rerank: the query is scored as a text against each document as a label description."""
+    service = service_of(request)
+    model_id = service.model_id
+    started = time.perf_counter()
+    check_model(body.model, model_id)
+    given = [d if isinstance(d, str) else d.model_dump(exclude_none=True) for d in body.documents]
+    documents = [document_text(d, body.rank_fields, i + 1) for i, d in enumerate(given)]
+    service.check_size("documents", len(documents), "max_labels")
+    service.check_field_chars("query", body.query)
+    check_encodable(body.query, "query")  # first: a NUL is binary data, not an invisible character
+    if is_blank(body.query):
+        raise DataError(f"query is empty{blank_detail(body.query)}")
+    service.check_chars("document", documents)
+    if not documents:
+        raise LabelError("no documents given")
+    loaded = await asyncio.to_thread(service.engine.backend.tokenizer)
+    notes: list[str] = []
+    if body.max_tokens_per_doc is not None:
+        if loaded is None:
+            raise OptionError(
+                f"max_tokens_per_doc is not supported for {model_id} (no tokenizer to count its tokens)",
+                "max_tokens_per_doc",
+            )
+        documents, cut, _ = await asyncio.to_thread(truncate, *loaded, documents, body.max_tokens_per_doc)
+        if cut:
+            notes.append(truncation_note(cut, body.max_tokens_per_doc))
+    # Positions as the client gave them (a repeated document is scored once, but an error names where it is).
+    stripped = check_labels(documents, what="documents", allow_single=True, allow_repeats=True)
+    distinct = list(dict.fromkeys(stripped))
+    try:
+        rows, job = await service.score(request, [body.query], [tuple(distinct)])
+    except DescriptionTooLongError as error:  # the scorer's words are classification's ("label description")
+        spec = service.scorer.spec
+        index = next((i for i, d in enumerate(stripped) if error.description in (d, spec.format_document(d))), None)
+        which = f"document {index + 1}" if index is not None else "a document"
+        raise LabelError(
+            f"{which} is too long for {model_id}'s limit of {error.limit} tokens (a cross-encoder reads it "
+            "with the query); documents are scored whole unless max_tokens_per_doc cuts them: "
+            "set it, shorten or split it"
+        ) from None
+    relevance = dict(zip(distinct, rows[0] if body.raw_scores else service.policy.relevance(rows[0])))
+    ranked = sorted(range(len(documents)), key=lambda i: -relevance[stripped[i]])[: body.top_n]
+    results = [
+        {
+            "index": i,
+            "relevance_score": float(relevance[stripped[i]]),
+            **(
+                {"document": {"text": given[i]} if isinstance(given[i], str) else given[i]}
+                if body.return_documents
+                else {}
+            ),
+        }
+        for i in ranked
+    ]
+    tokens = await asyncio.to_thread(count_tokens, *loaded, [body.query, *documents]) if loaded is not None else 0
+    version = "2" if request.url.path.startswith("/v2/") else "1"
+    content = {
+        "id": str(uuid.uuid4()),
+        "model": model_id,
+        "results": results,
+        "meta": {
+            "api_version": {"version": version},
+            "billed_units": {"search_units": 1},
+            "tokens": {"input_tokens": tokens, "output_tokens": 0},
+        },
+        "usage": {"total_tokens": tokens},
+    }
+    headers = {**timing_headers(job, started), **notes_header([*notes, *service.request_notes(job, "query")])}
+    return JSONResponse(content, headers=headers)
+
+
+for _path in ("/rerank", "/v1/rerank", "/v2/rerank"):  # Cohere's v1 and v2 SDKs post to the last two
+    router.post(_path, response_model=RerankResponse, responses=WORK_ERRORS)(rerank)
 
 
 def document_text(document: str | Mapping[str, Any], rank_fields: Sequence[str] | None, position: int) -> str:

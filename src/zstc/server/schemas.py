@@ -152,6 +152,13 @@ class ClassifyResponse(BaseModel):
 # -- the Hugging Face inference task shape ---------------------------------------------------------------------
 
 
+def _nullable(schema: dict[str, Any]) -> None:
+    """A field's JSON schema saying that it accepts null too (which a route reads as "not given"), so that a
+    validating gateway or a generated client lets through what the server accepts."""
+    kind = schema.pop("type")
+    schema["anyOf"] = [{"type": kind}, {"type": "null"}]
+
+
 class HFParameters(BaseModel):
     """The ``parameters`` of the Hugging Face zero-shot classification task."""
 
@@ -162,22 +169,26 @@ class HFParameters(BaseModel):
         description="Labels, as a list or one comma-separated string (as the pipeline takes them)."
     )
     hypothesis_template: Text = Field(
-        default="This example is {}.", description="The pipeline's default is 'This example is {}.'"
+        default="This example is {}.",
+        description="The pipeline's default is 'This example is {}.' (null: the default)",
+        json_schema_extra=_nullable,
     )
-    multi_label: bool = False
+    multi_label: bool = Field(
+        default=False, description="Score each label on its own (null: the default, false)", json_schema_extra=_nullable
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _null_is_the_default(cls, data: Any) -> Any:
         # Clients built from the task's spec send optional parameters as null ("hypothesis_template": null);
-        # null says "not given", so the pipeline's default applies rather than a 422.
+        # null says "not given", so the pipeline's default applies rather than a 422 (and the schema says so).
         if isinstance(data, dict):
-            return {
-                key: value
-                for key, value in data.items()
-                if not (value is None and key in ("hypothesis_template", "multi_label"))
-            }
+            return {key: value for key, value in data.items() if not (value is None and key in NULLABLE)}
         return data
+
+
+NULLABLE = ("hypothesis_template", "multi_label")
+"""The Hugging Face parameters whose null means "the default" (:func:`_nullable` in their schema)."""
 
 
 class HFOptions(BaseModel):
