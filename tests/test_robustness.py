@@ -2249,6 +2249,32 @@ def test_a_custom_scorer_is_checked_and_named(result, message) -> None:
     assert [p.label for p in good.predict(["a text", "another"], ["sports", "economy"])] == ["sports", "economy"]
 
 
+def test_numpy_numbers_are_numbers_and_bools_are_not() -> None:
+    """``threshold=numpy.float32(0.3)`` failed in ``zstc.classify`` (numpy's ``!= []`` is an array, whose truth
+    value numpy refuses) and a numpy temperature made a calibration that JSON could not record. A numpy scalar is a
+    number wherever one is taken; a bool, Python's or numpy's, is none."""
+    import zstc
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+    from zstc.probabilities import Calibration
+    from zstc.validation import Option
+
+    scorer = _OwnScorer(lambda texts, labels: np.array([[0.6, 0.1]] * len(texts)))
+    texts, labels = ["The match ended 2-1."], ["sports", "economy"]
+    for number in (np.float32(0.3), np.float64(0.3), np.float16(0.3)):
+        assert zstc.classify(texts, labels, model=scorer, multi_label=True, threshold=number)[0].labels == ["sports"]
+        per_label = Classifier(scorer).predict_multi_label(texts, labels, per_label={"economy": number})
+        assert per_label[0].labels == ["sports"]
+    assert type(Option(int).check("batch_size", np.int64(4))) is int
+    calibration = Calibration("temperature", {"temperature": np.float32(2.0)})
+    assert json.loads(json.dumps(calibration.parameters)) == {"temperature": 2.0}
+    for flag in (True, np.bool_(True)):
+        with pytest.raises(OptionError, match="threshold must be a number, got"):
+            zstc.classify(texts, labels, model=scorer, multi_label=True, threshold=flag)
+        with pytest.raises(OptionError, match="temperature must be a finite number"):
+            Calibration("temperature", {"temperature": flag})
+
+
 def test_the_service_refuses_repeated_and_unknown_keys(minilm_cls) -> None:
     """Through the real app: a key given twice (any endpoint) and a key the Hugging Face shape does not know are 422s
     naming the key; the hub's own ``options`` are taken."""
