@@ -1503,6 +1503,39 @@ def test_atomic_write_keeps_the_old_file_until_complete(tmp_path: Path) -> None:
     assert fresh.read_text() == "done" and fresh.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+def test_a_folder_written_all_at_once_gets_the_usual_permissions(tmp_path: Path) -> None:
+    """``train-nli`` wrote its safetensors 0600 under umask 022 (safetensors' own mode): a folder filled by
+    :func:`atomic_directory` gets what :func:`atomic_write` gives a file, the replaced file's mode or the umask's."""
+    import stat
+
+    import torch
+    from safetensors.torch import save_file
+
+    from zstc.io import atomic_directory
+
+    kept = tmp_path / "model" / "kept.json"
+    kept.parent.mkdir()
+    kept.write_text("{}")
+    kept.chmod(0o640)
+    old = os.umask(0o022)
+    try:
+        with atomic_directory(tmp_path / "model") as staging:
+            save_file({"w": torch.zeros(2)}, staging / "model.safetensors")
+            (staging / "tokenizer").mkdir()
+            save_file({"w": torch.zeros(2)}, staging / "tokenizer" / "head.safetensors")
+            (staging / "kept.json").write_text("{}")
+    finally:
+        os.umask(old)
+    modes = {str(path.relative_to(tmp_path)): stat.S_IMODE(path.stat().st_mode) for path in sorted(tmp_path.rglob("*"))}
+    assert modes == {
+        "model": 0o755,
+        "model/kept.json": 0o640,
+        "model/model.safetensors": 0o644,
+        "model/tokenizer": 0o755,
+        "model/tokenizer/head.safetensors": 0o644,
+    }
+
+
 def test_atomic_write_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
     from zstc.io import atomic_write
 
