@@ -2467,6 +2467,19 @@ def test_out_edge_cases_are_said_as_what_they_are(zstc_cli, tmp_path: Path, monk
     assert not (tmp_path / "o.jsonl").exists()
 
 
+def test_a_bad_api_key_names_where_it_came_from(zstc_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ZSTC_API_KEY`` with a leading space blamed ``--api-key``, a flag the user never typed; an empty one was read
+    as unset (click drops empty variables), so the service started without authentication."""
+    pytest.importorskip("fastapi")
+    monkeypatch.setenv("ZSTC_API_KEY", " s3cret")
+    assert_user_error(zstc_cli("serve", "--port", "0"), "error: ZSTC_API_KEY must be printable ASCII")
+    monkeypatch.setenv("ZSTC_API_KEY", "")
+    assert_user_error(zstc_cli("serve", "--port", "0"), "error: ZSTC_API_KEY is empty: give a key")
+    assert_user_error(zstc_cli("serve", "--port", "0", "--api-key", " s3cret"), "error: --api-key must be printable")
+    monkeypatch.delenv("ZSTC_API_KEY")
+    assert_user_error(zstc_cli("serve", "--port", "0", "--api-key", ""), "error: --api-key is empty")
+
+
 def test_a_labels_json_nan_description_is_refused(tmp_path: Path) -> None:
     """Labels JSON ``{"food": NaN}`` became the description "nan"."""
     from zstc.io import read_label_descriptions
