@@ -2480,6 +2480,18 @@ def test_a_bad_api_key_names_where_it_came_from(zstc_cli, monkeypatch: pytest.Mo
     assert_user_error(zstc_cli("serve", "--port", "0", "--api-key", ""), "error: --api-key is empty")
 
 
+def test_data_that_is_a_file_is_said_to_be_one(zstc_cli, btzsc_dir: Path, tmp_path: Path) -> None:
+    """``tasks --data FILE`` said "no such directory" and ``bench``/``sweep`` "no BTZSC dataset files in FILE": the
+    file exists, it is no folder. ``tasks --data hub`` said "hub: no such directory"."""
+    file = btzsc_dir / "financialphrasebank.jsonl"
+    said = f"{file} is a file, not a folder: expected a folder of dataset files"
+    assert_user_error(zstc_cli("tasks", "--data", str(file)), said)
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(file)), said)
+    assert_user_error(zstc_cli("sweep", "--models", MINILM, "--data", str(file), "--out", str(tmp_path / "x")), said)
+    status, out, err = zstc_cli("tasks", "--data", "hub")
+    assert status == 0 and "financialphrasebank" in out and "hub only" in out and not err, err
+
+
 def test_a_labels_json_nan_description_is_refused(tmp_path: Path) -> None:
     """Labels JSON ``{"food": NaN}`` became the description "nan"."""
     from zstc.io import read_label_descriptions

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from zstc.benchmark.catalog import TaskSpec, get_task_spec, local_task_file
+from zstc.benchmark.catalog import TaskSpec, data_directory, get_task_spec, local_task_file
 from zstc.errors import DataError
 from zstc.benchmark.tasks import HARNESS_DRAWS, NO_HYPOTHESIS, Task, apply_unlabelled_policy, sample_task
 from zstc.io import GROUPED_SUFFIXES, TEXT_SUFFIXES, Record, read_records, text_of
@@ -184,16 +184,6 @@ def find_task_file(directory: Path, name: str) -> Path:
 
 
 # --- BTZSC tasks from a directory or the hub -----------------------------------------------------------
-
-
-def data_directory(data: str | Path) -> Path:
-    """``--data`` as a directory of task files, or :class:`DataError` saying why it is not one."""
-    directory = Path(data)
-    if not directory.exists():
-        raise DataError(f"{directory}: no such directory")
-    if not directory.is_dir():
-        raise DataError(f"{directory}: expected a directory of task files or 'hub'")
-    return directory
 
 
 def data_folder_files(*folders: str | Path) -> list[Path]:

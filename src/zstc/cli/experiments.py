@@ -74,7 +74,8 @@ def _check_before_work(
     any file in ``data`` or in the other data folders read (``more_data``: unseen's --train-data). Returns where
     ``data`` is (``sample`` named), said in one line."""
     from zstc.benchmark.catalog import one_dataset
-    from zstc.benchmark.data import data_directory, data_folder_files
+    from zstc.benchmark.catalog import data_directory
+    from zstc.benchmark.data import data_folder_files
     from zstc.io import check_output_path
     from zstc.validation import OPTIONS, check_options
 
