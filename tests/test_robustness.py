@@ -2113,6 +2113,71 @@ def test_a_write_over_the_file_size_limit_is_one_error_line_and_resumes(tmp_path
         ]
 
 
+@pytest.mark.parametrize("cause, fmt", [("ENOSPC", "jsonl"), ("EROFS", "parquet")])
+def test_a_disk_that_fills_up_or_turns_read_only_mid_run_is_one_line_and_resumes(
+    zstc_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cause: str, fmt: str
+) -> None:
+    """ENOSPC and EROFS as the second chunk is written (synced): one ``error:`` line naming the output and the cause,
+    the first chunk kept, and the next run resumes after it to the complete output."""
+    import errno
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("no /proc/self/fd")
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    failing, synced, real_fsync = getattr(errno, cause), [], os.fsync
+
+    def fsync(fd: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if ".partial" in path and ".partial.json" not in path:
+            synced.append(path)
+            if len(synced) > 1:
+                raise OSError(failing, os.strerror(failing))
+        real_fsync(fd)
+
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"text": f"The match ended {i}-1."}) + "\n" for i in range(6)))
+    out = tmp_path / f"o.{fmt}"
+    args = ["classify", str(source), "-l", "sports,economy", "-o", str(out), "--chunk-size", "3"]
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", fsync)
+        status, _, err = zstc_cli(*args)
+    line = err.splitlines()[-1] if err else ""
+    assert status == 2 and "Traceback" not in err, err
+    assert line.startswith(f"error: cannot write {out}") and line.endswith(os.strerror(failing)), err
+    marker = out.with_name(out.name + ".partial.json")
+    assert not out.exists() and json.loads(marker.read_text())["rows"] == 3  # the first chunk is kept
+    status, _, err = zstc_cli(*args)
+    assert status == 0 and "resuming" in err and not marker.exists(), err
+    if fmt == "jsonl":
+        rows = [json.loads(row)["text"] for row in out.read_text().splitlines()]
+    else:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(out).column("text").to_pylist()
+    assert rows == [f"The match ended {i}-1." for i in range(6)]
+
+
+def test_a_read_only_file_system_is_said_before_any_work(
+    zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EROFS (a read-only mount, where the mode bits still say writable): one line naming the folder and the cause,
+    before the model loads; nothing written."""
+    import errno
+    import tempfile
+
+    def read_only(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    out = tmp_path / "o.jsonl"
+    said = f"cannot write in {tmp_path} ({os.strerror(errno.EROFS)})"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "a,b", "-m", MINILM, "-o", str(out)), said)
+    bench = ["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank"]
+    assert_user_error(zstc_cli(*bench, "--out", str(tmp_path / "r.json")), said)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["texts.jsonl"]
+
+
 def test_predictions_to_a_stdout_of_another_encoding_are_utf8(tmp_path: Path) -> None:
     """``PYTHONIOENCODING=ascii``: a UnicodeEncodeError traceback after the chunk was scored. JSON Lines is UTF-8
     whatever the locale: the bytes go through stdout's buffer."""
