@@ -2557,6 +2557,50 @@ def test_data_that_is_a_file_is_said_to_be_one(zstc_cli, btzsc_dir: Path, tmp_pa
     assert status == 0 and "financialphrasebank" in out and "hub only" in out and not err, err
 
 
+@pytest.fixture(scope="module")
+def own_code_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random embedding model whose classes are defined by its own files (gte-v1.5's stand-in)."""
+    from standins import ARCHS
+
+    return ARCHS["gte-v1.5"].build(tmp_path_factory.mktemp("own-code") / "gte")
+
+
+@pytest.mark.parametrize("command", ["sweep", "nli-probe", "template-robustness", "calibrate", "unseen"])
+def test_every_scoring_command_takes_trust_remote_code(
+    zstc_cli, own_code_model: Path, shared_data: Path, tmp_path: Path, command: str
+) -> None:
+    """sweep, nli-probe and Yin's experiments had no --trust-remote-code, so a model with its own code could not be
+    run by them at all. Without the flag the model is refused in classify's words; with it, its code runs."""
+    model, out = str(own_code_model), tmp_path / "out"
+    nli = tmp_path / "nli"
+    nli.mkdir()
+    pairs = (shared_data / "nli" / "mnli_matched.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (nli / "mnli_matched.jsonl").write_text("".join(pairs[:12]), encoding="utf-8")
+    btzsc = ["--data", str(shared_data / "btzsc"), "--max-samples", "3"]
+    args = {
+        "sweep": ["--models", model, *btzsc, "--tasks", "financialphrasebank", "--out", str(out)],
+        "nli-probe": ["--model", model, "--data", str(nli), "--out", str(out)],
+        "template-robustness": ["--model", model, *btzsc, "--task", "financialphrasebank", "--template", "It is {}."],
+        "calibrate": ["--model", model, *btzsc, "--task", "financialphrasebank", "--out", str(out)],
+        "unseen": ["--model", model, *btzsc, "--train-data", str(shared_data / "btzsc-train"), "--no-finetune"],
+    }[command]
+    if command == "unseen":
+        args += ["--max-train-samples", "3", "--work-dir", str(tmp_path / "work")]
+    if command in ("template-robustness", "calibrate", "unseen"):
+        args += ["--family", "embedding"]
+    status, _, err = zstc_cli(command, *args)
+    refusal = err.strip().splitlines()[-1]
+    assert status == 2 and refusal == (
+        f"error: {model} runs modelling code of its own (an auto_map in its config), which zstc runs only when "
+        "asked: give --trust-remote-code to run it"
+    ), err
+    status, _, err = zstc_cli(command, *args, "--trust-remote-code")
+    assert status == 0, err
+    if command == "sweep":  # part of the result's identity, as bench records it
+        identity = json.loads(next(out.glob("*.json")).read_text())["evaluation"]["run_identity"]
+        assert identity["scorer_options"]["trust_remote_code"] is True
+
+
 def test_a_labels_json_nan_description_is_refused(tmp_path: Path) -> None:
     """Labels JSON ``{"food": NaN}`` became the description "nan"."""
     from zstc.io import read_label_descriptions

@@ -24,6 +24,7 @@ from zstc.cli.options import (
     PrecisionFp32,
     ScorerOptions,
     ScoreType,
+    TrustRemoteCode,
 )
 
 console = Console(stderr=True)
@@ -68,6 +69,7 @@ def nli_probe(
     device: Device = None,
     max_length: MaxLength = None,
     instruction: Instruction = None,
+    trust_remote_code: TrustRemoteCode = None,
 ) -> None:
     """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
     --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model. Cross-encoders

@@ -19,6 +19,7 @@ from zstc.cli.options import (
     PrecisionFp32,
     ScorerOptions,
     Template,
+    TrustRemoteCode,
 )
 from zstc.validation import check_hypotheses_template
 
@@ -83,6 +84,7 @@ def sweep(
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
+    trust_remote_code: TrustRemoteCode = None,
 ) -> None:
     """Every (model, dataset) unit once: finished ones (details folder or result cache) are skipped, each model
     is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
