@@ -2018,6 +2018,43 @@ def test_two_runs_on_one_output_never_write_into_each_other(tmp_path: Path) -> N
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "o.jsonl", "waiting.log"]
 
 
+def test_a_sweep_or_ray_classify_folder_is_written_by_one_run_at_a_time(
+    zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sweeps (or Ray classify runs) on one --out computed everything twice, each summary over the other's. A
+    sweep holds its folder's lock while it computes (a folder it creates, from when it exists); a second run is
+    refused at once, before any work, naming the live run's PID; the lock file goes with the run."""
+    from zstc.benchmark.runner import Bench
+    from zstc.errors import OutputError
+    from zstc.output import FOLDER_LOCK, OutputLock
+
+    out = tmp_path / "sweep"
+    live = f"{out}: another zstc run (PID {os.getpid()}) is writing it now; let it finish, or choose another --out"
+    args = ["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank"]
+    args += ["--max-samples", "4", "--out", str(out)]
+    computed, compute = [], Bench.compute
+
+    def locked_while_computing(bench: Bench, prepared):
+        with pytest.raises(OutputError, match=re.escape(live)):
+            OutputLock(out, folder=True)
+        computed.append(prepared)
+        return compute(bench, prepared)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Bench, "compute", locked_while_computing)
+        status, _, err = zstc_cli(*args)
+    assert status == 0 and len(computed) == 1, err
+    assert not (out / FOLDER_LOCK).exists()
+    held = OutputLock(out, folder=True)  # a live run's
+    try:
+        assert_user_error(zstc_cli(*args, "--fresh"), live)
+        assert_user_error(zstc_cli("classify", str(texts), "-l", "a,b", "--engine", "ray", "--out", str(out)), live)
+    finally:
+        held.release()
+    stem = MINILM.replace("/", "__")
+    assert sorted(path.name for path in out.iterdir()) == [f"{stem}.details", f"{stem}.json"]
+
+
 @pytest.mark.parametrize("companion", ["o.jsonl.partial", "o.jsonl.partial.json", "o.jsonl.partial.lock"])
 def test_an_input_named_like_a_file_the_run_writes_is_refused(zstc_cli, tmp_path: Path, companion: str) -> None:
     """An input file named like the output's marker (``X.partial.json`` for ``--out X``) was overwritten by it."""

@@ -94,6 +94,7 @@ def sweep(
     from zstc.benchmark.tasks import UNLABELLED_POLICIES, check_sampling
     from zstc.cli.verbosity import say
     from zstc.io import check_output_dir
+    from zstc.output import folder_lock
     from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
     from zstc.validation import check_choice, check_labels, check_options
 
@@ -118,19 +119,24 @@ def sweep(
         template=template,
         scorer_options=scoring.kwargs(),
     )
-    plan = plan_sweep(template_config, names, out, on_event=_report)
-    say(
-        f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})"
-    )
-    summaries = run_sweep(
-        plan,
-        engine=engine,
-        address=address,
-        gpus_per_model=gpus_per_model,
-        cpus_per_model=cpus_per_model,
-        max_retries=max_retries,
-        on_event=_report,
-    )
+    # Two sweeps on one folder computed every unit twice, each summary written over the other's: the second is refused
+    # at once, naming the live one.
+    with folder_lock(out) as folder_made:
+        plan = plan_sweep(template_config, names, out, on_event=_report)
+        folder_made()
+        say(
+            f"{plan.units} units: {plan.units - len(plan.pending)} finished already, "
+            f"{len(plan.pending)} to compute ({engine})"
+        )
+        summaries = run_sweep(
+            plan,
+            engine=engine,
+            address=address,
+            gpus_per_model=gpus_per_model,
+            cpus_per_model=cpus_per_model,
+            max_retries=max_retries,
+            on_event=_report,
+        )
     for model, summary in summaries.items():
         overall = summary["results"]["overall"]
         console.print(
