@@ -2055,6 +2055,22 @@ def test_a_sweep_or_ray_classify_folder_is_written_by_one_run_at_a_time(
     assert sorted(path.name for path in out.iterdir()) == [f"{stem}.details", f"{stem}.json"]
 
 
+def test_a_sweep_stopped_before_any_unit_leaves_no_folder_and_a_missing_nli_folder_is_missing(
+    zstc_cli, tmp_path: Path, btzsc_dir: Path
+) -> None:
+    """``sweep --engine ray`` with no cluster at --address left the empty --out folder it had made; ``nli-probe
+    --data`` naming nothing said "not a directory"."""
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank"]
+    status, _, err = zstc_cli(*args, "--engine", "ray", "--address", "127.0.0.1:1", "--out", str(out))
+    assert status == 2 and err.splitlines()[-1].startswith("error: --address 127.0.0.1:1: nothing accepts"), err
+    assert not out.exists()
+    assert_user_error(
+        zstc_cli("nli-probe", "-m", MINILM, "--data", str(tmp_path / "nli")), f"{tmp_path / 'nli'}: no such directory"
+    )
+
+
 @pytest.mark.parametrize("companion", ["o.jsonl.partial", "o.jsonl.partial.json", "o.jsonl.partial.lock"])
 def test_an_input_named_like_a_file_the_run_writes_is_refused(zstc_cli, tmp_path: Path, companion: str) -> None:
     """An input file named like the output's marker (``X.partial.json`` for ``--out X``) was overwritten by it."""
