@@ -498,6 +498,22 @@ def test_report_export_and_train_out_paths(zstc_cli, result_file: Path, tmp_path
     assert existing.read_text() == "keep me"
 
 
+def test_train_nli_refuses_a_folder_of_other_files(zstc_cli, tmp_path: Path) -> None:
+    """train-nli into a folder holding another model's files moved its own in beside them (a sentence-transformers
+    modules.json stayed next to the new weights): refused before anything loads, the folder untouched."""
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "modules.json").write_text("[]")
+    (out / "vocab.txt").write_text("[PAD]\n")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
+    assert_user_error(
+        zstc_cli("train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(out)),
+        f"{out}: holds other files (modules.json, vocab.txt), which the trained model's would be mixed with",
+    )
+    assert sorted(path.name for path in out.iterdir()) == ["modules.json", "vocab.txt"]
+
+
 def test_sweep_out_is_a_folder_in_a_folder_that_exists(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
     """sweep's --out follows every command's folder rule: an existing file, or a missing parent folder, is refused
     before any work (the model does not exist: an error about it would mean --out was checked after it)."""
