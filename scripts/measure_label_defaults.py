@@ -123,7 +123,7 @@ def main() -> None:
     from zstc.multilabel import multilabel_metrics
     from zstc.policy import default_margin, family_thresholds
     from zstc.scorers import make_scorer
-    from zstc.probabilities import DEFAULT_TEMPERATURES
+    from zstc.models.families import get_family
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
@@ -181,7 +181,7 @@ def main() -> None:
         "reviews": {},
     }
     floor = family_thresholds()["embedding"]
-    chosen_margin = default_margin("embedding", DEFAULT_TEMPERATURES["embedding"])
+    chosen_margin = default_margin("embedding", get_family("embedding").temperature)
     multi: dict[str, tuple[np.ndarray, np.ndarray, list[str]]] = {}
     for name in args.datasets.split(","):
         task = paper_sample(load_btzsc_task(name, args.data, unlabelled="exclude")[0], args.max_samples)

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import retrain_in_place
 from zstc.errors import OptionError
+from zstc.policy import score_type_of
 from zstc.scorers import make_scorer
 from zstc.scorers.cascade import DEFAULT_SHORTLISTER, CascadeScorer, fill_unlisted, parse_shortlist, shortlist_ranks
 
@@ -127,7 +128,9 @@ def test_cascade_is_recorded_in_describe(nli_folder: Path) -> None:
     cascade = make_scorer(str(nli_folder), "nli", precision="fp32", shortlist="all-MiniLM-L6-v2:3")
     facts = cascade.describe()
     assert facts["family"] == "nli" and facts["shortlist"]["setting"] == f"{DEFAULT_SHORTLISTER}:3"
-    assert cascade.family == "nli" and cascade.score_type == "logodds"  # stands in for the main scorer
+    # It stands in for the main scorer by what it delegates explicitly; nothing else is forwarded (no __getattr__).
+    assert cascade.family == "nli" and score_type_of(cascade) == "logodds" and cascade.device == cascade.main.device
+    assert not hasattr(cascade, "score_type") and not hasattr(cascade, "recheck_margin")
 
 
 # -- yes/no and LLM (one call per distinct shortlist) ---------------------------------------------------------

@@ -4,9 +4,8 @@ access), concurrent scoring from 16 threads, and a toy family added the way a ne
 
 A toy family needs exactly: one module (``tests/toy_family.py``: a scorer class with ``family``, a
 constructor taking ``(spec, **options)``, ``score_with_notes``, ``score`` and ``describe``) and one
-``register_family(Family(...))`` entry (:data:`TOY`). Every table (``FAMILIES``, ``FAMILY_SCORERS``,
-``FAMILY_SCORE_TYPE``, ``PUBLIC_MODEL_TYPES``, ``FAMILY_COLOURS``), ``make_scorer``, option checking and
-``Classifier`` then know it.
+``register_family(Family(...))`` entry (:data:`TOY`). Every module reads the record (there are no per-family tables),
+so ``make_scorer``, option checking, the policy's defaults and ``Classifier`` then know it.
 """
 
 from __future__ import annotations
@@ -25,9 +24,10 @@ import pytest
 
 from conftest import tiny_llama
 from zstc.errors import OptionError, UnknownOptionError
-from zstc.models.registry import FAMILIES, ModelSpec, registered_models
+from zstc.models.families import family_names, find_family
+from zstc.models.registry import ModelSpec, registered_models
 from zstc.policy import DEFAULT_THRESHOLDS, family_record
-from zstc.scorers import FAMILY_SCORERS, Family, ScoreResult, families, get_family, make_scorer, register_family
+from zstc.scorers import Family, ScoreResult, families, get_family, make_scorer, register_family
 from zstc.models.families import unregister_family
 from zstc.validation import Interval, Option
 
@@ -209,7 +209,7 @@ def test_family_contract(family: str, check: Callable[[Any, Case], None], scorer
 
 
 def test_every_family_has_a_contract_case() -> None:
-    assert set(FAMILIES) == set(CASES)
+    assert set(family_names()) == set(CASES)
 
 
 # -- the Family records and the tables derived from them ------------------------------------------------------
@@ -226,13 +226,7 @@ def test_family_record_is_consistent(family: str) -> None:
     assert record.description
     for name, spec in record.options.items():
         assert spec.default is None or spec.check(name, spec.default) == spec.default
-    # Every table is a view of the record.
-    from zstc.benchmark.leaderboard import PUBLIC_MODEL_TYPES
-    from zstc.reports.figures import FAMILY_COLOURS
-
-    assert family in FAMILIES and family in FAMILY_SCORERS
-    assert PUBLIC_MODEL_TYPES[family] == record.model_type and FAMILY_COLOURS[family] == record.colour
-    assert family_record(family) is record
+    assert family in family_names() and find_family(family) is record and family_record(family) is record
     # The runner fingerprints results with the scoring version; a family that declares none (the toy) has "".
     assert record.scoring_version == getattr(cls, "SCORING_VERSION", "") and (record.scoring_version or family == "toy")
 
@@ -272,8 +266,8 @@ def test_a_new_familys_defaults_are_read_from_its_record() -> None:
     import math
 
     from zstc.policy import default_margin, default_threshold, family_thresholds
-    from zstc.scorers.cascade import PAIR_FAMILIES
-    from zstc.probabilities import DEFAULT_TEMPERATURES, DISTRIBUTION_FAMILIES, default_calibration, score_scale
+    from zstc.scorers.cascade import flattens_to_pairs
+    from zstc.probabilities import default_calibration, score_scale
 
     throwaway = Family(
         "toy-tuned",
@@ -290,30 +284,30 @@ def test_a_new_familys_defaults_are_read_from_its_record() -> None:
     )
     register_family(throwaway)
     try:
-        assert (
-            DEFAULT_TEMPERATURES["toy-tuned"] == 0.25
-            and default_calibration("toy-tuned").parameters["temperature"] == 0.25
-        )
+        assert default_calibration("toy-tuned").parameters["temperature"] == 0.25
         assert family_thresholds()["toy-tuned"] == 0.7
         assert default_threshold("prob", "toy-tuned") == default_threshold(None, "toy-tuned") == 0.7
         assert (
             default_threshold("logit", "toy-tuned") == DEFAULT_THRESHOLDS["logit"]
         )  # another score type: its own rule
         assert default_margin("toy-tuned", 0.25) == pytest.approx(0.25 * math.log(2))
-        assert "toy-tuned" in DISTRIBUTION_FAMILIES and score_scale("toy-tuned", "prob") == "distribution"
-        assert "toy-tuned" in PAIR_FAMILIES
+        assert score_scale("toy-tuned", "prob") == "distribution"
+        assert flattens_to_pairs("toy-tuned")
     finally:
         unregister_family(throwaway.name)
     assert (
-        "toy-tuned" not in DEFAULT_TEMPERATURES
+        default_calibration("toy-tuned").parameters["temperature"] == 1.0
         and "toy-tuned" not in family_thresholds()
-        and "toy-tuned" not in PAIR_FAMILIES
+        and not flattens_to_pairs("toy-tuned")
+        and score_scale("toy-tuned", "prob") == "prob"
     )
     # The toy family gives none of them: the defaults.
     assert (
-        DEFAULT_TEMPERATURES["toy"] == 1.0 and "toy" not in family_thresholds() and default_margin("toy", 0.25) is None
+        default_calibration("toy").parameters["temperature"] == 1.0
+        and "toy" not in family_thresholds()
+        and default_margin("toy", 0.25) is None
     )
-    assert "toy" not in PAIR_FAMILIES and "toy" not in DISTRIBUTION_FAMILIES and score_scale("toy", "prob") == "prob"
+    assert not flattens_to_pairs("toy") and score_scale("toy", "prob") == "prob"
 
 
 def test_a_family_whose_prompt_lists_its_labels_is_told_so_under_a_shortlist() -> None:
@@ -321,7 +315,7 @@ def test_a_family_whose_prompt_lists_its_labels_is_told_so_under_a_shortlist() -
     (it was a test of the name "llm"): a new family with the fact gets it, the toy family without it does not."""
     from toy_family import WordShareScorer
 
-    from zstc.scorers.cascade import SHARED_PROMPT_FAMILIES, CascadeScorer
+    from zstc.scorers.cascade import CascadeScorer, labels_in_one_prompt
 
     class OnePromptScorer(WordShareScorer):
         family = "toy-prompt"
@@ -339,7 +333,7 @@ def test_a_family_whose_prompt_lists_its_labels_is_told_so_under_a_shortlist() -
         )
     )
     try:
-        assert SHARED_PROMPT_FAMILIES == {"llm", "toy-prompt"}
+        assert labels_in_one_prompt("toy-prompt") and labels_in_one_prompt("llm") and not labels_in_one_prompt("toy")
         shortlister = make_scorer("toy/word-share", "toy")
         for family, told in (("toy-prompt", True), ("toy", False)):
             cascade = CascadeScorer(make_scorer("toy/word-share", family), shortlister, 1)
@@ -348,7 +342,7 @@ def test_a_family_whose_prompt_lists_its_labels_is_told_so_under_a_shortlist() -
             assert ("prompt" in cascade.describe()["shortlist"]) is told
     finally:
         unregister_family("toy-prompt")
-    assert SHARED_PROMPT_FAMILIES == {"llm"}
+    assert not labels_in_one_prompt("toy-prompt") and labels_in_one_prompt("llm")
 
 
 # -- every registry entry (no hub access) -------------------------------------------------------------------
@@ -382,7 +376,7 @@ def test_registry_is_consistent() -> None:
     specs = registered_models()
     paper_names = [spec.paper_name.casefold() for spec in specs if spec.paper_name]
     assert len(paper_names) == len(set(paper_names))
-    assert {spec.family for spec in specs} == set(FAMILIES) - {"toy"}  # every family has a registered model
+    assert {spec.family for spec in specs} == set(family_names()) - {"toy"}  # every family has a registered model
 
 
 # -- 16 threads, one scorer ---------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 fp32's decisions through the recheck, and a benchmark run records the device it ran on.
 
 These run only where ``torch.cuda.is_available()`` (CI has no GPU: they are skipped there, and run on a lent GPU
-machine; see the README's "GPU" section for the figures measured that way).
+machine; see docs/performance.md, "On a GPU", for the figures measured that way).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""The README's snippets run as printed.
+"""The README's and the documentation pages' code blocks run as printed.
 
-Every ``zstc`` command in the README's ``bash`` blocks is either run here (in a scratch copy of the
-working directory, with ``zstc`` and ``.venv/bin/zstc`` pointing at this checkout) or skipped for a reason
-this file names: it needs the hub, a model folder the reader trains first, a placeholder the reader fills
-in, or minutes of compute. The Python quickstart runs too, and so do the examples in zstc.api's docstring.
-A new snippet is therefore either checked or consciously skipped, never silently untested.
+Every ``zstc`` command in the ``bash`` blocks of README.md and docs/*.md is either run here (in a scratch copy of the
+working directory, with ``zstc`` and ``.venv/bin/zstc`` pointing at this checkout) or skipped for a reason this file
+names: it needs the hub, a model folder the reader trains first, a placeholder the reader fills in, or minutes of
+compute. Every ``python`` block runs too, and one followed by a ``text`` block must print exactly that text; so do the
+examples in zstc.api's docstring. A block that cannot run here at all says so in the Markdown, on the line above it:
+``<!-- not run: why -->`` (NOT_RUN); the test keeps those few and named. A new snippet is therefore either checked or
+consciously skipped, never silently untested. The same command on two pages runs once.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ import pytest
 from shared_data import REPO, SHARED_DATA
 
 README = REPO / "README.md"
+DOCS = REPO / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
+"""Every page whose code blocks run: the README and the documentation site's pages."""
 
 SKIP_RULES: list[tuple[str, str]] = [
     (r"--data hub|--tasks intent|\bdata pull\b", "needs the Hugging Face hub"),
@@ -32,26 +37,49 @@ SKIP_RULES: list[tuple[str, str]] = [
         "a template with placeholders for the reader",
     ),
     (
-        r"\b(r|other|leaderboard|e5|probe)\.json\b|nli_train|texts\.(jsonl|txt)|\bbenchmarks/",
+        r"\b(r|other|leaderboard|e5|probe|emotion)\.json\b|nli_train|texts\.(jsonl|txt)|\bbenchmarks/",
         "works on files an earlier, longer run writes",
     ),
     (r"--pooling cls --data|unseen|nli-probe", "scores complete datasets (minutes)"),
 ]
-"""(pattern, reason): a README command matching a pattern is not run here."""
+"""(pattern, reason): a command matching a pattern is not run here."""
+
+NOT_RUN = re.compile(r"<!-- not run: (?P<reason>[^>]+?) -->\n")
+"""The one visible mark of a code block that is not run here, on the line above its fence, with the reason."""
+BLOCK = re.compile(rf"(?:{NOT_RUN.pattern})?```(?P<language>\w*)\n(?P<code>.*?)```\n?", flags=re.S)
+MOST_NOT_RUN = 4
+"""Blocks marked NOT_RUN, at most: a mark is for what cannot run anywhere a test runs, not for what is slow."""
+
+
+def page_blocks(page: Path) -> list[tuple[str, str, str | None]]:
+    """A page's fenced blocks in order: (language, code, the reason it is not run or None)."""
+    return [(m["language"], m["code"], m["reason"]) for m in BLOCK.finditer(page.read_text(encoding="utf-8"))]
+
+
+def doc_blocks(language: str) -> list[str]:
+    """Every block of this language on every page that is run (not marked NOT_RUN), each text once."""
+    found: list[str] = []
+    for page in PAGES:
+        for block_language, code, reason in page_blocks(page):
+            if block_language == language and reason is None and code not in found:
+                found.append(code)
+    return found
 
 
 def readme_blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    return [code for block_language, code, _ in page_blocks(README) if block_language == language]
 
 
 def readme_commands() -> list[str]:
-    """Every command line of the README's bash blocks (continuations joined, comments dropped)."""
-    commands = []
-    for block in readme_blocks("bash"):
+    """Every command line of the pages' run bash blocks (continuations joined, comments dropped), each once."""
+    commands: list[str] = []
+    for block in doc_blocks("bash"):
         for line in block.replace("\\\n", " ").splitlines():
             line = re.sub(r"\s+#.*$", "", line).strip()
             if line and not line.startswith("#"):
-                commands.append(re.sub(r"\s+", " ", line))
+                command = re.sub(r"\s+", " ", line)
+                if command not in commands:
+                    commands.append(command)
     return commands
 
 
@@ -72,6 +100,23 @@ def test_readme_has_runnable_commands() -> None:
     assert any(c.startswith("echo") for c in RUNNABLE)
     assert sum("classify" in c for c in RUNNABLE) >= 4
     assert any(c.startswith(".venv/bin/zstc") for c in RUNNABLE)
+    # The README's own commands are among those run (not only the pages').
+    readme = [c for c in readme_commands() if any(c in block.replace("\\\n", " ") for block in readme_blocks("bash"))]
+    assert sum(c in RUNNABLE for c in readme) >= 5, readme
+
+
+def test_blocks_not_run_are_few_and_say_why() -> None:
+    """Every fenced block has a language; a block marked NOT_RUN names its reason, and such blocks stay few."""
+    marked = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        blocks = page_blocks(page)
+        assert len(blocks) == text.count("```") // 2, f"{page.name}: an unclosed or unmatched fence"
+        for language, code, reason in blocks:
+            assert language in ("bash", "python", "text"), f"{page.name}: a block without a known language: {code[:80]}"
+            if reason is not None:
+                marked.append((page.name, reason))
+    assert 0 < len(marked) <= MOST_NOT_RUN and all(len(reason.split()) >= 3 for _, reason in marked), marked
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +203,12 @@ def test_readme_echo_example_answers_positive(workdir: Path, monkeypatch: pytest
     assert row["label"] == "positive" and list(row["scores"]) == ["positive", "negative"]
     assert sum(row["scores"].values()) == pytest.approx(1, abs=1e-3)
     assert row["scores"]["positive"] > 0.8  # the polarity phrases, not a close call
-    # The line the README prints under this command is this command's own output, to the digit.
-    shown = re.search(r'`(\{"text": "I loved it".*?\})`', README.read_text(encoding="utf-8"))
-    assert shown is not None and stdout.strip() == shown.group(1)
+    # The line each page prints under this command is this command's own output, to the digit.
+    shown = [
+        s for page in PAGES for s in re.findall(r'`(\{"text": "I loved it".*?\})`', page.read_text(encoding="utf-8"))
+    ]
+    assert shown and all(stdout.strip() == line for line in shown), shown
+    assert re.search(r'`\{"text": "I loved it"', README.read_text(encoding="utf-8"))
 
 
 def test_readme_review_examples_label_every_clear_review(
@@ -185,24 +233,51 @@ def test_readme_review_examples_label_every_clear_review(
 
 
 def test_readme_polarity_default_and_what_turns_it_off() -> None:
-    """As the README says: `--template "This is {}."` is the default itself (the opinions stay); `{}` turns them off."""
+    """As docs/classify.md says: `--template "This is {}."` is the default itself (the opinions stay); `{}` turns them off."""
     from zstc import classify
 
     text, labels = ["I loved it"], ["positive", "negative"]
     default = classify(text, labels)[0]
     assert classify(text, labels, template="This is {}.")[0].raw_scores == default.raw_scores
     assert classify(text, labels, template="{}")[0].raw_scores != default.raw_scores
-    assert default.scores["positive"] == pytest.approx(0.888, abs=1e-3)  # the README's number
+    assert default.scores["positive"] == pytest.approx(0.888, abs=1e-3)  # docs/classify.md's number
 
 
-def test_readme_python_quickstart_runs() -> None:
-    block = next(b for b in readme_blocks("python") if "from zstc import classify" in b)
+def _printed_after(block: str) -> str | None:
+    """The ``text`` block that follows a python block on its page: what the block prints, exactly."""
+    for page in PAGES:
+        blocks = page_blocks(page)
+        for (language, code, _), after in zip(blocks, blocks[1:]):
+            if language == "python" and code == block and after[0] == "text":
+                return after[1]
+    return None
+
+
+PYTHON_BLOCKS = doc_blocks("python")
+
+
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[b.splitlines()[0][:40] for b in PYTHON_BLOCKS])
+def test_python_blocks_run(block: str) -> None:
+    """Every python block on every page runs as printed (in a fresh interpreter, from the repository root), and prints
+    what the ``text`` block after it shows, if one does."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     result = subprocess.run(
         [sys.executable, "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.splitlines()[0].startswith("economy") and result.stdout.splitlines()[1].startswith("sports")
+    printed = _printed_after(block)
+    if printed is not None:
+        assert result.stdout == printed
+    if "from zstc import classify" in block:  # the quickstart: the headlines get their topics
+        assert result.stdout.splitlines()[0].startswith("economy") and result.stdout.splitlines()[1].startswith(
+            "sports"
+        )
+
+
+def test_python_blocks_include_the_quickstart_and_a_printed_output() -> None:
+    assert any("from zstc import classify" in b for b in readme_blocks("python"))
+    assert any("from zstc import classify" in b for b in PYTHON_BLOCKS)
+    assert any(_printed_after(b) for b in PYTHON_BLOCKS)
 
 
 def test_api_module_docstring_examples_run() -> None:
@@ -219,13 +294,15 @@ def test_api_module_docstring_examples_run() -> None:
 # -- the Layout table and the tree ------------------------------------------------------------------------
 
 PACKAGE = REPO / "src" / "zstc"
+INTERNALS = DOCS / "internals.md"
+"""The page with the Layout table."""
 PLUMBING = {"__init__.py", "__main__.py", "py.typed"}
-"""Files every package (or this one) has for Python's sake; the README names them in one sentence."""
+"""Files every package (or this one) has for Python's sake; the Layout names them in one sentence."""
 
 
 def _layout_rows() -> dict[str, str]:
-    """The README's Layout table: each entry of its first column (``scorers/``, ``api.py``) -> its description."""
-    text = README.read_text(encoding="utf-8")
+    """The Layout table (docs/internals.md): each entry of its first column (``scorers/``, ``api.py``) -> its description."""
+    text = INTERNALS.read_text(encoding="utf-8")
     table = text[text.index("| folder / module | what lives there |") :].split("\n\n", 1)[0]
     rows: dict[str, str] = {}
     for line in table.splitlines()[2:]:
@@ -300,7 +377,7 @@ def test_no_two_modules_share_a_name() -> None:
 
 
 def test_service_error_types_are_the_documented_ones() -> None:
-    """Every `error_type` the README's service section names, and every one the service answers with, is one
+    """Every `error_type` the service's page (docs/service.md) names, and every one the service answers with, is one
     the OpenAPI schema (/docs) allows: the schema once left out the 408's `timeout`."""
     import typing
 
@@ -309,7 +386,7 @@ def test_service_error_types_are_the_documented_ones() -> None:
     from zstc.server.schemas import ErrorResponse
 
     allowed = set(typing.get_args(ErrorResponse.model_fields["error_type"].annotation))
-    text = README.read_text(encoding="utf-8")
+    text = (DOCS / "service.md").read_text(encoding="utf-8")
     paragraph = text[text.index("**Errors** have") :].split("\n\n", 1)[0]
     documented = set(re.findall(r"\b\d{3} `(\w+)`", paragraph))
     assert {"unauthorized", "timeout", "too_large", "validation", "overloaded", "unhealthy"} <= documented, documented
@@ -318,7 +395,7 @@ def test_service_error_types_are_the_documented_ones() -> None:
 
 
 def test_service_info_publishes_limits_as_the_options_give_them() -> None:
-    """The README's `--max-texts 128` is published in /info as 128, not 128.0 (the response model once made every
+    """The service page's `--max-texts 128` is published in /info as 128, not 128.0 (the response model once made every
     limit a float)."""
     from dataclasses import asdict
 
@@ -349,12 +426,13 @@ NOT_ZSTC_OPTIONS = {
     "--max-batch-tokens": "TEI's, compared with (also a benchmarks/ script's)",
     "--backend": "the option zstc says it does not have (`--backend onnx`)",
     "--option": "the placeholder in `error: --option must be ...`",
+    "--strict": "mkdocs build's",
 }
-"""Options the README names that no zstc command or script of this repository takes, and whose they are."""
+"""Options the pages name that no zstc command or script of this repository takes, and whose they are."""
 
 
 def test_readme_options_exist() -> None:
-    """Every `--option` the README names is taken by a zstc command or by a script of benchmarks/ or scripts/
+    """Every `--option` the README and the docs pages name is taken by a zstc command or by a script of benchmarks/ or scripts/
     (or is one of NOT_ZSTC_OPTIONS): a renamed option leaves no stale spelling behind."""
     from typing import Any
 
@@ -371,18 +449,25 @@ def test_readme_options_exist() -> None:
     taken = options(get_command(app)) | {"--help"}  # click adds --help to every command outside its params
     for script in [*(REPO / "benchmarks").glob("*.py"), *(REPO / "scripts").glob("*.py")]:
         taken |= set(re.findall(r"[\"'](--[a-z][a-z0-9-]*)[\"'=]", script.read_text(encoding="utf-8")))
-    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", README.read_text(encoding="utf-8")))
+    named = {
+        option
+        for page in PAGES
+        for option in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", page.read_text(encoding="utf-8"))
+    }
     assert "--max-queued-pairs" in taken and "--no-yesno" in taken  # a command's option and a script's
     assert sorted(named - taken - set(NOT_ZSTC_OPTIONS)) == []
 
 
 def test_readme_paths_exist() -> None:
-    """Every file of this repository the README names (`tests/...`, `benchmarks/...`, `docs/...`) is there."""
-    named = set(
-        re.findall(
-            r"\b((?:tests|src|docs|scripts|benchmarks|examples)/[\w./-]+\.[a-z]+)\b", README.read_text(encoding="utf-8")
+    """Every file of this repository the README and the docs pages name (`tests/...`, `benchmarks/...`, `docs/...`) is
+    there."""
+    named = {
+        path
+        for page in PAGES
+        for path in re.findall(
+            r"\b((?:tests|src|docs|scripts|benchmarks|examples)/[\w./-]+\.[a-z]+)\b", page.read_text(encoding="utf-8")
         )
-    )
+    }
     assert len(named) > 20 and sorted(path for path in named if not (REPO / path).exists()) == []
 
 
@@ -393,7 +478,7 @@ def test_dotted_names_in_docs_and_comments_resolve() -> None:
     import importlib
 
     sources = [
-        README,
+        *PAGES,
         REPO / "Makefile",
         *(REPO / "scripts").iterdir(),
         *(REPO / "benchmarks").glob("*.py"),
@@ -429,13 +514,13 @@ def test_dotted_names_in_docs_and_comments_resolve() -> None:
 
 
 def test_readme_lists_every_extra_that_pyproject_declares() -> None:
-    """The Setup section's "Extras:" sentence once left out `ray`, `onnx` and `dev`."""
+    """Getting started's "Extras:" sentence once left out `ray`, `onnx` and `dev`."""
     import tomllib
 
     extras = set(
         tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     )
-    text = README.read_text(encoding="utf-8")
+    text = (DOCS / "getting-started.md").read_text(encoding="utf-8")
     sentence = text[text.index("\nExtras: ") :].split("\n\n", 1)[0]
     listed = set(re.findall(r"(?:^|, )`([\w-]+)`", sentence.replace("\n", " ").removeprefix(" Extras: ")))
     assert listed == extras, (listed, extras)
@@ -448,5 +533,9 @@ def test_readme_states_the_python_that_pyproject_requires() -> None:
     required = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
     oldest = re.fullmatch(r">=\s*3\.(\d+)", required)
     assert oldest is not None, required
-    stated = set(re.findall(r"Python 3\.(\d+)(?:\+| or newer)", README.read_text(encoding="utf-8")))
+    stated = {
+        minor
+        for page in PAGES
+        for minor in re.findall(r"Python 3\.(\d+)(?:\+| or newer)", page.read_text(encoding="utf-8"))
+    }
     assert stated == {oldest.group(1)}, (stated, required)

@@ -41,7 +41,7 @@ from zstc.scorers.base import Capabilities  # noqa: E402
 from zstc.policy import default_threshold  # noqa: E402
 from zstc.server.app import create_app  # noqa: E402
 from zstc.server.settings import EngineConfig, Limits, ServeSettings  # noqa: E402
-from zstc.probabilities import DEFAULT_TEMPERATURES  # noqa: E402
+from zstc.models.families import get_family  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -137,7 +137,7 @@ def test_classify_equals_classifier_predict(client: TestClient, minilm: Classifi
         probabilities = np.array([entry["probability"] for entry in result["scores"]])
         raw = np.array(scores)
         assert probabilities.sum() == pytest.approx(1.0)
-        t = DEFAULT_TEMPERATURES["embedding"]
+        t = get_family("embedding").temperature
         assert probabilities == pytest.approx(np.exp(raw / t) / np.exp(raw / t).sum(), abs=1e-4), (
             "softmax of cosine / T"
         )
@@ -1067,7 +1067,7 @@ def test_health_info_and_metrics(client: TestClient) -> None:
     assert info["limits"]["max_texts"] == 16 and info["batching"]["max_batch_pairs"] == 1024
     assert (
         info["score_type"] == "cosine"
-        and info["temperature"] == DEFAULT_TEMPERATURES["embedding"]
+        and info["temperature"] == get_family("embedding").temperature
         and info["batching"]["torch_threads"] >= 1
     )
     client.post("/classify", json={"texts": TEXTS, "labels": LABELS})
@@ -1115,7 +1115,7 @@ def test_info_publishes_the_temperature_of_each_probability(client: TestClient) 
     at another one (0.05 on cosines), centred on the default cut; so are multi-label probabilities under a plain cut.
     A client reading /info can recompute them."""
     info = client.get("/info").json()
-    assert info["temperature"] == info["single_label_temperature"] == DEFAULT_TEMPERATURES["embedding"]
+    assert info["temperature"] == info["single_label_temperature"] == get_family("embedding").temperature
     assert (info["own_probability_center"], info["own_probability_temperature"]) == (
         default_threshold("cosine", "embedding"),
         0.05,

@@ -1,7 +1,7 @@
 """Scores people can read: probabilities from any family's scores, and the calibration file.
 
 Single-label probabilities are a softmax over a text's labels of its scores read as logits (:func:`as_logits`)
-divided by a temperature: the family's measured one (:data:`DEFAULT_TEMPERATURES`) or a calibration file's.
+divided by a temperature: the family's measured one (its ``Family`` record's ``temperature``) or a calibration file's.
 ``zstc calibrate`` (:mod:`zstc.yin.calibration`) fits a temperature or a Platt scaling and writes the file that
 :func:`load_calibration` reads for ``classify --calibration``, the API and ``serve``.
 """
@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from zstc.errors import DataError, OptionError, UnknownNameError, quoted
-from zstc.models.families import FamilySet, FamilyTable
+from zstc.models.families import find_family
 from zstc.validation import is_number
 
 CALIBRATION_PARAMETERS: dict[str, tuple[str, ...]] = {"temperature": ("temperature",), "platt": ("slope", "intercept")}
@@ -34,13 +34,6 @@ LOGIT_SCALE: dict[str, str] = {
 }
 """How each score type becomes a logit-like number before the softmax over labels."""
 
-DEFAULT_TEMPERATURES: FamilyTable[float] = FamilyTable(lambda family: family.temperature)
-"""Temperature of ``--scores probs`` per family when no calibration file is given (T in softmax(s / T)): a view of
-the :class:`zstc.models.families.Family` records, where each value and its measurement are written."""
-
-DISTRIBUTION_FAMILIES: FamilySet = FamilySet(lambda family: family.distribution)
-"""Families whose scores are a distribution over the labels (the LLM's options), read as logits by their log."""
-
 CALIBRATION_FORMAT = "zstc-calibration"
 CALIBRATION_FORMAT_VERSIONS = (1,)
 """The calibration file versions this zstc reads; another (a newer zstc's) is refused, not read as if it were one."""
@@ -50,7 +43,8 @@ MIN_TEMPERATURE = 1e-6
 
 def score_scale(family: str | None, score_type: str | None) -> str:
     """The score type used to read scores as logits: the scorer's own, or the family's (LLM: a distribution)."""
-    if family in DISTRIBUTION_FAMILIES:
+    record = find_family(family)
+    if record is not None and record.distribution:  # a distribution over the labels (the LLM's options)
         return "distribution"
     return score_type or "cosine"
 
@@ -117,8 +111,9 @@ class Calibration:
 
 
 def default_calibration(family: str | None) -> Calibration:
-    """The measured per-family temperature (:data:`DEFAULT_TEMPERATURES`)."""
-    return Calibration("temperature", {"temperature": DEFAULT_TEMPERATURES.get(family or "", 1.0)}, family=family)
+    """The family's measured temperature (its :class:`zstc.models.families.Family` record's; 1 for an unknown one)."""
+    record = find_family(family)
+    return Calibration("temperature", {"temperature": record.temperature if record else 1.0}, family=family)
 
 
 def calibration_record(

@@ -26,16 +26,12 @@ from pydantic_core import ErrorDetails
 from zstc import __version__
 from zstc.benchmark.catalog import FAMILY_ORDER, catalog
 from zstc.errors import DataError, UnknownNameError
-from zstc.models.families import FamilyTable
+from zstc.models.families import families, find_family
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family
 from zstc.benchmark.records import SCHEMAS, Metric, integral
 from zstc.benchmark.store import SCHEMA_VERSION
 from zstc.io import read_json
 from zstc.runs.files import write_json
-
-PUBLIC_MODEL_TYPES: FamilyTable[str] = FamilyTable(lambda family: family.model_type)
-"""zstc model family -> the leaderboard's ``model_type`` (a view of the ``Family`` records: base encoders
-are ``embedding``, generative yes/no rerankers ``reranker``)."""
 
 AVERAGE_TOLERANCE = 1e-5
 """How far a stored average may be from the mean of its datasets (files round averages to 6 decimals)."""
@@ -72,9 +68,11 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
     evaluation = summary.get("evaluation", {})
     run = summary.get("run", {})
     family = model.get("family")
-    if family not in PUBLIC_MODEL_TYPES:
+    record = find_family(family)
+    if record is None:
         raise DataError(
-            f"model family {family!r} has no leaderboard model_type; expected one of {', '.join(PUBLIC_MODEL_TYPES)}"
+            f"model family {family!r} has no leaderboard model_type; expected one of "
+            f"{', '.join(known.name for known in families())}"
         )
     rows = summary["results"]["by_dataset"]
     for name in catalog():
@@ -93,7 +91,7 @@ def export_leaderboard(summary: dict[str, Any]) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "model": {
             "name": name,
-            "model_type": PUBLIC_MODEL_TYPES[family],
+            "model_type": record.model_type,
             "params": short_params(model.get("parameters_millions")),
             # The hub commit; for a local folder or packaged checkpoint its content hash (sha256:...), as the run's identity holds it.
             "revision": model.get("revision")
@@ -133,7 +131,7 @@ def write_leaderboard(summary: dict[str, Any], out: str | Path) -> dict[str, Any
 
 ModelType = Literal["embedding", "llm", "nli", "reranker"]
 """The public leaderboard schema's own ``model_type`` values, not a table of zstc's families (a file saying
-``encoder`` is refused): each ``Family`` names one of them, read through :data:`PUBLIC_MODEL_TYPES`."""
+``encoder`` is refused): each ``Family`` names one of them, its ``model_type``."""
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 

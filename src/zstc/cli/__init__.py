@@ -15,12 +15,14 @@ from types import FrameType
 
 import typer
 
-from zstc.cli.root import app
+from zstc.cli.root import app, help_as_prose
 from zstc.errors import Terminated, ZstcError, stopped
 
 
 # Command modules: importing one registers its commands on app. Heavy imports stay inside the commands.
 from zstc.cli import bench, cache, classify, demo, experiments, info, probe, pull, report, serve, sweep, train  # noqa: F401
+
+help_as_prose(app)
 
 
 _signals: list[int] = []

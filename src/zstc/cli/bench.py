@@ -102,8 +102,10 @@ def bench(
     trust_remote_code: TrustRemoteCode = None,
     shortlist: Shortlist = None,
 ) -> None:
-    """Score BTZSC datasets with one model: macro-F1, accuracy, macro-precision and macro-recall per dataset,
-    family and overall means, side by side with the paper's published numbers."""
+    """Score BTZSC datasets with one model, beside the paper's published numbers.
+
+    Macro-F1, accuracy, macro-precision and macro-recall per dataset, family and overall means, side by side with
+    the paper's published numbers."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.runner import Bench, BenchConfig
     from zstc.benchmark.catalog import resolve_task_names

@@ -70,7 +70,7 @@ def classify(
     template: Annotated[
         Optional[str],
         typer.Option(
-            help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (descriptions from --labels-file are used as written: refused with them; polarity labels positive/negative/neutral get five short opinions each, see the README); '{}' uses the labels as they are (with --hypotheses name/definition/both/ensemble: the bare name, definition or both; their default is 'this text is about {}')."
+            help="Turns a label into its description, e.g. 'This text is about {}.'; default 'This is {}.' for label names (descriptions from --labels-file are used as written: refused with them; polarity labels positive/negative/neutral get five short opinions each, see docs/classify.md); '{}' uses the labels as they are (with --hypotheses name/definition/both/ensemble: the bare name, definition or both; their default is 'this text is about {}')."
         ),
     ] = None,
     text_column: Annotated[str, typer.Option(help="Column holding the text in CSV/JSONL/Parquet input.")] = "text",
@@ -170,9 +170,11 @@ def classify(
     trust_remote_code: TrustRemoteCode = None,
     shortlist: Shortlist = None,
 ) -> None:
-    """One output row per input row: the input's columns, the predicted label (or, with --multi-label, every
-    label that passes the threshold, or "none") and the score of every label. JSONL on stdout, or --out
-    FILE (.jsonl, .csv, .parquet), written a chunk at a time and resumable after an interrupt."""
+    """Label your own texts with your own labels: one output row per input row.
+
+    Each row has the input's columns, the predicted label (or, with --multi-label, every label that passes the
+    threshold, or "none") and the score of every label. JSONL on stdout, or --out FILE (.jsonl, .csv, .parquet),
+    written a chunk at a time and resumable after an interrupt."""
     scoring = ScorerOptions.of(locals(), "auto")  # first: the scorer flags among the parameters
     from zstc.api import Classifier, check_labels_read_apart, label_hypotheses
     from zstc.cli.verbosity import show_progress
@@ -384,11 +386,15 @@ def _identity(
     readable in the marker too: a resume where auto means the other precision, or another device (a GPU that was
     busy or hidden, another GPU model), starts over instead of mixing rows whose numbers differ."""
     from zstc.runs.identity import fingerprint
+    from zstc.scorers.cascade import CascadeScorer
 
     scorer = classifier.scorer
-    given = getattr(scorer, "options", None)  # a plugin family's scorer may keep none: then the options as given
+    # The model's options as its scorer resolved them (precision "auto" as chosen here, ...): a cascade's are its main
+    # scorer's; a plugin family's scorer may keep none, and then they are the options as given.
+    main = scorer.main if isinstance(scorer, CascadeScorer) else scorer
+    given = getattr(main, "options", None)
     resolved = (
-        {name: getattr(scorer, name, value) for name, value in given.items()}
+        {name: getattr(main, name, value) for name, value in given.items()}
         if isinstance(given, dict)
         else dict(options)
     )

@@ -55,7 +55,9 @@ def demo(
         Path, typer.Option(help="Where the demo benchmark writes its results (runs/ is created for the default).")
     ] = DEMO_OUT,
 ) -> None:
-    """Classify five example texts with the offline default model, then benchmark it on the data found."""
+    """Classify five example texts with the offline default model, then benchmark it.
+
+    The quick benchmark runs on the data every command finds (see `zstc data`), else on the packaged sample."""
     from zstc.api import Classifier
     from zstc.defaults import DEFAULT_MODEL
     from zstc.benchmark.runner import Bench, BenchConfig

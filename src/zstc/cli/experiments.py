@@ -127,7 +127,9 @@ def template_robustness(
     recheck_margin: RecheckMargin = None,
     trust_remote_code: TrustRemoteCode = None,
 ) -> None:
-    """Macro-F1 of one model on one dataset under several hypothesis templates: best, worst, mean, spread."""
+    """Macro-F1 of one model on one dataset under several hypothesis templates.
+
+    Best, worst, mean and spread over the templates."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.runs.identity import data_sha256
     from zstc.hypotheses.variants import ENSEMBLE_MEMBERS
@@ -220,7 +222,9 @@ def calibrate(
     recheck_margin: RecheckMargin = None,
     trust_remote_code: TrustRemoteCode = None,
 ) -> None:
-    """Fit temperature or Platt scaling on a dev part of a dataset; ECE and Brier score before and after on the rest.
+    """Fit temperature or Platt scaling on a labelled dataset (a calibration file).
+
+    Fits on a dev part of the dataset; ECE and Brier score before and after on the rest.
 
     The --out file is a calibration file: `classify --calibration F` uses its temperature for single-label
     probabilities (or its Platt scaling for multi-label ones)."""
@@ -372,7 +376,10 @@ def unseen(
     max_length: MaxLength = None,
     trust_remote_code: TrustRemoteCode = None,
 ) -> None:
-    """Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the labels."""
+    """Yin et al.'s label-partially-unseen experiment: F1 of seen and unseen labels.
+
+    Label-fully-unseen vs label-partially-unseen (Yin et al. 2019): F1 of the seen and the unseen half of the
+    labels."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.data import HUB_DATASET, data_folder_files, load_btzsc_task
     from zstc.runs.identity import data_sha256

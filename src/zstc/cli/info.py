@@ -72,7 +72,9 @@ def tasks(
         ),
     ] = None,
 ) -> None:
-    """List the 22 BTZSC datasets: family, domain, labels, and how many texts are found locally, where."""
+    """List the 22 BTZSC datasets and how many of their texts are found locally.
+
+    Family, domain, labels, and how many texts are found locally, where."""
     from zstc.benchmark.catalog import HUB, catalog, data_directory, data_source, families, local_task_file
     from zstc.errors import UnknownNameError, did_you_mean
 
@@ -131,8 +133,8 @@ def tasks(
 
 models_app = typer.Typer(
     cls=CommandGroup,
-    help="List registered models: family, paper name, size, and whether they run offline "
-    "here; `zstc models check MODEL` says what zstc would do with a model.",
+    help="List registered models: family, paper name, size, and whether they run offline here.\n\n"
+    "`zstc models check MODEL` says what zstc would do with a model.",
 )
 app.add_typer(models_app, name="models")
 
@@ -144,14 +146,11 @@ def models(
     """List registered models: family, paper name, size, and whether they run offline here."""
     if ctx.invoked_subcommand is not None:
         return
-    from zstc.models.registry import FAMILIES, registered_models
+    from zstc.models.families import get_family
+    from zstc.models.registry import registered_models
 
-    if family is not None and family not in FAMILIES:
-        from zstc.errors import UnknownNameError, did_you_mean
-
-        raise UnknownNameError(
-            f"unknown model family {family!r}{did_you_mean(family, FAMILIES)}; expected one of {', '.join(FAMILIES)}"
-        )
+    if family is not None:
+        get_family(family)  # an unknown family is refused with a "did you mean"
     table = Table("model", "family", "paper name", "params (M)", "offline", title="Registered models")
     for spec in registered_models():
         if family is None or spec.family == family:
@@ -186,9 +185,10 @@ def check(
     trust_remote_code: TrustRemoteCode = None,
     instruction: Instruction = None,
 ) -> None:
-    """What zstc will do with MODEL, read from its config and tokenizer only (no weights): family and why, pooling,
-    prefixes or instruction, score rule, entailment index, max length, the input for a sample text and label, and
-    anything it cannot handle (then the exit status is 1)."""
+    """What zstc will do with MODEL, read from its config and tokenizer only.
+
+    No weights are read: family and why, pooling, prefixes or instruction, score rule, entailment index, max
+    length, the input for a sample text and label, and anything it cannot handle (then the exit status is 1)."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.cli.options import split_labels
     from zstc.scorers.check import check_model
@@ -228,8 +228,10 @@ def dataset_similarity(
         Optional[Path], typer.Option(help="Also draw the matrix as a heatmap here (.png or .svg).")
     ] = None,
 ) -> None:
-    """Weighted Jaccard similarity of the token distributions of every pair of datasets (the paper's dataset
-    similarity analysis): each dataset's most similar one, the most similar pairs, and the whole matrix."""
+    """How alike the datasets' texts are: the paper's dataset similarity analysis.
+
+    Weighted Jaccard similarity of the token distributions of every pair of datasets: each dataset's most
+    similar one, the most similar pairs, and the whole matrix."""
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.catalog import data_directory
     from zstc.benchmark.data import data_folder_files, find_task_file, load_btzsc_sample

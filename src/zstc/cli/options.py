@@ -13,7 +13,7 @@ import typer
 
 from zstc.defaults import DEFAULT_MODEL
 from zstc.errors import ZstcError
-from zstc.models.families import AUTO_PRECISION, SCORER_OPTIONS, FamilyNames  # no torch: start-up stays fast
+from zstc.models.families import AUTO_PRECISION, SCORER_OPTIONS, family_names  # no torch: start-up stays fast
 from zstc.validation import OPTIONS, Option
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ FAMILY = Option(
     str,
     None,
     allow_none=True,
-    help=f"{', '.join(FamilyNames())}; read from the registry when omitted.",
+    help=f"{', '.join(family_names())}; read from the registry when omitted.",
     flags=("--family", "-f"),
 )
 BF16 = Option(

@@ -71,12 +71,16 @@ def nli_probe(
     instruction: Instruction = None,
     trust_remote_code: TrustRemoteCode = None,
 ) -> None:
-    """AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in
-    --data, in the columns of the paper's roc_scores.csv, with the paper's row when it has the model. Cross-encoders
-    score each pair; embedding models and base encoders score it by the cosine of the premise's embedding (as a text,
-    with the model's query prefix) and the hypothesis's (as a label description), as in BTZSC: the paper's
-    all-MiniLM-L6-v2 row needs --pooling cls. Yes/no rerankers are prompted with the paper's NLI instruction unless
-    --instruction gives another. LLMs are not probed (the paper states no rule for one pair)."""
+    """AUROC of a model's entailment score on NLI test sets, as the paper's roc_scores.csv.
+
+    AUROC of the entailment score (entailment vs. neutral and contradiction) on every NLI test file in --data, in
+    the columns of the paper's roc_scores.csv, with the paper's row when it has the model.
+
+    Cross-encoders score each pair; embedding models and base encoders score it by the cosine of the premise's
+    embedding (as a text, with the model's query prefix) and the hypothesis's (as a label description), as in
+    BTZSC: the paper's all-MiniLM-L6-v2 row needs --pooling cls. Yes/no rerankers are prompted with the paper's
+    NLI instruction unless --instruction gives another. LLMs are not probed (the paper states no rule for one
+    pair)."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.data import data_folder_files
     from zstc.benchmark.nli_probe import find_nli_sets, probe_family, probe_options, run_probe

@@ -23,9 +23,11 @@ def pull(
     ] = None,
     force: Annotated[bool, typer.Option(help="Download again datasets already pulled and intact.")] = False,
 ) -> None:
-    """Download the BTZSC datasets from the hub (btzsc/btzsc), check them against tasks.json (hypotheses, and the
-    number of texts where known) and keep them in $ZSTC_CACHE/data with their sha256; afterwards every command
-    finds them without the hub."""
+    """Download the BTZSC datasets once and keep them for offline runs.
+
+    Downloads them from the hub (btzsc/btzsc), checks them against tasks.json (hypotheses, and the number of
+    texts where known) and keeps them in $ZSTC_CACHE/data with their sha256; afterwards every command finds them
+    without the hub."""
     from zstc.benchmark.catalog import pulled_data_dir, resolve_task_names
     from zstc.benchmark.data import hub_datasets, pull_dataset, pulled_intact
     from zstc.cli.verbosity import say, show_progress

@@ -44,7 +44,9 @@ def report(
         bool, typer.Option("--confusion/--no-confusion", help="A confusion matrix per run and dataset.")
     ] = True,
 ) -> None:
-    """The paper's Table 2, per-dataset tables, figures (speed vs accuracy, scaling, heatmap, confusion matrices),
+    """Compare bench runs with each other and the paper: tables, figures, one HTML page.
+
+    The paper's Table 2, per-dataset tables, figures (speed vs accuracy, scaling, heatmap, confusion matrices),
     bootstrap intervals, McNemar and Kendall tau, as Markdown, CSV, PNG/SVG and one self-contained index.html."""
     from zstc.cli.verbosity import note
     from zstc.reports.build import build_report
@@ -72,7 +74,9 @@ def export(
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The leaderboard JSON file to write.")],
 ) -> None:
-    """Write a bench result in the public BTZSC leaderboard schema 1.0 (then check it as `zstc validate` does)."""
+    """Write a bench result in the public BTZSC leaderboard schema 1.0.
+
+    Then check it as `zstc validate` does."""
     from zstc.benchmark.leaderboard import validate_leaderboard, write_leaderboard
     from zstc.benchmark.store import load_summary
     from zstc.errors import DataError
@@ -94,9 +98,10 @@ def export(
 
 @app.command()
 def validate(file: Annotated[Path, typer.Argument(help="A leaderboard JSON file (schema 1.0).")]) -> None:
-    """Check a leaderboard file: schema 1.0, all 22 datasets and 4 task families, metrics in [0, 1], averages
-    consistent with the per-dataset numbers, no partial or sampled run, BTZSC's own hypotheses and unlabelled policy.
-    Lists every problem; exit 1 if any."""
+    """Check a leaderboard file; list every problem and exit 1 if any.
+
+    Schema 1.0, all 22 datasets and 4 task families, metrics in [0, 1], averages consistent with the per-dataset
+    numbers, no partial or sampled run, BTZSC's own hypotheses and unlabelled policy."""
     from zstc.benchmark.leaderboard import validate_file
 
     problems = validate_file(file)

@@ -3,6 +3,7 @@ them all). A module of its own so that a command imports ``app`` without importi
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated, Any
 
 import typer
@@ -62,3 +63,24 @@ def root(
     from zstc.cli.verbosity import configure
 
     configure(quiet=quiet, verbose=verbose)
+
+
+def prose(text: str) -> str:
+    """Help text as rich should wrap it: each paragraph on one line. typer's rich help keeps a docstring's single
+    line breaks (its command list and every paragraph after a command's first), so docstrings wrapped at 120
+    columns printed as ragged lines ("... Cross-encoders\n score each pair")."""
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in inspect.cleandoc(text).split("\n\n"))
+
+
+def help_as_prose(group: typer.Typer) -> None:
+    """Every command's and subgroup's help in ``group`` as :func:`prose`: the first paragraph, a one-line summary, is
+    what ``zstc --help`` lists; the rest is the command's own ``--help``."""
+    for info in group.registered_commands:
+        text = info.help if isinstance(info.help, str) else inspect.getdoc(info.callback)
+        if text:
+            info.help = prose(text)
+    for sub in group.registered_groups:
+        assert sub.typer_instance is not None, sub
+        if isinstance(sub.typer_instance.info.help, str):
+            sub.typer_instance.info.help = prose(sub.typer_instance.info.help)
+        help_as_prose(sub.typer_instance)

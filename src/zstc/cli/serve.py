@@ -84,8 +84,10 @@ def serve(
     access_log: Annotated[bool, typer_option(_SERVE["access_log"])] = _SERVE["access_log"].default,
     log_format: Annotated[str, typer_option(_SERVE["log_format"])] = _SERVE["log_format"].default,
 ) -> None:
-    """Serve zero-shot classification over HTTP: POST /classify (zstc and Hugging Face shapes), POST /rerank,
-    GET /health, /health/ready, /info, /metrics, a playground at / and the API at /docs."""
+    """Serve zero-shot classification and reranking over HTTP.
+
+    POST /classify (zstc and Hugging Face shapes), POST /rerank, GET /health, /health/ready, /info, /metrics, a
+    playground at / and the API at /docs."""
     scoring = ScorerOptions.of(locals(), "auto")  # first: the scorer flags among the parameters
     from zstc.errors import ModelError
 

@@ -87,8 +87,10 @@ def sweep(
     max_length: MaxLength = None,
     trust_remote_code: TrustRemoteCode = None,
 ) -> None:
-    """Every (model, dataset) unit once: finished ones (details folder or result cache) are skipped, each model
-    is loaded once per worker, and each model's summary is written exactly as `zstc bench` writes it."""
+    """Score several models on several datasets, each (model, dataset) unit once.
+
+    Finished units (details folder or result cache) are skipped, each model is loaded once per worker, and each
+    model's summary is written exactly as `zstc bench` writes it."""
     scoring = ScorerOptions.of(locals(), "fp32")  # first: the scorer flags among the parameters
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig

@@ -6,11 +6,8 @@ of score it produces (which sets the default multi-label threshold), the public 
 description, and its defaults: the temperature of ``--scores probs``, a measured multi-label threshold and
 whether that rule has a relative margin, whether its scores are a distribution over the labels, whether its
 grid may be flattened into pairs, whether one prompt lists all of a text's labels, and whether a text is read inside
-a prompt (the decision policy, :mod:`zstc.policy`, reads the records themselves). Every per-family table elsewhere is a view of these records (:class:`FamilyTable`, :class:`FamilySet`):
-``zstc.models.registry.FAMILIES``, ``zstc.scorers.FAMILY_SCORERS``, ``zstc.probabilities.DEFAULT_TEMPERATURES``,
-``zstc.probabilities.DISTRIBUTION_FAMILIES``, ``zstc.scorers.cascade.PAIR_FAMILIES``,
-``zstc.scorers.cascade.SHARED_PROMPT_FAMILIES``, ``zstc.server.app.PROMPT_FAMILIES``,
-``zstc.benchmark.leaderboard.PUBLIC_MODEL_TYPES`` and ``zstc.reports.figures.FAMILY_COLOURS``.
+a prompt. There are no per-family tables elsewhere: every module that needs a fact reads the record
+(:func:`get_family`, :func:`find_family`, :func:`families`), so a family registered by a user has every fact at once.
 
 Adding a family is one scorer module plus one ``register_family(Family(...))`` call. This module imports
 nothing heavy (no torch), so the registry and the CLI can read it at import time.
@@ -19,16 +16,13 @@ nothing heavy (no torch), so the registry and the CLI can read it at import time
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar, overload
+from typing import Any, NamedTuple
 
 from zstc.errors import UnknownNameError
 from zstc.validation import OPTIONS, Choices, Interval, Option, check_options
 
-V = TypeVar("V")
-S = TypeVar("S")
 
 DEFAULT_MAX_PAIRS = 64
 """Cross-encoders: pairs per forward pass at most (``batch_size``)."""
@@ -85,6 +79,8 @@ class Family:
     options: Mapping[str, Option] = field(default_factory=dict)
     """The keyword options the scorer takes, with their types, ranges and defaults."""
     description: str = ""
+    score_rule: str = ""
+    """What one score is, in a line (PROTOCOL.md section 2): what ``zstc models check`` says of the family."""
     temperature: float = 1.0
     """Temperature of ``--scores probs`` when no calibration file is given (T in softmax(s / T), the scores read
     as logits by :func:`zstc.probabilities.score_scale`); 1 leaves them on that scale."""
@@ -99,15 +95,15 @@ class Family:
     whatever score type the scorer reports (:func:`zstc.probabilities.score_scale`)."""
     flattens_to_pairs: bool = False
     """Whether the scorer's texts x labels grid may be flattened into aligned (text, label) pairs
-    (:data:`zstc.scorers.cascade.PAIR_FAMILIES`): ``score_pairs`` scores each pair exactly as the grid does."""
+    (:func:`zstc.scorers.cascade.flattens_to_pairs`): ``score_pairs`` scores each pair exactly as the grid does."""
     labels_in_one_prompt: bool = False
     """Whether one prompt per text lists every label scored with it, so that a label's score depends on which other
     labels are scored beside it: a shortlist of K labels is a different prompt from the full run's
-    (:data:`zstc.scorers.cascade.SHARED_PROMPT_FAMILIES`). Not :attr:`distribution`, which says what the scores are."""
+    (:func:`zstc.scorers.cascade.labels_in_one_prompt`). Not :attr:`distribution`, which says what the scores are."""
     text_in_prompt: bool = False
     """Whether the model reads each text inside a prompt (instructions, label descriptions, an answer's beginning) that
     takes its share of the token limit, so that a text is cut when it and its prompt exceed the limit: what the notes
-    naming a cut text say, the library's ("with their prompt") as ``zstc serve``'s (:data:`zstc.server.app.PROMPT_FAMILIES`)."""
+    naming a cut text say, the library's ("with their prompt") as ``zstc serve``'s."""
     auto_bf16_on_cpu: bool = True
     """Whether ``--precision auto`` picks bf16 for this family on a CPU with fast bf16 (:func:`zstc.scorers.runtime.resolve_precision`):
     False where the fp32 recheck of bf16's near decisions eats bf16's gain there (docs/performance-embedding.md)."""
@@ -163,73 +159,14 @@ def families() -> list[Family]:
     return list(_FAMILIES.values())
 
 
-class FamilyNames(Sequence[str]):
-    """The registered family names, read live (a family registered later appears in it)."""
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[str]: ...
-    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
-        return list(_FAMILIES)[index]
-
-    def __len__(self) -> int:
-        return len(_FAMILIES)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(_FAMILIES))
-
-    def __contains__(self, name: object) -> bool:
-        return name in _FAMILIES
-
-    def __repr__(self) -> str:
-        return repr(tuple(_FAMILIES))
+def family_names() -> tuple[str, ...]:
+    """The registered family names, in registration order (a family registered later is in the next call's)."""
+    return tuple(_FAMILIES)
 
 
-class FamilyTable(Mapping[str, V]):
-    """A read-only ``{family name: fact}`` view of the records; families whose fact is ``None`` are absent."""
-
-    def __init__(self, fact: Callable[[Family], V | None]) -> None:
-        self._fact = fact
-
-    def __getitem__(self, name: str) -> V:
-        value = self._fact(_FAMILIES[name])
-        if value is None:
-            raise KeyError(name)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([name for name, family in _FAMILIES.items() if self._fact(family) is not None])
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
-class FamilySet(AbstractSet[str]):
-    """A read-only set of the names of the registered families that have a fact (a view of the records)."""
-
-    def __init__(self, fact: Callable[[Family], bool]) -> None:
-        self._fact = fact
-
-    @classmethod
-    def _from_iterable(cls, items: Iterable[S]) -> frozenset[S]:
-        return frozenset(items)  # set operations (&, |, -) give a plain frozenset
-
-    def __contains__(self, name: object) -> bool:
-        family = _FAMILIES.get(name) if isinstance(name, str) else None
-        return family is not None and bool(self._fact(family))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([name for name, family in _FAMILIES.items() if self._fact(family)])
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __repr__(self) -> str:
-        return repr(frozenset(self))
+def find_family(name: object) -> Family | None:
+    """The registered family of this name, or None for any other value (an unknown or missing family)."""
+    return _FAMILIES.get(name) if isinstance(name, str) else None
 
 
 # -- the options scorers take: each declared once --------------------------------------------------------------
@@ -395,6 +332,7 @@ register_family(
         "#1f77b4",
         family_options(64, "pooling", "backend", recheck_margin=COSINE_RECHECK_MARGIN),
         "Embedding models: cosine similarity of text and label-description embeddings.",
+        score_rule="cosine of the text's and the label's embeddings",
         temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
         threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
         # A cosine's level says little about a label on its own (a clear review is about as close to "negative" as to
@@ -413,6 +351,7 @@ register_family(
         "#7f7f7f",
         family_options(64, "backend", recheck_margin=COSINE_RECHECK_MARGIN),
         "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
+        score_rule="cosine of the final-layer [CLS] vectors of text and label",
         temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py
         threshold=0.65,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: same script
         auto_bf16_on_cpu=False,  # as the embedding family's
@@ -427,6 +366,7 @@ register_family(
         "#d62728",
         family_options(None, "score_type", "entailment_index", "max_batch_tokens", "recheck_margin"),
         "NLI cross-encoders: premise = text, hypothesis = label description, score = how strongly it is entailed.",
+        score_rule="entailment output: log-odds against the other outputs (score_type logodds), the logit alone for one output",
         temperature=1.0,  # not measured (no NLI model ships offline): log-odds are already on a logit scale
         flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
     )
@@ -440,6 +380,7 @@ register_family(
         "#2ca02c",
         family_options(None, "max_batch_tokens", "recheck_margin"),
         "Cross-encoder rerankers: query = text, document = label description, score = relevance.",
+        score_rule="the relevance logit (text as query, label as document)",
         temperature=1.0,  # not measured (no reranker ships offline): relevance logits
         flattens_to_pairs=True,  # each pair truncated on its own, as in a texts x labels run
     )
@@ -453,6 +394,7 @@ register_family(
         "#9467bd",
         family_options(16, "instruction", "prefix_cache", "query", "recheck_margin"),
         "Generative yes/no rerankers: p(yes) after a judge prompt per (text, label description).",
+        score_rule="p(yes) = softmax(yes, no) at the prompt's last position",
         temperature=1.0,  # logit(p(yes)) per label, as the model gives it
         # Not flattened into pairs although they score pairs (the NLI probe): their grid cuts a text once for its longest
         # label, so a flattened grid would score a long text differently; they are scored grid by grid.
@@ -469,6 +411,7 @@ register_family(
         "#ff7f0e",
         family_options(8, "prompt_style", "recheck_margin"),
         "Instruction-tuned LLMs: one multiple-choice prompt per text, read at the option symbols' logits.",
+        score_rule="softmax over the option symbols' logits at the prompt's last position",
         temperature=1.0,  # the model's own distribution over the options, unchanged
         distribution=True,  # probabilities over the options (they sum to 1), so no fixed multi-label cut suits them
         labels_in_one_prompt=True,  # the multiple-choice prompt lists the text's options

@@ -16,12 +16,7 @@ from typing import Any
 
 from zstc.errors import ModelError, OptionError, did_you_mean
 from zstc.models import offline
-from zstc.models.families import FamilyNames, get_family
-
-FAMILIES: FamilyNames = FamilyNames()
-"""Model family names, read live from the :class:`zstc.models.families.Family` records: embedding models,
-base encoders ([CLS] cosine), NLI cross-encoders, cross-encoder rerankers, generative yes/no rerankers,
-instruction-tuned LLMs, and any family registered since."""
+from zstc.models.families import family_names, get_family
 
 BTZSC_INSTRUCTION = "Given a piece of text, retrieve relevant label descriptions that best match the text"
 """The instruction BTZSC gives instruction-following embedders and yes/no rerankers (PROTOCOL.md s.2)."""
@@ -238,7 +233,7 @@ def get_model_spec(model: str, family: str | None = None, *, parameter: str = "m
         names = [name for spec in _REGISTRY.values() for name in (spec.model_id, spec.paper_name) if name]
         raise UnknownModelError(
             f"unknown model {model!r}{did_you_mean(model, names)}",
-            f"it is not in zstc's registry (see `zstc models`); pass family ({', '.join(FAMILIES)}) to score any hub "
+            f"it is not in zstc's registry (see `zstc models`); pass family ({', '.join(family_names())}) to score any hub "
             "model or local folder",
         )
     return ModelSpec(model, family)

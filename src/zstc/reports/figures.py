@@ -20,8 +20,7 @@ import numpy as np
 
 from zstc.io import atomic_write
 from zstc.errors import ZstcError
-from zstc.models.registry import FAMILIES
-from zstc.models.families import FamilyTable
+from zstc.models.families import families, find_family
 from zstc.reports.rows import ModelRow
 from zstc.benchmark.similarity import DatasetSimilarity
 
@@ -30,8 +29,6 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra installed
     Figure = None  # type: ignore[assignment,misc]
 
-FAMILY_COLOURS: FamilyTable[str] = FamilyTable(lambda family: family.colour)
-"""One colour per model family, the same in every figure (a view of the ``Family`` records)."""
 DPI = 110
 AS_TEXT: dict[str, Any] = {"parse_math": False}
 """For text from the user's files (run labels, which hold a result file's name; dataset and class names): drawn as
@@ -87,14 +84,16 @@ def write_figure(figure: Figure, path: Path) -> Path:
 
 
 def _colour(row: ModelRow) -> str:
-    return FAMILY_COLOURS.get(row.family or "", "#17becf")
+    """Its family's colour, the same in every figure (the ``Family`` record's); a run of an unknown family's is teal."""
+    record = find_family(row.family)
+    return record.colour if record else "#17becf"
 
 
 def _legend_for_families(axes: Any, rows: list[ModelRow], *, pareto: bool = False) -> None:
     from matplotlib.lines import Line2D
 
-    present = [f for f in FAMILIES if any(r.family == f for r in rows)]
-    handles = [Line2D([], [], marker="o", linestyle="", color=FAMILY_COLOURS[f], label=f) for f in present]
+    present = [f for f in families() if any(r.family == f.name for r in rows)]
+    handles = [Line2D([], [], marker="o", linestyle="", color=f.colour, label=f.name) for f in present]
     if any(r.source == "run" for r in rows):
         handles.append(
             Line2D(
@@ -237,11 +236,11 @@ def scaling(rows: list[ModelRow], datasets: list[str]) -> Figure:
     if not sized:  # said on the figure, as the speed figure does: an empty axis and legend box looked broken
         axes.text(0.5, 0.5, "no model's parameter count is known", ha="center", va="center", transform=axes.transAxes)
         return figure
-    for family in FAMILIES:
-        members = [r for r in sized if r.family == family and r.source == "paper"]
+    for family in families():
+        members = [r for r in sized if r.family == family.name and r.source == "paper"]
         if members:
             sizes = np.array([r.params_millions for r in members])
-            _fit_band(axes, sizes, np.array([r.mean("macro_f1", datasets) for r in members]), FAMILY_COLOURS[family])
+            _fit_band(axes, sizes, np.array([r.mean("macro_f1", datasets) for r in members]), family.colour)
     for row in sized:
         _mark(axes, row, float(row.params_millions or 0.0), row.mean("macro_f1", datasets))  # all set: sized filters
     _plain_log_axis(axes)

@@ -9,18 +9,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from zstc.models.families import Family, FamilyTable, families, get_family, register_family
+from zstc.models.families import Family, families, get_family, register_family
 
 if TYPE_CHECKING:
     from zstc.models.registry import ModelSpec
     from zstc.scorers.base import Capabilities, PairScorer, Scorer, ScoreResult
-
-FAMILY_SCORERS: FamilyTable[str] = FamilyTable(
-    lambda family: (
-        family.scorer if isinstance(family.scorer, str) else f"{family.scorer.__module__}:{family.scorer.__qualname__}"
-    )
-)
-"""Family name -> ``module:class`` of its scorer (a view of the :class:`Family` records)."""
 
 
 def scorer_class(family: str) -> type:
@@ -69,7 +62,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "FAMILY_SCORERS",
     "Capabilities",
     "Family",
     "PairScorer",

@@ -45,22 +45,27 @@ from zstc.scorers.base import (
     rechecks_thresholds,
     score_with_notes,
 )
-from zstc.models.families import FamilySet
+from zstc.models.families import find_family
 from zstc.scorers.recheck import call_cuts
 
 DEFAULT_SHORTLISTER = "sentence-transformers/all-MiniLM-L6-v2"
 """The bi-encoder that shortlists when ``--shortlist K`` names no model (runs offline here)."""
 
-PAIR_FAMILIES: FamilySet = FamilySet(lambda family: family.flattens_to_pairs)
-"""Families whose grid may be flattened into aligned pairs: their scorer scores arbitrary (text, label) pairs in one
-batched run (``score_pairs``), each pair exactly as a texts x labels run scores it (each pair truncated on its own),
-so the cascade's shortlisted pairs and the service's requests are scored across texts and calls. A view of the
-:class:`zstc.models.families.Family` records (``flattens_to_pairs``; the yes/no family's says why it is not one)."""
 
-SHARED_PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.labels_in_one_prompt)
-"""Families whose prompt lists all of a text's labels (LLMs): under a shortlist it lists only the K kept, so a
-label's score is not the full run's; the cascade says so in its description and notes. A view of the
-:class:`zstc.models.families.Family` records (``labels_in_one_prompt``)."""
+def flattens_to_pairs(family: str | None) -> bool:
+    """Whether a family's grid may be flattened into aligned pairs: its scorer scores arbitrary (text, label) pairs
+    in one batched run (``score_pairs``), each pair exactly as a texts x labels run scores it (each pair truncated on
+    its own), so the cascade's shortlisted pairs and the service's requests are scored across texts and calls (the
+    family record's ``flattens_to_pairs``; the yes/no family's says why it is not one)."""
+    record = find_family(family)
+    return record is not None and record.flattens_to_pairs
+
+
+def labels_in_one_prompt(family: str | None) -> bool:
+    """Whether a family's prompt lists all of a text's labels (LLMs): under a shortlist it lists only the K kept, so a
+    label's score is not the full run's; the cascade says so in its description and notes."""
+    record = find_family(family)
+    return record is not None and record.labels_in_one_prompt
 
 
 @dataclass(frozen=True)
@@ -189,7 +194,8 @@ class CascadeScorer:
         self.shortlister = shortlister
         self.k = int(k)
 
-    # The cascade stands in for its main scorer: family, spec, score type, device... are the main's.
+    # The cascade stands in for its main scorer by what it delegates here, explicitly: family, spec and device are the
+    # main's, its description is the main's with a shortlist section (score type included); nothing else is forwarded.
     @property
     def family(self) -> str:
         """The main scorer's family: the cascade stands in for it."""
@@ -208,11 +214,10 @@ class CascadeScorer:
         scoring (a pair outside a shortlist has no score), and no twin (its shortlists would be drawn again)."""
         return Capabilities(notes=True, request_batching=True, rechecks=rechecks_thresholds(self.main), read_apart=True)
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes the cascade does not define itself (score_type, bf16, model_id, ...).
-        if name in ("main", "shortlister"):  # not yet set (during unpickling): avoid infinite recursion
-            raise AttributeError(name)
-        return getattr(self.main, name)
+    @property
+    def device(self) -> Any:
+        """Where the main scorer computes (the shortlister runs there too, :func:`with_shortlist`)."""
+        return getattr(self.main, "device", None)  # a plugin family's scorer may name none
 
     @property
     def shortlist(self) -> ShortlistSpec:
@@ -234,7 +239,7 @@ class CascadeScorer:
             "unlisted_scores": "lowest shortlisted score of the text - 1 - (shortlister rank among unlisted) / (labels - K)",
             "ties": "earlier label first",
         }
-        if self.family in SHARED_PROMPT_FAMILIES:
+        if labels_in_one_prompt(self.family):
             order = (
                 "sorted order (prompt_style harness)"
                 if getattr(self.main, "prompt_style", None) == "harness"
@@ -328,7 +333,7 @@ class CascadeScorer:
         return self.score_with_notes(texts, labels, show_progress=show_progress).scores
 
     def _pairs_path(self) -> bool:
-        return self.family in PAIR_FAMILIES and isinstance(self.main, PairScorer)
+        return flattens_to_pairs(self.family) and isinstance(self.main, PairScorer)
 
     def _result(
         self,
@@ -356,7 +361,7 @@ class CascadeScorer:
             f"(the rest ranked below them by the {self.shortlist.canonical} shortlist)",
             *notes,
         ]
-        if self.family in SHARED_PROMPT_FAMILIES:
+        if labels_in_one_prompt(self.family):
             notes.append(
                 f"LLM prompts list only each text's {self.k} shortlisted options (a different prompt from the full run's)"
             )

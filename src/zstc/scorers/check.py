@@ -19,17 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from zstc.errors import ModelError, ZstcError
+from zstc.models.families import get_family
 from zstc.models.registry import MODEL_FILE, ModelSpec, get_model_spec
-
-SCORE_RULES: dict[str, str] = {
-    "embedding": "cosine of the text's and the label's embeddings",
-    "encoder": "cosine of the final-layer [CLS] vectors of text and label",
-    "nli": "entailment output: log-odds against the other outputs (score_type logodds), the logit alone for one output",
-    "reranker": "the relevance logit (text as query, label as document)",
-    "yesno": "p(yes) = softmax(yes, no) at the prompt's last position",
-    "llm": "softmax over the option symbols' logits at the prompt's last position",
-}
-"""What each family's score is (PROTOCOL.md section 2), as the dry run says it."""
 
 
 @dataclass
@@ -131,7 +122,7 @@ def check_model(
         )
         result.add("query side", repr(spec.format_query("{text}")))
         result.add("document side", repr(spec.format_document("{label}")))
-    result.add("score rule", SCORE_RULES.get(spec.family, scorer.describe().get("family", "")))
+    result.add("score rule", get_family(spec.family).score_rule or spec.family)
     try:
         from transformers import AutoTokenizer
 

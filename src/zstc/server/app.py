@@ -72,8 +72,8 @@ from zstc.policy import (
     check_multi_label_options,
     check_multilabel_names,
 )
-from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
-from zstc.models.families import FamilySet
+from zstc.scorers.cascade import CascadeScorer, flattens_to_pairs
+from zstc.models.families import find_family
 from zstc.scorers.nli import NliScorer
 from zstc.server.engine import BatchingEngine, Overloaded, ScoreJob, Unavailable
 from zstc.server.settings import ServeSettings
@@ -106,10 +106,6 @@ from zstc.validation import (
 )
 
 logger = logging.getLogger("zstc.server")
-
-PROMPT_FAMILIES: FamilySet = FamilySet(lambda family: family.text_in_prompt)
-"""Families that read each text inside a prompt, so that a request's note on a text they cut says "with its prompt", as
-the library's says "with their prompt". A view of the :class:`zstc.models.families.Family` records (``text_in_prompt``)."""
 
 
 class ServiceError(Exception):
@@ -581,8 +577,9 @@ def create_app(classifier: Classifier | Any, settings: ServeSettings | None = No
     # are facts of the model and its settings (GET /info), the same for every request. A text is cut as the family
     # reads it (behind a shortlist, the main model's): beside a label description (cross-encoders), inside a prompt
     # (the generative families), or alone.
-    cut_with_label = family in PAIR_FAMILIES
-    cut_in_prompt = family in PROMPT_FAMILIES
+    cut_with_label = flattens_to_pairs(family)
+    record = find_family(family)
+    cut_in_prompt = record is not None and record.text_in_prompt  # "with its prompt", as the library says
 
     def request_notes(job: ScoreJob, subject: str = "text") -> list[str]:
         """What ``job``'s request is told of its own inputs: its texts the model cut to its token limit, by position

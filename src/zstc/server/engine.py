@@ -637,7 +637,7 @@ def _token_lengths(loaded: Any, strings: list[str]) -> dict[str, int]:
 
 def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int], None] | None = None) -> Backend:
     """The backend that batches best for this scorer's family."""
-    from zstc.scorers.cascade import PAIR_FAMILIES, CascadeScorer
+    from zstc.scorers.cascade import CascadeScorer, flattens_to_pairs
 
     # By what the scorer declares (`capabilities`), never by probing its attributes. Pairs only for the families whose
     # pair scores are their grid's (a yes/no reranker scores pairs too, but cuts a long text otherwise than its grid,
@@ -645,7 +645,7 @@ def backend_for(scorer: Any, config: EngineConfig, on_lookup: Callable[[int, int
     offered = capabilities(scorer)
     if isinstance(scorer, CascadeScorer):
         return CascadeBackend(scorer)
-    if offered.pair_scoring and getattr(scorer, "family", None) in PAIR_FAMILIES:
+    if offered.pair_scoring and flattens_to_pairs(getattr(scorer, "family", None)):
         return PairBackend(scorer)
     if offered.request_batching:
         return EmbeddingBackend(scorer, config.label_cache_size, on_lookup)

@@ -29,17 +29,6 @@ from scipy.special import expit, log_softmax, softmax
 
 from zstc.probabilities import METHODS
 
-# Moved to zstc.probabilities (the library's, not the experiment's); still importable from here, as documented before.
-from zstc.probabilities import (  # noqa: F401
-    CALIBRATION_FORMAT as CALIBRATION_FORMAT,
-    DEFAULT_TEMPERATURES as DEFAULT_TEMPERATURES,
-    Calibration as Calibration,
-    as_logits as as_logits,
-    calibration_record as calibration_record,
-    default_calibration as default_calibration,
-    load_calibration as load_calibration,
-    score_scale as score_scale,
-)
 from zstc.errors import DataError, UnknownNameError
 from zstc.multilabel import gold_matrix
 
