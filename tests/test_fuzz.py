@@ -282,3 +282,75 @@ def test_fuzz_api_argument_types(texts, labels, notes) -> None:
     assert not isinstance(texts, dict) and not isinstance(labels, dict)
     assert isinstance(notes, list) or notes is None
     assert len(predictions) == len(list(texts)) and scorer.seen
+
+
+# -- issue 43: class indices in bench data ----------------------------------------------------------------------------
+
+CLASS_CELL = st.one_of(
+    st.booleans(),
+    st.integers(-3, 5),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-3, 5).map(float),
+    st.text(max_size=4),
+    st.none(),
+)
+
+
+@FUZZ
+@given(label=CLASS_CELL, paired=st.booleans())
+def test_fuzz_a_class_index_is_a_whole_number_or_refused(label, paired: bool) -> None:
+    """A bench row's ``label`` (grouped) or ``labels`` (paired) is a whole number or refused naming file, row and
+    value: ``1.7`` and ``true`` counted as class 1."""
+    from zstc.benchmark.catalog import get_task_spec
+    from zstc.benchmark.data import load_grouped, load_paired
+    from zstc.io import read_records
+
+    spec = get_task_spec("financialphrasebank")
+    whole = not isinstance(label, bool) and (
+        isinstance(label, int) or (isinstance(label, float) and label.is_integer())
+    )
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "f.jsonl"
+        if paired:
+            rows = [
+                {"text": "t", "hypothesis": h, "labels": label if i == 0 else 0} for i, h in enumerate(spec.hypotheses)
+            ]
+        else:
+            rows = [{"text": "t", "label": label}]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        try:
+            task = load_paired(read_records(path), spec, source=str(path)) if paired else load_grouped(path, spec)
+        except ZstcError as error:
+            if whole or label in (None, "") or (isinstance(label, str) and label.strip().lstrip("+-").isdigit()):
+                return  # out of range, or no label at all: refused for that
+            assert f"{path}:1: " in str(error) and repr(label) in str(error), error
+            return
+        assert whole or isinstance(label, str), f"{label!r} was read as class {task.gold[0]}"
+
+
+NUMBER_KINDS = st.sampled_from([int, float, bool, np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_])
+
+
+@FUZZ
+@given(kind=NUMBER_KINDS, value=st.floats(-2, 2, allow_nan=False), per_label=st.booleans())
+def test_fuzz_a_threshold_of_any_number_type(kind, value: float, per_label: bool) -> None:
+    """A threshold of any of Python's or numpy's number types decides as that number does as a Python float
+    (``numpy.float32(0.3)`` failed in ``zstc.classify``); a bool of either is refused naming the parameter."""
+    import zstc
+    from zstc.api import Classifier
+
+    def decide(threshold):
+        if per_label:
+            cuts = {"a": threshold, "b": threshold}
+            return Classifier(_EchoScorer()).predict_multi_label(["a"], ["a", "b"], per_label=cuts)[0].labels
+        return zstc.classify(["a"], ["a", "b"], model=_EchoScorer(), multi_label=True, threshold=threshold)[0].labels
+
+    threshold = kind(value)
+    try:
+        labels = decide(threshold)
+    except ZstcError as error:
+        assert kind in (bool, np.bool_), error
+        assert "must be a number" in str(error) and ("threshold" in str(error) or "per_label" in str(error)), error
+        return
+    assert kind not in (bool, np.bool_), f"{threshold!r} was taken as a threshold"
+    assert labels == decide(float(threshold))

@@ -498,6 +498,22 @@ def test_report_export_and_train_out_paths(zstc_cli, result_file: Path, tmp_path
     assert existing.read_text() == "keep me"
 
 
+def test_train_nli_refuses_a_folder_of_other_files(zstc_cli, tmp_path: Path) -> None:
+    """train-nli into a folder holding another model's files moved its own in beside them (a sentence-transformers
+    modules.json stayed next to the new weights): refused before anything loads, the folder untouched."""
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "modules.json").write_text("[]")
+    (out / "vocab.txt").write_text("[PAD]\n")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n')
+    assert_user_error(
+        zstc_cli("train-nli", "--backbone", "no/such-backbone", "--data", str(pairs), "--out", str(out)),
+        f"{out}: holds other files (modules.json, vocab.txt), which the trained model's would be mixed with",
+    )
+    assert sorted(path.name for path in out.iterdir()) == ["modules.json", "vocab.txt"]
+
+
 def test_sweep_out_is_a_folder_in_a_folder_that_exists(zstc_cli, tmp_path: Path, btzsc_dir: Path) -> None:
     """sweep's --out follows every command's folder rule: an existing file, or a missing parent folder, is refused
     before any work (the model does not exist: an error about it would mean --out was checked after it)."""
@@ -1503,6 +1519,39 @@ def test_atomic_write_keeps_the_old_file_until_complete(tmp_path: Path) -> None:
     assert fresh.read_text() == "done" and fresh.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+def test_a_folder_written_all_at_once_gets_the_usual_permissions(tmp_path: Path) -> None:
+    """``train-nli`` wrote its safetensors 0600 under umask 022 (safetensors' own mode): a folder filled by
+    :func:`atomic_directory` gets what :func:`atomic_write` gives a file, the replaced file's mode or the umask's."""
+    import stat
+
+    import torch
+    from safetensors.torch import save_file
+
+    from zstc.io import atomic_directory
+
+    kept = tmp_path / "model" / "kept.json"
+    kept.parent.mkdir()
+    kept.write_text("{}")
+    kept.chmod(0o640)
+    old = os.umask(0o022)
+    try:
+        with atomic_directory(tmp_path / "model") as staging:
+            save_file({"w": torch.zeros(2)}, staging / "model.safetensors")
+            (staging / "tokenizer").mkdir()
+            save_file({"w": torch.zeros(2)}, staging / "tokenizer" / "head.safetensors")
+            (staging / "kept.json").write_text("{}")
+    finally:
+        os.umask(old)
+    modes = {str(path.relative_to(tmp_path)): stat.S_IMODE(path.stat().st_mode) for path in sorted(tmp_path.rglob("*"))}
+    assert modes == {
+        "model": 0o755,
+        "model/kept.json": 0o640,
+        "model/model.safetensors": 0o644,
+        "model/tokenizer": 0o755,
+        "model/tokenizer/head.safetensors": 0o644,
+    }
+
+
 def test_atomic_write_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
     from zstc.io import atomic_write
 
@@ -1985,6 +2034,59 @@ def test_two_runs_on_one_output_never_write_into_each_other(tmp_path: Path) -> N
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "o.jsonl", "waiting.log"]
 
 
+def test_a_sweep_or_ray_classify_folder_is_written_by_one_run_at_a_time(
+    zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sweeps (or Ray classify runs) on one --out computed everything twice, each summary over the other's. A
+    sweep holds its folder's lock while it computes (a folder it creates, from when it exists); a second run is
+    refused at once, before any work, naming the live run's PID; the lock file goes with the run."""
+    from zstc.benchmark.runner import Bench
+    from zstc.errors import OutputError
+    from zstc.output import FOLDER_LOCK, OutputLock
+
+    out = tmp_path / "sweep"
+    live = f"{out}: another zstc run (PID {os.getpid()}) is writing it now; let it finish, or choose another --out"
+    args = ["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank"]
+    args += ["--max-samples", "4", "--out", str(out)]
+    computed, compute = [], Bench.compute
+
+    def locked_while_computing(bench: Bench, prepared):
+        with pytest.raises(OutputError, match=re.escape(live)):
+            OutputLock(out, folder=True)
+        computed.append(prepared)
+        return compute(bench, prepared)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Bench, "compute", locked_while_computing)
+        status, _, err = zstc_cli(*args)
+    assert status == 0 and len(computed) == 1, err
+    assert not (out / FOLDER_LOCK).exists()
+    held = OutputLock(out, folder=True)  # a live run's
+    try:
+        assert_user_error(zstc_cli(*args, "--fresh"), live)
+        assert_user_error(zstc_cli("classify", str(texts), "-l", "a,b", "--engine", "ray", "--out", str(out)), live)
+    finally:
+        held.release()
+    stem = MINILM.replace("/", "__")
+    assert sorted(path.name for path in out.iterdir()) == [f"{stem}.details", f"{stem}.json"]
+
+
+def test_a_sweep_stopped_before_any_unit_leaves_no_folder_and_a_missing_nli_folder_is_missing(
+    zstc_cli, tmp_path: Path, btzsc_dir: Path
+) -> None:
+    """``sweep --engine ray`` with no cluster at --address left the empty --out folder it had made; ``nli-probe
+    --data`` naming nothing said "not a directory"."""
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank"]
+    status, _, err = zstc_cli(*args, "--engine", "ray", "--address", "127.0.0.1:1", "--out", str(out))
+    assert status == 2 and err.splitlines()[-1].startswith("error: --address 127.0.0.1:1: nothing accepts"), err
+    assert not out.exists()
+    assert_user_error(
+        zstc_cli("nli-probe", "-m", MINILM, "--data", str(tmp_path / "nli")), f"{tmp_path / 'nli'}: no such directory"
+    )
+
+
 @pytest.mark.parametrize("companion", ["o.jsonl.partial", "o.jsonl.partial.json", "o.jsonl.partial.lock"])
 def test_an_input_named_like_a_file_the_run_writes_is_refused(zstc_cli, tmp_path: Path, companion: str) -> None:
     """An input file named like the output's marker (``X.partial.json`` for ``--out X``) was overwritten by it."""
@@ -2078,6 +2180,71 @@ def test_a_write_over_the_file_size_limit_is_one_error_line_and_resumes(tmp_path
         assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == [
             json.loads(line)["text"] for line in source.read_text().splitlines()
         ]
+
+
+@pytest.mark.parametrize("cause, fmt", [("ENOSPC", "jsonl"), ("EROFS", "parquet")])
+def test_a_disk_that_fills_up_or_turns_read_only_mid_run_is_one_line_and_resumes(
+    zstc_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cause: str, fmt: str
+) -> None:
+    """ENOSPC and EROFS as the second chunk is written (synced): one ``error:`` line naming the output and the cause,
+    the first chunk kept, and the next run resumes after it to the complete output."""
+    import errno
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("no /proc/self/fd")
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    failing, synced, real_fsync = getattr(errno, cause), [], os.fsync
+
+    def fsync(fd: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if ".partial" in path and ".partial.json" not in path:
+            synced.append(path)
+            if len(synced) > 1:
+                raise OSError(failing, os.strerror(failing))
+        real_fsync(fd)
+
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"text": f"The match ended {i}-1."}) + "\n" for i in range(6)))
+    out = tmp_path / f"o.{fmt}"
+    args = ["classify", str(source), "-l", "sports,economy", "-o", str(out), "--chunk-size", "3"]
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", fsync)
+        status, _, err = zstc_cli(*args)
+    line = err.splitlines()[-1] if err else ""
+    assert status == 2 and "Traceback" not in err, err
+    assert line.startswith(f"error: cannot write {out}") and line.endswith(os.strerror(failing)), err
+    marker = out.with_name(out.name + ".partial.json")
+    assert not out.exists() and json.loads(marker.read_text())["rows"] == 3  # the first chunk is kept
+    status, _, err = zstc_cli(*args)
+    assert status == 0 and "resuming" in err and not marker.exists(), err
+    if fmt == "jsonl":
+        rows = [json.loads(row)["text"] for row in out.read_text().splitlines()]
+    else:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(out).column("text").to_pylist()
+    assert rows == [f"The match ended {i}-1." for i in range(6)]
+
+
+def test_a_read_only_file_system_is_said_before_any_work(
+    zstc_cli, texts: Path, tmp_path: Path, btzsc_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EROFS (a read-only mount, where the mode bits still say writable): one line naming the folder and the cause,
+    before the model loads; nothing written."""
+    import errno
+    import tempfile
+
+    def read_only(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    out = tmp_path / "o.jsonl"
+    said = f"cannot write in {tmp_path} ({os.strerror(errno.EROFS)})"
+    assert_user_error(zstc_cli("classify", str(texts), "-l", "a,b", "-m", MINILM, "-o", str(out)), said)
+    bench = ["bench", "-m", MINILM, "--data", str(btzsc_dir), "--tasks", "financialphrasebank"]
+    assert_user_error(zstc_cli(*bench, "--out", str(tmp_path / "r.json")), said)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["texts.jsonl"]
 
 
 def test_predictions_to_a_stdout_of_another_encoding_are_utf8(tmp_path: Path) -> None:
@@ -2249,6 +2416,32 @@ def test_a_custom_scorer_is_checked_and_named(result, message) -> None:
     assert [p.label for p in good.predict(["a text", "another"], ["sports", "economy"])] == ["sports", "economy"]
 
 
+def test_numpy_numbers_are_numbers_and_bools_are_not() -> None:
+    """``threshold=numpy.float32(0.3)`` failed in ``zstc.classify`` (numpy's ``!= []`` is an array, whose truth
+    value numpy refuses) and a numpy temperature made a calibration that JSON could not record. A numpy scalar is a
+    number wherever one is taken; a bool, Python's or numpy's, is none."""
+    import zstc
+    from zstc.api import Classifier
+    from zstc.errors import OptionError
+    from zstc.probabilities import Calibration
+    from zstc.validation import Option
+
+    scorer = _OwnScorer(lambda texts, labels: np.array([[0.6, 0.1]] * len(texts)))
+    texts, labels = ["The match ended 2-1."], ["sports", "economy"]
+    for number in (np.float32(0.3), np.float64(0.3), np.float16(0.3)):
+        assert zstc.classify(texts, labels, model=scorer, multi_label=True, threshold=number)[0].labels == ["sports"]
+        per_label = Classifier(scorer).predict_multi_label(texts, labels, per_label={"economy": number})
+        assert per_label[0].labels == ["sports"]
+    assert type(Option(int).check("batch_size", np.int64(4))) is int
+    calibration = Calibration("temperature", {"temperature": np.float32(2.0)})
+    assert json.loads(json.dumps(calibration.parameters)) == {"temperature": 2.0}
+    for flag in (True, np.bool_(True)):
+        with pytest.raises(OptionError, match="threshold must be a number, got"):
+            zstc.classify(texts, labels, model=scorer, multi_label=True, threshold=flag)
+        with pytest.raises(OptionError, match="temperature must be a finite number"):
+            Calibration("temperature", {"temperature": flag})
+
+
 def test_the_service_refuses_repeated_and_unknown_keys(minilm_cls) -> None:
     """Through the real app: a key given twice (any endpoint) and a key the Hugging Face shape does not know are 422s
     naming the key; the hub's own ``options`` are taken."""
@@ -2406,6 +2599,75 @@ def test_out_edge_cases_are_said_as_what_they_are(zstc_cli, tmp_path: Path, monk
         f"{source}:1: column 'x' holds NaN or infinite values, which JSON Lines cannot hold",
     )
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_bad_api_key_names_where_it_came_from(zstc_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ZSTC_API_KEY`` with a leading space blamed ``--api-key``, a flag the user never typed; an empty one was read
+    as unset (click drops empty variables), so the service started without authentication."""
+    pytest.importorskip("fastapi")
+    monkeypatch.setenv("ZSTC_API_KEY", " s3cret")
+    assert_user_error(zstc_cli("serve", "--port", "0"), "error: ZSTC_API_KEY must be printable ASCII")
+    monkeypatch.setenv("ZSTC_API_KEY", "")
+    assert_user_error(zstc_cli("serve", "--port", "0"), "error: ZSTC_API_KEY is empty: give a key")
+    assert_user_error(zstc_cli("serve", "--port", "0", "--api-key", " s3cret"), "error: --api-key must be printable")
+    monkeypatch.delenv("ZSTC_API_KEY")
+    assert_user_error(zstc_cli("serve", "--port", "0", "--api-key", ""), "error: --api-key is empty")
+
+
+def test_data_that_is_a_file_is_said_to_be_one(zstc_cli, btzsc_dir: Path, tmp_path: Path) -> None:
+    """``tasks --data FILE`` said "no such directory" and ``bench``/``sweep`` "no BTZSC dataset files in FILE": the
+    file exists, it is no folder. ``tasks --data hub`` said "hub: no such directory"."""
+    file = btzsc_dir / "financialphrasebank.jsonl"
+    said = f"{file} is a file, not a folder: expected a folder of dataset files"
+    assert_user_error(zstc_cli("tasks", "--data", str(file)), said)
+    assert_user_error(zstc_cli("bench", "-m", MINILM, "--data", str(file)), said)
+    assert_user_error(zstc_cli("sweep", "--models", MINILM, "--data", str(file), "--out", str(tmp_path / "x")), said)
+    status, out, err = zstc_cli("tasks", "--data", "hub")
+    assert status == 0 and "financialphrasebank" in out and "hub only" in out and not err, err
+
+
+@pytest.fixture(scope="module")
+def own_code_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random embedding model whose classes are defined by its own files (gte-v1.5's stand-in)."""
+    from standins import ARCHS
+
+    return ARCHS["gte-v1.5"].build(tmp_path_factory.mktemp("own-code") / "gte")
+
+
+@pytest.mark.parametrize("command", ["sweep", "nli-probe", "template-robustness", "calibrate", "unseen"])
+def test_every_scoring_command_takes_trust_remote_code(
+    zstc_cli, own_code_model: Path, shared_data: Path, tmp_path: Path, command: str
+) -> None:
+    """sweep, nli-probe and Yin's experiments had no --trust-remote-code, so a model with its own code could not be
+    run by them at all. Without the flag the model is refused in classify's words; with it, its code runs."""
+    model, out = str(own_code_model), tmp_path / "out"
+    nli = tmp_path / "nli"
+    nli.mkdir()
+    pairs = (shared_data / "nli" / "mnli_matched.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (nli / "mnli_matched.jsonl").write_text("".join(pairs[:12]), encoding="utf-8")
+    btzsc = ["--data", str(shared_data / "btzsc"), "--max-samples", "3"]
+    args = {
+        "sweep": ["--models", model, *btzsc, "--tasks", "financialphrasebank", "--out", str(out)],
+        "nli-probe": ["--model", model, "--data", str(nli), "--out", str(out)],
+        "template-robustness": ["--model", model, *btzsc, "--task", "financialphrasebank", "--template", "It is {}."],
+        "calibrate": ["--model", model, *btzsc, "--task", "financialphrasebank", "--out", str(out)],
+        "unseen": ["--model", model, *btzsc, "--train-data", str(shared_data / "btzsc-train"), "--no-finetune"],
+    }[command]
+    if command == "unseen":
+        args += ["--max-train-samples", "3", "--work-dir", str(tmp_path / "work")]
+    if command in ("template-robustness", "calibrate", "unseen"):
+        args += ["--family", "embedding"]
+    status, _, err = zstc_cli(command, *args)
+    refusal = err.strip().splitlines()[-1]
+    assert status == 2 and refusal == (
+        f"error: {model} runs modelling code of its own (an auto_map in its config), which zstc runs only when "
+        "asked: give --trust-remote-code to run it"
+    ), err
+    status, _, err = zstc_cli(command, *args, "--trust-remote-code")
+    assert status == 0, err
+    if command == "sweep":  # part of the result's identity, as bench records it
+        identity = json.loads(next(out.glob("*.json")).read_text())["evaluation"]["run_identity"]
+        assert identity["scorer_options"]["trust_remote_code"] is True
 
 
 def test_a_labels_json_nan_description_is_refused(tmp_path: Path) -> None:

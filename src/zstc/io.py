@@ -373,6 +373,7 @@ def atomic_directory(path: Path, *, first: Sequence[str] = (), last: Sequence[st
                 return 0, first.index(entry.name)
             return (2, last.index(entry.name)) if entry.name in last else (1, 0)
 
+        _usual_modes(staging, path)
         entries = sorted(staging.iterdir(), key=order)
         for entry in entries:
             target = path / entry.name
@@ -385,6 +386,20 @@ def atomic_directory(path: Path, *, first: Sequence[str] = (), last: Sequence[st
         raise write_failed(path, error) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _usual_modes(staging: Path, path: Path) -> None:
+    """Give what the block wrote into ``staging`` the permissions :func:`atomic_write` gives a file: those of the file
+    it replaces in ``path``, else the umask's (safetensors writes its files 0600 whatever the umask, and a trained
+    model folder is shared as any other output is)."""
+    for entry in staging.rglob("*"):
+        if entry.is_symlink():
+            continue
+        target = path / entry.relative_to(staging)
+        if entry.is_dir():
+            entry.chmod(umask_mode(0o777) if not target.is_dir() else target.stat().st_mode & 0o7777)
+        else:
+            entry.chmod(_file_mode(target))
 
 
 def remove_orphan_temps(folder: Path) -> list[Path]:

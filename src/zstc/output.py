@@ -23,6 +23,7 @@ into it; it is refused at once, naming the live run's PID, or waits for it to fi
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime
@@ -33,7 +34,7 @@ import os
 import shutil
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -241,17 +242,29 @@ def companion_paths(path: Path) -> list[Path]:
     return [path.with_name(path.name + suffix) for suffix in (".partial", ".partial.json", ".partial.lock")]
 
 
+FOLDER_LOCK = ".zstc.lock"
+"""The lock file of an output folder (``sweep --out``, ``classify --engine ray --out``), inside it."""
+
+
 class OutputLock:
-    """An exclusive lock on the output ``path``: ``fcntl.flock`` on ``path.partial.lock``, which holds the PID of the
-    run that has it. The kernel releases it when the process ends, however it ends; :meth:`release` removes the file
-    (while holding the lock: a run that waited on the removed file sees that it was, and locks the new one).
+    """An exclusive lock on the output ``path``: ``fcntl.flock`` on ``path.partial.lock`` (``path/.zstc.lock`` for an
+    output ``folder``, which must exist), which holds the PID of the run that has it. The kernel releases it when the
+    process ends, however it ends; :meth:`release` removes the file (while holding the lock: a run that waited on the
+    removed file sees that it was, and locks the new one).
 
     A lock held by another run is an :class:`OutputError` naming its PID, or, with ``wait``, waited for (said
     through ``on_note``). Where the OS has no ``flock`` (Windows), nothing is locked."""
 
-    def __init__(self, path: Path, *, wait: bool = False, on_note: Callable[[str], None] = lambda note: None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        wait: bool = False,
+        on_note: Callable[[str], None] = lambda note: None,
+        folder: bool = False,
+    ) -> None:
         self.output = Path(path)
-        self.path = companion_paths(self.output)[2]
+        self.path = self.output / FOLDER_LOCK if folder else companion_paths(self.output)[2]
         self.fd: int | None = None
         try:
             import fcntl
@@ -268,9 +281,10 @@ class OutputLock:
                 holder = _lock_holder(fd)
                 if not wait:
                     os.close(fd)
+                    waiting = "" if folder else "give --wait to start when it has, "  # a folder's commands do not wait
                     raise OutputError(
                         f"{self.output}: another zstc run ({holder}) is writing it now; let it finish, "
-                        "give --wait to start when it has, or choose another --out"
+                        f"{waiting}or choose another --out"
                     ) from None
                 on_note(f"waiting for the zstc run ({holder}) that is writing {self.output}")
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -289,6 +303,24 @@ class OutputLock:
         self.path.unlink(missing_ok=True)
         self._close()
         self.fd = None
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[Callable[[], None]]:
+    """Hold the lock of the output ``folder`` (:class:`OutputLock`) for the block: from its start if the folder exists
+    (a live run's is refused at once, before any work), else from when the block calls the function it is given,
+    right after making the folder."""
+    held: list[OutputLock] = [OutputLock(folder, folder=True)] if Path(folder).is_dir() else []
+
+    def made() -> None:
+        if not held:
+            held.append(OutputLock(folder, folder=True))
+
+    try:
+        yield made
+    finally:
+        for lock in held:
+            lock.release()
 
 
 def _lock_holder(fd: int) -> str:

@@ -78,7 +78,11 @@ def argmax_decisions(scores: np.ndarray) -> np.ndarray:
 def check_multi_label_options(multi_label: bool, **given: Any) -> None:
     """Cuts decide multi-label only: each of ``given`` (``threshold=...``, ``label_thresholds=...``: None or empty when
     not given) without ``multi_label`` is refused, naming it, in every front door's words (the CLI's flags)."""
-    named = [name for name, value in given.items() if value is not None and value != {} and value != [] and value != ()]
+    # "Empty" by type and length: numpy.float32(0.3) != [] is an empty array, whose truth value numpy refuses.
+    empty = (Mapping, list, tuple)
+    named = [
+        name for name, value in given.items() if value is not None and not (isinstance(value, empty) and not value)
+    ]
     if named and not multi_label:
         one = len(named) == 1
         raise OptionError(

@@ -18,6 +18,7 @@ from scipy.special import expit, softmax
 
 from zstc.errors import DataError, OptionError, UnknownNameError, quoted
 from zstc.models.families import find_family
+from zstc.validation import is_number
 
 CALIBRATION_PARAMETERS: dict[str, tuple[str, ...]] = {"temperature": ("temperature",), "platt": ("slope", "intercept")}
 """Each calibration method and its parameters."""
@@ -79,6 +80,9 @@ class Calibration:
         problem = calibration_problem(self.method, self.parameters)
         if problem is not None:
             raise OptionError(f"calibration: {problem}", "calibration")
+        # numpy.float32(2.0) is a temperature too; kept as Python's float, it is recorded as JSON like any other.
+        as_float = {name: float(value) if is_number(value) else value for name, value in self.parameters.items()}
+        object.__setattr__(self, "parameters", as_float)
 
     def single_label(self, scores: np.ndarray, scale: str) -> np.ndarray:
         """A temperature calibration's single-label probabilities: the softmax over each row of ``scores`` read as
@@ -175,7 +179,7 @@ def calibration_problem(method: str, parameters: Any) -> str | None:
         return "expected method temperature (with a temperature) or platt (slope, intercept)"
     for name in needed:  # json reads NaN and Infinity; a NaN parameter would make every score NaN, true would read as 1
         value = parameters[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not is_number(value) or not math.isfinite(value):
             shown = quoted(value) if isinstance(value, str) else json.dumps(value, default=repr)[:60]
             return f"parameter {name} must be a finite number, got {shown}"
     if method == "temperature" and parameters["temperature"] < MIN_TEMPERATURE:

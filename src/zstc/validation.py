@@ -162,14 +162,28 @@ class Option:
         return float(value) if self.type is float else int(value) if self.type is int else value
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a real number as a user means one: Python's ``int`` and ``float`` and numpy's scalars
+    (``numpy.float32(0.3)``, ``numpy.int64(3)``), never a bool (``True`` is an int to Python, never a threshold or
+    a class index to a user). The one number check of zstc: options, calibration parameters, class indices."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, _numpy_bool()))
+
+
+def is_whole_number(value: Any) -> bool:
+    """Whether ``value`` is a number (:func:`is_number`) with no fractional part: ``3``, ``numpy.int64(3)`` and
+    ``3.0`` (as JSON and pandas write a whole number), not ``1.7``, NaN or ``True``."""
+    if not is_number(value):
+        return False
+    return isinstance(value, numbers.Integral) or (math.isfinite(value) and float(value).is_integer())
+
+
 def _is_instance(value: Any, kind: type) -> bool:
     if kind is bool:
         return isinstance(value, (bool, _numpy_bool()))
-    if kind is int:  # True is an int to Python, never a batch size to a user; 2.0 (JSON, pandas) is the number 2
-        whole = isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer()
-        return not isinstance(value, bool) and (isinstance(value, numbers.Integral) or whole)
+    if kind is int:  # a batch size of 2.0 (JSON, pandas) is the number 2
+        return is_whole_number(value)
     if kind is float:
-        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+        return is_number(value)
     return isinstance(value, kind)
 
 

@@ -112,6 +112,21 @@ def available_tasks(directory: str | Path) -> list[str]:
     return [name for name in catalog() if local_task_file(directory, name) is not None]
 
 
+def data_directory(data: str | Path) -> Path:
+    """``--data`` as a directory of task files, or :class:`DataError` saying why it is not one (a file given for the
+    folder it is in was "no such directory", or "no dataset files in" it)."""
+    directory = Path(data)
+    if directory.is_dir():
+        return directory
+    if directory.exists() or directory.is_symlink():
+        what = "a file" if directory.is_file() else "not a folder" if directory.exists() else "a dangling link"
+        raise DataError(
+            f"{directory} is {what}, not a folder: expected a folder of dataset files (NAME.jsonl/.csv/.parquet, "
+            f"as `zstc tasks` lists), 'hub' or 'sample'"
+        )
+    raise DataError(f"{directory}: no such directory")
+
+
 SAMPLE = "sample"
 """``--data sample``: the evaluation sample shipped in the package (``zstc/resources/sample``, a few hundred texts of
 each dataset whose licence allows redistribution): what ``zstc demo`` benchmarks on a machine with nothing else."""
@@ -218,7 +233,7 @@ def resolve_task_names(selection: str | None, data: str | Path | None = None) ->
     if selection.strip() == "available":
         if not local:
             raise UnknownNameError("--tasks available means the datasets found in a --data directory, not on the hub")
-        found = available_tasks(data)  # type: ignore[arg-type]
+        found = available_tasks(data_directory(data))  # type: ignore[arg-type]
         if not found:
             raise UnknownNameError(
                 f"no BTZSC dataset files in {data} (expected NAME.jsonl/.csv/.parquet; see `zstc tasks --data {data}`)"

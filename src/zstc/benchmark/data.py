@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from zstc.benchmark.catalog import TaskSpec, get_task_spec, local_task_file
+from zstc.benchmark.catalog import TaskSpec, data_directory, get_task_spec, local_task_file
 from zstc.errors import DataError
 from zstc.benchmark.tasks import HARNESS_DRAWS, NO_HYPOTHESIS, Task, apply_unlabelled_policy, sample_task
 from zstc.io import GROUPED_SUFFIXES, TEXT_SUFFIXES, Record, read_records, text_of
-from zstc.validation import check_labels, is_blank
+from zstc.validation import check_labels, is_blank, is_whole_number
 
 HUB_DATASET = "btzsc/btzsc"
 
@@ -70,10 +70,7 @@ def group_paired_rows(
         hypothesis = record.get("hypothesis")
         if not isinstance(hypothesis, str) or is_blank(hypothesis):
             raise DataError(f"{where}: missing or empty 'hypothesis'")
-        try:
-            positive = int(record["labels"])
-        except (KeyError, TypeError, ValueError):
-            raise DataError(f"{where}: 'labels' must be 0 or 1, got {record.get('labels')!r}") from None
+        positive = _whole_number(record.get("labels"), f"{where}: 'labels' must be 0 or 1")
         if positive not in (0, 1):
             raise DataError(f"{where}: 'labels' must be 0 or 1, got {positive}")
         if not texts or text != texts[-1] or hypothesis in group_hypotheses:
@@ -91,6 +88,19 @@ def group_paired_rows(
     if not texts:
         raise DataError(f"{source}: no rows")
     return texts, np.asarray(gold, dtype=np.int64), reference or []
+
+
+def _whole_number(value: object, problem: str) -> int:
+    """``value`` as a whole number (a CSV cell's ``"2"``, JSON's ``2`` or ``2.0``, Parquet's ``numpy.int64``), else
+    :class:`DataError` "``problem``, got VALUE": ``1.7`` and ``true`` are not class 1."""
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    elif is_whole_number(value):
+        return int(value)  # type: ignore[call-overload]
+    raise DataError(f"{problem}, got {value!r}")
 
 
 def _first_difference(expected: Sequence[str], found: Sequence[str]) -> str:
@@ -126,10 +136,7 @@ def load_grouped(path: str | Path, spec: TaskSpec) -> Task:
         where = f"{path}:{row_number}"
         texts.append(text_of(record, where))
         if record.get("label") not in (None, ""):
-            try:
-                label = int(record["label"])
-            except (TypeError, ValueError):
-                raise DataError(f"{where}: 'label' must be a class index, got {record['label']!r}") from None
+            label = _whole_number(record["label"], f"{where}: 'label' must be a class index")
             if not NO_HYPOTHESIS <= label < len(spec.labels):
                 raise DataError(f"{where}: label {label} out of range for {spec.name} ({len(spec.labels)} classes)")
         elif record.get("label_text") not in (None, ""):
@@ -177,16 +184,6 @@ def find_task_file(directory: Path, name: str) -> Path:
 
 
 # --- BTZSC tasks from a directory or the hub -----------------------------------------------------------
-
-
-def data_directory(data: str | Path) -> Path:
-    """``--data`` as a directory of task files, or :class:`DataError` saying why it is not one."""
-    directory = Path(data)
-    if not directory.exists():
-        raise DataError(f"{directory}: no such directory")
-    if not directory.is_dir():
-        raise DataError(f"{directory}: expected a directory of task files or 'hub'")
-    return directory
 
 
 def data_folder_files(*folders: str | Path) -> list[Path]:

@@ -89,7 +89,8 @@ def find_nli_sets(directory: str | Path) -> dict[str, Path]:
     """Paper column (or stem) -> file, for every NLI test file in ``directory``, in the paper's column order."""
     folder = Path(directory).expanduser()
     if not folder.is_dir():
-        raise DataError(f"{folder}: not a directory; expected a folder of NLI files such as mnli_matched.jsonl")
+        what = "not a directory" if folder.exists() else "no such directory"  # a missing folder was "not a directory"
+        raise DataError(f"{folder}: {what}; expected a folder of NLI files such as mnli_matched.jsonl")
     found: dict[str, Path] = {}
     for path in sorted(folder.iterdir()):
         if path.suffix.lower() not in GROUPED_SUFFIXES or "train" in path.stem.lower():

@@ -20,13 +20,13 @@ from tqdm.auto import tqdm
 from zstc import __version__
 from zstc.benchmark.baselines import paper_rows
 from zstc.benchmark.result_cache import ResultCache
-from zstc.benchmark.catalog import catalog
+from zstc.benchmark.catalog import catalog, data_directory
 from zstc.adapt import check_adapt_options, corpus_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
 from zstc.validation import check_choice, check_hypotheses_template
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
-from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
+from zstc.benchmark.data import data_folder_files, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
 from zstc.models.loading import model_source
 from zstc.models.registry import ModelSpec, get_model_spec

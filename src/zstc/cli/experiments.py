@@ -27,6 +27,7 @@ from zstc.cli.options import (
     ScoreType,
     ScorerOptions,
     Template,
+    TrustRemoteCode,
 )
 from zstc.validation import check_hypotheses_template
 
@@ -73,8 +74,8 @@ def _check_before_work(
     ranges (``rules`` adds or narrows :data:`zstc.validation.OPTIONS`) and the --out path, which may not be
     any file in ``data`` or in the other data folders read (``more_data``: unseen's --train-data). Returns where
     ``data`` is (``sample`` named), said in one line."""
-    from zstc.benchmark.catalog import one_dataset
-    from zstc.benchmark.data import data_directory, data_folder_files
+    from zstc.benchmark.catalog import data_directory, one_dataset
+    from zstc.benchmark.data import data_folder_files
     from zstc.io import check_output_path
     from zstc.validation import OPTIONS, check_options
 
@@ -124,6 +125,7 @@ def template_robustness(
     device: Device = None,
     max_length: MaxLength = None,
     recheck_margin: RecheckMargin = None,
+    trust_remote_code: TrustRemoteCode = None,
 ) -> None:
     """Macro-F1 of one model on one dataset under several hypothesis templates.
 
@@ -218,6 +220,7 @@ def calibrate(
     device: Device = None,
     max_length: MaxLength = None,
     recheck_margin: RecheckMargin = None,
+    trust_remote_code: TrustRemoteCode = None,
 ) -> None:
     """Fit temperature or Platt scaling on a labelled dataset (a calibration file).
 
@@ -371,6 +374,7 @@ def unseen(
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
+    trust_remote_code: TrustRemoteCode = None,
 ) -> None:
     """Yin et al.'s label-partially-unseen experiment: F1 of seen and unseen labels.
 

@@ -75,8 +75,8 @@ def tasks(
     """List the 22 BTZSC datasets and how many of their texts are found locally.
 
     Family, domain, labels, and how many texts are found locally, where."""
-    from zstc.benchmark.catalog import catalog, data_source, families, local_task_file
-    from zstc.errors import DataError, UnknownNameError, did_you_mean
+    from zstc.benchmark.catalog import HUB, catalog, data_directory, data_source, families, local_task_file
+    from zstc.errors import UnknownNameError, did_you_mean
 
     groups = families()
     if family is not None and family not in groups:
@@ -84,9 +84,12 @@ def tasks(
             f"unknown task family {family!r}{did_you_mean(family, groups)}; expected one of {', '.join(groups)}"
         )
     source = data_source(data)
-    directory = Path(source.location) if source is not None else None
-    if data is not None and directory is not None and not directory.is_dir():
-        raise DataError(f"{data}: no such directory")
+    on_hub = (
+        source is not None and source.location == HUB
+    )  # --data hub: no folder to look in ("hub: no such directory")
+    directory = Path(source.location) if source is not None and not on_hub else None
+    if data is not None and directory is not None:
+        data_directory(directory)
     table = Table(title="BTZSC tasks" + (f" (files looked for in {directory})" if directory else ""))
     for column in ("dataset", "family", "domain", "labels", "no hypothesis", "texts here", "file"):
         table.add_column(
@@ -114,7 +117,13 @@ def tasks(
     console.print(table)
     if quiet():  # --quiet: the table only, without the count and the hint below it
         return
-    where = f"in {directory}" if directory else "locally (no data directory found; give --data)"
+    where = (
+        f"in {directory}"
+        if directory
+        else "locally (--data hub reads them from the hub)"
+        if on_hub
+        else "locally (no data directory found; give --data)"
+    )
     console.print(
         f"{found} found {where}; `zstc bench --data DIR --tasks available` runs them; "
         "the others: `zstc data pull` fetches them once, --data hub reads them at run time.",
@@ -224,7 +233,8 @@ def dataset_similarity(
     Weighted Jaccard similarity of the token distributions of every pair of datasets: each dataset's most
     similar one, the most similar pairs, and the whole matrix."""
     from zstc.benchmark.catalog import resolve_task_names
-    from zstc.benchmark.data import data_directory, data_folder_files, find_task_file, load_btzsc_sample
+    from zstc.benchmark.catalog import data_directory
+    from zstc.benchmark.data import data_folder_files, find_task_file, load_btzsc_sample
     from zstc.benchmark.similarity import check_dataset_count, dataset_similarity as compute
     from zstc.benchmark.tasks import check_sampling
     from zstc.cli.options import data_location

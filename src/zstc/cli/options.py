@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -23,7 +24,30 @@ def typer_option(option: Option) -> Any:
     """The ``typer.Option`` of an option record: its flags, help, ``--help`` panel and environment variable. A
     command's parameter is ``Annotated[T, typer_option(record)] = default``; its type ``T`` is written beside it for
     mypy, and a test holds it to the record's."""
-    return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar)
+    callback = _from_environment(option.envvar) if option.envvar else None
+    return typer.Option(
+        *option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar, callback=callback
+    )
+
+
+FROM_ENVIRONMENT: dict[str, str] = {}
+"""The parameters of this command line whose value came from their environment variable, and that variable: an error
+about one names the variable the user set (``ZSTC_API_KEY must be printable ASCII``), not a flag they never typed."""
+
+
+def _from_environment(envvar: str) -> Any:
+    def note(context: typer.Context, parameter: typer.CallbackParam, value: Any) -> Any:
+        name = parameter.name or ""
+        FROM_ENVIRONMENT.pop(name, None)
+        source = context.get_parameter_source(name)  # click's ParameterSource, as typer vendors it
+        if source is not None and source.name == "ENVIRONMENT":
+            FROM_ENVIRONMENT[name] = envvar
+        elif value is None and os.environ.get(envvar) == "":  # set but empty: click reads it as unset, zstc refuses it
+            FROM_ENVIRONMENT[name] = envvar
+            return ""
+        return value
+
+    return note
 
 
 MODEL = Option(
@@ -123,8 +147,9 @@ FLAGS: dict[str, str] = {"label_thresholds": "--label-threshold", "descriptions"
 
 
 def flag(parameter: str) -> str:
-    """The command-line flag of a Python parameter: ``batch_size`` -> ``--batch-size``."""
-    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+    """The command-line flag of a Python parameter: ``batch_size`` -> ``--batch-size``; the environment variable that
+    gave its value, where one did (:data:`FROM_ENVIRONMENT`)."""
+    return FROM_ENVIRONMENT.get(parameter) or FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
 
 
 def cli_message(error: ZstcError) -> str:

@@ -24,6 +24,7 @@ from zstc.cli.options import (
     PrecisionFp32,
     ScorerOptions,
     ScoreType,
+    TrustRemoteCode,
 )
 
 console = Console(stderr=True)
@@ -68,6 +69,7 @@ def nli_probe(
     device: Device = None,
     max_length: MaxLength = None,
     instruction: Instruction = None,
+    trust_remote_code: TrustRemoteCode = None,
 ) -> None:
     """AUROC of a model's entailment score on NLI test sets, as the paper's roc_scores.csv.
 

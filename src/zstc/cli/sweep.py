@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -19,6 +20,7 @@ from zstc.cli.options import (
     PrecisionFp32,
     ScorerOptions,
     Template,
+    TrustRemoteCode,
 )
 from zstc.validation import check_hypotheses_template
 
@@ -83,6 +85,7 @@ def sweep(
     bf16: Bf16 = None,
     device: Device = None,
     max_length: MaxLength = None,
+    trust_remote_code: TrustRemoteCode = None,
 ) -> None:
     """Score several models on several datasets, each (model, dataset) unit once.
 
@@ -92,9 +95,8 @@ def sweep(
     from zstc.benchmark.catalog import resolve_task_names
     from zstc.benchmark.runner import BenchConfig
     from zstc.benchmark.tasks import UNLABELLED_POLICIES, check_sampling
-    from zstc.cli.verbosity import say
     from zstc.io import check_output_dir
-    from zstc.scale.planner import ENGINES, plan_sweep, run_sweep
+    from zstc.scale.planner import ENGINES
     from zstc.validation import check_choice, check_labels, check_options
 
     check_choice("unlabelled", unlabelled, UNLABELLED_POLICIES)
@@ -118,19 +120,16 @@ def sweep(
         template=template,
         scorer_options=scoring.kwargs(),
     )
-    plan = plan_sweep(template_config, names, out, on_event=_report)
-    say(
-        f"{plan.units} units: {plan.units - len(plan.pending)} finished already, {len(plan.pending)} to compute ({engine})"
-    )
-    summaries = run_sweep(
-        plan,
-        engine=engine,
-        address=address,
-        gpus_per_model=gpus_per_model,
-        cpus_per_model=cpus_per_model,
-        max_retries=max_retries,
-        on_event=_report,
-    )
+    created = not out.exists()
+    try:
+        summaries = _plan_and_run(
+            template_config, names, out, engine, address, gpus_per_model, cpus_per_model, max_retries
+        )
+    except BaseException:
+        if created:  # a sweep stopped before any unit finished (a Ray cluster not found) leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
     for model, summary in summaries.items():
         overall = summary["results"]["overall"]
         console.print(
@@ -147,3 +146,37 @@ def _report(kind: str, payload: Any) -> None:
         say(f"  {payload.dataset}: macro-F1 {payload.metrics['macro_f1']:.4f} ({payload.wall_time_s:.1f} s)")
     elif kind == "note":
         note(str(payload))
+
+
+def _plan_and_run(
+    template: Any,
+    names: list[str],
+    out: Path,
+    engine: str,
+    address: str | None,
+    gpus_per_model: float,
+    cpus_per_model: float,
+    max_retries: int,
+) -> dict[str, dict[str, Any]]:
+    """Plan the sweep into ``out`` and run it, holding the folder's lock: two sweeps on one folder computed every unit
+    twice, each summary written over the other's; the second is refused at once, naming the live one."""
+    from zstc.cli.verbosity import say
+    from zstc.output import folder_lock
+    from zstc.scale.planner import plan_sweep, run_sweep
+
+    with folder_lock(out) as folder_made:
+        plan = plan_sweep(template, names, out, on_event=_report)
+        folder_made()
+        say(
+            f"{plan.units} units: {plan.units - len(plan.pending)} finished already, "
+            f"{len(plan.pending)} to compute ({engine})"
+        )
+        return run_sweep(
+            plan,
+            engine=engine,
+            address=address,
+            gpus_per_model=gpus_per_model,
+            cpus_per_model=cpus_per_model,
+            max_retries=max_retries,
+            on_event=_report,
+        )

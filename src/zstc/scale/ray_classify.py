@@ -33,7 +33,7 @@ from typing import Any
 from zstc import errors
 from zstc.errors import DataError, OptionError, OutputError, ZstcError
 from zstc.io import read_records, same_file
-from zstc.output import ChunkLabeller, ResumableWriter
+from zstc.output import ChunkLabeller, ResumableWriter, folder_lock
 from zstc.runs.files import write_json
 from zstc.runs.provenance import sha256_file
 from zstc.scale import connect_ray, require_ray
@@ -146,11 +146,24 @@ class LabelChunks:
             return _failure(error)
 
 
-def classify_with_ray(
+def classify_with_ray(sources: str | list[str], out_dir: Path, labeller: ChunkLabeller, **settings: Any) -> int:
+    """Label every input into ``out_dir``; returns how many predictions the output folder holds. ``on_note`` hears
+    what ``zstc classify`` says: the model's notes before any row; at the end ``notes`` (the descriptions') and the
+    scorer's (texts truncated), merged over the chunks as ``zstc classify`` merges them. ``adapt`` (not ``none``):
+    each input is decided as one corpus, as ``zstc classify --adapt`` decides it: its chunks are scored by the actors,
+    the adaptation estimated from all of their scores (or the first ``adapt_sample`` texts), then every chunk is
+    decided with it. A second run on the folder while one runs is refused at once, naming the live one (the folder is
+    locked as soon as it exists)."""
+    with folder_lock(Path(out_dir)) as folder_made:
+        return _classify_with_ray(sources, out_dir, labeller, folder_made=folder_made, **settings)
+
+
+def _classify_with_ray(
     sources: str | list[str],
     out_dir: Path,
     labeller: ChunkLabeller,
     *,
+    folder_made: Callable[[], None],
     model: str,
     family: str | None,
     options: dict[str, Any],
@@ -165,12 +178,6 @@ def classify_with_ray(
     adapt: str = "none",
     adapt_sample: int | None = None,
 ) -> int:
-    """Label every input into ``out_dir``; returns how many predictions the output folder holds. ``on_note`` hears
-    what ``zstc classify`` says: the model's notes before any row; at the end ``notes`` (the descriptions') and the
-    scorer's (texts truncated), merged over the chunks as ``zstc classify`` merges them. ``adapt`` (not ``none``):
-    each input is decided as one corpus, as ``zstc classify --adapt`` decides it: its chunks are scored by the actors,
-    the adaptation estimated from all of their scores (or the first ``adapt_sample`` texts), then every chunk is
-    decided with it."""
     from zstc.scorers.base import merge_batch_notes
 
     check_options(
@@ -228,6 +235,7 @@ def classify_with_ray(
             _check_resources(ray.cluster_resources(), actors, cpus_per_actor, gpus_per_actor)
             pool = _start_actors(ray, actors, cpus_per_actor, gpus_per_actor, model, family, options, labeller, on_note)
             out_dir.mkdir(parents=True, exist_ok=True)  # after every check: a refused run leaves no folder behind
+            folder_made()
             scorer_notes: list[list[str]] = []
             adapting = (adapt, adapt_sample) if adapt != "none" else None
             for path, count in _label_files(

@@ -41,7 +41,7 @@ from transformers import (
 )
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from zstc.errors import DataError, ModelError, Terminated, quoted
+from zstc.errors import DataError, ModelError, OutputError, Terminated, quoted
 from zstc.io import atomic_directory
 from zstc.models.registry import ModelSpec, get_model_spec
 from zstc.models.nli_head import TRAINING_FILE, VARIANT_LABELS, NliCrossEncoder, build_nli_model, is_zstc_nli_model
@@ -592,6 +592,15 @@ def train_nli(
     out = Path(config.out).expanduser()
     if is_zstc_nli_model(out):
         raise ModelError(f"{out}: already holds a trained model; choose another --out or remove it")
+    # Another model's files (a sentence-transformers modules.json, a vocab.txt) would stay beside the new weights, and
+    # the folder would load as neither model. Only this run's checkpoint may be there (it resumes from it).
+    others = sorted(entry.name for entry in out.iterdir() if entry.name != CHECKPOINT_DIR) if out.is_dir() else []
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise OutputError(
+            f"{out}: holds other files ({shown}), which the trained model's would be mixed with; "
+            "choose a new or empty folder for --out"
+        )
     device = resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
     config = replace(config, precision=precision)  # the record says what was used, not "auto"
