@@ -20,10 +20,20 @@ if TYPE_CHECKING:
 
 
 def typer_option(option: Option) -> Any:
-    """The ``typer.Option`` of an option record: its flags, help, ``--help`` panel and environment variable. A
-    command's parameter is ``Annotated[T, typer_option(record)] = default``; its type ``T`` is written beside it for
-    mypy, and a test holds it to the record's."""
-    return typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar)
+    """The ``typer.Option`` of an option record: its flags, help, ``--help`` panel and environment variable, and the
+    record's check of the value given (its range, choices or device), as the flag is read. A command's parameter is
+    ``Annotated[T, typer_option(record)] = default``; its type ``T`` is written beside it for mypy, and a test holds
+    it to the record's. The check is the record's, so ``--max-samples 0`` is refused in the words a library call
+    with ``max_samples=0`` gets (``--max-samples must be >= 1, got 0``), not in typer's own."""
+
+    def check(context: typer.Context, parameter: typer.CallbackParam, value: Any) -> Any:
+        if value is not None and parameter.name is not None:
+            option.check(parameter.name, value)  # an OptionError naming the parameter, written as its flag
+        return value
+
+    return typer.Option(
+        *option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar, callback=check
+    )
 
 
 MODEL = Option(
@@ -117,9 +127,14 @@ def scorer_options(model_family: str | None = None, **given: Any) -> dict[str, A
     return options
 
 
-FLAGS: dict[str, str] = {"label_thresholds": "--label-threshold", "descriptions": "--labels-file descriptions"}
+FLAGS: dict[str, str] = {
+    "label_thresholds": "--label-threshold",
+    "descriptions": "--labels-file descriptions",
+    "draws": "--bootstrap",  # zstc.reports.build.build_report's
+    "negatives_per_text": "--negatives",  # zstc.yin.unseen.UnseenConfig's
+}
 """Parameter names whose flag is not simply ``--`` plus the name with dashes (label descriptions come from a
-``--labels-file``)."""
+``--labels-file``; a library parameter named otherwise than its flag)."""
 
 
 def flag(parameter: str) -> str:
