@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from zstc.cli.options import CLI_OPTIONS
 from zstc.errors import OptionError, UnknownOptionError
 from zstc.models.families import SCORER_OPTIONS, families
 from zstc.server.settings import SERVE_OPTIONS, EngineConfig, Limits, ServeSettings
@@ -27,6 +28,7 @@ VOCABULARIES: dict[str, dict[str, Option]] = {
     "OPTIONS": OPTIONS,
     "SCORER_OPTIONS": SCORER_OPTIONS,
     "SERVE_OPTIONS": SERVE_OPTIONS,
+    "CLI_OPTIONS": CLI_OPTIONS,
 }
 
 
@@ -55,10 +57,11 @@ def test_no_command_has_its_signature_rewritten() -> None:
         assert "__signature__" not in vars(original) and not hasattr(original, "__wrapped__"), name
 
 
-@pytest.mark.parametrize("vocabulary", ["SCORER_OPTIONS", "SERVE_OPTIONS", "OPTIONS"])
+@pytest.mark.parametrize("vocabulary", ["SCORER_OPTIONS", "SERVE_OPTIONS", "OPTIONS", "CLI_OPTIONS"])
 def test_every_flag_is_made_from_its_record(vocabulary: str) -> None:
     """A flag named like a record of the vocabulary has the record's help, declarations, panel and environment
-    variable, and its parameter's type is the record's (the type written beside the record for mypy)."""
+    variable and is checked by it, and its parameter's type is the record's (the type written beside the record for
+    mypy)."""
     from zstc.cli.options import AUTO_PRECISION
 
     records = VOCABULARIES[vocabulary]
@@ -77,8 +80,10 @@ def test_every_flag_is_made_from_its_record(vocabulary: str) -> None:
             assert not declared or sorted(param.opts + param.secondary_opts) == sorted(declared), (name, param.name)
             assert getattr(param, "rich_help_panel", None) == record.panel, (name, param.name)
             assert param.envvar == record.envvar, (name, param.name)
+            assert param.callback is not None, (name, param.name)  # the record's check, as the flag is read
             written = typing.get_args(hints[param.name])[0]
-            assert record.type in (written, *typing.get_args(written)), (name, param.name, written)
+            types = (written, *typing.get_args(written))
+            assert record.type in (*types, *map(typing.get_origin, types)), (name, param.name, written)
     assert seen >= len([r for r in records.values() if r.help]) // 2, f"too few flags of {vocabulary} found: {seen}"
 
 

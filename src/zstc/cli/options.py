@@ -70,27 +70,48 @@ TrustRemoteCode = Annotated[Optional[bool], typer_option(SCORER_OPTIONS["trust_r
 Backend = Annotated[Optional[str], typer_option(SCORER_OPTIONS["backend"])]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
+TEMPLATE = Option(
+    str,
+    None,
+    allow_none=True,
+    help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
+    "(Yin et al.'s, as PROTOCOL.md writes them: topic 'this text is about {}', emotion 'this text expresses {}', "
+    "situation 'the people there need {}'); '{}' fills in the bare name, definition or both. "
+    "Not with --hypotheses dataset, whose hypotheses are the dataset's own.",
+)
+"""``--template``; what a template may hold is :func:`zstc.validation.check_template`'s rule."""
+MULTI_LABEL = Option(
+    bool,
+    False,
+    flags=("--multi-label",),
+    help="Every label whose score passes its threshold; 'none' when no label does.",
+)
+LABEL_THRESHOLDS = Option(
+    list,
+    None,
+    allow_none=True,
+    flags=("--label-threshold",),
+    help="Multi-label threshold for one label, LABEL=NUMBER (a plain cut for that label; the others keep theirs); "
+    "repeatable.",
+)
+"""``--label-threshold``, each ``LABEL=NUMBER`` read by :func:`zstc.policy.parse_label_thresholds`."""
+
+CLI_OPTIONS: dict[str, Option] = {
+    "model": MODEL,
+    "family": FAMILY,
+    "bf16": BF16,
+    "template": TEMPLATE,
+    "multi_label": MULTI_LABEL,
+    "label_thresholds": LABEL_THRESHOLDS,
+}
+"""The records of the flags that several commands share and no library function takes as such, by parameter name
+(the library's are :data:`zstc.validation.OPTIONS` and :data:`zstc.models.families.SCORER_OPTIONS`)."""
+
 Hypotheses = Annotated[str, typer_option(OPTIONS["hypotheses"])]
-Template = Annotated[
-    Optional[str],
-    typer.Option(
-        help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
-        "(Yin et al.'s, as PROTOCOL.md writes them: topic 'this text is about {}', emotion 'this text expresses {}', "
-        "situation 'the people there need {}'); '{}' fills in the bare name, definition or both. "
-        "Not with --hypotheses dataset, whose hypotheses are the dataset's own."
-    ),
-]
-MultiLabel = Annotated[
-    bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")
-]
+Template = Annotated[Optional[str], typer_option(TEMPLATE)]
+MultiLabel = Annotated[bool, typer_option(MULTI_LABEL)]
 Threshold = Annotated[Optional[float], typer_option(OPTIONS["threshold"])]
-LabelThresholds = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--label-threshold",
-        help="Multi-label threshold for one label, LABEL=NUMBER (a plain cut for that label; the others keep theirs); repeatable.",
-    ),
-]
+LabelThresholds = Annotated[Optional[list[str]], typer_option(LABEL_THRESHOLDS)]
 
 DEFAULT = DEFAULT_MODEL
 
