@@ -248,6 +248,7 @@ def _library(call: str, tmp_path: Any) -> None:
             BenchConfig("m", ["imdb"], str(tmp_path), max_samples=0, out=tmp_path / "r.json")
         ).validate(),
         "sample": lambda: stratified_sample(task, 0),
+        "seed": lambda: stratified_sample(task, 1, seed=-1),
         "max_retries": lambda: run_sweep(SweepPlan([], [], [], {}), max_retries=-1),
         "probe": lambda: run_probe(None, {}, max_samples=0),  # type: ignore[arg-type]
         "dev_fraction": lambda: check_options({"dev_fraction": 1}),
@@ -277,6 +278,7 @@ def _library(call: str, tmp_path: Any) -> None:
         (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--negatives", "-1"], "negatives"),
         (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--eval-fraction", "0"], "eval_fraction"),
         (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--max-samples", "0"], "sample"),
+        (["template-robustness", "-m", "m", "--data", "d", "--task", "imdb", "--seed", "-1"], "seed"),
         (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--max-train-samples", "0"], "max_train_samples"),
     ],
 )
