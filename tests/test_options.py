@@ -7,9 +7,11 @@ import math
 import typing
 from typing import Any
 
+import numpy as np
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from zstc.cli.options import CLI_OPTIONS
 from zstc.errors import OptionError, UnknownOptionError
 from zstc.models.families import SCORER_OPTIONS, families
 from zstc.server.settings import SERVE_OPTIONS, EngineConfig, Limits, ServeSettings
@@ -26,6 +28,7 @@ VOCABULARIES: dict[str, dict[str, Option]] = {
     "OPTIONS": OPTIONS,
     "SCORER_OPTIONS": SCORER_OPTIONS,
     "SERVE_OPTIONS": SERVE_OPTIONS,
+    "CLI_OPTIONS": CLI_OPTIONS,
 }
 
 
@@ -54,10 +57,11 @@ def test_no_command_has_its_signature_rewritten() -> None:
         assert "__signature__" not in vars(original) and not hasattr(original, "__wrapped__"), name
 
 
-@pytest.mark.parametrize("vocabulary", ["SCORER_OPTIONS", "SERVE_OPTIONS", "OPTIONS"])
+@pytest.mark.parametrize("vocabulary", ["SCORER_OPTIONS", "SERVE_OPTIONS", "OPTIONS", "CLI_OPTIONS"])
 def test_every_flag_is_made_from_its_record(vocabulary: str) -> None:
     """A flag named like a record of the vocabulary has the record's help, declarations, panel and environment
-    variable, and its parameter's type is the record's (the type written beside the record for mypy)."""
+    variable and is checked by it, and its parameter's type is the record's (the type written beside the record for
+    mypy)."""
     from zstc.cli.options import AUTO_PRECISION
 
     records = VOCABULARIES[vocabulary]
@@ -76,8 +80,10 @@ def test_every_flag_is_made_from_its_record(vocabulary: str) -> None:
             assert not declared or sorted(param.opts + param.secondary_opts) == sorted(declared), (name, param.name)
             assert getattr(param, "rich_help_panel", None) == record.panel, (name, param.name)
             assert param.envvar == record.envvar, (name, param.name)
+            assert param.callback is not None, (name, param.name)  # the record's check, as the flag is read
             written = typing.get_args(hints[param.name])[0]
-            assert record.type in (written, *typing.get_args(written)), (name, param.name, written)
+            types = (written, *typing.get_args(written))
+            assert record.type in (*types, *map(typing.get_origin, types)), (name, param.name, written)
     assert seen >= len([r for r in records.values() if r.help]) // 2, f"too few flags of {vocabulary} found: {seen}"
 
 
@@ -204,3 +210,87 @@ def test_the_services_field_is_the_records_rule() -> None:
         "title": "Share",
         "type": "number",
     }
+
+
+def test_no_flag_carries_a_range_of_its_own() -> None:
+    """A flag's range is its record's (checked as the flag is read, in the record's words): none has typer's own
+    ``min``/``max``, whose message ("Input should be greater than or equal to 1") said another thing than the
+    library's for the same value, and whose range disagreed with it (calibrate's --dev-fraction 0.05 to 0.95)."""
+    ranged = [
+        f"{name} {param.name}"
+        for name, command in _commands().items()
+        for param in command.params
+        if getattr(param, "min", None) is not None or getattr(param, "max", None) is not None
+    ]
+    assert ranged == []
+
+
+def _library(call: str, tmp_path: Any) -> None:
+    """The library's own check of one option, as a Python caller meets it."""
+    from zstc.benchmark.nli_probe import run_probe
+    from zstc.benchmark.runner import Bench, BenchConfig
+    from zstc.benchmark.tasks import Task, stratified_sample
+    from zstc.cli.experiments import CALIBRATION_SAMPLES
+    from zstc.reports.build import build_report
+    from zstc.scale.planner import SweepPlan, run_sweep
+    from zstc.scale.ray_classify import classify_with_ray
+    from zstc.training import TrainConfig
+    from zstc.yin.unseen import UnseenConfig
+
+    task = Task("t", ["a", "b"], np.array([0, 1]), ["x", "y"], ["x", "y"])
+    ray = dict(out_dir=tmp_path, labeller=None, model="m", family=None, options={}, settings="")
+    calls: dict[str, Any] = {
+        "chunk_size": lambda: classify_with_ray([], chunk_size=0, **ray),
+        "actors": lambda: classify_with_ray([], actors=0, **ray),
+        "adapt_sample": lambda: check_options({"adapt_sample": 0}),
+        "draws": lambda: build_report([], tmp_path / "report", draws=5),
+        "bench": lambda: Bench(
+            BenchConfig("m", ["imdb"], str(tmp_path), max_samples=0, out=tmp_path / "r.json")
+        ).validate(),
+        "sample": lambda: stratified_sample(task, 0),
+        "seed": lambda: stratified_sample(task, 1, seed=-1),
+        "max_retries": lambda: run_sweep(SweepPlan([], [], [], {}), max_retries=-1),
+        "probe": lambda: run_probe(None, {}, max_samples=0),  # type: ignore[arg-type]
+        "dev_fraction": lambda: check_options({"dev_fraction": 1}),
+        "calibration_samples": lambda: CALIBRATION_SAMPLES.check("max_samples", 2),
+        "negatives": lambda: UnseenConfig(negatives_per_text=-1),
+        "eval_fraction": lambda: TrainConfig("b", "d", "o", eval_fraction=0.0),
+        "max_train_samples": lambda: check_options({"max_train_samples": 0}),
+    }
+    calls[call]()
+
+
+@pytest.mark.parametrize(
+    ("args", "call"),
+    [
+        (["classify", "in.csv", "--labels", "a,b", "--chunk-size", "0"], "chunk_size"),
+        (["classify", "in.csv", "--labels", "a,b", "--actors", "0"], "actors"),
+        (["classify", "in.csv", "--labels", "a,b", "--adapt-sample", "0"], "adapt_sample"),
+        (["report", "r.json", "--bootstrap", "5"], "draws"),
+        (["bench", "-m", "m", "--max-samples", "0"], "bench"),
+        (["sweep", "--models", "m", "--max-samples", "0"], "sample"),
+        (["sweep", "--models", "m", "--max-retries", "-1"], "max_retries"),
+        (["nli-probe", "-m", "m", "--max-samples", "0"], "probe"),
+        (["dataset-similarity", "--max-samples", "0"], "sample"),
+        (["template-robustness", "-m", "m", "--data", "d", "--task", "t", "--max-samples", "0"], "sample"),
+        (["calibrate", "-m", "m", "--data", "d", "--task", "t", "--dev-fraction", "1"], "dev_fraction"),
+        (["calibrate", "-m", "m", "--data", "d", "--task", "t", "--max-samples", "2"], "calibration_samples"),
+        (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--negatives", "-1"], "negatives"),
+        (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--eval-fraction", "0"], "eval_fraction"),
+        (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--max-samples", "0"], "sample"),
+        (["template-robustness", "-m", "m", "--data", "d", "--task", "imdb", "--seed", "-1"], "seed"),
+        (["unseen", "-m", "m", "--data", "d", "--train-data", "t", "--max-train-samples", "0"], "max_train_samples"),
+    ],
+)
+def test_a_flag_and_the_library_refuse_a_value_out_of_range_alike(
+    args: list[str], call: str, zstc_cli: Any, tmp_path: Any
+) -> None:
+    """Each flag that carried typer's own range is refused by its record: the CLI's line is the library's message
+    for the same value with the parameter written as its flag (``draws`` as --bootstrap, ``negatives_per_text`` as
+    --negatives), and the exit status is a usage error's."""
+    from zstc.cli.options import cli_message
+
+    with pytest.raises(OptionError) as library:
+        _library(call, tmp_path)
+    code, out, err = zstc_cli(*args)
+    assert (code, out, err) == (2, "", f"error: {cli_message(library.value)}\n")

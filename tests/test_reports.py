@@ -783,7 +783,7 @@ def test_without_the_papers_files_the_report_shows_only_the_runs(
     monkeypatch.setattr("zstc.benchmark.catalog.packaged_folder", lambda name, marker: None)  # an install without them
     # No cache to clear: the scores are looked for afresh, so a folder found earlier does not answer for this one.
     assert baselines.baselines_dir() is None and baselines.published("macro_f1") == {}
-    written = build_report([runs["native"]], tmp_path / "r", draws=50, confusion_matrices=False)
+    written = build_report([runs["native"]], tmp_path / "r", draws=100, confusion_matrices=False)
     assert any("published scores were not found" in note for note in written.notes)
     table2 = (tmp_path / "r" / "tables" / "table2_families.csv").read_text().splitlines()
     assert len(table2) == 2  # header and the one run

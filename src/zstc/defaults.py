@@ -12,7 +12,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 DEFAULT_TEMPLATE = "This is {}."
 """How a label name becomes its description when no template is given. Measured with all-MiniLM-L6-v2 on the
-local sentiment sets (``scripts/measure_defaults.py``; the README has the numbers). ``"{}"`` (or ``None`` in
+local sentiment sets (``scripts/measure_defaults.py``; docs/classify.md has the numbers). ``"{}"`` (or ``None`` in
 the API) uses the label names as they are. A label set of sentiment polarities (positive, negative, neutral)
 is described by short opinions instead (``zstc.hypotheses.polarity``; ``scripts/measure_label_defaults.py``)."""
 

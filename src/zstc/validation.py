@@ -525,6 +525,7 @@ OPTIONS: dict[str, Option] = {
         str, constraint=DeviceName(), allow_none=True, help="cpu, cuda, cuda:1, ...; default: CUDA when present."
     ),
     "chunk_size": Option(int, constraint=Interval(1, sys.maxsize)),  # classify: itertools.islice takes no larger count
+    "adapt_sample": COUNT,
     # Ray
     "actors": COUNT,
     "cpus_per_actor": RESERVED,

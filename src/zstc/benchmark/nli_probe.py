@@ -34,7 +34,7 @@ from zstc.benchmark.baselines import paper_rows
 from zstc.errors import DataError, ModelError, UnknownOptionError
 from zstc.io import GROUPED_SUFFIXES, read_records
 from zstc.scorers.base import PairScorer, Scorer
-from zstc.validation import Choices, Option
+from zstc.validation import Choices, Option, check_options
 
 if TYPE_CHECKING:
     from zstc.models.families import Family
@@ -239,6 +239,7 @@ def run_probe(
 
     from zstc.scorers.base import check_finite_scores
 
+    check_options({"max_samples": max_samples, "seed": seed})  # nli-probe's --max-samples and --seed
     scorer = probe_scorer(scorer)
     report = on_event or (lambda kind, payload: None)
     results: dict[str, dict[str, Any]] = {}

@@ -24,7 +24,7 @@ from zstc.benchmark.catalog import catalog, data_directory
 from zstc.adapt import check_adapt_options, corpus_decisions
 from zstc.errors import DataError, OutputError, ZstcError
 from zstc.io import check_output_dir, check_output_path, is_special_file
-from zstc.validation import check_choice, check_hypotheses_template
+from zstc.validation import check_choice, check_hypotheses_template, check_options
 from zstc.hypotheses.variants import make_hypothesis_provider, score_hypotheses, score_hypotheses_with_notes
 from zstc.benchmark.data import data_folder_files, find_task_file, load_btzsc_sample
 from zstc.benchmark.metrics import METRICS, aggregate, aggregate_by_family, dataset_metrics
@@ -292,6 +292,7 @@ class Bench:
         """Check everything cheap before any model loads (names, options); returns the run's identity and its key."""
         config = self.config
         check_choice("overwrite", config.overwrite, OVERWRITE_STRATEGIES)
+        check_options({"max_samples": config.max_samples, "seed": config.seed})  # bench's --max-samples and --seed
         check_sampling(config.sampling, config.max_samples)
         check_hypotheses_template(config.hypotheses, config.template)
         check_adapt_options(

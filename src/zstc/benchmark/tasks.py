@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from zstc.errors import OptionError, UnknownNameError
-from zstc.validation import check_choice
+from zstc.validation import check_choice, check_options
 
 NO_HYPOTHESIS = -1
 """Gold index of a text whose class has no hypothesis among the candidates (banking77, massive)."""
@@ -139,10 +139,10 @@ def stratified_sample(task: Task, max_samples: int | None, seed: int = 0) -> Tas
     class the texts are a seeded random choice. The sample keeps the source order, so the same seed and size
     always give the same texts in the same order.
     """
+    checked = check_options({"max_samples": max_samples, "seed": seed})  # numpy's generator takes no negative seed
+    max_samples, seed = checked["max_samples"], checked["seed"]
     if max_samples is None or max_samples >= len(task):
         return task
-    if max_samples < 1:
-        raise ValueError("max_samples must be at least 1")
     rng = np.random.default_rng(seed)
     classes, counts = np.unique(task.gold, return_counts=True)
     exact = counts * max_samples / len(task)

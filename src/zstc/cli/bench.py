@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli.root import app
+from zstc.cli.options import typer_option
+from zstc.validation import OPTIONS
 from zstc.cli.options import (
     BatchSize,
     Bf16,
@@ -49,7 +51,10 @@ def bench(
     ] = Path("results.json"),
     family: Family = None,
     max_samples: Annotated[
-        Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")
+        Optional[int],
+        typer_option(
+            OPTIONS["max_samples"].but(help="Score a sample of at most N texts per dataset (see --sampling).")
+        ),
     ] = None,
     sampling: Annotated[
         str,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from zstc.cli.root import app
+from zstc.cli.options import typer_option
+from zstc.validation import OPTIONS
 from zstc.errors import DataError
 from zstc.io import TEXT_SUFFIXES, suffix_list, unsupported_type
 from zstc.cli.options import (
@@ -97,8 +99,10 @@ def classify(
     ] = None,
     chunk_size: Annotated[
         int,
-        typer.Option(
-            min=1, help="Texts read, scored and written at a time; memory grows with this, not with the input."
+        typer_option(
+            OPTIONS["chunk_size"].but(
+                help="Texts read, scored and written at a time; memory grows with this, not with the input."
+            )
         ),
     ] = 1000,
     keep_columns: Annotated[
@@ -120,7 +124,9 @@ def classify(
     address: Annotated[
         Optional[str], typer.Option(help="--engine ray: the Ray cluster to join (default: start a local one).")
     ] = None,
-    actors: Annotated[int, typer.Option(min=1, help="--engine ray: scorer actors (each loads the model once).")] = 1,
+    actors: Annotated[
+        int, typer_option(OPTIONS["actors"].but(help="--engine ray: scorer actors (each loads the model once)."))
+    ] = 1,
     cpus_per_actor: Annotated[float, typer.Option(help="--engine ray: CPUs each scorer actor reserves.")] = 1.0,
     gpus_per_actor: Annotated[float, typer.Option(help="--engine ray: GPUs each scorer actor reserves.")] = 0.0,
     scores: Annotated[
@@ -151,7 +157,11 @@ def classify(
     ] = "none",
     adapt_sample: Annotated[
         Optional[int],
-        typer.Option(min=1, help="--adapt: estimate from the first N texts of the input instead of all of them."),
+        typer_option(
+            OPTIONS["adapt_sample"].but(
+                help="--adapt: estimate from the first N texts of the input instead of all of them."
+            )
+        ),
     ] = None,
     model: Model = DEFAULT,
     family: Family = None,

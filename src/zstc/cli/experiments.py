@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli.root import app
+from zstc.cli.options import typer_option
+from zstc.validation import OPTIONS, Interval
 from zstc.cli.options import data_location
 from zstc.cli.options import (
     BatchSize,
@@ -37,14 +39,16 @@ Data = Annotated[
     str, typer.Option(help="A directory of dataset files, 'hub' for btzsc/btzsc, or 'sample' (the packaged sample).")
 ]
 Task = Annotated[str, typer.Option(help="One BTZSC dataset.")]
-MaxSamples = Annotated[Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N texts.")]
-CalibrationSamples = Annotated[
-    Optional[int],
-    typer.Option(
-        help="Use a stratified sample of at most N texts; N >= 3 (2 to fit on, 1 to test on), and the part fitted on (--dev-fraction) needs at least 2 texts of 2 classes."
-    ),
+MaxSamples = Annotated[
+    Optional[int], typer_option(OPTIONS["max_samples"].but(help="Use a stratified sample of at most N texts."))
 ]
-"""calibrate's --max-samples: its floor is checked with the other options (one `--max-samples must be >= 3` line)."""
+CALIBRATION_SAMPLES = OPTIONS["max_samples"].but(
+    constraint=Interval(3),
+    help="Use a stratified sample of at most N texts; N >= 3 (2 to fit on, 1 to test on), and the part fitted on (--dev-fraction) needs at least 2 texts of 2 classes.",
+)
+"""calibrate's --max-samples: three texts at least, two to fit on (one fits nothing: the temperature runs to its
+bound) and one to test on."""
+CalibrationSamples = Annotated[Optional[int], typer_option(CALIBRATION_SAMPLES)]
 Seed = Annotated[int, typer.Option(help="Seed of samples and splits.")]
 Out = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report as JSON here.")]
 
@@ -190,10 +194,10 @@ def calibrate(
     ] = "temperature",
     dev_fraction: Annotated[
         float,
-        typer.Option(
-            min=0.05,
-            max=0.95,
-            help="Share of the texts (stratified) used to fit (at least 2 texts of 2 classes); the rest is the test set.",
+        typer_option(
+            OPTIONS["dev_fraction"].but(
+                help="Share of the texts (stratified) used to fit (at least 2 texts of 2 classes); the rest is the test set."
+            )
         ),
     ] = 0.5,
     hypotheses: Hypotheses = "dataset",
@@ -238,14 +242,13 @@ def calibrate(
     from zstc.runs.identity import data_sha256
     from zstc.benchmark.tasks import stratified_sample
     from zstc.errors import DataError
-    from zstc.validation import OPTIONS, Choices, Interval, Option, check_template
+    from zstc.validation import Choices, Option, check_template
     from zstc.probabilities import METHODS
 
     check_hypotheses_template(hypotheses, template)
     if template is not None:
         check_template(template, what="--template")
     OPTIONS["hypotheses"].check("hypotheses", hypotheses)
-    # Three texts at least: two to fit on (one fits nothing: the temperature runs to its bound), one to test on.
     data = _check_before_work(
         task,
         out,
@@ -253,7 +256,7 @@ def calibrate(
         {"method": method, "max_samples": max_samples, "dev_fraction": dev_fraction, "seed": seed},
         {
             "method": Option(str, constraint=Choices(METHODS)),
-            "max_samples": OPTIONS["max_samples"].but(constraint=Interval(3)),
+            "max_samples": CALIBRATION_SAMPLES,
         },
     )
     loaded = _load(task, data, max_samples, seed)
@@ -342,7 +345,10 @@ def unseen(
         typer.Option(help="Harsh rule: a seen label beats an unseen one only by more than this probability margin."),
     ] = 0.05,
     negatives: Annotated[
-        int, typer.Option(min=0, help="Other seen labels paired with each training text as non-entailment.")
+        int,
+        typer_option(
+            OPTIONS["negatives"].but(help="Other seen labels paired with each training text as non-entailment.")
+        ),
     ] = 4,
     max_steps: Annotated[Optional[int], typer.Option(help="Cap on fine-tuning steps per label half.")] = None,
     dev_size: Annotated[
@@ -350,10 +356,10 @@ def unseen(
     ] = 300,
     eval_fraction: Annotated[
         float,
-        typer.Option(
-            min=0.001,
-            max=1.0,
-            help="Evaluate on the dev pairs every this fraction of the fine-tuning steps; early stopping waits 10 evaluations.",
+        typer_option(
+            OPTIONS["eval_fraction"].but(
+                help="Evaluate on the dev pairs every this fraction of the fine-tuning steps; early stopping waits 10 evaluations."
+            )
         ),
     ] = 0.05,
     work_dir: Annotated[Path, typer.Option(help="Training pairs and fine-tuned models go here.")] = Path("unseen-work"),
@@ -361,7 +367,8 @@ def unseen(
     template: Template = None,
     max_samples: MaxSamples = None,
     max_train_samples: Annotated[
-        Optional[int], typer.Option(min=1, help="Use a stratified sample of at most N training texts.")
+        Optional[int],
+        typer_option(OPTIONS["max_train_samples"].but(help="Use a stratified sample of at most N training texts.")),
     ] = None,
     seed: Seed = 0,
     out: Out = None,

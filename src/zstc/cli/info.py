@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli.root import CommandGroup, app
+from zstc.cli.options import typer_option
+from zstc.validation import OPTIONS
 from zstc.cli.options import Family as FamilyOption
 from zstc.cli.options import (
     EntailmentIndex,
@@ -217,7 +219,11 @@ def dataset_similarity(
     ] = None,
     max_samples: Annotated[
         Optional[int],
-        typer.Option(min=1, help="Read a sample of at most N texts per dataset (see --sampling); default: every text."),
+        typer_option(
+            OPTIONS["max_samples"].but(
+                help="Read a sample of at most N texts per dataset (see --sampling); default: every text."
+            )
+        ),
     ] = None,
     sampling: Annotated[
         str, typer.Option(help="How --max-samples draws, as in `zstc bench`: 'stratified', 'paper' or 'harness'.")

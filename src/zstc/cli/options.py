@@ -21,12 +21,22 @@ if TYPE_CHECKING:
 
 
 def typer_option(option: Option) -> Any:
-    """The ``typer.Option`` of an option record: its flags, help, ``--help`` panel and environment variable. A
-    command's parameter is ``Annotated[T, typer_option(record)] = default``; its type ``T`` is written beside it for
-    mypy, and a test holds it to the record's."""
-    callback = _from_environment(option.envvar) if option.envvar else None
+    """The ``typer.Option`` of an option record: its flags, help, ``--help`` panel and environment variable, and the
+    record's check of the value given (its range, choices or device), as the flag is read. A command's parameter is
+    ``Annotated[T, typer_option(record)] = default``; its type ``T`` is written beside it for mypy, and a test holds
+    it to the record's. The check is the record's, so ``--max-samples 0`` is refused in the words a library call
+    with ``max_samples=0`` gets (``--max-samples must be >= 1, got 0``), not in typer's own."""
+    noted = _from_environment(option.envvar) if option.envvar else None
+
+    def check(context: typer.Context, parameter: typer.CallbackParam, value: Any) -> Any:
+        if noted is not None:
+            value = noted(context, parameter, value)
+        if value is not None and parameter.name is not None:
+            option.check(parameter.name, value)  # an OptionError naming the parameter, written as its flag
+        return value
+
     return typer.Option(
-        *option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar, callback=callback
+        *option.flags, help=option.help, rich_help_panel=option.panel, envvar=option.envvar, callback=check
     )
 
 
@@ -84,27 +94,48 @@ TrustRemoteCode = Annotated[Optional[bool], typer_option(SCORER_OPTIONS["trust_r
 Backend = Annotated[Optional[str], typer_option(SCORER_OPTIONS["backend"])]
 
 # Yin et al. (2019): hypothesis variants and multi-label decisions (bench and classify).
+TEMPLATE = Option(
+    str,
+    None,
+    allow_none=True,
+    help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
+    "(Yin et al.'s, as PROTOCOL.md writes them: topic 'this text is about {}', emotion 'this text expresses {}', "
+    "situation 'the people there need {}'); '{}' fills in the bare name, definition or both. "
+    "Not with --hypotheses dataset, whose hypotheses are the dataset's own.",
+)
+"""``--template``; what a template may hold is :func:`zstc.validation.check_template`'s rule."""
+MULTI_LABEL = Option(
+    bool,
+    False,
+    flags=("--multi-label",),
+    help="Every label whose score passes its threshold; 'none' when no label does.",
+)
+LABEL_THRESHOLDS = Option(
+    list,
+    None,
+    allow_none=True,
+    flags=("--label-threshold",),
+    help="Multi-label threshold for one label, LABEL=NUMBER (a plain cut for that label; the others keep theirs); "
+    "repeatable.",
+)
+"""``--label-threshold``, each ``LABEL=NUMBER`` read by :func:`zstc.policy.parse_label_thresholds`."""
+
+CLI_OPTIONS: dict[str, Option] = {
+    "model": MODEL,
+    "family": FAMILY,
+    "bf16": BF16,
+    "template": TEMPLATE,
+    "multi_label": MULTI_LABEL,
+    "label_thresholds": LABEL_THRESHOLDS,
+}
+"""The records of the flags that several commands share and no library function takes as such, by parameter name
+(the library's are :data:`zstc.validation.OPTIONS` and :data:`zstc.models.families.SCORER_OPTIONS`)."""
+
 Hypotheses = Annotated[str, typer_option(OPTIONS["hypotheses"])]
-Template = Annotated[
-    Optional[str],
-    typer.Option(
-        help="Turns a label into its hypothesis, e.g. 'This text is about {}.'; default: the aspect's "
-        "(Yin et al.'s, as PROTOCOL.md writes them: topic 'this text is about {}', emotion 'this text expresses {}', "
-        "situation 'the people there need {}'); '{}' fills in the bare name, definition or both. "
-        "Not with --hypotheses dataset, whose hypotheses are the dataset's own."
-    ),
-]
-MultiLabel = Annotated[
-    bool, typer.Option("--multi-label", help="Every label whose score passes its threshold; 'none' when no label does.")
-]
+Template = Annotated[Optional[str], typer_option(TEMPLATE)]
+MultiLabel = Annotated[bool, typer_option(MULTI_LABEL)]
 Threshold = Annotated[Optional[float], typer_option(OPTIONS["threshold"])]
-LabelThresholds = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--label-threshold",
-        help="Multi-label threshold for one label, LABEL=NUMBER (a plain cut for that label; the others keep theirs); repeatable.",
-    ),
-]
+LabelThresholds = Annotated[Optional[list[str]], typer_option(LABEL_THRESHOLDS)]
 
 DEFAULT = DEFAULT_MODEL
 
@@ -141,9 +172,14 @@ def scorer_options(model_family: str | None = None, **given: Any) -> dict[str, A
     return options
 
 
-FLAGS: dict[str, str] = {"label_thresholds": "--label-threshold", "descriptions": "--labels-file descriptions"}
+FLAGS: dict[str, str] = {
+    "label_thresholds": "--label-threshold",
+    "descriptions": "--labels-file descriptions",
+    "draws": "--bootstrap",  # zstc.reports.build.build_report's
+    "negatives_per_text": "--negatives",  # zstc.yin.unseen.UnseenConfig's
+}
 """Parameter names whose flag is not simply ``--`` plus the name with dashes (label descriptions come from a
-``--labels-file``)."""
+``--labels-file``; a library parameter named otherwise than its flag)."""
 
 
 def flag(parameter: str) -> str:

@@ -12,6 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from zstc.cli.root import app
+from zstc.cli.options import typer_option
+from zstc.validation import OPTIONS
 from zstc.cli.options import (
     BatchSize,
     Bf16,
@@ -37,7 +39,8 @@ def nli_probe(
         Path, typer.Option(help="A folder of NLI test files (premise, hypothesis, label), e.g. ../shared/data/nli.")
     ],
     max_samples: Annotated[
-        Optional[int], typer.Option(min=1, help="Score a seeded random sample of at most N pairs per set.")
+        Optional[int],
+        typer_option(OPTIONS["max_samples"].but(help="Score a seeded random sample of at most N pairs per set.")),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
     out: Annotated[

@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 
 from zstc.cli.root import app
+from zstc.cli.options import typer_option
+from zstc.validation import OPTIONS
 
 console = Console(stderr=True)
 
@@ -38,7 +40,9 @@ def report(
             help="Include the paper's published numbers: its 38 models in tables and figures, each run against the paper's number for the same model, and the Kendall tau rankings made from them (--no-paper: only your runs).",
         ),
     ] = True,
-    bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap draws for the 95% confidence intervals.")] = 1000,
+    bootstrap: Annotated[
+        int, typer_option(OPTIONS["bootstrap"].but(help="Bootstrap draws for the 95% confidence intervals."))
+    ] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap draws.")] = 0,
     confusion: Annotated[
         bool, typer.Option("--confusion/--no-confusion", help="A confusion matrix per run and dataset.")

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 
 from zstc.cli.root import app
+from zstc.cli.options import typer_option
+from zstc.validation import OPTIONS
 from zstc.cli.options import DataOption, data_location
 from zstc.cli.options import (
     BatchSize,
@@ -63,10 +65,18 @@ def sweep(
     gpus_per_model: Annotated[float, typer.Option(help="--engine ray: GPUs each model's actor reserves.")] = 0.0,
     cpus_per_model: Annotated[float, typer.Option(help="--engine ray: CPUs each model's actor reserves.")] = 1.0,
     max_retries: Annotated[
-        int, typer.Option(min=0, help="--engine ray: restarts of a dead worker (its unfinished units are re-run).")
+        int,
+        typer_option(
+            OPTIONS["max_retries"].but(
+                help="--engine ray: restarts of a dead worker (its unfinished units are re-run)."
+            )
+        ),
     ] = 3,
     max_samples: Annotated[
-        Optional[int], typer.Option(min=1, help="Score a sample of at most N texts per dataset (see --sampling).")
+        Optional[int],
+        typer_option(
+            OPTIONS["max_samples"].but(help="Score a sample of at most N texts per dataset (see --sampling).")
+        ),
     ] = None,
     sampling: Annotated[
         str,

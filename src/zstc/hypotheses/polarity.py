@@ -14,7 +14,7 @@ Only label sets whose every name is a polarity name (case and surrounding blanks
 this way, and only when the labels come by name through the default template: a ``--template``, a
 ``--labels-file`` with descriptions or ``--template "{}"`` are used as given. The phrases were chosen on the
 local sentiment sets (imdb, rottentomatoes, financialphrasebank), never on the review files of the tests;
-``scripts/measure_label_defaults.py`` re-measures them and the README has the numbers.
+``scripts/measure_label_defaults.py`` re-measures them and docs/classify.md has the numbers.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ avx512_bf16), 200 texts each of agnews, emotiondair and banking77: bf16 cosines 
 margin must exceed twice it; it widens by itself where bf16 errs more), and without the recheck 1 to 5 texts of 200
 in another label set under the default multi-label rule, 1 of 200 with another best label. On 1000 banking77 texts
 (``benchmarks/bf16_agreement.py --family embedding``) the largest error was 0.0030, and this margin rechecked 12% of
-the texts single-label and 38% under the default rule (emotiondair: 31% and 66%; README, "Precision")."""
+the texts single-label and 38% under the default rule (emotiondair: 31% and 66%; docs/precision.md)."""
 EMBEDDING_BACKENDS: tuple[str, ...] = ("torch", "onnxruntime")
 """What runs an embedding model's transformer: torch, or ONNX Runtime fp32 on it exported with ``torch.onnx`` (the
 ``onnx`` extra; the same tokenizer and pooling; docs/performance-embedding.md)."""
@@ -333,8 +333,8 @@ register_family(
         family_options(64, "pooling", "backend", recheck_margin=COSINE_RECHECK_MARGIN),
         "Embedding models: cosine similarity of text and label-description embeddings.",
         score_rule="cosine of the text's and the label's embeddings",
-        temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see the README
-        threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see the README
+        temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see docs/classify.md
+        threshold=0.0,  # all-MiniLM-L6-v2 cosines: scripts/measure_defaults.py (2% of clear texts "none"), see docs/classify.md
         # A cosine's level says little about a label on its own (a clear review is about as close to "negative" as to
         # "positive" in absolute terms, and both pass any cut that keeps clear texts from "none"), while its distance to
         # the best label's does. Measured: scripts/measure_label_defaults.py.

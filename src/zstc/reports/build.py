@@ -53,6 +53,7 @@ from zstc.reports.tables import (
 from zstc.benchmark.store import DatasetResult
 from zstc.errors import OutputError
 from zstc.io import atomic_directory, atomic_write, check_output_dir
+from zstc.validation import OPTIONS, check_option
 
 INTERVAL_METRICS = ("macro_f1", "accuracy")
 REPORT_FILES = ("index.html", "report.md")
@@ -92,6 +93,7 @@ def build_report(
     The report is built in a folder beside ``out`` and moved in only when complete (``index.html`` last): a
     failure (a full disk) or an interrupt leaves ``out`` as it was, never half a new report over an old one.
     """
+    check_option("draws", draws, OPTIONS["bootstrap"])  # report's --bootstrap
     directory = check_output_dir(Path(out), inputs=list(result_files), files=REPORT_FILES)
     _check_not_the_users_folders(directory)
     runs = load_runs(list(result_files))

@@ -619,7 +619,7 @@ class CrossEncoderScorer(TorchScorer[OutputColumn]):
         from tqdm.auto import tqdm
 
         # Reading each pass back before padding the next costs nothing measurable: on an H100, queueing the next
-        # pass first (inputs from pinned memory) ran 0.88x to 1.06x as fast (MiniLM NLI, passes of 64 to 2,048; README "On a GPU").
+        # pass first (inputs from pinned memory) ran 0.88x to 1.06x as fast (MiniLM NLI, passes of 64 to 2,048; docs/performance.md, "On a GPU").
         with tqdm(total=plan.n_pairs, unit="pair", disable=not show_progress, leave=False) as progress:
             for batch in plan.batches():
                 inputs = {name: tensor.to(self.device) for name, tensor in batch.inputs.items()}

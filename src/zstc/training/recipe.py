@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from zstc.validation import check_choice
+from zstc.validation import check_choice, check_options
 from zstc.models.nli_head import VARIANT_LABELS
 from zstc.scorers.pairs import log_odds
 from zstc.training.nli_pairs import NLI_CLASSES
@@ -38,6 +38,22 @@ def default_learning_rates(backbone_params: int) -> tuple[float, float]:
         if millions <= limit:
             return backbone_rate, head_rate
     raise AssertionError("the last size class has no limit")
+
+
+_RANGED = (
+    "dev_size",
+    "seed",
+    "epochs",
+    "max_steps",
+    "max_minutes",
+    "batch_size",
+    "backbone_lr",
+    "head_lr",
+    "eval_fraction",
+    "patience",
+    "max_length",
+)
+"""The fields of :class:`TrainConfig` with a range in :data:`zstc.validation.OPTIONS`."""
 
 
 @dataclass
@@ -82,6 +98,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_choice("variant", self.variant, tuple(VARIANT_LABELS))
+        # The ranges of train-nli's (and unseen's) flags, one record each (zstc.validation.OPTIONS).
+        check_options({name: getattr(self, name) for name in _RANGED})
 
     def to_record(self) -> dict[str, Any]:
         """The configuration as JSON-ready values (what a trained model's record and a checkpoint's resume key hold)."""

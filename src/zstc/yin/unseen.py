@@ -30,6 +30,7 @@ from sklearn.metrics import f1_score
 from zstc.policy import argmax_decisions
 from zstc.errors import DataError, OptionError, ZstcError
 from zstc.io import atomic_write
+from zstc.validation import OPTIONS, check_option, check_options
 from zstc.benchmark.metrics import dataset_metrics
 from zstc.benchmark.tasks import NO_HYPOTHESIS, Task
 
@@ -276,8 +277,14 @@ class UnseenConfig:
 
     alpha: float = DEFAULT_ALPHA
     negatives_per_text: int | None = DEFAULT_NEGATIVES
+    """None: every other seen label."""
     seed: int = 0
     work_dir: Path = Path("unseen-work")
+
+    def __post_init__(self) -> None:
+        # unseen's --alpha, --seed and --negatives (this field's flag: zstc.cli.options.FLAGS), one rule each
+        check_options({"alpha": self.alpha, "seed": self.seed})
+        check_option("negatives_per_text", self.negatives_per_text, OPTIONS["negatives"])
 
 
 def run_unseen(
