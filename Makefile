@@ -32,7 +32,9 @@ test: $(STAMP)
 	# The documentation site builds with no broken link or page left out of the navigation (built offline, then removed).
 	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"; \
 		status=$$?; rm -rf "$$site"; exit $$status
-	$(PY) -m pytest -q
+	# One pytest-xdist worker per core; a worker takes the next test when it is free (tests/conftest.py splits torch's
+	# threads between the workers).
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 # zstc's NLI scorer against transformers' zero-shot pipeline on 60 banking77 texts x 72 labels.
 bench-nli: $(STAMP)

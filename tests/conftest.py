@@ -24,6 +24,17 @@ if os.environ.get("ZSTC_TEST_HUB") != "1":
     os.environ["HF_HUB_OFFLINE"] = "1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # `make test` runs the suite in pytest-xdist workers, one per core: each worker's torch then computes on its share
+    # of the cores (torch's default, every core per process, would make the workers fight over them). Scores do not
+    # depend on the thread count (test_precision.py::test_fp32_scores_do_not_depend_on_the_thread_count).
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The hub is unreachable on the machines this suite runs on; tests that need it are opt-in.
     if os.environ.get("ZSTC_TEST_HUB") == "1":
