@@ -401,13 +401,42 @@ def test_onnxruntime_backend_makes_torch_fp32s_decisions(btzsc_dir, minilm_nativ
 
 
 @pytest.fixture(scope="module")
-def minilm_onnxruntime(minilm_native):
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory):
+    """$ZSTC_CACHE for this module's exports (its onnx/ folder is where they are kept)."""
+    folder = tmp_path_factory.mktemp("zstc-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ZSTC_CACHE", str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def minilm_onnxruntime(minilm_native, onnx_cache):
     """all-MiniLM-L6-v2 (native pooling) with backend onnxruntime: exported once for this module's tests."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     from zstc.scorers import make_scorer
 
-    return make_scorer(minilm_native.model_id, pooling="native", precision="fp32", backend="onnxruntime")
+    scorer = make_scorer(minilm_native.model_id, pooling="native", precision="fp32", backend="onnxruntime")
+    scorer.loaded  # noqa: B018  # exported now, into onnx_cache
+    return scorer
+
+
+def test_an_export_is_kept_and_read_again_for_the_same_weights(minilm_onnxruntime, onnx_cache, monkeypatch):
+    """The exported graph is kept in $ZSTC_CACHE/onnx under a hash of the weights: a second load of the same model
+    reads it (nothing is exported), and a model whose weights differ by one value has another key."""
+    import torch
+
+    from zstc.scorers import ort_backend
+
+    assert len(list((onnx_cache / "onnx").glob("*.onnx"))) == 1
+    monkeypatch.setattr(torch.onnx, "export", lambda *args, **kwargs: pytest.fail("exported again"))
+    again = ort_backend.ort_encoder(minilm_onnxruntime.loaded.model)
+    assert torch.allclose(again(["a text"], 8), minilm_onnxruntime.loaded.facts(["a text"], 8))
+    layer = torch.nn.Linear(2, 2)
+    key = ort_backend.graph_key(layer, ["input_ids"], "logits", {0: "batch"})
+    with torch.no_grad():
+        layer.weight[0, 0] += 1e-6
+    assert ort_backend.graph_key(layer, ["input_ids"], "logits", {0: "batch"}) != key
 
 
 def _noisy(scorer, noise: float, seed: int = 0):

@@ -8,11 +8,19 @@ Runtime picks its kernels by the CPU's instruction set, so the noise is the mach
 in torch fp32 the texts with a decision that noise could change, so the decisions are torch fp32's on every machine
 (:meth:`zstc.scorers.embedding.EmbeddingScorer._recheck_texts`; docs/performance-embedding.md measures speed and
 agreement). :func:`onnx_session` is the one export (the NLI benchmark's ``benchmarks/onnx_backend.py`` uses it too).
+
+An export takes seconds (more than loading the model), so the graph is kept in ``$ZSTC_CACHE/onnx/`` under a hash of
+everything it is made from (every weight's bytes, the model's class and configuration, the torch, transformers and
+onnx versions, the inputs and output): the next load of the same weights reads it. A cache that cannot be written
+or read is skipped (the graph is exported to a temporary folder, as without it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import os
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
@@ -24,6 +32,8 @@ import torch
 
 from zstc.errors import OptionError
 
+OPSET = 17
+"""The ONNX opset of every export."""
 ONNX_MODULES: tuple[str, ...] = ("onnx", "onnxruntime")
 """What ``backend="onnxruntime"`` imports (torch.onnx's exporter needs ``onnx``): the ``onnx`` extra."""
 
@@ -63,8 +73,7 @@ def onnx_session(
         def forward(self, *values: torch.Tensor) -> torch.Tensor:
             return getattr(self.inner(**dict(zip(inputs, values))), output)
 
-    with tempfile.TemporaryDirectory(prefix="zstc-ort-") as folder:
-        path = Path(folder) / "model.onnx"
+    def export(path: Path) -> None:
         example = tuple(torch.ones(2, 8, dtype=torch.long) for _ in inputs)
         axes = {name: {0: "batch", 1: "sequence"} for name in inputs} | {output: output_axes}
         with warnings.catch_warnings():  # the tracer's notes on the transformer's code, not the user's concern
@@ -76,13 +85,77 @@ def onnx_session(
                 input_names=inputs,
                 output_names=[output],
                 dynamic_axes=axes,
-                opset_version=17,
+                opset_version=OPSET,
                 dynamo=False,
             )
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or torch.get_num_threads()
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads or torch.get_num_threads()
+    cached = _cached_graph(model, inputs, output, output_axes, export)
+    if cached is not None:
+        try:
+            return ort.InferenceSession(str(cached), options, providers=["CPUExecutionProvider"])
+        except Exception:  # a damaged file (a disk that filled): exported again, below  # noqa: BLE001
+            cached.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="zstc-ort-") as folder:
+        path = Path(folder) / "model.onnx"
+        export(path)
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])  # reads the file now
+
+
+def graph_key(model: torch.nn.Module, names: Sequence[str], output: str, output_axes: dict[int, str]) -> str:
+    """A hash of everything an export of ``model`` is made from: every weight and buffer (name, dtype, shape, bytes),
+    the model's class and configuration, the torch, transformers and onnx versions, the opset, inputs and output."""
+    import onnx
+    import transformers
+
+    config = getattr(model, "config", None)
+    to_json = getattr(config, "to_json_string", None)
+    digest = hashlib.sha256(
+        json.dumps(
+            {
+                "versions": [torch.__version__, transformers.__version__, onnx.__version__, OPSET],
+                "class": f"{type(model).__module__}.{type(model).__qualname__}",
+                "config": to_json() if callable(to_json) else repr(config),
+                "graph": [list(names), output, sorted(output_axes.items())],
+            },
+            sort_keys=True,
+        ).encode()
+    )
+    for name, tensor in model.state_dict().items():
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _cached_graph(
+    model: torch.nn.Module,
+    names: Sequence[str],
+    output: str,
+    output_axes: dict[int, str],
+    export: Callable[[Path], None],
+) -> Path | None:
+    """The graph's file in ``$ZSTC_CACHE/onnx/``, exported there first if it is not yet (written whole, then renamed
+    into place, so a reader never sees half a file); None where the cache cannot be written."""
+    from zstc.defaults import cache_root
+
+    folder = cache_root() / "onnx"
+    path = folder / f"{graph_key(model, names, output, output_axes)}.onnx"
+    if path.is_file():
+        return path
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, partial = tempfile.mkstemp(dir=folder, prefix=".partial-", suffix=".onnx")
+        os.close(handle)
+        try:
+            export(Path(partial))
+            os.replace(partial, path)
+        finally:
+            Path(partial).unlink(missing_ok=True)
+    except OSError:
+        return None
+    return path
 
 
 def ort_encoder(model: Any, threads: int | None = None) -> OrtEncoder:
