@@ -48,10 +48,11 @@ rule's margin) are embedded again by torch in fp32, so that the decisions are to
 picked on this CPU. ONNX Runtime's cosines were at most 3e-7 off torch's (all-MiniLM-L6-v2, Zen 4: agnews, banking77,
 imdb); the recheck needs every error below half the margin, and widens it by itself past three times the largest error
 it sees (:func:`zstc.scorers.recheck.recheck_in_fp32`), for the rest of the scorer's life."""
-ORT_PROBED_TEXTS = 64
+ORT_PROBED_TEXTS = 16
 """Backend onnxruntime: the error is measured on every rechecked text, and besides, until this many texts have been
 embedded both ways, on the :data:`~zstc.scorers.recheck.RECHECK_PROBES` closest calls of each call (bf16 probes every
-call; ONNX Runtime's error is fixed for a machine, and a probe on every call would double a one-text request's cost)."""
+call; ONNX Runtime's error is its kernels', fixed for a machine, and a probe on every call would double a one-text
+request's cost and add a few percent to a long text's)."""
 
 __all__ = ["ORT_RECHECK_MARGIN", "POOLINGS", "EmbeddingScorer", "EncoderScorer"]
 
