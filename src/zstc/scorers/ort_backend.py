@@ -92,6 +92,9 @@ def onnx_session(
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads or torch.get_num_threads()
+    # Threads sleep between ops instead of spinning: on a loaded machine a spinning thread burns the core time its
+    # siblings need (imdb, 192 texts at load 9-10: 6-8% faster; docs/performance-embedding.md).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     cached = _cached_graph(model, inputs, output, output_axes, export)
     if cached is not None:
         try:
