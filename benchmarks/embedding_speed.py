@@ -4,7 +4,8 @@ Both sides run the same model (``--model``, default classify's all-MiniLM-L6-v2)
 batch size. The reference is what the BTZSC harness does: ``SentenceTransformer.encode`` of the label descriptions
 (once per dataset) and of the texts in fp32, then cosines and the argmax. zstc's side is ``zstc.Classifier.predict``
 as a user calls it, its hypotheses as label descriptions, with the path asked for (default: what ``classify`` runs
-without flags, ``--precision auto``; ``$ZSTC_AUTO_PRECISION`` is cleared unless ``--keep-auto-env``). The two
+without flags, ``--precision auto``, which on a CPU is ONNX Runtime fp32 with torch fp32's recheck of near decisions
+where the onnx extra is installed; ``$ZSTC_AUTO_PRECISION`` is cleared unless ``--keep-auto-env``). The two
 alternate chunk by chunk in one process on each dataset, so background load on a shared machine falls on both alike
 (``nli_vs_pipeline.timed_rounds``).
 
@@ -68,7 +69,8 @@ def main() -> None:
     parser.add_argument(
         "--backend",
         choices=("torch", "onnxruntime"),
-        help="zstc's backend (default: zstc's, torch; onnxruntime runs fp32 and needs the onnx extra)",
+        help="zstc's backend (default: zstc's: with --precision auto on a CPU, onnxruntime where the onnx extra is "
+        "installed, else torch)",
     )
     parser.add_argument("--keep-auto-env", action="store_true", help="let $ZSTC_AUTO_PRECISION decide what auto means")
     parser.add_argument("--seed", type=int, default=0)
@@ -136,7 +138,8 @@ def run(args: argparse.Namespace) -> None:
     classifier = Classifier(args.model, device="cpu", precision=args.precision, **options)
     path = classifier.scorer.describe()
     print(
-        f"{args.model}: zstc {path.get('precision')} ({', '.join(f'{k}={v}' for k, v in sorted(options.items()))}) "
+        f"{args.model}: zstc {path.get('precision')} {path.get('backend', 'torch')} "
+        f"({', '.join(f'{k}={v}' for k, v in sorted(options.items()))}) "
         f"against sentence-transformers fp32 encode, batch size {args.batch_size}; alternating in chunks of {args.chunk} texts;"
         f" load {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} CPUs)",
         flush=True,

@@ -1,7 +1,8 @@
 """ONNX Runtime against torch for zstc's NLI cross-encoder path: speed and argmax agreement, same batches.
 
 The NLI model is exported once with ``torch.onnx.export`` (dynamic batch and sequence axes) and run by
-ONNX Runtime's CPU provider with all graph optimisations, on exactly the batches zstc's pair planner makes
+ONNX Runtime's CPU provider with all graph optimisations (``zstc.scorers.ort_backend.onnx_session``, the export the
+embedding models' ``backend="onnxruntime"`` uses), on exactly the batches zstc's pair planner makes
 (pairs sorted by length, token budget per batch). Torch and ORT alternate batch by batch, so background load
 on a shared machine falls on both alike; only the forward passes are timed. The decision rule of issue 15:
 adopt ORT behind ``--backend`` only if it is at least 1.3x faster at identical argmax.
@@ -26,31 +27,6 @@ from nli_vs_pipeline import fresh_head_model, pipeline_model
 from options import Parser, positive_int
 
 
-def export(model: torch.nn.Module, path: Path, use_token_types: bool) -> None:
-    names = ["input_ids", "attention_mask", *(["token_type_ids"] if use_token_types else [])]
-    example = tuple(torch.ones(2, 8, dtype=torch.long) for _ in names)
-    axes = {name: {0: "batch", 1: "sequence"} for name in names} | {"logits": {0: "batch"}}
-
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = model
-
-        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-            return self.inner(**dict(zip(names, inputs))).logits
-
-    torch.onnx.export(
-        Logits().eval(),
-        example,
-        str(path),
-        input_names=names,
-        output_names=["logits"],
-        dynamic_axes=axes,
-        opset_version=17,
-        dynamo=False,
-    )
-
-
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True)
@@ -69,6 +45,7 @@ def main() -> None:
 
     from zstc.benchmark.data import load_btzsc_task
     from zstc.benchmark.tasks import stratified_sample
+    from zstc.scorers.ort_backend import onnx_session
     from zstc.scorers.pairs import plan_pairs
 
     task, _ = load_btzsc_task("banking77", args.data)
@@ -80,13 +57,8 @@ def main() -> None:
         network.eval()
         plan = plan_pairs(tokenizer, texts, hypotheses, max_length=min(tokenizer.model_max_length, 512))
         use_types = plan.padding.token_types
-        onnx_path = Path(scratch) / "nli.onnx"
-        export(network, onnx_path, use_types)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = torch.get_num_threads()
-        session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
-        names = [i.name for i in session.get_inputs()]
+        names = ["input_ids", "attention_mask", *(["token_type_ids"] if use_types else [])]
+        session = onnx_session(network, names, "logits", {0: "batch"})
         torch_logits = np.zeros((len(texts), len(hypotheses), 3), dtype=np.float32)
         ort_logits = np.zeros_like(torch_logits)
         seconds = {"torch": 0.0, "ort": 0.0}

@@ -381,18 +381,16 @@ def test_nli_probe_cli_takes_an_embedding_model_and_its_pooling(tmp_path, zstc_c
     assert "0.4527" in out and "not run as the paper's row" not in out  # the paper's anli_r1, made as this run was
 
 
-def test_onnxruntime_backend_makes_torch_fp32s_decisions(btzsc_dir, minilm_native):
+def test_onnxruntime_backend_makes_torch_fp32s_decisions(btzsc_dir, minilm_native, minilm_onnxruntime):
     """backend='onnxruntime' runs the same model's transformer in ONNX Runtime fp32, with the model's own tokenizer and
     pooling: cosines within float noise of torch's and the same best label for every text; the scorer describes its
     backend. bf16 with it is refused, naming both options."""
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnx")
     from zstc.errors import OptionError
     from zstc.scorers import make_scorer
 
     task = load_btzsc_task("banking77", btzsc_dir)[0]
     texts, descriptions = list(task.texts[:40]), list(task.hypotheses)
-    ort = make_scorer(minilm_native.model_id, pooling="native", precision="fp32", backend="onnxruntime")
+    ort = minilm_onnxruntime
     exact, fast = minilm_native.score(texts, descriptions), ort.score(texts, descriptions)
     assert np.abs(exact - fast).max() < 1e-5
     assert (exact.argmax(axis=1) == fast.argmax(axis=1)).all()
@@ -400,3 +398,137 @@ def test_onnxruntime_backend_makes_torch_fp32s_decisions(btzsc_dir, minilm_nativ
     with pytest.raises(OptionError, match="backend 'onnxruntime' runs fp32 only") as raised:
         make_scorer(minilm_native.model_id, precision="bf16", backend="onnxruntime")
     assert set(raised.value.parameters) == {"backend", "precision"}
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory):
+    """$ZSTC_CACHE for this module's exports (its onnx/ folder is where they are kept)."""
+    folder = tmp_path_factory.mktemp("zstc-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ZSTC_CACHE", str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def minilm_onnxruntime(minilm_native, onnx_cache):
+    """all-MiniLM-L6-v2 (native pooling) with backend onnxruntime: exported once for this module's tests."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from zstc.scorers import make_scorer
+
+    scorer = make_scorer(minilm_native.model_id, pooling="native", precision="fp32", backend="onnxruntime")
+    scorer.loaded  # noqa: B018  # exported now, into onnx_cache
+    return scorer
+
+
+def test_an_export_is_kept_and_read_again_for_the_same_weights(minilm_onnxruntime, onnx_cache, monkeypatch):
+    """The exported graph is kept in $ZSTC_CACHE/onnx under a hash of the weights: a second load of the same model
+    reads it (nothing is exported), and a model whose weights differ by one value has another key."""
+    import torch
+
+    from zstc.scorers import ort_backend
+
+    assert len(list((onnx_cache / "onnx").glob("*.onnx"))) == 1
+    monkeypatch.setattr(torch.onnx, "export", lambda *args, **kwargs: pytest.fail("exported again"))
+    again = ort_backend.ort_encoder(minilm_onnxruntime.loaded.model)
+    assert torch.allclose(again(["a text"], 8), minilm_onnxruntime.loaded.facts(["a text"], 8))
+    layer = torch.nn.Linear(2, 2)
+    key = ort_backend.graph_key(layer, ["input_ids"], "logits", {0: "batch"})
+    with torch.no_grad():
+        layer.weight[0, 0] += 1e-6
+    assert ort_backend.graph_key(layer, ["input_ids"], "logits", {0: "batch"}) != key
+
+
+def _noisy(scorer, noise: float, seed: int = 0):
+    """``scorer`` whose ONNX Runtime embeddings are off by ``noise`` (Gaussian, per coordinate) before normalising: an
+    ONNX Runtime whose kernels err far more than they do here, with label caches and error record of its own."""
+    import copy
+    import dataclasses
+
+    import torch
+
+    from zstc.scorers.base import LruCache
+
+    loaded = scorer.loaded
+    generator = torch.Generator().manual_seed(seed)
+
+    def encode(sentences: list[str], batch_size: int) -> torch.Tensor:
+        exact = loaded.facts(sentences, batch_size)
+        return exact + noise * torch.randn(exact.shape, generator=generator) * exact.norm(dim=-1, keepdim=True)
+
+    noisy = copy.copy(scorer)
+    noisy._loaded = dataclasses.replace(loaded, facts=encode)
+    noisy._label_cache, noisy._fp32_label_cache = LruCache(4), LruCache(4)
+    noisy._ort_error, noisy._ort_probed = 0.0, 0
+    return noisy
+
+
+def test_default_path_makes_torch_fp32s_decisions_on_near_ties(btzsc_dir, minilm_native, minilm_onnxruntime):
+    """The default path on a CPU (ONNX Runtime fp32) rechecks in torch fp32 the texts whose decision its numeric
+    difference could change, so its best labels and its label sets under the default multi-label rule are torch
+    fp32's by construction. Near ties constructed: ONNX Runtime's embeddings given an error of 1e-3 (thousands of
+    times its real one), which flips texts' best labels and label sets on banking77 without the recheck; the recheck
+    starts at 1e-5, sees the error on its probes and widens until every decision is torch's."""
+    from zstc.api import Classifier
+
+    task = load_btzsc_task("banking77", btzsc_dir)[0]
+    texts, descriptions = list(task.texts[:: len(task.texts) // 60][:60]), list(task.hypotheses)  # many intents
+    labels = [f"label {i}" for i in range(len(descriptions))]
+    exact = minilm_native.score(texts, descriptions)
+
+    real = minilm_onnxruntime.score_with_notes(texts, descriptions)
+    assert (real.scores.argmax(axis=1) == exact.argmax(axis=1)).all()
+    noisy = _noisy(minilm_onnxruntime, 1e-3)
+    raw = noisy.loaded.facts(list(texts), 64) @ noisy.loaded.facts(list(descriptions), 64).T  # no recheck
+    assert (raw.numpy().argmax(axis=1) != exact.argmax(axis=1)).any()  # the construction makes near ties flip
+    result = noisy.score_with_notes(texts, descriptions)
+    assert (result.scores.argmax(axis=1) == exact.argmax(axis=1)).all()
+    assert any("onnxruntime recheck margin widened from 1e-05" in note for note in result.notes), result.notes
+    assert noisy._ort_error > 1e-4 and minilm_onnxruntime._ort_error < 1e-5
+
+    torch_sets = [set(p.labels) for p in Classifier(minilm_native).predict_multi_label(texts, labels, descriptions)]
+    for scorer in (minilm_onnxruntime, _noisy(minilm_onnxruntime, 1e-3, seed=1)):
+        sets = [set(p.labels) for p in Classifier(scorer).predict_multi_label(texts, labels, descriptions)]
+        assert sets == torch_sets
+
+
+def test_auto_resolves_the_backend_and_the_identity_records_it(monkeypatch):
+    """precision auto (classify's, serve's and the API's default) on a CPU picks ONNX Runtime for an embedding model
+    where the onnx extra is installed and torch where it is not; either way the resolved options, and so the run's
+    identity, name the backend. fp32 asked for (bench's default), or auto pinned by $ZSTC_AUTO_PRECISION, keeps torch
+    with no backend recorded; a family without the option gets none."""
+    pytest.importorskip("onnxruntime")
+    from zstc.benchmark.runner import BenchConfig
+    from zstc.runs.identity import fingerprint
+    from zstc.scorers import ort_backend
+    from zstc.scorers.runtime import AUTO_PRECISION_ENV, resolved_options
+
+    monkeypatch.delenv(AUTO_PRECISION_ENV, raising=False)
+    spec = get_model_spec("all-MiniLM-L6-v2")
+    config = BenchConfig(model="all-MiniLM-L6-v2", tasks=["agnews"], data="unused", out="unused.json")
+    fast = resolved_options("auto", {"device": "cpu"}, "embedding")
+    assert fast["backend"] == "onnxruntime" and fast["precision"] == "fp32"
+    assert config.run_identity(spec, fast)["scorer_options"]["backend"] == "onnxruntime"
+    assert resolved_options("auto", {"device": "cpu", "backend": "torch"}, "embedding")["backend"] == "torch"
+    assert "backend" not in resolved_options("fp32", {"device": "cpu"}, "embedding")
+    assert "backend" not in resolved_options("auto", {"device": "cpu"}, "nli")
+
+    monkeypatch.setattr(ort_backend, "onnxruntime_missing", lambda: "onnxruntime")
+    fallback = resolved_options("auto", {"device": "cpu"}, "embedding")
+    assert fallback["backend"] == "torch"
+    assert fingerprint(config.run_identity(spec, fallback)) != fingerprint(config.run_identity(spec, fast))
+    monkeypatch.undo()
+    monkeypatch.setenv(AUTO_PRECISION_ENV, "fp32")
+    assert resolved_options("auto", {"device": "cpu"}, "embedding")["backend"] == "torch"
+
+
+def test_explicit_onnxruntime_without_the_extra_is_refused(monkeypatch, minilm_native):
+    """backend onnxruntime asked for on a machine without the onnx extra: an error naming the backend and the extra,
+    before anything is exported."""
+    from zstc.errors import OptionError
+    from zstc.scorers import make_scorer, ort_backend
+
+    monkeypatch.setattr(ort_backend, "onnxruntime_missing", lambda: "onnxruntime")
+    scorer = make_scorer(minilm_native.model_id, precision="fp32", backend="onnxruntime")
+    with pytest.raises(OptionError, match=r"backend 'onnxruntime' needs onnxruntime: pip install 'zstc\[onnx\]'"):
+        scorer._ort_encoder(minilm_native.loaded.model)

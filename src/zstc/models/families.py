@@ -256,8 +256,9 @@ SCORER_OPTIONS: dict[str, Option] = {
         str,
         "torch",
         Choices(EMBEDDING_BACKENDS, meaning="backend"),
-        help="Embedding models: 'torch' (the default) or 'onnxruntime' (ONNX Runtime fp32, about twice as fast on a CPU; "
-        "needs the onnx extra).",
+        help="Embedding models: 'torch' or 'onnxruntime' (ONNX Runtime fp32, about twice as fast on a CPU, its near "
+        "decisions rechecked by torch fp32; needs the onnx extra). Default: with --precision auto on a CPU, "
+        "onnxruntime where installed, else torch; otherwise torch.",
     ),
     "trust_remote_code": Option(
         bool,

@@ -496,13 +496,18 @@ class TorchScorer(Generic[F]):
         cuts: np.ndarray | None,
         rescore: Callable[[np.ndarray], np.ndarray],
         record: list[np.ndarray] | None = None,
+        margin: float | None = None,
         **how: Any,
     ) -> tuple[np.ndarray, list[str]]:
         """In bf16, ``scores`` (in the family's decision space) with the near decisions rescored in fp32 and the notes
         saying how many (:func:`~zstc.scorers.recheck.recheck_in_fp32`, which ``how`` goes to); in fp32, as they are.
-        ``record``, when given, receives the positions of ``scores`` each fp32 pass rescored (:attr:`ScoreResult.rescored`)."""
-        if self.precision != "bf16":
-            return scores, []
+        ``record``, when given, receives the positions of ``scores`` each fp32 pass rescored (:attr:`ScoreResult.rescored`).
+        ``margin``: where given, the margin to start from whatever the precision (a family whose fp32 runs on another
+        kernel library rechecks that too); None: bf16's :attr:`recheck_margin`."""
+        if margin is None:
+            if self.precision != "bf16":
+                return scores, []
+            margin = self.recheck_margin
         if record is not None:
             compute = rescore
 
@@ -510,7 +515,7 @@ class TorchScorer(Generic[F]):
                 record.append(np.flatnonzero(todo))
                 return compute(todo)
 
-        return recheck_in_fp32(scores, groups, cuts, self.recheck_margin, rescore, **how)
+        return recheck_in_fp32(scores, groups, cuts, margin, rescore, **how)
 
 
 def unbounded(limit: object) -> bool:

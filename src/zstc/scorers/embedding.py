@@ -9,6 +9,7 @@ Label embeddings are computed once per label set and reused for every batch of t
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Self, cast
 
@@ -31,7 +32,7 @@ from zstc.scorers.base import (
 )
 from zstc.models.families import POOLINGS
 from zstc.scorers.ort_backend import OrtEncoder, ort_encoder
-from zstc.scorers.recheck import call_cuts, label_cuts, margin_cuts
+from zstc.scorers.recheck import RECHECK_PROBES, call_cuts, label_cuts, margin_cuts
 from zstc.scorers.runtime import IEEE_MATMUL, Precision, inference_context
 
 Backend = OrtEncoder | None
@@ -41,7 +42,19 @@ LABEL_CACHE_SIZE = 64
 """Label sets whose embeddings are kept (least recently used dropped first): a server answering requests
 with ever new label sets must not grow without bound."""
 
-__all__ = ["POOLINGS", "EmbeddingScorer", "EncoderScorer"]
+ORT_RECHECK_MARGIN = 1e-5
+"""Backend onnxruntime: texts with a cosine within this of a decision (their best label's, a multi-label cut, the default
+rule's margin) are embedded again by torch in fp32, so that the decisions are torch fp32's whatever kernels ONNX Runtime
+picked on this CPU. ONNX Runtime's cosines were at most 3e-7 off torch's (all-MiniLM-L6-v2, Zen 4: agnews, banking77,
+imdb); the recheck needs every error below half the margin, and widens it by itself past three times the largest error
+it sees (:func:`zstc.scorers.recheck.recheck_in_fp32`), for the rest of the scorer's life."""
+ORT_PROBED_TEXTS = 16
+"""Backend onnxruntime: the error is measured on every rechecked text, and besides, until this many texts have been
+embedded both ways, on the :data:`~zstc.scorers.recheck.RECHECK_PROBES` closest calls of each call (bf16 probes every
+call; ONNX Runtime's error is its kernels', fixed for a machine, and a probe on every call would double a one-text
+request's cost and add a few percent to a long text's)."""
+
+__all__ = ["ORT_RECHECK_MARGIN", "POOLINGS", "EmbeddingScorer", "EncoderScorer"]
 
 
 class EmbeddingScorer(TorchScorer[Backend]):
@@ -72,6 +85,13 @@ class EmbeddingScorer(TorchScorer[Backend]):
             )
         self._label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)
         self._fp32_label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)  # the recheck's label side
+        # Backend onnxruntime: its largest cosine error against torch fp32 seen so far, and how many texts showed it.
+        self._ort_error, self._ort_probed, self._ort_lock = 0.0, 0, threading.Lock()
+
+    @property
+    def onnxruntime(self) -> bool:
+        """Whether this scorer's texts and labels are embedded by ONNX Runtime (backend onnxruntime, in fp32)."""
+        return self.backend == "onnxruntime" and self.precision == "fp32"
 
     def twin(self, *, precision: Precision | None = None, recheck_margin: float | None = None) -> Self:
         """:meth:`TorchScorer.twin`, its label embeddings cached by precision: an fp32 twin of a bf16 scorer reads and
@@ -145,10 +165,12 @@ class EmbeddingScorer(TorchScorer[Backend]):
         show_progress: bool,
         precision: Precision | None = None,
     ) -> torch.Tensor:
+        """The sentences' normalised embeddings on this scorer's path (``precision`` None: ONNX Runtime for backend
+        onnxruntime), or by torch in ``precision`` when given (a recheck's exact side)."""
         # encode tokenizes inside, with the model's own tokenizer: under the lock that guards it (model_lock where
         # loaded.tokenizer is a copy for the checks, which then never wait for a forward pass).
         lock = loaded.model_lock if loaded.tokenizer is not loaded.model.tokenizer else loaded.tokenizer_lock
-        if loaded.facts is not None and (precision or self.precision) == "fp32":  # ONNX Runtime: fp32 throughout
+        if precision is None and loaded.facts is not None and self.onnxruntime:  # fp32 throughout
             with lock, torch.inference_mode():
                 return torch.nn.functional.normalize(loaded.facts(sentences, self.batch_size).float(), dim=-1)
         with lock, inference_context(self.device, precision or self.precision):
@@ -248,8 +270,12 @@ class EmbeddingScorer(TorchScorer[Backend]):
         """:meth:`_recheck` of a (texts, labels) matrix of bf16 cosines: a text with a near decision is embedded again
         in fp32, and so are the labels (once per label set), so its every cosine is fp32's; in fp32, ``matrix`` as it is.
         ``fp32_labels(documents)``: the labels' fp32 embeddings, asked for only when a text is rechecked (default: from
-        the scorer's own cache of label sets). ``record`` receives the positions of ``matrix.ravel()`` rescored (of whole rows)."""
-        if self.precision != "bf16":
+        the scorer's own cache of label sets). ``record`` receives the positions of ``matrix.ravel()`` rescored (of whole rows).
+
+        Backend onnxruntime is rechecked the same way against torch fp32, from :data:`ORT_RECHECK_MARGIN` (or three times
+        the largest error seen by this scorer, if more), so its decisions are torch fp32's on any CPU."""
+        ort = self.onnxruntime
+        if self.precision != "bf16" and not ort:
             return matrix, []
         n_texts, n_labels = matrix.shape
         groups = np.repeat(np.arange(n_texts), n_labels)
@@ -268,12 +294,28 @@ class EmbeddingScorer(TorchScorer[Backend]):
             )
             exact = np.empty_like(matrix)
             exact[rows] = cosines(self._encode(loaded, [queries[int(i)] for i in rows], False, "fp32"), labels)
+            if ort:
+                self._ort_seen(float(np.abs(exact[rows] - matrix[rows]).max()), len(rows))
             return exact.ravel()[todo]
 
+        how: dict[str, Any] = {}
+        if ort:
+            with self._ort_lock:
+                how = {
+                    "margin": max(ORT_RECHECK_MARGIN, 3 * self._ort_error),
+                    "probes": RECHECK_PROBES if self._ort_probed < ORT_PROBED_TEXTS else 0,
+                    "fast": "onnxruntime",
+                    "exact_name": "torch fp32",
+                }
         scores, notes = self._recheck(
-            matrix.ravel(), groups, pair_cuts, rescore, record, whole_groups=True, unit="texts"
+            matrix.ravel(), groups, pair_cuts, rescore, record, whole_groups=True, unit="texts", **how
         )
         return scores.reshape(matrix.shape), notes
+
+    def _ort_seen(self, error: float, texts: int) -> None:
+        """Backend onnxruntime: ``texts`` texts embedded again by torch, their cosines at most ``error`` off."""
+        with self._ort_lock:
+            self._ort_error, self._ort_probed = max(self._ort_error, error), self._ort_probed + texts
 
     def score_pairs(
         self,

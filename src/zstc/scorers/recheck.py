@@ -153,13 +153,15 @@ A model that barely tells its labels apart has near ties everywhere: with a rand
 and with SmolLM2-135M as a yes/no judge most are."""
 
 
-def _near_what(cuts: np.ndarray | None) -> str:
+def _near_what(cuts: np.ndarray | None, fast: str = "bf16") -> str:
     """What the recheck note says the rescored pairs were near: their text's best, their threshold, or either."""
     by_cut = np.zeros(0, dtype=bool) if cuts is None else ~np.isnan(cuts)
     if not by_cut.any():
-        return "near ties of their text's best bf16 score"
+        return f"near ties of their text's best {fast} score"
     return (
-        "near their threshold" if by_cut.all() else "near ties of their text's best bf16 score or near their threshold"
+        "near their threshold"
+        if by_cut.all()
+        else f"near ties of their text's best {fast} score or near their threshold"
     )
 
 
@@ -243,6 +245,9 @@ def recheck_in_fp32(
     *,
     whole_groups: bool = False,
     unit: str = "(text, label) pairs",
+    probes: int = RECHECK_PROBES,
+    fast: str = "bf16",
+    exact_name: str = "fp32",
 ) -> tuple[np.ndarray, list[str]]:
     """bf16 ``scores`` with every near tie or near cut (:func:`near_decisions`) replaced by its fp32 score, and the
     notes saying how many.
@@ -255,6 +260,10 @@ def recheck_in_fp32(
     off its fp32 value by half the margin or more: the module docstring's guarantee needs every error below half
     the margin, and the rechecked scores are where it is measured (with :data:`RECHECK_PROBES` close calls among
     them, so that it is measured even when none is a near tie).
+
+    ``probes``: how many close calls are rescored besides (:data:`RECHECK_PROBES`; a caller that measures the error
+    across calls may ask for fewer). ``fast`` and ``exact_name``: what the notes call the two computations (another
+    fp32 kernel library and torch's fp32, for an embedding model run by ONNX Runtime).
     """
     if margin <= 0 or not len(scores):
         return scores, []
@@ -263,8 +272,8 @@ def recheck_in_fp32(
     largest_error = 0.0
     for round_ in range(RECHECK_ROUNDS + 1):
         todo = near_decisions(scores, groups, cuts, margin)
-        if round_ == 0:
-            todo |= closest_decisions(scores, groups, cuts, RECHECK_PROBES)
+        if round_ == 0 and probes > 0:
+            todo |= closest_decisions(scores, groups, cuts, probes)
         if whole_groups:
             todo = np.isin(groups, groups[todo])
         todo &= ~done
@@ -278,8 +287,12 @@ def recheck_in_fp32(
     rescored, total = (
         (len(np.unique(groups[done])), len(np.unique(groups))) if whole_groups else (int(done.sum()), len(scores))
     )
-    notes = [f"{rescored} of {total} {unit} rescored in fp32: {_near_what(cuts)}"]
-    if rescored > RECHECK_COSTLY * total:
+    notes = (
+        [f"{rescored} of {total} {unit} rescored in {exact_name}: {_near_what(cuts, fast)}"]
+        if rescored or probes > 0
+        else []
+    )
+    if rescored > RECHECK_COSTLY * total and fast == "bf16":
         notes.append(
             f"bf16 left more than {RECHECK_COSTLY:.0%} of the {unit} near ties (the model barely tells these labels "
             "apart), so rescoring them cost a good part of an fp32 run: for this model --precision fp32 costs "
@@ -287,7 +300,7 @@ def recheck_in_fp32(
         )
     if margin > start:
         notes.append(
-            f"the bf16 recheck margin widened from {start:g} to {margin:.3g}: a rechecked score's bf16 "
-            f"value was {largest_error:.3g} off its fp32 value"
+            f"the {fast} recheck margin widened from {start:g} to {margin:.3g}: a rechecked score's {fast} "
+            f"value was {largest_error:.3g} off its {exact_name} value"
         )
     return exact, notes

@@ -239,12 +239,33 @@ def inference_context(device: torch.device, precision: Precision) -> Iterator[No
                 yield
 
 
+def auto_backend(device: torch.device, precision: Precision) -> str:
+    """What runs an embedding model's transformer when the caller asked for ``auto`` precision and named no backend:
+    ONNX Runtime for fp32 on a CPU where the ``onnx`` extra is installed (it makes torch fp32's decisions faster: its
+    near decisions are rechecked by torch, :data:`zstc.scorers.embedding.ORT_RECHECK_MARGIN`), else torch. torch too
+    where ``$ZSTC_AUTO_PRECISION`` pins auto: a deployment or a test suite that must not depend on the machine gets
+    torch's scores, not another kernel library's (ONNX Runtime's differ by float noise from CPU to CPU)."""
+    if device.type != "cpu" or precision != "fp32" or os.environ.get(AUTO_PRECISION_ENV):
+        return "torch"
+    from zstc.scorers.ort_backend import onnxruntime_missing
+
+    return "torch" if onnxruntime_missing() is not None else "onnxruntime"
+
+
 def resolved_options(precision: str | None, options: dict[str, Any], family: str | None = None) -> dict[str, Any]:
     """Scorer options with ``precision`` resolved for the device they name and the model's ``family`` (once per run,
-    by the caller; :func:`resolve_precision`).
+    by the caller; :func:`resolve_precision`), and for ``auto`` in a family with a ``backend`` option not given, the
+    backend too (:func:`auto_backend`): auto is the fastest path to fp32's decisions on this machine.
 
     The result always carries ``precision`` (``fp32`` or ``bf16``), so what a scorer computes in is never
-    left to the scorer's default.
+    left to the scorer's default; and with auto, ``backend`` where the family takes one, so a run's identity says
+    which path ran (``torch`` where onnxruntime is not installed).
     """
     device = resolve_device(options.get("device"))
-    return {**options, "precision": resolve_precision(precision, device, family)}
+    resolved: dict[str, Any] = {**options, "precision": resolve_precision(precision, device, family)}
+    if precision == "auto" and family is not None and options.get("backend") is None:
+        from zstc.models.families import get_family
+
+        if "backend" in get_family(family).options:
+            resolved["backend"] = auto_backend(device, resolved["precision"])
+    return resolved
