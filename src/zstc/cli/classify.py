@@ -338,10 +338,8 @@ def classify(
     resumable = out is not None and not is_special_file(out)
     weights = weights_identity(spec, options.get("shortlist")) if resumable else {"model_revision": None}
     # The chunk size stays in the settings, as the batch size does: both decide which texts share a forward pass,
-    # and with them the padding and the kernels' summation order. Measured (MiniLM, 200 texts, 4 decimals
-    # written): in bf16, chunks of 7 instead of 1,000 changed 81 rows, batches of 5 instead of 64 changed 83
-    # (scores by up to 0.0027); in fp32 other batches moved raw scores by up to 1.8e-7 (no written digit changed in
-    # those rows, but one at a rounding boundary would), and a resumed file is to be byte-equal to an uninterrupted one.
+    # and with them the padding and the kernels' summation order, so written digits (docs/precision.md), and a
+    # resumed file is to be byte-equal to an uninterrupted one.
     common = {"format": fmt, "chunk_size": chunk_size, "versions": versions, "calibration": calibrated, **weights}
     if engine == "ray":
         from zstc.scale.ray_classify import classify_with_ray

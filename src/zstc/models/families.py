@@ -173,17 +173,13 @@ def find_family(name: object) -> Family | None:
 
 DEFAULT_RECHECK_MARGIN = 0.1
 """Scorers in bf16 (cross-encoders, yes/no judges, LLMs): labels within this margin of their text's best score are
-rescored in fp32, so that bf16 makes fp32's decisions (zstc.scorers.recheck). Measured on a trained MiniLM NLI model, banking77
-(120 texts x 72 labels): bf16's largest error 0.034 logits (the margin must exceed twice it; it widens by
-itself when the rechecked pairs show more), 1.8% of pairs rescored, and argmax agreement 0.967 -> 1."""
+rescored in fp32, so that bf16 makes fp32's decisions (zstc.scorers.recheck). It must exceed twice bf16's largest
+error, and widens by itself when the rechecked pairs show more; the measurements behind it: docs/precision.md."""
 DEFAULT_COSINE_RECHECK_MARGIN = 0.01
 """The embedding families' :data:`DEFAULT_RECHECK_MARGIN`, on cosines: a text with a cosine within this of a decision
-(its best label's, or its multi-label cut) is embedded again in fp32. Measured with all-MiniLM-L6-v2 (AMD Zen 4,
-avx512_bf16), 200 texts each of agnews, emotiondair and banking77: bf16 cosines at most 0.0025 off fp32's (the
-margin must exceed twice it; it widens by itself where bf16 errs more), and without the recheck 1 to 5 texts of 200
-in another label set under the default multi-label rule, 1 of 200 with another best label. On 1000 banking77 texts
-(``benchmarks/bf16_agreement.py --family embedding``) the largest error was 0.0030, and this margin rechecked 12% of
-the texts single-label and 38% under the default rule (emotiondair: 31% and 66%; docs/precision.md)."""
+(its best label's, or its multi-label cut) is embedded again in fp32. It must exceed twice bf16's largest cosine
+error, and widens by itself where bf16 errs more; the measurements behind it (``benchmarks/bf16_agreement.py
+--family embedding``): docs/precision.md."""
 EMBEDDING_BACKENDS: tuple[str, ...] = ("torch", "onnxruntime")
 """What runs an embedding model's transformer: torch, or ONNX Runtime fp32 on it exported with ``torch.onnx`` (the
 ``onnx`` extra; the same tokenizer and pooling; docs/performance-embedding.md)."""

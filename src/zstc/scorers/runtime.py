@@ -167,8 +167,8 @@ class IeeeMatmul:
     ``torch.set_float32_matmul_precision("high")`` (or ``torch.backends.cuda.matmul.allow_tf32 = True``, or
     ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``) is process-wide: a training script, a notebook or
     a library may set it for its own work. fp32 products then run in TF32 on an NVIDIA GPU, or in bf16 on a CPU
-    with AMX or AVX512-BF16, and a run that records ``fp32`` would not be (measured on an H100: NLI log-odds moved
-    by up to 6e-5 and 3 of 308 banking77 decisions changed; on a Zen 4 CPU a MiniLM-sized product moved by 7e-5).
+    with AMX or AVX512-BF16, and a run that records ``fp32`` would not be (scores and decisions move:
+    docs/precision.md).
     So zstc's fp32 inference sets every backend's ``fp32_precision`` to ``ieee`` and puts the caller's setting
     back after. Threads share the setting, so it is counted: the first to enter saves, the last to leave restores.
     """
