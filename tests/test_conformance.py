@@ -276,7 +276,11 @@ def _conforms(row: Row, model: Path | str, btzsc_dir: Path, tmp_path: Path, zstc
     # Batch 1 against 16, the long text in the batch; bf16 with its recheck decides as fp32 does.
     alone = make_scorer(str(model), batch_size=1, **sized).score(texts, labels)
     assert np.abs(alone - scores).max() <= 1e-5
-    assert (alone.argmax(1) == scores.argmax(1)).all()
+    # Same decisions, except where a random stand-in's best two labels are within that float noise of each other
+    # (a tie: which one wins depends on the kernels' summation order, so on batch size and thread count).
+    best_two = np.sort(scores, axis=1)[:, -2:]
+    decided = best_two[:, 1] - best_two[:, 0] > 2e-5
+    assert (alone.argmax(1) == scores.argmax(1))[decided].all()
     if family == "yesno":
         np.testing.assert_allclose(scorer.score(texts, labels), scores, atol=1e-5)  # the prefix cache changes nothing
     bf16 = make_scorer(str(model), precision="bf16", **sized).score(texts, labels)

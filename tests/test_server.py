@@ -190,13 +190,14 @@ def test_labels_an_uncased_cross_encoder_reads_alike_are_a_422_with_the_api_mess
 
 
 def test_each_family_gets_the_backend_that_batches_it(minilm: Classifier, nli: Classifier) -> None:
-    """Chosen by what a scorer's class offers, not what an instance answers: a cascade answers for its cross-encoder's
-    ``score_pairs`` through ``__getattr__``, yet must be batched as a cascade (shortlist first)."""
+    """Chosen by what a scorer's class offers, not what an instance answers: a cascade of a cross-encoder must be
+    batched as a cascade (shortlist first), never as its cross-encoder's pairs (it forwards nothing it does not
+    delegate explicitly: no ``score_pairs``)."""
     from zstc.scorers.cascade import CascadeScorer
     from zstc.server.engine import backend_for
 
     cascade = CascadeScorer(nli.scorer, minilm.scorer, 2)
-    assert hasattr(cascade, "score_pairs")
+    assert not hasattr(cascade, "score_pairs")
     chosen = {
         name: type(backend_for(scorer, EngineConfig())).__name__
         for name, scorer in {
@@ -1239,7 +1240,7 @@ def test_openapi_documents_both_shapes(client: TestClient, minilm: Classifier) -
     assert {"ClassifyRequest", "HFZeroShotRequest", "RerankRequest", "ErrorResponse"} <= set(components)
     assert "softmax" in schema["info"]["description"]
     # Every error_type an error answer has (408's "timeout" too) is one the schema lists.
-    from zstc.server.errors import ERROR_MEANINGS
+    from zstc.server.statuses import ERROR_MEANINGS
 
     sent = {meaning.partition(":")[0] for meaning in ERROR_MEANINGS.values()}
     assert sent <= set(components["ErrorResponse"]["properties"]["error_type"]["enum"]), sent

@@ -147,7 +147,7 @@ def bench(
         cache=cache,
         adapt=adapt,
     )
-    from zstc.cli.verbosity import show_progress
+    from zstc.cli.verbosity import show_progress, wrote
 
     runner = Bench(config, on_event=_report_event, show_progress=show_progress())
     try:
@@ -161,7 +161,7 @@ def bench(
     print_summary(summary)
     if "multi_label" in summary:
         print_multi_label(summary["multi_label"])
-    console.print(f"wrote {out} and {runner.store.directory}/")
+    wrote(f"{out} and {runner.store.directory}/")
 
 
 def _report_event(kind: str, payload: Any) -> None:

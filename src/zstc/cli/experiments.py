@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zstc.cli.root import app
+from zstc.cli.verbosity import wrote
 from zstc.cli.options import typer_option
 from zstc.validation import OPTIONS, Interval
 from zstc.cli.options import data_location
@@ -33,7 +34,6 @@ from zstc.cli.options import (
 )
 from zstc.validation import check_hypotheses_template
 
-console = Console(stderr=True)
 
 Data = Annotated[
     str, typer.Option(help="A directory of dataset files, 'hub' for btzsc/btzsc, or 'sample' (the packaged sample).")
@@ -101,7 +101,7 @@ def _write(report: dict[str, Any], out: Path | None, scorer: Any) -> None:
     report.setdefault("scorer", scorer.describe())
     if out is not None:
         write_json(out, report)
-        console.print(f"wrote {out}")
+        wrote(str(out))
 
 
 @app.command("template-robustness")

@@ -24,7 +24,7 @@ from zstc.cli.options import (
     TrustRemoteCode,
     cli_message,
 )
-from zstc.cli.verbosity import quiet
+from zstc.cli.verbosity import quiet, wrote
 
 if TYPE_CHECKING:
     from zstc.benchmark.similarity import DatasetSimilarity
@@ -277,12 +277,12 @@ def dataset_similarity(
     _print_similarity(similarity)
     if out is not None:
         _write_similarity_csv(similarity, out)
-        Console(stderr=True).print(f"wrote {out}")
+        wrote(str(out))
     if figure is not None:
         from zstc.reports import figures
 
         figures.write_figure(figures.dataset_similarity(similarity), figure)
-        Console(stderr=True).print(f"wrote {figure}")
+        wrote(str(figure))
 
 
 def _print_similarity(similarity: DatasetSimilarity) -> None:

@@ -89,7 +89,7 @@ def nli_probe(
     from zstc.benchmark.nli_probe import find_nli_sets, probe_family, probe_options, run_probe
     from zstc.runs.files import write_json
     from zstc.scorers import make_scorer
-    from zstc.cli.verbosity import show_progress
+    from zstc.cli.verbosity import show_progress, wrote
     from zstc.io import check_output_path
     from zstc.validation import check_options
 
@@ -106,7 +106,7 @@ def nli_probe(
     print_probe(summary)
     if out is not None:
         write_json(out, summary)
-        console.print(f"wrote {out}")
+        wrote(str(out))
 
 
 def _report_event(kind: str, payload: Any) -> None:

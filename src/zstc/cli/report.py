@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from zstc.cli.root import app
+from zstc.cli.verbosity import wrote
 from zstc.cli.options import typer_option
 from zstc.validation import OPTIONS
 
@@ -92,7 +93,7 @@ def export(
         content = write_leaderboard(summary, out)
     except DataError as error:  # what export finds wrong names a field of the result, not which result file
         raise DataError(f"{leaderboard}: {error}") from None
-    console.print(f"wrote {out}")
+    wrote(str(out))
     problems = validate_leaderboard(content)
     if problems:  # written as asked, but not an entry the leaderboard takes: exit 1, as validate says of it
         console.print(f"[yellow]{len(problems)} problem(s)[/] keep it from being a complete leaderboard entry:")
@@ -139,7 +140,7 @@ def schema(
         check_output_path(out)  # a missing folder was a FileNotFoundError traceback
         with atomic_write(out) as handle:  # as every file zstc writes: the old one or the whole new one
             handle.write(text)
-        console.print(f"wrote {out}")
+        wrote(str(out))
 
 
 def _print_problems(problems: list[str], stream: TextIO | None = None) -> None:

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from zstc.cli.root import app
+from zstc.cli.verbosity import wrote
 from zstc.cli.options import typer_option
 from zstc.validation import OPTIONS
 from zstc.cli.options import DataOption, data_location
@@ -145,7 +146,7 @@ def sweep(
         console.print(
             f"{model}: macro-F1 {overall['macro_f1']:.4f} over {len(summary['results']['by_dataset'])} datasets"
         )
-    console.print(f"wrote {len(summaries)} summaries to {out}/")
+    wrote(f"{len(summaries)} summaries to {out}/")
 
 
 def _report(kind: str, payload: Any) -> None:

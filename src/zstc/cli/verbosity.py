@@ -64,3 +64,9 @@ def say(line: str) -> None:
 def note(message: str) -> None:
     """Print ``note: message`` on stderr, unless ``--quiet``."""
     say(f"note: {message}")
+
+
+def wrote(what: str) -> None:
+    """Print ``wrote WHAT`` on stderr, even under ``--quiet`` (it names a result): one plain line, so a long path is
+    never wrapped at the terminal's width nor read as rich markup, and a script or a copy and paste gets it whole."""
+    print(f"wrote {what}", file=sys.stderr)

@@ -43,8 +43,8 @@ from fastapi_offline import FastAPIOffline
 
 from zstc import __version__
 from zstc.api import Classifier
-from zstc.server import classify, hf, operations, playground, rerank
-from zstc.server.errors import ERROR_MEANINGS, REASONS, ServiceError, install_error_handlers
+from zstc.server import hf, operations, playground, rerank, zstc_shape
+from zstc.server.statuses import ERROR_MEANINGS, REASONS, ServiceError, install_error_handlers
 from zstc.server.gate import DOCS_ASSETS, Gate
 from zstc.server.openapi import errors
 from zstc.server.service import Service
@@ -64,7 +64,7 @@ def create_app(
 
     Wiring only: the routes are module-level routers (one module per family of routes) over the one
     :class:`~zstc.server.service.Service` they fetch from ``app.state``; every error is answered by
-    :mod:`zstc.server.errors`; the :class:`~zstc.server.gate.Gate` stands in front of them all."""
+    :mod:`zstc.server.statuses`; the :class:`~zstc.server.gate.Gate` stands in front of them all."""
     settings = settings or ServeSettings()
     service = Service(classifier, settings, telemetry)
 
@@ -107,7 +107,7 @@ def create_app(
         if settings.api_key
         else {}
     )
-    for router in (classify.router, hf.router, rerank.router, operations.info_router):
+    for router in (zstc_shape.router, hf.router, rerank.router, operations.info_router):
         app.include_router(router, **keyed)
     app.include_router(operations.router)
     app.include_router(playground.router)

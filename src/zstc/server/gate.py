@@ -19,7 +19,7 @@ from typing import Any
 from zstc.errors import DataError, quoted
 from zstc.io import check_distinct_keys
 from zstc.server.engine import BatchingEngine
-from zstc.server.errors import REASONS, REQUEST_ID, send_error
+from zstc.server.statuses import REASONS, REQUEST_ID, send_error
 from zstc.server.settings import ServeSettings
 from zstc.server.telemetry import Telemetry
 

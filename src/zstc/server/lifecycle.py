@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from zstc.server.errors import send_error, send_json
+from zstc.server.statuses import send_error, send_json
 from zstc.server.gate import access_logger, endpoint_of, origin_form, record
 from zstc.server.telemetry import Telemetry
 

@@ -1,5 +1,5 @@
 """What ``/openapi.json`` says each route answers besides its body: the error responses (by status, with
-:data:`zstc.server.errors.ERROR_MEANINGS`) and the headers of every answer (``X-Request-ID`` on all; TEI's timing
+:data:`zstc.server.statuses.ERROR_MEANINGS`) and the headers of every answer (``X-Request-ID`` on all; TEI's timing
 headers and ``x-zstc-notes`` on the model's answers; ``Retry-After`` on a 429 or a 503 while loading; ...), so that
 a gateway or a generated client knows them.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from zstc.server.errors import ERROR_HEADERS, ERROR_MEANINGS
+from zstc.server.statuses import ERROR_HEADERS, ERROR_MEANINGS
 from zstc.server.schemas import ErrorResponse
 
 Responses = dict[int | str, dict[str, Any]]

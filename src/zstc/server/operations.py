@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from zstc import __version__
-from zstc.server.errors import error_response
+from zstc.server.statuses import error_response
 from zstc.server.openapi import answered, errors
 from zstc.server.schemas import HealthResponse, InfoResponse
 from zstc.server.service import service_of

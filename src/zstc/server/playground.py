@@ -171,6 +171,7 @@ if (query.get("run") === "1") classify();
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 async def playground() -> HTMLResponse:
+    """The playground page (no model work: the page calls ``POST /classify``)."""
     return HTMLResponse(PLAYGROUND_HTML)
 
 

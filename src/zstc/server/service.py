@@ -23,7 +23,7 @@ from zstc.models.families import find_family
 from zstc.policy import DecisionPolicy
 from zstc.scorers.cascade import flattens_to_pairs
 from zstc.server.engine import BatchingEngine, ScoreJob, Unavailable
-from zstc.server.errors import ServiceError
+from zstc.server.statuses import ServiceError
 from zstc.server.settings import ServeSettings
 from zstc.server.telemetry import Telemetry
 from zstc.validation import check_distinct_descriptions
@@ -153,7 +153,7 @@ class Service:
         """Queue ``texts`` (each with its descriptions, ``variants[i]`` per label, variant after variant) and wait for
         their rows: one score per label (the mean of its variants), or the error the request gets (the engine's
         :class:`~zstc.server.engine.Overloaded` and :class:`~zstc.server.engine.Unavailable` are answered by
-        :mod:`zstc.server.errors`). ``pipeline``: each row is the label's transformers-pipeline logits instead
+        :mod:`zstc.server.statuses`). ``pipeline``: each row is the label's transformers-pipeline logits instead
         (:meth:`zstc.server.engine.BatchingEngine.submit`)."""
         self.check_pairs(sum(len(d) for d in descriptions))
         engine = self.engine
