@@ -293,8 +293,4 @@ def test_a_flag_and_the_library_refuse_a_value_out_of_range_alike(
     with pytest.raises(OptionError) as library:
         _library(call, tmp_path)
     code, out, err = zstc_cli(*args)
-    if call == "seed":  # --seed is still checked in the command's body (not yet a flag made from its record)
-        assert (code, out, err) == (2, "", f"error: {cli_message(library.value)}\n")
-        return
-    assert (code, out) == (2, "") and err.startswith(f"error: {cli_message(library.value)} (see "), err
-    assert err.endswith(f"zstc {args[0]} --help)\n") and err.count("\n") == 1, err  # a usage error's line
+    assert (code, out, err) == (2, "", f"error: {cli_message(library.value)}\n")

@@ -12,20 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from zstc.defaults import DEFAULT_MODEL
-from zstc.errors import OptionError, ZstcError
+from zstc.errors import ZstcError
 from zstc.models.families import AUTO_PRECISION, SCORER_OPTIONS, family_names  # no torch: start-up stays fast
 from zstc.validation import OPTIONS, Option
 
 if TYPE_CHECKING:
     from zstc.benchmark.catalog import DataSource
-
-
-class RefusedValue(typer.BadParameter):
-    """A flag's value its record refuses: a usage error (``error: ... (see zstc CMD --help)``, exit 2) whose message is
-    the record's, the one a library call with the same value gets, not click's "Invalid value for ..."."""
-
-    def format_message(self) -> str:
-        return self.message
 
 
 def typer_option(option: Option) -> Any:
@@ -40,12 +32,7 @@ def typer_option(option: Option) -> Any:
         if noted is not None:
             value = noted(context, parameter, value)
         if value is not None and parameter.name is not None:
-            try:
-                option.check(parameter.name, value)
-            except (
-                OptionError
-            ) as error:  # a usage error, in the library's words, naming the flag and the command's help
-                raise RefusedValue(cli_message(error), ctx=context) from None
+            option.check(parameter.name, value)  # an OptionError naming the parameter, written as its flag
         return value
 
     return typer.Option(
