@@ -387,7 +387,7 @@ def test_bf16_multi_label_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_d
     from zstc.api import Classifier
     from zstc.probabilities import Calibration
 
-    task = sample_task(btzsc_dir, "banking77", 40)
+    task = sample_task(btzsc_dir, "banking77", 24)
     hypotheses = list(task.hypotheses)
     labels = [f"intent {j}" for j in range(len(hypotheses))]
     model = str(briefly_trained_nli)
