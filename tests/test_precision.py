@@ -548,7 +548,7 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
     from zstc.server.app import ServeSettings, create_app
     from zstc.server.engine import EngineConfig
 
-    task = sample_task(btzsc_dir, "banking77", 40)
+    task = sample_task(btzsc_dir, "banking77", 24)
     hypotheses = list(task.hypotheses)
     labels = [f"intent {j}" for j in range(len(hypotheses))]
     model = str(briefly_trained_nli)
