@@ -35,7 +35,8 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 from zstc.errors import DataError, OptionError, UnknownOptionError, quoted
-from zstc.policy import argmax_decisions, family_record
+from zstc.models.families import find_family
+from zstc.policy import argmax_decisions
 from zstc.probabilities import as_logits, default_calibration, score_scale
 
 METHODS: dict[str, str] = {
@@ -179,7 +180,7 @@ def corpus_decisions(scores: np.ndarray, method: str, scorer: Mapping[str, Any])
     if check_method(method) == "none":
         return argmax_decisions(scores)
     family = scorer.get("family")
-    record = family_record(family)
+    record = find_family(family)
     score_type = scorer.get("score_type") or (record.score_type if record else None)
     temperature = default_calibration(family).parameters["temperature"]
     return estimate(scores, method, scale=score_scale(family, score_type), temperature=temperature).decisions(scores)

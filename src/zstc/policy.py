@@ -21,7 +21,7 @@ from scipy.special import expit
 
 from zstc.errors import LabelError, OptionError, UnknownNameError, quoted
 from zstc.probabilities import Calibration, as_logits, default_calibration, score_scale
-from zstc.models.families import Family, families
+from zstc.models.families import families, find_family
 from zstc.validation import NONE_LABEL
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
@@ -49,11 +49,6 @@ PROBABILITY_SCALES: dict[str, str] = {
 
 THRESHOLD_OPTIONS: tuple[str, ...] = ("threshold", "label_thresholds", "fit_thresholds")
 """The options that set multi-label cuts, by their parameter names (the CLI writes them as its flags)."""
-
-
-def family_record(name: str | None) -> Family | None:
-    """The registered family of this name; None for a scorer that names none, or names one not registered."""
-    return next((family for family in families() if family.name == name), None)
 
 
 def family_thresholds() -> dict[str, float]:
@@ -212,7 +207,7 @@ def _check_label_named(name: str, labels: Sequence[str], parameter: str) -> None
 def score_type_of(scorer: Any) -> str | None:
     """The score type a scorer produces: its own ``score_type`` setting, else its family's."""
     described = scorer.describe() if hasattr(scorer, "describe") else {}
-    record = family_record(getattr(scorer, "family", None))
+    record = find_family(getattr(scorer, "family", None))
     return getattr(scorer, "score_type", None) or described.get("score_type") or (record.score_type if record else None)
 
 
@@ -220,14 +215,14 @@ def default_margin(family: str | None, temperature: float) -> float | None:
     """The default multi-label margin of ``family`` (None: no margin): ``temperature * ln 2``, so a label passes when
     its single-label probability (softmax at ``temperature``) is at least half the best label's. Only families whose
     record says ``relative_margin`` (the embedding family's cosines: its record says why)."""
-    record = family_record(family)
+    record = find_family(family)
     return temperature * math.log(2) if record is not None and record.relative_margin else None
 
 
 def default_threshold(score_type: str | None, family: str | None = None) -> float:
     """The family's measured threshold (its record's ``threshold``) for its own score type, else the score type's
     (:data:`DEFAULT_THRESHOLDS`)."""
-    record = family_record(family)
+    record = find_family(family)
     if record is not None and record.threshold is not None and score_type in (None, record.score_type):
         return record.threshold
     if score_type not in DEFAULT_THRESHOLDS:
