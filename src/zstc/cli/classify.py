@@ -40,7 +40,7 @@ from zstc.cli.options import (
     Shortlist,
 )
 from zstc.cli.options import Hypotheses, LabelThresholds, MultiLabel, Threshold, split_labels
-from zstc.cli.verbosity import note
+from zstc.cli.verbosity import note, wrote
 
 if TYPE_CHECKING:
     from zstc.probabilities import Calibration
@@ -376,9 +376,7 @@ def classify(
             adapt=adapt,
             adapt_sample=adapt_sample,
         )
-        print(
-            f"wrote {written} predictions to {out}", file=sys.stderr
-        )  # what it wrote is a result: --quiet keeps it, as bench's
+        wrote(f"{written} predictions to {out}")  # what it wrote is a result: --quiet keeps it, as bench's
         return
     if out is None:
         writer: Any = StdoutWriter(fmt, sys.stdout)
@@ -397,7 +395,7 @@ def classify(
     # The file written is a result, which --quiet keeps (as bench and export keep theirs); a pipeline reading stdout
     # gets only the records (show_progress: a terminal, and not --quiet).
     if out is not None or show_progress():
-        print(f"wrote {written} predictions to {out if out is not None else 'stdout'}", file=sys.stderr)
+        wrote(f"{written} predictions to {out if out is not None else 'stdout'}")
 
 
 def _identity(
