@@ -243,15 +243,32 @@ def chromium() -> str:
 
 @pytest.fixture(scope="session")
 def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """MiniLM-L6 trained for 60 steps of 8 LingNLI pairs with the paper's recipe (``zstc train-nli``), in fp32."""
+    """MiniLM-L6 trained for 60 steps of 8 LingNLI pairs with the paper's recipe (``zstc train-nli``), in fp32.
+
+    Trained once per run: pytest-xdist's workers share it through their run's common temporary folder, the first to
+    need it training it under a file lock (the training is seeded, so which worker trains it does not matter)."""
+    from filelock import FileLock
+
+    from zstc.models.nli_head import is_zstc_nli_model
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: <run>/popen-gwN
+    folder = shared / "briefly-trained-nli"
+    out = folder / "minilm-lingnli-60"
+    with FileLock(str(shared / "briefly-trained-nli.lock")):
+        if not is_zstc_nli_model(out):  # its record is written last: a folder with it is complete
+            _train_briefly(folder, out)
+    return out
+
+
+def _train_briefly(folder: Path, out: Path) -> None:
     from zstc.training import TrainConfig, train_nli
 
-    folder = tmp_path_factory.mktemp("nli")
+    folder.mkdir(exist_ok=True)
     lines = shared_path("nli/lingnli_train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     # Every 14th pair (the file is grouped by label): all three labels, and only what 60 steps and the dev set use.
     data = folder / "lingnli-part.jsonl"
     data.write_text("".join(lines[::14][: 60 * 8 + 64]), encoding="utf-8")
-    out = folder / "minilm-lingnli-60"
     train_nli(
         TrainConfig(
             backbone=MINILM,
@@ -268,7 +285,6 @@ def briefly_trained_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
         progress=False,
         log=lambda line: None,
     )
-    return out
 
 
 @pytest.fixture

@@ -211,15 +211,15 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(
     # On banking77 with 64-pair passes one text of 72 is such a near-tie (fp32 margin 0.0005; with 256-pair passes
     # none flipped): so at most one changed decision, and only one that fp32 barely made. With one thread per core
     # (make test's xdist workers) the kernels sum in another order, and a second such near-tie flipped (margin < 0.02).
-    # This is bf16 alone (recheck_margin=0); the default rechecks near ties in fp32 (the next tests).
-    task = sample_task(btzsc_dir, "banking77", 72)
+    # This is bf16 alone (recheck_margin=0); the default rechecks near ties in fp32 (the next tests). Here on 36 texts.
+    task = sample_task(btzsc_dir, "banking77", 36)
     agreement, max_diff, flip_margins = _compare(
         lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu", recheck_margin=0),
         task.texts,
         task.hypotheses,
         record_property,
     )
-    assert agreement >= 70 / 72
+    assert agreement >= 34 / 36
     assert all(margin < 0.02 for margin in flip_margins), flip_margins  # a near-tie, not a different decision
     assert 0 < max_diff < 0.05  # log-odds: rounding, not a different model
 
@@ -388,7 +388,7 @@ def test_bf16_multi_label_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_d
     from zstc.probabilities import Calibration
 
     task = sample_task(btzsc_dir, "banking77", 24)
-    hypotheses = list(task.hypotheses)
+    hypotheses = list(task.hypotheses)[::3]  # 26 of the intents: enough pairs at the cut, a third of the cost
     labels = [f"intent {j}" for j in range(len(hypotheses))]
     model = str(briefly_trained_nli)
     fp32 = Classifier(model, family="nli", precision="fp32")
@@ -549,7 +549,8 @@ def test_a_bf16_server_passes_fp32s_labels(briefly_trained_nli: Path, btzsc_dir:
     from zstc.server.engine import EngineConfig
 
     task = sample_task(btzsc_dir, "banking77", 24)
-    hypotheses = list(task.hypotheses)
+    # Without a shortlist 26 of the intents, as in the library's test above; a shortlist of 36 picks from all of them.
+    hypotheses = list(task.hypotheses)[:: 1 if shortlist else 3]
     labels = [f"intent {j}" for j in range(len(hypotheses))]
     model = str(briefly_trained_nli)
     fp32, plain, served = (
@@ -719,7 +720,7 @@ def test_bf16_yesno_rechecks_make_fp32s_decisions(smollm2_folder: Path, btzsc_di
     threshold, is rescored in fp32 and every decision fp32 makes above its own noise is kept."""
     from zstc.scorers import make_scorer
 
-    task = sample_task(btzsc_dir, "agnews", 16)
+    task = sample_task(btzsc_dir, "agnews", 10)
     make = lambda **options: make_scorer(str(smollm2_folder), "yesno", device="cpu", batch_size=8, **options)  # noqa: E731
     fp32 = make(precision="fp32").score(task.texts, task.hypotheses)
     alone = make(precision="bf16", recheck_margin=0)
@@ -766,7 +767,7 @@ def test_bf16_llm_rechecks_rescore_whole_texts_in_fp32(smollm2_folder: Path, btz
     fp32's, and the others keep their bf16 scores. A margin past every gap rescores every text."""
     from zstc.scorers import make_scorer
 
-    task = sample_task(btzsc_dir, "agnews", 16)
+    task = sample_task(btzsc_dir, "agnews", 10)
     make = lambda **options: make_scorer(str(smollm2_folder), "llm", device="cpu", batch_size=8, **options)  # noqa: E731
     fp32 = make(precision="fp32").score(task.texts, task.label_names)
     alone = make(precision="bf16", recheck_margin=0)
@@ -911,35 +912,29 @@ def test_a_bf16_server_decides_an_average_of_description_variants_as_fp32(btzsc_
 @requires_fast_bf16
 @pytest.mark.slow
 def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_as_fp32(
-    nli_folder: Path, btzsc_dir: Path, record_property
+    nli_folder: Path, btzsc_dir: Path
 ) -> None:
     """The pair backend (an NLI cross-encoder, every request's pairs in one run) with polarity labels in bf16: each
     text's average of its five descriptions per label is rechecked on the average, its pairs not one by one, so the
     server decides as an fp32 Classifier and as the bf16 library, single-label and under a cut where the averages are
     densest. Decisions fp32 makes by less than its noise may go either way. (No flip of bf16 alone was found cheaply for
-    this model: on these 60 texts it flips none, so this checks the pair backend's path to the same answers; the flip
-    is the embedding server's test above.)"""
+    this model: on 60 texts it flipped none, so this checks the pair backend's path to the same answers, on 24; the
+    flip is the embedding server's test above.)"""
     pytest.importorskip("fastapi")
     from zstc.api import Classifier
 
-    texts = sample_task(btzsc_dir, "financialphrasebank", 60).texts
+    texts = sample_task(btzsc_dir, "financialphrasebank", 24).texts
     labels = ["positive", "negative", "neutral"]
-    fp32, alone, checked = (
-        Classifier(str(nli_folder), family="nli", precision=p, **how)
-        for p, how in (("fp32", {}), ("bf16", {"recheck_margin": 0}), ("bf16", {}))
-    )
+    fp32, checked = (Classifier(str(nli_folder), family="nli", precision=p) for p in ("fp32", "bf16"))
     exact = fp32.scores(texts, labels)
     cut = float(np.median(exact))
     decided, far = _decided(exact), (np.abs(exact - cut) > NOISE).all(axis=1)
-    record_property(
-        "bf16_alone_single_label_flips", int((alone.scores(texts, labels).argmax(1) != exact.argmax(1)).sum())
-    )
     expected_best = [labels[int(j)] for j in exact.argmax(1)]
     expected_sets = [set(p.labels) for p in fp32.predict_multi_label(texts, labels, threshold=cut)]
     library_best = [p.label for p in checked.predict(texts, labels)]
     library_sets = [set(p.labels) for p in checked.predict_multi_label(texts, labels, threshold=cut)]
 
-    halves = [texts[:30], texts[30:]]
+    halves = [texts[:12], texts[12:]]
     bodies = [
         {"texts": half, "labels": labels, **({"multi_label": True, "threshold": cut} if multi else {})}
         for multi in (False, True)
