@@ -31,6 +31,23 @@ def test_native_pooling_gives_the_models_real_quality(btzsc_dir, minilm_native):
     assert metrics["macro_f1"] > 0.6  # the paper's [CLS] row is 0.338
 
 
+def test_the_default_batch_size_is_the_backends_and_a_given_one_is_kept() -> None:
+    """ONNX Runtime's CPU kernels ran all-MiniLM-L6-v2 1.4-1.9x slower at torch's 64 texts a run than at 8-16
+    (docs/performance-embedding.md): without a ``batch_size`` each backend gets its own, and describe() says which
+    (classify's resume identity holds the resolved one); one the user gives is kept on either."""
+    pytest.importorskip("onnxruntime")
+    from zstc.scorers import make_scorer
+    from zstc.scorers.embedding import TORCH_BATCH_SIZE
+    from zstc.scorers.ort_backend import ORT_BATCH_SIZE
+
+    minilm = "sentence-transformers/all-MiniLM-L6-v2"
+    ort = make_scorer(minilm, precision="fp32", backend="onnxruntime")
+    assert (make_scorer(minilm, precision="fp32").batch_size, ort.batch_size) == (TORCH_BATCH_SIZE, ORT_BATCH_SIZE)
+    assert ort.describe()["batch_size"] == ORT_BATCH_SIZE < TORCH_BATCH_SIZE
+    assert make_scorer(minilm, precision="fp32", backend="onnxruntime", batch_size=64).batch_size == 64
+    assert make_scorer(minilm, family="encoder", precision="fp32", backend="onnxruntime").batch_size == ORT_BATCH_SIZE
+
+
 def test_scores_are_cosines_independent_of_batch_size(minilm_native):
     from zstc.scorers import make_scorer
 

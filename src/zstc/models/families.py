@@ -227,7 +227,7 @@ SCORER_OPTIONS: dict[str, Option] = {
     "batch_size": OPTIONS["batch_size"].but(
         allow_none=True,
         help=f"Texts (or pairs) per forward pass; default: the family's (cross-encoders: {DEFAULT_MAX_PAIRS} pairs on "
-        f"a CPU, {GPU_MAX_PAIRS:,} on a GPU).",
+        f"a CPU, {GPU_MAX_PAIRS:,} on a GPU; embedding models: 64 texts, 16 under ONNX Runtime).",
     ),
     # fp32 or bf16 once a scorer is built (zstc.scorers.runtime.resolve_precision turns 'auto' into one of them).
     "precision": Option(
@@ -311,8 +311,9 @@ COSINE_RECHECK_MARGIN = SCORER_OPTIONS["recheck_margin"].but(default=DEFAULT_COS
 
 def family_options(batch_size: int | None, *names: str, **own: Option) -> dict[str, Option]:
     """The options of a scorer that runs a torch model: ``names`` (of :data:`SCORER_OPTIONS`) and ``own`` (a family's
-    own version of one) first, then device, precision, batch size (its default ``batch_size``; ``None``: by device,
-    as cross-encoders pass :func:`pass_shape`), max length and trust_remote_code."""
+    own version of one) first, then device, precision, batch size (its default ``batch_size``; ``None``: the scorer's
+    own, by device as cross-encoders pass :func:`pass_shape`, by backend for embedding models), max length and
+    trust_remote_code."""
     torch = ("device", "precision", "batch_size", "max_length", "trust_remote_code")
     chosen = {**{name: SCORER_OPTIONS[name] for name in names}, **own, **{name: SCORER_OPTIONS[name] for name in torch}}
     if batch_size is not None:
@@ -327,7 +328,7 @@ register_family(
         "cosine",
         "embedding",
         "#1f77b4",
-        family_options(64, "pooling", "backend", recheck_margin=COSINE_RECHECK_MARGIN),
+        family_options(None, "pooling", "backend", recheck_margin=COSINE_RECHECK_MARGIN),
         "Embedding models: cosine similarity of text and label-description embeddings.",
         score_rule="cosine of the text's and the label's embeddings",
         temperature=0.061,  # all-MiniLM-L6-v2 (native pooling): scripts/measure_defaults.py, see docs/classify.md
@@ -346,7 +347,7 @@ register_family(
         "cosine",
         "embedding",
         "#7f7f7f",
-        family_options(64, "backend", recheck_margin=COSINE_RECHECK_MARGIN),
+        family_options(None, "backend", recheck_margin=COSINE_RECHECK_MARGIN),
         "Base encoders (no sentence-embedding training): final-layer [CLS] cosine, as the paper scores them.",
         score_rule="cosine of the final-layer [CLS] vectors of text and label",
         temperature=0.0465,  # all-MiniLM-L6-v2's encoder, [CLS] cosines: scripts/measure_defaults.py

@@ -31,7 +31,7 @@ from zstc.scorers.base import (
     token_limit,
 )
 from zstc.models.families import POOLINGS
-from zstc.scorers.ort_backend import OrtEncoder, ort_encoder
+from zstc.scorers.ort_backend import ORT_BATCH_SIZE, OrtEncoder, ort_encoder
 from zstc.scorers.recheck import RECHECK_PROBES, call_cuts, label_cuts, margin_cuts
 from zstc.scorers.runtime import IEEE_MATMUL, Precision, inference_context
 
@@ -54,7 +54,11 @@ embedded both ways, on the :data:`~zstc.scorers.recheck.RECHECK_PROBES` closest 
 call; ONNX Runtime's error is its kernels', fixed for a machine, and a probe on every call would double a one-text
 request's cost and add a few percent to a long text's)."""
 
-__all__ = ["ORT_RECHECK_MARGIN", "POOLINGS", "EmbeddingScorer", "EncoderScorer"]
+TORCH_BATCH_SIZE = 64
+"""Texts per forward pass where the user gives no ``batch_size`` and torch runs the model (ONNX Runtime's:
+:data:`zstc.scorers.ort_backend.ORT_BATCH_SIZE`)."""
+
+__all__ = ["ORT_RECHECK_MARGIN", "POOLINGS", "TORCH_BATCH_SIZE", "EmbeddingScorer", "EncoderScorer"]
 
 
 class EmbeddingScorer(TorchScorer[Backend]):
@@ -85,6 +89,8 @@ class EmbeddingScorer(TorchScorer[Backend]):
                 "backend",
                 "precision",
             )
+        if self.options["batch_size"] is None:  # the family's default is the backend's
+            self.batch_size = ORT_BATCH_SIZE if self.onnxruntime else TORCH_BATCH_SIZE
         self._label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)
         self._fp32_label_cache: LruCache[torch.Tensor] = LruCache(LABEL_CACHE_SIZE)  # the recheck's label side
         # Backend onnxruntime: its largest cosine error against torch fp32 seen so far, and how many texts showed it.

@@ -37,6 +37,11 @@ OPSET = 17
 ONNX_MODULES: tuple[str, ...] = ("onnx", "onnxruntime")
 """What ``backend="onnxruntime"`` imports (torch.onnx's exporter needs ``onnx``): the ``onnx`` extra."""
 
+ORT_BATCH_SIZE = 16
+"""Texts per ONNX Runtime run where the user gives no ``batch_size``: its CPU kernels ran all-MiniLM-L6-v2 fastest at
+8-16 texts a run and 1.4-1.9x slower at 64 (torch's default), as a run's activations outgrow the core's cache
+(docs/performance-embedding.md)."""
+
 OrtEncoder = Callable[[list[str], int], torch.Tensor]
 """``encoder(sentences, batch_size)``: the sentences' embeddings, as ``encode`` returns them (before cosines)."""
 
