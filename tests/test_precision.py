@@ -211,15 +211,15 @@ def test_bf16_keeps_the_nli_cross_encoders_decisions(
     # On banking77 with 64-pair passes one text of 72 is such a near-tie (fp32 margin 0.0005; with 256-pair passes
     # none flipped): so at most one changed decision, and only one that fp32 barely made. With one thread per core
     # (make test's xdist workers) the kernels sum in another order, and a second such near-tie flipped (margin < 0.02).
-    # This is bf16 alone (recheck_margin=0); the default rechecks near ties in fp32 (the next tests). Here on 36 texts.
-    task = sample_task(btzsc_dir, "banking77", 36)
+    # This is bf16 alone (recheck_margin=0); the default rechecks near ties in fp32 (the next tests). Here on 24 texts.
+    task = sample_task(btzsc_dir, "banking77", 24)
     agreement, max_diff, flip_margins = _compare(
         lambda p: make_scorer(str(briefly_trained_nli), "nli", precision=p, device="cpu", recheck_margin=0),
         task.texts,
         task.hypotheses,
         record_property,
     )
-    assert agreement >= 34 / 36
+    assert agreement >= 22 / 24
     assert all(margin < 0.02 for margin in flip_margins), flip_margins  # a near-tie, not a different decision
     assert 0 < max_diff < 0.05  # log-odds: rounding, not a different model
 
@@ -286,7 +286,7 @@ def test_bf16_with_rechecks_makes_fp32s_decisions(briefly_trained_nli: Path, btz
     alone changes decisions (0.95 agreement measured); with the default recheck every decision is fp32's."""
     from zstc.scorers import make_scorer
 
-    task = sample_task(btzsc_dir, "agnews", 120)
+    task = sample_task(btzsc_dir, "agnews", 60)
     model = str(briefly_trained_nli)
     fp32 = make_scorer(model, "nli", precision="fp32", device="cpu").score(task.texts, task.hypotheses)
     plain = make_scorer(model, "nli", precision="bf16", device="cpu", recheck_margin=0).score_with_notes(
