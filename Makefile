@@ -34,8 +34,9 @@ test: $(STAMP)
 	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"; \
 		status=$$?; rm -rf "$$site"; exit $$status
 	# One pytest-xdist worker per core; a worker takes the next test when it is free (tests/conftest.py splits torch's
-	# threads between the workers).
-	$(PY) -m pytest -q -n auto --dist worksteal
+	# threads between the workers). Bytecode is written (into the git-ignored __pycache__ folders) even where the
+	# environment says not to: each worker and each of the ~100 interpreters the tests start would compile zstc again.
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist worksteal
 
 # zstc's NLI scorer against transformers' zero-shot pipeline on 60 banking77 texts x 72 labels.
 bench-nli: $(STAMP)
