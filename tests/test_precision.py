@@ -918,12 +918,12 @@ def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_
     text's average of its five descriptions per label is rechecked on the average, its pairs not one by one, so the
     server decides as an fp32 Classifier and as the bf16 library, single-label and under a cut where the averages are
     densest. Decisions fp32 makes by less than its noise may go either way. (No flip of bf16 alone was found cheaply for
-    this model: on 60 texts it flipped none, so this checks the pair backend's path to the same answers, on 24; the
+    this model: on 60 texts it flipped none, so this checks the pair backend's path to the same answers, on 12; the
     flip is the embedding server's test above.)"""
     pytest.importorskip("fastapi")
     from zstc.api import Classifier
 
-    texts = sample_task(btzsc_dir, "financialphrasebank", 24).texts
+    texts = sample_task(btzsc_dir, "financialphrasebank", 12).texts
     labels = ["positive", "negative", "neutral"]
     fp32, checked = (Classifier(str(nli_folder), family="nli", precision=p) for p in ("fp32", "bf16"))
     exact = fp32.scores(texts, labels)
@@ -934,7 +934,7 @@ def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_
     library_best = [p.label for p in checked.predict(texts, labels)]
     library_sets = [set(p.labels) for p in checked.predict_multi_label(texts, labels, threshold=cut)]
 
-    halves = [texts[:12], texts[12:]]
+    halves = [texts[:6], texts[6:]]
     bodies = [
         {"texts": half, "labels": labels, **({"multi_label": True, "threshold": cut} if multi else {})}
         for multi in (False, True)
@@ -942,6 +942,7 @@ def test_a_bf16_cross_encoder_server_decides_an_average_of_description_variants_
     ]
     served = _served_decisions(Classifier(str(nli_folder), family="nli", precision="bf16"), bodies, len(texts) * 15 * 2)
     best, sets = served[0] + served[1], served[2] + served[3]
+    assert decided.sum() >= len(texts) // 2 and far.sum() >= len(texts) // 2, (decided, far)  # the checks below bite
     assert [
         i for i in np.flatnonzero(decided) if best[i] != expected_best[i] or library_best[i] != expected_best[i]
     ] == []
